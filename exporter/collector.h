@@ -1,0 +1,45 @@
+/* collector.h: THE contract between the core and a collector kind.
+ *
+ * A kind is one `const struct collector_kind` (collectors/<kind>.c) listed in the registry.
+ * configure() parses and validates the kind's own keys (no I/O); collect() talks to the broker
+ * and fills a metric set; destroy() frees the kind's state. The core owns the common keys
+ * (name, kind, timeout) and runs collect() on its own thread under a deadline:
+ *   - collect blocks only inside helpers that honour the deadline;
+ *   - it may add samples and then fail: the core then discards them and reports up 0;
+ *   - after any error it drops its connection and reconnects on the next call;
+ *   - one instance never runs twice at once, instances run in parallel: no globals.
+ * Secrets are read by configure() from *_file keys or the environment and never put into an
+ * error message, a label or a log line. */
+#ifndef QREL_COLLECTOR_H
+#define QREL_COLLECTOR_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "deadline.h"
+#include "err.h"
+#include "metrics.h"
+
+struct collector;
+
+struct collector_kind {
+    const char *name; /* `kind:` in the config and the kind label of qrel_collector_up */
+    int (*configure)(struct collector *c, struct cfg_node *map, struct err *e);
+    int (*collect)(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e);
+    void (*destroy)(struct collector *c); /* frees priv; may be called after a failed configure */
+};
+
+struct collector {
+    char *name; /* the `source` label */
+    const struct collector_kind *kind;
+    double timeout; /* seconds */
+    void *priv;     /* the kind's state */
+};
+
+/* collectors/registry.c: the kinds this build has. */
+const struct collector_kind *collector_kind_find(const char *name);
+size_t collector_kind_count(void);
+const struct collector_kind *collector_kind_at(size_t i);
+
+#endif

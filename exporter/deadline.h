@@ -1,0 +1,23 @@
+/* deadline.h: a point in monotonic time by which a collection must be complete.
+ *
+ * C cannot stop a thread, so every blocking helper turns the deadline into its library's own
+ * timeout (poll timeout, CURLOPT_TIMEOUT_MS, statement_timeout). Monotonic, so wall-clock jumps
+ * never stretch or cut a scrape. */
+#ifndef QREL_DEADLINE_H
+#define QREL_DEADLINE_H
+
+#include <stdint.h>
+
+struct deadline {
+    int64_t at_ms; /* CLOCK_MONOTONIC milliseconds */
+};
+
+int64_t deadline_now_ms(void);
+struct deadline deadline_in(double seconds);
+/* Milliseconds left, never negative. */
+int64_t deadline_remaining_ms(const struct deadline *d);
+int deadline_expired(const struct deadline *d);
+/* The earlier of two deadlines. */
+struct deadline deadline_min(struct deadline a, struct deadline b);
+
+#endif

@@ -1,0 +1,50 @@
+/* util.h: allocation that cannot fail silently, a growable byte buffer, small string helpers.
+ *
+ * An exporter that runs out of memory cannot report anything useful, so the x* allocators abort
+ * with a message instead of making every caller handle NULL. Everything else in the tree may
+ * therefore assume allocations succeed. */
+#ifndef QREL_UTIL_H
+#define QREL_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);             /* xstrdup(NULL) == NULL */
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable, always NUL-terminated byte buffer. The buffer owns data; buf_free releases it,
+ * buf_steal hands it to the caller (who frees it with free()). */
+struct buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+void buf_init(struct buf *b);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b); /* len = 0, keeps the allocation */
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_puts(struct buf *b, const char *s);
+void buf_putc(struct buf *b, char c);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(struct buf *b, const char *fmt, va_list ap);
+char *buf_steal(struct buf *b); /* never NULL; the buffer is empty afterwards */
+
+/* Reads a whole file (at most max bytes, else error). Returns a NUL-terminated malloc'd string or
+ * NULL with errno set (EFBIG when larger than max). *len_out may be NULL. */
+char *util_read_file(const char *path, size_t max, size_t *len_out);
+
+/* Strips trailing "\r\n", "\n" and spaces in place (for secrets read from files). */
+void util_chomp(char *s);
+
+/* Copies the valid UTF-8 of src into out; each invalid byte becomes U+FFFD. */
+void util_utf8_sanitize(struct buf *out, const char *src, size_t len);
+
+/* Wall-clock now in seconds since the epoch (CLOCK_REALTIME). */
+double util_wall_now(void);
+
+#endif
