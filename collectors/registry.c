@@ -1,0 +1,34 @@
+/* registry.c: the static table of collector kinds this build has. The list IS this table: a new
+ * kind is one file in collectors/ and one row here (behind its CMake option). */
+#include <string.h>
+
+#include "collector.h"
+
+#ifdef QREL_WITH_REDIS
+extern const struct collector_kind redis_stream_kind;
+#endif
+
+static const struct collector_kind *const kinds[] = {
+#ifdef QREL_WITH_REDIS
+    &redis_stream_kind,
+#endif
+    NULL,
+};
+
+size_t collector_kind_count(void)
+{
+    return sizeof kinds / sizeof kinds[0] - 1;
+}
+
+const struct collector_kind *collector_kind_at(size_t i)
+{
+    return i < collector_kind_count() ? kinds[i] : NULL;
+}
+
+const struct collector_kind *collector_kind_find(const char *name)
+{
+    for (size_t i = 0; i < collector_kind_count(); i++)
+        if (strcmp(kinds[i]->name, name) == 0)
+            return kinds[i];
+    return NULL;
+}

@@ -1,0 +1,31 @@
+/* flags.h: command-line flags in the Prometheus style (--config.file=F or --config.file F,
+ * boolean flags as --config.check or --config.check=false), shared by qrel_exporter and qrel.
+ * Values point into argv or at the static default: nothing to free. */
+#ifndef QREL_FLAGS_H
+#define QREL_FLAGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "err.h"
+
+enum flag_type { FLAG_STRING, FLAG_BOOL };
+
+struct flag {
+    const char *name; /* without the leading "--" */
+    enum flag_type type;
+    const char *def; /* default value (string), NULL for none */
+    const char *help;
+    const char *value; /* filled by flags_parse: the given value or def */
+    int given;
+};
+
+/* Parses argv[start..]. Positional arguments (not starting with "--") are moved, in order, to
+ * the front of argv[start..]; *npos receives their count. "-h"/"--help" sets *help. */
+int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, int *npos,
+                int *help, struct err *e);
+int flags_bool(const struct flag *f); /* value as a boolean */
+struct flag *flags_find(struct flag *flags, size_t n, const char *name);
+void flags_usage(FILE *out, const char *usage, const struct flag *flags, size_t n);
+
+#endif

@@ -1,0 +1,342 @@
+/* http.c: see http.h.
+ *
+ * One thread per connection is the simplest model that meets the rule "a scrape waiting on a
+ * hanging broker never stalls another request": MHD's own thread pool would park /-/healthy
+ * behind a blocked scrape. Connections are capped, so the thread count is bounded too. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "expfmt.h"
+#include "log.h"
+#include "scheduler.h"
+#include "util.h"
+#include "version.h"
+
+#define HTTP_CONNECTION_LIMIT 128
+#define HTTP_IDLE_TIMEOUT_S 120
+
+struct http_server {
+    struct MHD_Daemon *d;
+    struct app *app;
+    char *telemetry_path;
+    char bound[128];
+};
+
+int http_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
+                       struct err *e)
+{
+    const char *colon;
+    const char *h = addr;
+    size_t hl;
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':')
+            return err_set(e, ERR_CONFIG, "listen address \"%s\": want [ipv6]:port", addr);
+        h = addr + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon)
+            return err_set(e, ERR_CONFIG, "listen address \"%s\": want host:port or :port", addr);
+        hl = (size_t)(colon - addr);
+    }
+    const char *p = colon + 1;
+    if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 5 || strtol(p, NULL, 10) > 65535)
+        return err_set(e, ERR_CONFIG, "listen address \"%s\": want a port from 0 to 65535", addr);
+    if (hl >= hostlen || strlen(p) >= portlen)
+        return err_set(e, ERR_CONFIG, "listen address \"%s\" is too long", addr);
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    memcpy(port, p, strlen(p) + 1);
+    return 0;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                                 char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result send_plain(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+    char *body = xasprintf("%s\n", msg);
+    return send_text(conn, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+static enum MHD_Result send_405(struct MHD_Connection *conn, const char *allow)
+{
+    char *body = xasprintf("method not allowed; allowed: %s\n", allow);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* X-Prometheus-Scrape-Timeout-Seconds: a positive decimal; anything else is ignored. */
+static double scrape_timeout_header(struct MHD_Connection *conn)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                "X-Prometheus-Scrape-Timeout-Seconds");
+    if (!v)
+        return 0;
+    char *end;
+    double t = strtod(v, &end);
+    if (end == v || *end != '\0' || !(t > 0) || t > 86400)
+        return 0;
+    return t;
+}
+
+static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *conn)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    enum expfmt_format fmt = expfmt_negotiate(accept);
+    struct scheduler_opts o = {.scrape_timeout = scrape_timeout_header(conn), .only = NULL};
+
+    struct scheduler *s = app_acquire(h->app);
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    size_t n;
+    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
+    struct metric_set **all = xcalloc(n + 1, sizeof *all);
+    memcpy(all, sets, n * sizeof *all);
+    all[n] = app_exporter_metrics(h->app);
+    struct buf out;
+    buf_init(&out);
+    expfmt_write(&out, all, n + 1, fmt);
+    metric_set_free(all[n]);
+    free(all);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    size_t len = out.len;
+    return send_text(conn, MHD_HTTP_OK, expfmt_content_type(fmt), buf_steal(&out), len);
+}
+
+static void html_escape(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            buf_puts(b, "&lt;");
+            break;
+        case '>':
+            buf_puts(b, "&gt;");
+            break;
+        case '&':
+            buf_puts(b, "&amp;");
+            break;
+        case '"':
+            buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            buf_puts(b, "&#39;");
+            break;
+        default:
+            buf_putc(b, *s);
+        }
+    }
+}
+
+/* The landing page: no external assets, readable without Grafana. */
+static enum MHD_Result serve_landing(struct http_server *h, struct MHD_Connection *conn)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                 "<title>qrel exporter</title><style>"
+                 "body{font-family:sans-serif;margin:2em;max-width:60em;color:#222}"
+                 "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;"
+                 "text-align:left}.up{color:#080}.down{color:#b00}.unknown{color:#777}"
+                 "</style></head><body>\n<h1>qrel exporter</h1>\n"
+                 "<p>Message-queue reliability metrics for Prometheus. Version " QREL_VERSION
+                 " (" QREL_REVISION ").</p>\n<ul>\n<li><a href=\"");
+    html_escape(&b, h->telemetry_path);
+    buf_puts(&b, "\">Metrics</a></li>\n<li><a href=\"/-/healthy\">Health</a></li>\n"
+                 "<li><a href=\"/-/ready\">Readiness</a></li>\n</ul>\n<h2>Sources</h2>\n");
+    struct scheduler *s = app_acquire(h->app);
+    size_t n = scheduler_source_count(s);
+    if (n == 0) {
+        buf_puts(&b, "<p>No sources are configured.</p>\n");
+    } else {
+        buf_puts(&b, "<table>\n<tr><th>Source</th><th>Kind</th><th>Last collection</th>"
+                     "<th>Last error</th></tr>\n");
+        for (size_t i = 0; i < n; i++) {
+            struct scheduler_status st;
+            scheduler_status_at(s, i, &st);
+            buf_puts(&b, "<tr><td>");
+            html_escape(&b, st.name);
+            buf_puts(&b, "</td><td>");
+            html_escape(&b, st.kind);
+            if (st.up < 0)
+                buf_puts(&b, "</td><td class=\"unknown\">not yet collected</td><td>");
+            else if (st.up)
+                buf_printf(&b, "</td><td class=\"up\">up (%.3fs)</td><td>", st.last_duration);
+            else
+                buf_puts(&b, "</td><td class=\"down\">down</td><td>");
+            html_escape(&b, st.last_error);
+            buf_puts(&b, "</td></tr>\n");
+        }
+        buf_puts(&b, "</table>\n");
+    }
+    scheduler_unref(s);
+    buf_puts(&b, "</body></html>\n");
+    size_t len = b.len;
+    return send_text(conn, MHD_HTTP_OK, "text/html; charset=utf-8", buf_steal(&b), len);
+}
+
+static enum MHD_Result serve_reload(struct http_server *h, struct MHD_Connection *conn)
+{
+    struct err e;
+    err_clear(&e);
+    if (app_reload(h->app, &e) != 0)
+        return send_plain(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg);
+    return send_plain(conn, MHD_HTTP_OK, "configuration reloaded");
+}
+
+static int is_get(const char *m)
+{
+    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+    struct http_server *h = cls;
+    static int started;
+    /* MHD calls once with the headers, then with body chunks, then once more: answer last. */
+    if (*state == NULL) {
+        *state = &started;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0; /* no endpoint reads a body; discard it */
+        return MHD_YES;
+    }
+    if (strcmp(url, h->telemetry_path) == 0)
+        return is_get(method) ? serve_metrics(h, conn) : send_405(conn, "GET, HEAD");
+    if (strcmp(url, "/-/healthy") == 0)
+        return is_get(method) ? send_plain(conn, MHD_HTTP_OK, "Healthy")
+                              : send_405(conn, "GET, HEAD");
+    if (strcmp(url, "/-/ready") == 0)
+        return is_get(method) ? send_plain(conn, MHD_HTTP_OK, "Ready")
+                              : send_405(conn, "GET, HEAD");
+    if (strcmp(url, "/-/reload") == 0)
+        return strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0
+                   ? serve_reload(h, conn)
+                   : send_405(conn, "POST, PUT");
+    if (strcmp(url, "/") == 0)
+        return is_get(method) ? serve_landing(h, conn) : send_405(conn, "GET, HEAD");
+    return send_plain(conn, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_vprintf(&b, fmt, ap);
+    util_chomp(b.data ? b.data : "");
+    log_kv(LOG_WARN, "http server", "err", b.data ? b.data : "", NULL);
+    buf_free(&b);
+}
+
+struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e)
+{
+    char host[256], port[8];
+    if (http_split_address(o->listen_address, host, sizeof host, port, sizeof port, e))
+        return NULL;
+    if (o->telemetry_path[0] != '/' || strcmp(o->telemetry_path, "/") == 0 ||
+        strncmp(o->telemetry_path, "/-/", 3) == 0) {
+        err_set(e, ERR_CONFIG, "telemetry path \"%s\": want a path like /metrics",
+                o->telemetry_path);
+        return NULL;
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+    if (gai != 0) {
+        err_set(e, ERR_CONFIG, "listen address \"%s\": %s", o->listen_address, gai_strerror(gai));
+        return NULL;
+    }
+    /* With no host, prefer one dual-stack IPv6 socket (serves IPv4 too), else IPv4. */
+    struct addrinfo *pick = res;
+    for (struct addrinfo *r = res; !host[0] && r; r = r->ai_next)
+        if (r->ai_family == AF_INET6)
+            pick = r;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG;
+    if (pick->ai_family == AF_INET6)
+        flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
+
+    struct http_server *h = xcalloc(1, sizeof *h);
+    h->app = a;
+    h->telemetry_path = xstrdup(o->telemetry_path);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, pick->ai_addr,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    if (!h->d && pick->ai_family == AF_INET6 && !host[0]) {
+        /* No IPv6 on this machine: fall back to IPv4 on all interfaces. */
+        struct sockaddr_in sin = {0};
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons((unsigned short)strtol(port, NULL, 10));
+        sin.sin_addr.s_addr = htonl(INADDR_ANY);
+        flags &= ~(unsigned)MHD_USE_DUAL_STACK;
+        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sin,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
+                                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    }
+    freeaddrinfo(res);
+    if (!h->d) {
+        err_set(e, ERR_CONFIG, "cannot listen on \"%s\" (address in use or not available)",
+                o->listen_address);
+        http_stop(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned bound_port = info ? info->port : (unsigned)strtol(port, NULL, 10);
+    if (strchr(host, ':'))
+        snprintf(h->bound, sizeof h->bound, "[%s]:%u", host, bound_port);
+    else
+        snprintf(h->bound, sizeof h->bound, "%s:%u", host, bound_port);
+    return h;
+}
+
+const char *http_bound_address(const struct http_server *h)
+{
+    return h->bound;
+}
+
+void http_stop(struct http_server *h)
+{
+    if (!h)
+        return;
+    if (h->d)
+        MHD_stop_daemon(h->d);
+    free(h->telemetry_path);
+    free(h);
+}

@@ -1,0 +1,28 @@
+/* http.h: the exporter's HTTP server (libmicrohttpd, one thread per connection so a slow scrape
+ * never delays /-/healthy or another scrape).
+ *
+ * Endpoints: GET|HEAD <telemetry path> (default /metrics), /-/healthy, /-/ready, / (landing page);
+ * POST|PUT /-/reload. Unknown paths answer 404, wrong methods 405 with an Allow header. */
+#ifndef QREL_HTTP_H
+#define QREL_HTTP_H
+
+#include "app.h"
+#include "err.h"
+
+struct http_server;
+
+struct http_opts {
+    const char *listen_address; /* "host:port", ":port", "[v6]:port"; port 0 picks a free one */
+    const char *telemetry_path;
+};
+
+struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e);
+/* The address actually bound, e.g. "127.0.0.1:19318" (useful with port 0). */
+const char *http_bound_address(const struct http_server *h);
+void http_stop(struct http_server *h); /* NULL is fine */
+
+/* Splits "host:port" / ":port" / "[v6]:port"; host is "" for all interfaces. Exposed for tests. */
+int http_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
+                       struct err *e);
+
+#endif

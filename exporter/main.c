@@ -1,0 +1,128 @@
+/* main.c: qrel_exporter — flags, signals and wiring only.
+ *
+ * Signals are blocked in every thread and taken by the main thread with sigwait, so SIGHUP
+ * (reload) and SIGTERM/SIGINT (stop) never interrupt a collection or an HTTP thread. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "flags.h"
+#include "http.h"
+#include "log.h"
+#include "sources.h"
+#include "version.h"
+
+#define DEFAULT_LISTEN ":19318"
+
+static struct flag flags[] = {
+    {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
+    {"config.check", FLAG_BOOL, "false", "Validate the configuration file and exit.", NULL, 0},
+    {"web.listen-address", FLAG_STRING, DEFAULT_LISTEN,
+     "Address to listen on for /metrics and the other endpoints.", NULL, 0},
+    {"web.telemetry-path", FLAG_STRING, "/metrics", "Path under which to expose metrics.", NULL,
+     0},
+    {"log.level", FLAG_STRING, "info", "Only log messages at or above: debug, info, warn, error.",
+     NULL, 0},
+    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    {"version", FLAG_BOOL, "false", "Print the version and exit.", NULL, 0},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+static const char usage[] =
+    "usage: qrel_exporter [flags]\n\n"
+    "Serves message-queue reliability metrics (queue depth and age, lease margin, redeliveries,\n"
+    "dead letters) for Prometheus. Reload the configuration with SIGHUP or POST /-/reload.";
+
+static const char *flag(const char *name)
+{
+    return flags_find(flags, NFLAGS, name)->value;
+}
+
+int main(int argc, char **argv)
+{
+    struct err e;
+    err_clear(&e);
+    int npos, help;
+    if (flags_parse(flags, NFLAGS, argc, argv, 1, &npos, &help, &e)) {
+        fprintf(stderr, "qrel_exporter: %s\n", e.msg);
+        return 2;
+    }
+    if (help) {
+        flags_usage(stdout, usage, flags, NFLAGS);
+        return 0;
+    }
+    if (npos > 0) {
+        fprintf(stderr, "qrel_exporter: unexpected argument \"%s\" (see --help)\n", argv[1]);
+        return 2;
+    }
+    if (flags_bool(flags_find(flags, NFLAGS, "version"))) {
+        printf("qrel_exporter %s (revision %s)\n", QREL_VERSION, QREL_REVISION);
+        return 0;
+    }
+    enum log_level level;
+    int json;
+    if (log_parse_level(flag("log.level"), &level)) {
+        fprintf(stderr, "qrel_exporter: --log.level: want debug, info, warn or error, got \"%s\"\n",
+                flag("log.level"));
+        return 2;
+    }
+    if (log_parse_format(flag("log.format"), &json)) {
+        fprintf(stderr, "qrel_exporter: --log.format: want logfmt or json, got \"%s\"\n",
+                flag("log.format"));
+        return 2;
+    }
+    log_setup(level, json);
+
+    if (flags_bool(flags_find(flags, NFLAGS, "config.check"))) {
+        struct sources *s = sources_load(flag("config.file"), &e);
+        if (!s) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        printf("%s: OK, %zu source%s\n", flag("config.file"), s->n, s->n == 1 ? "" : "s");
+        sources_free(s);
+        return 0;
+    }
+
+    /* Block the signals we wait for before any thread exists, so every thread inherits it. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct app *a = app_new(flag("config.file"), &e);
+    if (!a) {
+        log_kv(LOG_ERROR, "cannot load configuration", "err", e.msg, NULL);
+        return 1;
+    }
+    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path")};
+    struct http_server *h = http_start(a, &ho, &e);
+    if (!h) {
+        log_kv(LOG_ERROR, "cannot start the HTTP server", "err", e.msg, NULL);
+        app_free(a);
+        return 1;
+    }
+    log_kv(LOG_INFO, "listening", "address", http_bound_address(h), "version", QREL_VERSION,
+           "config", flag("config.file"), NULL);
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            log_kv(LOG_INFO, "SIGHUP received, reloading", NULL);
+            app_reload(a, &e);
+            continue;
+        }
+        log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+        break;
+    }
+    http_stop(h);
+    app_free(a);
+    return 0;
+}

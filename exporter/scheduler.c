@@ -1,0 +1,410 @@
+/* scheduler.c: see scheduler.h for the guarantees.
+ *
+ * Each collection runs on its own detached thread and is a small reference-counted object shared
+ * by the scrapes waiting for it. A scrape waits on the source's condition variable until the
+ * collection is done or the scrape's deadline for that source passes; it never waits longer,
+ * which is what keeps a hung broker from holding the HTTP response past Prometheus's timeout.
+ * Threads hold a reference on the scheduler, so a reload never frees a collector under them. */
+#include "scheduler.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deadline.h"
+#include "log.h"
+#include "util.h"
+
+struct collection {
+    int refs; /* guarded by the source's mutex */
+    int done;
+    int rc;
+    int timeout_counted; /* a scrape already counted this one as a timeout */
+    struct err err;
+    struct metric_set *set;
+    double duration;
+};
+
+struct source_state {
+    struct collector *c;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct collection *running;
+    int last_up;
+    int has_success;
+    double last_success;
+    double last_duration;
+    double errors[ERR_CODE_COUNT];
+    int failures;
+    int64_t backoff_until_ms;
+    char last_error[512];
+    int64_t logged_at_ms;
+    char logged_error[512];
+};
+
+struct scheduler {
+    pthread_mutex_t ref_mu;
+    int refs;
+    struct sources *src;
+    struct source_state *st;
+    size_t n;
+};
+
+struct worker_arg {
+    struct scheduler *s;
+    struct source_state *st;
+    struct collection *col;
+    struct deadline dl;
+};
+
+struct scrape_entry {
+    struct source_state *st;
+    struct collection *col; /* NULL when skipped for back-off */
+    struct deadline dl;
+    int64_t started_ms;
+    struct metric_set *meta; /* this scrape's meta series for the source */
+};
+
+struct scheduler_scrape {
+    struct scheduler *s;
+    struct scrape_entry *entries;
+    size_t n;
+    struct metric_set **sets;
+    size_t nsets;
+    size_t failed;
+};
+
+double scheduler_budget(double source_timeout, double scrape_timeout, double offset)
+{
+    if (scrape_timeout <= 0)
+        return source_timeout;
+    double budget = scrape_timeout - offset;
+    /* An offset as large as the timeout itself would leave nothing; keep a fair share instead. */
+    if (budget < scrape_timeout * 0.5)
+        budget = scrape_timeout * 0.5;
+    return budget < source_timeout ? budget : source_timeout;
+}
+
+struct scheduler *scheduler_new(struct sources *src)
+{
+    struct scheduler *s = xcalloc(1, sizeof *s);
+    pthread_mutex_init(&s->ref_mu, NULL);
+    s->refs = 1;
+    s->src = src;
+    s->n = src->n;
+    s->st = xcalloc(s->n ? s->n : 1, sizeof *s->st);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (size_t i = 0; i < s->n; i++) {
+        struct source_state *st = &s->st[i];
+        st->c = src->items[i];
+        st->last_up = -1;
+        pthread_mutex_init(&st->mu, NULL);
+        pthread_cond_init(&st->cv, &ca);
+    }
+    pthread_condattr_destroy(&ca);
+    return s;
+}
+
+void scheduler_ref(struct scheduler *s)
+{
+    pthread_mutex_lock(&s->ref_mu);
+    s->refs++;
+    pthread_mutex_unlock(&s->ref_mu);
+}
+
+void scheduler_unref(struct scheduler *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->ref_mu);
+    int left = --s->refs;
+    pthread_mutex_unlock(&s->ref_mu);
+    if (left > 0)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        pthread_mutex_destroy(&s->st[i].mu);
+        pthread_cond_destroy(&s->st[i].cv);
+    }
+    free(s->st);
+    sources_free(s->src);
+    pthread_mutex_destroy(&s->ref_mu);
+    free(s);
+}
+
+const struct sources *scheduler_sources(const struct scheduler *s)
+{
+    return s->src;
+}
+
+/* Called with st->mu held. */
+static void collection_unref_locked(struct collection *col)
+{
+    if (--col->refs > 0)
+        return;
+    metric_set_free(col->set);
+    free(col);
+}
+
+/* Called with st->mu held: the source failed this attempt. */
+static void note_failure_locked(struct source_state *st, enum err_code code, const char *msg,
+                                int count)
+{
+    /* An attempt a scrape already counted as a timeout only updates the message when it ends. */
+    if (count) {
+        st->errors[code]++;
+        st->failures++;
+    }
+    double wait = SCHEDULER_BACKOFF_BASE * pow(2.0, st->failures - 1);
+    if (wait > SCHEDULER_BACKOFF_CAP)
+        wait = SCHEDULER_BACKOFF_CAP;
+    st->backoff_until_ms = deadline_now_ms() + (int64_t)(wait * 1000);
+    st->last_up = 0;
+    snprintf(st->last_error, sizeof st->last_error, "%s", msg);
+
+    /* Logs are rate-limited: a new message at once, the same one at most once a minute. */
+    int64_t now = deadline_now_ms();
+    int fresh = strcmp(st->logged_error, msg) != 0 || now - st->logged_at_ms >= 60000;
+    if (fresh) {
+        st->logged_at_ms = now;
+        snprintf(st->logged_error, sizeof st->logged_error, "%s", msg);
+    }
+    char failures[32];
+    snprintf(failures, sizeof failures, "%d", st->failures);
+    log_kv(fresh ? LOG_WARN : LOG_DEBUG, "collection failed", "source", st->c->name, "kind",
+           st->c->kind->name, "reason", err_reason(code), "failures", failures, "err", msg, NULL);
+}
+
+static void note_success_locked(struct source_state *st, double duration)
+{
+    if (st->failures > 0)
+        log_kv(LOG_INFO, "source recovered", "source", st->c->name, "kind", st->c->kind->name,
+               NULL);
+    st->failures = 0;
+    st->backoff_until_ms = 0;
+    st->last_up = 1;
+    st->has_success = 1;
+    st->last_success = util_wall_now();
+    st->last_duration = duration;
+    st->last_error[0] = '\0';
+    st->logged_error[0] = '\0';
+}
+
+static void *worker_main(void *p)
+{
+    struct worker_arg *a = p;
+    struct collection *col = a->col;
+    struct collector *c = a->st->c;
+    int64_t t0 = deadline_now_ms();
+    struct metric_set *set = metric_set_new(c->name, c->kind->name);
+    struct err e;
+    err_clear(&e);
+    int rc = c->kind->collect(c, &a->dl, set, &e);
+    if (rc == 0 && metric_set_error(set)) {
+        /* A collector emitted a bad sample: a bug, reported instead of half-served. */
+        err_set(&e, ERR_INTERNAL, "%s", metric_set_error(set));
+        rc = -1;
+    }
+    if (rc != 0 && e.code == ERR_NONE)
+        err_set(&e, ERR_INTERNAL, "collector failed without saying why");
+    double duration = (double)(deadline_now_ms() - t0) / 1000.0;
+
+    struct source_state *st = a->st;
+    pthread_mutex_lock(&st->mu);
+    col->done = 1;
+    col->rc = rc;
+    col->err = e;
+    col->duration = duration;
+    if (rc == 0) {
+        col->set = set;
+        set = NULL;
+        note_success_locked(st, duration);
+    } else {
+        st->last_duration = duration;
+        note_failure_locked(st, e.code, e.msg, !col->timeout_counted);
+    }
+    if (st->running == col)
+        st->running = NULL;
+    pthread_cond_broadcast(&st->cv);
+    collection_unref_locked(col);
+    pthread_mutex_unlock(&st->mu);
+
+    metric_set_free(set);
+    scheduler_unref(a->s);
+    free(a);
+    return NULL;
+}
+
+/* Called with st->mu held. Starts a collection, or returns the running one. */
+static struct collection *start_or_join_locked(struct scheduler *s, struct source_state *st,
+                                               struct deadline dl)
+{
+    if (st->running) {
+        st->running->refs++;
+        return st->running;
+    }
+    if (st->backoff_until_ms > deadline_now_ms())
+        return NULL;
+    struct collection *col = xcalloc(1, sizeof *col);
+    col->refs = 2; /* the worker and this scrape */
+    struct worker_arg *a = xcalloc(1, sizeof *a);
+    a->s = s;
+    a->st = st;
+    a->col = col;
+    a->dl = dl;
+    scheduler_ref(s);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, worker_main, a);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        scheduler_unref(s);
+        free(a);
+        col->refs = 1;
+        col->done = 1;
+        col->rc = -1;
+        err_set(&col->err, ERR_INTERNAL, "cannot start a collection thread");
+        note_failure_locked(st, ERR_INTERNAL, col->err.msg, 1);
+        return col;
+    }
+    st->running = col;
+    return col;
+}
+
+static void wait_locked(struct source_state *st, struct collection *col, struct deadline dl)
+{
+    while (!col->done && !deadline_expired(&dl)) {
+        struct timespec ts;
+        ts.tv_sec = (time_t)(dl.at_ms / 1000);
+        ts.tv_nsec = (long)(dl.at_ms % 1000) * 1000000L;
+        pthread_cond_timedwait(&st->cv, &st->mu, &ts);
+    }
+}
+
+static void add_meta(struct metric_set *m, struct source_state *st, struct scrape_entry *en,
+                     int up, int64_t now_ms)
+{
+    metric_set_add(m, "qrel_collector_up", up ? 1.0 : 0.0, NULL);
+    if (en->col) {
+        double d = en->col->done ? en->col->duration : (double)(now_ms - en->started_ms) / 1000.0;
+        metric_set_add(m, "qrel_collector_duration_seconds", d, NULL);
+    }
+    if (st->has_success)
+        metric_set_add(m, "qrel_collector_last_success_timestamp_seconds", st->last_success, NULL);
+    for (int code = ERR_NONE + 1; code < ERR_CODE_COUNT; code++)
+        metric_set_add(m, "qrel_collector_errors_total", st->errors[code], "reason",
+                       err_reason((enum err_code)code), NULL);
+}
+
+struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct scheduler_opts *o)
+{
+    struct scheduler_scrape *sc = xcalloc(1, sizeof *sc);
+    scheduler_ref(s);
+    sc->s = s;
+    sc->entries = xcalloc(s->n ? s->n : 1, sizeof *sc->entries);
+    sc->sets = xcalloc(2 * (s->n ? s->n : 1), sizeof *sc->sets);
+    int64_t now = deadline_now_ms();
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct source_state *st = &s->st[i];
+        if (o && o->only && strcmp(o->only, st->c->name) != 0)
+            continue;
+        double budget = scheduler_budget(st->c->timeout, o ? o->scrape_timeout : 0,
+                                         s->src->scrape_timeout_offset);
+        struct scrape_entry *en = &sc->entries[sc->n++];
+        en->st = st;
+        en->started_ms = now;
+        en->dl.at_ms = now + (int64_t)(budget * 1000.0);
+        pthread_mutex_lock(&st->mu);
+        en->col = start_or_join_locked(s, st, en->dl);
+        pthread_mutex_unlock(&st->mu);
+    }
+
+    for (size_t i = 0; i < sc->n; i++) {
+        struct scrape_entry *en = &sc->entries[i];
+        struct source_state *st = en->st;
+        pthread_mutex_lock(&st->mu);
+        int up = 0;
+        if (en->col) {
+            wait_locked(st, en->col, en->dl);
+            if (!en->col->done && !en->col->timeout_counted) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "collection did not finish within %.3fs",
+                         (double)(en->dl.at_ms - en->started_ms) / 1000.0);
+                en->col->timeout_counted = 1;
+                note_failure_locked(st, ERR_TIMEOUT, msg, 1);
+            }
+            up = en->col->done && en->col->rc == 0;
+        }
+        struct metric_set *meta = metric_set_new(st->c->name, st->c->kind->name);
+        add_meta(meta, st, en, up, deadline_now_ms());
+        en->meta = meta;
+        if (up)
+            sc->sets[sc->nsets++] = en->col->set;
+        else
+            sc->failed++;
+        sc->sets[sc->nsets++] = meta;
+        pthread_mutex_unlock(&st->mu);
+    }
+    return sc;
+}
+
+struct metric_set *const *scheduler_scrape_sets(const struct scheduler_scrape *sc, size_t *n)
+{
+    *n = sc->nsets;
+    return sc->sets;
+}
+
+size_t scheduler_scrape_failed(const struct scheduler_scrape *sc)
+{
+    return sc->failed;
+}
+
+size_t scheduler_scrape_matched(const struct scheduler_scrape *sc)
+{
+    return sc->n;
+}
+
+void scheduler_scrape_free(struct scheduler_scrape *sc)
+{
+    if (!sc)
+        return;
+    /* Meta sets are ours; collection sets belong to their collections. */
+    for (size_t i = 0; i < sc->n; i++) {
+        struct scrape_entry *en = &sc->entries[i];
+        metric_set_free(en->meta);
+        if (!en->col)
+            continue;
+        pthread_mutex_lock(&en->st->mu);
+        collection_unref_locked(en->col);
+        pthread_mutex_unlock(&en->st->mu);
+    }
+    free(sc->sets);
+    free(sc->entries);
+    scheduler_unref(sc->s);
+    free(sc);
+}
+
+size_t scheduler_source_count(const struct scheduler *s)
+{
+    return s->n;
+}
+
+void scheduler_status_at(struct scheduler *s, size_t i, struct scheduler_status *out)
+{
+    struct source_state *st = &s->st[i];
+    pthread_mutex_lock(&st->mu);
+    out->name = st->c->name;
+    out->kind = st->c->kind->name;
+    out->up = st->last_up;
+    out->last_success = st->has_success ? st->last_success : 0;
+    out->last_duration = st->last_duration;
+    snprintf(out->last_error, sizeof out->last_error, "%s", st->last_error);
+    pthread_mutex_unlock(&st->mu);
+}

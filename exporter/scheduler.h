@@ -1,0 +1,61 @@
+/* scheduler.h: runs the configured collectors for a scrape, in parallel, each under its own
+ * deadline, and keeps each source's health between scrapes.
+ *
+ * A scheduler is one loaded configuration plus per-source run state. It is reference counted so
+ * a reload can swap in a new one while scrapes (and collector threads) still use the old one.
+ *
+ * Guarantees: a scrape returns by its deadline even when a broker hangs (the collector thread is
+ * left to finish on its own deadline); a failing or late source becomes qrel_collector_up 0 with
+ * a counted reason while every other source is still served; scrapes that overlap share one
+ * collection per source (an instance never runs twice at once); a failing source backs off
+ * (doubling from 0.5 s, capped at 30 s) and is tried again after that, never disabled for good. */
+#ifndef QREL_SCHEDULER_H
+#define QREL_SCHEDULER_H
+
+#include <stddef.h>
+
+#include "metrics.h"
+#include "sources.h"
+
+#define SCHEDULER_BACKOFF_BASE 0.5
+#define SCHEDULER_BACKOFF_CAP 30.0
+
+struct scheduler;
+
+struct scheduler *scheduler_new(struct sources *src); /* takes ownership of src */
+void scheduler_ref(struct scheduler *s);
+void scheduler_unref(struct scheduler *s); /* frees with the last reference; NULL is fine */
+const struct sources *scheduler_sources(const struct scheduler *s);
+
+struct scheduler_opts {
+    double scrape_timeout; /* X-Prometheus-Scrape-Timeout-Seconds, 0 when absent */
+    const char *only;      /* collect just this source (for /probe), NULL for all */
+};
+
+struct scheduler_scrape;
+
+/* Collects and returns once every source has finished or reached its deadline. Never NULL. */
+struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct scheduler_opts *o);
+/* The sets to expose: one per successful source plus one of meta series per source. Valid until
+ * scheduler_scrape_free. */
+struct metric_set *const *scheduler_scrape_sets(const struct scheduler_scrape *sc, size_t *n);
+size_t scheduler_scrape_failed(const struct scheduler_scrape *sc); /* sources with up 0 */
+size_t scheduler_scrape_matched(const struct scheduler_scrape *sc); /* sources collected */
+void scheduler_scrape_free(struct scheduler_scrape *sc);
+
+/* A snapshot of one source's health, for the landing page and logs. */
+struct scheduler_status {
+    const char *name;
+    const char *kind;
+    int up;              /* result of the last finished attempt, -1 before the first */
+    double last_success; /* wall-clock seconds, 0 when never */
+    double last_duration;
+    char last_error[512]; /* "" when the last attempt succeeded */
+};
+size_t scheduler_source_count(const struct scheduler *s);
+void scheduler_status_at(struct scheduler *s, size_t i, struct scheduler_status *out);
+
+/* The deadline rule, exposed for tests: seconds a source may take in a scrape. */
+double scheduler_budget(double source_timeout, double scrape_timeout, double offset);
+
+#endif

@@ -1,0 +1,187 @@
+/* sources.c: turns the YAML document into configured collectors.
+ *
+ * The core owns the keys every source has (name, kind, timeout) and the `global:` section; each
+ * kind's configure() reads the rest of its mapping. Unknown keys are caught afterwards by
+ * cfg_finish, so a misspelt key is an error wherever it stands. */
+#include "sources.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "util.h"
+
+/* Source names become the `source` label and, later, /probe?target= values, so they are kept to
+ * characters that need no escaping anywhere. */
+static int source_name_valid(const char *s)
+{
+    if (!*s || strlen(s) > 128)
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.' || c == ':'))
+            return 0;
+    }
+    return 1;
+}
+
+static void collector_free(struct collector *c)
+{
+    if (!c)
+        return;
+    if (c->kind && c->kind->destroy)
+        c->kind->destroy(c);
+    free(c->name);
+    free(c);
+}
+
+static void kinds_list(struct buf *b)
+{
+    for (size_t i = 0; i < collector_kind_count(); i++) {
+        if (i)
+            buf_puts(b, ", ");
+        buf_puts(b, collector_kind_at(i)->name);
+    }
+}
+
+static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
+{
+    if (cfg_expect(map, CFG_MAP, "each entry of sources", e))
+        return -1;
+    char *name = NULL, *kind = NULL;
+    struct cfg_node *kind_node = NULL;
+    struct collector *c = NULL;
+    int rc = -1;
+
+    if (cfg_get_str(map, "name", 1, &name, e))
+        goto out;
+    struct cfg_node *name_node = NULL;
+    cfg_get_node(map, "name", CFG_SCALAR, &name_node, e);
+    if (!source_name_valid(name)) {
+        cfg_error(e, name_node, "name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got \"%s\"",
+                  name);
+        goto out;
+    }
+    if (sources_find(s, name)) {
+        cfg_error(e, name_node, "name: source \"%s\" is defined twice", name);
+        goto out;
+    }
+    if (cfg_get_str(map, "kind", 1, &kind, e))
+        goto out;
+    cfg_get_node(map, "kind", CFG_SCALAR, &kind_node, e);
+    const struct collector_kind *k = collector_kind_find(kind);
+    if (!k) {
+        struct buf b;
+        buf_init(&b);
+        kinds_list(&b);
+        cfg_error(e, kind_node, "kind: want one of %s, got \"%s\"", b.data ? b.data : "(none built)",
+                  kind);
+        buf_free(&b);
+        goto out;
+    }
+    c = xcalloc(1, sizeof *c);
+    c->name = name;
+    name = NULL;
+    c->kind = k;
+    if (cfg_get_duration(map, "timeout", s->timeout, &c->timeout, e))
+        goto out;
+    if (c->timeout <= 0) {
+        struct cfg_node *t = NULL;
+        cfg_get_node(map, "timeout", CFG_SCALAR, &t, e);
+        cfg_error(e, t, "timeout: want a duration above 0");
+        goto out;
+    }
+    if (k->configure(c, map, e))
+        goto out;
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    if (cfg_finish(map, where, e))
+        goto out;
+    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
+    s->items[s->n++] = c;
+    c = NULL;
+    rc = 0;
+out:
+    collector_free(c);
+    free(name);
+    free(kind);
+    return rc;
+}
+
+static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct err *e)
+{
+    struct sources *s = xcalloc(1, sizeof *s);
+    s->path = xstrdup(path);
+    s->timeout = SOURCES_DEFAULT_TIMEOUT;
+    s->scrape_timeout_offset = SOURCES_DEFAULT_OFFSET;
+    struct cfg_node *root = cfg_doc_root(doc);
+    struct cfg_node *global = NULL, *list = NULL;
+
+    if (cfg_get_node(root, "global", CFG_MAP, &global, e))
+        goto fail;
+    if (global) {
+        if (cfg_get_duration(global, "timeout", s->timeout, &s->timeout, e) ||
+            cfg_get_duration(global, "scrape_timeout_offset", s->scrape_timeout_offset,
+                             &s->scrape_timeout_offset, e) ||
+            cfg_finish(global, "global", e))
+            goto fail;
+        if (s->timeout <= 0) {
+            struct cfg_node *t = NULL;
+            cfg_get_node(global, "timeout", CFG_SCALAR, &t, e);
+            cfg_error(e, t, "timeout: want a duration above 0");
+            goto fail;
+        }
+    }
+    if (cfg_get_node(root, "sources", CFG_SEQ, &list, e))
+        goto fail;
+    for (size_t i = 0; list && i < list->n; i++)
+        if (load_source(s, list->items[i], e))
+            goto fail;
+    if (cfg_finish(root, "the top level", e))
+        goto fail;
+    return s;
+fail:
+    sources_free(s);
+    return NULL;
+}
+
+struct sources *sources_load(const char *path, struct err *e)
+{
+    struct cfg_doc *doc = cfg_parse_file(path, e);
+    if (!doc)
+        return NULL;
+    struct sources *s = load_doc(doc, path, e);
+    cfg_doc_free(doc);
+    return s;
+}
+
+struct sources *sources_load_string(const char *name, const char *text, struct err *e)
+{
+    struct cfg_doc *doc = cfg_parse_string(name, text, strlen(text), e);
+    if (!doc)
+        return NULL;
+    struct sources *s = load_doc(doc, name, e);
+    cfg_doc_free(doc);
+    return s;
+}
+
+void sources_free(struct sources *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        collector_free(s->items[i]);
+    free(s->items);
+    free(s->path);
+    free(s);
+}
+
+struct collector *sources_find(const struct sources *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->items[i]->name, name) == 0)
+            return s->items[i];
+    return NULL;
+}

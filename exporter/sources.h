@@ -1,0 +1,32 @@
+/* sources.h: the loaded configuration file: global settings and one configured collector per
+ * entry under `sources:`.
+ *
+ * Loading is all-or-nothing: a file with any error yields no sources and an error naming
+ * file:line:col, so a reload can keep the running configuration untouched. */
+#ifndef QREL_SOURCES_H
+#define QREL_SOURCES_H
+
+#include <stddef.h>
+
+#include "collector.h"
+#include "err.h"
+
+#define SOURCES_DEFAULT_TIMEOUT 10.0
+#define SOURCES_DEFAULT_OFFSET 0.5
+
+struct sources {
+    char *path;
+    double timeout;               /* global.timeout: per-source default, seconds */
+    double scrape_timeout_offset; /* global.scrape_timeout_offset, seconds */
+    struct collector **items;     /* each configured by its kind */
+    size_t n;
+};
+
+/* Reads, validates and configures everything in path. NULL with e set on any error. */
+struct sources *sources_load(const char *path, struct err *e);
+/* The same from text (tests); name is used in messages. */
+struct sources *sources_load_string(const char *name, const char *text, struct err *e);
+void sources_free(struct sources *s); /* destroys every collector; NULL is fine */
+struct collector *sources_find(const struct sources *s, const char *name);
+
+#endif
