@@ -1,0 +1,261 @@
+/* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, fail or succeed:
+ * deadlines hold when a collector hangs, other sources are still served, overlapping scrapes
+ * share one collection, failures are counted by reason and back off, then recover. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deadline.h"
+#include "scheduler.h"
+#include "sources.h"
+#include "util.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+struct fake {
+    int sleep_ms;   /* how long collect takes (it ignores the deadline, like a stuck library) */
+    int fail;       /* fail with ERR_CONNECT */
+    int calls;      /* collect calls so far */
+    pthread_mutex_t mu;
+};
+
+static int fake_collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                        struct err *e)
+{
+    struct fake *f = c->priv;
+    pthread_mutex_lock(&f->mu);
+    f->calls++;
+    int delay = f->sleep_ms, fail = f->fail;
+    pthread_mutex_unlock(&f->mu);
+    (void)dl;
+    if (delay)
+        sleep_ms(delay);
+    if (fail)
+        return err_set(e, ERR_CONNECT, "connection refused");
+    metric_set_add(out, "qrel_queue_messages", 7, "queue", "q", "state", "ready", NULL);
+    return 0;
+}
+
+static void fake_destroy(struct collector *c)
+{
+    struct fake *f = c->priv;
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static const struct collector_kind fake_kind = {"fake", NULL, fake_collect, fake_destroy};
+
+static struct fake *add_source(struct sources *s, const char *name, double timeout)
+{
+    struct collector *c = xcalloc(1, sizeof *c);
+    struct fake *f = xcalloc(1, sizeof *f);
+    pthread_mutex_init(&f->mu, NULL);
+    c->name = xstrdup(name);
+    c->kind = &fake_kind;
+    c->timeout = timeout;
+    c->priv = f;
+    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
+    s->items[s->n++] = c;
+    return f;
+}
+
+static struct sources *new_sources(void)
+{
+    struct sources *s = xcalloc(1, sizeof *s);
+    s->path = xstrdup("test");
+    s->timeout = 10;
+    s->scrape_timeout_offset = 0.5;
+    return s;
+}
+
+/* The value of the first sample of family whose labels include name=value (or any labels when
+ * name is NULL); -1 when absent. */
+static double find(const struct scheduler_scrape *sc, const char *source, const char *family,
+                   const char *name, const char *value)
+{
+    size_t n;
+    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < metric_set_len(sets[i]); j++) {
+            const struct metric_sample *m = metric_set_at(sets[i], j);
+            if (strcmp(m->family->name, family) != 0)
+                continue;
+            int src_ok = 0, lbl_ok = name == NULL;
+            for (size_t k = 0; k < m->nlabels; k++) {
+                if (strcmp(m->labels[k].name, "source") == 0 &&
+                    strcmp(m->labels[k].value, source) == 0)
+                    src_ok = 1;
+                if (name && strcmp(m->labels[k].name, name) == 0 &&
+                    strcmp(m->labels[k].value, value) == 0)
+                    lbl_ok = 1;
+            }
+            if (src_ok && lbl_ok)
+                return m->value;
+        }
+    }
+    return -1;
+}
+
+START_TEST(test_budget)
+{
+    ck_assert_double_eq(scheduler_budget(10, 0, 0.5), 10);   /* no header: the source timeout */
+    ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);  /* header minus offset */
+    ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);    /* the source timeout is shorter */
+    ck_assert_double_eq(scheduler_budget(10, 0.6, 0.5), 0.3); /* never less than half */
+}
+END_TEST
+
+START_TEST(test_hung_source_does_not_hold_the_scrape)
+{
+    struct sources *src = new_sources();
+    struct fake *slow = add_source(src, "slow", 10);
+    add_source(src, "fast", 10);
+    slow->sleep_ms = 3000;
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
+    int64_t t0 = deadline_now_ms();
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    int64_t took = deadline_now_ms() - t0;
+    /* 1 s header minus 0.5 s offset: returns at about 500 ms, long before the 3 s collector. */
+    ck_assert_int_ge(took, 450);
+    ck_assert_int_lt(took, 900);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "fast", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_eq(find(sc, "fast", "qrel_queue_messages", "state", "ready"), 7);
+    ck_assert_double_eq(find(sc, "slow", "qrel_queue_messages", "state", "ready"), -1);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    ck_assert_double_eq(find(sc, "fast", "qrel_collector_errors_total", "reason", "timeout"), 0);
+    ck_assert_uint_eq(scheduler_scrape_failed(sc), 1);
+    scheduler_scrape_free(sc);
+    /* Drop our reference while the slow collection still runs: it must keep the scheduler
+     * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
+    scheduler_unref(s);
+    sleep_ms(3000);
+}
+END_TEST
+
+struct scrape_thread {
+    struct scheduler *s;
+    struct scheduler_scrape *sc;
+};
+
+static void *scrape_main(void *p)
+{
+    struct scrape_thread *t = p;
+    struct scheduler_opts o = {0, NULL};
+    t->sc = scheduler_scrape(t->s, &o);
+    return NULL;
+}
+
+START_TEST(test_overlapping_scrapes_share_one_collection)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    f->sleep_ms = 300;
+    struct scheduler *s = scheduler_new(src);
+    struct scrape_thread t[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        t[i].s = s;
+        pthread_create(&th[i], NULL, scrape_main, &t[i]);
+        sleep_ms(20);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_double_eq(find(t[i].sc, "a", "qrel_collector_up", NULL, NULL), 1);
+        scheduler_scrape_free(t[i].sc);
+    }
+    ck_assert_int_eq(f->calls, 1);
+    scheduler_unref(s);
+}
+END_TEST
+
+START_TEST(test_failure_counts_backs_off_and_recovers)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    f->fail = 1;
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts o = {0, NULL};
+
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "connect"), 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_last_success_timestamp_seconds", NULL, NULL),
+                        -1);
+    scheduler_scrape_free(sc);
+
+    /* Within the back-off (0.5 s after one failure) the broker is not asked again. */
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(f->calls, 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "connect"), 1);
+    scheduler_scrape_free(sc);
+
+    /* After it, the source is tried again and, once the broker is back, up again. */
+    sleep_ms(600);
+    pthread_mutex_lock(&f->mu);
+    f->fail = 0;
+    pthread_mutex_unlock(&f->mu);
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(f->calls, 2);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_gt(find(sc, "a", "qrel_collector_last_success_timestamp_seconds", NULL, NULL),
+                        1.7e9);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "connect"), 1);
+    scheduler_scrape_free(sc);
+
+    struct scheduler_status st;
+    scheduler_status_at(s, 0, &st);
+    ck_assert_int_eq(st.up, 1);
+    ck_assert_str_eq(st.last_error, "");
+    scheduler_unref(s);
+}
+END_TEST
+
+START_TEST(test_only_collects_one_source)
+{
+    struct sources *src = new_sources();
+    struct fake *a = add_source(src, "a", 10);
+    struct fake *b = add_source(src, "b", 10);
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts o = {0, "b"};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_uint_eq(scheduler_scrape_matched(sc), 1);
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert_int_eq(b->calls, 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), -1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+}
+END_TEST
+
+static Suite *scheduler_suite(void)
+{
+    Suite *s = suite_create("scheduler");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_budget);
+    tcase_add_test(tc, test_hung_source_does_not_hold_the_scrape);
+    tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
+    tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
+    tcase_add_test(tc, test_only_collects_one_source);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(scheduler_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
