@@ -49,9 +49,9 @@ void err_clear(struct err *e)
 const char *err_reason(enum err_code code)
 {
     static const char *const names[ERR_CODE_COUNT] = {
-        [ERR_NONE] = "none",         [ERR_CONFIG] = "config",     [ERR_CONNECT] = "connect",
-        [ERR_TIMEOUT] = "timeout",   [ERR_AUTH] = "auth",         [ERR_PROTOCOL] = "protocol",
-        [ERR_QUERY] = "query",       [ERR_LIMIT] = "limit",       [ERR_INTERNAL] = "internal",
+        [ERR_NONE] = "none",       [ERR_CONFIG] = "config", [ERR_CONNECT] = "connect",
+        [ERR_TIMEOUT] = "timeout", [ERR_AUTH] = "auth",     [ERR_PROTOCOL] = "protocol",
+        [ERR_QUERY] = "query",     [ERR_LIMIT] = "limit",   [ERR_INTERNAL] = "internal",
     };
     if ((unsigned)code >= ERR_CODE_COUNT)
         return "internal";

@@ -47,8 +47,8 @@ int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, 
         if (f->type == FLAG_BOOL) {
             const char *v = eq ? eq + 1 : "true";
             if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-                return err_set(e, ERR_CONFIG, "flag --%s: want true or false, got \"%s\"",
-                               f->name, v);
+                return err_set(e, ERR_CONFIG, "flag --%s: want true or false, got \"%s\"", f->name,
+                               v);
             f->value = v;
         } else if (eq) {
             f->value = eq + 1;

@@ -26,7 +26,7 @@ struct http_server {
     struct MHD_Daemon *d;
     struct app *app;
     char *telemetry_path;
-    char bound[128];
+    char bound[300];
 };
 
 int http_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
@@ -98,8 +98,8 @@ static enum MHD_Result send_405(struct MHD_Connection *conn, const char *allow)
 /* X-Prometheus-Scrape-Timeout-Seconds: a positive decimal; anything else is ignored. */
 static double scrape_timeout_header(struct MHD_Connection *conn)
 {
-    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                "X-Prometheus-Scrape-Timeout-Seconds");
+    const char *v =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Prometheus-Scrape-Timeout-Seconds");
     if (!v)
         return 0;
     char *end;
@@ -286,18 +286,18 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     for (struct addrinfo *r = res; !host[0] && r; r = r->ai_next)
         if (r->ai_family == AF_INET6)
             pick = r;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags =
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (pick->ai_family == AF_INET6)
         flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
 
     struct http_server *h = xcalloc(1, sizeof *h);
     h->app = a;
     h->telemetry_path = xstrdup(o->telemetry_path);
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, pick->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                            NULL, MHD_OPTION_SOCK_ADDR, pick->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!h->d && pick->ai_family == AF_INET6 && !host[0]) {
         /* No IPv6 on this machine: fall back to IPv4 on all interfaces. */
         struct sockaddr_in sin = {0};
@@ -305,10 +305,11 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
         sin.sin_port = htons((unsigned short)strtol(port, NULL, 10));
         sin.sin_addr.s_addr = htonl(INADDR_ANY);
         flags &= ~(unsigned)MHD_USE_DUAL_STACK;
-        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sin,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
-                                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        h->d =
+            MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                             NULL, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_CONNECTION_LIMIT,
+                             (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+                             (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
     }
     freeaddrinfo(res);
     if (!h->d) {

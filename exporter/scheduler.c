@@ -287,8 +287,8 @@ static void wait_locked(struct source_state *st, struct collection *col, struct 
     }
 }
 
-static void add_meta(struct metric_set *m, struct source_state *st, struct scrape_entry *en,
-                     int up, int64_t now_ms)
+static void add_meta(struct metric_set *m, struct source_state *st, struct scrape_entry *en, int up,
+                     int64_t now_ms)
 {
     metric_set_add(m, "qrel_collector_up", up ? 1.0 : 0.0, NULL);
     if (en->col) {

@@ -39,7 +39,7 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
 /* The sets to expose: one per successful source plus one of meta series per source. Valid until
  * scheduler_scrape_free. */
 struct metric_set *const *scheduler_scrape_sets(const struct scheduler_scrape *sc, size_t *n);
-size_t scheduler_scrape_failed(const struct scheduler_scrape *sc); /* sources with up 0 */
+size_t scheduler_scrape_failed(const struct scheduler_scrape *sc);  /* sources with up 0 */
 size_t scheduler_scrape_matched(const struct scheduler_scrape *sc); /* sources collected */
 void scheduler_scrape_free(struct scheduler_scrape *sc);
 

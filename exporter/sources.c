@@ -60,8 +60,8 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
     struct cfg_node *name_node = NULL;
     cfg_get_node(map, "name", CFG_SCALAR, &name_node, e);
     if (!source_name_valid(name)) {
-        cfg_error(e, name_node, "name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got \"%s\"",
-                  name);
+        cfg_error(e, name_node,
+                  "name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got \"%s\"", name);
         goto out;
     }
     if (sources_find(s, name)) {
@@ -76,8 +76,8 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
         struct buf b;
         buf_init(&b);
         kinds_list(&b);
-        cfg_error(e, kind_node, "kind: want one of %s, got \"%s\"", b.data ? b.data : "(none built)",
-                  kind);
+        cfg_error(e, kind_node, "kind: want one of %s, got \"%s\"",
+                  b.data ? b.data : "(none built)", kind);
         buf_free(&b);
         goto out;
     }

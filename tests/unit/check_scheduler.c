@@ -20,9 +20,9 @@ static void sleep_ms(long ms)
 }
 
 struct fake {
-    int sleep_ms;   /* how long collect takes (it ignores the deadline, like a stuck library) */
-    int fail;       /* fail with ERR_CONNECT */
-    int calls;      /* collect calls so far */
+    int sleep_ms; /* how long collect takes (it ignores the deadline, like a stuck library) */
+    int fail;     /* fail with ERR_CONNECT */
+    int calls;    /* collect calls so far */
     pthread_mutex_t mu;
 };
 
@@ -105,9 +105,9 @@ static double find(const struct scheduler_scrape *sc, const char *source, const 
 
 START_TEST(test_budget)
 {
-    ck_assert_double_eq(scheduler_budget(10, 0, 0.5), 10);   /* no header: the source timeout */
-    ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);  /* header minus offset */
-    ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);    /* the source timeout is shorter */
+    ck_assert_double_eq(scheduler_budget(10, 0, 0.5), 10);    /* no header: the source timeout */
+    ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);   /* header minus offset */
+    ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);     /* the source timeout is shorter */
     ck_assert_double_eq(scheduler_budget(10, 0.6, 0.5), 0.3); /* never less than half */
 }
 END_TEST

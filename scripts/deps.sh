@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages qrel needs to build, test, benchmark and run its demo, and only
+# those that are missing. Safe to run again: with everything present it takes well under a second.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev check
+  # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
+  redis-server prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
+  iproute2 procps strace
+  # benchmark peer
+  prometheus-redis-exporter
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root or sudo to install packages" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's packages start their services where an init system runs; the tests start their own
+# servers on free ports, so stop any that came up to keep the machine quiet.
+for svc in redis-server prometheus prometheus-redis-exporter; do
+  if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
+    "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
+  fi
+done
+echo "deps: done"
