@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README's second command and CI run it:
+#   1. installs missing Debian packages (scripts/deps.sh),
+#   2. lint: clang-format 14, banned C functions, shellcheck,
+#   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind,
+#   4. integration tests against real servers the tests start on loopback (redis-server,
+#      Prometheus' promtool),
+#   5. an ASan+UBSan build running unit and integration tests again.
+# Ends with one line "tests: N passed, M failed" and exits non-zero when anything failed.
+# QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0
+failed=0
+failures=()
+
+step() { printf '\n==> %s\n' "$*"; }
+pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); printf 'FAIL %s\n' "$1"; }
+run() { # run NAME CMD...: one counted check
+  local name=$1; shift
+  if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+if [ "${QREL_SKIP_DEPS:-0}" != 1 ]; then
+  step "dependencies"
+  bash scripts/deps.sh || { echo "cannot install dependencies" >&2; exit 1; }
+fi
+
+step "lint"
+mapfile -t csrc < <(git ls-files '*.c' '*.h' 2>/dev/null || find exporter collectors tests -name '*.[ch]')
+run lint/clang-format clang-format-14 --dry-run --Werror "${csrc[@]}"
+run lint/banned-functions bash tests/lint/banned.sh "${csrc[@]}"
+mapfile -t shsrc < <(git ls-files '*.sh' '.ci/run' 2>/dev/null)
+run lint/shellcheck shellcheck -S warning "${shsrc[@]}"
+
+ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX: runs ctest and counts each test
+  local dir=$1 label=$2 prefix=$3 log
+  log=$(mktemp)
+  (cd "$dir" && ctest -L "$label" --output-on-failure -j "$jobs" 2>&1) | tee "$log"
+  while read -r name result; do
+    if [ "$result" = Passed ]; then pass "$prefix$name"; else fail "$prefix$name"; fi
+  done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+\**( +)?([A-Za-z]+).*/\1 \3/p' "$log")
+  if ! grep -q "tests passed" "$log"; then fail "$prefix$label (ctest did not run)"; fi
+  rm -f "$log"
+}
+
+step "build (-Werror)"
+if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >/dev/null; then
+  pass build
+  step "unit tests"
+  ctest_pass build unit ""
+  if [ "${QREL_FAST:-0}" != 1 ]; then
+    step "unit tests under valgrind"
+    for t in build/tests/check_*; do
+      run "valgrind/$(basename "$t")" env CK_FORK=no valgrind -q --error-exitcode=1 \
+        --leak-check=full --errors-for-leak-kinds=definite,indirect "$t"
+    done
+  fi
+  step "integration tests (real servers on loopback)"
+  ctest_pass build integration ""
+else
+  cmake --build build 2>&1 | tail -30
+  fail build
+fi
+
+if [ "${QREL_FAST:-0}" != 1 ]; then
+  step "ASan+UBSan build: unit and integration tests"
+  if cmake -S . -B build-asan -DQREL_WERROR=ON -DQREL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+       >/dev/null && cmake --build build-asan -j "$jobs" >/dev/null; then
+    pass build-asan
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+    ctest_pass build-asan unit "asan/"
+    ctest_pass build-asan integration "asan/"
+  else
+    fail build-asan
+  fi
+fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+  printf 'failed: %s\n' "${failures[@]}"
+fi
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The exporter as a program: flags, --config.check, endpoints and methods, content negotiation,
+# reload by SIGHUP and POST /-/reload (a bad file keeps the running config), qrel scrape's exit
+# status, and promtool check metrics on real output. Runs against a real redis-server.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_redis RP
+redis-cli -p "$RP" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
+redis-cli -p "$RP" XADD orders '*' n 1 >/dev/null
+
+cat > "$T/good.yml" <<YML
+global:
+  timeout: 5s
+sources:
+  - name: cache
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    streams:
+      - name: orders
+YML
+
+# --config.check: OK, and a bad file names file:line:col and what was expected.
+out=$("$EXPORTER" --config.file="$T/good.yml" --config.check 2>&1); rc=$?
+expect_eq "config.check on a good file exits" "$rc" 0
+expect_eq "config.check says" "$out" "$T/good.yml: OK, 1 source"
+sed 's/timeout: 5s/timeout: 5/' "$T/good.yml" > "$T/bad.yml"
+out=$("$EXPORTER" --config.file="$T/bad.yml" --config.check 2>&1) && rc=0 || rc=$?
+expect_eq "config.check on a bad duration exits" "$rc" 1
+expect_eq "config.check message" "$out" "$T/bad.yml:2:12: timeout: want a duration like \"5s\", got \"5\""
+sed 's/    address:/    adress:/' "$T/good.yml" > "$T/typo.yml"
+out=$("$EXPORTER" --config.file="$T/typo.yml" --config.check 2>&1) && rc=0 || rc=$?
+expect_eq "config.check on an unknown key exits" "$rc" 1
+case "$out" in
+  "$T/typo.yml:6:5: unknown key \"adress\" in source \"cache\" (known keys: "*) ok "unknown key message names file:line:col" ;;
+  *) not_ok "unknown key message: $out" ;;
+esac
+out=$("$EXPORTER" --bogus 2>&1) && rc=0 || rc=$?
+expect_eq "unknown flag exits" "$rc" 2
+expect_eq "unknown flag message" "$out" "qrel_exporter: unknown flag --bogus (see --help)"
+expect_cmd "--version prints the version" bash -c "'$EXPORTER' --version | grep -q '^qrel_exporter [0-9]'"
+expect_cmd "--help lists --web.listen-address" bash -c "'$EXPORTER' --help | grep -q -- '--web.listen-address'"
+
+start_exporter "$T/good.yml"
+
+# Endpoints, methods, content types.
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+expect_eq "GET /metrics" "$(code "http://$ADDR/metrics")" 200
+expect_eq "HEAD /metrics" "$(code -I "http://$ADDR/metrics")" 200
+expect_eq "POST /metrics" "$(code -X POST "http://$ADDR/metrics")" 405
+expect_eq "Allow header on 405" "$(curl -s -D - -o /dev/null -X DELETE "http://$ADDR/-/healthy" | tr -d '\r' | sed -n 's/^Allow: //p')" "GET, HEAD"
+expect_eq "GET /-/healthy" "$(code "http://$ADDR/-/healthy")" 200
+expect_eq "GET /-/ready" "$(code "http://$ADDR/-/ready")" 200
+expect_eq "GET /nope" "$(code "http://$ADDR/nope")" 404
+expect_eq "GET /-/reload" "$(code "http://$ADDR/-/reload")" 405
+ctype=$(curl -s -D - -o /dev/null "http://$ADDR/metrics" | tr -d '\r' | sed -n 's/^Content-Type: //p')
+expect_eq "text content type" "$ctype" "text/plain; version=0.0.4; charset=utf-8"
+prom_accept='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+curl -s -D "$T/om.headers" -H "Accept: $prom_accept" "http://$ADDR/metrics" -o "$T/om.txt"
+expect_eq "OpenMetrics content type" "$(tr -d '\r' < "$T/om.headers" | sed -n 's/^Content-Type: //p')" \
+  "application/openmetrics-text; version=1.0.0; charset=utf-8"
+expect_eq "OpenMetrics ends with # EOF" "$(tail -1 "$T/om.txt")" "# EOF"
+expect_cmd "OpenMetrics counter family drops _total in TYPE" grep -q '^# TYPE qrel_collector_errors counter$' "$T/om.txt"
+curl -s "http://$ADDR/" -o "$T/landing.html"
+expect_cmd "landing page lists the source" grep -q '<td>cache</td><td>redis_stream</td>' "$T/landing.html"
+expect_cmd "landing page links the metrics" grep -q 'href="/metrics"' "$T/landing.html"
+
+# Real output passes promtool, and carries HELP for every family.
+scrape "$T/m1.txt"
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m1.txt'"
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="cache"' 'kind="redis_stream"'
+expect_metric "$T/m1.txt" 1 qrel_config_last_reload_successful
+expect_metric "$T/m1.txt" 1 qrel_build_info
+expect_eq "families without HELP" "$(comm -23 <(sed -nE 's/^# TYPE ([^ ]+) .*/\1/p' "$T/m1.txt" | sort) <(sed -nE 's/^# HELP ([^ ]+) .*/\1/p' "$T/m1.txt" | sort) | wc -l)" 0
+
+# Reload: a bad file keeps the running sources and reports 0; a good one is taken.
+cp "$T/good.yml" "$T/live.yml"
+stop_exporter
+start_exporter "$T/live.yml"
+cp "$T/bad.yml" "$T/live.yml"
+kill -HUP "$EXPORTER_PID"
+for _ in $(seq 1 50); do grep -q 'reload failed' "$T/exporter.log" && break; sleep 0.05; done
+scrape "$T/m2.txt"
+expect_metric "$T/m2.txt" 0 qrel_config_last_reload_successful
+expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="cache"'
+expect_cmd "the log says why the reload failed" grep -q 'want a duration like' "$T/exporter.log"
+expect_eq "POST /-/reload with a bad file" "$(code -X POST "http://$ADDR/-/reload")" 500
+sed 's/name: cache/name: cache2/' "$T/good.yml" > "$T/live.yml"
+expect_eq "POST /-/reload with a good file" "$(code -X POST "http://$ADDR/-/reload")" 200
+scrape "$T/m3.txt"
+expect_metric "$T/m3.txt" 1 qrel_config_last_reload_successful
+expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="cache2"'
+expect_absent "$T/m3.txt" qrel_collector_up 'source="cache"'
+stop_exporter
+
+# qrel scrape: exit 0 when every source is up, 1 when one fails.
+expect_cmd "qrel scrape exits 0 with every source up" bash -c "'$QREL' scrape --config.file='$T/good.yml' > '$T/s1.txt'"
+expect_metric "$T/s1.txt" 1 qrel_collector_up 'source="cache"'
+dead=$(free_port)
+sed "s/127.0.0.1:$RP/127.0.0.1:$dead/" "$T/good.yml" > "$T/dead.yml"
+"$QREL" scrape --config.file="$T/dead.yml" > "$T/s2.txt" 2> "$T/s2.err" && rc=0 || rc=$?
+expect_eq "qrel scrape with a dead source exits" "$rc" 1
+expect_metric "$T/s2.txt" 0 qrel_collector_up 'source="cache"'
+expect_cmd "qrel scrape says which source failed" grep -q 'source "cache" (redis_stream) failed' "$T/s2.err"
+
+finish

@@ -1,0 +1,143 @@
+# common.sh: helpers for integration tests (sourced, not run). Each test gets a temp dir, starts
+# its own servers on free loopback ports, and everything it started is stopped on exit.
+# shellcheck shell=bash
+
+set -euo pipefail
+
+QREL_SOURCE_DIR=${QREL_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+QREL_BUILD_DIR=${QREL_BUILD_DIR:-$QREL_SOURCE_DIR/build}
+EXPORTER=$QREL_BUILD_DIR/qrel_exporter
+QREL=$QREL_BUILD_DIR/qrel
+T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-test.XXXXXX")
+chmod 755 "$T"
+PIDS=()
+REDIS_PORTS=()
+CHECKS=0
+FAILS=0
+
+cleanup() {
+  local rc=$?
+  for p in "${REDIS_PORTS[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "$rc" -ne 0 ] || [ "$FAILS" -ne 0 ]; then
+    echo "--- exporter logs kept in $T" >&2
+    for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
+  else
+    rm -rf "$T"
+  fi
+}
+trap cleanup EXIT
+
+# free_port: a TCP port nothing listens on now (the kernel's choice, then released).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || shuf -i 20000-32000 -n 1
+}
+
+# start_redis VAR [extra redis-server args...]: starts redis-server on a free port, sets VAR to it.
+start_redis() {
+  local var=$1 port dir; shift
+  port=$(free_port)
+  dir=$T/redis-$port
+  mkdir -p "$dir"
+  redis-server --bind 127.0.0.1 --port "$port" --daemonize yes --pidfile "$dir/redis.pid" \
+    --dir "$dir" --logfile "$dir/redis.log" --save '' --appendonly no "$@" >/dev/null
+  REDIS_PORTS+=("$port")
+  for _ in $(seq 1 100); do
+    if redis-cli -p "$port" ${REDISCLI_AUTH:+--no-auth-warning} ping 2>/dev/null | grep -qE 'PONG|NOAUTH'; then
+      printf -v "$var" '%s' "$port"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "redis-server on port $port did not start" >&2
+  return 1
+}
+
+# start_exporter CONFIG [flags...]: runs qrel_exporter on a free port; sets ADDR and EXPORTER_PID.
+# Its log goes to $T/exporter.log (debug level).
+start_exporter() {
+  local config=$1; shift
+  : > "$T/exporter.log"
+  "$EXPORTER" --config.file="$config" --web.listen-address=127.0.0.1:0 --log.level=debug "$@" \
+    2>>"$T/exporter.log" &
+  EXPORTER_PID=$!
+  PIDS+=("$EXPORTER_PID")
+  for _ in $(seq 1 100); do
+    ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+    [ -n "$ADDR" ] && return 0
+    sleep 0.05
+  done
+  echo "qrel_exporter did not start:" >&2
+  cat "$T/exporter.log" >&2
+  return 1
+}
+
+stop_exporter() {
+  kill "$EXPORTER_PID" 2>/dev/null || true
+  wait "$EXPORTER_PID" 2>/dev/null || true
+}
+
+# scrape FILE [curl args...]: GET /metrics into FILE.
+scrape() {
+  local out=$1; shift
+  curl -fsS "$@" "http://$ADDR/metrics" -o "$out"
+}
+
+# mval FILE NAME [LABEL=\"VALUE\"...]: the value of the first sample of NAME whose labels contain
+# every given pair; prints nothing when there is none.
+mval() {
+  local file=$1 name=$2; shift 2
+  awk -v name="$name" -v want="$*" '
+    BEGIN { n = split(want, pairs, " ") }
+    index($0, name "{") == 1 || index($0, name " ") == 1 {
+      ok = 1
+      for (i = 1; i <= n; i++) if (index($0, pairs[i]) == 0) ok = 0
+      if (ok) { print $NF; exit }
+    }' "$file"
+}
+
+ok() { CHECKS=$((CHECKS + 1)); printf 'ok   %s\n' "$1"; }
+not_ok() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); printf 'FAIL %s\n' "$1" >&2; }
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+  if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'"; fi
+}
+
+# expect_between WHAT GOT LOW HIGH (numbers, inclusive)
+expect_between() {
+  if [ -n "$2" ] && awk -v g="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(g + 0 >= lo && g + 0 <= hi) }'; then
+    ok "$1 = $2 (in [$3, $4])"
+  else
+    not_ok "$1: got '$2', want within [$3, $4]"
+  fi
+}
+
+# expect_metric FILE WANT NAME [LABEL=\"VALUE\"...]
+expect_metric() {
+  local file=$1 want=$2 name=$3; shift 3
+  expect_eq "$name{$*}" "$(mval "$file" "$name" "$@")" "$want"
+}
+
+expect_absent() { # expect_absent FILE NAME [labels...]
+  local file=$1 name=$2; shift 2
+  local got
+  got=$(mval "$file" "$name" "$@")
+  if [ -z "$got" ]; then ok "$name{$*} absent"; else not_ok "$name{$*}: want no series, got $got"; fi
+}
+
+# expect_cmd WHAT CMD...: the command succeeds
+expect_cmd() {
+  local what=$1; shift
+  if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+# now_ms: milliseconds since the epoch; ms_since T0
+now_ms() { date +%s%3N; }
+
+finish() {
+  echo "$((CHECKS - FAILS)) passed, $FAILS failed"
+  [ "$FAILS" -eq 0 ]
+}

@@ -1,0 +1,460 @@
+/* check_expfmt.c: unit tests for the exposition writers and content negotiation.
+ *
+ * Outputs are compared whole, byte for byte: Prometheus' parsers reject a scrape over one bad
+ * byte, so "contains the right lines" is not enough. HELP texts come from the catalogue so that
+ * rewording one does not break the structure tests. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expfmt.h"
+#include "metrics.h"
+#include "util.h"
+
+/* Appends "# HELP <name> <help of family>\n# TYPE <name> <type>\n" as the writer should. */
+static void expect_header(struct buf *b, const char *family, const char *header_name,
+                          const char *type)
+{
+    const struct metric_family *f = metric_catalog_find(family);
+    ck_assert_ptr_nonnull(f);
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", header_name, f->help, header_name, type);
+}
+
+/* Two collector sets sharing families, plus the exporter's own set without base labels. */
+static void make_sets(struct metric_set *sets[3])
+{
+    sets[0] = metric_set_new("a", "redis_stream");
+    ck_assert_int_eq(metric_set_add(sets[0], "qrel_queue_messages", 3, "queue", "orders", "group",
+                                    "mailer", "state", "ready", NULL),
+                     0);
+    ck_assert_int_eq(
+        metric_set_add(sets[0], "qrel_collector_errors_total", 2, "reason", "timeout", NULL), 0);
+    ck_assert_int_eq(metric_set_add(sets[0], "qrel_queue_messages", 1, "queue", "orders", "group",
+                                    "mailer", "state", "in_flight", NULL),
+                     0);
+    ck_assert_int_eq(metric_set_add(sets[0], "qrel_collector_up", 1, NULL), 0);
+
+    sets[1] = metric_set_new("b", "redis_stream");
+    ck_assert_int_eq(metric_set_add(sets[1], "qrel_collector_up", 0, NULL), 0);
+    ck_assert_int_eq(metric_set_add(sets[1], "qrel_queue_messages", 0.5, "queue", "jobs", "group",
+                                    "w", "state", "ready", NULL),
+                     0);
+    ck_assert_int_eq(
+        metric_set_add(sets[1], "qrel_collector_errors_total", 5, "reason", "connect", NULL), 0);
+
+    sets[2] = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(
+        metric_set_add(sets[2], "qrel_build_info", 1, "version", "0.1.0", "revision", "abc", NULL),
+        0);
+}
+
+static void free_sets(struct metric_set *sets[], size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        metric_set_free(sets[i]);
+}
+
+static void expected_body(struct buf *b, const char *errors_header)
+{
+    expect_header(b, "qrel_build_info", "qrel_build_info", "gauge");
+    buf_puts(b, "qrel_build_info{version=\"0.1.0\",revision=\"abc\"} 1\n");
+    expect_header(b, "qrel_collector_errors_total", errors_header, "counter");
+    buf_puts(b,
+             "qrel_collector_errors_total{source=\"a\",kind=\"redis_stream\",reason=\"timeout\"} "
+             "2\n"
+             "qrel_collector_errors_total{source=\"b\",kind=\"redis_stream\",reason=\"connect\"} "
+             "5\n");
+    expect_header(b, "qrel_collector_up", "qrel_collector_up", "gauge");
+    buf_puts(b, "qrel_collector_up{source=\"a\",kind=\"redis_stream\"} 1\n"
+                "qrel_collector_up{source=\"b\",kind=\"redis_stream\"} 0\n");
+    expect_header(b, "qrel_queue_messages", "qrel_queue_messages", "gauge");
+    buf_puts(b, "qrel_queue_messages{source=\"a\",kind=\"redis_stream\",queue=\"orders\","
+                "group=\"mailer\",state=\"ready\"} 3\n"
+                "qrel_queue_messages{source=\"a\",kind=\"redis_stream\",queue=\"orders\","
+                "group=\"mailer\",state=\"in_flight\"} 1\n"
+                "qrel_queue_messages{source=\"b\",kind=\"redis_stream\",queue=\"jobs\","
+                "group=\"w\",state=\"ready\"} 0.5\n");
+}
+
+START_TEST(test_write_text)
+{
+    struct metric_set *sets[3];
+    make_sets(sets);
+    struct buf out, want;
+    buf_init(&out);
+    buf_init(&want);
+    expfmt_write(&out, sets, 3, EXPFMT_TEXT);
+    expected_body(&want, "qrel_collector_errors_total");
+    ck_assert_str_eq(out.data, want.data);
+    ck_assert_uint_eq(out.len, want.len);
+    buf_free(&out);
+    buf_free(&want);
+    free_sets(sets, 3);
+}
+END_TEST
+
+START_TEST(test_write_openmetrics)
+{
+    struct metric_set *sets[3];
+    make_sets(sets);
+    struct buf out, want;
+    buf_init(&out);
+    buf_init(&want);
+    expfmt_write(&out, sets, 3, EXPFMT_OPENMETRICS);
+    /* The counter's family header drops _total; its samples keep it. */
+    expected_body(&want, "qrel_collector_errors");
+    buf_puts(&want, "# EOF\n");
+    ck_assert_str_eq(out.data, want.data);
+    ck_assert_uint_eq(out.len, want.len);
+    buf_free(&out);
+    buf_free(&want);
+    free_sets(sets, 3);
+}
+END_TEST
+
+START_TEST(test_write_literal)
+{
+    /* One comparison with nothing computed, to pin the header layout itself. */
+    struct metric_set *s = metric_set_new("x", "redis_stream");
+    ck_assert_int_eq(metric_set_add(s, "qrel_sample_age_seconds", 2.25, NULL), 0);
+    struct buf out;
+    buf_init(&out);
+    expfmt_write(&out, &s, 1, EXPFMT_OPENMETRICS);
+    ck_assert_str_eq(out.data, "# HELP qrel_sample_age_seconds Age in seconds of the data behind "
+                               "this source's values (cache age, cloud metric delay).\n"
+                               "# TYPE qrel_sample_age_seconds gauge\n"
+                               "qrel_sample_age_seconds{source=\"x\",kind=\"redis_stream\"} 2.25\n"
+                               "# EOF\n");
+    buf_free(&out);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_write_empty)
+{
+    struct metric_set *sets[2] = {metric_set_new("a", "redis_stream"), NULL};
+    struct buf out;
+    buf_init(&out);
+    expfmt_write(&out, sets, 2, EXPFMT_TEXT);
+    ck_assert_uint_eq(out.len, 0);
+    expfmt_write(&out, NULL, 0, EXPFMT_TEXT);
+    ck_assert_uint_eq(out.len, 0);
+    expfmt_write(&out, sets, 2, EXPFMT_OPENMETRICS);
+    ck_assert_str_eq(out.data, "# EOF\n");
+    buf_free(&out);
+    metric_set_free(sets[0]);
+}
+END_TEST
+
+START_TEST(test_write_appends)
+{
+    struct metric_set *s = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(metric_set_add(s, "qrel_config_last_reload_successful", 1, NULL), 0);
+    struct buf out, want;
+    buf_init(&out);
+    buf_init(&want);
+    buf_puts(&out, "keep\n");
+    expfmt_write(&out, &s, 1, EXPFMT_TEXT);
+    buf_puts(&want, "keep\n");
+    expect_header(&want, "qrel_config_last_reload_successful", "qrel_config_last_reload_successful",
+                  "gauge");
+    buf_puts(&want, "qrel_config_last_reload_successful 1\n");
+    ck_assert_str_eq(out.data, want.data);
+    buf_free(&out);
+    buf_free(&want);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_write_escapes_labels)
+{
+    struct metric_set *s = metric_set_new("s\"1", "redis_stream");
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_queue_oldest_message_age_seconds", 7, "queue", "a\"b\\c\nd", NULL),
+        0);
+    for (int f = EXPFMT_TEXT; f <= EXPFMT_OPENMETRICS; f++) {
+        struct buf out, want;
+        buf_init(&out);
+        buf_init(&want);
+        expfmt_write(&out, &s, 1, (enum expfmt_format)f);
+        expect_header(&want, "qrel_queue_oldest_message_age_seconds",
+                      "qrel_queue_oldest_message_age_seconds", "gauge");
+        buf_puts(&want, "qrel_queue_oldest_message_age_seconds{source=\"s\\\"1\","
+                        "kind=\"redis_stream\",queue=\"a\\\"b\\\\c\\nd\"} 7\n");
+        if (f == EXPFMT_OPENMETRICS)
+            buf_puts(&want, "# EOF\n");
+        ck_assert_str_eq(out.data, want.data);
+        buf_free(&out);
+        buf_free(&want);
+    }
+    metric_set_free(s);
+}
+END_TEST
+
+static const struct {
+    const char *in;
+    const char *out;
+} label_escapes[] = {
+    {"", ""},
+    {"plain", "plain"},
+    {"a\"b\\c\n", "a\\\"b\\\\c\\n"},
+    {"\\\\", "\\\\\\\\"},
+    {"\n\n", "\\n\\n"},
+    {"tab\there\r", "tab\there\r"}, /* only \\, \" and \n are escaped */
+    {"caf\xc3\xa9", "caf\xc3\xa9"},
+};
+
+START_TEST(test_escape_label_value)
+{
+    struct buf out;
+    buf_init(&out);
+    expfmt_escape_label_value(&out, label_escapes[_i].in);
+    ck_assert_str_eq(out.data ? out.data : "", label_escapes[_i].out);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_escape_help)
+{
+    struct buf out;
+    buf_init(&out);
+    expfmt_escape_help(&out, "a\\b\nc \"d\"", EXPFMT_TEXT);
+    ck_assert_str_eq(out.data, "a\\\\b\\nc \"d\"");
+    buf_reset(&out);
+    expfmt_escape_help(&out, "a\\b\nc \"d\"", EXPFMT_OPENMETRICS);
+    ck_assert_str_eq(out.data, "a\\\\b\\nc \\\"d\\\"");
+    buf_reset(&out);
+    expfmt_escape_help(&out, "plain text.", EXPFMT_OPENMETRICS);
+    ck_assert_str_eq(out.data, "plain text.");
+    buf_free(&out);
+}
+END_TEST
+
+static const struct {
+    double v;
+    const char *text;
+} values[] = {
+    {0, "0"},
+    {-0.0, "0"},
+    {1, "1"},
+    {-1, "-1"},
+    {0.1, "0.1"},
+    {1e-9, "1e-09"},
+    {123456789, "123456789"},
+    {1.5e300, "1.5e+300"},
+    {0.5, "0.5"},
+    {-2.25, "-2.25"},
+    {1e15, "1000000000000000"},
+    {-1e15, "-1000000000000000"},
+    {1e16, "1e+16"},
+    {1234567.5, "1234567.5"},
+    {1764422481.123, "1764422481.123"},
+    {0.1 + 0.2, "0.30000000000000004"},
+    {1.0 / 3.0, "0.3333333333333333"},
+    {9007199254740993.0, "9007199254740992"}, /* 2^53 + 1 is not a double: 2^53 */
+    {5e-324, "4.94065645841247e-324"},
+    {1.7976931348623157e308, "1.7976931348623157e+308"},
+};
+
+START_TEST(test_format_value)
+{
+    struct buf out;
+    buf_init(&out);
+    expfmt_format_value(&out, values[_i].v);
+    ck_assert_str_eq(out.data, values[_i].text);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_format_special_values)
+{
+    struct buf out;
+    buf_init(&out);
+    expfmt_format_value(&out, INFINITY);
+    ck_assert_str_eq(out.data, "+Inf");
+    buf_reset(&out);
+    expfmt_format_value(&out, -INFINITY);
+    ck_assert_str_eq(out.data, "-Inf");
+    buf_reset(&out);
+    expfmt_format_value(&out, NAN);
+    ck_assert_str_eq(out.data, "NaN");
+    buf_reset(&out);
+    expfmt_format_value(&out, -NAN);
+    ck_assert_str_eq(out.data, "NaN");
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_format_value_round_trips)
+{
+    /* A deterministic spread of magnitudes and mantissas: each must read back exactly. */
+    unsigned long long x = 88172645463325252ULL;
+    struct buf out;
+    buf_init(&out);
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v = ldexp((double)(x >> 11) / 9007199254740992.0, (int)(x % 200) - 100);
+        if (i % 2)
+            v = -v;
+        buf_reset(&out);
+        expfmt_format_value(&out, v);
+        ck_assert_msg(strtod(out.data, NULL) == v, "%s does not read back", out.data);
+        ck_assert_uint_le(out.len, 24);
+    }
+    buf_free(&out);
+}
+END_TEST
+
+#define PROMETHEUS_2_42_ACCEPT                                                                     \
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"       \
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+#define PROMETHEUS_3_ACCEPT                                                                        \
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"                       \
+    "application/openmetrics-text;version=0.0.1;q=0.5,"                                            \
+    "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+
+static const struct {
+    const char *accept;
+    enum expfmt_format want;
+} accepts[] = {
+    {NULL, EXPFMT_TEXT},
+    {"", EXPFMT_TEXT},
+    {"   ", EXPFMT_TEXT},
+    {PROMETHEUS_2_42_ACCEPT, EXPFMT_OPENMETRICS},
+    {PROMETHEUS_3_ACCEPT, EXPFMT_OPENMETRICS},
+    {"text/plain", EXPFMT_TEXT},
+    {"text/plain;version=0.0.4", EXPFMT_TEXT},
+    {"text/plain;version=0.0.4;q=1,*/*;q=0.1", EXPFMT_TEXT},
+    {"*/*", EXPFMT_TEXT},
+    {"text/*", EXPFMT_TEXT},
+    {"application/json", EXPFMT_TEXT},
+    {"application/openmetrics-text", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;version=1.0.0", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;version=0.0.1", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;version=2.0.0", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.000", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.001", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;q=0, text/plain;q=0", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.5,text/plain;q=0.6", EXPFMT_TEXT},
+    {"text/plain;q=0.6,application/openmetrics-text;q=0.5", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.6,text/plain;q=0.5", EXPFMT_OPENMETRICS},
+    {"text/plain;q=0.5,application/openmetrics-text;q=0.5", EXPFMT_OPENMETRICS}, /* tie */
+    {"text/plain, application/openmetrics-text;q=0.9", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.9, */*", EXPFMT_TEXT},
+    {"application/openmetrics-text;q=0.9, text/*", EXPFMT_TEXT},
+    {"application/openmetrics-text, */*", EXPFMT_OPENMETRICS},
+    /* RFC 9110: the most specific range gives text/plain its q, whatever the wildcard says. */
+    {"application/openmetrics-text;q=0.5, text/plain;q=0.1, */*;q=0.9", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;q=0.5, text/*;q=0.1, */*;q=0.9", EXPFMT_OPENMETRICS},
+    {"APPLICATION/OpenMetrics-Text; Version=1.0.0; Q=0.8, Text/Plain; q=0.2", EXPFMT_OPENMETRICS},
+    {" application/openmetrics-text ; q=1 ", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text; version=\"1.0.0\"; q=0.8, text/plain;q=0.2",
+     EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;foo=\"a,b\";q=0.3, text/plain;q=0.2", EXPFMT_OPENMETRICS},
+    {"application/openmetrics-text;q=2", EXPFMT_OPENMETRICS}, /* clamped to 1 */
+    {"application/openmetrics-text;q=abc", EXPFMT_TEXT},      /* malformed: ignored */
+    {"application/openmetrics-text;q=", EXPFMT_TEXT},
+    {"application/openmetrics-text;q", EXPFMT_TEXT},
+    {"application/openmetrics-text;version=\"1.0.0", EXPFMT_TEXT},
+    {"application/openmetrics-textx", EXPFMT_TEXT},
+    {"application/openmetrics", EXPFMT_TEXT},
+    {"application/*", EXPFMT_TEXT},
+    {",,application/openmetrics-text;;,", EXPFMT_OPENMETRICS},
+};
+
+START_TEST(test_negotiate)
+{
+    ck_assert_msg(expfmt_negotiate(accepts[_i].accept) == accepts[_i].want, "Accept: %s",
+                  accepts[_i].accept ? accepts[_i].accept : "(null)");
+}
+END_TEST
+
+START_TEST(test_content_type)
+{
+    ck_assert_str_eq(expfmt_content_type(EXPFMT_TEXT), "text/plain; version=0.0.4; charset=utf-8");
+    ck_assert_str_eq(expfmt_content_type(EXPFMT_OPENMETRICS),
+                     "application/openmetrics-text; version=1.0.0; charset=utf-8");
+}
+END_TEST
+
+START_TEST(test_write_large)
+{
+    /* 200k samples over two sets and interleaved families: linear grouping, exact line count. */
+    enum { N = 100000 };
+    struct metric_set *sets[2] = {metric_set_new("a", "redis_stream"),
+                                  metric_set_new("b", "redis_stream")};
+    char queue[32];
+    for (int si = 0; si < 2; si++) {
+        for (int i = 0; i < N; i++) {
+            snprintf(queue, sizeof queue, "stream:%d", i);
+            const char *fam = i % 2 ? "qrel_queue_messages" : "qrel_consumer_lag_seconds";
+            ck_assert_int_eq(
+                metric_set_add(sets[si], fam, i * 0.5, "queue", queue, "group", "g", NULL), 0);
+        }
+    }
+    struct buf out;
+    buf_init(&out);
+    expfmt_write(&out, sets, 2, EXPFMT_OPENMETRICS);
+    size_t lines = 0;
+    for (size_t i = 0; i < out.len; i++)
+        lines += out.data[i] == '\n';
+    ck_assert_uint_eq(lines, 2 * N + 2 * 2 + 1);
+    /* The consumer_lag family comes first and holds set a's samples before set b's. */
+    const char *first = strstr(out.data, "qrel_consumer_lag_seconds{");
+    const char *b_lag = strstr(out.data, "qrel_consumer_lag_seconds{source=\"b\"");
+    const char *queue_msgs = strstr(out.data, "# HELP qrel_queue_messages");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_nonnull(b_lag);
+    ck_assert_ptr_nonnull(queue_msgs);
+    ck_assert(first < b_lag && b_lag < queue_msgs);
+    const char *want_first = "qrel_consumer_lag_seconds{source=\"a\",kind=\"redis_stream\","
+                             "queue=\"stream:0\",group=\"g\"} 0\n";
+    ck_assert(strncmp(first, want_first, strlen(want_first)) == 0);
+    buf_free(&out);
+    free_sets(sets, 2);
+}
+END_TEST
+
+static Suite *expfmt_suite(void)
+{
+    Suite *s = suite_create("expfmt");
+    TCase *tc = tcase_create("write");
+    tcase_add_test(tc, test_write_text);
+    tcase_add_test(tc, test_write_openmetrics);
+    tcase_add_test(tc, test_write_literal);
+    tcase_add_test(tc, test_write_empty);
+    tcase_add_test(tc, test_write_appends);
+    tcase_add_test(tc, test_write_escapes_labels);
+    tcase_add_test(tc, test_write_large);
+    tcase_set_timeout(tc, 60); /* the large write under valgrind */
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("pieces");
+    tcase_add_loop_test(tc, test_escape_label_value, 0,
+                        sizeof label_escapes / sizeof label_escapes[0]);
+    tcase_add_test(tc, test_escape_help);
+    tcase_add_loop_test(tc, test_format_value, 0, sizeof values / sizeof values[0]);
+    tcase_add_test(tc, test_format_special_values);
+    tcase_add_test(tc, test_format_value_round_trips);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("negotiate");
+    tcase_add_loop_test(tc, test_negotiate, 0, sizeof accepts / sizeof accepts[0]);
+    tcase_add_test(tc, test_content_type);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(expfmt_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

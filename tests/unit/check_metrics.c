@@ -1,0 +1,390 @@
+/* check_metrics.c: unit tests for the metric catalogue and the metric set.
+ *
+ * The catalogue is the public API, so it is pinned here against the family list of the design:
+ * a family that disappears or changes type fails this test before it breaks a dashboard. */
+#include <check.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+/* Every family of the metric contract, with its type. */
+static const struct {
+    const char *name;
+    enum metric_type type;
+} expected_families[] = {
+    {"qrel_queue_messages", METRIC_GAUGE},
+    {"qrel_queue_oldest_message_age_seconds", METRIC_GAUGE},
+    {"qrel_consumer_lag_seconds", METRIC_GAUGE},
+    {"qrel_lease_timeout_seconds", METRIC_GAUGE},
+    {"qrel_lease_oldest_age_seconds", METRIC_GAUGE},
+    {"qrel_handler_duration_seconds", METRIC_GAUGE},
+    {"qrel_lease_margin_ratio", METRIC_GAUGE},
+    {"qrel_max_deliveries", METRIC_GAUGE},
+    {"qrel_redeliveries_total", METRIC_COUNTER},
+    {"qrel_messages_redelivered", METRIC_GAUGE},
+    {"qrel_lease_expiries_total", METRIC_COUNTER},
+    {"qrel_dedup_handled_messages", METRIC_GAUGE},
+    {"qrel_dedup_duplicates_total", METRIC_COUNTER},
+    {"qrel_dead_letter_messages", METRIC_GAUGE},
+    {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE},
+    {"qrel_dead_letter_classified_messages", METRIC_GAUGE},
+    {"qrel_claims", METRIC_GAUGE},
+    {"qrel_outbox_pending_messages", METRIC_GAUGE},
+    {"qrel_outbox_oldest_pending_age_seconds", METRIC_GAUGE},
+    {"qrel_dedup_window_seconds", METRIC_GAUGE},
+    {"qrel_retry_horizon_seconds", METRIC_GAUGE},
+    {"qrel_audit_failed", METRIC_GAUGE},
+    {"qrel_collector_up", METRIC_GAUGE},
+    {"qrel_collector_duration_seconds", METRIC_GAUGE},
+    {"qrel_collector_last_success_timestamp_seconds", METRIC_GAUGE},
+    {"qrel_collector_errors_total", METRIC_COUNTER},
+    {"qrel_sample_age_seconds", METRIC_GAUGE},
+    {"qrel_build_info", METRIC_GAUGE},
+    {"qrel_config_last_reload_successful", METRIC_GAUGE},
+    {"qrel_config_last_reload_success_timestamp_seconds", METRIC_GAUGE},
+};
+
+#define N_EXPECTED (sizeof expected_families / sizeof expected_families[0])
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+START_TEST(test_catalog_sorted)
+{
+    ck_assert_uint_gt(metric_catalog_count(), 0);
+    for (size_t i = 1; i < metric_catalog_count(); i++)
+        ck_assert_msg(strcmp(metric_catalog_at(i - 1)->name, metric_catalog_at(i)->name) < 0,
+                      "%s before %s", metric_catalog_at(i - 1)->name, metric_catalog_at(i)->name);
+    ck_assert_ptr_null(metric_catalog_at(metric_catalog_count()));
+}
+END_TEST
+
+START_TEST(test_catalog_names_types_help)
+{
+    regex_t re;
+    ck_assert_int_eq(regcomp(&re, "^qrel_[a-z0-9_]+$", REG_EXTENDED | REG_NOSUB), 0);
+    for (size_t i = 0; i < metric_catalog_count(); i++) {
+        const struct metric_family *f = metric_catalog_at(i);
+        ck_assert_msg(regexec(&re, f->name, 0, NULL, 0) == 0, "bad name %s", f->name);
+        if (f->type == METRIC_COUNTER)
+            ck_assert_msg(ends_with(f->name, "_total"), "counter %s lacks _total", f->name);
+        else
+            ck_assert_msg(!ends_with(f->name, "_total"), "gauge %s ends in _total", f->name);
+        ck_assert_ptr_nonnull(f->help);
+        ck_assert_msg(strlen(f->help) > 20, "%s: HELP too short", f->name);
+        ck_assert_msg(strchr(f->help, '\n') == NULL, "%s: HELP has a newline", f->name);
+        ck_assert_ptr_eq(metric_catalog_find(f->name), f);
+    }
+    regfree(&re);
+}
+END_TEST
+
+START_TEST(test_catalog_matches_contract)
+{
+    ck_assert_uint_eq(metric_catalog_count(), N_EXPECTED);
+    for (size_t i = 0; i < N_EXPECTED; i++) {
+        const struct metric_family *f = metric_catalog_find(expected_families[i].name);
+        ck_assert_msg(f != NULL, "missing %s", expected_families[i].name);
+        ck_assert_str_eq(f->name, expected_families[i].name);
+        ck_assert_int_eq(f->type, expected_families[i].type);
+    }
+}
+END_TEST
+
+START_TEST(test_catalog_find_misses)
+{
+    ck_assert_ptr_null(metric_catalog_find(NULL));
+    ck_assert_ptr_null(metric_catalog_find(""));
+    ck_assert_ptr_null(metric_catalog_find("qrel_foo"));
+    ck_assert_ptr_null(metric_catalog_find("qrel_collector_errors")); /* counters keep _total */
+    ck_assert_ptr_null(metric_catalog_find("qrel_queue_messages_"));
+    ck_assert_ptr_null(metric_catalog_find("a"));
+    ck_assert_ptr_null(metric_catalog_find("zzz"));
+}
+END_TEST
+
+static const struct {
+    const char *name;
+    int valid;
+} label_names[] = {
+    {"queue", 1}, {"_x", 1},     {"Group2", 1},   {"a_b_c", 1}, {"_", 1},
+    {"", 0},      {"__name", 0}, {"__", 0},       {"2x", 0},    {"a-b", 0},
+    {"a.b", 0},   {"a b", 0},    {"\xc3\xa9", 0}, {"x\n", 0},
+};
+
+START_TEST(test_label_name_valid)
+{
+    const char *n = label_names[_i].name;
+    ck_assert_msg(metric_label_name_valid(n) == label_names[_i].valid, "\"%s\"", n);
+}
+END_TEST
+
+START_TEST(test_label_name_null)
+{
+    ck_assert_int_eq(metric_label_name_valid(NULL), 0);
+}
+END_TEST
+
+static void assert_label(const struct metric_sample *sm, size_t i, const char *name,
+                         const char *value)
+{
+    ck_assert_uint_lt(i, sm->nlabels);
+    ck_assert_str_eq(sm->labels[i].name, name);
+    ck_assert_str_eq(sm->labels[i].value, value);
+}
+
+START_TEST(test_add_with_base_labels)
+{
+    struct metric_set *s = metric_set_new("cache", "redis_stream");
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    ck_assert_ptr_null(metric_set_error(s));
+    ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", 3.0, "queue", "orders", "group",
+                                    "mailer", "state", "ready", NULL),
+                     0);
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1.0, NULL), 0);
+    ck_assert_uint_eq(metric_set_len(s), 2);
+
+    const struct metric_sample *sm = metric_set_at(s, 0);
+    ck_assert_ptr_eq(sm->family, metric_catalog_find("qrel_queue_messages"));
+    ck_assert_double_eq(sm->value, 3.0);
+    ck_assert_uint_eq(sm->nlabels, 5);
+    assert_label(sm, 0, "source", "cache");
+    assert_label(sm, 1, "kind", "redis_stream");
+    assert_label(sm, 2, "queue", "orders");
+    assert_label(sm, 3, "group", "mailer");
+    assert_label(sm, 4, "state", "ready");
+
+    sm = metric_set_at(s, 1);
+    ck_assert_uint_eq(sm->nlabels, 2);
+    assert_label(sm, 0, "source", "cache");
+    assert_label(sm, 1, "kind", "redis_stream");
+    ck_assert_ptr_null(metric_set_at(s, 2));
+    ck_assert_ptr_null(metric_set_error(s));
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_without_base_labels)
+{
+    struct metric_set *s = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_build_info", 1, "version", "0.1.0", "revision", "abc", NULL), 0);
+    ck_assert_int_eq(metric_set_add(s, "qrel_config_last_reload_successful", 1, NULL), 0);
+    const struct metric_sample *sm = metric_set_at(s, 0);
+    ck_assert_uint_eq(sm->nlabels, 2);
+    assert_label(sm, 0, "version", "0.1.0");
+    assert_label(sm, 1, "revision", "abc");
+    sm = metric_set_at(s, 1);
+    ck_assert_uint_eq(sm->nlabels, 0);
+    ck_assert_ptr_null(sm->labels);
+    /* set_kind has nothing to change on a set without base labels */
+    metric_set_set_kind(s, "postgres");
+    ck_assert_int_eq(metric_set_add(s, "qrel_config_last_reload_successful", 0, NULL), 0);
+    ck_assert_uint_eq(metric_set_at(s, 2)->nlabels, 0);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_set_kind)
+{
+    struct metric_set *s = metric_set_new("shop-db", "postgres");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    metric_set_set_kind(s, "dedup_table");
+    ck_assert_int_eq(metric_set_add(s, "qrel_dedup_handled_messages", 42, "queue", "handled", NULL),
+                     0);
+    metric_set_set_kind(s, "outbox");
+    ck_assert_int_eq(metric_set_add(s, "qrel_outbox_pending_messages", 7, "queue", "outbox", NULL),
+                     0);
+    assert_label(metric_set_at(s, 0), 1, "kind", "postgres");
+    assert_label(metric_set_at(s, 1), 1, "kind", "dedup_table");
+    assert_label(metric_set_at(s, 2), 0, "source", "shop-db");
+    assert_label(metric_set_at(s, 2), 1, "kind", "outbox");
+    assert_label(metric_set_at(s, 2), 2, "queue", "outbox");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_copies_strings)
+{
+    char source[] = "src";
+    char queue[] = "orders";
+    char name[] = "queue";
+    struct metric_set *s = metric_set_new(source, "redis_stream");
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_queue_oldest_message_age_seconds", 1.5, name, queue, NULL), 0);
+    source[0] = 'X';
+    queue[0] = 'X';
+    name[0] = 'X';
+    const struct metric_sample *sm = metric_set_at(s, 0);
+    assert_label(sm, 0, "source", "src");
+    assert_label(sm, 2, "queue", "orders");
+    ck_assert_double_eq(sm->value, 1.5);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_empty_value)
+{
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_consumer_lag_seconds", 0, "queue", "", "group", "", NULL), 0);
+    assert_label(metric_set_at(s, 0), 2, "queue", "");
+    assert_label(metric_set_at(s, 0), 3, "group", "");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_utf8_sanitize)
+{
+    /* Redis key names are binary: they must come out as valid UTF-8. */
+    struct metric_set *s = metric_set_new("bad\xc3", "redis_stream");
+    ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", 1, "queue", "a\xff b", "group",
+                                    "caf\xc3\xa9", "state", "\xed\xa0\x80", NULL),
+                     0);
+    const struct metric_sample *sm = metric_set_at(s, 0);
+    assert_label(sm, 0, "source", "bad\xEF\xBF\xBD");
+    assert_label(sm, 2, "queue", "a\xEF\xBF\xBD b");
+    assert_label(sm, 3, "group", "caf\xc3\xa9"); /* valid UTF-8 stays as it is */
+    assert_label(sm, 4, "state", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); /* a surrogate */
+    metric_set_set_kind(s, "k\x80");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    assert_label(metric_set_at(s, 1), 1, "kind", "k\xEF\xBF\xBD");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+    ck_assert_int_eq(metric_set_add(s, "qrel_foo", 1, "queue", "q", NULL), -1);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    ck_assert_str_eq(metric_set_error(s), "unknown metric family \"qrel_foo\"");
+
+    /* Later errors are refused too, but the first one is the one reported. */
+    ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", 1, "2bad", "q", NULL), -1);
+    ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", 1, "queue", NULL), -1);
+    ck_assert_int_eq(metric_set_add(s, NULL, 1, NULL), -1);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    ck_assert_str_eq(metric_set_error(s), "unknown metric family \"qrel_foo\"");
+
+    /* A good add still works after errors. */
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    ck_assert_uint_eq(metric_set_len(s), 1);
+    metric_set_free(s);
+}
+END_TEST
+
+static const struct {
+    const char *family;
+    const char *name;  /* label name passed */
+    const char *value; /* label value passed (NULL tests the NULL value) */
+    const char *error;
+} add_errors[] = {
+    {"qrel_bar", "queue", "q", "unknown metric family \"qrel_bar\""},
+    {"qrel_queue_messages", "2bad", "q", "qrel_queue_messages: invalid label name \"2bad\""},
+    {"qrel_queue_messages", "__name__", "q",
+     "qrel_queue_messages: invalid label name \"__name__\""},
+    {"qrel_queue_messages", "que-ue", "q", "qrel_queue_messages: invalid label name \"que-ue\""},
+    {"qrel_queue_messages", "queue", NULL, "qrel_queue_messages: label \"queue\" has a NULL value"},
+    {"qrel_queue_messages", "source", "x", "qrel_queue_messages: duplicate label \"source\""},
+    {"qrel_queue_messages", "kind", "x", "qrel_queue_messages: duplicate label \"kind\""},
+};
+
+START_TEST(test_add_error_table)
+{
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+    ck_assert_int_eq(metric_set_add(s, add_errors[_i].family, 1, "state", "ready",
+                                    add_errors[_i].name, add_errors[_i].value, NULL),
+                     -1);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    ck_assert_str_eq(metric_set_error(s), add_errors[_i].error);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_duplicate_extra_label)
+{
+    struct metric_set *s = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(metric_set_add(s, "qrel_build_info", 1, "version", "1", "version", "2", NULL),
+                     -1);
+    ck_assert_str_eq(metric_set_error(s), "qrel_build_info: duplicate label \"version\"");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_null_set)
+{
+    metric_set_free(NULL);
+    ck_assert_uint_eq(metric_set_len(NULL), 0);
+    ck_assert_ptr_null(metric_set_at(NULL, 0));
+    ck_assert_ptr_null(metric_set_error(NULL));
+}
+END_TEST
+
+START_TEST(test_large_set)
+{
+    enum { N = 100000 };
+    struct metric_set *s = metric_set_new("big", "redis_stream");
+    char queue[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(queue, sizeof queue, "stream:%d", i);
+        ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", (double)i, "queue", queue,
+                                        "group", "g", "state", i % 2 ? "ready" : "in_flight", NULL),
+                         0);
+    }
+    ck_assert_uint_eq(metric_set_len(s), N);
+    for (int i = 0; i < N; i += 9973) {
+        const struct metric_sample *sm = metric_set_at(s, (size_t)i);
+        snprintf(queue, sizeof queue, "stream:%d", i);
+        ck_assert_double_eq(sm->value, (double)i);
+        assert_label(sm, 2, "queue", queue);
+        assert_label(sm, 4, "state", i % 2 ? "ready" : "in_flight");
+    }
+    ck_assert_ptr_null(metric_set_error(s));
+    metric_set_free(s);
+}
+END_TEST
+
+static Suite *metrics_suite(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("catalog");
+    tcase_add_test(tc, test_catalog_sorted);
+    tcase_add_test(tc, test_catalog_names_types_help);
+    tcase_add_test(tc, test_catalog_matches_contract);
+    tcase_add_test(tc, test_catalog_find_misses);
+    tcase_add_loop_test(tc, test_label_name_valid, 0, sizeof label_names / sizeof label_names[0]);
+    tcase_add_test(tc, test_label_name_null);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("set");
+    tcase_add_test(tc, test_add_with_base_labels);
+    tcase_add_test(tc, test_add_without_base_labels);
+    tcase_add_test(tc, test_set_kind);
+    tcase_add_test(tc, test_add_copies_strings);
+    tcase_add_test(tc, test_add_empty_value);
+    tcase_add_test(tc, test_utf8_sanitize);
+    tcase_add_test(tc, test_errors);
+    tcase_add_loop_test(tc, test_add_error_table, 0, sizeof add_errors / sizeof add_errors[0]);
+    tcase_add_test(tc, test_duplicate_extra_label);
+    tcase_add_test(tc, test_null_set);
+    tcase_add_test(tc, test_large_set);
+    tcase_set_timeout(tc, 60); /* the large set under valgrind */
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(metrics_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
