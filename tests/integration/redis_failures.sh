@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Bad brokers never cost the other sources: a hung Redis (DEBUG SLEEP) beside a healthy one, with
+# Prometheus' 2 s scrape-timeout header, returns in under 2 s with the hung source at up 0 and the
+# healthy source's series present, while /-/healthy keeps answering in under 50 ms; a stopped
+# Redis is up 0 with reason "connect" and is tried again after its back-off; a wrong password is
+# up 0 with reason "auth" and the password appears nowhere: not in the output, the landing page,
+# or the debug log.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_redis GOOD
+start_redis HUNG
+secret='correct-horse-7781'
+wrong='wrong-battery-staple-4421'
+start_redis LOCKED --requirepass "$secret"
+redis-cli -p "$GOOD" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
+redis-cli -p "$HUNG" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
+printf '%s\n' "$wrong" > "$T/wrong.pass"
+printf '%s\n' "$secret" > "$T/right.pass"
+chmod 600 "$T"/*.pass
+
+cat > "$T/qrel.yml" <<YML
+global:
+  timeout: 10s
+sources:
+  - name: good
+    kind: redis_stream
+    address: 127.0.0.1:$GOOD
+    streams: [{name: orders}]
+  - name: hung
+    kind: redis_stream
+    address: 127.0.0.1:$HUNG
+    streams: [{name: orders}]
+  - name: locked-wrong
+    kind: redis_stream
+    address: 127.0.0.1:$LOCKED
+    password_file: $T/wrong.pass
+    streams: [{name: orders}]
+  - name: locked-right
+    kind: redis_stream
+    address: 127.0.0.1:$LOCKED
+    password_env: QREL_TEST_REDIS_PASSWORD
+    streams: [{name: orders}]
+YML
+QREL_TEST_REDIS_PASSWORD=$secret start_exporter "$T/qrel.yml"
+
+# Warm up: every source connected once.
+scrape "$T/m0.txt"
+expect_metric "$T/m0.txt" 1 qrel_collector_up 'source="hung"'
+
+redis-cli -p "$HUNG" DEBUG SLEEP 6 >/dev/null &
+sleep 0.2
+t0=$(now_ms)
+scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2' &
+scrape_pid=$!
+sleep 0.5
+health_ms=$(curl -fsS -o /dev/null -w '%{time_total}' "http://$ADDR/-/healthy" | awk '{printf "%d", $1 * 1000}')
+wait "$scrape_pid"
+took=$(( $(now_ms) - t0 ))
+expect_between "scrape time with a hung broker, ms (header 2 s)" "$took" 0 1999
+expect_between "/-/healthy during the hung scrape, ms" "$health_ms" 0 49
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="hung"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="hung"' 'reason="timeout"'
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="good"'
+expect_metric "$T/m1.txt" 0 qrel_queue_messages 'source="good"' 'queue="orders"' 'state="in_flight"'
+expect_absent "$T/m1.txt" qrel_queue_messages 'source="hung"'
+
+# Stopped: connect errors, then after the back-off a fresh attempt; back up once it returns.
+wait
+redis-cli -p "$HUNG" shutdown nosave >/dev/null 2>&1 || true
+sleep 31   # longer than the back-off cap, so the next scrape must try the broker again
+scrape "$T/m2.txt"
+expect_metric "$T/m2.txt" 0 qrel_collector_up 'source="hung"'
+expect_metric "$T/m2.txt" 1 qrel_collector_errors_total 'source="hung"' 'reason="connect"'
+expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="good"'
+expect_cmd "the log names the reason" grep -q 'source=hung kind=redis_stream reason=connect' "$T/exporter.log"
+redis-server --bind 127.0.0.1 --port "$HUNG" --daemonize yes --save '' --appendonly no \
+  --dir "$T" --logfile "$T/hung2.log" >/dev/null
+sleep 1.2  # past the 1 s back-off that follows a second failure
+scrape "$T/m3.txt"
+expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="hung"'
+
+# Wrong password: reason auth, and the secrets are nowhere.
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="locked-wrong"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="locked-wrong"' 'reason="auth"'
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="locked-right"'
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+expect_cmd "the landing page shows the auth failure" grep -q 'authentication failed' "$T/landing.html"
+for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do
+  if grep -qF -e "$wrong" -e "$secret" "$f"; then not_ok "a password appears in $(basename "$f")"; else ok "no password in $(basename "$f")"; fi
+done
+
+finish

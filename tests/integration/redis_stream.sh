@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The redis_stream collector against a real redis-server: a known workload (entries with known
+# ages, pending entries with known delivery counts and idle times set by XCLAIM, dead-letter
+# streams) gives exactly the expected series; nil lag after XDEL leaves `ready` out; binary and
+# quoted key names are escaped; only read-only commands are sent; round trips per scrape do not
+# grow with the number of streams.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_redis RP
+R() { redis-cli -p "$RP" "$@"; }
+
+# Server time in ms: entry ids below are placed at known ages relative to it.
+read -r s us < <(R TIME | tr '\n' ' ')
+now=$(( s * 1000 + us / 1000 ))
+id() { echo "$(( now - $1 * 1000 ))-0"; }
+
+R XGROUP CREATE orders workers 0 MKSTREAM >/dev/null
+for age in 300 240 180 120 60 30; do R XADD orders "$(id "$age")" age "$age" >/dev/null; done
+R XREADGROUP GROUP workers c1 COUNT 4 STREAMS orders '>' >/dev/null   # 300,240,180,120 pending
+R XACK orders workers "$(id 180)" >/dev/null                           # 3 pending, 2 undelivered
+# Known delivery counts and idle times (what a lease expiry and XAUTOCLAIM would leave behind).
+R XCLAIM orders workers c2 0 "$(id 300)" IDLE 45000 RETRYCOUNT 3 >/dev/null
+R XCLAIM orders workers c2 0 "$(id 240)" IDLE 10000 RETRYCOUNT 2 >/dev/null
+R XGROUP CREATE orders audit '$' >/dev/null                           # filtered out below
+R XADD orders.dlq "$(id 200)" why expired >/dev/null
+
+# A pattern with a per-stream dead-letter template; events:a.dlq must not become a queue itself.
+for s in a b; do
+  R XGROUP CREATE "events:$s" g 0 MKSTREAM >/dev/null
+  R XADD "events:$s" "$(id 20)" n 1 >/dev/null
+done
+R XADD events:a.dlq "$(id 100)" n 1 >/dev/null
+R XADD events:a.dlq "$(id 50)" n 2 >/dev/null
+
+# lag becomes nil after XDEL of an entry the group has not read.
+R XGROUP CREATE trimmed g 0 MKSTREAM >/dev/null
+R XADD trimmed "$(id 9)" n 1 >/dev/null
+R XADD trimmed "$(id 8)" n 2 >/dev/null
+R XADD trimmed "$(id 7)" n 3 >/dev/null
+R XREADGROUP GROUP g c COUNT 1 STREAMS trimmed '>' >/dev/null
+R XDEL trimmed "$(id 7)" >/dev/null
+
+# Key names that need escaping: a quote, a backslash, a newline and an invalid UTF-8 byte.
+R XGROUP CREATE "$(printf 'odd"na\\me\nx\377')" g 0 MKSTREAM >/dev/null
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: cache
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    streams:
+      - name: orders
+        groups: [workers]
+        claim_min_idle: 30s
+        max_deliveries: 3
+        dead_letter_stream: orders.dlq
+      - pattern: "events:*"
+        dead_letter_stream: "{stream}.dlq"
+      - name: trimmed
+      - pattern: "odd*"
+YML
+
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt"
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="cache"' 'kind="redis_stream"'
+
+o='queue="orders",group="workers"'
+expect_metric "$T/m.txt" 2 qrel_queue_messages "$o" 'state="ready"'
+expect_metric "$T/m.txt" 3 qrel_queue_messages "$o" 'state="in_flight"'
+expect_metric "$T/m.txt" 2 qrel_messages_redelivered "$o"
+expect_metric "$T/m.txt" 30 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 90 qrel_retry_horizon_seconds "$o"
+# Ages are measured against the server clock a moment later: allow the seconds the test took.
+expect_between "oldest message age (pending entry at -300 s)" \
+  "$(mval "$T/m.txt" qrel_queue_oldest_message_age_seconds "$o")" 300 310
+expect_between "consumer lag (first undelivered entry at -60 s)" \
+  "$(mval "$T/m.txt" qrel_consumer_lag_seconds "$o")" 60 70
+expect_between "lease oldest age (idle set to 45 s)" \
+  "$(mval "$T/m.txt" qrel_lease_oldest_age_seconds "$o")" 45 55
+expect_between "lease margin (30 s / 45 s)" \
+  "$(mval "$T/m.txt" qrel_lease_margin_ratio "$o")" 0.54 0.667
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="orders",group="audit"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="orders",dead_letter_queue="orders.dlq"'
+expect_between "DLQ oldest age" \
+  "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="orders",dead_letter_queue="orders.dlq"')" 200 210
+
+expect_metric "$T/m.txt" 1 qrel_queue_messages 'queue="events:a",group="g"' 'state="ready"'
+expect_metric "$T/m.txt" 0 qrel_queue_messages 'queue="events:a",group="g"' 'state="in_flight"'
+expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds 'queue="events:a",group="g"'
+expect_absent "$T/m.txt" qrel_lease_margin_ratio 'queue="events:a"'
+expect_absent "$T/m.txt" qrel_lease_timeout_seconds 'queue="events:a"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_messages 'queue="events:a",dead_letter_queue="events:a.dlq"'
+expect_between "events:a DLQ oldest age" \
+  "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="events:a",dead_letter_queue="events:a.dlq"')" 100 110
+expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="events:b",dead_letter_queue="events:b.dlq"'
+expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="events:b"'
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="events:a.dlq"'
+
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="trimmed",group="g"' 'state="ready"'
+expect_metric "$T/m.txt" 1 qrel_queue_messages 'queue="trimmed",group="g"' 'state="in_flight"'
+
+odd='queue="odd\"na\\me\nx'$'\xef\xbf\xbd''"'
+expect_metric "$T/m.txt" 0 qrel_queue_messages "$odd" 'state="ready"'
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# Read-only and pipelined: count commands by name with INFO commandstats around one scrape.
+for i in $(seq 1 40); do
+  R XGROUP CREATE "rt:$i" g 0 MKSTREAM >/dev/null
+  R XADD "rt:$i" '*' n 1 >/dev/null
+  R XADD "rt:$i" '*' n 2 >/dev/null
+  R XREADGROUP GROUP g c COUNT 1 STREAMS "rt:$i" '>' >/dev/null
+done
+round_trips() { # round_trips MAX_STREAMS: scrape rt:* capped at MAX and print round_trips from the log
+  cat > "$T/rt.yml" <<YML
+sources:
+  - name: rt
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    max_streams: $1
+    streams: [{pattern: "rt:*"}]
+YML
+  "$QREL" scrape --config.file="$T/rt.yml" --log.level=debug > "$T/rt.txt" 2> "$T/rt.log"
+  sed -nE 's/.*msg="redis collection done".* round_trips=([0-9]+).*/\1/p' "$T/rt.log" | tail -1
+}
+R CONFIG RESETSTAT >/dev/null
+rt40=$(round_trips 40)
+R INFO commandstats | tr -d '\r' > "$T/stats.txt"
+rt10=$(round_trips 10)
+expect_eq "streams collected with max_streams 40" "$(grep -c '^qrel_queue_messages{.*state="in_flight"' "$T/rt.txt" || true)" 10
+expect_cmd "round trips reported" test -n "$rt40"
+expect_eq "round trips for 40 streams equal those for 10" "$rt40" "$rt10"
+calls() { sed -nE "s/^cmdstat_$1:calls=([0-9]+),.*/\1/p" "$T/stats.txt"; }
+expect_eq "XINFO GROUPS calls for 40 streams" "$(calls 'xinfo\|groups')" 40
+expect_eq "XPENDING calls (one per group with pending entries)" "$(calls xpending)" 40
+expect_eq "XRANGE calls (one per group with undelivered entries)" "$(calls xrange)" 40
+used=$(sed -nE 's/^cmdstat_([^:]+):.*/\1/p' "$T/stats.txt" | grep -vE '^(config\|resetstat|info)$' | sort | tr '\n' ' ')
+expect_eq "commands used (read-only)" "$used" "scan time xinfo|groups xpending xrange "
+
+finish
