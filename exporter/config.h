@@ -25,10 +25,10 @@ struct cfg_pair {
 
 struct cfg_node {
     enum cfg_kind kind;
-    const char *file; /* owned by the document */
-    int line, col;    /* 1-based start of the node */
-    char *scalar;     /* CFG_SCALAR: the text (also set for quoted empty strings) */
-    struct cfg_pair *pairs; /* CFG_MAP, in file order */
+    const char *file;        /* owned by the document */
+    int line, col;           /* 1-based start of the node */
+    char *scalar;            /* CFG_SCALAR: the text (also set for quoted empty strings) */
+    struct cfg_pair *pairs;  /* CFG_MAP, in file order */
     struct cfg_node **items; /* CFG_SEQ */
     size_t n;                /* number of pairs or items */
     char **asked;            /* CFG_MAP: keys getters asked for, for the unknown-key hint */
@@ -61,8 +61,8 @@ int cfg_get_secret_ref(struct cfg_node *map, const char *key, int required, char
                        struct err *e); /* like cfg_get_str, but errors never quote the value */
 int cfg_get_duration(struct cfg_node *map, const char *key, double def, double *out,
                      struct err *e); /* seconds; Prometheus syntax: 500ms, 30s, 1h30m, 2d */
-int cfg_get_int(struct cfg_node *map, const char *key, long long def, long long min,
-                long long max, long long *out, struct err *e);
+int cfg_get_int(struct cfg_node *map, const char *key, long long def, long long min, long long max,
+                long long *out, struct err *e);
 int cfg_get_bool(struct cfg_node *map, const char *key, int def, int *out, struct err *e);
 /* A list of strings; a single scalar is refused ("want a list of strings"). *out NULL-terminated,
  * free with cfg_strv_free. Absent: *out = NULL, *n = 0. */

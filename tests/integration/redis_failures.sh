@@ -48,7 +48,8 @@ QREL_TEST_REDIS_PASSWORD=$secret start_exporter "$T/qrel.yml"
 scrape "$T/m0.txt"
 expect_metric "$T/m0.txt" 1 qrel_collector_up 'source="hung"'
 
-redis-cli -p "$HUNG" DEBUG SLEEP 6 >/dev/null &
+redis-cli -p "$HUNG" DEBUG SLEEP 4 >/dev/null &
+sleeper=$!
 sleep 0.2
 t0=$(now_ms)
 scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2' &
@@ -66,9 +67,9 @@ expect_metric "$T/m1.txt" 0 qrel_queue_messages 'source="good"' 'queue="orders"'
 expect_absent "$T/m1.txt" qrel_queue_messages 'source="hung"'
 
 # Stopped: connect errors, then after the back-off a fresh attempt; back up once it returns.
-wait
+wait "$sleeper"
 redis-cli -p "$HUNG" shutdown nosave >/dev/null 2>&1 || true
-sleep 31   # longer than the back-off cap, so the next scrape must try the broker again
+sleep 0.6  # past the 0.5 s back-off after one failure, so the next scrape asks the broker again
 scrape "$T/m2.txt"
 expect_metric "$T/m2.txt" 0 qrel_collector_up 'source="hung"'
 expect_metric "$T/m2.txt" 1 qrel_collector_errors_total 'source="hung"' 'reason="connect"'
