@@ -6,8 +6,8 @@ set -euo pipefail
 
 QREL_SOURCE_DIR=${QREL_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 QREL_BUILD_DIR=${QREL_BUILD_DIR:-$QREL_SOURCE_DIR/build}
-EXPORTER=$QREL_BUILD_DIR/qrel_exporter
-QREL=$QREL_BUILD_DIR/qrel
+export EXPORTER=$QREL_BUILD_DIR/qrel_exporter
+export QREL=$QREL_BUILD_DIR/qrel
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-test.XXXXXX")
 chmod 755 "$T"
 PIDS=()
