@@ -6,6 +6,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <stdint.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct http_server {
     struct MHD_Daemon *d;
     struct app *app;
     char *telemetry_path;
+    const struct webconfig *web;
     char bound[300];
 };
 
@@ -214,6 +216,34 @@ static enum MHD_Result serve_reload(struct http_server *h, struct MHD_Connection
     return send_plain(conn, MHD_HTTP_OK, "configuration reloaded");
 }
 
+/* Basic auth, as exporter-toolkit does it: every path, including the health endpoints. */
+static int authorized(struct http_server *h, struct MHD_Connection *conn)
+{
+    char *pass = NULL;
+    char *user = MHD_basic_auth_get_username_password(conn, &pass);
+    int ok = user && pass && webconfig_check_user(h->web, user, pass);
+    if (pass) {
+        memset(pass, 0, strlen(pass));
+        MHD_free(pass);
+    }
+    if (user)
+        MHD_free(user);
+    return ok;
+}
+
+static enum MHD_Result send_401(struct MHD_Connection *conn)
+{
+    static const char body[] = "unauthorized\n";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    enum MHD_Result ret = MHD_queue_basic_auth_fail_response(conn, "qrel", r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static int is_get(const char *m)
 {
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
@@ -234,6 +264,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         *upload_size = 0; /* no endpoint reads a body; discard it */
         return MHD_YES;
     }
+    if (h->web && h->web->nusers && !authorized(h, conn))
+        return send_401(conn);
     if (strcmp(url, h->telemetry_path) == 0)
         return is_get(method) ? serve_metrics(h, conn) : send_405(conn, "GET, HEAD");
     if (strcmp(url, "/-/healthy") == 0)
@@ -293,23 +325,34 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
 
     struct http_server *h = xcalloc(1, sizeof *h);
     h->app = a;
+    h->web = o->web;
     h->telemetry_path = xstrdup(o->telemetry_path);
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                            NULL, MHD_OPTION_SOCK_ADDR, pick->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+    struct sockaddr_in sin = {0};
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+        {MHD_OPTION_SOCK_ADDR, 0, pick->ai_addr},
+        {MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTION_LIMIT, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S, NULL},
+        {MHD_OPTION_END, 0, NULL}, /* TLS key and certificate go here when configured */
+        {MHD_OPTION_END, 0, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (o->web && o->web->cert_pem) {
+        flags |= MHD_USE_TLS;
+        opts[4] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, o->web->key_pem};
+        opts[5] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, o->web->cert_pem};
+    }
+    h->d =
+        MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->d && pick->ai_family == AF_INET6 && !host[0]) {
         /* No IPv6 on this machine: fall back to IPv4 on all interfaces. */
-        struct sockaddr_in sin = {0};
         sin.sin_family = AF_INET;
         sin.sin_port = htons((unsigned short)strtol(port, NULL, 10));
         sin.sin_addr.s_addr = htonl(INADDR_ANY);
+        opts[1].ptr_value = &sin;
         flags &= ~(unsigned)MHD_USE_DUAL_STACK;
-        h->d =
-            MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                             NULL, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_CONNECTION_LIMIT,
-                             (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-                             (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts,
+                                MHD_OPTION_END);
     }
     freeaddrinfo(res);
     if (!h->d) {

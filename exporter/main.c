@@ -13,6 +13,7 @@
 #include "log.h"
 #include "sources.h"
 #include "version.h"
+#include "webconfig.h"
 
 #define DEFAULT_LISTEN ":19318"
 
@@ -21,6 +22,8 @@ static struct flag flags[] = {
     {"config.check", FLAG_BOOL, "false", "Validate the configuration file and exit.", NULL, 0},
     {"web.listen-address", FLAG_STRING, DEFAULT_LISTEN,
      "Address to listen on for /metrics and the other endpoints.", NULL, 0},
+    {"web.config.file", FLAG_STRING, NULL,
+     "Web configuration file (TLS and basic auth, the exporter-toolkit format).", NULL, 0},
     {"web.telemetry-path", FLAG_STRING, "/metrics", "Path under which to expose metrics.", NULL, 0},
     {"log.level", FLAG_STRING, "info", "Only log messages at or above: debug, info, warn, error.",
      NULL, 0},
@@ -94,20 +97,31 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    struct webconfig *web = NULL;
+    if (flag("web.config.file")) {
+        web = webconfig_load(flag("web.config.file"), &e);
+        if (!web) {
+            log_kv(LOG_ERROR, "cannot load the web configuration", "err", e.msg, NULL);
+            return 1;
+        }
+    }
     struct app *a = app_new(flag("config.file"), &e);
     if (!a) {
         log_kv(LOG_ERROR, "cannot load configuration", "err", e.msg, NULL);
+        webconfig_free(web);
         return 1;
     }
-    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path")};
+    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path"), web};
     struct http_server *h = http_start(a, &ho, &e);
     if (!h) {
         log_kv(LOG_ERROR, "cannot start the HTTP server", "err", e.msg, NULL);
         app_free(a);
+        webconfig_free(web);
         return 1;
     }
     log_kv(LOG_INFO, "listening", "address", http_bound_address(h), "version", QREL_VERSION,
-           "config", flag("config.file"), NULL);
+           "config", flag("config.file"), "tls", web && web->cert_pem ? "true" : "false",
+           "basic_auth", web && web->nusers ? "true" : "false", NULL);
 
     for (;;) {
         int sig = 0;
@@ -123,5 +137,6 @@ int main(int argc, char **argv)
     }
     http_stop(h);
     app_free(a);
+    webconfig_free(web);
     return 0;
 }

@@ -8,7 +8,7 @@ packages=(
   cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev check
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
-  iproute2 procps strace
+  iproute2 procps strace openssl apache2-utils
   # benchmark peer
   prometheus-redis-exporter
 )
