@@ -11,7 +11,7 @@ start_redis RP
 R() { redis-cli -p "$RP" "$@"; }
 
 # Server time in ms: entry ids below are placed at known ages relative to it.
-read -r s us < <(R TIME | tr '\n' ' ')
+read -r s us < <(R TIME | tr '\n' ' '; echo)
 now=$(( s * 1000 + us / 1000 ))
 id() { echo "$(( now - $1 * 1000 ))-0"; }
 

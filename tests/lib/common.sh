@@ -28,6 +28,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'echo "error: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 # free_port: a TCP port nothing listens on now (the kernel's choice, then released).
 free_port() {
@@ -89,8 +90,9 @@ scrape() {
 # every given pair; prints nothing when there is none.
 mval() {
   local file=$1 name=$2; shift 2
-  awk -v name="$name" -v want="$*" '
-    BEGIN { n = split(want, pairs, " ") }
+  # Passed through the environment: awk -v would interpret the backslashes of escaped labels.
+  MVAL_NAME=$name MVAL_WANT="$*" awk '
+    BEGIN { name = ENVIRON["MVAL_NAME"]; n = split(ENVIRON["MVAL_WANT"], pairs, " ") }
     index($0, name "{") == 1 || index($0, name " ") == 1 {
       ok = 1
       for (i = 1; i <= n; i++) if (index($0, pairs[i]) == 0) ok = 0
