@@ -1,0 +1,84 @@
+/* check_flags.c: the Prometheus-style flag parser shared by qrel_exporter and qrel. */
+#include <check.h>
+#include <string.h>
+
+#include "flags.h"
+
+static struct flag proto[] = {
+    {"config.file", FLAG_STRING, "qrel.yml", "", NULL, 0},
+    {"config.check", FLAG_BOOL, "false", "", NULL, 0},
+    {"web.listen-address", FLAG_STRING, ":19318", "", NULL, 0},
+};
+#define N (sizeof proto / sizeof proto[0])
+
+static int parse(struct flag *f, int argc, char **argv, int *npos, int *help, struct err *e)
+{
+    memcpy(f, proto, sizeof proto);
+    return flags_parse(f, N, argc, argv, 1, npos, help, e);
+}
+
+START_TEST(test_forms)
+{
+    struct flag f[N];
+    struct err e;
+    int npos, help;
+    char *argv[] = {
+        "p", "--config.file=a.yml", "--web.listen-address", "127.0.0.1:1", "pos", "--config.check",
+        NULL};
+    ck_assert_int_eq(parse(f, 6, argv, &npos, &help, &e), 0);
+    ck_assert_str_eq(flags_find(f, N, "config.file")->value, "a.yml");
+    ck_assert_str_eq(flags_find(f, N, "web.listen-address")->value, "127.0.0.1:1");
+    ck_assert(flags_bool(flags_find(f, N, "config.check")));
+    ck_assert_int_eq(npos, 1);
+    ck_assert_str_eq(argv[1], "pos");
+    ck_assert_int_eq(help, 0);
+}
+END_TEST
+
+START_TEST(test_defaults_and_help)
+{
+    struct flag f[N];
+    struct err e;
+    int npos, help;
+    char *argv[] = {"p", "-h", "--config.check=false", NULL};
+    ck_assert_int_eq(parse(f, 3, argv, &npos, &help, &e), 0);
+    ck_assert_str_eq(flags_find(f, N, "config.file")->value, "qrel.yml");
+    ck_assert_int_eq(flags_find(f, N, "config.file")->given, 0);
+    ck_assert(!flags_bool(flags_find(f, N, "config.check")));
+    ck_assert_int_eq(help, 1);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    struct flag f[N];
+    struct err e;
+    int npos, help;
+    char *a1[] = {"p", "--nope=1", NULL};
+    ck_assert_int_eq(parse(f, 2, a1, &npos, &help, &e), -1);
+    ck_assert_str_eq(e.msg, "unknown flag --nope (see --help)");
+    char *a2[] = {"p", "--config.file", NULL};
+    ck_assert_int_eq(parse(f, 2, a2, &npos, &help, &e), -1);
+    ck_assert_str_eq(e.msg, "flag --config.file needs a value");
+    char *a3[] = {"p", "--config.check=yes", NULL};
+    ck_assert_int_eq(parse(f, 2, a3, &npos, &help, &e), -1);
+    ck_assert_str_eq(e.msg, "flag --config.check: want true or false, got \"yes\"");
+    char *a4[] = {"p", "--config.fil=x", NULL}; /* a prefix is not the flag */
+    ck_assert_int_eq(parse(f, 2, a4, &npos, &help, &e), -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("flags");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, test_forms);
+    tcase_add_test(tc, test_defaults_and_help);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,98 @@
+/* check_sources.c: loading whole configuration files: the core's keys (global, name, kind,
+ * timeout) and their exact error messages, with the real registry behind `kind`. */
+#include <check.h>
+#include <string.h>
+
+#include "sources.h"
+
+struct bad_case {
+    const char *yaml;
+    const char *msg;
+};
+
+static const struct bad_case bad[] = {
+    {"sources:\n  - kind: redis_stream\n",
+     "x.yml:2:5: missing required key \"name\" in this mapping"},
+    {"sources:\n  - name: a\n", "x.yml:2:5: missing required key \"kind\" in this mapping"},
+    {"sources:\n  - name: a\n    kind: redus\n",
+     "x.yml:3:11: kind: want one of redis_stream, got \"redus\""},
+    {"sources:\n  - name: a b\n    kind: redis_stream\n",
+     "x.yml:2:11: name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got \"a b\""},
+    {"sources:\n  - name: a\n    kind: redis_stream\n    address: h:1\n    streams: [{name: s}]\n"
+     "  - name: a\n    kind: redis_stream\n",
+     "x.yml:6:11: name: source \"a\" is defined twice"},
+    {"sources:\n  - name: a\n    kind: redis_stream\n    timeout: 0\n",
+     "x.yml:4:14: timeout: want a duration above 0"},
+    {"global:\n  timeout: 5\n", "x.yml:2:12: timeout: want a duration like \"5s\", got \"5\""},
+    {"global:\n  timeout: 0s\n", "x.yml:2:12: timeout: want a duration above 0"},
+    {"global:\n  scrape_timeout: 1s\n",
+     "x.yml:2:3: unknown key \"scrape_timeout\" in global (known keys: scrape_timeout_offset, "
+     "timeout)"},
+    {"source:\n  - name: a\n",
+     "x.yml:1:1: unknown key \"source\" in the top level (known keys: global, sources)"},
+    {"sources:\n  name: a\n", "x.yml:2:3: sources: want a list, got a mapping"},
+    {"sources:\n  - just-a-string\n",
+     "x.yml:2:5: each entry of sources: want a mapping, got a string"},
+};
+
+START_TEST(test_bad_config)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load_string("x.yml", bad[_i].yaml, &e);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(e.code, ERR_CONFIG);
+    ck_assert_str_eq(e.msg, bad[_i].msg);
+}
+END_TEST
+
+START_TEST(test_good_config)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load_string(
+        "x.yml",
+        "global:\n  timeout: 7s\n  scrape_timeout_offset: 250ms\nsources:\n"
+        "  - name: a\n    kind: redis_stream\n    address: 127.0.0.1:6379\n"
+        "    streams: [{name: s}]\n"
+        "  - name: b\n    kind: redis_stream\n    timeout: 2s\n    address: 127.0.0.1:6379\n"
+        "    streams: [{pattern: \"s*\"}]\n",
+        &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    ck_assert_uint_eq(s->n, 2);
+    ck_assert_double_eq(s->timeout, 7);
+    ck_assert_double_eq(s->scrape_timeout_offset, 0.25);
+    ck_assert_double_eq(sources_find(s, "a")->timeout, 7);
+    ck_assert_double_eq(sources_find(s, "b")->timeout, 2);
+    ck_assert_str_eq(sources_find(s, "b")->kind->name, "redis_stream");
+    ck_assert_ptr_null(sources_find(s, "c"));
+    sources_free(s);
+}
+END_TEST
+
+START_TEST(test_empty_config)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load_string("x.yml", "", &e);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(s->n, 0);
+    ck_assert_double_eq(s->timeout, SOURCES_DEFAULT_TIMEOUT);
+    sources_free(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("sources");
+    TCase *tc = tcase_create("load");
+    tcase_add_loop_test(tc, test_bad_config, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, test_good_config);
+    tcase_add_test(tc, test_empty_config);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
