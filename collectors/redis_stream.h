@@ -1,0 +1,114 @@
+/* redis_stream.h: the pure parts of the `redis_stream` kind, exposed for unit tests.
+ *
+ * The collector itself is `redis_stream_kind` (listed in registry.c). What is declared here does
+ * no I/O: it turns Redis replies (as hiredis parses them) into structs and those into the values
+ * of the series, so tests can feed recorded replies (pinned to Redis 7.0) and check every edge
+ * case (nil lag, bad ids, wrong types) without a server. */
+#ifndef QREL_REDIS_STREAM_H
+#define QREL_REDIS_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis.h>
+
+#include "err.h"
+
+/* A stream entry id "<ms>-<seq>": ms is the server's clock when the entry was added (for ids
+ * chosen by Redis with `*`). */
+struct redis_stream_id {
+    uint64_t ms;
+    uint64_t seq;
+};
+
+/* Strict: two unsigned decimal numbers of at most 20 digits that fit in 64 bits, joined by one
+ * '-', nothing else (no sign, no space, no missing part). Returns 0 or -1. */
+int redis_stream_parse_id(const char *s, size_t len, struct redis_stream_id *out);
+
+/* One consumer group as XINFO GROUPS reports it. entries-read and lag are Redis 7.0+ and may be
+ * nil (lag is unknown after an XDEL of entries the group has not read yet); has_* say whether
+ * there was a number. */
+struct redis_stream_group {
+    char *name;
+    long long consumers;
+    long long pending; /* delivered, not acknowledged: the group's PEL size */
+    struct redis_stream_id last_delivered;
+    int has_entries_read;
+    long long entries_read;
+    int has_lag;
+    long long lag; /* entries not yet delivered to the group */
+};
+
+/* Parses the reply to `XINFO GROUPS <stream>`: an array of flat [key, value, ...] arrays. Unknown
+ * keys are skipped (newer servers add some); name, consumers, pending and last-delivered-id are
+ * required. *out is malloc'd (free with redis_stream_groups_free), *n its length. Errors:
+ * ERR_PROTOCOL naming the stream and the field, e.g.
+ *   XINFO GROUPS "orders": group 1: field "pending": want an integer, got string
+ * An error reply is not handled here (the caller decides what "no such key" means). */
+int redis_stream_parse_groups(const redisReply *r, const char *stream,
+                              struct redis_stream_group **out, size_t *n, struct err *e);
+void redis_stream_groups_free(struct redis_stream_group *g, size_t n);
+
+/* What the scanned part of a group's pending entries list says. */
+struct redis_stream_pending {
+    size_t scanned;                /* entries in the reply (at most the COUNT asked for) */
+    long long max_idle_ms;         /* longest time since last delivery among them; 0 when none */
+    size_t redelivered;            /* of them, delivered more than once */
+    int has_oldest;                /* scanned > 0 */
+    struct redis_stream_id oldest; /* the first entry: XPENDING orders by id */
+};
+
+/* Parses the reply to the extended `XPENDING <stream> <group> - + <count>`: an array of
+ * [id, consumer, idle-ms, delivery-count]. ERR_PROTOCOL names stream, group, entry and field. */
+int redis_stream_parse_pending(const redisReply *r, const char *stream, const char *group,
+                               struct redis_stream_pending *out, struct err *e);
+
+/* Parses the reply to `XRANGE <key> <start> + COUNT 1`: *found = 0 for an empty array, else the
+ * first entry's id. what names the command in messages. */
+int redis_stream_parse_first_entry(const redisReply *r, const char *what, int *found,
+                                   struct redis_stream_id *id, struct err *e);
+
+/* Parses the reply to TIME ([seconds, microseconds] as strings) into milliseconds. */
+int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e);
+
+/* now_ms - ms in seconds, clamped at 0 (clock steps, ids set by hand to the future). */
+double redis_stream_age_seconds(int64_t now_ms, uint64_t ms);
+
+/* dead_letter_stream with every "{stream}" replaced by the stream's name. malloc'd. */
+char *redis_stream_dlq_name(const char *tmpl, const char *stream);
+
+/* The per-group settings that come from the config file. */
+struct redis_stream_policy {
+    double claim_min_idle;    /* seconds; <= 0: not configured */
+    long long max_deliveries; /* 0: not configured */
+};
+
+/* The values of one group's series. A has_* of 0 means: leave the series out. */
+struct redis_stream_group_values {
+    int has_ready;
+    double ready;
+    double in_flight;
+    double consumer_lag_seconds;
+    double oldest_message_age_seconds;
+    int has_lease_timeout;
+    double lease_timeout_seconds;
+    double lease_oldest_age_seconds;
+    int has_lease_margin;
+    double lease_margin_ratio;
+    int has_max_deliveries;
+    double max_deliveries;
+    int has_retry_horizon;
+    double retry_horizon_seconds;
+    double messages_redelivered;
+};
+
+/* Computes a group's series from what Redis said. pending may be NULL (nothing was scanned
+ * because the group had nothing pending); undelivered_found / undelivered is the first entry
+ * after the group's last-delivered-id. */
+void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *g,
+                               const struct redis_stream_pending *pending, int undelivered_found,
+                               const struct redis_stream_id *undelivered,
+                               const struct redis_stream_policy *pol,
+                               struct redis_stream_group_values *out);
+
+#endif
