@@ -17,7 +17,10 @@ FAILS=0
 
 cleanup() {
   local rc=$?
-  for p in "${REDIS_PORTS[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  # By pid file, not redis-cli shutdown: some test servers want a password.
+  for p in "${REDIS_PORTS[@]}"; do
+    [ -f "$T/redis-$p/redis.pid" ] && kill "$(cat "$T/redis-$p/redis.pid")" 2>/dev/null || true
+  done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ "$rc" -ne 0 ] || [ "$FAILS" -ne 0 ]; then
