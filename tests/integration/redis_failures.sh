@@ -75,7 +75,7 @@ expect_metric "$T/m2.txt" 0 qrel_collector_up 'source="hung"'
 expect_metric "$T/m2.txt" 1 qrel_collector_errors_total 'source="hung"' 'reason="connect"'
 expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="good"'
 expect_cmd "the log names the reason" grep -q 'source=hung kind=redis_stream reason=connect' "$T/exporter.log"
-redis-server --bind 127.0.0.1 --port "$HUNG" --daemonize yes --enable-debug-command yes --save '' --appendonly no \
+redis-server --bind 127.0.0.1 --port "$HUNG" --daemonize yes --enable-debug-command yes --pidfile "$T/redis-$HUNG/redis.pid" --save '' --appendonly no \
   --dir "$T" --logfile "$T/hung2.log" >/dev/null
 sleep 1.2  # past the 1 s back-off that follows a second failure
 scrape "$T/m3.txt"
