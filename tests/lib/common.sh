@@ -18,8 +18,13 @@ FAILS=0
 cleanup() {
   local rc=$?
   # By pid file, not redis-cli shutdown: some test servers want a password.
+  local pidfile
   for p in "${REDIS_PORTS[@]}"; do
-    [ -f "$T/redis-$p/redis.pid" ] && kill "$(cat "$T/redis-$p/redis.pid")" 2>/dev/null || true
+    pidfile=$T/redis-$p/redis.pid
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+  done
+  for p in "${REDIS_PORTS[@]}"; do # redis removes its pid file as it exits
+    for _ in $(seq 1 100); do [ -f "$T/redis-$p/redis.pid" ] || break; sleep 0.02; done
   done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -27,8 +32,9 @@ cleanup() {
     echo "--- exporter logs kept in $T" >&2
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
   else
-    rm -rf "$T"
+    rm -rf "$T" 2>/dev/null || true
   fi
+  exit "$rc"
 }
 trap cleanup EXIT
 trap 'echo "error: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
