@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # demo/workload.sh PORT: a small at-least-once workload on Redis streams for the demo.
-# A producer adds an order every 0.5 s to stream `orders`; two consumers in group `mailer` read
-# with XREADGROUP, reclaim expired leases with XAUTOCLAIM (min-idle 3 s: the lease), "send an
-# email" that usually takes 50 ms, and dead-letter an entry to `orders.dlq` once it has been
-# delivered 3 times. Every 60 s the provider turns slow for 20 s (3.5 s per send, longer than the
-# lease): leases expire under running handlers, entries are delivered again and again, and the
-# DLQ fills with work that was done — the incident qrel exists to make visible.
+#
+# A producer adds an order to stream `orders` every 2 s. Three consumers in group `mailer` read
+# with XREADGROUP, "send an email" (50 ms) and XACK. A janitor runs XAUTOCLAIM every 5 s for
+# entries idle longer than the 3 s lease (the usual way Redis-stream apps recover from crashed
+# consumers), handles what it reclaimed, and dead-letters an entry to `orders.dlq` once it was
+# delivered 3 times.
+#
+# During seconds 40..59 of every minute the email provider is slow (16 s per send, still
+# succeeding). Leases expire under running handlers, the janitor hands the same order out again,
+# emails go out two or three times, and the DLQ fills with orders whose email was sent: the
+# incident qrel exists to make visible.
 set -uo pipefail
 port=${1:?usage: workload.sh PORT}
 R() { redis-cli -p "$port" "$@"; }
@@ -14,34 +19,37 @@ max_deliveries=3
 
 R XGROUP CREATE orders mailer '$' MKSTREAM >/dev/null 2>&1 || true
 
-slow_now() { # the provider is slow during seconds 40..59 of every minute
+handle() { # handle ID: send the email, then acknowledge
   local s
   s=$(date +%S)
-  [ "${s#0}" -ge 40 ]
-}
-
-handle() { # handle CONSUMER ID
-  if slow_now; then sleep 3.5; else sleep 0.05; fi
-  R XACK orders mailer "$2" >/dev/null
+  if [ "${s#0}" -ge 40 ]; then sleep 16; else sleep 0.05; fi
+  R XACK orders mailer "$1" >/dev/null
 }
 
 consumer() {
-  local me=$1 id count
+  local me=$1 id
   while :; do
-    # First reclaim one entry whose lease expired (this counts as a delivery), then read new ones.
-    id=$(R XAUTOCLAIM orders mailer "$me" "$lease_ms" 0-0 COUNT 1 | sed -n 2p)
-    if [[ $id =~ ^[0-9]+-[0-9]+$ ]]; then
+    id=$(R XREADGROUP GROUP mailer "$me" COUNT 1 BLOCK 1000 STREAMS orders '>' | sed -n 2p)
+    if [[ $id =~ ^[0-9]+-[0-9]+$ ]]; then handle "$id"; fi
+  done
+}
+
+janitor() {
+  local id count
+  while :; do
+    sleep 5
+    # XAUTOCLAIM (a delivery: it raises the count) prints the next cursor, then each entry's id
+    # followed by its fields; the fields here never look like an id.
+    for id in $(R XAUTOCLAIM orders mailer janitor "$lease_ms" 0-0 COUNT 10 | tail -n +2); do
+      [[ $id =~ ^[0-9]+-[0-9]+$ ]] || continue
       count=$(R XPENDING orders mailer "$id" "$id" 1 | sed -n 4p)
       if [ "${count:-0}" -gt "$max_deliveries" ]; then
         R XADD orders.dlq '*' id "$id" reason max_deliveries >/dev/null
         R XACK orders mailer "$id" >/dev/null
-      else
-        handle "$me" "$id"
+        continue
       fi
-      continue
-    fi
-    id=$(R XREADGROUP GROUP mailer "$me" COUNT 1 BLOCK 500 STREAMS orders '>' | sed -n 2p)
-    if [[ $id =~ ^[0-9]+-[0-9]+$ ]]; then handle "$me" "$id"; fi
+      handle "$id" &
+    done
   done
 }
 
@@ -49,8 +57,8 @@ producer() {
   local n=0
   while :; do
     n=$((n + 1))
-    R XADD orders '*' order "$n" >/dev/null
-    sleep 0.5
+    R XADD orders '*' order "$n" email "customer$n@example.com" >/dev/null
+    sleep 2
   done
 }
 
@@ -58,4 +66,6 @@ trap 'kill 0' EXIT
 producer &
 consumer worker-a &
 consumer worker-b &
+consumer worker-c &
+janitor &
 wait

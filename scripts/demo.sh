@@ -55,7 +55,7 @@ port=${QREL_DEMO_PORT:-19318}
 build/qrel_exporter --config.file="$D/qrel.yml" --web.listen-address="127.0.0.1:$port" \
   2> "$D/exporter.log" &
 pids+=($!)
-for _ in $(seq 1 50); do grep -q 'msg=listening' "$D/exporter.log" && break; sleep 0.1; done
+for _ in $(seq 1 50); do grep -qs 'msg=listening' "$D/exporter.log" && break; sleep 0.1; done
 if ! grep -q 'msg=listening' "$D/exporter.log"; then
   cat "$D/exporter.log" >&2
   echo "qrel_exporter did not start (is port $port taken? set QREL_DEMO_PORT)" >&2
