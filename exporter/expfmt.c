@@ -1,0 +1,568 @@
+/* expfmt.c: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0 writers (see expfmt.h).
+ *
+ * A scrape merges the sets of every source, and both formats require all samples of a family to
+ * sit together under one HELP/TYPE header. The writer therefore buckets samples by family with a
+ * counting sort over catalogue positions, which is linear and stable (set order, then insertion
+ * order), and then emits the buckets in catalogue (= name) order. Everything else here is
+ * escaping and number formatting, kept byte-exact because scrapers and promtool are strict, and
+ * kept fast (samples are formatted in place, numbers mostly without printf) because one scrape of
+ * a large Redis can hold hundreds of thousands of samples. */
+#include "expfmt.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- content negotiation ---- */
+
+static char ascii_lower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+static int span_ieq(const char *p, size_t n, const char *lit)
+{
+    size_t m = strlen(lit);
+    if (n != m)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ascii_lower(p[i]) != lit[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* RFC 9110 qvalue, leniently: digits, optionally a dot and more digits, then clamped to [0, 1].
+ * Returns -1 when it is not a number at all, so the caller can ignore the range. */
+static double parse_qvalue(const char *p, size_t n)
+{
+    double q = 0;
+    size_t i = 0;
+    if (n == 0 || !(p[0] >= '0' && p[0] <= '9'))
+        return -1;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+        q = q * 10 + (p[i] - '0');
+    if (i < n && p[i] == '.') {
+        double scale = 0.1;
+        for (i++; i < n && p[i] >= '0' && p[i] <= '9'; i++, scale /= 10)
+            q += (p[i] - '0') * scale;
+    }
+    if (i != n)
+        return -1;
+    return q > 1 ? 1 : q;
+}
+
+/* Which of our two formats one media range speaks for. The text matches are in ascending RFC 9110
+ * precedence: for text/plain, a more specific range overrides a less specific one whatever their
+ * q, so text/plain;q=0.1 next to a q=1 wildcard ranks text at 0.1, not 1. */
+enum range_match { MATCH_NONE, MATCH_ANY, MATCH_TEXT_ANY, MATCH_TEXT_PLAIN, MATCH_OPENMETRICS };
+
+struct media_range {
+    enum range_match match;
+    double q;
+};
+
+/* Parses "type/subtype *( OWS ; OWS name=value )" in [p, end). Malformed ranges match nothing:
+ * falling back to the text format is always safe, guessing OpenMetrics is not. */
+static struct media_range parse_range(const char *p, const char *end)
+{
+    struct media_range r = {MATCH_NONE, 1.0};
+    while (p < end && is_ows(*p))
+        p++;
+    const char *type = p;
+    while (p < end && *p != ';' && !is_ows(*p))
+        p++;
+    size_t type_len = (size_t)(p - type);
+    const char *version = NULL;
+    size_t version_len = 0;
+
+    for (;;) {
+        while (p < end && is_ows(*p))
+            p++;
+        if (p == end)
+            break;
+        if (*p != ';')
+            return (struct media_range){MATCH_NONE, 0};
+        p++;
+        while (p < end && is_ows(*p))
+            p++;
+        const char *name = p;
+        while (p < end && *p != '=' && *p != ';' && !is_ows(*p))
+            p++;
+        size_t name_len = (size_t)(p - name);
+        while (p < end && is_ows(*p))
+            p++;
+        if (p == end || *p != '=') {
+            if (name_len == 0)
+                continue; /* a stray ';' is harmless */
+            return (struct media_range){MATCH_NONE, 0};
+        }
+        p++;
+        while (p < end && is_ows(*p))
+            p++;
+        const char *val = p;
+        size_t val_len;
+        if (p < end && *p == '"') {
+            /* quoted-string; the values we look at never need the backslash escapes decoded */
+            val = ++p;
+            while (p < end && *p != '"') {
+                if (*p == '\\' && p + 1 < end)
+                    p++;
+                p++;
+            }
+            if (p == end)
+                return (struct media_range){MATCH_NONE, 0};
+            val_len = (size_t)(p - val);
+            p++;
+        } else {
+            while (p < end && *p != ';' && !is_ows(*p))
+                p++;
+            val_len = (size_t)(p - val);
+        }
+        if (span_ieq(name, name_len, "q")) {
+            r.q = parse_qvalue(val, val_len);
+            if (r.q < 0)
+                return (struct media_range){MATCH_NONE, 0};
+        } else if (span_ieq(name, name_len, "version")) {
+            version = val;
+            version_len = val_len;
+        }
+    }
+
+    if (span_ieq(type, type_len, "application/openmetrics-text")) {
+        /* 0.0.1 and 1.0.0 are the same wire format; a version we do not know is not ours. */
+        if (!version || span_ieq(version, version_len, "1.0.0") ||
+            span_ieq(version, version_len, "0.0.1"))
+            r.match = MATCH_OPENMETRICS;
+    } else if (span_ieq(type, type_len, "text/plain")) {
+        /* Any version: our 0.0.4 output is also valid text 1.0.0 (all our names are legacy). */
+        r.match = MATCH_TEXT_PLAIN;
+    } else if (span_ieq(type, type_len, "text/*")) {
+        r.match = MATCH_TEXT_ANY;
+    } else if (span_ieq(type, type_len, "*/*")) {
+        r.match = MATCH_ANY;
+    }
+    return r;
+}
+
+enum expfmt_format expfmt_negotiate(const char *accept)
+{
+    if (!accept)
+        return EXPFMT_TEXT;
+    double om_q = 0;
+    double text_q = 0;
+    enum range_match text_precedence = MATCH_NONE;
+    const char *p = accept;
+    while (*p) {
+        /* A range ends at a comma outside a quoted string. */
+        const char *end = p;
+        int quoted = 0;
+        while (*end && (quoted || *end != ',')) {
+            if (*end == '"')
+                quoted = !quoted;
+            else if (quoted && *end == '\\' && end[1])
+                end++;
+            end++;
+        }
+        struct media_range r = parse_range(p, end);
+        if (r.match == MATCH_OPENMETRICS) {
+            if (r.q > om_q)
+                om_q = r.q;
+        } else if (r.match != MATCH_NONE) {
+            if (r.match > text_precedence) {
+                text_precedence = r.match;
+                text_q = r.q;
+            } else if (r.match == text_precedence && r.q > text_q) {
+                text_q = r.q;
+            }
+        }
+        p = *end ? end + 1 : end;
+    }
+    return om_q > 0 && om_q >= text_q ? EXPFMT_OPENMETRICS : EXPFMT_TEXT;
+}
+
+const char *expfmt_content_type(enum expfmt_format f)
+{
+    return f == EXPFMT_OPENMETRICS ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                   : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* ---- output buffer ---- */
+
+/* Makes room for n more bytes and returns where they go. The writer formats straight into the
+ * buffer because going through buf_append for every quote and comma costs more than all the
+ * rest of the work at 200k samples. It relies only on what util.h documents about struct buf
+ * (data holds len bytes plus a NUL, cap is the allocation); callers add to len and terminate. */
+static char *out_reserve(struct buf *b, size_t n)
+{
+    size_t need = b->len + n + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        b->data = xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    return b->data + b->len;
+}
+
+static void out_commit(struct buf *b, char *end)
+{
+    b->len = (size_t)(end - b->data);
+    b->data[b->len] = '\0';
+}
+
+/* ---- escaping ---- */
+
+/* Copies s to p (room for 2 * strlen(s) bytes) with \\, \n and, when quote is set, \" escaped;
+ * returns the end. Those are the only escapes either format defines. */
+static char *escape_to(char *p, const char *s, int quote)
+{
+    for (; *s; s++) {
+        char c = *s;
+        if (c == '\\' || c == '\n' || (c == '"' && quote)) {
+            *p++ = '\\';
+            *p++ = c == '\n' ? 'n' : c;
+        } else {
+            *p++ = c;
+        }
+    }
+    return p;
+}
+
+static void escape_into(struct buf *out, const char *s, int quote)
+{
+    char *p = out_reserve(out, 2 * strlen(s));
+    out_commit(out, escape_to(p, s, quote));
+}
+
+void expfmt_escape_label_value(struct buf *out, const char *v)
+{
+    if (v)
+        escape_into(out, v, 1);
+}
+
+void expfmt_escape_help(struct buf *out, const char *help, enum expfmt_format f)
+{
+    /* The 0.0.4 text format does not escape '"' in HELP; OpenMetrics does. */
+    if (help)
+        escape_into(out, help, f == EXPFMT_OPENMETRICS);
+}
+
+/* ---- numbers ---- */
+
+/* Longest text format_value_to writes: "-" + 17 digits + "." + "e-308" and change. */
+#define VALUE_MAX 32
+
+/* Writes the decimal digits of u ending just before end; returns where they start. */
+static char *digits_before(char *end, unsigned long long u)
+{
+    do {
+        *--end = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    return end;
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[20] = {
+    1ULL,
+    10ULL,
+    100ULL,
+    1000ULL,
+    10000ULL,
+    100000ULL,
+    1000000ULL,
+    10000000ULL,
+    100000000ULL,
+    1000000000ULL,
+    10000000000ULL,
+    100000000000ULL,
+    1000000000000ULL,
+    10000000000000ULL,
+    100000000000000ULL,
+    1000000000000000ULL,
+    10000000000000000ULL,
+    100000000000000000ULL,
+    1000000000000000000ULL,
+    10000000000000000000ULL,
+};
+
+/* v = f / 2^s exactly, and its rounding interval is (lo4, hi4) / 2^(s+2). Does the nearest
+ * decimal with k fractional digits, *d / 10^k, lie strictly inside it (1), outside (0), or
+ * exactly on an end (-1)? Everything fits in 128 bits: f < 2^53 and k <= 21, so the products
+ * stay below 2^55 * 10^21 < 2^126. */
+static int fixed_reads_back(uint64_t f, int s, uint64_t lo4, uint64_t hi4, int k, u128 *d)
+{
+    u128 num, lo, hi;
+    if (k <= 19) { /* the common case: 64 x 64 bit products */
+        uint64_t p10 = pow10_u64[k];
+        num = (u128)f * p10;
+        lo = (u128)lo4 * p10;
+        hi = (u128)hi4 * p10;
+    } else {
+        u128 p10 = (u128)pow10_u64[19] * pow10_u64[k - 19];
+        num = f * p10;
+        lo = lo4 * p10;
+        hi = hi4 * p10;
+    }
+    u128 half = (u128)1 << (s - 1);
+    u128 rem = num & ((half << 1) - 1);
+    *d = num >> s;
+    if (rem > half || (rem == half && (*d & 1))) /* ties to even, as printf rounds */
+        (*d)++;
+    u128 scaled = *d << (s + 2);
+    if (scaled == lo || scaled == hi)
+        return -1;
+    return scaled > lo && scaled < hi;
+}
+
+/* The shortest decimal that reads back as v, for 1e-4 <= v < 1e15 not an integer: exactly what
+ * the snprintf/strtod search in format_value_to prints there (%g stays in fixed notation over
+ * this whole range), at a fraction of its cost (~1.5 us for a noisy value such as
+ * "now - timestamp"; 200k of those would take 300 ms).
+ *
+ * The nearest k-digit decimal reads back iff it is inside v's rounding interval, and the smallest
+ * such k gives the shortest text. Finer grids are never farther from v, so the property is
+ * monotone in k and a binary search finds the smallest k in a few steps; except just above a
+ * power of two, where the interval is lopsided (the gap below is half the gap above), so a scan
+ * is used. A decimal exactly on an end of the interval would need strtod's tie rule: rare enough
+ * to leave to the slow path. Writes to p, returns the length, or 0 for "use the slow path". */
+static size_t format_fixed_shortest(char *p, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int biased = (int)(bits >> 52 & 0x7FF); /* v is normal here: 1 <= biased <= 2046 */
+    uint64_t f = (bits & ((1ULL << 52) - 1)) | 1ULL << 52;
+    int s = 1075 - biased; /* v = f / 2^s */
+    if (s < 1 || s > 66)
+        return 0;
+    int lopsided = f == 1ULL << 52;
+    uint64_t hi4 = (f << 2) + 2;
+    uint64_t lo4 = (f << 2) - (lopsided ? 1 : 2);
+    /* 17 significant digits always read back, i.e. k = 16 - floor(log10 v). 78913 / 2^18 is just
+     * under log10 2, so t is at most floor(log10 v) + 1 and 18 - t bounds k from above. */
+    int t = (52 - s) * 78913 / 262144;
+    int k_end = 18 - t < 22 ? 18 - t : 22; /* the answer is in [1, k_end) */
+    u128 d = 0, best = 0;
+    int k = 0;
+    if (lopsided) {
+        for (int i = 1; i < k_end && !k; i++) {
+            int r = fixed_reads_back(f, s, lo4, hi4, i, &d);
+            if (r < 0)
+                return 0;
+            if (r) {
+                k = i;
+                best = d;
+            }
+        }
+    } else {
+        int lo = 1, hi = k_end;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            int r = fixed_reads_back(f, s, lo4, hi4, mid, &d);
+            if (r < 0)
+                return 0;
+            if (r) {
+                hi = mid;
+                k = mid;
+                best = d;
+            } else {
+                lo = mid + 1;
+            }
+        }
+    }
+    if (!k || best >= (u128)100000000000000000ULL)
+        return 0; /* none found, or more than 17 digits: not expected, leave it to printf */
+
+    char tmp[24];
+    char *end = tmp + sizeof tmp;
+    char *dig = digits_before(end, (unsigned long long)best);
+    size_t nd = (size_t)(end - dig), nk = (size_t)k;
+    char *q = p;
+    if (nd <= nk) {
+        *q++ = '0';
+        *q++ = '.';
+        for (size_t z = nd; z < nk; z++)
+            *q++ = '0';
+        memcpy(q, dig, nd);
+        q += nd;
+    } else {
+        memcpy(q, dig, nd - nk);
+        q += nd - nk;
+        *q++ = '.';
+        memcpy(q, dig + nd - nk, nk);
+        q += nk;
+    }
+    return (size_t)(q - p);
+}
+#endif
+
+/* Writes v to p (VALUE_MAX bytes of room) and returns the length. */
+static size_t format_value_to(char *p, double v)
+{
+    if (isnan(v)) {
+        memcpy(p, "NaN", 3);
+        return 3;
+    }
+    if (isinf(v)) {
+        memcpy(p, v > 0 ? "+Inf" : "-Inf", 4);
+        return 4;
+    }
+    /* Integers are the most common values (counts, flags, whole seconds) and need no search.
+     * |v| <= 1e15 keeps them exact and makes the cast safe; -0 prints as 0. */
+    if (fabs(v) <= 1e15 && v == floor(v)) {
+        char tmp[24];
+        char *end = tmp + sizeof tmp;
+        long long n = (long long)v;
+        char *q = digits_before(end, n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n);
+        if (n < 0)
+            *--q = '-';
+        memcpy(p, q, (size_t)(end - q));
+        return (size_t)(end - q);
+    }
+#ifdef __SIZEOF_INT128__
+    double a = fabs(v);
+    if (a >= 1e-4 && a < 1e15) {
+        size_t n = format_fixed_shortest(p + (v < 0), a);
+        if (n) {
+            if (v < 0)
+                *p = '-';
+            return n + (v < 0);
+        }
+    }
+#endif
+    /* The shortest of 15, 16, 17 significant digits that reads back exactly; 17 always does.
+     * snprintf and strtod share the C locale (the exporter never calls setlocale). */
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(p, VALUE_MAX, "%.*g", prec, v);
+        if (prec == 17 || strtod(p, NULL) == v)
+            break;
+    }
+    return n > 0 ? (size_t)n : 0;
+}
+
+void expfmt_format_value(struct buf *out, double v)
+{
+    char *p = out_reserve(out, VALUE_MAX);
+    out_commit(out, p + format_value_to(p, v));
+}
+
+/* ---- the writer ---- */
+
+static void write_header(struct buf *out, const struct metric_family *fam, enum expfmt_format f)
+{
+    size_t name_len = strlen(fam->name);
+    /* OpenMetrics names a counter family without the _total its samples carry. */
+    if (f == EXPFMT_OPENMETRICS && fam->type == METRIC_COUNTER && name_len > 6 &&
+        strcmp(fam->name + name_len - 6, "_total") == 0)
+        name_len -= 6;
+    buf_append(out, "# HELP ", 7);
+    buf_append(out, fam->name, name_len);
+    buf_putc(out, ' ');
+    expfmt_escape_help(out, fam->help, f);
+    buf_append(out, "\n# TYPE ", 8);
+    buf_append(out, fam->name, name_len);
+    buf_puts(out, fam->type == METRIC_COUNTER ? " counter\n" : " gauge\n");
+}
+
+/* name{l1="v1",...} value\n, formatted in place. Each string is measured once: strcspn finds the
+ * first byte needing an escape, which for almost every label value is its terminating NUL, so the
+ * value is then copied whole. */
+static void write_sample(struct buf *out, const struct metric_sample *sm, const char *name,
+                         size_t name_len)
+{
+    char *p = out_reserve(out, name_len);
+    memcpy(p, name, name_len);
+    p += name_len;
+    for (size_t i = 0; i < sm->nlabels; i++) {
+        const char *ln = sm->labels[i].name, *lv = sm->labels[i].value;
+        size_t nl = strlen(ln);
+        size_t clean = strcspn(lv, "\\\"\n");
+        size_t vl = lv[clean] ? clean + strlen(lv + clean) : clean;
+        out->len = (size_t)(p - out->data);
+        p = out_reserve(out, nl + 2 * vl + 4);
+        *p++ = i ? ',' : '{';
+        memcpy(p, ln, nl);
+        p += nl;
+        *p++ = '=';
+        *p++ = '"';
+        memcpy(p, lv, clean);
+        p += clean;
+        if (lv[clean])
+            p = escape_to(p, lv + clean, 1);
+        *p++ = '"';
+    }
+    out->len = (size_t)(p - out->data);
+    p = out_reserve(out, VALUE_MAX + 3);
+    if (sm->nlabels)
+        *p++ = '}';
+    *p++ = ' ';
+    p += format_value_to(p, sm->value);
+    *p++ = '\n';
+    out_commit(out, p);
+}
+
+/* Position of a sample's family in the catalogue. metric_set_add only stores pointers into the
+ * catalogue array, so pointer arithmetic is exact; anything else would be a bug upstream. */
+static size_t family_index(const struct metric_family *fam, const struct metric_family *base,
+                           size_t nfam)
+{
+    size_t i = (size_t)(fam - base);
+    return i < nfam ? i : nfam;
+}
+
+void expfmt_write(struct buf *out, struct metric_set *const *sets, size_t nsets,
+                  enum expfmt_format f)
+{
+    size_t nfam = metric_catalog_count();
+    const struct metric_family *base = metric_catalog_at(0);
+    /* start[i] .. start[i + 1] is family i's slice of order[]; slot nfam catches strays. */
+    size_t *start = xcalloc(nfam + 2, sizeof *start);
+    size_t total = 0;
+    for (size_t si = 0; si < nsets; si++) {
+        size_t n = metric_set_len(sets[si]);
+        for (size_t i = 0; i < n; i++)
+            start[family_index(metric_set_at(sets[si], i)->family, base, nfam) + 1]++;
+        total += n;
+    }
+    for (size_t i = 1; i <= nfam + 1; i++)
+        start[i] += start[i - 1];
+
+    const struct metric_sample **order = xmalloc((total ? total : 1) * sizeof *order);
+    size_t *next = xmalloc((nfam + 1) * sizeof *next);
+    memcpy(next, start, (nfam + 1) * sizeof *next);
+    for (size_t si = 0; si < nsets; si++) {
+        size_t n = metric_set_len(sets[si]);
+        for (size_t i = 0; i < n; i++) {
+            const struct metric_sample *sm = metric_set_at(sets[si], i);
+            order[next[family_index(sm->family, base, nfam)]++] = sm;
+        }
+    }
+
+    for (size_t fi = 0; fi < nfam; fi++) {
+        if (start[fi] == start[fi + 1])
+            continue; /* a family without samples is not written at all */
+        const struct metric_family *fam = &base[fi];
+        size_t name_len = strlen(fam->name);
+        write_header(out, fam, f);
+        for (size_t k = start[fi]; k < start[fi + 1]; k++)
+            write_sample(out, order[k], fam->name, name_len);
+    }
+    if (f == EXPFMT_OPENMETRICS)
+        buf_puts(out, "# EOF\n");
+
+    free(next);
+    free(order);
+    free(start);
+}
