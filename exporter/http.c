@@ -111,11 +111,14 @@ static double scrape_timeout_header(struct MHD_Connection *conn)
     return t;
 }
 
-static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *conn)
+/* One scrape written in the negotiated format. only == NULL: every source plus the exporter's
+ * own series; otherwise just that source (for /probe). */
+static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection *conn,
+                                    const char *only)
 {
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     enum expfmt_format fmt = expfmt_negotiate(accept);
-    struct scheduler_opts o = {.scrape_timeout = scrape_timeout_header(conn), .only = NULL};
+    struct scheduler_opts o = {.scrape_timeout = scrape_timeout_header(conn), .only = only};
 
     struct scheduler *s = app_acquire(h->app);
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -123,16 +126,35 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
     struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
     struct metric_set **all = xcalloc(n + 1, sizeof *all);
     memcpy(all, sets, n * sizeof *all);
-    all[n] = app_exporter_metrics(h->app);
+    size_t nall = n;
+    if (!only)
+        all[nall++] = app_exporter_metrics(h->app);
     struct buf out;
     buf_init(&out);
-    expfmt_write(&out, all, n + 1, fmt);
-    metric_set_free(all[n]);
+    expfmt_write(&out, all, nall, fmt);
+    if (!only)
+        metric_set_free(all[n]);
     free(all);
     scheduler_scrape_free(sc);
     scheduler_unref(s);
     size_t len = out.len;
     return send_text(conn, MHD_HTTP_OK, expfmt_content_type(fmt), buf_steal(&out), len);
+}
+
+/* /probe?target=NAME collects one configured source, so several exporters can share many
+ * sources. Targets come only from the configuration file, never from the URL itself. */
+static enum MHD_Result serve_probe(struct http_server *h, struct MHD_Connection *conn)
+{
+    const char *target = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "target");
+    if (!target || !*target)
+        return send_plain(conn, MHD_HTTP_BAD_REQUEST, "missing ?target=<source name>");
+    struct scheduler *s = app_acquire(h->app);
+    int known = sources_find(scheduler_sources(s), target) != NULL;
+    scheduler_unref(s);
+    if (!known)
+        return send_plain(conn, MHD_HTTP_BAD_REQUEST,
+                          "unknown target: name a source from the configuration file");
+    return serve_scrape(h, conn, target);
 }
 
 static void html_escape(struct buf *b, const char *s)
@@ -175,7 +197,8 @@ static enum MHD_Result serve_landing(struct http_server *h, struct MHD_Connectio
                  " (" QREL_REVISION ").</p>\n<ul>\n<li><a href=\"");
     html_escape(&b, h->telemetry_path);
     buf_puts(&b, "\">Metrics</a></li>\n<li><a href=\"/-/healthy\">Health</a></li>\n"
-                 "<li><a href=\"/-/ready\">Readiness</a></li>\n</ul>\n<h2>Sources</h2>\n");
+                 "<li><a href=\"/-/ready\">Readiness</a></li>\n</ul>\n<h2>Sources</h2>\n"
+                 "<p>Collect one source alone with <code>/probe?target=NAME</code>.</p>\n");
     struct scheduler *s = app_acquire(h->app);
     size_t n = scheduler_source_count(s);
     if (n == 0) {
@@ -267,7 +290,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (h->web && h->web->nusers && !authorized(h, conn))
         return send_401(conn);
     if (strcmp(url, h->telemetry_path) == 0)
-        return is_get(method) ? serve_metrics(h, conn) : send_405(conn, "GET, HEAD");
+        return is_get(method) ? serve_scrape(h, conn, NULL) : send_405(conn, "GET, HEAD");
+    if (strcmp(url, "/probe") == 0)
+        return is_get(method) ? serve_probe(h, conn) : send_405(conn, "GET, HEAD");
     if (strcmp(url, "/-/healthy") == 0)
         return is_get(method) ? send_plain(conn, MHD_HTTP_OK, "Healthy")
                               : send_405(conn, "GET, HEAD");

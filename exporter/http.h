@@ -1,7 +1,8 @@
 /* http.h: the exporter's HTTP server (libmicrohttpd, one thread per connection so a slow scrape
  * never delays /-/healthy or another scrape).
  *
- * Endpoints: GET|HEAD <telemetry path> (default /metrics), /-/healthy, /-/ready, / (landing page);
+ * Endpoints: GET|HEAD <telemetry path> (default /metrics), /probe?target=<source>, /-/healthy,
+ * /-/ready, / (landing page);
  * POST|PUT /-/reload. Unknown paths answer 404, wrong methods 405 with an Allow header. */
 #ifndef QREL_HTTP_H
 #define QREL_HTTP_H

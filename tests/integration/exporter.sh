@@ -65,6 +65,13 @@ curl -s "http://$ADDR/" -o "$T/landing.html"
 expect_cmd "landing page lists the source" grep -q '<td>cache</td><td>redis_stream</td>' "$T/landing.html"
 expect_cmd "landing page links the metrics" grep -q 'href="/metrics"' "$T/landing.html"
 
+# /probe collects one configured source; targets come only from the configuration.
+curl -fsS "http://$ADDR/probe?target=cache" -o "$T/probe.txt"
+expect_metric "$T/probe.txt" 1 qrel_collector_up 'source="cache"'
+expect_absent "$T/probe.txt" qrel_build_info
+expect_eq "GET /probe without a target" "$(code "http://$ADDR/probe")" 400
+expect_eq "GET /probe?target=unknown" "$(code "http://$ADDR/probe?target=127.0.0.1:6379")" 400
+
 # Real output passes promtool, and carries HELP for every family.
 scrape "$T/m1.txt"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m1.txt'"
