@@ -1,0 +1,490 @@
+#!/usr/bin/env bash
+# redis_streams.sh: qrel_exporter against prometheus-redis-exporter on the same Redis streams.
+#
+# Starts its own redis-server on a free loopback port, fills it with N streams (each with one
+# consumer group, 3 pending entries and 2 not yet delivered; every 10th stream has one entry
+# delivered twice), and for each N scrapes each exporter (a fresh process per N, so its peak RSS
+# belongs to that N): median scrape time, exporter CPU per scrape, peak RSS, Redis commands and
+# Redis CPU per scrape. The floor row is what the same reliability reads cost when a client sends
+# them all in one pipeline with `redis-cli --pipe`. Prints a table and a verdict on the 10,000
+# stream goal; a missed goal is reported, not an error. See bench/README.md for the method.
+#
+# Needs: bash, redis-server, redis-cli, curl, awk, prometheus-redis-exporter, and a built
+# qrel_exporter (build/qrel_exporter by default, or --qrel PATH, or QREL_BUILD_DIR).
+set -euo pipefail
+export LC_ALL=C
+
+usage() {
+  cat <<'EOF'
+Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--scrapes N] [--warmup N]
+                              [--slow-scrapes N] [--qrel PATH] [--redis-exporter PATH]
+
+  --sizes "LIST"        stream counts to measure, ascending (default "100 1000 10000")
+  --scrapes N           measured scrapes per exporter per size (default 15)
+  --warmup N            warm-up scrapes before measuring (default 5)
+  --slow-scrapes N      measured scrapes when an exporter's warm-up median is above 1 s
+                        (default 7; never more than --scrapes)
+  --qrel PATH           qrel_exporter binary (default: $QREL_BUILD_DIR/qrel_exporter, else
+                        build/qrel_exporter in this checkout)
+  --redis-exporter PATH prometheus-redis-exporter binary (default: from PATH)
+  -h, --help            this text
+
+The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
+met; non-zero only when the benchmark itself could not run.
+EOF
+}
+
+SIZES="100 1000 10000"
+SCRAPES=15
+WARMUP=5
+SLOW_SCRAPES=7
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+RE_BIN=prometheus-redis-exporter
+GOAL_N=10000
+STREAM_PREFIX="bench:"
+
+die() { echo "redis_streams.sh: $*" >&2; exit 2; }
+need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
+    --sizes=*) SIZES=${1#*=}; shift ;;
+    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
+    --scrapes=*) SCRAPES=${1#*=}; shift ;;
+    --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
+    --warmup=*) WARMUP=${1#*=}; shift ;;
+    --slow-scrapes) [ $# -ge 2 ] || die "--slow-scrapes needs a value"; SLOW_SCRAPES=$2; shift 2 ;;
+    --slow-scrapes=*) SLOW_SCRAPES=${1#*=}; shift ;;
+    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
+    --qrel=*) QREL_BIN=${1#*=}; shift ;;
+    --redis-exporter) [ $# -ge 2 ] || die "--redis-exporter needs a value"; RE_BIN=$2; shift 2 ;;
+    --redis-exporter=*) RE_BIN=${1#*=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument \"$1\" (see --help)" ;;
+  esac
+done
+need_num --scrapes "$SCRAPES"
+need_num --warmup "$WARMUP"
+need_num --slow-scrapes "$SLOW_SCRAPES"
+[ "$SLOW_SCRAPES" -le "$SCRAPES" ] || SLOW_SCRAPES=$SCRAPES
+read -ra SIZE_LIST <<<"$SIZES"
+[ ${#SIZE_LIST[@]} -gt 0 ] || die "--sizes: want at least one number"
+prev=0
+for n in "${SIZE_LIST[@]}"; do
+  need_num --sizes "$n"
+  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers (streams are only added), got \"$SIZES\""
+  prev=$n
+done
+for tool in redis-server redis-cli curl awk; do
+  command -v "$tool" >/dev/null || die "$tool not found"
+done
+command -v "$RE_BIN" >/dev/null || die "$RE_BIN not found (apt-get install prometheus-redis-exporter)"
+[ -x "$QREL_BIN" ] || die "$QREL_BIN not found or not executable: build first (cmake -S . -B build && cmake --build build) or pass --qrel"
+
+# ---- temp dir, processes, cleanup ----
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
+REDIS_PORT=
+EXP_PID=
+
+cleanup() {
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    for f in "$T/exporter.log" "$T/redis/redis.log"; do
+      [ -s "$f" ] && { echo "--- last lines of $(basename "$f"):" >&2; tail -15 "$f" >&2; }
+    done
+  fi
+  if [ -n "$EXP_PID" ]; then
+    kill "$EXP_PID" 2>/dev/null || true
+    wait "$EXP_PID" 2>/dev/null || true
+  fi
+  if [ -n "$REDIS_PORT" ]; then
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'echo "redis_streams.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
+
+progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# free_port: a loopback TCP port nothing listens on now (the kernel's choice, then released).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || shuf -i 20000-32000 -n 1
+}
+
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+# ---- numbers ----
+
+# median of the numbers on stdin, one a line
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# cpu_ticks PID: utime + stime of the whole process (all threads), in clock ticks
+cpu_ticks() {
+  local stat rest
+  stat=$(<"/proc/$1/stat")
+  rest=${stat##*) }         # the command name may hold spaces and parentheses
+  read -ra f <<<"$rest"     # f[0] is field 3 (state): utime is field 14, stime 15
+  echo $((f[11] + f[12]))
+}
+
+# hwm_kib PID: peak resident set size (VmHWM) in KiB
+hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+
+# redis_cpu_s: Redis's own user+sys CPU seconds so far
+redis_cpu_s() {
+  rcli INFO cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_user" || $1 == "used_cpu_sys" { s += $2 } END { printf "%.6f\n", s }'
+}
+
+# redis_calls [EXCLUDE_RE]: total calls in INFO commandstats, minus the commands matching
+# EXCLUDE_RE and the CONFIG RESETSTAT this script sent (the INFO that reads the stats is not
+# counted in its own reply).
+redis_calls() {
+  rcli INFO commandstats | tr -d '\r' | awk -v excl="${1:-^$}" -F'[:,=]' '
+    /^cmdstat_/ {
+      name = substr($1, 9)
+      if (name == "config|resetstat" || name ~ excl) next
+      s += $3
+    }
+    END { print s + 0 }'
+}
+
+# redis_mix SCRAPES: the commands per scrape by name, most frequent first ("xinfo|groups 1000, ...")
+redis_mix() {
+  rcli INFO commandstats | tr -d '\r' | awk -v k="$1" -F'[:,=]' '
+    /^cmdstat_/ { name = substr($1, 9); if (name != "config|resetstat" && name != "info") print $3 / k, name }' |
+    sort -rg | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, ($1 == int($1) ? $1 : sprintf("%.1f", $1)) } END { print "" }'
+}
+
+fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan") print "-"; else printf f, x }'; }
+
+TCK=$(getconf CLK_TCK)
+declare -A RES   # RES[N,exporter,metric]
+
+# ---- Redis and the workload ----
+
+start_redis() {
+  REDIS_PORT=$(free_port)
+  mkdir -p "$T/redis"
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --pidfile "$T/redis/redis.pid" \
+    --dir "$T/redis" --logfile "$T/redis/redis.log" --save '' --appendonly no >/dev/null
+  for _ in $(seq 1 100); do
+    if rcli ping 2>/dev/null | grep -q PONG; then return 0; fi
+    sleep 0.05
+  done
+  die "redis-server on port $REDIS_PORT did not start"
+}
+
+# All entry ids are chosen here rather than with `*`, so the XCLAIM and the floor's XRANGE can
+# name them: entry k of every stream is BASE_MS-k (BASE_MS = when the script started), which is
+# what `*` would give five entries added in the same millisecond.
+BASE_MS=$(( $(date +%s%N) / 1000000 ))
+
+# populate FROM TO: streams bench:FROM .. bench:TO-1. Per stream: 5 entries, group g1 from the
+# start, c1 reads 3 (pending, delivery count 1) and 2 stay undelivered (lag 2); on every 10th
+# stream c2 takes over entry 1 with a plain XCLAIM (delivery count 2; JUSTID would not count).
+populate() {
+  local from=$1 to=$2 out
+  awk -v from="$from" -v to="$to" -v b="$BASE_MS" -v p="$STREAM_PREFIX" 'BEGIN {
+    for (i = from; i < to; i++) {
+      k = p i
+      for (e = 1; e <= 5; e++) printf "XADD %s %s-%d f v\r\n", k, b, e
+      printf "XGROUP CREATE %s g1 0\r\n", k
+      printf "XREADGROUP GROUP g1 c1 COUNT 3 STREAMS %s >\r\n", k
+      if (i % 10 == 0) printf "XCLAIM %s g1 c2 0 %s-1\r\n", k, b
+    }
+  }' > "$T/populate.cmds"
+  out=$(rcli --pipe < "$T/populate.cmds" 2>&1)
+  case $out in
+    *"errors: 0,"*) ;;
+    *) die "populating streams $from..$to failed: $out" ;;
+  esac
+}
+
+# floor_cmds N: the reads qrel makes for N streams of this workload, as one pipeline: TIME, then
+# per stream XINFO GROUPS, and per group the extended XPENDING (qrel's default pending_scan_limit
+# of 1000) and the first undelivered entry after last-delivered-id (BASE_MS-3 here). No SCAN: the
+# floor knows the stream names.
+floor_cmds() {
+  awk -v n="$1" -v b="$BASE_MS" -v p="$STREAM_PREFIX" 'BEGIN {
+    printf "TIME\r\n"
+    for (i = 0; i < n; i++) {
+      k = p i
+      printf "XINFO GROUPS %s\r\n", k
+      printf "XPENDING %s g1 - + 1000\r\n", k
+      printf "XRANGE %s (%s-3 + COUNT 1\r\n", k, b
+    }
+  }'
+}
+
+# ---- one exporter at one size ----
+
+# scrape_once CURL_ARGS...: one scrape of $ADDR into $T/body.txt; prints curl's time_total.
+UP_OK=0
+scrape_once() {
+  local t
+  t=$(curl -s --max-time 120 -o "$T/body.txt" -w '%{time_total}' "$@" "http://$ADDR/metrics") \
+    || { echo "scrape of $ADDR failed" >&2; return 1; }
+  echo "$t"
+}
+
+# up_check EXPORTER FILE: the scrape shows the Redis side as working
+up_check() {
+  case $1 in
+    qrel) grep -Eq '^qrel_collector_up\{[^}]*source="bench"[^}]*\} 1$' "$2" ;;
+    redis_exporter) grep -Eq '^redis_up 1$' "$2" ;;
+  esac
+}
+
+# coverage EXPORTER FILE: "groups with 3 pending / streams with a redelivered entry" as the
+# exporter reports them ("-" where it has no such series)
+coverage() {
+  case $1 in
+    qrel)
+      awk '
+        /^qrel_queue_messages\{/ && /source="bench"/ && /group="g1"/ && /state="in_flight"/ && $NF == 3 { g++ }
+        /^qrel_messages_redelivered\{/ && /source="bench"/ && $NF >= 1 { r++ }
+        END { printf "%d/%d\n", g, r }' "$2" ;;
+    redis_exporter)
+      awk '
+        /^redis_stream_group_messages_pending\{/ && /group="g1"/ && $NF == 3 { g++ }
+        END { printf "%d/-\n", g }' "$2" ;;
+  esac
+}
+
+# run_exporter N NAME: start NAME, warm up, measure, stop; fills RES[N,NAME,*]
+run_exporter() {
+  local n=$1 name=$2 hdr=() i c0 c1 rc0 rc1 calls med wmed count
+  : > "$T/exporter.log"
+  case $name in
+    qrel)
+      cat > "$T/qrel.yml" <<YML
+global:
+  timeout: 30s
+sources:
+  - name: bench
+    kind: redis_stream
+    address: 127.0.0.1:$REDIS_PORT
+    max_streams: 20000
+    streams:
+      - pattern: "${STREAM_PREFIX}*"
+        claim_min_idle: 30s
+        max_deliveries: 3
+YML
+      "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>>"$T/exporter.log" &
+      EXP_PID=$!
+      ADDR=
+      for _ in $(seq 1 100); do
+        ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+        [ -n "$ADDR" ] && break
+        sleep 0.05
+      done
+      hdr=(-H 'X-Prometheus-Scrape-Timeout-Seconds: 30')
+      ;;
+    redis_exporter)
+      ADDR=127.0.0.1:$(free_port)
+      "$RE_BIN" --redis.addr="redis://127.0.0.1:$REDIS_PORT" --web.listen-address="$ADDR" \
+        --check-streams="${STREAM_PREFIX}*" 2>>"$T/exporter.log" &
+      EXP_PID=$!
+      for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://$ADDR/" && break
+        sleep 0.05
+      done
+      ;;
+  esac
+  if [ -z "$ADDR" ] || ! curl -s -o /dev/null "http://$ADDR/metrics" --max-time 120; then
+    cat "$T/exporter.log" >&2
+    die "$name did not start"
+  fi
+
+  : > "$T/warm.txt"
+  for ((i = 0; i < WARMUP; i++)); do scrape_once "${hdr[@]}" >> "$T/warm.txt"; done
+  wmed=$(median < "$T/warm.txt")
+  count=$SCRAPES
+  if awk -v m="$wmed" 'BEGIN { exit !(m > 1.0) }'; then count=$SLOW_SCRAPES; fi
+  progress "  $name: warm-up median $(fmt "$wmed" %.3f) s, measuring $count scrapes"
+
+  rc0=$(redis_cpu_s)
+  rcli CONFIG RESETSTAT >/dev/null
+  c0=$(cpu_ticks "$EXP_PID")
+  : > "$T/times.txt"
+  : > "$T/collect.txt"
+  UP_OK=0
+  for ((i = 0; i < count; i++)); do
+    scrape_once "${hdr[@]}" >> "$T/times.txt"
+    if up_check "$name" "$T/body.txt"; then UP_OK=$((UP_OK + 1)); fi
+    if [ "$name" = qrel ]; then
+      # the collector's own time (Redis reads and building the series), the rest is serving
+      awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF; exit }' "$T/body.txt" >> "$T/collect.txt"
+    fi
+  done
+  c1=$(cpu_ticks "$EXP_PID")
+  calls=$(redis_calls)
+  RES[$n,$name,mix]=$(redis_mix "$count")
+  rc1=$(redis_cpu_s)
+  med=$(median < "$T/times.txt")
+
+  RES[$n,$name,scrapes]=$count
+  RES[$n,$name,median]=$med
+  RES[$n,$name,min]=$(sort -g "$T/times.txt" | head -1)
+  RES[$n,$name,collect]=$(median < "$T/collect.txt")
+  RES[$n,$name,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$count" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$n,$name,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,$name,cmds]=$(awk -v c="$calls" -v k="$count" 'BEGIN { printf "%.0f", c / k }')
+  RES[$n,$name,rcpu_ms]=$(awk -v a="$rc0" -v b="$rc1" -v k="$count" 'BEGIN { printf "%.1f", (b - a) * 1000 / k }')
+  RES[$n,$name,up]="$UP_OK/$count"
+  RES[$n,$name,cover]=$(coverage "$name" "$T/body.txt")
+  RES[$n,$name,bytes]=$(wc -c < "$T/body.txt")
+  if [ "$UP_OK" -ne "$count" ]; then
+    progress "  WARNING: $name reported Redis as down in $((count - UP_OK)) of $count scrapes"
+  fi
+
+  kill "$EXP_PID" 2>/dev/null || true
+  wait "$EXP_PID" 2>/dev/null || true
+  EXP_PID=
+}
+
+# run_floor N: the pipelined reads, timed around redis-cli --pipe. Each measured run is paired
+# with a run that pipes only TIME: its median (redis-cli's start, connect and closing ECHO) is
+# taken off, so the floor is what the reads themselves cost.
+pipe_time() {
+  local t0 t1 out
+  t0=$EPOCHREALTIME
+  out=$(rcli --pipe < "$1" 2>&1)
+  t1=$EPOCHREALTIME
+  case $out in
+    *"errors: 0,"*) ;;
+    *) die "pipeline $1 failed: $out" ;;
+  esac
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", b - a }'
+}
+
+run_floor() {
+  local n=$1 i calls rc0 rc1 runs full empty
+  floor_cmds "$n" > "$T/floor.cmds"
+  printf 'TIME\r\n' > "$T/empty.cmds"
+  runs=$SCRAPES
+  for ((i = 0; i < WARMUP; i++)); do pipe_time "$T/floor.cmds" >/dev/null; done
+  : > "$T/times.txt"
+  : > "$T/empty.txt"
+  rc0=$(redis_cpu_s)
+  rcli CONFIG RESETSTAT >/dev/null
+  for ((i = 0; i < runs; i++)); do
+    pipe_time "$T/floor.cmds" >> "$T/times.txt"
+    pipe_time "$T/empty.cmds" >> "$T/empty.txt"
+  done
+  # redis-cli --pipe ends each run with an ECHO of its own to know the last reply has come; the
+  # empty runs sent one TIME each.
+  calls=$(( $(redis_calls '^echo$') - runs ))
+  rc1=$(redis_cpu_s)
+  full=$(median < "$T/times.txt")
+  empty=$(median < "$T/empty.txt")
+  RES[$n,floor,scrapes]=$runs
+  RES[$n,floor,raw]=$full
+  RES[$n,floor,overhead]=$empty
+  RES[$n,floor,median]=$(awk -v a="$full" -v b="$empty" 'BEGIN { d = a - b; printf "%.6f", (d > 0 ? d : 0) }')
+  RES[$n,floor,min]=$(awk -v a="$(sort -g "$T/times.txt" | head -1)" -v b="$(sort -g "$T/empty.txt" | head -1)" \
+    'BEGIN { d = a - b; printf "%.6f", (d > 0 ? d : 0) }')
+  RES[$n,floor,cmds]=$(awk -v c="$calls" -v k="$runs" 'BEGIN { printf "%.0f", c / k }')
+  RES[$n,floor,rcpu_ms]=$(awk -v a="$rc0" -v b="$rc1" -v k="$runs" 'BEGIN { printf "%.1f", (b - a) * 1000 / k }')
+}
+
+# ---- run ----
+
+QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
+RE_VERSION=$("$RE_BIN" --version 2>&1 | sed -nE 's/.*msg="Redis Metrics Exporter ([^ ]+).*/\1/p' | head -1 || true)
+start_redis
+REDIS_VERSION=$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')
+
+echo "# qrel redis_streams benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
+echo "# ${QREL_VERSION:-qrel_exporter ?}; prometheus-redis-exporter ${RE_VERSION:-?}; redis-server $REDIS_VERSION"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
+echo "# warm-up $WARMUP scrapes; measured $SCRAPES (or $SLOW_SCRAPES when the warm-up median is above 1 s)"
+
+START=$SECONDS
+have=0
+for n in "${SIZE_LIST[@]}"; do
+  progress "N=$n: creating streams $have..$((n - 1))"
+  populate "$have" "$n"
+  have=$n
+  got=$(rcli DBSIZE)
+  [ "$got" -eq "$n" ] || die "want $n keys after populating, DBSIZE says $got"
+  for name in qrel redis_exporter; do
+    progress "N=$n: $name"
+    run_exporter "$n" "$name"
+    progress "  $name: median $(fmt "${RES[$n,$name,median]}" %.3f) s, up ${RES[$n,$name,up]}"
+  done
+  progress "N=$n: floor (redis-cli --pipe)"
+  run_floor "$n"
+  progress "  floor: median $(fmt "${RES[$n,floor,median]}" %.3f) s"
+done
+progress "done in $((SECONDS - START)) s"
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- table ----
+
+echo
+printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' \
+  streams exporter scrapes median_s min_s cpu_ms/scr rss_mib redis_cmds redis_cpu up "g1 pend=3" body_kib
+for n in "${SIZE_LIST[@]}"; do
+  for name in qrel redis_exporter; do
+    printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' "$n" "$name" \
+      "${RES[$n,$name,scrapes]}" "$(fmt "${RES[$n,$name,median]}" %.4f)" \
+      "$(fmt "${RES[$n,$name,min]}" %.4f)" "${RES[$n,$name,cpu_ms]}" \
+      "${RES[$n,$name,rss_mib]}" "${RES[$n,$name,cmds]}" "${RES[$n,$name,rcpu_ms]}" \
+      "${RES[$n,$name,up]}" "${RES[$n,$name,cover]%%/*}" \
+      "$(awk -v b="${RES[$n,$name,bytes]}" 'BEGIN { printf "%.0f", b / 1024 }')"
+  done
+  printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' "$n" "floor" \
+    "${RES[$n,floor,scrapes]}" "$(fmt "${RES[$n,floor,median]}" %.4f)" \
+    "$(fmt "${RES[$n,floor,min]}" %.4f)" - - \
+    "${RES[$n,floor,cmds]}" "${RES[$n,floor,rcpu_ms]}" - - -
+done
+echo "# min_s: fastest measured scrape (less moved by other work on the machine than the median)"
+echo "# cpu_ms/scr: exporter utime+stime per scrape (resolution $((1000 / TCK)) ms over all measured scrapes);"
+echo "# redis_cpu: Redis used_cpu_user+sys ms per scrape; g1 pend=3: groups reported with 3 pending entries"
+echo "# (redis_exporter has no delivery-count series: it cannot show the redelivered entries)"
+for n in "${SIZE_LIST[@]}"; do
+  echo "# N=$n: floor $(fmt "${RES[$n,floor,raw]}" %.4f) s with redis-cli's own $(fmt "${RES[$n,floor,overhead]}" %.4f) s" \
+    "taken off; qrel streams with a redelivered entry: ${RES[$n,qrel,cover]##*/} (want $(( (n + 9) / 10 )));" \
+    "qrel_collector_duration_seconds median $(fmt "${RES[$n,qrel,collect]}" %.4f) s"
+done
+
+for n in "${SIZE_LIST[@]}"; do
+  for name in qrel redis_exporter; do
+    echo "# N=$n: $name per scrape (INFO not shown): ${RES[$n,$name,mix]}"
+  done
+done
+echo "# load average at the end: $LOAD_END (the benchmark itself keeps about one core busy)"
+
+# ---- verdict ----
+
+g=$GOAL_N
+note=""
+if [ -z "${RES[$g,qrel,median]:-}" ]; then
+  g=${SIZE_LIST[-1]}
+  note=" (measured at N=$g: $GOAL_N was not in --sizes)"
+fi
+awk -v q="${RES[$g,qrel,median]}" -v r="${RES[$g,redis_exporter,median]}" \
+    -v qm="${RES[$g,qrel,rss_mib]}" -v rm="${RES[$g,redis_exporter,rss_mib]}" \
+    -v f="${RES[$g,floor,median]}" -v up="${RES[$g,qrel,up]}" -v g="$g" -v note="$note" \
+    -v qmin="${RES[$g,qrel,min]}" -v rmin="${RES[$g,redis_exporter,min]}" -v fmin="${RES[$g,floor,min]}" 'BEGIN {
+  split(up, u, "/")
+  speed = (q > 0) ? r / q : 0
+  rss = (rm > 0) ? qm / rm : 0
+  fl = (f > 0) ? q / f : 0
+  ok = (speed >= 10 && rss <= 0.2 && fl <= 2 && u[1] == u[2])
+  printf "verdict at %d streams%s: qrel %.1fx faster than redis_exporter (goal >= 10: %s), RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 2: %s)%s: %s\n",
+    g, note, speed, (speed >= 10) ? "met" : "missed", rss, (rss <= 0.2) ? "met" : "missed",
+    fl, (fl <= 2) ? "met" : "missed", (u[1] == u[2]) ? "" : ", qrel collector NOT up in every scrape",
+    ok ? "MET" : "NOT MET"
+  printf "  (on the fastest scrapes instead of the medians: %.1fx faster, %.2fx the floor)\n",
+    (qmin > 0) ? rmin / qmin : 0, (fmin > 0) ? qmin / fmin : 0
+}'
