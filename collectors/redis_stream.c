@@ -10,10 +10,15 @@
  * The number of round trips per scrape does not grow with the number of streams: SCAN rounds
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XLEN. Ages are computed against
- * the server's TIME, because entry ids carry the server's clock, not ours. */
+ * the server's TIME, because entry ids carry the server's clock, not ours.
+ *
+ * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
+ * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
+ * emitted as soon as its last reply is in, so no reply outlives the callback that reads it. */
 #include "redis_stream.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +33,7 @@
 #define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_PENDING_SCAN_LIMIT 1000
 #define SCAN_COUNT "1000"
-#define NO_REPLY ((size_t)-1)
+#define NONE ((size_t)-1)
 #define PASSWORD_MAX_BYTES 4096
 
 /* ---- pure parsing (redis_stream.h) ---- */
@@ -41,7 +46,7 @@ int redis_stream_parse_id(const char *s, size_t len, struct redis_stream_id *out
         size_t start = i;
         while (i < len && s[i] >= '0' && s[i] <= '9') {
             uint64_t d = (uint64_t)(s[i] - '0');
-            if (part[k] > (UINT64_MAX - d) / 10)
+            if (part[k] > UINT64_MAX / 10 || (part[k] == UINT64_MAX / 10 && d > UINT64_MAX % 10))
                 return -1;
             part[k] = part[k] * 10 + d;
             i++;
@@ -75,124 +80,120 @@ static int key_is(const redisReply *k, const char *name)
 /* Server text quoted in a message is cut short: it is there to recognise, not to store. */
 #define SHOWN(r) (int)((r)->len > 64 ? 64 : (r)->len), (r)->str
 
-int redis_stream_parse_groups(const redisReply *r, const char *stream,
-                              struct redis_stream_group **out, size_t *n, struct err *e)
+int redis_stream_groups_count(const redisReply *r, const char *stream, size_t *n, struct err *e)
 {
-    *out = NULL;
     *n = 0;
     if (!r || r->type != REDIS_REPLY_ARRAY)
         return err_set(e, ERR_PROTOCOL, "XINFO GROUPS \"%s\": want an array, got %s", stream,
                        redis_reply_type_name(r));
-    struct redis_stream_group *gs = xcalloc(r->elements ? r->elements : 1, sizeof *gs);
-    size_t ng = 0;
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *f = r->element[i];
-        struct redis_stream_group *g = &gs[ng++];
-        char who[160];
-        snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group %zu", stream, i + 1);
-        if (!f || f->type != REDIS_REPLY_ARRAY || f->elements % 2) {
-            err_set(e, ERR_PROTOCOL, "%s: want a flat array of keys and values, got %s", who,
-                    f && f->type == REDIS_REPLY_ARRAY ? "an odd number of elements"
-                                                      : redis_reply_type_name(f));
-            goto fail;
-        }
-        /* The name first, so the other messages can say which group is wrong. */
-        for (size_t j = 0; j + 1 < f->elements; j += 2)
-            if (!g->name && is_string(f->element[j]) && key_is(f->element[j], "name") &&
-                is_string(f->element[j + 1])) {
-                g->name = xstrndup(f->element[j + 1]->str, f->element[j + 1]->len);
-                snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group \"%s\"", stream, g->name);
-            }
-        int have_consumers = 0, have_pending = 0, have_last = 0;
-        for (size_t j = 0; j + 1 < f->elements; j += 2) {
-            const redisReply *k = f->element[j], *v = f->element[j + 1];
-            if (!is_string(k)) {
-                err_set(e, ERR_PROTOCOL, "%s: key %zu: want a string, got %s", who, j / 2 + 1,
-                        redis_reply_type_name(k));
-                goto fail;
-            }
-            const char *field = NULL;
-            if (key_is(k, "name")) {
-                if (!is_string(v)) {
-                    field = "name";
-                    goto want_string;
-                }
-            } else if (key_is(k, "consumers") || key_is(k, "pending")) {
-                field = key_is(k, "pending") ? "pending" : "consumers";
-                if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0)
-                    goto want_count;
-                if (field[0] == 'p') {
-                    g->pending = v->integer;
-                    have_pending = 1;
-                } else {
-                    g->consumers = v->integer;
-                    have_consumers = 1;
-                }
-            } else if (key_is(k, "last-delivered-id")) {
-                field = "last-delivered-id";
-                if (!is_string(v))
-                    goto want_string;
-                if (redis_stream_parse_id(v->str, v->len, &g->last_delivered)) {
-                    err_set(e, ERR_PROTOCOL,
-                            "%s: field \"%s\": want an id like \"1700000000000-0\", got \"%.*s\"",
-                            who, field, SHOWN(v));
-                    goto fail;
-                }
-                have_last = 1;
-            } else if (key_is(k, "entries-read") || key_is(k, "lag")) {
-                int is_lag = key_is(k, "lag");
-                field = is_lag ? "lag" : "entries-read";
-                if (v && v->type == REDIS_REPLY_NIL)
-                    continue; /* unknown to the server: leave has_* at 0 */
-                if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0) {
-                    err_set(e, ERR_PROTOCOL,
-                            "%s: field \"%s\": want an integer >= 0 or nil, got %s", who, field,
-                            redis_reply_type_name(v));
-                    goto fail;
-                }
-                if (is_lag) {
-                    g->has_lag = 1;
-                    g->lag = v->integer;
-                } else {
-                    g->has_entries_read = 1;
-                    g->entries_read = v->integer;
-                }
-            }
-            continue;
-        want_string:
-            err_set(e, ERR_PROTOCOL, "%s: field \"%s\": want a string, got %s", who, field,
-                    redis_reply_type_name(v));
-            goto fail;
-        want_count:
-            err_set(e, ERR_PROTOCOL, "%s: field \"%s\": want an integer >= 0, got %s", who, field,
-                    redis_reply_type_name(v));
-            goto fail;
-        }
-        const char *missing = !g->name          ? "name"
-                              : !have_consumers ? "consumers"
-                              : !have_pending   ? "pending"
-                              : !have_last      ? "last-delivered-id"
-                                                : NULL;
-        if (missing) {
-            err_set(e, ERR_PROTOCOL, "%s: field \"%s\" is missing", who, missing);
-            goto fail;
-        }
-    }
-    *out = gs;
-    *n = ng;
+    *n = r->elements;
     return 0;
-fail:
-    redis_stream_groups_free(gs, ng);
-    return -1;
 }
 
-void redis_stream_groups_free(struct redis_stream_group *g, size_t n)
+/* The message of a bad group: who it is is formatted only here, on failure, never for the
+ * thousands of groups that are fine. */
+static int group_error(struct err *e, const char *stream, size_t i,
+                       const struct redis_stream_group *g, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int group_error(struct err *e, const char *stream, size_t i,
+                       const struct redis_stream_group *g, const char *fmt, ...)
 {
-    if (!g)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(g[i].name);
-    free(g);
+    char who[160], what[300];
+    if (g->name)
+        snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group \"%.*s\"", stream, (int)g->name_len,
+                 g->name);
+    else
+        snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group %zu", stream, i + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return err_set(e, ERR_PROTOCOL, "%s: %s", who, what);
+}
+
+int redis_stream_parse_group(const redisReply *r, size_t i, const char *stream,
+                             struct redis_stream_group *g, struct err *e)
+{
+    memset(g, 0, sizeof *g);
+    const redisReply *f =
+        r && r->type == REDIS_REPLY_ARRAY && i < r->elements ? r->element[i] : NULL;
+    if (!f || f->type != REDIS_REPLY_ARRAY || f->elements % 2)
+        return group_error(e, stream, i, g, "want a flat array of keys and values, got %s",
+                           f && f->type == REDIS_REPLY_ARRAY ? "an odd number of elements"
+                                                             : redis_reply_type_name(f));
+    /* The name first, so the other messages can say which group is wrong. A name with a NUL
+     * byte ends there: what follows could not be passed on as a C string anyway. */
+    for (size_t j = 0; j + 1 < f->elements; j += 2)
+        if (!g->name && is_string(f->element[j]) && key_is(f->element[j], "name") &&
+            is_string(f->element[j + 1])) {
+            g->name = f->element[j + 1]->str;
+            g->name_len = strnlen(g->name, f->element[j + 1]->len);
+        }
+    int have_consumers = 0, have_pending = 0, have_last = 0;
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        const redisReply *k = f->element[j], *v = f->element[j + 1];
+        if (!is_string(k))
+            return group_error(e, stream, i, g, "key %zu: want a string, got %s", j / 2 + 1,
+                               redis_reply_type_name(k));
+        const char *field = NULL;
+        if (key_is(k, "name")) {
+            if (!is_string(v)) {
+                field = "name";
+                goto want_string;
+            }
+        } else if (key_is(k, "consumers") || key_is(k, "pending")) {
+            field = key_is(k, "pending") ? "pending" : "consumers";
+            if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0)
+                return group_error(e, stream, i, g, "field \"%s\": want an integer >= 0, got %s",
+                                   field, redis_reply_type_name(v));
+            if (field[0] == 'p') {
+                g->pending = v->integer;
+                have_pending = 1;
+            } else {
+                g->consumers = v->integer;
+                have_consumers = 1;
+            }
+        } else if (key_is(k, "last-delivered-id")) {
+            field = "last-delivered-id";
+            if (!is_string(v))
+                goto want_string;
+            if (redis_stream_parse_id(v->str, v->len, &g->last_delivered))
+                return group_error(e, stream, i, g,
+                                   "field \"%s\": want an id like \"1700000000000-0\", got "
+                                   "\"%.*s\"",
+                                   field, SHOWN(v));
+            have_last = 1;
+        } else if (key_is(k, "entries-read") || key_is(k, "lag")) {
+            int is_lag = key_is(k, "lag");
+            field = is_lag ? "lag" : "entries-read";
+            if (v && v->type == REDIS_REPLY_NIL)
+                continue; /* unknown to the server: leave has_* at 0 */
+            if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0)
+                return group_error(e, stream, i, g,
+                                   "field \"%s\": want an integer >= 0 or nil, got %s", field,
+                                   redis_reply_type_name(v));
+            if (is_lag) {
+                g->has_lag = 1;
+                g->lag = v->integer;
+            } else {
+                g->has_entries_read = 1;
+                g->entries_read = v->integer;
+            }
+        }
+        continue;
+    want_string:
+        return group_error(e, stream, i, g, "field \"%s\": want a string, got %s", field,
+                           redis_reply_type_name(v));
+    }
+    const char *missing = !g->name          ? "name"
+                          : !have_consumers ? "consumers"
+                          : !have_pending   ? "pending"
+                          : !have_last      ? "last-delivered-id"
+                                            : NULL;
+    if (missing)
+        return group_error(e, stream, i, g, "field \"%s\" is missing", missing);
+    return 0;
 }
 
 int redis_stream_parse_pending(const redisReply *r, const char *stream, const char *group,
@@ -246,22 +247,21 @@ int redis_stream_parse_pending(const redisReply *r, const char *stream, const ch
     return 0;
 }
 
-int redis_stream_parse_first_entry(const redisReply *r, const char *what, int *found,
-                                   struct redis_stream_id *id, struct err *e)
+int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,
+                                   struct err *e)
 {
     *found = 0;
     if (!r || r->type != REDIS_REPLY_ARRAY)
-        return err_set(e, ERR_PROTOCOL, "%s: want an array, got %s", what,
-                       redis_reply_type_name(r));
+        return err_set(e, ERR_PROTOCOL, "want an array, got %s", redis_reply_type_name(r));
     if (r->elements == 0)
         return 0;
     const redisReply *x = r->element[0];
     if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 1 || !is_string(x->element[0]))
-        return err_set(e, ERR_PROTOCOL, "%s: entry 1: want [id, fields], got %s", what,
+        return err_set(e, ERR_PROTOCOL, "entry 1: want [id, fields], got %s",
                        redis_reply_type_name(x));
     if (redis_stream_parse_id(x->element[0]->str, x->element[0]->len, id))
         return err_set(e, ERR_PROTOCOL,
-                       "%s: entry 1: want an id like \"1700000000000-0\", got \"%.*s\"", what,
+                       "entry 1: want an id like \"1700000000000-0\", got \"%.*s\"",
                        SHOWN(x->element[0]));
     *found = 1;
     return 0;
@@ -368,78 +368,6 @@ void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *
         }
     }
     out->messages_redelivered = pending ? (double)pending->redelivered : 0.0;
-}
-
-/* ---- a string -> index map (deduplication of stream names) ---- */
-
-struct strmap {
-    char **keys;
-    size_t *vals;
-    size_t cap, n;
-};
-
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static size_t strmap_slot(const struct strmap *m, const char *k)
-{
-    size_t i = (size_t)(str_hash(k) & (m->cap - 1));
-    while (m->keys[i] && strcmp(m->keys[i], k) != 0)
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-static int strmap_get(const struct strmap *m, const char *k, size_t *val)
-{
-    if (!m->cap)
-        return 0;
-    size_t i = strmap_slot(m, k);
-    if (!m->keys[i])
-        return 0;
-    if (val)
-        *val = m->vals[i];
-    return 1;
-}
-
-/* Returns 1 when k was added (copied), 0 when it was there already (its value is kept). */
-static int strmap_put(struct strmap *m, const char *k, size_t val)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        struct strmap bigger = {NULL, NULL, m->cap ? m->cap * 2 : 64, 0};
-        bigger.keys = xcalloc(bigger.cap, sizeof *bigger.keys);
-        bigger.vals = xcalloc(bigger.cap, sizeof *bigger.vals);
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->keys[i]) {
-                size_t j = strmap_slot(&bigger, m->keys[i]);
-                bigger.keys[j] = m->keys[i];
-                bigger.vals[j] = m->vals[i];
-            }
-        bigger.n = m->n;
-        free(m->keys);
-        free(m->vals);
-        *m = bigger;
-    }
-    size_t i = strmap_slot(m, k);
-    if (m->keys[i])
-        return 0;
-    m->keys[i] = xstrdup(k);
-    m->vals[i] = val;
-    m->n++;
-    return 1;
-}
-
-static void strmap_free(struct strmap *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
 }
 
 /* ---- configuration ---- */
@@ -699,131 +627,315 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* ---- collection ---- */
 
-struct group_slot {
-    int included;         /* passes the groups filter */
-    size_t pending_reply; /* XPENDING, NO_REPLY when nothing is pending */
-    size_t range_reply;   /* XRANGE after last-delivered-id, NO_REPLY when lag == 0 */
+/* The strings of one scrape (stream, dead-letter and group names), each stored once in blocks
+ * that never move, so pointers into them stay valid while more are added, and found again
+ * through a hash table: a key SCAN reports twice, or a group name thousands of streams share, is
+ * stored once. Blocks and table are per scrape: nothing is kept between scrapes. */
+struct arena_block {
+    struct arena_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+#define ARENA_BLOCK_BYTES 65536
+
+struct name {
+    const char *s; /* NUL-terminated, in the arena */
+    size_t len;
+    size_t pat;           /* the first pattern (config order) that found it; NONE when none */
+    size_t dlq;           /* its slot in scrape.dlqs once XLEN/XRANGE are asked; NONE before */
+    unsigned char chosen; /* already a target */
+    unsigned char is_dlq; /* the dead-letter stream of a target (other than itself) */
+};
+
+struct names {
+    struct arena_block *blocks;
+    struct name *v; /* by id */
+    size_t n, cap;
+    size_t *slots; /* id + 1, 0 when empty; nslots is a power of 2 */
+    size_t nslots;
+};
+
+static const char *arena_copy(struct names *t, const char *s, size_t len)
+{
+    struct arena_block *b = t->blocks;
+    if (!b || b->cap - b->used < len + 1) {
+        /* A long string gets a block of its own behind the current one, which stays in use. */
+        int own = len + 1 > ARENA_BLOCK_BYTES / 4;
+        size_t cap = own ? len + 1 : ARENA_BLOCK_BYTES;
+        struct arena_block *nb = xmalloc(sizeof *nb + cap);
+        nb->used = 0;
+        nb->cap = cap;
+        if (own && b) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            t->blocks = nb;
+        }
+        b = nb;
+    }
+    char *p = b->data + b->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    b->used += len + 1;
+    return p;
+}
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static size_t names_slot(const struct names *t, const char *s, size_t len)
+{
+    size_t mask = t->nslots - 1, i = (size_t)hash_bytes(s, len) & mask;
+    for (;; i = (i + 1) & mask) {
+        size_t id = t->slots[i];
+        if (!id)
+            return i;
+        const struct name *nm = &t->v[id - 1];
+        if (nm->len == len && memcmp(nm->s, s, len) == 0)
+            return i;
+    }
+}
+
+/* The id of the len bytes at s, added when new (then *added = 1 when added is not NULL). Ids are
+ * stable; pointers into t->v are not once another name is added. */
+static size_t names_intern(struct names *t, const char *s, size_t len, int *added)
+{
+    if ((t->n + 1) * 2 > t->nslots) {
+        size_t nslots = t->nslots ? t->nslots * 2 : 64;
+        free(t->slots);
+        t->slots = xcalloc(nslots, sizeof *t->slots);
+        t->nslots = nslots;
+        for (size_t id = 0; id < t->n; id++)
+            t->slots[names_slot(t, t->v[id].s, t->v[id].len)] = id + 1;
+    }
+    size_t i = names_slot(t, s, len);
+    if (added)
+        *added = !t->slots[i];
+    if (t->slots[i])
+        return t->slots[i] - 1;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->v = xrealloc(t->v, t->cap * sizeof *t->v);
+    }
+    struct name *nm = &t->v[t->n];
+    nm->s = arena_copy(t, s, len);
+    nm->len = len;
+    nm->pat = nm->dlq = NONE;
+    nm->chosen = nm->is_dlq = 0;
+    t->slots[i] = ++t->n;
+    return t->n - 1;
+}
+
+/* The table is needed only while targets and groups are resolved; the strings stay. */
+static void names_drop_index(struct names *t)
+{
+    free(t->slots);
+    free(t->v);
+    t->slots = NULL;
+    t->v = NULL;
+    t->n = t->cap = t->nslots = 0;
+}
+
+static void names_free(struct names *t)
+{
+    names_drop_index(t);
+    while (t->blocks) {
+        struct arena_block *b = t->blocks;
+        t->blocks = b->next;
+        free(b);
+    }
+}
+
+/* One included consumer group, as XINFO GROUPS reported it: what the series and the commands of
+ * step 3 need, nothing else. */
+struct group {
+    const char *name; /* in the scrape's arena */
+    long long pending;
+    long long lag;
+    struct redis_stream_id last_delivered;
+    int has_lag;
 };
 
 struct target {
-    char *name;
-    size_t spec;
-    int from_pattern;
-    char *dlq; /* expanded dead_letter_stream, or NULL */
-    size_t xinfo_reply;
-    int missing;
-    struct redis_stream_group *groups;
+    const char *name; /* in the scrape's arena */
+    const char *dlq;  /* expanded dead_letter_stream (arena), or NULL */
+    size_t name_id;   /* ids in the scrape's names, while they exist */
+    size_t dlq_id;    /* NONE without a dead-letter stream */
+    size_t dlq_slot;  /* index into scrape.dlqs */
+    size_t group0;    /* this stream's groups: scrape.groups[group0 .. group0 + ngroups) */
     size_t ngroups;
-    struct group_slot *slots;
-    size_t dlq_len_reply, dlq_range_reply;
+    unsigned spec; /* index into state.specs */
+    unsigned char from_pattern;
+    unsigned char missing;   /* XINFO GROUPS said: no such key */
+    unsigned char dlq_owner; /* the first stream with this dead-letter stream: asks for it */
+};
+
+/* What a dead-letter stream's XLEN and XRANGE said, shared by the streams naming it. */
+struct dlq {
+    long long len;
+    int found;
+    struct redis_stream_id first;
 };
 
 struct scrape {
+    struct names names;
     struct target *t;
-    size_t n;
+    size_t n, cap;
     size_t missing;
+    struct group *groups;
+    size_t ngroups, groups_cap;
+    struct dlq *dlqs;
+    size_t ndlqs;
 };
 
 static void scrape_free(struct scrape *sc)
 {
-    for (size_t i = 0; i < sc->n; i++) {
-        free(sc->t[i].name);
-        free(sc->t[i].dlq);
-        redis_stream_groups_free(sc->t[i].groups, sc->t[i].ngroups);
-        free(sc->t[i].slots);
-    }
+    names_free(&sc->names);
     free(sc->t);
+    free(sc->groups);
+    free(sc->dlqs);
     memset(sc, 0, sizeof *sc);
 }
 
-static void target_add(struct scrape *sc, const char *name, size_t spec, int from_pattern)
+static void target_add(struct scrape *sc, size_t name_id, size_t spec, int from_pattern)
 {
-    sc->t = xrealloc(sc->t, (sc->n + 1) * sizeof *sc->t);
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 16;
+        sc->t = xrealloc(sc->t, sc->cap * sizeof *sc->t);
+    }
     struct target *t = &sc->t[sc->n++];
     memset(t, 0, sizeof *t);
-    t->name = xstrdup(name);
-    t->spec = spec;
-    t->from_pattern = from_pattern;
+    t->name = sc->names.v[name_id].s;
+    t->name_id = name_id;
+    t->dlq_id = t->dlq_slot = NONE;
+    t->spec = (unsigned)spec;
+    t->from_pattern = (unsigned char)from_pattern;
+    sc->names.v[name_id].chosen = 1;
 }
 
-static int query_error(struct redis_conn *conn, const char *what, const redisReply *r,
-                       struct err *e)
+/* An error reply to a command, as ERR_QUERY; what names the command, formatted only here into
+ * at most whatsz bytes (cut short like every quoted name). */
+static int query_error(struct redis_conn *conn, const redisReply *r, struct err *e, size_t whatsz,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int query_error(struct redis_conn *conn, const redisReply *r, struct err *e, size_t whatsz,
+                       const char *fmt, ...)
 {
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, whatsz < sizeof what ? whatsz : sizeof what, fmt, ap);
+    va_end(ap);
     int n = (int)(r->len > 300 ? 300 : r->len);
     return err_set(e, ERR_QUERY, "%s: %s: %.*s", redis_conn_label(conn), what, n, r->str);
 }
 
-/* What one pattern found: its own dedup map, so a stream matched by two patterns goes to the one
- * listed first, whichever SCAN happened to report it for first. */
+/* Prefixes a parser's message with the connection and the command, formatted as query_error. */
+static int parse_error(struct redis_conn *conn, struct err *e, size_t whatsz, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int parse_error(struct redis_conn *conn, struct err *e, size_t whatsz, const char *fmt, ...)
+{
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, whatsz < sizeof what ? whatsz : sizeof what, fmt, ap);
+    va_end(ap);
+    return err_prefix(e, "%s: %s", redis_conn_label(conn), what);
+}
+
+/* What one pattern found, in SCAN order, as ids of the scrape's names. */
 struct pattern_scan {
     size_t spec;
     char cursor[24];
     int done;
-    struct strmap seen;
-    char **found;
-    size_t nfound;
+    size_t *found;
+    size_t nfound, cap;
 };
+
+struct scan_run {
+    struct state *st;
+    struct scrape *sc;
+    struct pattern_scan *ps;
+    size_t *active; /* reply k of a round is the SCAN of ps[active[k]] */
+    size_t distinct;
+    int capped;
+};
+
+/* One SCAN reply. A stream matched by two patterns goes to the one listed first, whichever SCAN
+ * happened to report it for first: a name remembers the first pattern that found it, and is on
+ * the list of a pattern only when no earlier pattern had it. */
+static int scan_reply(void *ctx, size_t k, const redisReply *r, struct err *e)
+{
+    struct scan_run *run = ctx;
+    size_t pi = run->active[k];
+    struct pattern_scan *s = &run->ps[pi];
+    struct names *names = &run->sc->names;
+    const char *pattern = run->st->specs[s->spec].pattern;
+    if (redis_reply_is_error(r, NULL))
+        return query_error(run->st->conn, r, e, 300, "SCAN MATCH \"%s\"", pattern);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_string(r->element[0]) ||
+        r->element[0]->len >= sizeof s->cursor || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        err_set(e, ERR_PROTOCOL, "want [cursor, keys]");
+        return parse_error(run->st->conn, e, 300, "SCAN MATCH \"%s\"", pattern);
+    }
+    const redisReply *keys = r->element[1];
+    for (size_t j = 0; j < keys->elements && !run->capped; j++) {
+        const redisReply *k1 = keys->element[j];
+        /* A key with a NUL byte cannot be a C string; such keys are not collected. */
+        if (!is_string(k1) || memchr(k1->str, '\0', k1->len))
+            continue;
+        int added;
+        size_t id = names_intern(names, k1->str, k1->len, &added);
+        if (!added && names->v[id].pat <= pi)
+            continue; /* this pattern or an earlier one has it */
+        names->v[id].pat = pi;
+        if (s->nfound == s->cap) {
+            s->cap = s->cap ? s->cap * 2 : 64;
+            s->found = xrealloc(s->found, s->cap * sizeof *s->found);
+        }
+        s->found[s->nfound++] = id;
+        if (added && (long long)++run->distinct >= run->st->max_streams)
+            run->capped = 1;
+    }
+    memcpy(s->cursor, r->element[0]->str, r->element[0]->len);
+    s->cursor[r->element[0]->len] = '\0';
+    if (strcmp(s->cursor, "0") == 0)
+        s->done = 1;
+    return 0;
+}
 
 /* Runs SCAN for every pattern, one SCAN per still-active pattern per round trip, until all
  * cursors are back at 0 or max_streams distinct streams were found. */
 static int scan_patterns(struct collector *c, struct state *st, struct redis_pipe *p,
-                         const struct deadline *dl, struct pattern_scan *ps, size_t nps,
-                         struct err *e)
+                         const struct deadline *dl, struct scrape *sc, struct pattern_scan *ps,
+                         size_t nps, struct err *e)
 {
-    struct strmap all = {0};
-    int capped = 0, rc = -1;
-    size_t *active = xcalloc(nps, sizeof *active);
+    struct scan_run run = {st, sc, ps, xcalloc(nps, sizeof(size_t)), 0, 0};
+    int rc = -1;
     for (;;) {
         redis_pipe_reset(p);
         size_t na = 0;
-        for (size_t i = 0; i < nps && !capped; i++) {
+        for (size_t i = 0; i < nps && !run.capped; i++) {
             if (ps[i].done)
                 continue;
-            active[na++] = i;
+            run.active[na++] = i;
             redis_pipe_addv(p, "SCAN", ps[i].cursor, "MATCH", st->specs[ps[i].spec].pattern,
                             "COUNT", SCAN_COUNT, "TYPE", "stream", NULL);
         }
         if (na == 0)
             break;
-        if (redis_pipe_exec(st->conn, p, dl, st->max_reply_bytes, e))
+        if (redis_pipe_exec_each(st->conn, p, dl, st->max_reply_bytes, scan_reply, &run, e))
             goto out;
-        for (size_t k = 0; k < na; k++) {
-            struct pattern_scan *s = &ps[active[k]];
-            const redisReply *r = redis_pipe_reply(p, k);
-            char what[300];
-            snprintf(what, sizeof what, "SCAN MATCH \"%s\"", st->specs[s->spec].pattern);
-            if (redis_reply_is_error(r, NULL)) {
-                query_error(st->conn, what, r, e);
-                goto out;
-            }
-            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-                !is_string(r->element[0]) || r->element[0]->len >= sizeof s->cursor ||
-                r->element[1]->type != REDIS_REPLY_ARRAY) {
-                err_set(e, ERR_PROTOCOL, "%s: %s: want [cursor, keys]", redis_conn_label(st->conn),
-                        what);
-                goto out;
-            }
-            const redisReply *keys = r->element[1];
-            for (size_t j = 0; j < keys->elements && !capped; j++) {
-                const redisReply *k1 = keys->element[j];
-                /* A key with a NUL byte cannot be a C string; such keys are not collected. */
-                if (!is_string(k1) || memchr(k1->str, '\0', k1->len))
-                    continue;
-                if (!strmap_put(&s->seen, k1->str, 0))
-                    continue;
-                s->found = xrealloc(s->found, (s->nfound + 1) * sizeof *s->found);
-                s->found[s->nfound++] = xstrdup(k1->str);
-                strmap_put(&all, k1->str, 0);
-                if ((long long)all.n >= st->max_streams)
-                    capped = 1;
-            }
-            memcpy(s->cursor, r->element[0]->str, r->element[0]->len);
-            s->cursor[r->element[0]->len] = '\0';
-            if (strcmp(s->cursor, "0") == 0)
-                s->done = 1;
-        }
     }
-    if (capped && !st->warned_cap) {
+    if (run.capped && !st->warned_cap) {
         char cap[32];
         snprintf(cap, sizeof cap, "%lld", st->max_streams);
         log_kv(LOG_WARN,
@@ -834,8 +946,7 @@ static int scan_patterns(struct collector *c, struct state *st, struct redis_pip
     }
     rc = 0;
 out:
-    strmap_free(&all);
-    free(active);
+    free(run.active);
     return rc;
 }
 
@@ -844,6 +955,7 @@ out:
 static int resolve_targets(struct collector *c, struct state *st, struct redis_pipe *p,
                            const struct deadline *dl, struct scrape *sc, struct err *e)
 {
+    struct names *names = &sc->names;
     size_t nps = 0;
     for (size_t i = 0; i < st->nspecs; i++)
         nps += st->specs[i].pattern != NULL;
@@ -855,19 +967,19 @@ static int resolve_targets(struct collector *c, struct state *st, struct redis_p
             k++;
         }
     int rc = -1;
-    struct strmap chosen = {0}, dlqs = {0};
-    if (nps && scan_patterns(c, st, p, dl, ps, nps, e))
+    if (nps && scan_patterns(c, st, p, dl, sc, ps, nps, e))
         goto out;
 
     for (size_t i = 0, k = 0; i < st->nspecs; i++) {
         if (st->specs[i].name) {
-            if (strmap_put(&chosen, st->specs[i].name, 0))
-                target_add(sc, st->specs[i].name, i, 0);
+            size_t id = names_intern(names, st->specs[i].name, strlen(st->specs[i].name), NULL);
+            if (!names->v[id].chosen)
+                target_add(sc, id, i, 0);
             continue;
         }
         struct pattern_scan *s = &ps[k++];
         for (size_t j = 0; j < s->nfound; j++)
-            if (strmap_put(&chosen, s->found[j], 0))
+            if (!names->v[s->found[j]].chosen)
                 target_add(sc, s->found[j], i, 1);
     }
     for (size_t i = 0; i < sc->n; i++) {
@@ -875,32 +987,27 @@ static int resolve_targets(struct collector *c, struct state *st, struct redis_p
         const char *tmpl = st->specs[t->spec].dlq_tmpl;
         if (!tmpl)
             continue;
-        t->dlq = redis_stream_dlq_name(tmpl, t->name);
-        if (strcmp(t->dlq, t->name) != 0)
-            strmap_put(&dlqs, t->dlq, 0);
+        char *d = redis_stream_dlq_name(tmpl, t->name);
+        t->dlq_id = names_intern(names, d, strlen(d), NULL);
+        t->dlq = names->v[t->dlq_id].s;
+        free(d);
+        if (t->dlq_id != t->name_id)
+            names->v[t->dlq_id].is_dlq = 1;
     }
     size_t kept = 0;
-    for (size_t i = 0; i < sc->n; i++) {
-        struct target *t = &sc->t[i];
-        if (t->from_pattern && strmap_get(&dlqs, t->name, NULL)) {
-            free(t->name);
-            free(t->dlq);
-            continue;
-        }
-        sc->t[kept++] = *t;
-    }
+    for (size_t i = 0; i < sc->n; i++)
+        if (!(sc->t[i].from_pattern && names->v[sc->t[i].name_id].is_dlq))
+            sc->t[kept++] = sc->t[i];
     sc->n = kept;
+    if (sc->n < sc->cap) {
+        sc->t = xrealloc(sc->t, (sc->n ? sc->n : 1) * sizeof *sc->t);
+        sc->cap = sc->n;
+    }
     rc = 0;
 out:
-    for (size_t i = 0; i < nps; i++) {
-        for (size_t j = 0; j < ps[i].nfound; j++)
-            free(ps[i].found[j]);
+    for (size_t i = 0; i < nps; i++)
         free(ps[i].found);
-        strmap_free(&ps[i].seen);
-    }
     free(ps);
-    strmap_free(&chosen);
-    strmap_free(&dlqs);
     return rc;
 }
 
@@ -912,6 +1019,152 @@ static int group_wanted(const struct stream_spec *sp, const char *group)
         if (strcmp(sp->groups[i], group) == 0)
             return 1;
     return 0;
+}
+
+struct groups_run {
+    struct state *st;
+    struct scrape *sc;
+    int64_t now_ms;
+};
+
+/* Reply 0 is TIME, reply i the XINFO GROUPS of target i - 1: kept are the groups that pass the
+ * groups filter (all are checked), in the scrape's compact form. */
+static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct groups_run *run = ctx;
+    struct scrape *sc = run->sc;
+    struct redis_conn *conn = run->st->conn;
+    if (i == 0) {
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 300, "TIME");
+        if (redis_stream_parse_time(r, &run->now_ms, e))
+            return err_prefix(e, "%s", redis_conn_label(conn));
+        return 0;
+    }
+    struct target *t = &sc->t[i - 1];
+    /* A configured stream that does not exist (yet, or any more) is not an error. */
+    if (redis_reply_is_error(r, "ERR no such key")) {
+        t->missing = 1;
+        sc->missing++;
+        return 0;
+    }
+    if (redis_reply_is_error(r, NULL))
+        return query_error(conn, r, e, 300, "XINFO GROUPS \"%s\"", t->name);
+    size_t n;
+    if (redis_stream_groups_count(r, t->name, &n, e))
+        return err_prefix(e, "%s", redis_conn_label(conn));
+    const struct stream_spec *sp = &run->st->specs[t->spec];
+    t->group0 = sc->ngroups;
+    for (size_t j = 0; j < n; j++) {
+        struct redis_stream_group g;
+        if (redis_stream_parse_group(r, j, t->name, &g, e))
+            return err_prefix(e, "%s", redis_conn_label(conn));
+        if (!group_wanted(sp, g.name))
+            continue;
+        if (sc->ngroups == sc->groups_cap) {
+            sc->groups_cap = sc->groups_cap ? sc->groups_cap * 2 : 16;
+            sc->groups = xrealloc(sc->groups, sc->groups_cap * sizeof *sc->groups);
+        }
+        struct group *cg = &sc->groups[sc->ngroups++];
+        cg->name = sc->names.v[names_intern(&sc->names, g.name, g.name_len, NULL)].s;
+        cg->pending = g.pending;
+        cg->lag = g.lag;
+        cg->has_lag = g.has_lag;
+        cg->last_delivered = g.last_delivered;
+    }
+    t->ngroups = sc->ngroups - t->group0;
+    return 0;
+}
+
+/* Step 2: TIME and XINFO GROUPS for every stream, in one pipeline. */
+static int read_groups(struct state *st, struct redis_pipe *p, const struct deadline *dl,
+                       struct scrape *sc, int64_t *now_ms, struct err *e)
+{
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "TIME", NULL);
+    for (size_t i = 0; i < sc->n; i++)
+        redis_pipe_addv(p, "XINFO", "GROUPS", sc->t[i].name, NULL);
+    struct groups_run run = {st, sc, 0};
+    if (redis_pipe_exec_each(st->conn, p, dl, st->max_reply_bytes, groups_reply, &run, e))
+        return -1;
+    *now_ms = run.now_ms;
+    if (sc->ngroups < sc->groups_cap) {
+        sc->groups = xrealloc(sc->groups, (sc->ngroups ? sc->ngroups : 1) * sizeof *sc->groups);
+        sc->groups_cap = sc->ngroups;
+    }
+    /* Each distinct dead-letter stream is asked about once, by the first existing stream that
+     * names it; the others reuse its answer. */
+    for (size_t i = 0; i < sc->n; i++) {
+        struct target *t = &sc->t[i];
+        if (t->missing || t->dlq_id == NONE)
+            continue;
+        struct name *d = &sc->names.v[t->dlq_id];
+        if (d->dlq == NONE) {
+            d->dlq = sc->ndlqs++;
+            t->dlq_owner = 1;
+        }
+        t->dlq_slot = d->dlq;
+    }
+    if (sc->ndlqs)
+        sc->dlqs = xcalloc(sc->ndlqs, sizeof *sc->dlqs);
+    names_drop_index(&sc->names);
+    return 0;
+}
+
+static int wants_pending(const struct group *g)
+{
+    return g->pending > 0;
+}
+
+/* lag == 0: everything was delivered, there is no first undelivered entry to look for. */
+static int wants_range(const struct group *g)
+{
+    return !(g->has_lag && g->lag == 0);
+}
+
+/* Writes the decimal digits of v at p; returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* Step 3's pipeline: per group XPENDING (when it has pending entries) and XRANGE after its
+ * last-delivered-id (unless its lag is 0), then per stream XLEN and XRANGE of its dead-letter
+ * stream when it is the first to name it. details_reply walks the same order. */
+static void add_details(const struct state *st, const struct scrape *sc, struct redis_pipe *p)
+{
+    char limit[24];
+    *put_u64(limit, (uint64_t)st->pending_scan_limit) = '\0';
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        if (t->missing)
+            continue;
+        for (size_t j = 0; j < t->ngroups; j++) {
+            const struct group *g = &sc->groups[t->group0 + j];
+            if (wants_pending(g))
+                redis_pipe_addv(p, "XPENDING", t->name, g->name, "-", "+", limit, NULL);
+            if (wants_range(g)) {
+                char start[48], *q = start;
+                *q++ = '(';
+                q = put_u64(q, g->last_delivered.ms);
+                *q++ = '-';
+                *put_u64(q, g->last_delivered.seq) = '\0';
+                redis_pipe_addv(p, "XRANGE", t->name, start, "+", "COUNT", "1", NULL);
+            }
+        }
+        if (t->dlq_owner) {
+            redis_pipe_addv(p, "XLEN", t->dlq, NULL);
+            redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", "1", NULL);
+        }
+    }
 }
 
 #define ADD(...)                                                                                   \
@@ -942,177 +1195,222 @@ static int emit_group(struct metric_set *out, const char *q, const char *g,
     return 0;
 }
 
-static int emit_dlq(struct redis_conn *conn, const struct redis_pipe *p, const struct target *t,
-                    int64_t now_ms, struct metric_set *out, struct err *e)
+static int emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
+                    int64_t now_ms, struct err *e)
 {
-    char what[300];
-    const redisReply *len = redis_pipe_reply(p, t->dlq_len_reply);
-    snprintf(what, sizeof what, "XLEN \"%s\"", t->dlq);
-    if (redis_reply_is_error(len, NULL))
-        return query_error(conn, what, len, e);
-    if (!len || len->type != REDIS_REPLY_INTEGER || len->integer < 0)
-        return err_set(e, ERR_PROTOCOL, "%s: %s: want an integer >= 0, got %s",
-                       redis_conn_label(conn), what, redis_reply_type_name(len));
-    const redisReply *first = redis_pipe_reply(p, t->dlq_range_reply);
-    snprintf(what, sizeof what, "XRANGE \"%s\" - + COUNT 1", t->dlq);
-    if (redis_reply_is_error(first, NULL))
-        return query_error(conn, what, first, e);
-    int found = 0;
-    struct redis_stream_id id;
-    if (redis_stream_parse_first_entry(first, what, &found, &id, e))
-        return err_prefix(e, "%s", redis_conn_label(conn));
-    ADD(out, "qrel_dead_letter_messages", (double)len->integer, "queue", t->name,
-        "dead_letter_queue", t->dlq);
-    if (found)
-        ADD(out, "qrel_dead_letter_oldest_age_seconds", redis_stream_age_seconds(now_ms, id.ms),
-            "queue", t->name, "dead_letter_queue", t->dlq);
+    ADD(out, "qrel_dead_letter_messages", (double)d->len, "queue", t->name, "dead_letter_queue",
+        t->dlq);
+    if (d->found)
+        ADD(out, "qrel_dead_letter_oldest_age_seconds",
+            redis_stream_age_seconds(now_ms, d->first.ms), "queue", t->name, "dead_letter_queue",
+            t->dlq);
     return 0;
 }
 
-/* Step 2: TIME and XINFO GROUPS for every stream, in one pipeline. */
-static int read_groups(struct state *st, struct redis_pipe *p, const struct deadline *dl,
-                       struct scrape *sc, int64_t *now_ms, struct err *e)
+/* Step 3 is read as it arrives: a walk over streams and groups in the order add_details added
+ * their commands. Each reply is folded into the group (or dead-letter stream) it belongs to, and
+ * a group's series are emitted as soon as its last reply is in, so no reply, and no per-group
+ * result, outlives the group. */
+enum walk_step {
+    W_TARGET,     /* at the start of stream ti */
+    W_GROUP,      /* at the start of group gi of it */
+    W_PENDING,    /* its XPENDING reply, if it has one */
+    W_RANGE,      /* its XRANGE reply, if it has one */
+    W_EMIT_GROUP, /* its series */
+    W_DLQ,        /* the stream's dead-letter stream, if it has one */
+    W_DLQ_LEN,    /* XLEN of it, from its first stream */
+    W_DLQ_RANGE,  /* XRANGE - + COUNT 1 of it, likewise */
+    W_EMIT_DLQ,   /* the stream's dead-letter series */
+};
+
+struct walk {
+    struct state *st;
+    struct scrape *sc;
+    struct metric_set *out;
+    int64_t now_ms;
+    size_t ti, gi;
+    enum walk_step step;
+    /* the group being read */
+    int skip; /* destroyed between the two pipelines (NOGROUP): it has no series now */
+    int have_pending;
+    struct redis_stream_pending pending;
+    int found;
+    struct redis_stream_id first;
+};
+
+static int walk_emit_group(struct walk *w, const struct target *t, const struct group *g,
+                           struct err *e)
 {
-    redis_pipe_reset(p);
-    size_t time_reply = redis_pipe_addv(p, "TIME", NULL);
-    for (size_t i = 0; i < sc->n; i++)
-        sc->t[i].xinfo_reply = redis_pipe_addv(p, "XINFO", "GROUPS", sc->t[i].name, NULL);
-    if (redis_pipe_exec(st->conn, p, dl, st->max_reply_bytes, e))
+    struct redis_stream_group rg;
+    memset(&rg, 0, sizeof rg);
+    rg.pending = g->pending;
+    rg.has_lag = g->has_lag;
+    rg.lag = g->lag;
+    struct redis_stream_group_values v;
+    redis_stream_group_values(w->now_ms, &rg, w->have_pending ? &w->pending : NULL, w->found,
+                              &w->first, &w->st->specs[t->spec].pol, &v);
+    return emit_group(w->out, t->name, g->name, &v, e);
+}
+
+/* Moves the walk to the next reply due, emitting what is complete on the way. Returns 1 when a
+ * reply is due (w->step says which), 0 at the end, -1 on error. */
+static int walk_next(struct walk *w, struct err *e)
+{
+    struct scrape *sc = w->sc;
+    for (;;) {
+        if (w->ti == sc->n)
+            return 0;
+        const struct target *t = &sc->t[w->ti];
+        const struct group *g = w->gi < t->ngroups ? &sc->groups[t->group0 + w->gi] : NULL;
+        switch (w->step) {
+        case W_TARGET:
+            if (t->missing) {
+                w->ti++;
+                break;
+            }
+            w->gi = 0;
+            w->step = W_GROUP;
+            break;
+        case W_GROUP:
+            if (!g) {
+                w->step = W_DLQ;
+                break;
+            }
+            w->skip = w->have_pending = w->found = 0;
+            w->first.ms = w->first.seq = 0;
+            w->step = W_PENDING;
+            break;
+        case W_PENDING:
+            if (wants_pending(g))
+                return 1;
+            w->step = W_RANGE;
+            break;
+        case W_RANGE:
+            if (wants_range(g))
+                return 1;
+            w->step = W_EMIT_GROUP;
+            break;
+        case W_EMIT_GROUP:
+            if (!w->skip && walk_emit_group(w, t, g, e))
+                return -1;
+            w->gi++;
+            w->step = W_GROUP;
+            break;
+        case W_DLQ:
+            if (!t->dlq) {
+                w->ti++;
+                w->step = W_TARGET;
+                break;
+            }
+            w->step = t->dlq_owner ? W_DLQ_LEN : W_EMIT_DLQ;
+            break;
+        case W_DLQ_LEN:
+        case W_DLQ_RANGE:
+            return 1;
+        case W_EMIT_DLQ:
+            if (emit_dlq(w->out, t, &sc->dlqs[t->dlq_slot], w->now_ms, e))
+                return -1;
+            w->ti++;
+            w->step = W_TARGET;
+            break;
+        }
+    }
+}
+
+static int details_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct walk *w = ctx;
+    int due = walk_next(w, e);
+    if (due < 0)
         return -1;
-    const redisReply *tr = redis_pipe_reply(p, time_reply);
-    if (redis_reply_is_error(tr, NULL))
-        return query_error(st->conn, "TIME", tr, e);
-    if (redis_stream_parse_time(tr, now_ms, e))
-        return err_prefix(e, "%s", redis_conn_label(st->conn));
-    for (size_t i = 0; i < sc->n; i++) {
-        struct target *t = &sc->t[i];
-        const redisReply *r = redis_pipe_reply(p, t->xinfo_reply);
-        char what[300];
-        snprintf(what, sizeof what, "XINFO GROUPS \"%s\"", t->name);
-        /* A configured stream that does not exist (yet, or any more) is not an error. */
-        if (redis_reply_is_error(r, "ERR no such key")) {
-            t->missing = 1;
-            sc->missing++;
-            continue;
+    if (due == 0)
+        return err_set(e, ERR_INTERNAL, "redis_stream: reply %zu answers no command", index + 1);
+    struct redis_conn *conn = w->st->conn;
+    const struct target *t = &w->sc->t[w->ti];
+    const struct group *g = w->gi < t->ngroups ? &w->sc->groups[t->group0 + w->gi] : NULL;
+    switch (w->step) {
+    case W_PENDING:
+        w->step = W_RANGE;
+        if (redis_reply_is_error(r, "NOGROUP")) {
+            w->skip = 1;
+            return 0;
         }
         if (redis_reply_is_error(r, NULL))
-            return query_error(st->conn, what, r, e);
-        if (redis_stream_parse_groups(r, t->name, &t->groups, &t->ngroups, e))
-            return err_prefix(e, "%s", redis_conn_label(st->conn));
-    }
-    return 0;
-}
-
-/* Step 3: XPENDING and XRANGE per group, XLEN and XRANGE per dead-letter stream, one pipeline. */
-static int read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
-                        struct scrape *sc, struct err *e)
-{
-    char limit[32];
-    snprintf(limit, sizeof limit, "%lld", st->pending_scan_limit);
-    struct strmap dlqs = {0};
-    redis_pipe_reset(p);
-    for (size_t i = 0; i < sc->n; i++) {
-        struct target *t = &sc->t[i];
-        t->dlq_len_reply = t->dlq_range_reply = NO_REPLY;
-        if (t->missing)
-            continue;
-        t->slots = xcalloc(t->ngroups ? t->ngroups : 1, sizeof *t->slots);
-        for (size_t j = 0; j < t->ngroups; j++) {
-            const struct redis_stream_group *g = &t->groups[j];
-            struct group_slot *s = &t->slots[j];
-            s->included = group_wanted(&st->specs[t->spec], g->name);
-            s->pending_reply = s->range_reply = NO_REPLY;
-            if (!s->included)
-                continue;
-            if (g->pending > 0)
-                s->pending_reply =
-                    redis_pipe_addv(p, "XPENDING", t->name, g->name, "-", "+", limit, NULL);
-            if (!(g->has_lag && g->lag == 0)) {
-                char start[64];
-                snprintf(start, sizeof start, "(%llu-%llu",
-                         (unsigned long long)g->last_delivered.ms,
-                         (unsigned long long)g->last_delivered.seq);
-                s->range_reply =
-                    redis_pipe_addv(p, "XRANGE", t->name, start, "+", "COUNT", "1", NULL);
-            }
-        }
-        if (t->dlq) {
-            size_t first;
-            if (strmap_get(&dlqs, t->dlq, &first)) {
-                t->dlq_len_reply = first;
-                t->dlq_range_reply = first + 1;
-            } else {
-                t->dlq_len_reply = redis_pipe_addv(p, "XLEN", t->dlq, NULL);
-                t->dlq_range_reply =
-                    redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", "1", NULL);
-                strmap_put(&dlqs, t->dlq, t->dlq_len_reply);
-            }
-        }
-    }
-    strmap_free(&dlqs);
-    if (redis_pipe_len(p) == 0)
+            return query_error(conn, r, e, 600, "XPENDING \"%s\" \"%s\"", t->name, g->name);
+        if (redis_stream_parse_pending(r, t->name, g->name, &w->pending, e))
+            return err_prefix(e, "%s", redis_conn_label(conn));
+        w->have_pending = 1;
         return 0;
-    return redis_pipe_exec(st->conn, p, dl, st->max_reply_bytes, e);
+    case W_RANGE:
+        w->step = W_EMIT_GROUP;
+        if (w->skip)
+            return 0;
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 600,
+                               "XRANGE \"%s\" after the last delivered id of \"%s\"", t->name,
+                               g->name);
+        if (redis_stream_parse_first_entry(r, &w->found, &w->first, e))
+            return parse_error(conn, e, 600, "XRANGE \"%s\" after the last delivered id of \"%s\"",
+                               t->name, g->name);
+        return 0;
+    case W_DLQ_LEN:
+        w->step = W_DLQ_RANGE;
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 300, "XLEN \"%s\"", t->dlq);
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
+            err_set(e, ERR_PROTOCOL, "want an integer >= 0, got %s", redis_reply_type_name(r));
+            return parse_error(conn, e, 300, "XLEN \"%s\"", t->dlq);
+        }
+        w->sc->dlqs[t->dlq_slot].len = r->integer;
+        return 0;
+    case W_DLQ_RANGE: {
+        w->step = W_EMIT_DLQ;
+        struct dlq *d = &w->sc->dlqs[t->dlq_slot];
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
+        if (redis_stream_parse_first_entry(r, &d->found, &d->first, e))
+            return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
+        return 0;
+    }
+    default:
+        return err_set(e, ERR_INTERNAL, "redis_stream: reply %zu read out of step", index + 1);
+    }
 }
 
-static int emit_all(struct state *st, const struct redis_pipe *p, const struct scrape *sc,
-                    int64_t now_ms, struct metric_set *out, struct err *e)
+/* Step 3: XPENDING and XRANGE per group, XLEN and XRANGE per dead-letter stream, one pipeline,
+ * read and emitted as the replies come. */
+static int read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
+                        struct scrape *sc, int64_t now_ms, struct metric_set *out, struct err *e)
 {
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct target *t = &sc->t[i];
-        if (t->missing)
-            continue;
-        const struct stream_spec *sp = &st->specs[t->spec];
-        for (size_t j = 0; j < t->ngroups; j++) {
-            const struct redis_stream_group *g = &t->groups[j];
-            const struct group_slot *s = &t->slots[j];
-            if (!s->included)
-                continue;
-            char what[600];
-            struct redis_stream_pending pend, *pendp = NULL;
-            if (s->pending_reply != NO_REPLY) {
-                const redisReply *r = redis_pipe_reply(p, s->pending_reply);
-                /* The group was destroyed between the two pipelines: it has no series now. */
-                if (redis_reply_is_error(r, "NOGROUP"))
-                    continue;
-                snprintf(what, sizeof what, "XPENDING \"%s\" \"%s\"", t->name, g->name);
-                if (redis_reply_is_error(r, NULL))
-                    return query_error(st->conn, what, r, e);
-                if (redis_stream_parse_pending(r, t->name, g->name, &pend, e))
-                    return err_prefix(e, "%s", redis_conn_label(st->conn));
-                pendp = &pend;
-            }
-            int found = 0;
-            struct redis_stream_id first = {0, 0};
-            if (s->range_reply != NO_REPLY) {
-                const redisReply *r = redis_pipe_reply(p, s->range_reply);
-                snprintf(what, sizeof what, "XRANGE \"%s\" after the last delivered id of \"%s\"",
-                         t->name, g->name);
-                if (redis_reply_is_error(r, NULL))
-                    return query_error(st->conn, what, r, e);
-                if (redis_stream_parse_first_entry(r, what, &found, &first, e))
-                    return err_prefix(e, "%s", redis_conn_label(st->conn));
-            }
-            struct redis_stream_group_values v;
-            redis_stream_group_values(now_ms, g, pendp, found, &first, &sp->pol, &v);
-            if (emit_group(out, t->name, g->name, &v, e))
-                return -1;
-        }
-        if (t->dlq && emit_dlq(st->conn, p, t, now_ms, out, e))
-            return -1;
-    }
-    return 0;
+    redis_pipe_reset(p);
+    add_details(st, sc, p);
+    struct walk w;
+    memset(&w, 0, sizeof w);
+    w.st = st;
+    w.sc = sc;
+    w.out = out;
+    w.now_ms = now_ms;
+    w.step = W_TARGET;
+    if (redis_pipe_len(p) &&
+        redis_pipe_exec_each(st->conn, p, dl, st->max_reply_bytes, details_reply, &w, e))
+        return -1;
+    int due = walk_next(&w, e);
+    if (due > 0)
+        return err_set(e, ERR_INTERNAL, "redis_stream: %zu replies for more commands",
+                       redis_pipe_len(p));
+    return due;
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
     struct state *st = c->priv;
-    struct scrape sc = {0};
+    struct scrape sc;
     struct redis_pipe *p = NULL;
     int64_t now_ms = 0;
     int rc = -1;
 
+    memset(&sc, 0, sizeof sc);
     if (!st->conn) {
         st->conn = redis_conn_open(c->name, st->address, st->username, st->password, st->db, dl, e);
         if (!st->conn)
@@ -1121,7 +1419,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct redis_stats before = *redis_conn_stats(st->conn);
     p = redis_pipe_new();
     if (resolve_targets(c, st, p, dl, &sc, e) || read_groups(st, p, dl, &sc, &now_ms, e) ||
-        read_details(st, p, dl, &sc, e) || emit_all(st, p, &sc, now_ms, out, e))
+        read_details(st, p, dl, &sc, now_ms, out, e))
         goto out;
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {

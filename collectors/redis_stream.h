@@ -29,7 +29,8 @@ int redis_stream_parse_id(const char *s, size_t len, struct redis_stream_id *out
  * nil (lag is unknown after an XDEL of entries the group has not read yet); has_* say whether
  * there was a number. */
 struct redis_stream_group {
-    char *name;
+    const char *name; /* borrowed from the reply: NUL-terminated, valid as long as the reply */
+    size_t name_len;  /* up to a NUL byte in the name, if it has one */
     long long consumers;
     long long pending; /* delivered, not acknowledged: the group's PEL size */
     struct redis_stream_id last_delivered;
@@ -39,15 +40,16 @@ struct redis_stream_group {
     long long lag; /* entries not yet delivered to the group */
 };
 
-/* Parses the reply to `XINFO GROUPS <stream>`: an array of flat [key, value, ...] arrays. Unknown
+/* The reply to `XINFO GROUPS <stream>` is an array of groups, each a flat [key, value, ...]
+ * array. redis_stream_groups_count checks the outer array and says how many groups it holds;
+ * redis_stream_parse_group parses group i (0-based) into *g without allocating anything. Unknown
  * keys are skipped (newer servers add some); name, consumers, pending and last-delivered-id are
- * required. *out is malloc'd (free with redis_stream_groups_free), *n its length. Errors:
- * ERR_PROTOCOL naming the stream and the field, e.g.
+ * required. Errors: ERR_PROTOCOL naming the stream and the field, e.g.
  *   XINFO GROUPS "orders": group 1: field "pending": want an integer, got string
  * An error reply is not handled here (the caller decides what "no such key" means). */
-int redis_stream_parse_groups(const redisReply *r, const char *stream,
-                              struct redis_stream_group **out, size_t *n, struct err *e);
-void redis_stream_groups_free(struct redis_stream_group *g, size_t n);
+int redis_stream_groups_count(const redisReply *r, const char *stream, size_t *n, struct err *e);
+int redis_stream_parse_group(const redisReply *r, size_t i, const char *stream,
+                             struct redis_stream_group *g, struct err *e);
 
 /* What the scanned part of a group's pending entries list says. */
 struct redis_stream_pending {
@@ -64,9 +66,11 @@ int redis_stream_parse_pending(const redisReply *r, const char *stream, const ch
                                struct redis_stream_pending *out, struct err *e);
 
 /* Parses the reply to `XRANGE <key> <start> + COUNT 1`: *found = 0 for an empty array, else the
- * first entry's id. what names the command in messages. */
-int redis_stream_parse_first_entry(const redisReply *r, const char *what, int *found,
-                                   struct redis_stream_id *id, struct err *e);
+ * first entry's id. ERR_PROTOCOL messages do not name the command ("entry 1: want an id like
+ * ..."): the caller prefixes them, so that it formats what it asked only when something is
+ * wrong. */
+int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,
+                                   struct err *e);
 
 /* Parses the reply to TIME ([seconds, microseconds] as strings) into milliseconds. */
 int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e);

@@ -1,11 +1,13 @@
 /* redis.c: the deadline-honouring pipelined Redis client of redis.h.
  *
- * hiredis connects (redisConnectWithTimeout, with what is left of the deadline as the timeout),
- * formats commands (redisFormatCommandArgv) and parses replies (its redisReader); everything in
- * between is done here on a non-blocking socket: one poll() loop writes the whole pipeline and
- * reads replies as they come, each wait bounded by the deadline, the bytes read bounded by a cap.
- * Writing and reading in the same loop means a pipeline larger than the socket buffers cannot
- * deadlock against a server that is itself blocked on sending us replies. */
+ * hiredis connects (redisConnectWithTimeout, with what is left of the deadline as the timeout)
+ * and parses replies (its redisReader); commands are formatted here, straight into the pipe's
+ * buffer, and everything in between is done here on a non-blocking socket: one poll() loop writes
+ * the whole pipeline and reads replies as they come, each wait bounded by the deadline, the bytes
+ * read bounded by a cap. Writing and reading in the same loop means a pipeline larger than the
+ * socket buffers cannot deadlock against a server that is itself blocked on sending us replies.
+ * Each reply is handed to the caller's callback the moment the reader has parsed it, and freed
+ * when the callback returns, so a pipeline's memory is its commands plus one reply tree. */
 #include "common/redis.h"
 
 #include <errno.h>
@@ -13,6 +15,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,6 +25,154 @@
 
 #include "log.h"
 #include "util.h"
+
+/* ---- reply trees ----
+ *
+ * hiredis's default reader allocates every element of a reply separately (a redisReply, then
+ * its string or element array: an XINFO GROUPS reply is some 26 allocations) and freeReplyObject
+ * walks the tree to free them one by one; at 10,000 streams that was a quarter of a scrape's
+ * CPU. Since a reply here lives only until the callback returns, the reader is given object
+ * functions that carve the tree out of an arena instead, which is emptied after each reply.
+ * The objects are ordinary redisReply structs (strings NUL-terminated, element arrays filled in
+ * order), so the callbacks read them as any hiredis reply; they must never reach
+ * freeReplyObject. Allocation failure returns NULL, which the reader reports as out of memory,
+ * as it would with its own functions. */
+
+/* Most reply trees fit in one block (an XINFO GROUPS reply takes about 1 KiB, a SCAN page of
+ * 1000 keys about 80 KiB); the first block is kept across replies, the others are freed. */
+#define REPLY_BLOCK_BYTES ((size_t)32 * 1024)
+
+struct reply_block {
+    struct reply_block *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+struct reply_arena {
+    struct reply_block *head;
+};
+
+static void *arena_alloc(struct reply_arena *a, size_t n)
+{
+    const size_t align = _Alignof(max_align_t);
+    if (n > SIZE_MAX / 2)
+        return NULL;
+    n = (n + align - 1) / align * align;
+    struct reply_block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > REPLY_BLOCK_BYTES ? n : REPLY_BLOCK_BYTES;
+        struct reply_block *nb = malloc(sizeof *nb + cap);
+        if (!nb)
+            return NULL;
+        nb->used = 0;
+        nb->cap = cap;
+        nb->next = b;
+        a->head = b = nb;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+/* Empties the arena, keeping one standard block for the next reply. */
+static void arena_reset(struct reply_arena *a)
+{
+    struct reply_block *keep = NULL;
+    while (a->head) {
+        struct reply_block *b = a->head;
+        a->head = b->next;
+        if (!keep && b->cap == REPLY_BLOCK_BYTES) {
+            keep = b;
+            continue;
+        }
+        free(b);
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    a->head = keep;
+}
+
+static void arena_free(struct reply_arena *a)
+{
+    if (!a)
+        return;
+    arena_reset(a);
+    free(a->head);
+    free(a);
+}
+
+/* A reply object with extra bytes behind it, linked into its parent array as hiredis does. */
+static redisReply *reply_new(const redisReadTask *task, int type, size_t extra)
+{
+    if (extra > SIZE_MAX / 2)
+        return NULL;
+    redisReply *r = arena_alloc(task->privdata, sizeof *r + extra);
+    if (!r)
+        return NULL;
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    if (task->parent) {
+        redisReply *parent = task->parent->obj;
+        parent->element[task->idx] = r;
+    }
+    return r;
+}
+
+static void *reply_string(const redisReadTask *task, char *str, size_t len)
+{
+    redisReply *r = reply_new(task, task->type, len + 1);
+    if (!r)
+        return NULL;
+    r->str = (char *)(r + 1);
+    memcpy(r->str, str, len);
+    r->str[len] = '\0';
+    r->len = len;
+    return r;
+}
+
+static void *reply_array(const redisReadTask *task, int elements)
+{
+    size_t n = elements > 0 ? (size_t)elements : 0;
+    if (n > SIZE_MAX / 2 / sizeof(redisReply *))
+        return NULL;
+    /* Not zeroed: the reader fills every slot before it hands the reply out. */
+    redisReply *r = reply_new(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply *));
+    if (!r)
+        return NULL;
+    r->elements = n;
+    r->element = n ? (redisReply **)(r + 1) : NULL;
+    return r;
+}
+
+static void *reply_integer(const redisReadTask *task, long long value)
+{
+    redisReply *r = reply_new(task, REDIS_REPLY_INTEGER, 0);
+    if (r)
+        r->integer = value;
+    return r;
+}
+
+static void *reply_nil(const redisReadTask *task)
+{
+    return reply_new(task, REDIS_REPLY_NIL, 0);
+}
+
+/* The reader calls this for a half-built reply it drops (on a protocol error, or when the
+ * connection is freed): the arena owns that memory already. */
+static void reply_free(void *obj)
+{
+    (void)obj;
+}
+
+static redisReplyObjectFunctions arena_reply_fns = {
+    .createString = reply_string,
+    .createArray = reply_array,
+    .createInteger = reply_integer,
+    .createNil = reply_nil,
+    .freeObject = reply_free,
+};
 
 /* What each command sent in front of a pipeline after a (re)connect was. */
 enum prelude_kind { PRE_AUTH, PRE_SELECT };
@@ -38,13 +190,23 @@ struct redis_conn {
     int used;            /* a pipeline has succeeded on this socket */
     int broken;          /* an error happened: the caller must close */
     struct redis_stats stats;
+    struct reply_arena *arena; /* where the reader builds reply trees */
 };
 
+/* Distinct command names a pipe remembers for messages (a collector's pipelines use a handful). */
+#define PIPE_NAMES 32
+
 struct redis_pipe {
-    struct buf cmds;   /* every command, formatted, back to back */
-    char (*names)[24]; /* each command's name, for messages */
-    redisReply **replies;
-    size_t n, cap;
+    char *cmds; /* every command in RESP, back to back; NULL once dropped */
+    size_t len, cap;
+    size_t n;               /* commands added */
+    unsigned char *name_of; /* per command: its name in names[], or PIPE_NAMES: see cmds */
+    size_t name_cap;
+    char names[PIPE_NAMES][24];
+    unsigned char name_len[PIPE_NAMES];
+    unsigned nnames;
+    int keep_cmds; /* a name did not fit in names[]: cmds are needed to tell it */
+    int sent;      /* cmds were dropped after being sent and answered */
 };
 
 /* memset() of memory that is freed right after may be optimised away; volatile stores are not. */
@@ -163,36 +325,60 @@ const char *redis_reply_type_name(const redisReply *r)
 
 struct redis_pipe *redis_pipe_new(void)
 {
-    struct redis_pipe *p = xcalloc(1, sizeof *p);
-    buf_init(&p->cmds);
-    return p;
-}
-
-static void pipe_free_replies(struct redis_pipe *p)
-{
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->replies[i])
-            freeReplyObject(p->replies[i]);
-        p->replies[i] = NULL;
-    }
+    return xcalloc(1, sizeof(struct redis_pipe));
 }
 
 void redis_pipe_reset(struct redis_pipe *p)
 {
-    pipe_free_replies(p);
-    buf_reset(&p->cmds);
+    p->len = 0;
     p->n = 0;
+    p->nnames = 0;
+    p->keep_cmds = 0;
+    p->sent = 0;
 }
 
 void redis_pipe_free(struct redis_pipe *p)
 {
     if (!p)
         return;
-    pipe_free_replies(p);
-    buf_free(&p->cmds);
-    free(p->names);
-    free(p->replies);
+    free(p->cmds);
+    free(p->name_of);
     free(p);
+}
+
+/* Once the last byte of the commands went out and the server has begun to answer, the pipeline
+ * cannot be resent (see redis_pipe_exec_each), so the commands are dropped then: at 10,000
+ * streams they are 2 MB that would otherwise last as long as the replies take to read. */
+static void pipe_drop_cmds(struct redis_pipe *p)
+{
+    if (p->keep_cmds || !p->cmds)
+        return;
+    free(p->cmds);
+    p->cmds = NULL;
+    p->len = p->cap = 0;
+}
+
+/* Remembers the name of the command just added (its first argument, cut to 23 bytes). */
+static void pipe_note_name(struct redis_pipe *p, const char *name, size_t len)
+{
+    if (len > sizeof p->names[0] - 1)
+        len = sizeof p->names[0] - 1;
+    unsigned k = 0;
+    while (k < p->nnames && !(p->name_len[k] == len && memcmp(p->names[k], name, len) == 0))
+        k++;
+    if (k == p->nnames && k < PIPE_NAMES) {
+        memcpy(p->names[k], name, len);
+        p->names[k][len] = '\0';
+        p->name_len[k] = (unsigned char)len;
+        p->nnames++;
+    }
+    if (k == PIPE_NAMES)
+        p->keep_cmds = 1;
+    if (p->n == p->name_cap) {
+        p->name_cap = p->name_cap ? p->name_cap * 2 : 64;
+        p->name_of = xrealloc(p->name_of, p->name_cap);
+    }
+    p->name_of[p->n] = (unsigned char)k;
 }
 
 size_t redis_pipe_len(const struct redis_pipe *p)
@@ -200,30 +386,67 @@ size_t redis_pipe_len(const struct redis_pipe *p)
     return p->n;
 }
 
+/* Digits of n in decimal. */
+static size_t dec_len(size_t n)
+{
+    size_t d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+/* "*3\r\n" or "$5\r\n" (a RESP array or bulk string header) at q, whose dec_len(n) + 3 bytes
+ * are reserved; returns the end. */
+static char *put_header(char *q, char tag, size_t n)
+{
+    size_t d = dec_len(n);
+    *q++ = tag;
+    for (size_t i = d; i > 0; i--) {
+        q[i - 1] = (char)('0' + n % 10);
+        n /= 10;
+    }
+    q += d;
+    *q++ = '\r';
+    *q++ = '\n';
+    return q;
+}
+
+/* Formatted here rather than with redisFormatCommandArgv, which allocates every command
+ * separately before it would be copied into the pipe: the size is worked out first, then the
+ * command is written in place. */
 size_t redis_pipe_add(struct redis_pipe *p, int argc, const char *const *argv,
                       const size_t *argvlen)
 {
-    char *cmd = NULL;
-    int len = redisFormatCommandArgv(&cmd, argc, (const char **)argv, argvlen);
-    if (len < 0 || !cmd) {
-        /* hiredis fails here only when it cannot allocate. */
-        log_kv(LOG_ERROR, "out of memory formatting a Redis command", NULL);
-        abort();
+    size_t nargs = argc > 0 ? (size_t)argc : 0, lens[16];
+    size_t need = dec_len(nargs) + 3;
+    for (size_t i = 0; i < nargs; i++) {
+        size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
+        if (i < sizeof lens / sizeof lens[0])
+            lens[i] = len;
+        need += dec_len(len) + 3 + len + 2;
     }
-    buf_append(&p->cmds, cmd, (size_t)len);
-    redisFreeCommand(cmd);
-    if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 16;
-        p->names = xrealloc(p->names, p->cap * sizeof *p->names);
-        p->replies = xrealloc(p->replies, p->cap * sizeof *p->replies);
+    if (need > p->cap - p->len) {
+        size_t cap = p->cap ? p->cap : 4096;
+        while (cap - p->len < need)
+            cap *= 2;
+        p->cmds = xrealloc(p->cmds, cap);
+        p->cap = cap;
     }
-    size_t nlen = argc > 0 ? (argvlen ? argvlen[0] : strlen(argv[0])) : 0;
-    if (nlen >= sizeof p->names[0])
-        nlen = sizeof p->names[0] - 1;
-    if (nlen)
-        memcpy(p->names[p->n], argv[0], nlen);
-    p->names[p->n][nlen] = '\0';
-    p->replies[p->n] = NULL;
+    char *q = put_header(p->cmds + p->len, '*', nargs);
+    for (size_t i = 0; i < nargs; i++) {
+        size_t len = i < sizeof lens / sizeof lens[0] ? lens[i]
+                     : argvlen                        ? argvlen[i]
+                                                      : strlen(argv[i]);
+        q = put_header(q, '$', len);
+        memcpy(q, argv[i], len);
+        q += len;
+        *q++ = '\r';
+        *q++ = '\n';
+    }
+    p->len = (size_t)(q - p->cmds);
+    pipe_note_name(p, nargs ? argv[0] : "", nargs ? lens[0] : 0);
     return p->n++;
 }
 
@@ -245,9 +468,42 @@ size_t redis_pipe_addv(struct redis_pipe *p, const char *arg0, ...)
     return redis_pipe_add(p, argc, argv, NULL);
 }
 
-const redisReply *redis_pipe_reply(const struct redis_pipe *p, size_t i)
+/* Reads the decimal number after a RESP header's tag at *pos, moving *pos past its "\r\n". The
+ * pipe formatted these bytes itself, so they are well-formed. */
+static size_t read_header(const struct redis_pipe *p, size_t *pos)
 {
-    return i < p->n ? p->replies[i] : NULL;
+    size_t n = 0, i = *pos + 1;
+    while (i < p->len && p->cmds[i] >= '0' && p->cmds[i] <= '9')
+        n = n * 10 + (size_t)(p->cmds[i++] - '0');
+    *pos = i + 2;
+    return n;
+}
+
+/* The name of command index (its first word) into out, for messages: from the names the pipe
+ * remembered, else by walking the formatted commands (which are kept then). */
+static void pipe_command_name(const struct redis_pipe *p, size_t index, char *out, size_t outsz)
+{
+    size_t pos = 0;
+    out[0] = '\0';
+    if (index < p->n && p->name_of[index] < PIPE_NAMES) {
+        snprintf(out, outsz, "%s", p->names[p->name_of[index]]);
+        return;
+    }
+    for (size_t k = 0; k <= index && pos < p->len; k++) {
+        size_t argc = read_header(p, &pos);
+        for (size_t j = 0; j < argc && pos < p->len; j++) {
+            size_t len = read_header(p, &pos);
+            if (k == index && j == 0) {
+                size_t n = len < outsz - 1 ? len : outsz - 1;
+                if (pos + n > p->len)
+                    n = p->len - pos;
+                memcpy(out, p->cmds + pos, n);
+                out[n] = '\0';
+                return;
+            }
+            pos += len + 2;
+        }
+    }
 }
 
 /* ---- connections ---- */
@@ -296,6 +552,11 @@ static int conn_connect(struct redis_conn *c, const struct deadline *dl, struct 
         redisFree(ctx);
         return -1;
     }
+    if (!c->arena)
+        c->arena = xcalloc(1, sizeof *c->arena);
+    arena_reset(c->arena);
+    ctx->reader->fn = &arena_reply_fns;
+    ctx->reader->privdata = c->arena;
     c->ctx = ctx;
     c->prelude_pending = c->nprelude > 0;
     c->used = 0;
@@ -344,6 +605,7 @@ void redis_conn_close(struct redis_conn *c)
         return;
     if (c->ctx)
         redisFree(c->ctx);
+    arena_free(c->arena);
     if (c->password) {
         wipe(c->password, strlen(c->password));
         free(c->password);
@@ -407,8 +669,8 @@ static int auth_error(struct redis_conn *c, const char *cmd, const redisReply *r
     return err_set(e, ERR_AUTH, "%s: authentication failed: %s", c->label, text);
 }
 
-/* Checks the reply to the i-th prelude command; frees it. */
-static int prelude_check(struct redis_conn *c, size_t i, redisReply *r, struct err *e)
+/* Checks the reply to the i-th prelude command; frees it (empties the arena). */
+static int prelude_check(struct redis_conn *c, size_t i, const redisReply *r, struct err *e)
 {
     int rc = 0;
     if (r->type == REDIS_REPLY_ERROR) {
@@ -420,7 +682,7 @@ static int prelude_check(struct redis_conn *c, size_t i, redisReply *r, struct e
             rc = err_set(e, ERR_QUERY, "%s: SELECT %ld: %s", c->label, c->db, text);
         }
     }
-    freeReplyObject(r);
+    arena_reset(c->arena);
     return rc;
 }
 
@@ -429,129 +691,147 @@ static int io_error(struct redis_conn *c, const char *what, int errnum, struct e
     return err_set(e, ERR_CONNECT, "%s: %s: %s", c->label, what, strerror(errnum));
 }
 
-/* One write+read cycle. *got_bytes tells the caller whether the server answered anything, which
- * decides whether a connection error may be a stale socket worth one reconnect. */
+/* After any error: the socket may hold half a reply, or replies nobody will read. Closed at once
+ * rather than drained, so a server that keeps sending cannot hold the scrape. */
+static void conn_break(struct redis_conn *c)
+{
+    c->broken = 1;
+    if (c->ctx) {
+        redisFree(c->ctx);
+        c->ctx = NULL;
+    }
+}
+
+/* One run of a pipeline: the callback, and what the reconnect decision needs to know. */
+struct exec_run {
+    redis_reply_fn fn;
+    void *ctx;
+    int got_bytes;    /* the server answered anything */
+    size_t delivered; /* replies handed to fn */
+};
+
+/* Hands one reply of the pipeline proper to the caller (or turns it into ERR_AUTH), then frees
+ * it (empties the arena) whatever happened. */
+static int deliver(struct redis_conn *c, const struct redis_pipe *p, size_t index,
+                   const redisReply *reply, struct exec_run *run, struct err *e)
+{
+    int rc;
+    if (auth_error_prefix(reply)) {
+        char name[24];
+        pipe_command_name(p, index, name, sizeof name);
+        rc = auth_error(c, name, reply, e);
+    } else {
+        run->delivered++;
+        rc = run->fn(run->ctx, index, reply, e);
+        if (rc && e->code == ERR_NONE)
+            rc = err_set(e, ERR_INTERNAL, "%s: reply %zu: handler failed without saying why",
+                         c->label, index + 1);
+    }
+    arena_reset(c->arena);
+    return rc ? -1 : 0;
+}
+
+#define FEED_BYTES 4096
+
+/* One write+read cycle. The prelude (when due) and the commands are sent straight from where
+ * they are kept, without copying them into one buffer first. */
 static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
-                     size_t max_bytes, int *got_bytes, struct err *e)
+                     size_t max_bytes, struct exec_run *run, struct err *e)
 {
     int64_t t0 = deadline_now_ms();
     size_t npre = c->prelude_pending ? c->nprelude : 0;
     size_t total = npre + p->n;
-    struct buf out;
-    buf_init(&out);
-    if (npre)
-        buf_append(&out, c->prelude.data, c->prelude.len);
-    buf_append(&out, p->cmds.data ? p->cmds.data : "", p->cmds.len);
-    size_t written = 0, received = 0, nread = 0;
-    int rc = -1;
+    const char *seg[2] = {c->prelude.data, p->cmds};
+    size_t seglen[2] = {npre ? c->prelude.len : 0, p->len};
+    size_t si = 0, soff = 0; /* the segment being sent, and how much of it is */
+    size_t received = 0, nread = 0;
     char chunk[16384];
 
-    *got_bytes = 0;
-    pipe_free_replies(p);
     c->stats.round_trips++;
     c->stats.commands += total;
     while (received < total) {
-        int64_t left = deadline_remaining_ms(dl);
-        if (left <= 0) {
-            err_set(e, ERR_TIMEOUT, "%s: timed out after %lld ms waiting for Redis", c->label,
-                    (long long)(deadline_now_ms() - t0));
-            goto out;
+        while (si < 2 && soff == seglen[si]) {
+            si++;
+            soff = 0;
         }
+        if (si == 2 && run->got_bytes)
+            pipe_drop_cmds(p);
+        int64_t left = deadline_remaining_ms(dl);
+        if (left <= 0)
+            return err_set(e, ERR_TIMEOUT, "%s: timed out after %lld ms waiting for Redis",
+                           c->label, (long long)(deadline_now_ms() - t0));
         struct pollfd pfd = {c->ctx->fd, POLLIN, 0};
-        if (written < out.len)
+        if (si < 2)
             pfd.events |= POLLOUT;
         int n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            io_error(c, "poll", errno, e);
-            goto out;
+            return io_error(c, "poll", errno, e);
         }
         if (n == 0)
             continue; /* the deadline check above reports it */
-        if (pfd.revents & POLLNVAL) {
-            err_set(e, ERR_INTERNAL, "%s: poll: invalid socket", c->label);
-            goto out;
-        }
-        if ((pfd.revents & POLLOUT) && written < out.len) {
+        if (pfd.revents & POLLNVAL)
+            return err_set(e, ERR_INTERNAL, "%s: poll: invalid socket", c->label);
+        if ((pfd.revents & POLLOUT) && si < 2) {
             /* MSG_NOSIGNAL: a peer that closed must give EPIPE, not kill the exporter. */
-            ssize_t w = send(c->ctx->fd, out.data + written, out.len - written, MSG_NOSIGNAL);
-            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                io_error(c, "write", errno, e);
-                goto out;
-            }
+            ssize_t w = send(c->ctx->fd, seg[si] + soff, seglen[si] - soff, MSG_NOSIGNAL);
+            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                return io_error(c, "write", errno, e);
             if (w > 0) {
-                written += (size_t)w;
+                soff += (size_t)w;
                 c->stats.bytes_written += (size_t)w;
             }
         }
         if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         ssize_t r = recv(c->ctx->fd, chunk, sizeof chunk, 0);
-        if (r == 0) {
-            err_set(e, ERR_CONNECT, "%s: connection closed by the server", c->label);
-            goto out;
-        }
+        if (r == 0)
+            return err_set(e, ERR_CONNECT, "%s: connection closed by the server", c->label);
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 continue;
-            io_error(c, "read", errno, e);
-            goto out;
+            return io_error(c, "read", errno, e);
         }
-        *got_bytes = 1;
+        run->got_bytes = 1;
         c->stats.bytes_read += (size_t)r;
-        if ((size_t)r > max_bytes - nread) {
-            err_set(e, ERR_LIMIT,
-                    "%s: the replies to %zu commands exceeded %zu bytes (max_reply_bytes)",
-                    c->label, p->n, max_bytes);
-            goto out;
-        }
+        if ((size_t)r > max_bytes - nread)
+            return err_set(e, ERR_LIMIT,
+                           "%s: the replies to %zu commands exceeded %zu bytes (max_reply_bytes)",
+                           c->label, p->n, max_bytes);
         nread += (size_t)r;
-        if (redisReaderFeed(c->ctx->reader, chunk, (size_t)r) != REDIS_OK) {
-            err_set(e, ERR_INTERNAL, "%s: reply buffer: %s", c->label, c->ctx->reader->errstr);
-            goto out;
-        }
-        while (received < total) {
-            void *reply = NULL;
-            if (redisReaderGetReply(c->ctx->reader, &reply) != REDIS_OK) {
-                err_set(e, ERR_PROTOCOL, "%s: cannot parse the reply: %s", c->label,
-                        c->ctx->reader->errstr);
-                goto out;
+        /* Fed in slices: after each reply the reader moves what is left of its buffer to the
+         * front, which costs the size of what it was fed. */
+        for (size_t off = 0; off < (size_t)r;) {
+            size_t k = (size_t)r - off < FEED_BYTES ? (size_t)r - off : FEED_BYTES;
+            if (redisReaderFeed(c->ctx->reader, chunk + off, k) != REDIS_OK)
+                return err_set(e, ERR_INTERNAL, "%s: reply buffer: %s", c->label,
+                               c->ctx->reader->errstr);
+            off += k;
+            while (received < total) {
+                void *reply = NULL;
+                if (redisReaderGetReply(c->ctx->reader, &reply) != REDIS_OK)
+                    return err_set(e, ERR_PROTOCOL, "%s: cannot parse the reply: %s", c->label,
+                                   c->ctx->reader->errstr);
+                if (!reply)
+                    break;
+                int rc = received < npre ? prelude_check(c, received, reply, e)
+                                         : deliver(c, p, received - npre, reply, run, e);
+                if (rc)
+                    return -1;
+                received++;
             }
-            if (!reply)
-                break;
-            if (received < npre) {
-                if (prelude_check(c, received, reply, e))
-                    goto out;
-            } else {
-                p->replies[received - npre] = reply;
-            }
-            received++;
         }
     }
     /* Replies we did not ask for would be taken for the answers to the next pipeline. */
-    if (c->ctx->reader->len > c->ctx->reader->pos) {
-        err_set(e, ERR_PROTOCOL, "%s: unexpected data after the last reply", c->label);
-        goto out;
-    }
+    if (c->ctx->reader->len > c->ctx->reader->pos)
+        return err_set(e, ERR_PROTOCOL, "%s: unexpected data after the last reply", c->label);
     c->prelude_pending = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        const redisReply *r = p->replies[i];
-        if (auth_error_prefix(r)) {
-            auth_error(c, p->names[i], r, e);
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    if (npre)
-        wipe(out.data, out.len);
-    buf_free(&out);
-    return rc;
+    return 0;
 }
 
-int redis_pipe_exec(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
-                    size_t max_bytes, struct err *e)
+static int exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                     size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
 {
     if (!max_bytes)
         max_bytes = REDIS_DEFAULT_MAX_REPLY_BYTES;
@@ -560,17 +840,17 @@ int redis_pipe_exec(struct redis_conn *c, struct redis_pipe *p, const struct dea
     if (p->n == 0 && !c->prelude_pending)
         return 0;
     for (int attempt = 0;; attempt++) {
-        int got_bytes = 0;
-        if (exec_once(c, p, dl, max_bytes, &got_bytes, e) == 0) {
+        struct exec_run run = {fn, ctx, 0, 0};
+        if (exec_once(c, p, dl, max_bytes, &run, e) == 0) {
             c->used = 1;
             return 0;
         }
         /* A socket that served the previous scrape and now reads EOF/reset before any byte was
-         * probably closed while idle (server restart, `timeout`, a proxy): reconnect once. */
-        if (attempt > 0 || !c->used || got_bytes || e->code != ERR_CONNECT ||
+         * probably closed while idle (server restart, `timeout`, a proxy): reconnect once. Never
+         * once fn has seen a reply: it would see it twice. */
+        if (attempt > 0 || !c->used || run.got_bytes || run.delivered || e->code != ERR_CONNECT ||
             deadline_expired(dl)) {
-            pipe_free_replies(p);
-            c->broken = 1;
+            conn_break(c);
             return -1;
         }
         log_kv(LOG_DEBUG, "redis connection went stale, reconnecting", "conn", c->label, "error",
@@ -579,8 +859,20 @@ int redis_pipe_exec(struct redis_conn *c, struct redis_pipe *p, const struct dea
         c->ctx = NULL;
         c->stats.reconnects++;
         if (conn_connect(c, dl, e)) {
-            c->broken = 1;
+            conn_break(c);
             return -1;
         }
     }
+}
+
+int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                         size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
+{
+    if (p->sent)
+        return err_set(e, ERR_INTERNAL, "%s: pipeline sent already (reset it to reuse it)",
+                       c->label);
+    int rc = exec_each(c, p, dl, max_bytes, fn, ctx, e);
+    p->sent = 1;
+    pipe_drop_cmds(p);
+    return rc;
 }

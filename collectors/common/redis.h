@@ -8,7 +8,9 @@
  *
  * The unit of work is a pipeline: every command of it is written at once and all replies are read
  * back in one round trip, so a collector's round trips per scrape do not grow with the number of
- * keys it looks at. AUTH and SELECT are not separate round trips either: they are sent in front of
+ * keys it looks at. Each reply is handed to the caller as soon as it is parsed and freed right
+ * after, so the memory a pipeline takes does not grow with its replies either: a collector keeps
+ * only what it extracts. AUTH and SELECT are not separate round trips: they are sent in front of
  * the first pipeline after a (re)connect.
  *
  * Shared by every Redis-based kind (redis_stream today; Sidekiq, BullMQ, RQ and Celery later). One
@@ -71,14 +73,18 @@ const struct redis_stats *redis_conn_stats(const struct redis_conn *c);
 /* The `redis "<source>" <address>` prefix of this connection's messages, for callers' own. */
 const char *redis_conn_label(const struct redis_conn *c);
 
-/* A pipeline: commands added in order, replies read back by redis_pipe_exec. The pipe owns the
- * formatted commands and the replies; redis_pipe_reset drops both (keeping allocations) so one
- * pipe can be reused for several round trips. */
+/* A pipeline: commands added in order, then sent by redis_pipe_exec_each, which hands each reply
+ * to a callback as soon as it is parsed and frees it right after: a pipeline of 30,000 commands
+ * never holds more than one reply tree at a time. The pipe owns the formatted commands (about
+ * 50-80 bytes each) and one byte per command to name it in messages. An exec consumes the pipe:
+ * the commands are dropped as soon as all are sent and the server has begun to answer (they
+ * cannot be needed again then), and a pipe that was executed must be reset before it takes the
+ * commands of the next round trip. */
 struct redis_pipe;
 
 struct redis_pipe *redis_pipe_new(void);
-void redis_pipe_free(struct redis_pipe *p); /* NULL is fine */
-void redis_pipe_reset(struct redis_pipe *p);
+void redis_pipe_free(struct redis_pipe *p);  /* NULL is fine */
+void redis_pipe_reset(struct redis_pipe *p); /* empty again, ready for new commands */
 /* Appends one command. argvlen may be NULL (then every argv[i] is a C string); arguments are
  * binary safe otherwise. Returns the command's index in the pipe. */
 size_t redis_pipe_add(struct redis_pipe *p, int argc, const char *const *argv,
@@ -87,22 +93,33 @@ size_t redis_pipe_add(struct redis_pipe *p, int argc, const char *const *argv,
 size_t redis_pipe_addv(struct redis_pipe *p, const char *arg0, ...) __attribute__((sentinel));
 size_t redis_pipe_len(const struct redis_pipe *p);
 
-/* Sends every command of p (after AUTH/SELECT when the connection is fresh) and reads all
+/* The callback of redis_pipe_exec_each: r is the reply to command index of the pipe. r belongs
+ * to the helper and is freed as soon as the callback returns, so copy out what is needed (its
+ * strings are NUL-terminated, as hiredis makes them). Return 0 to go on, or -1 with e filled to
+ * stop the pipeline. */
+typedef int (*redis_reply_fn)(void *ctx, size_t index, const redisReply *r, struct err *e);
+
+/* Sends every command of p (after AUTH/SELECT when the connection is fresh) and reads the
  * replies, in one round trip, within the deadline, reading at most max_bytes (0: the default).
- * A Redis error reply to one command is data: it is returned as a REDIS_REPLY_ERROR reply.
- * Except that errors of the credentials are the pipeline's failure: a failed AUTH, and any reply
- * starting with NOAUTH, WRONGPASS or NOPERM give ERR_AUTH. Other errors: ERR_TIMEOUT ("timed out
- * after N ms waiting for Redis"), ERR_CONNECT (reset, refused, closed), ERR_PROTOCOL (unparsable
- * reply), ERR_LIMIT (more than max_bytes), ERR_QUERY (SELECT refused).
+ * Each reply goes to fn(ctx, index, reply, e) in command order as soon as it is parsed, and is
+ * freed when fn returns. A Redis error reply to one command is data: fn gets it as a
+ * REDIS_REPLY_ERROR reply. Except that errors of the credentials are the pipeline's failure: a
+ * failed AUTH, and any reply starting with NOAUTH, WRONGPASS or NOPERM give ERR_AUTH (fn does
+ * not see that reply, nor the AUTH/SELECT replies). Other errors: ERR_TIMEOUT ("timed out after
+ * N ms waiting for Redis"), ERR_CONNECT (reset, refused, closed), ERR_PROTOCOL (unparsable
+ * reply), ERR_LIMIT (more than max_bytes), ERR_QUERY (SELECT refused), or fn's own error when fn
+ * returns -1: the pipeline stops there and the rest of the replies is not read.
+ * So fn may have seen some replies of a pipeline that then fails: whatever it built from them
+ * is to be thrown away with the failure.
  * A connection that was idle since its last pipeline and turns out to be closed by the server
- * (restart, idle timeout, proxy) is reconnected once and the pipeline resent: the collectors only
- * send read-only commands, so resending is harmless.
- * After any error the connection is unusable: close it and open a new one on the next scrape. */
-int redis_pipe_exec(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
-                    size_t max_bytes, struct err *e);
-/* The reply to command i after a successful exec, owned by the pipe (valid until the next
- * exec/reset/free); NULL before that. */
-const redisReply *redis_pipe_reply(const struct redis_pipe *p, size_t i);
+ * (restart, idle timeout, proxy) is reconnected once and the pipeline resent, as long as not a
+ * byte of a reply had come back (so fn had seen nothing): the collectors only send read-only
+ * commands, so resending is harmless.
+ * After any error the connection is unusable (its socket is closed at once): close it and open
+ * a new one on the next scrape. Executing a pipe again without redis_pipe_reset is refused
+ * (ERR_INTERNAL). */
+int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                         size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e);
 
 /* Is r an error reply? And if so, does its text start with prefix (e.g. "NOGROUP")? */
 int redis_reply_is_error(const redisReply *r, const char *prefix);

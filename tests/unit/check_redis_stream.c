@@ -8,10 +8,15 @@
  * name the field. configure() is tested through cfg_parse_string with exact messages, because
  * they are what a user reads. Talking to a server is left to tests/integration/redis_stream.sh,
  * which runs a real one. */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis.h>
@@ -19,7 +24,10 @@
 #include "collector.h"
 #include "common/redis.h"
 #include "config.h"
+#include "deadline.h"
+#include "metrics.h"
 #include "redis_stream.h"
+#include "util.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -122,15 +130,33 @@ END_TEST
 
 /* ---- XINFO GROUPS ---- */
 
+/* Every group of an XINFO GROUPS reply, read the way the collector reads them: one at a time,
+ * names borrowed from r (so r must outlive g). */
+static int parse_groups(const redisReply *r, const char *stream, struct redis_stream_group *g,
+                        size_t max, size_t *n, struct err *e)
+{
+    size_t count = 0;
+    *n = 0;
+    if (redis_stream_groups_count(r, stream, &count, e))
+        return -1;
+    ck_assert_uint_le(count, max);
+    for (size_t i = 0; i < count; i++)
+        if (redis_stream_parse_group(r, i, stream, &g[i], e))
+            return -1;
+    *n = count;
+    return 0;
+}
+
 START_TEST(test_groups_recorded)
 {
     redisReply *r = resp(xinfo_orders);
-    struct redis_stream_group *g = NULL;
+    struct redis_stream_group g[2];
     size_t n = 0;
     struct err e = {0};
-    ck_assert_int_eq(redis_stream_parse_groups(r, "orders", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "orders", g, 2, &n, &e), 0);
     ck_assert_uint_eq(n, 2);
     ck_assert_str_eq(g[0].name, "audit");
+    ck_assert_uint_eq(g[0].name_len, 5);
     ck_assert_int_eq(g[0].consumers, 0);
     ck_assert_int_eq(g[0].pending, 0);
     ck_assert_uint_eq(g[0].last_delivered.ms, 1700000000600ULL);
@@ -146,7 +172,6 @@ START_TEST(test_groups_recorded)
     ck_assert_int_eq(g[1].entries_read, 4);
     ck_assert_int_eq(g[1].has_lag, 1);
     ck_assert_int_eq(g[1].lag, 2);
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 }
 END_TEST
@@ -154,15 +179,14 @@ END_TEST
 START_TEST(test_groups_nil_lag)
 {
     redisReply *r = resp(xinfo_trimmed);
-    struct redis_stream_group *g = NULL;
+    struct redis_stream_group g[1];
     size_t n = 0;
     struct err e = {0};
-    ck_assert_int_eq(redis_stream_parse_groups(r, "trimmed", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "trimmed", g, 1, &n, &e), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(g[0].pending, 1);
     ck_assert_int_eq(g[0].has_entries_read, 1);
     ck_assert_int_eq(g[0].has_lag, 0);
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 }
 END_TEST
@@ -171,40 +195,36 @@ START_TEST(test_groups_empty_and_redis6)
 {
     /* A stream without groups, and a Redis 6.2 reply: no entries-read or lag (lag unknown). */
     redisReply *r = resp("*0\r\n");
-    struct redis_stream_group *g = NULL;
+    struct redis_stream_group g[1];
     size_t n = 7;
     struct err e = {0};
-    ck_assert_int_eq(redis_stream_parse_groups(r, "s", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), 0);
     ck_assert_uint_eq(n, 0);
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 
     r = resp("*1\r\n*8\r\n$4\r\nname\r\n$1\r\ng\r\n$9\r\nconsumers\r\n:1\r\n$7\r\npending\r\n:0\r\n"
              "$17\r\nlast-delivered-id\r\n$3\r\n5-1\r\n");
-    ck_assert_int_eq(redis_stream_parse_groups(r, "s", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(g[0].has_lag, 0);
     ck_assert_int_eq(g[0].has_entries_read, 0);
     ck_assert_uint_eq(g[0].last_delivered.seq, 1);
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 
-    /* A repeated key: the first name names the group, nothing leaks. */
+    /* A repeated key: the first name names the group. */
     r = resp("*1\r\n*10\r\n$4\r\nname\r\n$1\r\ng\r\n$4\r\nname\r\n$1\r\nh\r\n"
              "$9\r\nconsumers\r\n:1\r\n$7\r\npending\r\n:0\r\n"
              "$17\r\nlast-delivered-id\r\n$3\r\n5-1\r\n");
-    ck_assert_int_eq(redis_stream_parse_groups(r, "s", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), 0);
     ck_assert_str_eq(g[0].name, "g");
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 
     /* Keys a newer server adds are skipped. */
     r = resp(
         "*1\r\n*10\r\n$4\r\nname\r\n$1\r\ng\r\n$9\r\nconsumers\r\n:1\r\n$7\r\npending\r\n:0\r\n"
         "$17\r\nlast-delivered-id\r\n$3\r\n5-1\r\n$7\r\nfuture!\r\n*1\r\n:1\r\n");
-    ck_assert_int_eq(redis_stream_parse_groups(r, "s", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), 0);
     ck_assert_uint_eq(n, 1);
-    redis_stream_groups_free(g, n);
     freeReplyObject(r);
 }
 END_TEST
@@ -252,13 +272,12 @@ static const struct {
 START_TEST(test_groups_bad)
 {
     redisReply *r = resp(bad_groups[_i].raw);
-    struct redis_stream_group *g = (void *)1;
+    struct redis_stream_group g[1];
     size_t n = 7;
     struct err e = {0};
-    ck_assert_int_eq(redis_stream_parse_groups(r, "s", &g, &n, &e), -1);
+    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
     ck_assert_str_eq(e.msg, bad_groups[_i].msg);
-    ck_assert_ptr_null(g);
     ck_assert_uint_eq(n, 0);
     freeReplyObject(r);
 }
@@ -329,26 +348,25 @@ START_TEST(test_first_entry)
     struct redis_stream_id id;
     int found = -1;
     redisReply *r = resp(xrange_orders);
-    ck_assert_int_eq(redis_stream_parse_first_entry(r, "XRANGE", &found, &id, &e), 0);
+    ck_assert_int_eq(redis_stream_parse_first_entry(r, &found, &id, &e), 0);
     ck_assert_int_eq(found, 1);
     ck_assert_uint_eq(id.ms, 1700000000500ULL);
     freeReplyObject(r);
 
     r = resp("*0\r\n");
-    ck_assert_int_eq(redis_stream_parse_first_entry(r, "XRANGE", &found, &id, &e), 0);
+    ck_assert_int_eq(redis_stream_parse_first_entry(r, &found, &id, &e), 0);
     ck_assert_int_eq(found, 0);
     freeReplyObject(r);
 
     r = resp("*1\r\n*2\r\n$3\r\n1-x\r\n*0\r\n");
-    ck_assert_int_eq(redis_stream_parse_first_entry(r, "XRANGE \"q\"", &found, &id, &e), -1);
+    ck_assert_int_eq(redis_stream_parse_first_entry(r, &found, &id, &e), -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg,
-                     "XRANGE \"q\": entry 1: want an id like \"1700000000000-0\", got \"1-x\"");
+    ck_assert_str_eq(e.msg, "entry 1: want an id like \"1700000000000-0\", got \"1-x\"");
     freeReplyObject(r);
 
     r = resp("$-1\r\n");
-    ck_assert_int_eq(redis_stream_parse_first_entry(r, "XRANGE \"q\"", &found, &id, &e), -1);
-    ck_assert_str_eq(e.msg, "XRANGE \"q\": want an array, got nil");
+    ck_assert_int_eq(redis_stream_parse_first_entry(r, &found, &id, &e), -1);
+    ck_assert_str_eq(e.msg, "want an array, got nil");
     freeReplyObject(r);
 }
 END_TEST
@@ -409,11 +427,11 @@ START_TEST(test_values_worked_example)
 {
     /* The recorded workers group at the recorded TIME. */
     redisReply *g_r = resp(xinfo_orders), *p_r = resp(xpending_orders);
-    struct redis_stream_group *g;
+    struct redis_stream_group g[2];
     size_t n;
     struct redis_stream_pending p;
     struct err e;
-    ck_assert_int_eq(redis_stream_parse_groups(g_r, "orders", &g, &n, &e), 0);
+    ck_assert_int_eq(parse_groups(g_r, "orders", g, 2, &n, &e), 0);
     ck_assert_int_eq(redis_stream_parse_pending(p_r, "orders", "workers", &p, &e), 0);
     struct redis_stream_id first = {1700000000500ULL, 0};
     struct redis_stream_policy pol = {30.0, 3};
@@ -451,7 +469,6 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_retry_horizon, 0);
     ck_assert_double_eq(v.messages_redelivered, 0);
 
-    redis_stream_groups_free(g, n);
     freeReplyObject(g_r);
     freeReplyObject(p_r);
 }
@@ -572,6 +589,640 @@ START_TEST(test_reply_helpers)
     ck_assert_str_eq(redis_reply_type_name(r), "status");
     freeReplyObject(r);
     ck_assert_int_eq(redis_reply_is_error(NULL, NULL), 0);
+}
+END_TEST
+
+/* ---- pipelines (collectors/common/redis.c) against a scripted server ----
+ *
+ * A thread plays the server: for each step it reads the bytes a request should take, then writes
+ * its canned reply in small pieces (so the client parses replies split at every point) and may
+ * close the connection; the step after a close accepts the next one. Everything it received is
+ * kept, to check the commands byte for byte against hiredis's own formatting. */
+
+struct fake_step {
+    size_t read_bytes;
+    const char *reply; /* NULL: nothing */
+    int close;
+};
+
+struct fake_server {
+    int lfd, port;
+    int signal[2]; /* a byte is written to signal[1] after each close */
+    pthread_t th;
+    const struct fake_step *steps;
+    size_t nsteps;
+    size_t chunk;
+    char got[8192];
+    size_t ngot;
+};
+
+static void *fake_main(void *arg)
+{
+    struct fake_server *s = arg;
+    int fd = -1;
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const struct fake_step *st = &s->steps[i];
+        if (fd < 0)
+            fd = accept(s->lfd, NULL, NULL);
+        if (fd < 0)
+            break;
+        for (size_t n = 0; n < st->read_bytes;) {
+            ssize_t r = recv(fd, s->got + s->ngot, sizeof s->got - s->ngot, 0);
+            if (r <= 0)
+                break;
+            s->ngot += (size_t)r;
+            n += (size_t)r;
+        }
+        size_t len = st->reply ? strlen(st->reply) : 0;
+        for (size_t off = 0; off < len; off += s->chunk) {
+            size_t k = len - off < s->chunk ? len - off : s->chunk;
+            if (send(fd, st->reply + off, k, MSG_NOSIGNAL) < 0)
+                break;
+            struct timespec pause = {0, 200000};
+            nanosleep(&pause, NULL);
+        }
+        if (st->close) {
+            close(fd);
+            fd = -1;
+            char b = 1;
+            ck_assert_int_eq(write(s->signal[1], &b, 1), 1);
+        }
+    }
+    if (fd >= 0) {
+        /* Wait for the client to hang up, so nothing it still sends meets a reset. */
+        char b;
+        while (recv(fd, &b, 1, 0) > 0)
+            ;
+        close(fd);
+    }
+    return NULL;
+}
+
+static void fake_start(struct fake_server *s, const struct fake_step *steps, size_t nsteps,
+                       size_t chunk)
+{
+    memset(s, 0, sizeof *s);
+    s->steps = steps;
+    s->nsteps = nsteps;
+    s->chunk = chunk;
+    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(s->lfd, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(s->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(s->lfd, 4), 0);
+    socklen_t alen = sizeof a;
+    ck_assert_int_eq(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
+    s->port = ntohs(a.sin_port);
+    ck_assert_int_eq(pipe(s->signal), 0);
+    ck_assert_int_eq(pthread_create(&s->th, NULL, fake_main, s), 0);
+}
+
+static void fake_wait_close(struct fake_server *s)
+{
+    char b;
+    ck_assert_int_eq(read(s->signal[0], &b, 1), 1);
+}
+
+static void fake_stop(struct fake_server *s)
+{
+    pthread_join(s->th, NULL);
+    close(s->lfd);
+    close(s->signal[0]);
+    close(s->signal[1]);
+}
+
+static struct redis_conn *fake_conn(const struct fake_server *s, const char *password)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s->port);
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    struct redis_conn *c = redis_conn_open("t", addr, NULL, password, 0, &dl, &e);
+    ck_assert_msg(c != NULL, "%s", e.msg);
+    return c;
+}
+
+/* What hiredis itself makes of a command: the pipe must send exactly this. */
+static void append_formatted(struct buf *b, int argc, const char **argv, const size_t *argvlen)
+{
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    ck_assert_int_gt(len, 0);
+    buf_append(b, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+}
+
+/* What the callback saw: one line per reply, "index:type:summary". */
+struct seen {
+    char log[1024];
+    size_t calls;
+    size_t fail_at; /* return -1 at this index */
+};
+
+static int record(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct seen *s = ctx;
+    size_t used = strlen(s->log);
+    char what[200] = "";
+    if (r->type == REDIS_REPLY_ARRAY) {
+        size_t k = 0;
+        k += (size_t)snprintf(what + k, sizeof what - k, "[");
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *x = r->element[i];
+            if (x->type == REDIS_REPLY_STRING) {
+                /* hiredis NUL-terminates strings; the arena must as well */
+                ck_assert_int_eq(x->str[x->len], '\0');
+                k += (size_t)snprintf(what + k, sizeof what - k, "%s%s", i ? "," : "", x->str);
+            } else {
+                k += (size_t)snprintf(what + k, sizeof what - k, "%s%s", i ? "," : "",
+                                      redis_reply_type_name(x));
+            }
+        }
+        snprintf(what + k, sizeof what - k, "]");
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        snprintf(what, sizeof what, "%lld", r->integer);
+    } else if (r->str) {
+        ck_assert_int_eq(r->str[r->len], '\0');
+        snprintf(what, sizeof what, "%s", r->str);
+    }
+    snprintf(s->log + used, sizeof s->log - used, "%zu:%s:%s;", index, redis_reply_type_name(r),
+             what);
+    s->calls++;
+    if (index == s->fail_at)
+        return err_set(e, ERR_PROTOCOL, "stop at %zu", index);
+    return 0;
+}
+
+static const char three_replies[] = "+OK\r\n"
+                                    ":-5\r\n"
+                                    "*4\r\n$3\r\nabc\r\n$-1\r\n*1\r\n:1\r\n$0\r\n\r\n";
+
+START_TEST(test_pipe_each_order)
+{
+    /* Binary-safe arguments (a NUL, CRLF) and a long one cross the formatter's edge cases. */
+    char longarg[300];
+    memset(longarg, 'x', sizeof longarg);
+    const char *a1[] = {"XLEN", "a\0b\r\n"};
+    size_t l1[] = {4, 6};
+    const char *a2[] = {"ECHO", longarg};
+    size_t l2[] = {4, sizeof longarg};
+    struct buf want;
+    buf_init(&want);
+    const char *a0[] = {"PING"};
+    append_formatted(&want, 1, a0, NULL);
+    append_formatted(&want, 2, a1, l1);
+    append_formatted(&want, 2, a2, l2);
+
+    struct fake_step steps[] = {{want.len, three_replies, 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 1, 3);
+    struct redis_conn *c = fake_conn(&s, NULL);
+    struct redis_pipe *p = redis_pipe_new();
+    ck_assert_uint_eq(redis_pipe_addv(p, "PING", NULL), 0);
+    ck_assert_uint_eq(redis_pipe_add(p, 2, a1, l1), 1);
+    ck_assert_uint_eq(redis_pipe_add(p, 2, a2, l2), 2);
+    ck_assert_uint_eq(redis_pipe_len(p), 3);
+    struct seen seen = {"", 0, (size_t)-1};
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(seen.log, "0:status:OK;1:integer:-5;2:array:[abc,nil,array,];");
+    const struct redis_stats *st = redis_conn_stats(c);
+    ck_assert_uint_eq(st->round_trips, 1);
+    ck_assert_uint_eq(st->commands, 3);
+    ck_assert_uint_eq(st->bytes_written, want.len);
+    ck_assert_uint_eq(st->bytes_read, strlen(three_replies));
+    redis_conn_close(c);
+    fake_stop(&s);
+    ck_assert_uint_eq(s.ngot, want.len);
+    ck_assert_int_eq(memcmp(s.got, want.data, want.len), 0);
+    /* An empty pipe costs no round trip. */
+    redis_pipe_reset(p);
+    ck_assert_uint_eq(redis_pipe_len(p), 0);
+    redis_pipe_free(p);
+    buf_free(&want);
+}
+END_TEST
+
+START_TEST(test_pipe_each_stops)
+{
+    /* The callback fails at reply 1: reply 2 is never handed out, the connection is done. */
+    struct fake_step steps[] = {{1, three_replies, 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 1, 64);
+    struct redis_conn *c = fake_conn(&s, NULL);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "A", NULL);
+    redis_pipe_addv(p, "B", NULL);
+    redis_pipe_addv(p, "C", NULL);
+    struct seen seen = {"", 0, 1};
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_str_eq(e.msg, "stop at 1");
+    ck_assert_str_eq(seen.log, "0:status:OK;1:integer:-5;");
+    /* An executed pipe is spent until reset. */
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": pipeline sent already (reset it to reuse it)"));
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "A", NULL);
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_CONNECT);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": connection unusable after an earlier error"));
+    ck_assert_uint_eq(seen.calls, 2);
+    redis_conn_close(c);
+    fake_stop(&s);
+    redis_pipe_free(p);
+}
+END_TEST
+
+START_TEST(test_pipe_each_auth)
+{
+    /* The AUTH reply is the helper's, not the callback's: indices start at the first command. */
+    const char *ping[] = {"PING"}, *auth[] = {"AUTH", "s3cret-pw"};
+    struct buf want;
+    buf_init(&want);
+    append_formatted(&want, 2, auth, NULL);
+    append_formatted(&want, 1, ping, NULL);
+    struct fake_step ok[] = {{want.len, "+OK\r\n+PONG\r\n", 0}};
+    struct fake_server s;
+    fake_start(&s, ok, 1, 2);
+    struct redis_conn *c = fake_conn(&s, "s3cret-pw");
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "PING", NULL);
+    struct seen seen = {"", 0, (size_t)-1};
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(seen.log, "0:status:PONG;");
+    ck_assert_uint_eq(redis_conn_stats(c)->commands, 2);
+    redis_conn_close(c);
+    fake_stop(&s);
+    ck_assert_int_eq(memcmp(s.got, want.data, want.len), 0);
+
+    /* A refused AUTH fails the pipeline before any reply reaches the callback. */
+    struct fake_step refused[] = {
+        {want.len, "-WRONGPASS invalid username-password pair or user is disabled.\r\n", 0}};
+    fake_start(&s, refused, 1, 64);
+    c = fake_conn(&s, "s3cret-pw");
+    seen.log[0] = '\0';
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "PING", NULL);
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_AUTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": authentication failed: WRONGPASS"));
+    ck_assert_ptr_null(strstr(e.msg, "s3cret"));
+    ck_assert_str_eq(seen.log, "");
+    redis_conn_close(c);
+    fake_stop(&s);
+
+    /* NOPERM on one command fails the pipeline and names the command. */
+    struct fake_step noperm[] = {
+        {1,
+         "+PONG\r\n-NOPERM this user has no permissions to run the 'xinfo|groups' command\r\n"
+         ":1\r\n",
+         0}};
+    fake_start(&s, noperm, 1, 5);
+    c = fake_conn(&s, NULL);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "PING", NULL);
+    redis_pipe_addv(p, "XINFO", "GROUPS", "s", NULL);
+    redis_pipe_addv(p, "XLEN", "s", NULL);
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_AUTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": XINFO: permission denied: NOPERM"));
+    ck_assert_str_eq(seen.log, "0:status:PONG;");
+    redis_conn_close(c);
+    fake_stop(&s);
+
+    /* More distinct commands than the pipe remembers names for: the name is still found. */
+    struct buf many;
+    buf_init(&many);
+    for (int i = 0; i < 36; i++)
+        buf_puts(&many, "+OK\r\n");
+    buf_puts(&many, "-NOPERM this user has no permissions to run the 'cmd36' command\r\n");
+    struct fake_step nameless[] = {{1, many.data, 0}};
+    fake_start(&s, nameless, 1, 64);
+    c = fake_conn(&s, NULL);
+    redis_pipe_reset(p);
+    for (int i = 0; i < 40; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "CMD%d", i);
+        redis_pipe_addv(p, name, "k", NULL);
+    }
+    seen.calls = 0;
+    seen.log[0] = '\0';
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_AUTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": CMD36: permission denied: NOPERM"));
+    ck_assert_uint_eq(seen.calls, 36);
+    redis_conn_close(c);
+    fake_stop(&s);
+    buf_free(&many);
+    redis_pipe_free(p);
+    buf_free(&want);
+}
+END_TEST
+
+START_TEST(test_pipe_each_limits)
+{
+    struct fake_step steps[] = {{1, three_replies, 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 1, 64);
+    struct redis_conn *c = fake_conn(&s, NULL);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "A", NULL);
+    redis_pipe_addv(p, "B", NULL);
+    redis_pipe_addv(p, "C", NULL);
+    struct seen seen = {"", 0, (size_t)-1};
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 8, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_LIMIT);
+    ck_assert_ptr_nonnull(
+        strstr(e.msg, ": the replies to 3 commands exceeded 8 bytes (max_reply_bytes)"));
+    redis_conn_close(c);
+    fake_stop(&s);
+
+    /* A server that never answers: the deadline, not the socket, ends the wait. */
+    struct fake_step silent[] = {{1, NULL, 0}};
+    fake_start(&s, silent, 1, 64);
+    c = fake_conn(&s, NULL);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "A", NULL);
+    dl = deadline_in(0.2);
+    int64_t t0 = deadline_now_ms();
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_TIMEOUT);
+    ck_assert_ptr_nonnull(strstr(e.msg, "waiting for Redis"));
+    ck_assert_int_lt(deadline_now_ms() - t0, 2000);
+    ck_assert_uint_eq(seen.calls, 0);
+    redis_conn_close(c);
+    fake_stop(&s);
+    redis_pipe_free(p);
+}
+END_TEST
+
+START_TEST(test_pipe_each_stale)
+{
+    /* The server closes an idle connection: the next pipeline reconnects once, silently. */
+    struct fake_step steps[] = {{14, "+A\r\n", 1}, {14, "+B\r\n", 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 2, 64);
+    struct redis_conn *c = fake_conn(&s, NULL);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "PING", NULL);
+    struct seen seen = {"", 0, (size_t)-1};
+    struct deadline dl = deadline_in(5);
+    struct err e = {0};
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e) == 0, "%s", e.msg);
+    fake_wait_close(&s);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "PING", NULL);
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(seen.log, "0:status:A;0:status:B;");
+    ck_assert_uint_eq(redis_conn_stats(c)->reconnects, 1);
+    redis_conn_close(c);
+    fake_stop(&s);
+
+    /* But once a reply has reached the callback, a lost connection is an error, not a retry:
+     * the callback would see that reply twice. */
+    struct fake_step mid[] = {{28, "+A\r\n+B\r\n", 0}, {28, "+C\r\n", 1}};
+    fake_start(&s, mid, 2, 64);
+    c = fake_conn(&s, NULL);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "PING", NULL);
+    redis_pipe_addv(p, "PING", NULL);
+    seen.log[0] = '\0';
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e) == 0, "%s", e.msg);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "PING", NULL);
+    redis_pipe_addv(p, "PING", NULL);
+    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
+    ck_assert_int_eq(e.code, ERR_CONNECT);
+    ck_assert_str_eq(seen.log, "0:status:A;1:status:B;0:status:C;");
+    ck_assert_uint_eq(redis_conn_stats(c)->reconnects, 0);
+    redis_conn_close(c);
+    fake_stop(&s);
+    redis_pipe_free(p);
+}
+END_TEST
+
+/* Checks a reply of n strings "<i>:xxxx..." of len bytes, then a string of big bytes. */
+struct large_check {
+    size_t n, len, big;
+    size_t calls;
+};
+
+static int check_large(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct large_check *lc = ctx;
+    lc->calls++;
+    if (index == 0 || index == 2) {
+        ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+        ck_assert_uint_eq(r->elements, lc->n);
+        for (size_t i = 0; i < r->elements; i++) {
+            char head[32];
+            snprintf(head, sizeof head, "%zu:", i);
+            ck_assert_uint_eq(r->element[i]->len, lc->len);
+            ck_assert_int_eq(strncmp(r->element[i]->str, head, strlen(head)), 0);
+            ck_assert_int_eq(r->element[i]->str[lc->len], '\0');
+        }
+    } else {
+        ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+        ck_assert_uint_eq(r->len, lc->big);
+        ck_assert_int_eq(r->str[0], 'y');
+        ck_assert_int_eq(r->str[lc->big - 1], 'y');
+        ck_assert_int_eq(r->str[lc->big], '\0');
+    }
+    (void)e;
+    return 0;
+}
+
+START_TEST(test_pipe_each_large)
+{
+    /* Reply trees larger than one arena block, a string larger than one, then the first again:
+     * each is whole and intact however the arena was reused in between. */
+    struct large_check lc = {3000, 24, 100000, 0};
+    struct buf reply, array;
+    buf_init(&reply);
+    buf_init(&array);
+    buf_printf(&array, "*%zu\r\n", lc.n);
+    for (size_t i = 0; i < lc.n; i++) {
+        char item[32];
+        int k = snprintf(item, sizeof item, "%zu:", i);
+        buf_printf(&array, "$%zu\r\n%s", lc.len, item);
+        for (size_t j = (size_t)k; j < lc.len; j++)
+            buf_putc(&array, 'x');
+        buf_puts(&array, "\r\n");
+    }
+    buf_append(&reply, array.data, array.len);
+    buf_printf(&reply, "$%zu\r\n", lc.big);
+    for (size_t j = 0; j < lc.big; j++)
+        buf_putc(&reply, 'y');
+    buf_puts(&reply, "\r\n");
+    buf_append(&reply, array.data, array.len);
+
+    struct fake_step steps[] = {{1, reply.data, 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 1, 7000);
+    struct redis_conn *c = fake_conn(&s, NULL);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "A", NULL);
+    redis_pipe_addv(p, "B", NULL);
+    redis_pipe_addv(p, "C", NULL);
+    struct deadline dl = deadline_in(10);
+    struct err e = {0};
+    ck_assert_msg(redis_pipe_exec_each(c, p, &dl, 0, check_large, &lc, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(lc.calls, 3);
+    redis_conn_close(c);
+    fake_stop(&s);
+    redis_pipe_free(p);
+    buf_free(&reply);
+    buf_free(&array);
+}
+END_TEST
+
+/* ---- the collector against a scripted server ---- */
+
+/* Two streams share a dead-letter stream, a third does not exist: TIME and XINFO GROUPS first,
+ * then the commands of the groups and the dead-letter stream in the order the collector walks
+ * them. The exact bytes are checked, then what came of the replies. */
+static const char collect_config[] = "sources:\n  - name: cache\n    kind: redis_stream\n"
+                                     "    address: 127.0.0.1:%d\n"
+                                     "    pending_scan_limit: 10\n"
+                                     "    streams:\n"
+                                     "      - {name: a, dead_letter_stream: shared.dlq, "
+                                     "claim_min_idle: 30s}\n"
+                                     "      - {name: gone, dead_letter_stream: shared.dlq}\n"
+                                     "      - {name: b, dead_letter_stream: shared.dlq, "
+                                     "groups: [g2, g3]}\n";
+
+#define GROUP(name, pending, last, lag)                                                            \
+    "*12\r\n$4\r\nname\r\n$2\r\n" name "\r\n$9\r\nconsumers\r\n:1\r\n$7\r\npending\r\n:" pending   \
+    "\r\n$17\r\nlast-delivered-id\r\n$" last "\r\n$12\r\nentries-read\r\n:1\r\n$3\r\nlag\r\n" lag
+
+static const char collect_groups_replies[] =
+    "*2\r\n$10\r\n1700000010\r\n$6\r\n000000\r\n"                /* TIME */
+    "*1\r\n" GROUP("g1", "2", "15\r\n1700000000300-0", ":1\r\n") /* a */
+    "-ERR no such key\r\n"                                       /* gone */
+    "*3\r\n" GROUP("g1", "0", "3\r\n1-0", ":0\r\n")              /* b: g1 is filtered out */
+    GROUP("g2", "0", "3\r\n1-0", ":0\r\n")                       /* nothing to ask */
+    GROUP("g3", "1", "15\r\n1700000000500-7", "$-1\r\n");        /* nil lag */
+
+#define XPENDING_A                                                                                 \
+    "*2\r\n*4\r\n$15\r\n1700000000100-0\r\n$2\r\nc1\r\n:5000\r\n:1\r\n"                            \
+    "*4\r\n$15\r\n1700000000200-0\r\n$2\r\nc2\r\n:7000\r\n:3\r\n"
+#define XRANGE_A "*1\r\n*2\r\n$15\r\n1700000000400-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+#define XRANGE_DLQ "*1\r\n*2\r\n$15\r\n1699999990000-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+/* g3 was destroyed in between: its XRANGE reply, whatever it says, is not looked at. */
+#define B_G3_GONE "-NOGROUP No such key 'b' or consumer group 'g3'\r\n-ERR not looked at\r\n"
+
+static void collect_commands(struct buf *groups, struct buf *details)
+{
+    const char *time_cmd[] = {"TIME"};
+    append_formatted(groups, 1, time_cmd, NULL);
+    const char *streams[] = {"a", "gone", "b"};
+    for (int i = 0; i < 3; i++) {
+        const char *xinfo[] = {"XINFO", "GROUPS", streams[i]};
+        append_formatted(groups, 3, xinfo, NULL);
+    }
+    const char *c1[] = {"XPENDING", "a", "g1", "-", "+", "10"};
+    const char *c2[] = {"XRANGE", "a", "(1700000000300-0", "+", "COUNT", "1"};
+    const char *c3[] = {"XLEN", "shared.dlq"};
+    const char *c4[] = {"XRANGE", "shared.dlq", "-", "+", "COUNT", "1"};
+    const char *c5[] = {"XPENDING", "b", "g3", "-", "+", "10"};
+    const char *c6[] = {"XRANGE", "b", "(1700000000500-7", "+", "COUNT", "1"};
+    append_formatted(details, 6, c1, NULL);
+    append_formatted(details, 6, c2, NULL);
+    append_formatted(details, 2, c3, NULL);
+    append_formatted(details, 6, c4, NULL);
+    append_formatted(details, 6, c5, NULL);
+    append_formatted(details, 6, c6, NULL);
+}
+
+/* One collection against the scripted server answering the details with details_replies. */
+static int collect_once(const char *details_replies, struct err *e, size_t *nsamples)
+{
+    struct buf groups, details;
+    buf_init(&groups);
+    buf_init(&details);
+    collect_commands(&groups, &details);
+    struct fake_step steps[] = {{groups.len, collect_groups_replies, 0},
+                                {details.len, details_replies, 0}};
+    struct fake_server s;
+    fake_start(&s, steps, 2, 16);
+
+    char text[1024];
+    snprintf(text, sizeof text, collect_config, s.port);
+    err_clear(e);
+    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
+    ck_assert_msg(d != NULL, "%s", e->msg);
+    struct cfg_node *seq = NULL;
+    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
+    struct collector c = {"cache", &redis_stream_kind, 5, NULL};
+    ck_assert_msg(redis_stream_kind.configure(&c, seq->items[0], e) == 0, "%s", e->msg);
+    struct metric_set *set = metric_set_new("cache", "redis_stream");
+    struct deadline dl = deadline_in(5);
+    int rc = redis_stream_kind.collect(&c, &dl, set, e);
+    *nsamples = metric_set_len(set);
+    ck_assert_ptr_null(metric_set_error(set));
+    redis_stream_kind.destroy(&c);
+    fake_stop(&s);
+    /* The server read exactly the commands it was scripted for, in that order. */
+    ck_assert_uint_ge(s.ngot, groups.len);
+    ck_assert_int_eq(memcmp(s.got, groups.data, groups.len), 0);
+    if (rc == 0) {
+        ck_assert_uint_eq(s.ngot, groups.len + details.len);
+        ck_assert_int_eq(memcmp(s.got + groups.len, details.data, details.len), 0);
+    }
+    metric_set_free(set);
+    cfg_doc_free(d);
+    buf_free(&groups);
+    buf_free(&details);
+    return rc;
+}
+
+START_TEST(test_collect_walk)
+{
+    struct err e;
+    size_t n = 0;
+    int rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ B_G3_GONE, &e, &n);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
+     * redelivered (8); a's dead-letter pair (2); b/g2 without a lease (6); g3 none; b's dead-letter
+     * pair from a's replies (2). */
+    ck_assert_uint_eq(n, 18);
+
+    /* Errors name the command and stop the collection. */
+    rc = collect_once(
+        XPENDING_A XRANGE_A
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n" XRANGE_DLQ
+            B_G3_GONE,
+        &e, &n);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_QUERY);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": XLEN \"shared.dlq\": WRONGTYPE Operation"));
+
+    rc = collect_once(XPENDING_A "*1\r\n*2\r\n$3\r\n1-x\r\n*0\r\n:4\r\n" XRANGE_DLQ B_G3_GONE, &e,
+                      &n);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_ptr_nonnull(strstr(e.msg,
+                                 ": XRANGE \"a\" after the last delivered id of \"g1\": "
+                                 "entry 1: want an id like \"1700000000000-0\", got \"1-x\""));
+
+    rc = collect_once("*1\r\n*4\r\n$3\r\n1-0\r\n$1\r\nc\r\n:1\r\n$-1\r\n" XRANGE_A
+                      ":4\r\n" XRANGE_DLQ B_G3_GONE,
+                      &e, &n);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": XPENDING \"a\" \"g1\": entry 1: field \"deliveries\""));
 }
 END_TEST
 
@@ -807,6 +1458,17 @@ static Suite *redis_stream_suite(void)
     tcase_add_test(tc, test_values_edges);
     tcase_add_loop_test(tc, test_address, 0, N(addresses));
     tcase_add_test(tc, test_reply_helpers);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("pipeline");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_pipe_each_order);
+    tcase_add_test(tc, test_pipe_each_stops);
+    tcase_add_test(tc, test_pipe_each_auth);
+    tcase_add_test(tc, test_pipe_each_limits);
+    tcase_add_test(tc, test_pipe_each_stale);
+    tcase_add_test(tc, test_pipe_each_large);
+    tcase_add_test(tc, test_collect_walk);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("configure");
