@@ -1,12 +1,15 @@
 /* expfmt.c: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0 writers (see expfmt.h).
  *
  * A scrape merges the sets of every source, and both formats require all samples of a family to
- * sit together under one HELP/TYPE header. The writer therefore buckets samples by family with a
- * counting sort over catalogue positions, which is linear and stable (set order, then insertion
- * order), and then emits the buckets in catalogue (= name) order. Everything else here is
- * escaping and number formatting, kept byte-exact because scrapers and promtool are strict, and
- * kept fast (samples are formatted in place, numbers mostly without printf) because one scrape of
- * a large Redis can hold hundreds of thousands of samples. */
+ * sit together under one HELP/TYPE header. The writer therefore links each family's samples in
+ * output order (set order, then insertion order) with one pass over the sets: a 32-bit "next"
+ * per sample, not a copy of the samples. It then produces the text in pieces, each line written
+ * straight into the caller's buffer when it surely fits, so that an exposition of 10 MB is
+ * streamed to the client instead of held whole; expfmt_write is the same writer reading into a
+ * growing buffer. Everything else here is escaping and number formatting, kept byte-exact
+ * because scrapers and promtool are strict, and kept fast (samples are formatted in place,
+ * numbers mostly without printf) because one scrape of a large Redis can hold hundreds of
+ * thousands of samples. */
 #include "expfmt.h"
 
 #include <math.h>
@@ -460,58 +463,35 @@ void expfmt_format_value(struct buf *out, double v)
 
 /* ---- the writer ---- */
 
-static void write_header(struct buf *out, const struct metric_family *fam, enum expfmt_format f)
-{
-    size_t name_len = strlen(fam->name);
-    /* OpenMetrics names a counter family without the _total its samples carry. */
-    if (f == EXPFMT_OPENMETRICS && fam->type == METRIC_COUNTER && name_len > 6 &&
-        strcmp(fam->name + name_len - 6, "_total") == 0)
-        name_len -= 6;
-    buf_append(out, "# HELP ", 7);
-    buf_append(out, fam->name, name_len);
-    buf_putc(out, ' ');
-    expfmt_escape_help(out, fam->help, f);
-    buf_append(out, "\n# TYPE ", 8);
-    buf_append(out, fam->name, name_len);
-    buf_puts(out, fam->type == METRIC_COUNTER ? " counter\n" : " gauge\n");
-}
+#define END UINT32_MAX
 
-/* name{l1="v1",...} value\n, formatted in place. Each string is measured once: strcspn finds the
- * first byte needing an escape, which for almost every label value is its terminating NUL, so the
- * value is then copied whole. */
-static void write_sample(struct buf *out, const struct metric_sample *sm, const char *name,
-                         size_t name_len)
-{
-    char *p = out_reserve(out, name_len);
-    memcpy(p, name, name_len);
-    p += name_len;
-    for (size_t i = 0; i < sm->nlabels; i++) {
-        const char *ln = sm->labels[i].name, *lv = sm->labels[i].value;
-        size_t nl = strlen(ln);
-        size_t clean = strcspn(lv, "\\\"\n");
-        size_t vl = lv[clean] ? clean + strlen(lv + clean) : clean;
-        out->len = (size_t)(p - out->data);
-        p = out_reserve(out, nl + 2 * vl + 4);
-        *p++ = i ? ',' : '{';
-        memcpy(p, ln, nl);
-        p += nl;
-        *p++ = '=';
-        *p++ = '"';
-        memcpy(p, lv, clean);
-        p += clean;
-        if (lv[clean])
-            p = escape_to(p, lv + clean, 1);
-        *p++ = '"';
-    }
-    out->len = (size_t)(p - out->data);
-    p = out_reserve(out, VALUE_MAX + 3);
-    if (sm->nlabels)
-        *p++ = '}';
-    *p++ = ' ';
-    p += format_value_to(p, sm->value);
-    *p++ = '\n';
-    out_commit(out, p);
-}
+enum writer_state { WRITE_HEADER, WRITE_SAMPLES, WRITE_EOF, WRITE_DONE };
+
+/* Samples are numbered across the sets in output order within a family (set order, then
+ * insertion order): global number g is sample g - set_end[k - 1] of set k. */
+struct expfmt_writer {
+    struct metric_set **sets; /* a copy of the caller's array; the sets are not owned */
+    size_t nsets;
+    size_t *set_end; /* one past the global number of each set's last sample */
+    uint32_t *next;  /* the next sample of the same family, or END: the grouping index */
+    uint32_t *head;  /* per catalogue family: its first sample, or END */
+    const struct metric_family *catalog;
+    size_t nfam;
+    enum expfmt_format f;
+    enum writer_state state;
+    size_t fam;       /* the family being written */
+    size_t name_len;  /* strlen of its name */
+    uint32_t cur;     /* its next sample to write, or END */
+    size_t cur_set;   /* the set that holds cur */
+    struct buf carry; /* the one piece that did not fit the caller's buffer */
+    size_t carry_off; /* how much of it was handed out already */
+    struct metric_sample sm;
+    /* 'name{l0="v0",l1="v1"' as last written, and the strings it was made of. A set stores each
+     * string once, so the same pointers mean the same text: nearly every sample of a family in a
+     * set starts with the same source and kind, and its line then starts with one copy. */
+    struct buf prefix;
+    const char *prefix_of[5];
+};
 
 /* Position of a sample's family in the catalogue. metric_set_add only stores pointers into the
  * catalogue array, so pointer arithmetic is exact; anything else would be a bug upstream. */
@@ -522,47 +502,255 @@ static size_t family_index(const struct metric_family *fam, const struct metric_
     return i < nfam ? i : nfam;
 }
 
+struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t nsets,
+                                        enum expfmt_format f)
+{
+    struct expfmt_writer *w = xcalloc(1, sizeof *w);
+    w->f = f;
+    w->catalog = metric_catalog_at(0);
+    w->nfam = metric_catalog_count();
+    w->nsets = sets ? nsets : 0;
+    w->sets = xcalloc(w->nsets + 1, sizeof *w->sets);
+    w->set_end = xcalloc(w->nsets + 1, sizeof *w->set_end);
+    size_t total = 0;
+    for (size_t k = 0; k < w->nsets; k++) {
+        w->sets[k] = sets[k];
+        total += metric_set_len(sets[k]);
+        w->set_end[k] = total;
+    }
+    if (total >= END) {
+        /* 16 bytes a sample at least: 64 GiB of sets. Nothing can be written correctly. */
+        fprintf(stderr, "qrel: %zu samples in one exposition, more than it can index\n", total);
+        abort();
+    }
+
+    /* One pass in output order links each family's samples; tail[] is the last one so far. */
+    w->head = xmalloc((w->nfam + 1) * sizeof *w->head);
+    uint32_t *tail = xmalloc((w->nfam + 1) * sizeof *tail);
+    for (size_t i = 0; i <= w->nfam; i++)
+        w->head[i] = END;
+    w->next = xmalloc((total ? total : 1) * sizeof *w->next);
+    uint32_t g = 0;
+    for (size_t k = 0; k < w->nsets; k++) {
+        size_t n = metric_set_len(w->sets[k]);
+        for (size_t i = 0; i < n; i++, g++) {
+            /* Slot nfam catches strays; it is never written. */
+            size_t fi = family_index(metric_set_family(w->sets[k], i), w->catalog, w->nfam);
+            if (w->head[fi] == END)
+                w->head[fi] = g;
+            else
+                w->next[tail[fi]] = g;
+            tail[fi] = g;
+            w->next[g] = END;
+        }
+    }
+    free(tail);
+    buf_init(&w->carry);
+    buf_init(&w->prefix);
+    w->state = WRITE_HEADER;
+    return w;
+}
+
+void expfmt_writer_free(struct expfmt_writer *w)
+{
+    if (!w)
+        return;
+    buf_free(&w->carry);
+    buf_free(&w->prefix);
+    free(w->next);
+    free(w->head);
+    free(w->set_end);
+    free(w->sets);
+    free(w);
+}
+
+/* "# HELP name help\n# TYPE name type\n"; at most 2 * (name + help) + 32 bytes. */
+static char *header_to(char *p, const struct metric_family *fam, size_t name_len,
+                       enum expfmt_format f)
+{
+    /* OpenMetrics names a counter family without the _total its samples carry. */
+    if (f == EXPFMT_OPENMETRICS && fam->type == METRIC_COUNTER && name_len > 6 &&
+        strcmp(fam->name + name_len - 6, "_total") == 0)
+        name_len -= 6;
+    memcpy(p, "# HELP ", 7);
+    p += 7;
+    memcpy(p, fam->name, name_len);
+    p += name_len;
+    *p++ = ' ';
+    /* The 0.0.4 text format does not escape '"' in HELP; OpenMetrics does. */
+    p = escape_to(p, fam->help, f == EXPFMT_OPENMETRICS);
+    memcpy(p, "\n# TYPE ", 8);
+    p += 8;
+    memcpy(p, fam->name, name_len);
+    p += name_len;
+    const char *type = fam->type == METRIC_COUNTER ? " counter\n" : " gauge\n";
+    size_t type_len = strlen(type);
+    memcpy(p, type, type_len);
+    return p + type_len;
+}
+
+/* The most bytes labels_to writes for labels [from, to): escaping at most doubles a value. */
+static size_t labels_bound(const struct metric_sample *sm, size_t from, size_t to)
+{
+    size_t n = 0;
+    for (size_t i = from; i < to; i++) {
+        const struct metric_label *l = &sm->labels[i];
+        n += l->name_len + (l->value_escape ? 2 * l->value_len : l->value_len) + 4; /* ,="" */
+    }
+    return n;
+}
+
+/* The most bytes sample_to can write for sm: "} " before the value, "\n" after. */
+static size_t sample_bound(const struct metric_sample *sm, size_t name_len)
+{
+    return name_len + labels_bound(sm, 0, sm->nlabels) + VALUE_MAX + 3;
+}
+
+/* '{l0="v0",l1="v1"' for labels [from, to), with ',' instead of '{' when from > 0. The set knows
+ * every string's length and whether it needs escaping (almost none does): plain copies. */
+static char *labels_to(char *p, const struct metric_sample *sm, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const struct metric_label *l = &sm->labels[i];
+        *p++ = i ? ',' : '{';
+        memcpy(p, l->name, l->name_len);
+        p += l->name_len;
+        *p++ = '=';
+        *p++ = '"';
+        if (l->value_escape) {
+            p = escape_to(p, l->value, 1);
+        } else {
+            memcpy(p, l->value, l->value_len);
+            p += l->value_len;
+        }
+        *p++ = '"';
+    }
+    return p;
+}
+
+/* name{l0="v0",...} value\n for the writer's current sample, at most sample_bound bytes. */
+static char *sample_to(struct expfmt_writer *w, char *p)
+{
+    const struct metric_sample *sm = &w->sm;
+    const char *name = w->catalog[w->fam].name;
+    size_t k = sm->nlabels < 2 ? 0 : 2;
+    if (k) {
+        const char *of[5] = {name, sm->labels[0].name, sm->labels[0].value, sm->labels[1].name,
+                             sm->labels[1].value};
+        if (memcmp(of, w->prefix_of, sizeof of) != 0) {
+            w->prefix.len = 0;
+            char *q = out_reserve(&w->prefix, w->name_len + labels_bound(sm, 0, 2));
+            memcpy(q, name, w->name_len);
+            q = labels_to(q + w->name_len, sm, 0, 2);
+            w->prefix.len = (size_t)(q - w->prefix.data);
+            memcpy(w->prefix_of, of, sizeof of);
+        }
+        memcpy(p, w->prefix.data, w->prefix.len);
+        p += w->prefix.len;
+    } else {
+        memcpy(p, name, w->name_len);
+        p += w->name_len;
+    }
+    p = labels_to(p, sm, k, sm->nlabels);
+    if (sm->nlabels)
+        *p++ = '}';
+    *p++ = ' ';
+    p += format_value_to(p, sm->value);
+    *p++ = '\n';
+    return p;
+}
+
+/* Where the next piece (at most bound bytes) goes: straight into the caller's buffer when it
+ * surely fits, else into the carry buffer, which read then hands out over several calls. */
+static char *piece_start(struct expfmt_writer *w, char *dst, size_t room, size_t bound)
+{
+    if (bound <= room)
+        return dst;
+    w->carry.len = 0;
+    w->carry_off = 0;
+    return out_reserve(&w->carry, bound);
+}
+
+size_t expfmt_writer_read(struct expfmt_writer *w, char *dst, size_t max)
+{
+    if (!w)
+        return 0;
+    size_t n = 0;
+    while (n < max) {
+        if (w->carry_off < w->carry.len) {
+            size_t k = w->carry.len - w->carry_off;
+            if (k > max - n)
+                k = max - n;
+            memcpy(dst + n, w->carry.data + w->carry_off, k);
+            n += k;
+            w->carry_off += k;
+            continue;
+        }
+        char *p, *end;
+        const struct metric_family *fam;
+        switch (w->state) {
+        case WRITE_HEADER:
+            while (w->fam < w->nfam && w->head[w->fam] == END)
+                w->fam++; /* a family without samples is not written at all */
+            if (w->fam == w->nfam) {
+                w->state = WRITE_EOF;
+                continue;
+            }
+            fam = &w->catalog[w->fam];
+            w->name_len = strlen(fam->name);
+            p = piece_start(w, dst + n, max - n, 2 * (w->name_len + strlen(fam->help)) + 32);
+            end = header_to(p, fam, w->name_len, w->f);
+            w->cur = w->head[w->fam];
+            w->cur_set = 0;
+            w->state = WRITE_SAMPLES;
+            break;
+        case WRITE_SAMPLES:
+            if (w->cur == END) {
+                w->fam++;
+                w->state = WRITE_HEADER;
+                continue;
+            }
+            while (w->cur >= w->set_end[w->cur_set])
+                w->cur_set++;
+            metric_set_get(w->sets[w->cur_set],
+                           w->cur - (w->cur_set ? w->set_end[w->cur_set - 1] : 0), &w->sm);
+            w->cur = w->next[w->cur];
+            p = piece_start(w, dst + n, max - n, sample_bound(&w->sm, w->name_len));
+            end = sample_to(w, p);
+            break;
+        case WRITE_EOF:
+            w->state = WRITE_DONE;
+            if (w->f != EXPFMT_OPENMETRICS)
+                continue;
+            p = piece_start(w, dst + n, max - n, 6);
+            memcpy(p, "# EOF\n", 6);
+            end = p + 6;
+            break;
+        default:
+            return n;
+        }
+        if (p == dst + n)
+            n += (size_t)(end - p);
+        else
+            w->carry.len = (size_t)(end - p);
+    }
+    return n;
+}
+
 void expfmt_write(struct buf *out, struct metric_set *const *sets, size_t nsets,
                   enum expfmt_format f)
 {
-    size_t nfam = metric_catalog_count();
-    const struct metric_family *base = metric_catalog_at(0);
-    /* start[i] .. start[i + 1] is family i's slice of order[]; slot nfam catches strays. */
-    size_t *start = xcalloc(nfam + 2, sizeof *start);
-    size_t total = 0;
-    for (size_t si = 0; si < nsets; si++) {
-        size_t n = metric_set_len(sets[si]);
-        for (size_t i = 0; i < n; i++)
-            start[family_index(metric_set_at(sets[si], i)->family, base, nfam) + 1]++;
-        total += n;
+    struct expfmt_writer *w = expfmt_writer_new(sets, nsets, f);
+    for (;;) {
+        /* Read straight into out, into whatever room it has, doubling it when short. */
+        size_t room = out->cap > out->len + 1 ? out->cap - out->len - 1 : 0;
+        if (room < 4096)
+            room = out->cap > 4096 ? out->cap : 4096;
+        char *p = out_reserve(out, room);
+        size_t n = expfmt_writer_read(w, p, room);
+        out_commit(out, p + n);
+        if (n < room)
+            break; /* a short read is the end */
     }
-    for (size_t i = 1; i <= nfam + 1; i++)
-        start[i] += start[i - 1];
-
-    const struct metric_sample **order = xmalloc((total ? total : 1) * sizeof *order);
-    size_t *next = xmalloc((nfam + 1) * sizeof *next);
-    memcpy(next, start, (nfam + 1) * sizeof *next);
-    for (size_t si = 0; si < nsets; si++) {
-        size_t n = metric_set_len(sets[si]);
-        for (size_t i = 0; i < n; i++) {
-            const struct metric_sample *sm = metric_set_at(sets[si], i);
-            order[next[family_index(sm->family, base, nfam)]++] = sm;
-        }
-    }
-
-    for (size_t fi = 0; fi < nfam; fi++) {
-        if (start[fi] == start[fi + 1])
-            continue; /* a family without samples is not written at all */
-        const struct metric_family *fam = &base[fi];
-        size_t name_len = strlen(fam->name);
-        write_header(out, fam, f);
-        for (size_t k = start[fi]; k < start[fi + 1]; k++)
-            write_sample(out, order[k], fam->name, name_len);
-    }
-    if (f == EXPFMT_OPENMETRICS)
-        buf_puts(out, "# EOF\n");
-
-    free(next);
-    free(order);
-    free(start);
+    expfmt_writer_free(w);
 }

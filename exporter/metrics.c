@@ -2,12 +2,26 @@
  *
  * The catalogue below is the project's public API: every name, type and HELP text a user can see.
  * It is one sorted static array so that lookups are a binary search and the exposition writer can
- * emit families in name order by walking it. A set may hold hundreds of thousands of samples (a
- * Redis with many streams and groups), so each sample keeps its labels and all their strings in a
- * single allocation, and the sample array grows geometrically. */
+ * emit families in name order by walking it.
+ *
+ * A set may hold hundreds of thousands of samples (a Redis with many streams and groups), built
+ * and thrown away on every scrape, so it is laid out for size and for few allocations:
+ * - every distinct string (label names and values) is stored once, in a string arena, and found
+ *   again through an open-addressing hash table; samples refer to strings by arena offset;
+ * - the base labels source and kind are not stored per sample: the set keeps source once and a
+ *   short list of kind runs (set_kind starts a new run);
+ * - the label names of a sample form a "schema" (a family is nearly always added with the same
+ *   names), interned too, so a sample stores only its value offsets: a 16-byte record plus four
+ *   bytes per label beyond the base ones;
+ * - records, value offsets and strings live in arenas of 64 KiB chunks that never move once full
+ *   (the first chunk grows from 256 bytes so that small sets stay small): no per-sample malloc,
+ *   no reallocation copies of the whole set, and at most one partly used chunk of slack.
+ * Everything is addressed by 32-bit offsets, never by pointer, so a set holds at most 4 GiB of
+ * each kind of data: far beyond anything a scrape can produce. */
 #include "metrics.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,73 +161,144 @@ int metric_label_name_valid(const char *name)
     return 1;
 }
 
-/* One label of the add in progress: the name points at the caller's string, the value was
- * sanitized into the set's scratch buffer (at off, len bytes). */
-struct pending_label {
-    const char *name;
-    size_t name_len;
-    size_t off;
-    size_t len;
+/* ---- arenas ---- */
+
+#define ARENA_SHIFT 16
+#define ARENA_CHUNK ((size_t)1 << ARENA_SHIFT)
+#define ARENA_FIRST ((size_t)256)
+#define ARENA_LIMIT ((size_t)UINT32_MAX) /* offsets are uint32 */
+
+/* Logical offset off lives in chunks[off >> ARENA_SHIFT] at (off & (ARENA_CHUNK - 1)). A block
+ * larger than a chunk gets an allocation of its own that spans several chunk slots (the ones
+ * after the first stay NULL), so every block is contiguous and its offset is stable. */
+struct arena {
+    char **chunks;
+    size_t nchunks; /* slots in use */
+    size_t chunks_cap;
+    size_t first_cap; /* size of chunks[0] while it is the growing first chunk */
+    size_t top;       /* next free logical offset */
+    size_t bytes;     /* allocated for chunks */
+};
+
+static char *arena_at(const struct arena *a, uint32_t off)
+{
+    return a->chunks[off >> ARENA_SHIFT] + (off & (ARENA_CHUNK - 1));
+}
+
+/* Reserves n contiguous bytes and stores their offset in *off; -1 past ARENA_LIMIT. Blocks do not
+ * straddle chunks: one that does not fit in the rest of the current chunk starts the next. */
+static int arena_alloc(struct arena *a, size_t n, uint32_t *off)
+{
+    size_t k = a->top >> ARENA_SHIFT, pos = a->top & (ARENA_CHUNK - 1);
+    if (pos && pos + n > ARENA_CHUNK) {
+        k++;
+        pos = 0;
+    }
+    size_t slots = n > ARENA_CHUNK ? (n + ARENA_CHUNK - 1) >> ARENA_SHIFT : 1;
+    size_t start = k << ARENA_SHIFT;
+    if (k > ARENA_LIMIT >> ARENA_SHIFT || n > ARENA_LIMIT - start - pos)
+        return -1;
+    size_t top = n > ARENA_CHUNK ? start + (slots << ARENA_SHIFT) : start + pos + n;
+    if (top > ARENA_LIMIT)
+        return -1;
+    if (pos == 0) { /* a new chunk: here k == nchunks, since a full chunk ends at a boundary */
+        if (k + slots > a->chunks_cap) {
+            size_t cap = a->chunks_cap ? a->chunks_cap * 2 : 4;
+            while (cap < k + slots)
+                cap *= 2;
+            a->chunks = xrealloc(a->chunks, cap * sizeof *a->chunks);
+            a->chunks_cap = cap;
+        }
+        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        if (k == 0 && n <= ARENA_CHUNK) {
+            for (size = ARENA_FIRST; size < n; size *= 2)
+                ;
+            a->first_cap = size;
+        }
+        a->chunks[k] = xmalloc(size);
+        for (size_t i = 1; i < slots; i++)
+            a->chunks[k + i] = NULL;
+        a->nchunks = k + slots;
+        a->bytes += size;
+    } else if (k == 0 && pos + n > a->first_cap) {
+        size_t size = a->first_cap * 2;
+        while (size < pos + n)
+            size *= 2; /* stops at ARENA_CHUNK at the latest: both are powers of two */
+        a->chunks[0] = xrealloc(a->chunks[0], size);
+        a->bytes += size - a->first_cap;
+        a->first_cap = size;
+    }
+    *off = (uint32_t)(start + pos);
+    a->top = top;
+    return 0;
+}
+
+static void arena_free(struct arena *a)
+{
+    for (size_t i = 0; i < a->nchunks; i++)
+        free(a->chunks[i]);
+    free(a->chunks);
+}
+
+static size_t arena_bytes(const struct arena *a)
+{
+    return a->bytes + a->chunks_cap * sizeof *a->chunks;
+}
+
+/* ---- the set ---- */
+
+#define NONE UINT32_MAX
+
+/* One sample. Its labels are the base ones (from the set) followed by the names of its schema
+ * with the values whose string offsets are stored at vals in the values arena. */
+struct sample_rec {
+    double value;
+    uint32_t vals;
+    uint16_t family; /* catalogue index */
+    uint16_t schema;
+};
+
+_Static_assert(CATALOG_LEN <= UINT16_MAX, "family indexes are uint16");
+_Static_assert(ARENA_CHUNK % sizeof(struct sample_rec) == 0, "sample i is at i * 16");
+
+struct schema {
+    uint32_t start; /* names are schema_names[start, start + n) */
+    uint16_t n;
+    uint16_t base_names; /* bit 0: one name is "source", bit 1: one is "kind" */
+};
+
+/* Samples from first on (up to the next run) have this kind, or no kind label when NONE. */
+struct kind_run {
+    uint32_t first;
+    uint32_t kind;
 };
 
 struct metric_set {
-    char *source; /* sanitized copies, or NULL for no such base label */
-    char *kind;
-    struct metric_sample *samples;
+    uint32_t source; /* string offset, or NONE for a set without base labels */
+    uint32_t kind;   /* for samples added from now on */
+    struct kind_run *runs;
+    size_t nruns;
+    size_t runs_cap;
     size_t len;
-    size_t cap;
-    char *error; /* the first programming error, or NULL */
+    struct arena records; /* struct sample_rec, sample i at offset i * sizeof */
+    struct arena values;  /* uint32 string offsets, one run per sample */
+    struct arena strings; /* a varint (length << 1 | escape flag), the bytes, a NUL */
+    uint32_t *slots;      /* the string hash table: offset + 1, 0 when free */
+    unsigned char *tags;  /* the top byte of each slot's hash: most probes need no string */
+    size_t nslots;        /* a power of two */
+    size_t nstrings;
+    uint32_t last_values[METRIC_MAX_LABELS]; /* of the previous add, by position; NONE: unset */
+    struct schema *schemas;
+    size_t nschemas;
+    size_t schemas_cap;
+    uint32_t *schema_names; /* string offsets */
+    size_t nschema_names;
+    size_t schema_names_cap;
+    uint16_t family_schema[CATALOG_LEN]; /* last schema added with each family, + 1; 0: none */
     const struct metric_family *last_family;
-    /* Reused by every add so that a sample costs one allocation, not one per string. */
-    struct buf scratch;
-    struct pending_label *pending;
-    size_t npending;
-    size_t pending_cap;
+    char *error;        /* the first programming error, or NULL */
+    struct buf scratch; /* sanitized values */
 };
-
-static char *sanitized_dup(const char *s)
-{
-    if (!s)
-        return NULL;
-    struct buf b;
-    buf_init(&b);
-    util_utf8_sanitize(&b, s, strlen(s));
-    return buf_steal(&b);
-}
-
-struct metric_set *metric_set_new(const char *source, const char *kind)
-{
-    struct metric_set *s = xcalloc(1, sizeof *s);
-    if (source) {
-        s->source = sanitized_dup(source);
-        s->kind = sanitized_dup(kind);
-    }
-    buf_init(&s->scratch);
-    return s;
-}
-
-void metric_set_free(struct metric_set *s)
-{
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->len; i++)
-        free(s->samples[i].labels); /* the block also holds the label strings */
-    free(s->samples);
-    free(s->source);
-    free(s->kind);
-    free(s->error);
-    buf_free(&s->scratch);
-    free(s->pending);
-    free(s);
-}
-
-void metric_set_set_kind(struct metric_set *s, const char *kind)
-{
-    if (!s || !s->source)
-        return; /* a set without base labels stays without them */
-    free(s->kind);
-    s->kind = sanitized_dup(kind);
-}
 
 /* Records the first programming error; returns -1 so callers can `return set_error(...)`. */
 static int set_error(struct metric_set *s, const char *fmt, ...)
@@ -233,34 +318,310 @@ static int set_error(struct metric_set *s, const char *fmt, ...)
     return -1;
 }
 
-/* Queues one label; value is sanitized unless it already is (the base labels). */
-static void push_label(struct metric_set *s, const char *name, const char *value, int sanitize)
+/* ---- the string table ---- */
+
+/* Reads the string at off. Nearly every string is shorter than 64 bytes: a one-byte header. */
+static const char *str_at(const struct metric_set *s, uint32_t off, size_t *len, int *escape)
 {
-    if (s->npending == s->pending_cap) {
-        s->pending_cap = s->pending_cap ? s->pending_cap * 2 : 8;
-        s->pending = xrealloc(s->pending, s->pending_cap * sizeof *s->pending);
-    }
-    struct pending_label *p = &s->pending[s->npending++];
-    p->name = name;
-    p->name_len = strlen(name);
-    p->off = s->scratch.len;
-    /* Nearly every value is ASCII: check that while measuring it, sanitize only when needed. */
-    size_t n = 0;
-    unsigned char high = 0;
-    for (; value[n]; n++)
-        high |= (unsigned char)value[n];
-    if (sanitize && (high & 0x80))
-        util_utf8_sanitize(&s->scratch, value, n);
-    else
-        buf_append(&s->scratch, value, n);
-    p->len = s->scratch.len - p->off;
+    const unsigned char *p = (const unsigned char *)arena_at(&s->strings, off);
+    size_t v = *p & 0x7F;
+    for (unsigned shift = 7; *p++ & 0x80; shift += 7)
+        v |= (size_t)(*p & 0x7F) << shift;
+    *len = v >> 1;
+    *escape = (int)(v & 1);
+    return (const char *)p;
 }
 
-static int label_queued(const struct metric_set *s, const char *name)
+/* Word-at-a-time multiplicative hash with a final mix: label strings are short. The last 1-7
+ * bytes are read as two overlapping 4-byte words (or three single bytes) rather than copied to
+ * a zeroed word, which would stall on store forwarding. */
+static uint64_t str_hash(const char *p, size_t n)
 {
-    for (size_t i = 0; i < s->npending; i++) {
-        if (s->pending[i].name[0] == name[0] && strcmp(s->pending[i].name, name) == 0)
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + n - 4, 4);
+        w = (uint64_t)hi << 32 | lo;
+    } else if (n) {
+        const unsigned char *u = (const unsigned char *)p;
+        w = (uint64_t)u[0] << 16 | (uint64_t)u[n / 2] << 8 | u[n - 1];
+    }
+    h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static unsigned char hash_tag(uint64_t h)
+{
+    return (unsigned char)(h >> 56);
+}
+
+static void slots_alloc(struct metric_set *s, size_t nslots)
+{
+    s->nslots = nslots;
+    s->slots = xcalloc(nslots, sizeof *s->slots);
+    s->tags = xmalloc(nslots);
+}
+
+/* Doubles the hash table once it is 3/4 full, so that probes stay short. */
+static void slots_grow(struct metric_set *s)
+{
+    uint32_t *old = s->slots;
+    size_t nold = s->nslots;
+    free(s->tags);
+    slots_alloc(s, nold * 2);
+    for (size_t k = 0; k < nold; k++) {
+        if (!old[k])
+            continue;
+        size_t len;
+        int escape;
+        const char *p = str_at(s, old[k] - 1, &len, &escape);
+        uint64_t h = str_hash(p, len);
+        size_t i = (size_t)h & (s->nslots - 1);
+        while (s->slots[i])
+            i = (i + 1) & (s->nslots - 1);
+        s->slots[i] = old[k];
+        s->tags[i] = hash_tag(h);
+    }
+    free(old);
+}
+
+/* Finds or stores the string p[0, len) (no NUL inside); -1 when the arena is full. */
+static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off)
+{
+    uint64_t h = str_hash(p, len);
+    unsigned char tag = hash_tag(h);
+    size_t i = (size_t)h & (s->nslots - 1);
+    for (; s->slots[i]; i = (i + 1) & (s->nslots - 1)) {
+        if (s->tags[i] != tag)
+            continue;
+        size_t l;
+        int escape;
+        const char *q = str_at(s, s->slots[i] - 1, &l, &escape);
+        if (l == len && memcmp(q, p, len) == 0) {
+            *off = s->slots[i] - 1;
+            return 0;
+        }
+    }
+    if (len > ARENA_LIMIT / 2)
+        return -1;
+    int escape = 0;
+    for (size_t k = 0; k < len && !escape; k++)
+        escape = p[k] == '\\' || p[k] == '"' || p[k] == '\n';
+    unsigned char head[8];
+    size_t nhead = 0;
+    for (size_t v = len << 1 | (size_t)escape; v >= 0x80; v >>= 7)
+        head[nhead++] = (unsigned char)(v | 0x80);
+    head[nhead] = (unsigned char)((len << 1 | (size_t)escape) >> (7 * nhead));
+    nhead++;
+    if (arena_alloc(&s->strings, nhead + len + 1, off) != 0)
+        return -1;
+    char *dst = arena_at(&s->strings, *off);
+    memcpy(dst, head, nhead);
+    memcpy(dst + nhead, p, len);
+    dst[nhead + len] = '\0';
+    s->slots[i] = *off + 1; /* *off < ARENA_LIMIT: the block holds at least one byte */
+    s->tags[i] = tag;
+    if (++s->nstrings > s->nslots / 4 * 3)
+        slots_grow(s);
+    return 0;
+}
+
+/* Interns a label value, made valid UTF-8 first when it has any non-ASCII byte (rare: checking
+ * for that while measuring it is nearly free). A collector adds several samples in a row for one
+ * queue and group, so the value at the same position in the previous add is tried first. */
+static int intern_value(struct metric_set *s, const char *v, size_t pos, uint32_t *off)
+{
+    size_t n = 0;
+    unsigned char high = 0;
+    for (; v[n]; n++)
+        high |= (unsigned char)v[n];
+    if (!(high & 0x80)) {
+        if (pos < METRIC_MAX_LABELS && s->last_values[pos] != NONE) {
+            size_t len;
+            int escape;
+            const char *p = str_at(s, s->last_values[pos], &len, &escape);
+            if (len == n && memcmp(p, v, n) == 0) {
+                *off = s->last_values[pos];
+                return 0;
+            }
+        }
+        return intern(s, v, n, off);
+    }
+    buf_reset(&s->scratch);
+    util_utf8_sanitize(&s->scratch, v, n);
+    return intern(s, s->scratch.data, s->scratch.len, off);
+}
+
+/* ---- set life cycle ---- */
+
+struct metric_set *metric_set_new(const char *source, const char *kind)
+{
+    struct metric_set *s = xcalloc(1, sizeof *s);
+    s->source = NONE;
+    s->kind = NONE;
+    slots_alloc(s, 64);
+    for (size_t i = 0; i < METRIC_MAX_LABELS; i++)
+        s->last_values[i] = NONE;
+    buf_init(&s->scratch);
+    if (source) {
+        if (intern_value(s, source, METRIC_MAX_LABELS, &s->source) != 0)
+            set_error(s, "source name too long");
+        metric_set_set_kind(s, kind);
+    }
+    return s;
+}
+
+void metric_set_free(struct metric_set *s)
+{
+    if (!s)
+        return;
+    arena_free(&s->records);
+    arena_free(&s->values);
+    arena_free(&s->strings);
+    free(s->slots);
+    free(s->tags);
+    free(s->schemas);
+    free(s->schema_names);
+    free(s->runs);
+    free(s->error);
+    buf_free(&s->scratch);
+    free(s);
+}
+
+void metric_set_set_kind(struct metric_set *s, const char *kind)
+{
+    if (!s || s->source == NONE)
+        return; /* a set without base labels stays without them */
+    s->kind = NONE;
+    if (kind && intern_value(s, kind, METRIC_MAX_LABELS, &s->kind) != 0) {
+        s->kind = NONE;
+        set_error(s, "kind name too long");
+    }
+    if (s->nruns && s->runs[s->nruns - 1].first == s->len) {
+        s->runs[s->nruns - 1].kind = s->kind; /* no sample has the previous kind yet */
+        return;
+    }
+    if (s->nruns == s->runs_cap) {
+        s->runs_cap = s->runs_cap ? s->runs_cap * 2 : 4;
+        s->runs = xrealloc(s->runs, s->runs_cap * sizeof *s->runs);
+    }
+    s->runs[s->nruns].first = (uint32_t)s->len;
+    s->runs[s->nruns].kind = s->kind;
+    s->nruns++;
+}
+
+/* ---- adding ---- */
+
+/* strcmp(a, b) == 0 for the short strings label names are: inline beats a library call. */
+static int streq(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+static int schema_has_names(const struct metric_set *s, size_t id, const char *const *names,
+                            size_t n)
+{
+    const struct schema *sc = &s->schemas[id];
+    if (sc->n != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        int escape;
+        if (!streq(str_at(s, s->schema_names[sc->start + i], &len, &escape), names[i]))
+            return 0;
+    }
+    return 1;
+}
+
+/* The schema for these validated label names: one the set has (they are few), or a new one. */
+static int find_schema(struct metric_set *s, const struct metric_family *f, size_t fi,
+                       const char *const *names, size_t n, uint16_t *id)
+{
+    uint32_t offs[METRIC_MAX_LABELS];
+    for (size_t i = 0; i < n; i++) {
+        if (intern(s, names[i], strlen(names[i]), &offs[i]) != 0)
+            return set_error(s, "%s: the set's strings exceed 4 GiB", f->name);
+    }
+    size_t k = 0;
+    for (; k < s->nschemas; k++) {
+        const struct schema *sc = &s->schemas[k];
+        if (sc->n == n && (n == 0 || memcmp(&s->schema_names[sc->start], offs, n * 4) == 0))
+            break;
+    }
+    if (k == s->nschemas) {
+        if (k >= UINT16_MAX)
+            return set_error(s, "%s: more than %u different label name lists", f->name,
+                             (unsigned)UINT16_MAX - 1);
+        if (s->nschemas == s->schemas_cap) {
+            s->schemas_cap = s->schemas_cap ? s->schemas_cap * 2 : 8;
+            s->schemas = xrealloc(s->schemas, s->schemas_cap * sizeof *s->schemas);
+        }
+        while (s->nschema_names + n > s->schema_names_cap) {
+            s->schema_names_cap = s->schema_names_cap ? s->schema_names_cap * 2 : 32;
+            s->schema_names =
+                xrealloc(s->schema_names, s->schema_names_cap * sizeof *s->schema_names);
+        }
+        struct schema *sc = &s->schemas[k];
+        sc->start = (uint32_t)s->nschema_names;
+        sc->n = (uint16_t)n;
+        sc->base_names = 0;
+        for (size_t i = 0; i < n; i++) {
+            s->schema_names[s->nschema_names++] = offs[i];
+            if (streq(names[i], "source"))
+                sc->base_names |= 1;
+            if (streq(names[i], "kind"))
+                sc->base_names |= 2;
+        }
+        s->nschemas++;
+    }
+    s->family_schema[fi] = (uint16_t)(k + 1);
+    *id = (uint16_t)k;
+    return 0;
+}
+
+/* Is name already a label of the add in progress (base labels included)? */
+static int label_taken(const char *const *names, size_t n, size_t nbase, const char *name)
+{
+    if (nbase >= 1 && streq(name, "source"))
+        return 1;
+    if (nbase >= 2 && streq(name, "kind"))
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        if (names[i][0] == name[0] && streq(names[i], name))
             return 1;
+    }
+    return 0;
+}
+
+/* The checks of metric_set_add, in the order of the labels so that the error names the first
+ * bad one. names[room] (room = METRIC_MAX_LABELS - nbase), when given, is one label too many. */
+static int check_labels(struct metric_set *s, const struct metric_family *f,
+                        const char *const *names, const char *const *values, size_t n, size_t nbase)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!metric_label_name_valid(names[i]))
+            return set_error(s, "%s: invalid label name \"%s\"", f->name, names[i]);
+        if (!values[i])
+            return set_error(s, "%s: label \"%s\" has a NULL value", f->name, names[i]);
+        if (label_taken(names, i, nbase, names[i]))
+            return set_error(s, "%s: duplicate label \"%s\"", f->name, names[i]);
+        if (nbase + i == METRIC_MAX_LABELS)
+            return set_error(s, "%s: more than %d labels", f->name, METRIC_MAX_LABELS);
     }
     return 0;
 }
@@ -276,85 +637,149 @@ int metric_set_add(struct metric_set *s, const char *family, double value, ...)
     if (!f)
         return set_error(s, "unknown metric family \"%s\"", family ? family : "(null)");
 
-    s->npending = 0;
-    buf_reset(&s->scratch);
-    if (s->source)
-        push_label(s, "source", s->source, 0);
-    if (s->kind)
-        push_label(s, "kind", s->kind, 0);
-
-    int rc = 0;
+    size_t nbase = s->source == NONE ? 0 : s->kind == NONE ? 1 : 2;
+    size_t room = METRIC_MAX_LABELS - nbase;
+    const char *names[METRIC_MAX_LABELS + 1];
+    const char *values[METRIC_MAX_LABELS + 1];
+    size_t n = 0;
     va_list ap;
     va_start(ap, value);
-    for (;;) {
+    /* Read no further than a NULL value (it may be the terminator) or one label too many. */
+    while (n <= room) {
         const char *name = va_arg(ap, const char *);
         if (!name)
             break;
-        /* Read no further after an error: a missing value may be the terminating NULL. */
-        const char *v = va_arg(ap, const char *);
-        if (!metric_label_name_valid(name)) {
-            rc = set_error(s, "%s: invalid label name \"%s\"", f->name, name);
+        names[n] = name;
+        values[n] = va_arg(ap, const char *);
+        if (!values[n++])
             break;
-        }
-        if (!v) {
-            rc = set_error(s, "%s: label \"%s\" has a NULL value", f->name, name);
-            break;
-        }
-        if (label_queued(s, name)) {
-            rc = set_error(s, "%s: duplicate label \"%s\"", f->name, name);
-            break;
-        }
-        push_label(s, name, v, 1);
     }
     va_end(ap);
-    if (rc)
-        return -1;
 
-    /* One block: the label array, then each name and value NUL-terminated. */
-    size_t n = s->npending;
-    struct metric_label *labels = NULL;
+    /* Nearly always the label names are those of the family's previous sample, which were
+     * validated then: only set_kind may have made one of them clash with a base label since. */
+    size_t fi = (size_t)(f - catalog);
+    size_t cached = s->family_schema[fi];
+    uint16_t schema = 0;
+    if (cached && n <= room && (n == 0 || values[n - 1]) &&
+        schema_has_names(s, cached - 1, names, n) &&
+        !(s->schemas[cached - 1].base_names & ((1u << nbase) - 1))) {
+        schema = (uint16_t)(cached - 1);
+    } else {
+        if (check_labels(s, f, names, values, n, nbase) != 0 ||
+            find_schema(s, f, fi, names, n, &schema) != 0)
+            return -1;
+    }
+
+    /* Valid: from here on only a full arena (4 GiB) can fail. */
+    uint32_t offs[METRIC_MAX_LABELS];
+    for (size_t i = 0; i < n; i++) {
+        if (intern_value(s, values[i], i, &offs[i]) != 0)
+            return set_error(s, "%s: the set's strings exceed 4 GiB", f->name);
+    }
+    uint32_t vals = 0, rec;
+    if (n && arena_alloc(&s->values, n * sizeof *offs, &vals) != 0)
+        return set_error(s, "%s: the set holds too many labels", f->name);
+    if (arena_alloc(&s->records, sizeof(struct sample_rec), &rec) != 0)
+        return set_error(s, "%s: the set holds too many samples", f->name);
     if (n) {
-        size_t bytes = n * sizeof *labels;
-        for (size_t i = 0; i < n; i++)
-            bytes += s->pending[i].name_len + 1 + s->pending[i].len + 1;
-        labels = xmalloc(bytes);
-        char *p = (char *)(labels + n);
-        for (size_t i = 0; i < n; i++) {
-            const struct pending_label *pl = &s->pending[i];
-            labels[i].name = p;
-            memcpy(p, pl->name, pl->name_len + 1);
-            p += pl->name_len + 1;
-            labels[i].value = p;
-            memcpy(p, s->scratch.data + pl->off, pl->len);
-            p[pl->len] = '\0';
-            p += pl->len + 1;
-        }
+        memcpy(arena_at(&s->values, vals), offs, n * sizeof *offs);
+        memcpy(s->last_values, offs, n * sizeof *offs);
     }
-
-    if (s->len == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        s->samples = xrealloc(s->samples, s->cap * sizeof *s->samples);
-    }
+    struct sample_rec *r = (struct sample_rec *)(void *)arena_at(&s->records, rec);
+    r->value = value;
+    r->vals = vals;
+    r->family = (uint16_t)fi;
+    r->schema = schema;
+    s->len++;
     s->last_family = f;
-    struct metric_sample *sm = &s->samples[s->len++];
-    sm->family = f;
-    sm->labels = labels;
-    sm->nlabels = n;
-    sm->value = value;
     return 0;
 }
+
+/* ---- reading ---- */
 
 size_t metric_set_len(const struct metric_set *s)
 {
     return s ? s->len : 0;
 }
 
-const struct metric_sample *metric_set_at(const struct metric_set *s, size_t i)
+static const struct sample_rec *rec_at(const struct metric_set *s, size_t i)
 {
-    return s && i < s->len ? &s->samples[i] : NULL;
+    return (const struct sample_rec *)(void *)arena_at(&s->records,
+                                                       (uint32_t)(i * sizeof(struct sample_rec)));
+}
+
+/* The kind of sample i: the last run starting at or before it (runs[0] starts at 0). */
+static uint32_t kind_of(const struct metric_set *s, size_t i)
+{
+    size_t lo = 0, hi = s->nruns;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->runs[mid].first <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->runs[lo].kind;
+}
+
+static void fill_label(const struct metric_set *s, struct metric_label *l, uint32_t value)
+{
+    l->value = str_at(s, value, &l->value_len, &l->value_escape);
+}
+
+void metric_set_get(const struct metric_set *s, size_t i, struct metric_sample *out)
+{
+    out->nlabels = 0;
+    if (!s || i >= s->len) {
+        out->family = NULL;
+        out->value = 0;
+        return;
+    }
+    const struct sample_rec *r = rec_at(s, i);
+    out->family = &catalog[r->family];
+    out->value = r->value;
+    struct metric_label *l = out->labels;
+    if (s->source != NONE) {
+        l->name = "source";
+        l->name_len = 6;
+        fill_label(s, l++, s->source);
+        uint32_t kind = kind_of(s, i);
+        if (kind != NONE) {
+            l->name = "kind";
+            l->name_len = 4;
+            fill_label(s, l++, kind);
+        }
+    }
+    const struct schema *sc = &s->schemas[r->schema];
+    if (sc->n) {
+        const uint32_t *names = &s->schema_names[sc->start];
+        const uint32_t *vals = (const uint32_t *)(void *)arena_at(&s->values, r->vals);
+        for (size_t k = 0; k < sc->n; k++, l++) {
+            int escape;
+            l->name = str_at(s, names[k], &l->name_len, &escape);
+            fill_label(s, l, vals[k]);
+        }
+    }
+    out->nlabels = (size_t)(l - out->labels);
+}
+
+const struct metric_family *metric_set_family(const struct metric_set *s, size_t i)
+{
+    return s && i < s->len ? &catalog[rec_at(s, i)->family] : NULL;
 }
 
 const char *metric_set_error(const struct metric_set *s)
 {
     return s ? s->error : NULL;
+}
+
+size_t metric_set_bytes(const struct metric_set *s)
+{
+    if (!s)
+        return 0;
+    return sizeof *s + arena_bytes(&s->records) + arena_bytes(&s->values) +
+           arena_bytes(&s->strings) + s->nslots * (sizeof *s->slots + sizeof *s->tags) +
+           s->schemas_cap * sizeof *s->schemas + s->schema_names_cap * sizeof *s->schema_names +
+           s->runs_cap * sizeof *s->runs + s->scratch.cap + (s->error ? strlen(s->error) + 1 : 0);
 }

@@ -3,7 +3,10 @@
  *
  * Collectors name a family from the catalogue; the set refuses names it does not know, so a
  * typo fails in tests instead of reaching a dashboard, and every family has HELP by
- * construction. The set copies every string it is given; label values are made valid UTF-8. */
+ * construction. The set copies every string it is given; label values are made valid UTF-8.
+ * A set of a large Redis holds hundreds of thousands of samples, so it stores them compactly
+ * (every distinct string once, about 31 bytes for a sample with five labels) and hands a sample
+ * out by filling in a caller's struct rather than keeping one struct per sample. */
 #ifndef QREL_METRICS_H
 #define QREL_METRICS_H
 
@@ -25,16 +28,25 @@ const struct metric_family *metric_catalog_at(size_t i);
 /* Label names: [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__". */
 int metric_label_name_valid(const char *name);
 
+/* Most labels one sample may have, the base labels source and kind included. */
+#define METRIC_MAX_LABELS 16
+
 struct metric_label {
-    char *name;
-    char *value;
+    const char *name;  /* NUL-terminated; owned by the set */
+    const char *value; /* NUL-terminated, valid UTF-8; owned by the set */
+    size_t name_len;   /* strlen(name) and strlen(value), so writers need not measure them */
+    size_t value_len;
+    int value_escape; /* value holds a '\\', '"' or '\n' (which the exposition escapes) */
 };
 
+/* One sample, as metric_set_get fills it in. The strings belong to the set: they stay valid
+ * until the set is next changed (metric_set_add, metric_set_set_kind) or freed. */
 struct metric_sample {
-    const struct metric_family *family;
-    struct metric_label *labels; /* `source` and `kind` first when the set has them */
-    size_t nlabels;
+    const struct metric_family *family; /* NULL when metric_set_get found no such sample */
     double value;
+    size_t nlabels;
+    /* labels[0, nlabels): `source` and `kind` first when the set has them */
+    struct metric_label labels[METRIC_MAX_LABELS];
 };
 
 struct metric_set;
@@ -48,14 +60,25 @@ void metric_set_set_kind(struct metric_set *s, const char *kind);
 
 /* metric_set_add(s, "qrel_queue_messages", 3.0, "queue", "orders", "state", "ready", NULL)
  * Adds one sample with the base labels plus the NULL-terminated name/value pairs. Returns -1 (and
- * adds nothing) when the family is not in the catalogue, a label name is invalid, or a value is
- * NULL: those are programming errors, and the set remembers the first one (metric_set_error). */
+ * adds nothing) when the family is not in the catalogue, a label name is invalid or repeated, a
+ * value is NULL, or the sample would have more than METRIC_MAX_LABELS labels: those are
+ * programming errors, and the set remembers the first one (metric_set_error). */
 int metric_set_add(struct metric_set *s, const char *family, double value, ...)
     __attribute__((sentinel));
 
+/* Reading a set changes nothing in it, so several threads may read one set at once (overlapping
+ * scrapes share a collection) as long as nobody adds to it meanwhile. */
 size_t metric_set_len(const struct metric_set *s);
-const struct metric_sample *metric_set_at(const struct metric_set *s, size_t i);
-/* The first programming error met by metric_set_add, or NULL. */
+/* Fills *out with sample i (0 <= i < metric_set_len); out of range, or s == NULL, it sets
+ * out->family to NULL and out->nlabels to 0. */
+void metric_set_get(const struct metric_set *s, size_t i, struct metric_sample *out);
+/* Just the family of sample i (NULL out of range): cheaper than metric_set_get for callers that
+ * only group samples, such as the exposition writer. */
+const struct metric_family *metric_set_family(const struct metric_set *s, size_t i);
+/* The first programming error met by metric_set_add, or NULL. Owned by the set. */
 const char *metric_set_error(const struct metric_set *s);
+/* Bytes the set has allocated, everything included except the allocator's own overhead (for
+ * tests and capacity planning); 0 for NULL. */
+size_t metric_set_bytes(const struct metric_set *s);
 
 #endif

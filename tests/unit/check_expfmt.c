@@ -56,6 +56,49 @@ static void free_sets(struct metric_set *sets[], size_t n)
         metric_set_free(sets[i]);
 }
 
+/* The exposition through the streaming writer, read max bytes at a time into a buffer of exactly
+ * that size (so that valgrind and ASan see any write past it). Every read but the last non-empty
+ * one must fill the buffer, and once exhausted the writer keeps returning 0. */
+static void read_all(struct buf *out, struct metric_set *const *sets, size_t nsets,
+                     enum expfmt_format f, size_t max)
+{
+    struct expfmt_writer *w = expfmt_writer_new(sets, nsets, f);
+    char *chunk = malloc(max);
+    ck_assert_ptr_nonnull(chunk);
+    size_t got;
+    int was_short = 0;
+    while ((got = expfmt_writer_read(w, chunk, max)) > 0) {
+        ck_assert_msg(!was_short, "a short read before the end (max %zu)", max);
+        ck_assert_uint_le(got, max);
+        was_short = got < max;
+        buf_append(out, chunk, got);
+    }
+    ck_assert_uint_eq(expfmt_writer_read(w, chunk, max), 0);
+    free(chunk);
+    expfmt_writer_free(w);
+}
+
+static const size_t read_sizes[] = {1, 7, 64, 4093, 65536};
+
+/* expfmt_write, and the writer read in pieces of each size, all produce exactly want. */
+static void check_output(struct metric_set *const *sets, size_t nsets, enum expfmt_format f,
+                         const char *want)
+{
+    struct buf out;
+    buf_init(&out);
+    expfmt_write(&out, sets, nsets, f);
+    ck_assert_str_eq(out.data, want);
+    ck_assert_uint_eq(out.len, strlen(want));
+    for (size_t i = 0; i < sizeof read_sizes / sizeof read_sizes[0]; i++) {
+        buf_reset(&out);
+        read_all(&out, sets, nsets, f, read_sizes[i]);
+        ck_assert_msg(out.len == strlen(want) && memcmp(out.data, want, out.len) == 0,
+                      "read %zu bytes at a time: got %zu bytes, want %zu", read_sizes[i], out.len,
+                      strlen(want));
+    }
+    buf_free(&out);
+}
+
 static void expected_body(struct buf *b, const char *errors_header)
 {
     expect_header(b, "qrel_build_info", "qrel_build_info", "gauge");
@@ -82,14 +125,10 @@ START_TEST(test_write_text)
 {
     struct metric_set *sets[3];
     make_sets(sets);
-    struct buf out, want;
-    buf_init(&out);
+    struct buf want;
     buf_init(&want);
-    expfmt_write(&out, sets, 3, EXPFMT_TEXT);
     expected_body(&want, "qrel_collector_errors_total");
-    ck_assert_str_eq(out.data, want.data);
-    ck_assert_uint_eq(out.len, want.len);
-    buf_free(&out);
+    check_output(sets, 3, EXPFMT_TEXT, want.data);
     buf_free(&want);
     free_sets(sets, 3);
 }
@@ -99,16 +138,12 @@ START_TEST(test_write_openmetrics)
 {
     struct metric_set *sets[3];
     make_sets(sets);
-    struct buf out, want;
-    buf_init(&out);
+    struct buf want;
     buf_init(&want);
-    expfmt_write(&out, sets, 3, EXPFMT_OPENMETRICS);
     /* The counter's family header drops _total; its samples keep it. */
     expected_body(&want, "qrel_collector_errors");
     buf_puts(&want, "# EOF\n");
-    ck_assert_str_eq(out.data, want.data);
-    ck_assert_uint_eq(out.len, want.len);
-    buf_free(&out);
+    check_output(sets, 3, EXPFMT_OPENMETRICS, want.data);
     buf_free(&want);
     free_sets(sets, 3);
 }
@@ -119,15 +154,12 @@ START_TEST(test_write_literal)
     /* One comparison with nothing computed, to pin the header layout itself. */
     struct metric_set *s = metric_set_new("x", "redis_stream");
     ck_assert_int_eq(metric_set_add(s, "qrel_sample_age_seconds", 2.25, NULL), 0);
-    struct buf out;
-    buf_init(&out);
-    expfmt_write(&out, &s, 1, EXPFMT_OPENMETRICS);
-    ck_assert_str_eq(out.data, "# HELP qrel_sample_age_seconds Age in seconds of the data behind "
-                               "this source's values (cache age, cloud metric delay).\n"
-                               "# TYPE qrel_sample_age_seconds gauge\n"
-                               "qrel_sample_age_seconds{source=\"x\",kind=\"redis_stream\"} 2.25\n"
-                               "# EOF\n");
-    buf_free(&out);
+    check_output(&s, 1, EXPFMT_OPENMETRICS,
+                 "# HELP qrel_sample_age_seconds Age in seconds of the data behind "
+                 "this source's values (cache age, cloud metric delay).\n"
+                 "# TYPE qrel_sample_age_seconds gauge\n"
+                 "qrel_sample_age_seconds{source=\"x\",kind=\"redis_stream\"} 2.25\n"
+                 "# EOF\n");
     metric_set_free(s);
 }
 END_TEST
@@ -135,16 +167,16 @@ END_TEST
 START_TEST(test_write_empty)
 {
     struct metric_set *sets[2] = {metric_set_new("a", "redis_stream"), NULL};
-    struct buf out;
-    buf_init(&out);
-    expfmt_write(&out, sets, 2, EXPFMT_TEXT);
-    ck_assert_uint_eq(out.len, 0);
-    expfmt_write(&out, NULL, 0, EXPFMT_TEXT);
-    ck_assert_uint_eq(out.len, 0);
-    expfmt_write(&out, sets, 2, EXPFMT_OPENMETRICS);
-    ck_assert_str_eq(out.data, "# EOF\n");
-    buf_free(&out);
+    check_output(sets, 2, EXPFMT_TEXT, "");
+    check_output(NULL, 0, EXPFMT_TEXT, "");
+    check_output(sets, 2, EXPFMT_OPENMETRICS, "# EOF\n");
+    check_output(NULL, 0, EXPFMT_OPENMETRICS, "# EOF\n");
     metric_set_free(sets[0]);
+
+    /* NULL writers are harmless. */
+    char c;
+    ck_assert_uint_eq(expfmt_writer_read(NULL, &c, 1), 0);
+    expfmt_writer_free(NULL);
 }
 END_TEST
 
@@ -175,21 +207,81 @@ START_TEST(test_write_escapes_labels)
         metric_set_add(s, "qrel_queue_oldest_message_age_seconds", 7, "queue", "a\"b\\c\nd", NULL),
         0);
     for (int f = EXPFMT_TEXT; f <= EXPFMT_OPENMETRICS; f++) {
-        struct buf out, want;
-        buf_init(&out);
+        struct buf want;
         buf_init(&want);
-        expfmt_write(&out, &s, 1, (enum expfmt_format)f);
         expect_header(&want, "qrel_queue_oldest_message_age_seconds",
                       "qrel_queue_oldest_message_age_seconds", "gauge");
         buf_puts(&want, "qrel_queue_oldest_message_age_seconds{source=\"s\\\"1\","
                         "kind=\"redis_stream\",queue=\"a\\\"b\\\\c\\nd\"} 7\n");
         if (f == EXPFMT_OPENMETRICS)
             buf_puts(&want, "# EOF\n");
-        ck_assert_str_eq(out.data, want.data);
-        buf_free(&out);
+        check_output(&s, 1, (enum expfmt_format)f, want.data);
         buf_free(&want);
     }
     metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_write_long_lines)
+{
+    /* Lines longer than any read buffer and than the set's 64 KiB storage chunks, plain and with
+     * escapes, between short ones: they go out through the writer's carry buffer. */
+    static const size_t sizes[] = {100000, 5, 70000, 65536};
+    struct metric_set *s = metric_set_new("src", "redis_stream");
+    struct buf want;
+    buf_init(&want);
+    expect_header(&want, "qrel_queue_messages", "qrel_queue_messages", "gauge");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *v = malloc(sizes[i] + 1);
+        ck_assert_ptr_nonnull(v);
+        for (size_t k = 0; k < sizes[i]; k++)
+            v[k] = (char)('a' + k % 26);
+        if (i % 2 == 0)
+            v[sizes[i] / 3] = '\n';
+        v[sizes[i]] = '\0';
+        ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", (double)i, "queue", v, NULL), 0);
+        buf_puts(&want, "qrel_queue_messages{source=\"src\",kind=\"redis_stream\",queue=\"");
+        expfmt_escape_label_value(&want, v);
+        buf_printf(&want, "\"} %zu\n", i);
+        free(v);
+    }
+    check_output(&s, 1, EXPFMT_TEXT, want.data);
+    buf_free(&want);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_writers_independent)
+{
+    /* Two writers over the same sets (overlapping scrapes) read in turns: each gets it all. */
+    struct metric_set *sets[3];
+    make_sets(sets);
+    struct buf want, want_om, a, b;
+    buf_init(&want);
+    buf_init(&want_om);
+    buf_init(&a);
+    buf_init(&b);
+    expfmt_write(&want, sets, 3, EXPFMT_TEXT);
+    expfmt_write(&want_om, sets, 3, EXPFMT_OPENMETRICS);
+    struct expfmt_writer *wa = expfmt_writer_new(sets, 3, EXPFMT_TEXT);
+    struct expfmt_writer *wb = expfmt_writer_new(sets, 3, EXPFMT_OPENMETRICS);
+    char chunk[13];
+    size_t ga, gb;
+    do {
+        ga = expfmt_writer_read(wa, chunk, sizeof chunk);
+        buf_append(&a, chunk, ga);
+        gb = expfmt_writer_read(wb, chunk, 5);
+        buf_append(&b, chunk, gb);
+    } while (ga || gb);
+    ck_assert_str_eq(a.data, want.data);
+    ck_assert_str_eq(b.data, want_om.data);
+    expfmt_writer_free(wa);
+    expfmt_writer_free(wb);
+    buf_free(&want);
+    buf_free(&want_om);
+    buf_free(&a);
+    buf_free(&b);
+    free_sets(sets, 3);
 }
 END_TEST
 
@@ -447,9 +539,19 @@ START_TEST(test_write_large)
                 metric_set_add(sets[si], fam, i * 0.5, "queue", queue, "group", "g", NULL), 0);
         }
     }
-    struct buf out;
+    struct buf out, streamed;
     buf_init(&out);
+    buf_init(&streamed);
     expfmt_write(&out, sets, 2, EXPFMT_OPENMETRICS);
+    /* Streamed the way the HTTP server does, and with an odd buffer size: the same bytes. */
+    read_all(&streamed, sets, 2, EXPFMT_OPENMETRICS, 65536);
+    ck_assert_uint_eq(streamed.len, out.len);
+    ck_assert(memcmp(streamed.data, out.data, out.len) == 0);
+    buf_reset(&streamed);
+    read_all(&streamed, sets, 2, EXPFMT_OPENMETRICS, 1021);
+    ck_assert_uint_eq(streamed.len, out.len);
+    ck_assert(memcmp(streamed.data, out.data, out.len) == 0);
+    buf_free(&streamed);
     size_t lines = 0;
     for (size_t i = 0; i < out.len; i++)
         lines += out.data[i] == '\n';
@@ -480,6 +582,8 @@ static Suite *expfmt_suite(void)
     tcase_add_test(tc, test_write_empty);
     tcase_add_test(tc, test_write_appends);
     tcase_add_test(tc, test_write_escapes_labels);
+    tcase_add_test(tc, test_write_long_lines);
+    tcase_add_test(tc, test_writers_independent);
     tcase_add_test(tc, test_write_large);
     tcase_set_timeout(tc, 60); /* the large write under valgrind */
     suite_add_tcase(s, tc);

@@ -137,6 +137,17 @@ static void assert_label(const struct metric_sample *sm, size_t i, const char *n
     ck_assert_uint_lt(i, sm->nlabels);
     ck_assert_str_eq(sm->labels[i].name, name);
     ck_assert_str_eq(sm->labels[i].value, value);
+    ck_assert_uint_eq(sm->labels[i].name_len, strlen(name));
+    ck_assert_uint_eq(sm->labels[i].value_len, strlen(value));
+    ck_assert_int_eq(sm->labels[i].value_escape, strcspn(value, "\\\"\n") < strlen(value));
+}
+
+/* Sample i of s, the way the tests below look at it. */
+static struct metric_sample get(const struct metric_set *s, size_t i)
+{
+    struct metric_sample sm;
+    metric_set_get(s, i, &sm);
+    return sm;
 }
 
 START_TEST(test_add_with_base_labels)
@@ -150,21 +161,28 @@ START_TEST(test_add_with_base_labels)
     ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1.0, NULL), 0);
     ck_assert_uint_eq(metric_set_len(s), 2);
 
-    const struct metric_sample *sm = metric_set_at(s, 0);
-    ck_assert_ptr_eq(sm->family, metric_catalog_find("qrel_queue_messages"));
-    ck_assert_double_eq(sm->value, 3.0);
-    ck_assert_uint_eq(sm->nlabels, 5);
-    assert_label(sm, 0, "source", "cache");
-    assert_label(sm, 1, "kind", "redis_stream");
-    assert_label(sm, 2, "queue", "orders");
-    assert_label(sm, 3, "group", "mailer");
-    assert_label(sm, 4, "state", "ready");
+    struct metric_sample sm = get(s, 0);
+    ck_assert_ptr_eq(sm.family, metric_catalog_find("qrel_queue_messages"));
+    ck_assert_ptr_eq(metric_set_family(s, 0), sm.family);
+    ck_assert_double_eq(sm.value, 3.0);
+    ck_assert_uint_eq(sm.nlabels, 5);
+    assert_label(&sm, 0, "source", "cache");
+    assert_label(&sm, 1, "kind", "redis_stream");
+    assert_label(&sm, 2, "queue", "orders");
+    assert_label(&sm, 3, "group", "mailer");
+    assert_label(&sm, 4, "state", "ready");
 
-    sm = metric_set_at(s, 1);
-    ck_assert_uint_eq(sm->nlabels, 2);
-    assert_label(sm, 0, "source", "cache");
-    assert_label(sm, 1, "kind", "redis_stream");
-    ck_assert_ptr_null(metric_set_at(s, 2));
+    sm = get(s, 1);
+    ck_assert_ptr_eq(sm.family, metric_catalog_find("qrel_collector_up"));
+    ck_assert_ptr_eq(metric_set_family(s, 1), sm.family);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 0, "source", "cache");
+    assert_label(&sm, 1, "kind", "redis_stream");
+    /* Out of range: no family, no labels. */
+    sm = get(s, 2);
+    ck_assert_ptr_null(sm.family);
+    ck_assert_uint_eq(sm.nlabels, 0);
+    ck_assert_ptr_null(metric_set_family(s, 2));
     ck_assert_ptr_null(metric_set_error(s));
     metric_set_free(s);
 }
@@ -176,17 +194,24 @@ START_TEST(test_add_without_base_labels)
     ck_assert_int_eq(
         metric_set_add(s, "qrel_build_info", 1, "version", "0.1.0", "revision", "abc", NULL), 0);
     ck_assert_int_eq(metric_set_add(s, "qrel_config_last_reload_successful", 1, NULL), 0);
-    const struct metric_sample *sm = metric_set_at(s, 0);
-    ck_assert_uint_eq(sm->nlabels, 2);
-    assert_label(sm, 0, "version", "0.1.0");
-    assert_label(sm, 1, "revision", "abc");
-    sm = metric_set_at(s, 1);
-    ck_assert_uint_eq(sm->nlabels, 0);
-    ck_assert_ptr_null(sm->labels);
+    struct metric_sample sm = get(s, 0);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 0, "version", "0.1.0");
+    assert_label(&sm, 1, "revision", "abc");
+    sm = get(s, 1);
+    ck_assert_ptr_eq(sm.family, metric_catalog_find("qrel_config_last_reload_successful"));
+    ck_assert_uint_eq(sm.nlabels, 0);
     /* set_kind has nothing to change on a set without base labels */
     metric_set_set_kind(s, "postgres");
     ck_assert_int_eq(metric_set_add(s, "qrel_config_last_reload_successful", 0, NULL), 0);
-    ck_assert_uint_eq(metric_set_at(s, 2)->nlabels, 0);
+    ck_assert_uint_eq(get(s, 2).nlabels, 0);
+    /* and labels named like the base ones are ordinary labels there */
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, "source", "s", "kind", "k", NULL),
+                     0);
+    sm = get(s, 3);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 0, "source", "s");
+    assert_label(&sm, 1, "kind", "k");
     metric_set_free(s);
 }
 END_TEST
@@ -201,11 +226,44 @@ START_TEST(test_set_kind)
     metric_set_set_kind(s, "outbox");
     ck_assert_int_eq(metric_set_add(s, "qrel_outbox_pending_messages", 7, "queue", "outbox", NULL),
                      0);
-    assert_label(metric_set_at(s, 0), 1, "kind", "postgres");
-    assert_label(metric_set_at(s, 1), 1, "kind", "dedup_table");
-    assert_label(metric_set_at(s, 2), 0, "source", "shop-db");
-    assert_label(metric_set_at(s, 2), 1, "kind", "outbox");
-    assert_label(metric_set_at(s, 2), 2, "queue", "outbox");
+    struct metric_sample sm = get(s, 0);
+    assert_label(&sm, 1, "kind", "postgres");
+    sm = get(s, 1);
+    assert_label(&sm, 1, "kind", "dedup_table");
+    sm = get(s, 2);
+    assert_label(&sm, 0, "source", "shop-db");
+    assert_label(&sm, 1, "kind", "outbox");
+    assert_label(&sm, 2, "queue", "outbox");
+
+    /* Only the last of several set_kind calls without an add in between counts. */
+    metric_set_set_kind(s, "claim_table");
+    metric_set_set_kind(s, "dedup_table");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    /* No kind: the samples have the source label only, and "kind" is free to use. */
+    metric_set_set_kind(s, NULL);
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, "kind", "mine", NULL), 0);
+    metric_set_set_kind(s, "outbox");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    ck_assert_uint_eq(metric_set_len(s), 7);
+    sm = get(s, 3);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 1, "kind", "dedup_table");
+    sm = get(s, 4);
+    ck_assert_uint_eq(sm.nlabels, 1);
+    assert_label(&sm, 0, "source", "shop-db");
+    sm = get(s, 5);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 1, "kind", "mine");
+    sm = get(s, 6);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    assert_label(&sm, 1, "kind", "outbox");
+    /* The earlier samples keep their kinds. */
+    sm = get(s, 0);
+    assert_label(&sm, 1, "kind", "postgres");
+    sm = get(s, 2);
+    assert_label(&sm, 1, "kind", "outbox");
+    ck_assert_ptr_null(metric_set_error(s));
     metric_set_free(s);
 }
 END_TEST
@@ -221,10 +279,10 @@ START_TEST(test_add_copies_strings)
     source[0] = 'X';
     queue[0] = 'X';
     name[0] = 'X';
-    const struct metric_sample *sm = metric_set_at(s, 0);
-    assert_label(sm, 0, "source", "src");
-    assert_label(sm, 2, "queue", "orders");
-    ck_assert_double_eq(sm->value, 1.5);
+    struct metric_sample sm = get(s, 0);
+    assert_label(&sm, 0, "source", "src");
+    assert_label(&sm, 2, "queue", "orders");
+    ck_assert_double_eq(sm.value, 1.5);
     metric_set_free(s);
 }
 END_TEST
@@ -234,8 +292,9 @@ START_TEST(test_add_empty_value)
     struct metric_set *s = metric_set_new("a", "redis_stream");
     ck_assert_int_eq(
         metric_set_add(s, "qrel_consumer_lag_seconds", 0, "queue", "", "group", "", NULL), 0);
-    assert_label(metric_set_at(s, 0), 2, "queue", "");
-    assert_label(metric_set_at(s, 0), 3, "group", "");
+    struct metric_sample sm = get(s, 0);
+    assert_label(&sm, 2, "queue", "");
+    assert_label(&sm, 3, "group", "");
     metric_set_free(s);
 }
 END_TEST
@@ -247,14 +306,15 @@ START_TEST(test_utf8_sanitize)
     ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", 1, "queue", "a\xff b", "group",
                                     "caf\xc3\xa9", "state", "\xed\xa0\x80", NULL),
                      0);
-    const struct metric_sample *sm = metric_set_at(s, 0);
-    assert_label(sm, 0, "source", "bad\xEF\xBF\xBD");
-    assert_label(sm, 2, "queue", "a\xEF\xBF\xBD b");
-    assert_label(sm, 3, "group", "caf\xc3\xa9"); /* valid UTF-8 stays as it is */
-    assert_label(sm, 4, "state", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); /* a surrogate */
+    struct metric_sample sm = get(s, 0);
+    assert_label(&sm, 0, "source", "bad\xEF\xBF\xBD");
+    assert_label(&sm, 2, "queue", "a\xEF\xBF\xBD b");
+    assert_label(&sm, 3, "group", "caf\xc3\xa9"); /* valid UTF-8 stays as it is */
+    assert_label(&sm, 4, "state", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); /* a surrogate */
     metric_set_set_kind(s, "k\x80");
     ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
-    assert_label(metric_set_at(s, 1), 1, "kind", "k\xEF\xBF\xBD");
+    sm = get(s, 1);
+    assert_label(&sm, 1, "kind", "k\xEF\xBF\xBD");
     metric_set_free(s);
 }
 END_TEST
@@ -322,8 +382,13 @@ START_TEST(test_null_set)
 {
     metric_set_free(NULL);
     ck_assert_uint_eq(metric_set_len(NULL), 0);
-    ck_assert_ptr_null(metric_set_at(NULL, 0));
+    struct metric_sample sm = get(NULL, 0);
+    ck_assert_ptr_null(sm.family);
+    ck_assert_uint_eq(sm.nlabels, 0);
+    ck_assert_ptr_null(metric_set_family(NULL, 0));
     ck_assert_ptr_null(metric_set_error(NULL));
+    ck_assert_uint_eq(metric_set_bytes(NULL), 0);
+    ck_assert_int_eq(metric_set_add(NULL, "qrel_collector_up", 1, NULL), -1);
 }
 END_TEST
 
@@ -339,14 +404,173 @@ START_TEST(test_large_set)
                          0);
     }
     ck_assert_uint_eq(metric_set_len(s), N);
-    for (int i = 0; i < N; i += 9973) {
-        const struct metric_sample *sm = metric_set_at(s, (size_t)i);
+    for (int i = 0; i < N; i += 997) {
+        struct metric_sample sm = get(s, (size_t)i);
         snprintf(queue, sizeof queue, "stream:%d", i);
-        ck_assert_double_eq(sm->value, (double)i);
-        assert_label(sm, 2, "queue", queue);
-        assert_label(sm, 4, "state", i % 2 ? "ready" : "in_flight");
+        ck_assert_double_eq(sm.value, (double)i);
+        assert_label(&sm, 0, "source", "big");
+        assert_label(&sm, 2, "queue", queue);
+        assert_label(&sm, 3, "group", "g");
+        assert_label(&sm, 4, "state", i % 2 ? "ready" : "in_flight");
     }
     ck_assert_ptr_null(metric_set_error(s));
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_label_limit)
+{
+    /* With the two base labels, 14 more make METRIC_MAX_LABELS; one more is refused. */
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+#define L14                                                                                        \
+    "l0", "0", "l1", "1", "l2", "2", "l3", "3", "l4", "4", "l5", "5", "l6", "6", "l7", "7", "l8",  \
+        "8", "l9", "9", "l10", "10", "l11", "11", "l12", "12", "l13", "13"
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, L14, NULL), 0);
+    struct metric_sample sm = get(s, 0);
+    ck_assert_uint_eq(sm.nlabels, METRIC_MAX_LABELS);
+    assert_label(&sm, 15, "l13", "13");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, L14, "l14", "14", NULL), -1);
+    ck_assert_str_eq(metric_set_error(s), "qrel_collector_up: more than 16 labels");
+    ck_assert_uint_eq(metric_set_len(s), 1);
+    metric_set_free(s);
+
+    /* Without base labels all 16 are the caller's. */
+    s = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(metric_set_add(s, "qrel_build_info", 1, L14, "l14", "14", "l15", "15", NULL),
+                     0);
+    ck_assert_uint_eq(get(s, 0).nlabels, METRIC_MAX_LABELS);
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_build_info", 1, L14, "l14", "14", "l15", "15", "l16", "16", NULL),
+        -1);
+    ck_assert_str_eq(metric_set_error(s), "qrel_build_info: more than 16 labels");
+#undef L14
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_strings_stored_once)
+{
+    struct metric_set *s = metric_set_new("cache", "redis_stream");
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_queue_messages", 1, "queue", "q", "state", "ready", NULL), 0);
+    ck_assert_int_eq(
+        metric_set_add(s, "qrel_consumer_lag_seconds", 2, "queue", "q", "group", "ready", NULL), 0);
+    struct metric_sample a = get(s, 0), b = get(s, 1);
+    ck_assert_ptr_eq(a.labels[0].value, b.labels[0].value); /* source */
+    ck_assert_ptr_eq(a.labels[2].name, b.labels[2].name);   /* "queue" */
+    ck_assert_ptr_eq(a.labels[2].value, b.labels[2].value); /* "q" */
+    ck_assert_ptr_eq(a.labels[3].value, b.labels[3].value); /* "ready", under two names */
+    assert_label(&b, 3, "group", "ready");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_label_names_vary)
+{
+    /* One family with different label names from one add to the next. */
+    struct metric_set *s = metric_set_new("a", "postgres");
+    for (int i = 0; i < 100; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", i);
+        switch (i % 4) {
+        case 0:
+            ck_assert_int_eq(metric_set_add(s, "qrel_claims", i, "queue", v, NULL), 0);
+            break;
+        case 1:
+            ck_assert_int_eq(metric_set_add(s, "qrel_claims", i, "queue", v, "state", v, NULL), 0);
+            break;
+        case 2:
+            ck_assert_int_eq(metric_set_add(s, "qrel_claims", i, "state", v, "queue", v, NULL), 0);
+            break;
+        default:
+            ck_assert_int_eq(metric_set_add(s, "qrel_claims", i, NULL), 0);
+            break;
+        }
+    }
+    for (int i = 0; i < 100; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", i);
+        struct metric_sample sm = get(s, (size_t)i);
+        ck_assert_double_eq(sm.value, i);
+        static const size_t nlabels[] = {3, 4, 4, 2};
+        ck_assert_uint_eq(sm.nlabels, nlabels[i % 4]);
+        if (i % 4 == 0 || i % 4 == 1)
+            assert_label(&sm, 2, "queue", v);
+        if (i % 4 == 1)
+            assert_label(&sm, 3, "state", v);
+        if (i % 4 == 2) {
+            assert_label(&sm, 2, "state", v);
+            assert_label(&sm, 3, "queue", v);
+        }
+    }
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_long_values)
+{
+    /* Values around and beyond the set's 64 KiB storage chunks, between short ones. */
+    static const size_t sizes[] = {10, 65535, 3, 65536, 65537, 7, 200000, 1, 40000, 40000, 0};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    char *vals[N];
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+    for (size_t i = 0; i < N; i++) {
+        vals[i] = malloc(sizes[i] + 1);
+        ck_assert_ptr_nonnull(vals[i]);
+        for (size_t k = 0; k < sizes[i]; k++)
+            vals[i][k] = (char)('a' + (i + k) % 26);
+        if (sizes[i] > 100)
+            vals[i][sizes[i] / 2] = '"';
+        vals[i][sizes[i]] = '\0';
+        ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", (double)i, "queue", vals[i],
+                                        "group", "g", NULL),
+                         0);
+    }
+    for (size_t i = 0; i < N; i++) {
+        struct metric_sample sm = get(s, i);
+        ck_assert_double_eq(sm.value, (double)i);
+        ck_assert_uint_eq(sm.labels[2].value_len, sizes[i]);
+        ck_assert(memcmp(sm.labels[2].value, vals[i], sizes[i] + 1) == 0);
+        ck_assert_int_eq(sm.labels[2].value_escape, sizes[i] > 100);
+        assert_label(&sm, 3, "group", "g");
+        free(vals[i]);
+    }
+    metric_set_free(s);
+}
+END_TEST
+
+/* The benchmark's shape: 10 samples of 5 labels for each of n_streams streams. */
+static struct metric_set *bench_set(int n, int n_streams)
+{
+    struct metric_set *s = metric_set_new("bench", "redis_stream");
+    char queue[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(queue, sizeof queue, "bench:%d", i % n_streams);
+        ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", (double)i, "queue", queue,
+                                        "group", "g1", "state", i % 2 ? "ready" : "in_flight",
+                                        NULL),
+                         0);
+    }
+    return s;
+}
+
+START_TEST(test_set_bytes)
+{
+    /* A set costs a few hundred bytes, not the 64 KiB chunks of a large one. */
+    struct metric_set *s = metric_set_new("a", "redis_stream");
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    ck_assert_uint_lt(metric_set_bytes(s), 2048);
+    metric_set_free(s);
+
+    /* 100k samples of 5 labels: 10,000 streams (as in the benchmark), then every value distinct,
+     * fit in 6 MB, so a scrape of them does not dominate the exporter's memory. */
+    enum { N = 100000 };
+    s = bench_set(N, N / 10);
+    ck_assert_uint_le(metric_set_bytes(s), 6000000);
+    ck_assert_uint_le(metric_set_bytes(s) / N, 40);
+    metric_set_free(s);
+    s = bench_set(N, N);
+    ck_assert_uint_le(metric_set_bytes(s), 6000000);
     metric_set_free(s);
 }
 END_TEST
@@ -375,6 +599,11 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_duplicate_extra_label);
     tcase_add_test(tc, test_null_set);
     tcase_add_test(tc, test_large_set);
+    tcase_add_test(tc, test_label_limit);
+    tcase_add_test(tc, test_strings_stored_once);
+    tcase_add_test(tc, test_label_names_vary);
+    tcase_add_test(tc, test_long_values);
+    tcase_add_test(tc, test_set_bytes);
     tcase_set_timeout(tc, 60); /* the large set under valgrind */
     suite_add_tcase(s, tc);
     return s;

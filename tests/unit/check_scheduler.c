@@ -84,20 +84,21 @@ static double find(const struct scheduler_scrape *sc, const char *source, const 
     struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < metric_set_len(sets[i]); j++) {
-            const struct metric_sample *m = metric_set_at(sets[i], j);
-            if (strcmp(m->family->name, family) != 0)
+            struct metric_sample m;
+            metric_set_get(sets[i], j, &m);
+            if (strcmp(m.family->name, family) != 0)
                 continue;
             int src_ok = 0, lbl_ok = name == NULL;
-            for (size_t k = 0; k < m->nlabels; k++) {
-                if (strcmp(m->labels[k].name, "source") == 0 &&
-                    strcmp(m->labels[k].value, source) == 0)
+            for (size_t k = 0; k < m.nlabels; k++) {
+                if (strcmp(m.labels[k].name, "source") == 0 &&
+                    strcmp(m.labels[k].value, source) == 0)
                     src_ok = 1;
-                if (name && strcmp(m->labels[k].name, name) == 0 &&
-                    strcmp(m->labels[k].value, value) == 0)
+                if (name && strcmp(m.labels[k].name, name) == 0 &&
+                    strcmp(m.labels[k].value, value) == 0)
                     lbl_ok = 1;
             }
             if (src_ok && lbl_ok)
-                return m->value;
+                return m.value;
         }
     }
     return -1;
