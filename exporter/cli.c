@@ -21,13 +21,15 @@ static struct flag scrape_flags[] = {
 };
 #define NSCRAPE (sizeof scrape_flags / sizeof scrape_flags[0])
 
-static const char usage[] = "usage: qrel <command> [flags]\n\n"
-                            "Commands:\n"
-                            "  scrape   Collect every configured source once and print the\n"
-                            "           metrics; exit 1 when any source failed.\n"
-                            "  version  Print the version.\n"
-                            "  help     Show this help.\n\n"
-                            "Run `qrel <command> --help` for a command's flags.";
+static const char usage[] =
+    "usage: qrel <command> [flags]\n\n"
+    "Commands:\n"
+    "  scrape   Collect every configured source once and print the\n"
+    "           metrics; exit 1 when any source failed.\n"
+    "  metrics  List every metric family qrel can export: name, type, help.\n"
+    "  version  Print the version.\n"
+    "  help     Show this help.\n\n"
+    "Run `qrel <command> --help` for a command's flags.";
 
 static int cmd_scrape(int argc, char **argv)
 {
@@ -80,11 +82,13 @@ static int cmd_scrape(int argc, char **argv)
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     size_t n;
     struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
-    struct buf out;
-    buf_init(&out);
-    expfmt_write(&out, sets, n, fmt);
-    fwrite(out.data ? out.data : "", 1, out.len, stdout);
-    buf_free(&out);
+    /* Written in pieces: the exposition of many streams is never held whole in memory. */
+    struct expfmt_writer *w = expfmt_writer_new(sets, n, fmt);
+    char chunk[64 * 1024];
+    size_t got;
+    while ((got = expfmt_writer_read(w, chunk, sizeof chunk)) > 0)
+        fwrite(chunk, 1, got, stdout);
+    expfmt_writer_free(w);
     size_t failed = scheduler_scrape_failed(sc);
     for (size_t i = 0; i < scheduler_source_count(s); i++) {
         struct scheduler_status st;
@@ -111,6 +115,15 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "scrape") == 0)
         return cmd_scrape(argc, argv);
+    if (strcmp(argv[1], "metrics") == 0) {
+        /* The catalogue is the public API; docs and (later) dashboards are checked against it. */
+        for (size_t i = 0; i < metric_catalog_count(); i++) {
+            const struct metric_family *f = metric_catalog_at(i);
+            printf("%s\t%s\t%s\n", f->name, f->type == METRIC_COUNTER ? "counter" : "gauge",
+                   f->help);
+        }
+        return 0;
+    }
     fprintf(stderr, "qrel: unknown command \"%s\" (see qrel help)\n", argv[1]);
     return 2;
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev check
+  cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev check
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils

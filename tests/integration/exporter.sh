@@ -61,6 +61,13 @@ expect_eq "OpenMetrics content type" "$(tr -d '\r' < "$T/om.headers" | sed -n 's
   "application/openmetrics-text; version=1.0.0; charset=utf-8"
 expect_eq "OpenMetrics ends with # EOF" "$(tail -1 "$T/om.txt")" "# EOF"
 expect_cmd "OpenMetrics counter family drops _total in TYPE" grep -q '^# TYPE qrel_collector_errors counter$' "$T/om.txt"
+# gzip, which Prometheus always asks for: the body is compressed and decodes to the same series.
+curl -s -D "$T/gz.headers" -H 'Accept-Encoding: gzip' "http://$ADDR/metrics" -o "$T/m.gz"
+expect_eq "Content-Encoding with gzip accepted" "$(tr -d '\r' < "$T/gz.headers" | sed -n 's/^Content-Encoding: //p')" gzip
+gunzip -c "$T/m.gz" > "$T/gz.txt"
+expect_metric "$T/gz.txt" 1 qrel_collector_up 'source="cache"'
+expect_cmd "gzip body passes promtool" bash -c "promtool check metrics < '$T/gz.txt'"
+expect_eq "no Content-Encoding for gzip;q=0" "$(curl -s -D - -o /dev/null -H 'Accept-Encoding: gzip;q=0' "http://$ADDR/metrics" | tr -d '\r' | sed -n 's/^Content-Encoding: //p')" ""
 curl -s "http://$ADDR/" -o "$T/landing.html"
 expect_cmd "landing page lists the source" grep -q '<td>cache</td><td>redis_stream</td>' "$T/landing.html"
 expect_cmd "landing page links the metrics" grep -q 'href="/metrics"' "$T/landing.html"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A real Prometheus (Debian's 2.42) scrapes qrel_exporter: it negotiates OpenMetrics and gzip,
+# honours the scrape-timeout header, and the series arrive with their labels intact.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_redis RP
+redis-cli -p "$RP" XGROUP CREATE orders workers 0 MKSTREAM >/dev/null
+for i in 1 2 3; do redis-cli -p "$RP" XADD orders '*' n "$i" >/dev/null; done
+redis-cli -p "$RP" XREADGROUP GROUP workers c COUNT 1 STREAMS orders '>' >/dev/null
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: cache
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    streams: [{name: orders, claim_min_idle: 30s}]
+YML
+start_exporter "$T/qrel.yml"
+
+PP=$(free_port)
+mkdir -p "$T/prom"
+cat > "$T/prom/prometheus.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: qrel
+    static_configs: [{targets: ['$ADDR']}]
+YML
+prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
+  --web.listen-address="127.0.0.1:$PP" > "$T/prometheus.log" 2>&1 &
+PIDS+=($!)
+
+query() { curl -fsS "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" | jq -r '.data.result[0].value[1] // empty'; }
+# The first scrape comes 5-6 s after start (the scrape manager's tick): poll, don't sleep.
+up=""
+for _ in $(seq 1 200); do
+  up=$(query 'up{job="qrel"}' 2>/dev/null || true)
+  [ "$up" = 1 ] && break
+  sleep 0.1
+done
+expect_eq "Prometheus sees the exporter up" "$up" 1
+expect_eq "ready messages via Prometheus" "$(query 'qrel_queue_messages{source="cache",queue="orders",group="workers",state="ready"}')" 2
+expect_eq "in-flight messages via Prometheus" "$(query 'qrel_queue_messages{state="in_flight"}')" 1
+expect_eq "collector up via Prometheus" "$(query 'qrel_collector_up{source="cache",kind="redis_stream"}')" 1
+expect_eq "a counter keeps its _total name" "$(query 'qrel_collector_errors_total{source="cache",reason="timeout"}')" 0
+health=$(curl -fsS "http://127.0.0.1:$PP/api/v1/targets" | jq -r '.data.activeTargets[0].lastError')
+expect_eq "scrape error reported by Prometheus" "$health" ""
+finish
