@@ -307,13 +307,10 @@ static int set_error(struct metric_set *s, const char *fmt, ...)
 static int set_error(struct metric_set *s, const char *fmt, ...)
 {
     if (!s->error) {
-        struct buf b;
         va_list ap;
-        buf_init(&b);
         va_start(ap, fmt);
-        buf_vprintf(&b, fmt, ap);
+        s->error = xvasprintf(fmt, ap);
         va_end(ap);
-        s->error = buf_steal(&b);
     }
     return -1;
 }

@@ -51,15 +51,21 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *xvasprintf(const char *fmt, va_list ap)
 {
     struct buf b;
-    va_list ap;
     buf_init(&b);
-    va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
-    va_end(ap);
     return buf_steal(&b);
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 void buf_init(struct buf *b)

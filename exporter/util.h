@@ -15,6 +15,7 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s); /* xstrdup(NULL) == NULL */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap);
 
 /* A growable, always NUL-terminated byte buffer. The buffer owns data; buf_free releases it,
  * buf_steal hands it to the caller (who frees it with free()). */
