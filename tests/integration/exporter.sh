@@ -107,6 +107,14 @@ expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="cache2"'
 expect_absent "$T/m3.txt" qrel_collector_up 'source="cache"'
 stop_exporter
 
+# --web.telemetry-path moves the metrics; --log.format=json writes one JSON object per line.
+start_exporter "$T/good.yml" --web.telemetry-path=/qrel/metrics --log.format=json
+expect_eq "GET the moved telemetry path" "$(code "http://$ADDR/qrel/metrics")" 200
+expect_eq "GET /metrics after moving it" "$(code "http://$ADDR/metrics")" 404
+expect_cmd "every log line is JSON with ts, level and msg" \
+  bash -c "grep -v '^$' '$T/exporter.log' | jq -e 'has(\"ts\") and has(\"level\") and has(\"msg\")' > /dev/null"
+stop_exporter
+
 # qrel scrape: exit 0 when every source is up, 1 when one fails.
 expect_cmd "qrel scrape exits 0 with every source up" bash -c "'$QREL' scrape --config.file='$T/good.yml' > '$T/s1.txt'"
 expect_metric "$T/s1.txt" 1 qrel_collector_up 'source="cache"'

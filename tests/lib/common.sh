@@ -75,7 +75,8 @@ start_exporter() {
   EXPORTER_PID=$!
   PIDS+=("$EXPORTER_PID")
   for _ in $(seq 1 100); do
-    ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+    ADDR=$(sed -nE -e 's/.*msg=listening address=([^ ]+).*/\1/p' \
+      -e 's/.*"msg":"listening","address":"([^"]+)".*/\1/p' "$T/exporter.log" | tail -1)
     [ -n "$ADDR" ] && return 0
     sleep 0.05
   done
