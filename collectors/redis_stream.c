@@ -1443,4 +1443,5 @@ out:
     return rc;
 }
 
-const struct collector_kind redis_stream_kind = {"redis_stream", configure, collect, destroy};
+const struct collector_kind redis_stream_kind = {
+    .name = "redis_stream", .configure = configure, .collect = collect, .destroy = destroy};

@@ -28,12 +28,18 @@ struct collector_kind {
     int (*collect)(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e);
     void (*destroy)(struct collector *c); /* frees priv; may be called after a failed configure */
+    /* Optional (NULL when the kind has nothing to verify): checks the configuration against the
+     * live server — tables and columns exist, permissions suffice — for --config.check. Errors
+     * name the source and the object, never a secret. */
+    int (*check)(struct collector *c, const struct deadline *dl, struct err *e);
 };
 
 struct collector {
     char *name; /* the `source` label */
     const struct collector_kind *kind;
-    double timeout; /* seconds */
+    double timeout;      /* seconds */
+    double min_interval; /* seconds; 0: collect on every scrape. Else a result younger than this
+                          * is served again, with qrel_sample_age_seconds saying how old it is */
     void *priv;     /* the kind's state */
 };
 

@@ -50,7 +50,8 @@ static void fake_destroy(struct collector *c)
     free(f);
 }
 
-static const struct collector_kind fake_kind = {"fake", NULL, fake_collect, fake_destroy};
+static const struct collector_kind fake_kind = {
+    .name = "fake", .collect = fake_collect, .destroy = fake_destroy};
 
 static struct fake *add_source(struct sources *s, const char *name, double timeout)
 {

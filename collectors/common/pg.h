@@ -1,0 +1,71 @@
+/* pg.h: PostgreSQL access for collectors: one libpq connection per source instance, every query
+ * read-only and bounded by the scrape's deadline, identifiers from the config always escaped.
+ *
+ * Safety rules this helper enforces so no collector can forget them:
+ *   - connections are made with PQconnectdbParams (keywords/values, never a concatenated
+ *     conninfo string) and connect_timeout taken from the deadline;
+ *   - the session is read-only (default_transaction_read_only=on, set in the startup options) and
+ *     tagged application_name=qrel;
+ *   - each query runs with statement_timeout set from the time left, is sent asynchronously and
+ *     waited for with poll(); when the deadline passes first, PQcancel asks the server to stop it
+ *     and the call fails with ERR_TIMEOUT;
+ *   - a DSN or password never appears in an error message, a label or a log line: libpq's own
+ *     messages are passed through pg_scrub() before they are used.
+ * After any error the caller closes the connection; the next scrape reconnects. */
+#ifndef QREL_PG_H
+#define QREL_PG_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "deadline.h"
+#include "err.h"
+
+/* Connection settings of a postgres source, read from its mapping by pg_params_configure:
+ *   dsn_file / dsn_env          a libpq connection URI or key=value string (secret)
+ *   host, port, user, dbname, sslmode   plain keys (used when no DSN is given, or override it)
+ *   password_file / password_env        secret
+ * The secrets are read at configure time (file or environment), kept in memory only. */
+struct pg_params {
+    char *dsn;
+    char *host;
+    char *port;
+    char *user;
+    char *dbname;
+    char *sslmode;
+    char *password;
+};
+
+int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *source,
+                        struct err *e);
+void pg_params_free(struct pg_params *p); /* wipes secrets; the struct itself is the caller's */
+/* "host:port/dbname" for messages (never user, password or DSN options). Static per params. */
+const char *pg_params_label(const struct pg_params *p);
+
+struct pg_conn;
+
+/* Connects under the deadline. Messages start with `postgres "SOURCE" host:port/db: `. */
+struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const struct deadline *dl,
+                           struct err *e);
+void pg_close(struct pg_conn *c); /* NULL is fine */
+PGconn *pg_raw(struct pg_conn *c); /* for PQescapeIdentifier and the like */
+
+/* Runs sql with text parameters ($1..$n; NULL array when none). On success *out holds a result
+ * of status PGRES_TUPLES_OK or PGRES_COMMAND_OK, which the caller PQclear()s. Errors:
+ * ERR_TIMEOUT (cancelled on the server), ERR_QUERY (the server's message, e.g. a missing column:
+ * `relation "claims" does not exist`), ERR_CONNECT (connection lost), ERR_AUTH (permission
+ * denied). what names the query in messages ("dedup_table \"handled\""). */
+int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+             int nparams, const char *const *params, PGresult **out, struct err *e);
+
+/* Quotes an identifier for SQL ("my table" -> "\"my table\""), malloc'd; NULL on failure. */
+char *pg_ident(struct pg_conn *c, const char *name);
+
+/* Copies msg into dst (cap bytes) with any password or DSN of p masked as "***". */
+void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap);
+
+/* Parses a float8 / int8 text value of a result cell; 0 on success, -1 when NULL or malformed. */
+int pg_cell_double(const PGresult *r, int row, int col, double *out);
+
+#endif
