@@ -38,9 +38,9 @@ struct collector {
     char *name; /* the `source` label */
     const struct collector_kind *kind;
     double timeout;      /* seconds */
+    void *priv;          /* the kind's state */
     double min_interval; /* seconds; 0: collect on every scrape. Else a result younger than this
                           * is served again, with qrel_sample_age_seconds saying how old it is */
-    void *priv;     /* the kind's state */
 };
 
 /* collectors/registry.c: the kinds this build has. */

@@ -37,6 +37,35 @@ static const char usage[] =
     "Serves message-queue reliability metrics (queue depth and age, lease margin, redeliveries,\n"
     "dead letters) for Prometheus. Reload the configuration with SIGHUP or POST /-/reload.";
 
+/* --config.check: the file first (no I/O), then each source whose kind can verify itself
+ * against the live server (tables and columns exist) under the source's timeout. */
+static int config_check(const char *path)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load(path, &e);
+    if (!s) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    int failed = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        struct collector *c = s->items[i];
+        if (!c->kind->check)
+            continue;
+        struct deadline dl = deadline_in(c->timeout);
+        err_clear(&e);
+        if (c->kind->check(c, &dl, &e) != 0) {
+            fprintf(stderr, "%s: source \"%s\": %s\n", path, c->name, e.msg);
+            failed = 1;
+        }
+    }
+    if (!failed)
+        printf("%s: OK, %zu source%s\n", path, s->n, s->n == 1 ? "" : "s");
+    sources_free(s);
+    return failed;
+}
+
 static const char *flag(const char *name)
 {
     return flags_find(flags, NFLAGS, name)->value;
@@ -77,16 +106,8 @@ int main(int argc, char **argv)
     }
     log_setup(level, json);
 
-    if (flags_bool(flags_find(flags, NFLAGS, "config.check"))) {
-        struct sources *s = sources_load(flag("config.file"), &e);
-        if (!s) {
-            fprintf(stderr, "%s\n", e.msg);
-            return 1;
-        }
-        printf("%s: OK, %zu source%s\n", flag("config.file"), s->n, s->n == 1 ? "" : "s");
-        sources_free(s);
-        return 0;
-    }
+    if (flags_bool(flags_find(flags, NFLAGS, "config.check")))
+        return config_check(flag("config.file"));
 
     /* Block the signals we wait for before any thread exists, so every thread inherits it. */
     sigset_t sigs;

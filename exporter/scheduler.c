@@ -26,6 +26,7 @@ struct collection {
     struct err err;
     struct metric_set *set;
     double duration;
+    int64_t finished_ms; /* monotonic; when done */
 };
 
 struct source_state {
@@ -33,6 +34,7 @@ struct source_state {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct collection *running;
+    struct collection *cached; /* the last success, kept while min_interval > 0 */
     int last_up;
     int has_success;
     double last_success;
@@ -110,6 +112,8 @@ struct scheduler *scheduler_new(struct sources *src)
     return s;
 }
 
+static void collection_unref_locked(struct collection *col);
+
 void scheduler_ref(struct scheduler *s)
 {
     pthread_mutex_lock(&s->ref_mu);
@@ -127,6 +131,11 @@ void scheduler_unref(struct scheduler *s)
     if (left > 0)
         return;
     for (size_t i = 0; i < s->n; i++) {
+        if (s->st[i].cached) {
+            pthread_mutex_lock(&s->st[i].mu);
+            collection_unref_locked(s->st[i].cached);
+            pthread_mutex_unlock(&s->st[i].mu);
+        }
         pthread_mutex_destroy(&s->st[i].mu);
         pthread_cond_destroy(&s->st[i].cv);
     }
@@ -219,10 +228,17 @@ static void *worker_main(void *p)
     col->rc = rc;
     col->err = e;
     col->duration = duration;
+    col->finished_ms = deadline_now_ms();
     if (rc == 0) {
         col->set = set;
         set = NULL;
         note_success_locked(st, duration);
+        if (c->min_interval > 0) {
+            if (st->cached)
+                collection_unref_locked(st->cached);
+            col->refs++;
+            st->cached = col;
+        }
     } else {
         st->last_duration = duration;
         note_failure_locked(st, e.code, e.msg, !col->timeout_counted);
@@ -246,6 +262,12 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
     if (st->running) {
         st->running->refs++;
         return st->running;
+    }
+    /* min_interval: a recent enough success is served again instead of asking the server. */
+    if (st->cached &&
+        deadline_now_ms() - st->cached->finished_ms < (int64_t)(st->c->min_interval * 1000.0)) {
+        st->cached->refs++;
+        return st->cached;
     }
     if (st->backoff_until_ms > deadline_now_ms())
         return NULL;
@@ -297,6 +319,9 @@ static void add_meta(struct metric_set *m, struct source_state *st, struct scrap
     }
     if (st->has_success)
         metric_set_add(m, "qrel_collector_last_success_timestamp_seconds", st->last_success, NULL);
+    if (up && st->c->min_interval > 0)
+        metric_set_add(m, "qrel_sample_age_seconds",
+                       (double)(now_ms - en->col->finished_ms) / 1000.0, NULL);
     for (int code = ERR_NONE + 1; code < ERR_CODE_COUNT; code++)
         metric_set_add(m, "qrel_collector_errors_total", st->errors[code], "reason",
                        err_reason((enum err_code)code), NULL);

@@ -93,6 +93,8 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
         cfg_error(e, t, "timeout: want a duration above 0");
         goto out;
     }
+    if (cfg_get_duration(map, "min_interval", 0, &c->min_interval, e))
+        goto out;
     if (k->configure(c, map, e))
         goto out;
     char where[200];

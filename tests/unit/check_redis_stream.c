@@ -1165,7 +1165,7 @@ static int collect_once(const char *details_replies, struct err *e, size_t *nsam
     ck_assert_msg(d != NULL, "%s", e->msg);
     struct cfg_node *seq = NULL;
     ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    struct collector c = {"cache", &redis_stream_kind, 5, NULL};
+    struct collector c = {.name = "cache", .kind = &redis_stream_kind, .timeout = 5};
     ck_assert_msg(redis_stream_kind.configure(&c, seq->items[0], e) == 0, "%s", e->msg);
     struct metric_set *set = metric_set_new("cache", "redis_stream");
     struct deadline dl = deadline_in(5);
@@ -1245,7 +1245,7 @@ static int configure_text(const char *text, struct err *e)
     ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
     ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
     ck_assert_int_eq(cfg_get_duration(map, "timeout", 10, &timeout, e), 0);
-    struct collector c = {name, &redis_stream_kind, timeout, NULL};
+    struct collector c = {.name = name, .kind = &redis_stream_kind, .timeout = timeout};
     int rc = redis_stream_kind.configure(&c, map, e);
     if (rc == 0)
         rc = cfg_finish(map, "source \"cache\"", e);

@@ -239,6 +239,39 @@ START_TEST(test_only_collects_one_source)
 }
 END_TEST
 
+START_TEST(test_min_interval_serves_a_recent_result_again)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    src->items[0]->min_interval = 0.4;
+    add_source(src, "b", 10); /* no min_interval: asked every time, no sample age */
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts o = {0, NULL};
+
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_le(find(sc, "a", "qrel_sample_age_seconds", NULL, NULL), 0.05);
+    ck_assert_double_eq(find(sc, "b", "qrel_sample_age_seconds", NULL, NULL), -1);
+    scheduler_scrape_free(sc);
+
+    sleep_ms(200);
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(f->calls, 1); /* served from the cache */
+    ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), 7);
+    double age = find(sc, "a", "qrel_sample_age_seconds", NULL, NULL);
+    ck_assert_double_ge(age, 0.19);
+    ck_assert_double_le(age, 0.35);
+    scheduler_scrape_free(sc);
+
+    sleep_ms(300); /* past min_interval: asked again */
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(f->calls, 2);
+    ck_assert_double_le(find(sc, "a", "qrel_sample_age_seconds", NULL, NULL), 0.05);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -249,6 +282,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
     tcase_add_test(tc, test_only_collects_one_source);
+    tcase_add_test(tc, test_min_interval_serves_a_recent_result_again);
     suite_add_tcase(s, tc);
     return s;
 }
