@@ -31,5 +31,10 @@ struct pg_section_kind {
 extern const struct pg_section_kind pg_dedup_section;
 extern const struct pg_section_kind pg_claim_section;
 extern const struct pg_section_kind pg_outbox_section;
+/* `queues`: queue and job tables by preset (pgmq, graphile_worker, pg_boss, river, oban, que,
+ * good_job, solid_queue); kind label pgmq or pg_jobs, which collect() sets itself. */
+extern const struct pg_section_kind pg_queues_section;
+/* `queries`: user-defined SQL mapped to metric families (kind label sql). */
+extern const struct pg_section_kind pg_sql_section;
 
 #endif
