@@ -7,10 +7,16 @@
 #ifdef QREL_WITH_REDIS
 extern const struct collector_kind redis_stream_kind;
 #endif
+#ifdef QREL_WITH_POSTGRES
+extern const struct collector_kind postgres_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS
     &redis_stream_kind,
+#endif
+#ifdef QREL_WITH_POSTGRES
+    &postgres_kind,
 #endif
     NULL,
 };

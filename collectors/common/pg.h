@@ -35,8 +35,12 @@ struct pg_params {
     char *dbname;
     char *sslmode;
     char *password;
+    char *dsn_password; /* a password written inside the DSN: masked like password */
+    char *label;        /* "host:port/dbname", made by pg_params_configure */
 };
 
+/* Reads the keys above from map (a source mapping; no I/O except reading the secret files). On
+ * error e holds a "file:line:col: " message and p may be half filled: pg_params_free it. */
 int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *source,
                         struct err *e);
 void pg_params_free(struct pg_params *p); /* wipes secrets; the struct itself is the caller's */
@@ -48,7 +52,7 @@ struct pg_conn;
 /* Connects under the deadline. Messages start with `postgres "SOURCE" host:port/db: `. */
 struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const struct deadline *dl,
                            struct err *e);
-void pg_close(struct pg_conn *c); /* NULL is fine */
+void pg_close(struct pg_conn *c);  /* NULL is fine */
 PGconn *pg_raw(struct pg_conn *c); /* for PQescapeIdentifier and the like */
 
 /* Runs sql with text parameters ($1..$n; NULL array when none). On success *out holds a result
@@ -61,6 +65,42 @@ int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, con
 
 /* Quotes an identifier for SQL ("my table" -> "\"my table\""), malloc'd; NULL on failure. */
 char *pg_ident(struct pg_conn *c, const char *name);
+
+/* The same without a connection (for SQL built at configure time; connections are UTF8):
+ * wraps name in double quotes, doubling any inside. malloc'd, never NULL. */
+char *pg_quote_ident(const char *name);
+/* A table name from the config, "table" or "schema.table", as SQL: "\"table\"" or
+ * "\"schema\".\"table\"". NULL when name is empty, has more than one dot or an empty part
+ * (configure errors say: want "table" or "schema.table"). malloc'd. */
+char *pg_table_sql(const char *name);
+
+/* Fails with code and `postgres "SOURCE" host:port/db: ` + the formatted text, for sections
+ * reporting what they found (a missing column). Returns -1. */
+int pg_error(struct pg_conn *c, struct err *e, enum err_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* What a section's check wants of a column. */
+enum pg_col_type {
+    PG_COL_ANY,    /* exists */
+    PG_COL_TIME,   /* timestamptz, timestamp or date */
+    PG_COL_NUMBER, /* an integer, numeric or floating-point type */
+};
+struct pg_column {
+    const char *name; /* as in the config (unquoted) */
+    enum pg_col_type want;
+};
+
+/* For a section's check: verifies that table (as in the config, "t" or "s.t", found through the
+ * search_path like the queries) exists, that the session may SELECT from it, and that each of the
+ * n columns exists with the wanted type. One catalogue query with parameters. Errors, after the
+ * prefix and "what: " (codes: ERR_QUERY, but ERR_AUTH for the permission):
+ *   table "outbox" does not exist
+ *   permission denied to SELECT from table "outbox"
+ *   column "created_at" does not exist in table "outbox"
+ *   column "created_at" of table "outbox" is text, want a timestamp (timestamptz, ...)
+ * The first problem found is reported. */
+int pg_check_columns(struct pg_conn *c, const struct deadline *dl, const char *what,
+                     const char *table, const struct pg_column *cols, size_t n, struct err *e);
 
 /* Copies msg into dst (cap bytes) with any password or DSN of p masked as "***". */
 void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap);

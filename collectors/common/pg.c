@@ -1,0 +1,727 @@
+/* pg.c: PostgreSQL access for collectors (see pg.h for the rules it enforces).
+ *
+ * libpq is driven asynchronously throughout: PQconnectStartParams + PQconnectPoll for the
+ * connection and PQsendQueryParams + PQconsumeInput for queries, each wait a poll() on the
+ * connection's socket bounded by the deadline. libpq's blocking calls only know whole seconds
+ * (connect_timeout) or nothing at all, and a scrape deadline is counted in milliseconds. The
+ * server gets two more guards in case we vanish mid-query: statement_timeout follows the time
+ * left, and at the deadline PQcancel asks it to stop the query.
+ *
+ * Every text that can come from libpq passes through pg_scrub before it reaches an error: libpq
+ * sometimes quotes parts of the connection string it was given, and that may hold a password. */
+#include "common/pg.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define SECRET_MAX_BYTES 4096
+#define MASK "***"
+
+struct pg_conn {
+    PGconn *conn;
+    const struct pg_params *p; /* the source's, which outlives the connection */
+    char *prefix;              /* postgres "SOURCE" host:port/db */
+    int64_t stmt_ms;           /* the session's statement_timeout as last set */
+    int broken;                /* a query was abandoned: the connection is unusable */
+};
+
+/* ---- configuration ---- */
+
+static void wipe_free(char *s)
+{
+    if (!s)
+        return;
+    volatile char *v = s;
+    while (*v)
+        *v++ = 0;
+    free(s);
+}
+
+void pg_params_free(struct pg_params *p)
+{
+    if (!p)
+        return;
+    wipe_free(p->dsn);
+    free(p->host);
+    free(p->port);
+    free(p->user);
+    free(p->dbname);
+    free(p->sslmode);
+    wipe_free(p->password);
+    wipe_free(p->dsn_password);
+    free(p->label);
+    memset(p, 0, sizeof *p);
+}
+
+static struct cfg_node *node_of(struct cfg_node *map, const char *key)
+{
+    struct cfg_node *n = NULL;
+    struct err ignored;
+    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
+        return map;
+    return n ? n : map;
+}
+
+/* Reads a secret from KEY_file or KEY_env (at most one of them). *out stays NULL when neither is
+ * set. Messages name the file or variable, never what is in it. */
+static int read_secret(struct cfg_node *map, const char *what, char **out, struct err *e)
+{
+    char kfile[32], kenv[32];
+    snprintf(kfile, sizeof kfile, "%s_file", what);
+    snprintf(kenv, sizeof kenv, "%s_env", what);
+    char *file = NULL, *env = NULL;
+    int rc = -1;
+    if (cfg_get_secret_ref(map, kfile, 0, &file, e) || cfg_get_secret_ref(map, kenv, 0, &env, e))
+        goto out;
+    if (file && env) {
+        cfg_error(e, node_of(map, kenv), "%s: want either %s or %s, not both", kenv, kfile, kenv);
+        goto out;
+    }
+    if (file) {
+        size_t len = 0;
+        char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
+        if (!v) {
+            cfg_error(e, node_of(map, kfile), "%s: cannot read \"%s\": %s", kfile, file,
+                      errno == EFBIG ? "larger than 4096 bytes" : strerror(errno));
+            goto out;
+        }
+        int has_nul = strlen(v) != len;
+        util_chomp(v);
+        if (has_nul || !*v) {
+            cfg_error(e, node_of(map, kfile), "%s: \"%s\" %s", kfile, file,
+                      has_nul ? "contains a NUL byte" : "is empty");
+            wipe_free(v);
+            goto out;
+        }
+        *out = v;
+    } else if (env) {
+        const char *v = getenv(env);
+        if (!v || !*v) {
+            cfg_error(e, node_of(map, kenv), "%s: environment variable \"%s\" is %s", kenv, env,
+                      v ? "empty" : "not set");
+            goto out;
+        }
+        *out = xstrdup(v);
+    }
+    rc = 0;
+out:
+    free(file);
+    free(env);
+    return rc;
+}
+
+static int get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
+{
+    if (cfg_get_str(map, key, 0, out, e))
+        return -1;
+    if (*out && !**out)
+        return cfg_error(e, node_of(map, key), "%s: want a non-empty string", key);
+    return 0;
+}
+
+/* Takes what the label and the scrubber need out of a DSN: host, port, dbname, user for the
+ * label (explicit keys win), the password to mask. The DSN is valid when this returns 0. */
+static int dsn_parts(struct pg_params *p, char **host, char **port, char **dbname, char **user)
+{
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(p->dsn, &errmsg);
+    if (!opts) {
+        /* errmsg may quote the DSN: never shown. */
+        PQfreemem(errmsg);
+        return -1;
+    }
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val || !*o->val)
+            continue;
+        char **dst = strcmp(o->keyword, "host") == 0       ? host
+                     : strcmp(o->keyword, "port") == 0     ? port
+                     : strcmp(o->keyword, "dbname") == 0   ? dbname
+                     : strcmp(o->keyword, "user") == 0     ? user
+                     : strcmp(o->keyword, "password") == 0 ? &p->dsn_password
+                                                           : NULL;
+        if (dst && !*dst)
+            *dst = xstrdup(o->val);
+    }
+    PQconninfoFree(opts); /* libpq does not wipe the copy it made of the password */
+    return 0;
+}
+
+static const char *const sslmodes[] = {"disable", "allow",     "prefer",
+                                       "require", "verify-ca", "verify-full"};
+
+int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *source,
+                        struct err *e)
+{
+    char *dhost = NULL, *dport = NULL, *ddb = NULL, *duser = NULL;
+    int rc = -1;
+    memset(p, 0, sizeof *p);
+
+    if (read_secret(map, "dsn", &p->dsn, e) || get_nonempty(map, "host", &p->host, e) ||
+        get_nonempty(map, "user", &p->user, e) || get_nonempty(map, "dbname", &p->dbname, e) ||
+        get_nonempty(map, "sslmode", &p->sslmode, e) ||
+        read_secret(map, "password", &p->password, e))
+        goto out;
+    long long port = 0;
+    if (cfg_get_int(map, "port", 0, 1, 65535, &port, e))
+        goto out;
+    if (port)
+        p->port = xasprintf("%lld", port);
+    if (p->sslmode) {
+        size_t i = 0;
+        while (i < sizeof sslmodes / sizeof sslmodes[0] && strcmp(sslmodes[i], p->sslmode))
+            i++;
+        if (i == sizeof sslmodes / sizeof sslmodes[0]) {
+            cfg_error(e, node_of(map, "sslmode"),
+                      "sslmode: want one of disable, allow, prefer, require, verify-ca, "
+                      "verify-full, got \"%s\"",
+                      p->sslmode);
+            goto out;
+        }
+    }
+    if (!p->dsn && !p->host) {
+        /* A misspelt key is the likelier story: its message names the typo and the known keys. */
+        char where[300];
+        snprintf(where, sizeof where, "source \"%s\"", source);
+        if (cfg_finish(map, where, e))
+            goto out;
+        cfg_error(e, map,
+                  "want host, dsn_file or dsn_env in source \"%s\" (the database to connect to)",
+                  source);
+        goto out;
+    }
+    if (p->dsn && dsn_parts(p, &dhost, &dport, &ddb, &duser)) {
+        int from_file = node_of(map, "dsn_file") != map;
+        cfg_error(e, node_of(map, from_file ? "dsn_file" : "dsn_env"),
+                  "%s: want a libpq connection string (\"host=... dbname=...\") or URI "
+                  "(\"postgresql://...\"), and what was found does not parse as either",
+                  from_file ? "dsn_file" : "dsn_env");
+        goto out;
+    }
+    const char *host = p->host ? p->host : dhost ? dhost : "localhost";
+    const char *portv = p->port ? p->port : dport ? dport : "5432";
+    const char *user = p->user ? p->user : duser;
+    const char *db = p->dbname ? p->dbname : ddb ? ddb : user ? user : "postgres";
+    p->label = xasprintf("%s:%s/%s", host, portv, db);
+    rc = 0;
+out:
+    free(dhost);
+    free(dport);
+    free(ddb);
+    free(duser);
+    return rc;
+}
+
+const char *pg_params_label(const struct pg_params *p)
+{
+    return p && p->label ? p->label : "?";
+}
+
+/* ---- scrubbing ---- */
+
+static int mask_at(const char *s, const char *secret, size_t *len)
+{
+    if (!secret || !*secret)
+        return 0;
+    size_t n = strlen(secret);
+    if (strncmp(s, secret, n) == 0) {
+        *len = n;
+        return 1;
+    }
+    return 0;
+}
+
+void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap)
+{
+    if (!cap)
+        return;
+    size_t o = 0;
+    int space = 0;
+    /* The DSN first: it contains the password. Runs of white space (libpq's messages span lines
+     * and indent their DETAIL) become one space, so an error is one line of a log. */
+    for (const char *s = msg ? msg : ""; *s && o + 1 < cap;) {
+        size_t n = 0;
+        if (p && (mask_at(s, p->dsn, &n) || mask_at(s, p->password, &n) ||
+                  mask_at(s, p->dsn_password, &n))) {
+            if (space && o + 1 < cap)
+                dst[o++] = ' ';
+            space = 0;
+            for (const char *m = MASK; *m && o + 1 < cap; m++)
+                dst[o++] = *m;
+            s += n;
+            continue;
+        }
+        char ch = *s++;
+        if (ch == '\n' || ch == '\r' || ch == '\t' || ch == ' ') {
+            space = o > 0;
+            continue;
+        }
+        if (space && o + 2 < cap)
+            dst[o++] = ' ';
+        space = 0;
+        dst[o++] = ch;
+    }
+    dst[o] = '\0';
+}
+
+/* ---- identifiers ---- */
+
+char *pg_quote_ident(const char *name)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_putc(&b, '"');
+    for (const char *s = name; *s; s++) {
+        if (*s == '"')
+            buf_putc(&b, '"');
+        buf_putc(&b, *s);
+    }
+    buf_putc(&b, '"');
+    return buf_steal(&b);
+}
+
+char *pg_table_sql(const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    const char *dot = strchr(name, '.');
+    if (!dot)
+        return pg_quote_ident(name);
+    if (dot == name || !dot[1] || strchr(dot + 1, '.'))
+        return NULL;
+    char *schema = xstrndup(name, (size_t)(dot - name));
+    char *qs = pg_quote_ident(schema), *qt = pg_quote_ident(dot + 1);
+    char *r = xasprintf("%s.%s", qs, qt);
+    free(schema);
+    free(qs);
+    free(qt);
+    return r;
+}
+
+char *pg_ident(struct pg_conn *c, const char *name)
+{
+    if (!c || !c->conn || !name)
+        return NULL;
+    char *q = PQescapeIdentifier(c->conn, name, strlen(name));
+    if (!q)
+        return NULL;
+    char *r = xstrdup(q);
+    PQfreemem(q);
+    return r;
+}
+
+/* ---- errors ---- */
+
+static int conn_fail(struct pg_conn *c, struct err *e, enum err_code code, const char *what,
+                     const char *libpq_msg)
+{
+    char clean[400];
+    pg_scrub(c->p, libpq_msg, clean, sizeof clean);
+    if (!*clean)
+        snprintf(clean, sizeof clean, "%s", "no message from libpq");
+    return err_set(e, code, "%s: %s: %s", c->prefix, what, clean);
+}
+
+int pg_error(struct pg_conn *c, struct err *e, enum err_code code, const char *fmt, ...)
+{
+    char text[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return err_set(e, code, "%s: %s", c ? c->prefix : "postgres", text);
+}
+
+/* A connection refused by the server for who we are. libpq has no SQLSTATE for startup errors,
+ * so the server's (English) messages are recognised; anything else is a connect error. */
+static int is_auth_failure(PGconn *conn)
+{
+    if (PQconnectionNeedsPassword(conn))
+        return 1;
+    const char *m = PQerrorMessage(conn);
+    static const char *const phrases[] = {
+        "password authentication failed",
+        "authentication failed for user",
+        "no password supplied",
+        "no pg_hba.conf entry",
+        "pg_hba.conf rejects",
+        "permission denied for database",
+        "must be superuser",
+        "SCRAM authentication",
+        "server requested SCRAM",
+        "does not have CONNECT privilege",
+    };
+    for (size_t i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+        if (strstr(m, phrases[i]))
+            return 1;
+    /* FATAL:  role "x" does not exist */
+    const char *r = strstr(m, "role \"");
+    return r && strstr(r, "\" does not exist");
+}
+
+/* ---- connections ---- */
+
+static int poll_ms(const struct deadline *dl)
+{
+    int64_t left = deadline_remaining_ms(dl);
+    return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 1 ready, 0 deadline, -1 error. */
+static int wait_fd(int fd, short events, const struct deadline *dl)
+{
+    for (;;) {
+        int ms = poll_ms(dl);
+        if (ms <= 0)
+            return 0;
+        struct pollfd pfd = {.fd = fd, .events = events};
+        int r = poll(&pfd, 1, ms);
+        if (r > 0)
+            return 1;
+        if (r == 0)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+static void add_kv(const char **kw, const char **val, int *n, const char *k, const char *v)
+{
+    if (v) {
+        kw[*n] = k;
+        val[(*n)++] = v;
+    }
+}
+
+struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const struct deadline *dl,
+                           struct err *e)
+{
+    struct pg_conn *c = xcalloc(1, sizeof *c);
+    c->p = p;
+    c->prefix = xasprintf("postgres \"%s\" %s", source, pg_params_label(p));
+
+    int64_t left = deadline_remaining_ms(dl);
+    if (left <= 0) {
+        err_set(e, ERR_TIMEOUT, "%s: connect: no time left before the deadline", c->prefix);
+        goto fail;
+    }
+    /* libpq's connect_timeout counts whole seconds (at least 2 in libpq 15 when set to 1); the
+     * poll loop below holds the deadline to the millisecond, this only bounds libpq's own
+     * internal waits. */
+    long long secs = (left + 999) / 1000;
+    char timeout[32], options[128];
+    snprintf(timeout, sizeof timeout, "%lld", secs < 1 ? 1 : secs);
+    c->stmt_ms = left;
+    snprintf(options, sizeof options,
+             "-c default_transaction_read_only=on -c statement_timeout=%lld", (long long)left);
+
+    const char *kw[16], *val[16];
+    int n = 0;
+    /* Order matters: with expand_dbname, the first dbname may be a whole connection string, and
+     * every later keyword overrides what it says. The safety settings come last. */
+    if (p->dsn) {
+        kw[n] = "dbname";
+        val[n++] = p->dsn;
+    }
+    add_kv(kw, val, &n, "host", p->host);
+    add_kv(kw, val, &n, "port", p->port);
+    add_kv(kw, val, &n, "user", p->user);
+    add_kv(kw, val, &n, "dbname", p->dbname);
+    add_kv(kw, val, &n, "sslmode", p->sslmode);
+    add_kv(kw, val, &n, "password", p->password);
+    add_kv(kw, val, &n, "connect_timeout", timeout);
+    add_kv(kw, val, &n, "application_name", "qrel");
+    add_kv(kw, val, &n, "client_encoding", "UTF8");
+    add_kv(kw, val, &n, "options", options);
+    kw[n] = NULL;
+    val[n] = NULL;
+
+    c->conn = PQconnectStartParams(kw, val, 1);
+    if (!c->conn) {
+        err_set(e, ERR_INTERNAL, "%s: connect: libpq is out of memory", c->prefix);
+        goto fail;
+    }
+    PostgresPollingStatusType st =
+        PQstatus(c->conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK) {
+        if (st == PGRES_POLLING_FAILED) {
+            conn_fail(c, e, is_auth_failure(c->conn) ? ERR_AUTH : ERR_CONNECT, "connect",
+                      PQerrorMessage(c->conn));
+            goto fail;
+        }
+        int fd = PQsocket(c->conn);
+        if (fd >= 0) {
+            int r = wait_fd(fd, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, dl);
+            if (r == 0) {
+                err_set(e, ERR_TIMEOUT, "%s: connect: no connection within the deadline (%lld ms)",
+                        c->prefix, (long long)left);
+                goto fail;
+            }
+            if (r < 0) {
+                err_set(e, ERR_CONNECT, "%s: connect: poll: %s", c->prefix, strerror(errno));
+                goto fail;
+            }
+        } else if (deadline_expired(dl)) {
+            err_set(e, ERR_TIMEOUT, "%s: connect: no connection within the deadline (%lld ms)",
+                    c->prefix, (long long)left);
+            goto fail;
+        }
+        st = PQconnectPoll(c->conn);
+    }
+    if (PQsetnonblocking(c->conn, 1)) {
+        conn_fail(c, e, ERR_INTERNAL, "connect", PQerrorMessage(c->conn));
+        goto fail;
+    }
+    return c;
+fail:
+    pg_close(c);
+    return NULL;
+}
+
+void pg_close(struct pg_conn *c)
+{
+    if (!c)
+        return;
+    if (c->conn)
+        PQfinish(c->conn);
+    free(c->prefix);
+    free(c);
+}
+
+PGconn *pg_raw(struct pg_conn *c)
+{
+    return c ? c->conn : NULL;
+}
+
+/* ---- queries ---- */
+
+/* Asks the server to stop what it runs. The connection is then abandoned (the caller closes it;
+ * a backend still busy notices the Terminate that PQfinish sends once the cancel lands). */
+static void cancel(struct pg_conn *c)
+{
+    PGcancel *cn = PQgetCancel(c->conn);
+    if (cn) {
+        char buf[256];
+        PQcancel(cn, buf, sizeof buf);
+        PQfreeCancel(cn);
+    }
+    c->broken = 1;
+}
+
+/* The code for a failed result: by SQLSTATE class, so it does not depend on the message's
+ * language. */
+static enum err_code code_of(const PGresult *r)
+{
+    const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (!s || strlen(s) != 5)
+        return ERR_QUERY;
+    if (strncmp(s, "28", 2) == 0 || strcmp(s, "42501") == 0)
+        return ERR_AUTH;
+    if (strcmp(s, "57014") == 0) /* query_canceled: statement_timeout */
+        return ERR_TIMEOUT;
+    if (strncmp(s, "08", 2) == 0 || strncmp(s, "57P", 3) == 0)
+        return ERR_CONNECT; /* connection exception; admin or crash shutdown */
+    return ERR_QUERY;
+}
+
+static int timeout_fail(struct pg_conn *c, const char *what, struct err *e)
+{
+    cancel(c);
+    return err_set(e, ERR_TIMEOUT, "%s: %s: no answer within the deadline; query cancelled",
+                   c->prefix, what);
+}
+
+/* Sends one statement and waits for its result under the deadline. */
+static int run(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+               int nparams, const char *const *params, PGresult **out, struct err *e)
+{
+    PGconn *conn = c->conn;
+    *out = NULL;
+    if (!PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)) {
+        c->broken = 1;
+        return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
+    }
+    int fd = PQsocket(conn);
+    int f;
+    while ((f = PQflush(conn)) == 1) {
+        int r = wait_fd(fd, POLLOUT | POLLIN, dl);
+        if (r == 0)
+            return timeout_fail(c, what, e);
+        if (r < 0 || !PQconsumeInput(conn)) {
+            c->broken = 1;
+            return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
+        }
+    }
+    if (f < 0) {
+        c->broken = 1;
+        return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
+    }
+    PGresult *keep = NULL;
+    for (;;) {
+        while (PQisBusy(conn)) {
+            int r = wait_fd(fd, POLLIN, dl);
+            if (r == 0) {
+                PQclear(keep);
+                return timeout_fail(c, what, e);
+            }
+            if (r < 0 || !PQconsumeInput(conn)) {
+                PQclear(keep);
+                c->broken = 1;
+                return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
+            }
+        }
+        PGresult *r = PQgetResult(conn);
+        if (!r)
+            break;
+        /* The first failure wins; otherwise the last result. */
+        if (keep && PQresultStatus(keep) != PGRES_TUPLES_OK &&
+            PQresultStatus(keep) != PGRES_COMMAND_OK) {
+            PQclear(r);
+        } else {
+            PQclear(keep);
+            keep = r;
+        }
+    }
+    if (!keep) {
+        c->broken = 1;
+        return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
+    }
+    ExecStatusType s = PQresultStatus(keep);
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+        enum err_code code = code_of(keep);
+        const char *m = PQresultErrorField(keep, PG_DIAG_MESSAGE_PRIMARY);
+        if (!m)
+            m = PQresultErrorMessage(keep);
+        if (PQstatus(conn) == CONNECTION_BAD) {
+            code = ERR_CONNECT;
+            c->broken = 1;
+        }
+        conn_fail(c, e, code, what, m);
+        PQclear(keep);
+        return -1;
+    }
+    *out = keep;
+    return 0;
+}
+
+int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+             int nparams, const char *const *params, PGresult **out, struct err *e)
+{
+    *out = NULL;
+    if (!c || !c->conn)
+        return err_set(e, ERR_INTERNAL, "postgres: %s: not connected", what);
+    if (c->broken || PQstatus(c->conn) != CONNECTION_OK)
+        return err_set(e, ERR_CONNECT, "%s: %s: the connection was lost", c->prefix, what);
+    int64_t left = deadline_remaining_ms(dl);
+    if (left <= 0)
+        return err_set(e, ERR_TIMEOUT, "%s: %s: no time left before the deadline", c->prefix, what);
+    /* statement_timeout follows the time left, so the server stops on its own even if our
+     * cancel never reaches it. A separate SET costs a round trip: done only when the setting is
+     * more than 10 % off, which steady scrapes with the same timeout rarely are. */
+    if (c->stmt_ms > left + left / 10 || c->stmt_ms < left - left / 10) {
+        char set[64];
+        snprintf(set, sizeof set, "SET statement_timeout = %lld", (long long)left);
+        PGresult *r = NULL;
+        if (run(c, dl, what, set, 0, NULL, &r, e))
+            return -1;
+        PQclear(r);
+        c->stmt_ms = left;
+    }
+    return run(c, dl, what, sql, nparams, params, out, e);
+}
+
+int pg_cell_double(const PGresult *r, int row, int col, double *out)
+{
+    if (!r || row < 0 || col < 0 || row >= PQntuples(r) || col >= PQnfields(r) ||
+        PQgetisnull(r, row, col))
+        return -1;
+    const char *s = PQgetvalue(r, row, col);
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno == ERANGE)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- checks ---- */
+
+static const char *want_phrase(enum pg_col_type t)
+{
+    return t == PG_COL_TIME     ? "a timestamp (timestamptz, timestamp or date)"
+           : t == PG_COL_NUMBER ? "a number (integer, numeric or floating point)"
+                                : "any type";
+}
+
+static int type_ok(enum pg_col_type want, const char *typname, const char *category)
+{
+    if (want == PG_COL_TIME)
+        return strcmp(typname, "timestamptz") == 0 || strcmp(typname, "timestamp") == 0 ||
+               strcmp(typname, "date") == 0;
+    if (want == PG_COL_NUMBER)
+        return strcmp(category, "N") == 0 && strcmp(typname, "oid") != 0 &&
+               strcmp(typname, "money") != 0;
+    return 1;
+}
+
+int pg_check_columns(struct pg_conn *c, const struct deadline *dl, const char *what,
+                     const char *table, const struct pg_column *cols, size_t n, struct err *e)
+{
+    char *qtable = pg_table_sql(table);
+    if (!qtable)
+        return pg_error(c, e, ERR_CONFIG,
+                        "%s: table: want \"table\" or \"schema.table\", got \"%s\"", what, table);
+    /* One row per column of the table (one row of NULLs when it has none or does not exist);
+     * to_regclass resolves the name exactly as the collecting query will, search_path included. */
+    static const char sql[] =
+        "SELECT r.oid IS NOT NULL, COALESCE(has_table_privilege(r.oid, 'SELECT'), false), "
+        "a.attname, t.typname, t.typcategory, format_type(a.atttypid, a.atttypmod) "
+        "FROM (SELECT to_regclass($1) AS oid) r "
+        "LEFT JOIN pg_catalog.pg_attribute a "
+        "ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped "
+        "LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid";
+    const char *params[1] = {qtable};
+    PGresult *r = NULL;
+    int rc = -1;
+    if (pg_query(c, dl, what, sql, 1, params, &r, e))
+        goto out;
+    if (PQntuples(r) < 1 || strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+        pg_error(c, e, ERR_QUERY, "%s: table \"%s\" does not exist", what, table);
+        goto out;
+    }
+    if (strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
+        pg_error(c, e, ERR_AUTH, "%s: permission denied to SELECT from table \"%s\"", what, table);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int found = -1;
+        for (int row = 0; row < PQntuples(r) && found < 0; row++)
+            if (!PQgetisnull(r, row, 2) && strcmp(PQgetvalue(r, row, 2), cols[i].name) == 0)
+                found = row;
+        if (found < 0) {
+            pg_error(c, e, ERR_QUERY, "%s: column \"%s\" does not exist in table \"%s\"", what,
+                     cols[i].name, table);
+            goto out;
+        }
+        if (!type_ok(cols[i].want, PQgetvalue(r, found, 3), PQgetvalue(r, found, 4))) {
+            pg_error(c, e, ERR_QUERY, "%s: column \"%s\" of table \"%s\" is %s, want %s", what,
+                     cols[i].name, table, PQgetvalue(r, found, 5), want_phrase(cols[i].want));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    free(qtable);
+    return rc;
+}

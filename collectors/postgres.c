@@ -1,0 +1,180 @@
+/* postgres.c: `kind: postgres`, one connection to one database and the application tables in it
+ * that tell about reliability: dedup tables, claim tables, outboxes (postgres.h).
+ *
+ * This file owns the source-level keys (connection and secrets, read by pg_params_configure),
+ * the connection (kept across scrapes, dropped after any error) and the walk over the sections;
+ * each section (collectors/pg_<section>.c) knows its own items. Before a section's samples are
+ * added, the metric set's kind label becomes the section's, so `kind` says what a series
+ * describes while qrel_collector_up{kind="postgres"} names the source. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "postgres.h"
+#include "util.h"
+
+static const struct pg_section_kind *const sections[] = {
+    &pg_dedup_section,
+    &pg_claim_section,
+    &pg_outbox_section,
+};
+#define NSECTIONS (sizeof sections / sizeof sections[0])
+
+struct item {
+    const struct pg_section_kind *sec;
+    void *state;
+};
+
+struct state {
+    struct pg_params params;
+    struct item *items;
+    size_t nitems;
+    struct pg_conn *conn; /* kept between scrapes, dropped after any error */
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    pg_close(st->conn);
+    for (size_t i = 0; i < st->nitems; i++)
+        st->items[i].sec->destroy(st->items[i].state);
+    free(st->items);
+    pg_params_free(&st->params);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+
+    /* The section lists are looked up first so that every error's list of known keys names
+     * them too (a misspelt "outboxs" is reported with the right spelling beside it). */
+    struct cfg_node *lists[NSECTIONS];
+    for (size_t s = 0; s < NSECTIONS; s++)
+        if (cfg_get_node(map, sections[s]->key, CFG_SEQ, &lists[s], e))
+            return -1;
+    if (pg_params_configure(&st->params, map, c->name, e))
+        return -1;
+
+    for (size_t s = 0; s < NSECTIONS; s++) {
+        if (!lists[s])
+            continue;
+        char what[64];
+        snprintf(what, sizeof what, "each entry of %s", sections[s]->key);
+        for (size_t i = 0; i < lists[s]->n; i++) {
+            struct cfg_node *node = lists[s]->items[i];
+            if (cfg_expect(node, CFG_MAP, what, e))
+                return -1;
+            void *item = sections[s]->configure(node, c->name, e);
+            if (!item)
+                return -1;
+            st->items = xrealloc(st->items, (st->nitems + 1) * sizeof *st->items);
+            st->items[st->nitems].sec = sections[s];
+            st->items[st->nitems].state = item;
+            st->nitems++;
+        }
+    }
+    if (st->nitems == 0) {
+        char where[300];
+        snprintf(where, sizeof where, "source \"%s\"", c->name);
+        if (cfg_finish(map, where, e))
+            return -1;
+        struct buf b;
+        buf_init(&b);
+        for (size_t s = 0; s < NSECTIONS; s++)
+            buf_printf(&b, "%s%s", s ? (s + 1 == NSECTIONS ? " or " : ", ") : "", sections[s]->key);
+        cfg_error(e, map, "want at least one entry in %s of source \"%s\"", b.data, c->name);
+        buf_free(&b);
+        return -1;
+    }
+    return 0;
+}
+
+static int ensure_conn(struct collector *c, struct state *st, const struct deadline *dl,
+                       struct err *e)
+{
+    if (!st->conn)
+        st->conn = pg_connect(&st->params, c->name, dl, e);
+    return st->conn ? 0 : -1;
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    int rc = -1;
+    if (ensure_conn(c, st, dl, e))
+        return -1;
+    for (size_t i = 0; i < st->nitems; i++) {
+        const struct item *it = &st->items[i];
+        metric_set_set_kind(out, it->sec->kind_label);
+        if (it->sec->collect(it->state, st->conn, dl, out, e)) {
+            /* The server said no (a column renamed since start-up, say): the item's check names
+             * the table and column, which the server's own message may not. */
+            if (e->code == ERR_QUERY && it->sec->check && !deadline_expired(dl)) {
+                struct err ce;
+                err_clear(&ce);
+                if (it->sec->check(it->state, st->conn, dl, &ce) && ce.code == ERR_QUERY)
+                    *e = ce;
+            }
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    metric_set_set_kind(out, c->kind->name);
+    if (rc) {
+        pg_close(st->conn);
+        st->conn = NULL;
+    }
+    return rc;
+}
+
+/* For --config.check: a connection of its own (a running exporter's collection may hold the
+ * kept one), every item checked, every problem reported. */
+static int check(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    struct pg_conn *conn = pg_connect(&st->params, c->name, dl, e);
+    if (!conn)
+        return -1;
+    size_t failed = 0;
+    struct err first;
+    err_clear(&first);
+    for (size_t i = 0; i < st->nitems; i++) {
+        const struct item *it = &st->items[i];
+        if (!it->sec->check)
+            continue;
+        struct err ie;
+        err_clear(&ie);
+        if (it->sec->check(it->state, conn, dl, &ie)) {
+            if (!failed++)
+                first = ie;
+            if (ie.code == ERR_TIMEOUT || ie.code == ERR_CONNECT)
+                break; /* the rest would only repeat it */
+        }
+    }
+    pg_close(conn);
+    if (!failed)
+        return 0;
+    *e = first;
+    if (failed > 1) {
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len, " (and %zu more problem%s)", failed - 1,
+                 failed > 2 ? "s" : "");
+    }
+    return -1;
+}
+
+const struct collector_kind postgres_kind = {
+    .name = "postgres",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+    .check = check,
+};
