@@ -24,6 +24,8 @@
 
 #define SECRET_MAX_BYTES 4096
 #define MASK "***"
+/* statement_timeout is the deadline plus this: the server's timer backs up our cancel. */
+#define STMT_SLACK_MS 100
 
 struct pg_conn {
     PGconn *conn;
@@ -418,9 +420,10 @@ struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const 
     long long secs = (left + 999) / 1000;
     char timeout[32], options[128];
     snprintf(timeout, sizeof timeout, "%lld", secs < 1 ? 1 : secs);
-    c->stmt_ms = left;
+    c->stmt_ms = left + STMT_SLACK_MS;
     snprintf(options, sizeof options,
-             "-c default_transaction_read_only=on -c statement_timeout=%lld", (long long)left);
+             "-c default_transaction_read_only=on -c statement_timeout=%lld",
+             (long long)c->stmt_ms);
 
     const char *kw[16], *val[16];
     int n = 0;
@@ -623,16 +626,19 @@ int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, con
     if (left <= 0)
         return err_set(e, ERR_TIMEOUT, "%s: %s: no time left before the deadline", c->prefix, what);
     /* statement_timeout follows the time left, so the server stops on its own even if our
-     * cancel never reaches it. A separate SET costs a round trip: done only when the setting is
-     * more than 10 % off, which steady scrapes with the same timeout rarely are. */
-    if (c->stmt_ms > left + left / 10 || c->stmt_ms < left - left / 10) {
+     * cancel never reaches it; a little later than our deadline, so that normally our own
+     * cancel acts and the server's timer is only the safety net. A separate SET costs a round
+     * trip: done only when the setting would cut the query short or is more than 10 % too
+     * long, which steady scrapes with the same timeout rarely are. */
+    int64_t target = left + STMT_SLACK_MS;
+    if (c->stmt_ms < left || c->stmt_ms > target + target / 10) {
         char set[64];
-        snprintf(set, sizeof set, "SET statement_timeout = %lld", (long long)left);
+        snprintf(set, sizeof set, "SET statement_timeout = %lld", (long long)target);
         PGresult *r = NULL;
         if (run(c, dl, what, set, 0, NULL, &r, e))
             return -1;
         PQclear(r);
-        c->stmt_ms = left;
+        c->stmt_ms = target;
     }
     return run(c, dl, what, sql, nparams, params, out, e);
 }

@@ -12,6 +12,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-test.XXXXXX")
 chmod 755 "$T"
 PIDS=()
 REDIS_PORTS=()
+PG_DATA_DIRS=()
 CHECKS=0
 FAILS=0
 
@@ -25,6 +26,9 @@ cleanup() {
   done
   for p in "${REDIS_PORTS[@]}"; do # redis removes its pid file as it exits
     for _ in $(seq 1 100); do [ -f "$T/redis-$p/redis.pid" ] || break; sleep 0.02; done
+  done
+  for d in "${PG_DATA_DIRS[@]}"; do
+    [ -f "$d/postmaster.pid" ] && as_postgres "$PGBIN/pg_ctl" -D "$d" -m fast -w -t 10 stop >/dev/null 2>&1 || true
   done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -63,6 +67,65 @@ start_redis() {
   done
   echo "redis-server on port $port did not start" >&2
   return 1
+}
+
+# PostgreSQL's server programs: from PATH, else Debian's versioned directory (newest).
+PGBIN=${PGBIN:-$(dirname "$(command -v initdb 2>/dev/null || true)")}
+if [ ! -x "$PGBIN/initdb" ]; then
+  PGBIN=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -1)
+fi
+# initdb and pg_ctl refuse to run as root: as root they run as the postgres user.
+as_postgres() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# start_postgres VAR [PG_HBA_FILE]: a throwaway PostgreSQL cluster (superuser postgres, trust
+# auth unless a pg_hba.conf is given) on 127.0.0.1 and a free port, with its socket in its own
+# directory under $T; sets VAR and PG_PORT (for psql_do) to the port. Stopped on exit.
+start_postgres() {
+  local var=$1 hba=${2:-} port dir
+  port=$(free_port)
+  dir=$T/pg-$port
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  as_postgres "$PGBIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 \
+    --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+  if [ -n "$hba" ]; then
+    cp "$hba" "$dir/data/pg_hba.conf"
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/data/pg_hba.conf"
+  fi
+  PG_DATA_DIRS+=("$dir/data")
+  as_postgres "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null \
+    || { cat "$dir/server.log" >&2; return 1; }
+  for _ in $(seq 1 100); do
+    if pg_isready -q -h 127.0.0.1 -p "$port" -U postgres; then
+      printf -v "$var" '%s' "$port"
+      PG_PORT=$port
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "postgres on port $port did not start" >&2
+  return 1
+}
+
+# stop_postgres PORT: stops the cluster started on PORT (fast shutdown).
+stop_postgres() {
+  as_postgres "$PGBIN/pg_ctl" -D "$T/pg-$1/data" -m fast -w -t 10 stop >/dev/null
+}
+
+# psql_do SQL...: runs SQL as postgres on the last started cluster, stopping at the first error;
+# with no argument, reads SQL from stdin. psql_val SQL: the single value a query returns.
+psql_do() {
+  if [ $# -gt 0 ]; then
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$*"
+  else
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres
+  fi
+}
+psql_val() {
+  psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$*"
 }
 
 # start_exporter CONFIG [flags...]: runs qrel_exporter on a free port; sets ADDR and EXPORTER_PID.
