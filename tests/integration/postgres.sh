@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# kind: postgres against a real PostgreSQL: outboxes in both modes (published_at IS NULL, and a
+# status column) with rows of known age, checked to the second; a schema-qualified mixed-case
+# table; a role with a SCRAM password, right (up 1, through password_env and through a DSN file)
+# and wrong (up 0, reason auth, and the passwords appear nowhere: output, landing page, debug
+# log); an unknown host (reason connect); a query slower than the scrape (a view calling
+# pg_sleep) answered within Prometheus' 2 s timeout with reason timeout, and cancelled on the
+# server; a session that cannot write (a view whose function updates a table: reason query, the
+# row unchanged); --config.check and `qrel scrape` naming a missing column; promtool on the
+# output; the database stopped (reason connect). Also runs check_pg's live cases on the server.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+# Local and postgres over TCP trust; every other role over TCP must give a SCRAM password.
+cat > "$T/pg_hba.conf" <<'HBA'
+local all all trust
+host all postgres 127.0.0.1/32 trust
+host all all 127.0.0.1/32 scram-sha-256
+HBA
+start_postgres P "$T/pg_hba.conf"
+
+secret='correct-pg-horse-7781'
+wrong='wrong-pg-battery-4421'
+dsn_secret='dsn-only-staple-9913'
+printf '%s\n' "$wrong" > "$T/wrong.pass"
+printf 'postgresql://qrel_dsn:%s@127.0.0.1:%s/postgres?sslmode=disable\n' "$dsn_secret" "$P" > "$T/shop.dsn"
+chmod 600 "$T"/*.pass "$T/shop.dsn"
+
+psql_do <<SQL
+CREATE TABLE outbox (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(),
+                     published_at timestamptz, payload jsonb);
+CREATE INDEX outbox_pending ON outbox (created_at) WHERE published_at IS NULL;
+INSERT INTO outbox (created_at) VALUES (now() - interval '120 s'), (now() - interval '60 s'),
+                                       (now() - interval '5 s');
+INSERT INTO outbox (created_at, published_at) VALUES (now() - interval '900 s', now()),
+                                                     (now() - interval '800 s', now());
+CREATE TABLE empty_outbox (created_at timestamptz, published_at timestamptz);
+CREATE SCHEMA app;
+CREATE TABLE app."Events" (id bigserial, ts timestamptz NOT NULL, state text NOT NULL);
+INSERT INTO app."Events" (ts, state) VALUES (now() - interval '42 s', 'new'),
+  (now() - interval '10 s', 'new'), (now() - interval '3000 s', 'sent');
+CREATE VIEW slow_outbox AS SELECT created_at, published_at FROM outbox WHERE pg_sleep(10) IS NOT NULL;
+CREATE TABLE counter (n int);
+INSERT INTO counter VALUES (0);
+CREATE FUNCTION bump() RETURNS timestamptz LANGUAGE plpgsql VOLATILE
+  AS \$\$ BEGIN UPDATE counter SET n = n + 1; RETURN now(); END \$\$;
+CREATE VIEW sneaky_outbox AS SELECT bump() AS created_at, NULL::timestamptz AS published_at;
+CREATE ROLE qrel_mon LOGIN PASSWORD '$secret';
+CREATE ROLE qrel_dsn LOGIN PASSWORD '$dsn_secret';
+GRANT USAGE ON SCHEMA app TO qrel_mon, qrel_dsn;
+GRANT SELECT ON ALL TABLES IN SCHEMA public, app TO qrel_mon, qrel_dsn;
+SQL
+inserted_ms=$(now_ms)
+
+# check_pg's live cases (read-only session, statement_timeout, cancel at the deadline) need a
+# server: this one.
+expect_cmd "check_pg against the live server" \
+  env PGTEST_PORT="$P" CK_FORK=no CK_VERBOSITY=silent "$QREL_BUILD_DIR/tests/check_pg"
+
+outbox='{table: outbox, created_at_column: created_at, published_at_column: published_at}'
+cat > "$T/qrel.yml" <<YML
+global:
+  timeout: 10s
+sources:
+  - name: shop
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    dbname: postgres
+    outboxes:
+      - $outbox
+      - table: app.Events
+        name: events
+        created_at_column: ts
+        status_column: state
+        pending_value: new
+      - {table: empty_outbox, created_at_column: created_at, published_at_column: published_at}
+  - name: mon-right
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: qrel_mon
+    dbname: postgres
+    password_env: QREL_TEST_PG_PASSWORD
+    outboxes: [$outbox]
+  - name: mon-wrong
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: qrel_mon
+    dbname: postgres
+    password_file: $T/wrong.pass
+    outboxes: [$outbox]
+  - name: by-dsn
+    kind: postgres
+    dsn_file: $T/shop.dsn
+    outboxes: [$outbox]
+  - name: nohost
+    kind: postgres
+    host: nonexistent.invalid
+    user: qrel_mon
+    password_env: QREL_TEST_PG_PASSWORD
+    outboxes: [$outbox]
+  - name: slow
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    outboxes:
+      - {table: slow_outbox, created_at_column: created_at, published_at_column: published_at}
+YML
+export QREL_TEST_PG_PASSWORD=$secret
+start_exporter "$T/qrel.yml"
+
+t0=$(now_ms)
+scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+took=$(( $(now_ms) - t0 ))
+elapsed=$(awk -v a="$inserted_ms" -v b="$(now_ms)" 'BEGIN { printf "%.3f", (b - a) / 1000 }')
+expect_between "scrape time with a 10 s query (header 2 s), ms" "$took" 0 1999
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="shop"' 'kind="postgres"'
+expect_metric "$T/m1.txt" 3 qrel_outbox_pending_messages 'source="shop"' 'kind="outbox"' 'queue="outbox"'
+expect_between "oldest pending outbox row, s" \
+  "$(mval "$T/m1.txt" qrel_outbox_oldest_pending_age_seconds 'source="shop"' 'queue="outbox"')" \
+  119 "$(awk -v e="$elapsed" 'BEGIN { print 121 + e }')"
+expect_metric "$T/m1.txt" 2 qrel_outbox_pending_messages 'source="shop"' 'queue="events"'
+expect_between "oldest pending event (status mode), s" \
+  "$(mval "$T/m1.txt" qrel_outbox_oldest_pending_age_seconds 'source="shop"' 'queue="events"')" \
+  41 "$(awk -v e="$elapsed" 'BEGIN { print 43 + e }')"
+expect_metric "$T/m1.txt" 0 qrel_outbox_pending_messages 'source="shop"' 'queue="empty_outbox"'
+expect_metric "$T/m1.txt" 0 qrel_outbox_oldest_pending_age_seconds 'source="shop"' 'queue="empty_outbox"'
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m1.txt'"
+
+# Passwords: SCRAM through password_env and through a DSN file; a wrong one is reason auth.
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="mon-right"'
+expect_metric "$T/m1.txt" 3 qrel_outbox_pending_messages 'source="mon-right"' 'queue="outbox"'
+expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="by-dsn"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="mon-wrong"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="mon-wrong"' 'reason="auth"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="nohost"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="nohost"' 'reason="connect"'
+expect_cmd "the log names the unknown host" \
+  grep -q 'source=nohost kind=postgres reason=connect.*nonexistent.invalid' "$T/exporter.log"
+
+# The slow query: timed out, and cancelled on the server (nothing of qrel's still running).
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="slow"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="slow"' 'reason="timeout"'
+active=1
+for _ in $(seq 1 40); do
+  active=$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'qrel' AND state = 'active'")
+  [ "$active" = 0 ] && break
+  sleep 0.05
+done
+expect_eq "qrel queries still running on the server 2 s after the timeout" "$active" 0
+expect_cmd "the server log shows the cancel" grep -q 'canceling statement due to user request' "$T/pg-$P/server.log"
+
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+expect_cmd "the landing page shows the auth failure" grep -q 'password authentication failed' "$T/landing.html"
+for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do
+  if grep -qF -e "$wrong" -e "$secret" -e "$dsn_secret" "$f"; then
+    not_ok "a password appears in $(basename "$f")"
+  else
+    ok "no password in $(basename "$f")"
+  fi
+done
+
+# A second scrape reuses the connection: no new backend for source shop (the one whose last
+# query read empty_outbox).
+shop_pids="SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE application_name = 'qrel' AND query LIKE '%empty_outbox%'"
+pids1=$(psql_val "$shop_pids")
+expect_cmd "source shop has a backend between scrapes" test -n "$pids1"
+scrape "$T/m2.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="shop"'
+pids2=$(psql_val "$shop_pids")
+expect_eq "backends of source shop after a second scrape" "$pids2" "$pids1"
+stop_exporter
+
+# Read-only: a view whose function writes fails the scrape (reason query); the row is unchanged.
+cat > "$T/sneaky.yml" <<YML
+sources:
+  - name: sneaky
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    outboxes: [{table: sneaky_outbox, created_at_column: created_at, published_at_column: published_at}]
+YML
+rc=0
+"$QREL" scrape --config.file="$T/sneaky.yml" > "$T/sneaky.txt" 2> "$T/sneaky.err" || rc=$?
+expect_eq "qrel scrape exit status with a writing view" "$rc" 1
+expect_metric "$T/sneaky.txt" 1 qrel_collector_errors_total 'source="sneaky"' 'reason="query"'
+expect_cmd "the error says read-only" grep -q 'cannot execute UPDATE in a read-only transaction' "$T/sneaky.err"
+expect_eq "counter after the scrape" "$(psql_val 'SELECT n FROM counter')" 0
+
+# A missing column: --config.check names source, table and column; so does a scrape.
+cat > "$T/missing.yml" <<YML
+sources:
+  - name: shop
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    outboxes:
+      - {table: outbox, created_at_column: created_at, published_at_column: published_at}
+      - {table: app.Events, created_at_column: created, status_column: state, pending_value: new}
+YML
+rc=0
+"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status with a missing column" "$rc" 1
+expect_cmd "--config.check names source, table and column" \
+  grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: outbox \"app.Events\": column \"created\" does not exist in table \"app.Events\"" "$T/check.out"
+rc=0
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-all.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status with an auth failure among the sources" "$rc" 1
+expect_cmd "--config.check reports the wrong password" grep -q 'source "mon-wrong".*password authentication failed' "$T/check-all.out"
+expect_cmd "--config.check passes the good sources" bash -c "! grep -q 'source \"shop\"' '$T/check-all.out'"
+sed -i '/app.Events/d' "$T/missing.yml"
+rc=0
+"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status when every column exists" "$rc" 0
+expect_cmd "--config.check says OK" grep -q ': OK, 1 source$' "$T/check-ok.out"
+sed -i 's/created_at_column: created_at/created_at_column: created/' "$T/missing.yml"
+rc=0
+"$QREL" scrape --config.file="$T/missing.yml" > "$T/missing.txt" 2> "$T/missing.err" || rc=$?
+expect_eq "qrel scrape exit status with a missing column" "$rc" 1
+expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
+expect_cmd "qrel scrape names table and column" \
+  grep -qF 'outbox "outbox": column "created" does not exist in table "outbox"' "$T/missing.err"
+
+# The database stopped: reason connect (a kept connection is lost, a new one is refused).
+start_exporter "$T/qrel.yml"
+scrape "$T/m3.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="shop"'
+stop_postgres "$P"
+scrape "$T/m4.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+expect_metric "$T/m4.txt" 0 qrel_collector_up 'source="shop"'
+expect_metric "$T/m4.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="connect"'
+sleep 0.6 # past the back-off: the next scrape tries a new connection
+scrape "$T/m5.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+expect_metric "$T/m5.txt" 2 qrel_collector_errors_total 'source="shop"' 'reason="connect"'
+expect_cmd "the log says the server refused" grep -q 'source=shop kind=postgres reason=connect.*Connection refused' "$T/exporter.log"
+for f in "$T"/m*.txt "$T/exporter.log" "$T"/*.out "$T"/*.err; do
+  if grep -qF -e "$wrong" -e "$secret" -e "$dsn_secret" "$f"; then not_ok "a password appears in $(basename "$f")"; fi
+done
+
+finish
