@@ -474,9 +474,14 @@ struct expfmt_writer {
     size_t nsets;
     size_t *set_end; /* one past the global number of each set's last sample */
     uint32_t *next;  /* the next sample of the same family, or END: the grouping index */
-    uint32_t *head;  /* per catalogue family: its first sample, or END */
-    const struct metric_family *catalog;
-    size_t nfam;
+    uint32_t *head;  /* per family slot: its first sample, or END */
+    /* Family slots in output order: the catalogue's, then the sets' dynamic families merged by
+     * name and sorted by name. fams[slot] gives the HELP and TYPE (of the first set having it). */
+    const struct metric_family **fams;
+    size_t ncat;        /* catalogue families: slots [0, ncat) */
+    size_t nfam;        /* all slots */
+    size_t *dyn_start;  /* per set: where its dynamic families' slots start in dyn_slot */
+    uint32_t *dyn_slot; /* the slot of set k's dynamic family j at dyn_start[k] + j */
     enum expfmt_format f;
     enum writer_state state;
     size_t fam;       /* the family being written */
@@ -493,13 +498,53 @@ struct expfmt_writer {
     const char *prefix_of[5];
 };
 
-/* Position of a sample's family in the catalogue. metric_set_add only stores pointers into the
- * catalogue array, so pointer arithmetic is exact; anything else would be a bug upstream. */
-static size_t family_index(const struct metric_family *fam, const struct metric_family *base,
-                           size_t nfam)
+/* A dynamic family met in a set, for the merge by name: seq keeps set order among equal names. */
+struct dyn_ref {
+    const struct metric_family *fam;
+    size_t seq;
+};
+
+static int dyn_ref_cmp(const void *a, const void *b)
 {
-    size_t i = (size_t)(fam - base);
-    return i < nfam ? i : nfam;
+    const struct dyn_ref *x = a, *y = b;
+    int c = strcmp(x->fam->name, y->fam->name);
+    if (c)
+        return c;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Lays out the family slots: the catalogue, then the dynamic families of all sets, one slot per
+ * name, sorted by name, HELP and TYPE from the first set (in set order) that has the name. Sets
+ * hold a handful of dynamic families at most, so the sort and searches cost nothing. */
+static void layout_families(struct expfmt_writer *w)
+{
+    w->ncat = metric_catalog_count();
+    w->dyn_start = xcalloc(w->nsets + 1, sizeof *w->dyn_start);
+    size_t nref = 0;
+    for (size_t k = 0; k < w->nsets; k++) {
+        w->dyn_start[k] = nref;
+        nref += metric_set_dynamic_count(w->sets[k]);
+    }
+    w->dyn_start[w->nsets] = nref;
+    struct dyn_ref *refs = xmalloc((nref ? nref : 1) * sizeof *refs);
+    for (size_t k = 0, r = 0; k < w->nsets; k++) {
+        for (size_t j = 0; j < metric_set_dynamic_count(w->sets[k]); j++, r++)
+            refs[r] = (struct dyn_ref){metric_set_dynamic_at(w->sets[k], j), r};
+    }
+    qsort(refs, nref, sizeof *refs, dyn_ref_cmp);
+    w->fams = xmalloc((w->ncat + nref + 1) * sizeof *w->fams);
+    for (size_t i = 0; i < w->ncat; i++)
+        w->fams[i] = metric_catalog_at(i);
+    /* refs[r] sorted; slot of each: the first of its run of equal names. */
+    w->dyn_slot = xmalloc((nref ? nref : 1) * sizeof *w->dyn_slot);
+    size_t nfam = w->ncat;
+    for (size_t r = 0; r < nref; r++) {
+        if (r == 0 || strcmp(refs[r].fam->name, refs[r - 1].fam->name) != 0)
+            w->fams[nfam++] = refs[r].fam;
+        w->dyn_slot[refs[r].seq] = (uint32_t)(nfam - 1);
+    }
+    w->nfam = nfam;
+    free(refs);
 }
 
 struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t nsets,
@@ -507,8 +552,6 @@ struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t n
 {
     struct expfmt_writer *w = xcalloc(1, sizeof *w);
     w->f = f;
-    w->catalog = metric_catalog_at(0);
-    w->nfam = metric_catalog_count();
     w->nsets = sets ? nsets : 0;
     w->sets = xcalloc(w->nsets + 1, sizeof *w->sets);
     w->set_end = xcalloc(w->nsets + 1, sizeof *w->set_end);
@@ -524,6 +567,8 @@ struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t n
         abort();
     }
 
+    layout_families(w);
+
     /* One pass in output order links each family's samples; tail[] is the last one so far. */
     w->head = xmalloc((w->nfam + 1) * sizeof *w->head);
     uint32_t *tail = xmalloc((w->nfam + 1) * sizeof *tail);
@@ -533,9 +578,12 @@ struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t n
     uint32_t g = 0;
     for (size_t k = 0; k < w->nsets; k++) {
         size_t n = metric_set_len(w->sets[k]);
+        const uint32_t *dyn = w->dyn_slot + w->dyn_start[k];
+        size_t ndyn = w->dyn_start[k + 1] - w->dyn_start[k];
         for (size_t i = 0; i < n; i++, g++) {
-            /* Slot nfam catches strays; it is never written. */
-            size_t fi = family_index(metric_set_family(w->sets[k], i), w->catalog, w->nfam);
+            size_t fi = metric_set_family_index(w->sets[k], i);
+            if (fi >= w->ncat) /* slot nfam catches strays (a bug upstream); it is never written */
+                fi = fi - w->ncat < ndyn ? dyn[fi - w->ncat] : w->nfam;
             if (w->head[fi] == END)
                 w->head[fi] = g;
             else
@@ -559,6 +607,9 @@ void expfmt_writer_free(struct expfmt_writer *w)
     buf_free(&w->prefix);
     free(w->next);
     free(w->head);
+    free(w->fams);
+    free(w->dyn_start);
+    free(w->dyn_slot);
     free(w->set_end);
     free(w->sets);
     free(w);
@@ -632,7 +683,7 @@ static char *labels_to(char *p, const struct metric_sample *sm, size_t from, siz
 static char *sample_to(struct expfmt_writer *w, char *p)
 {
     const struct metric_sample *sm = &w->sm;
-    const char *name = w->catalog[w->fam].name;
+    const char *name = w->fams[w->fam]->name;
     size_t k = sm->nlabels < 2 ? 0 : 2;
     if (k) {
         const char *of[5] = {name, sm->labels[0].name, sm->labels[0].value, sm->labels[1].name,
@@ -696,7 +747,7 @@ size_t expfmt_writer_read(struct expfmt_writer *w, char *dst, size_t max)
                 w->state = WRITE_EOF;
                 continue;
             }
-            fam = &w->catalog[w->fam];
+            fam = w->fams[w->fam];
             w->name_len = strlen(fam->name);
             p = piece_start(w, dst + n, max - n, 2 * (w->name_len + strlen(fam->help)) + 32);
             end = header_to(p, fam, w->name_len, w->f);

@@ -2,9 +2,11 @@
  *
  * Pure functions over already-collected sets: no I/O, no locks, so they are unit-tested alone.
  * Samples of one family are grouped under one HELP/TYPE header even when they come from several
- * sets; families are written in name order, samples in set order, then in the order they were
- * added. The writer produces the exposition in pieces of the caller's size, so a large one can be
- * streamed to an HTTP client without ever being held whole. */
+ * sets; the catalogue's families are written in name order, then the families defined outside
+ * it (metric_set_add_family) in name order, merged across sets by name with HELP and TYPE from
+ * the first set that has the name; samples in set order, then in the order they were added. The
+ * writer produces the exposition in pieces of the caller's size, so a large one can be streamed to
+ * an HTTP client without ever being held whole. */
 #ifndef QREL_EXPFMT_H
 #define QREL_EXPFMT_H
 
@@ -22,8 +24,8 @@ const char *expfmt_content_type(enum expfmt_format f);
 
 /* A resumable writer over nsets sets (NULL entries are skipped). It copies the array of pointers
  * but not the sets: they must stay alive and unchanged until expfmt_writer_free. Its own memory
- * is 4 bytes per sample plus the longest line. Several writers may read the same sets at once.
- * The caller frees the writer with expfmt_writer_free (NULL is fine). */
+ * is 4 bytes per sample plus the longest line and a little per family. Several writers may read the
+ * same sets at once. The caller frees the writer with expfmt_writer_free (NULL is fine). */
 struct expfmt_writer *expfmt_writer_new(struct metric_set *const *sets, size_t nsets,
                                         enum expfmt_format f);
 /* Copies the next bytes of the exposition to dst, at most max (max > 0), and returns how many.

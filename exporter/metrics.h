@@ -6,7 +6,9 @@
  * construction. The set copies every string it is given; label values are made valid UTF-8.
  * A set of a large Redis holds hundreds of thousands of samples, so it stores them compactly
  * (every distinct string once, about 31 bytes for a sample with five labels) and hands a sample
- * out by filling in a caller's struct rather than keeping one struct per sample. */
+ * out by filling in a caller's struct rather than keeping one struct per sample.
+ * Families outside the catalogue, defined by the user (SQL queries), are added with
+ * metric_set_add_family: the caller validates and owns them; qrel_ names stay the catalogue's. */
 #ifndef QREL_METRICS_H
 #define QREL_METRICS_H
 
@@ -25,6 +27,15 @@ const struct metric_family *metric_catalog_find(const char *name);
 size_t metric_catalog_count(void);
 const struct metric_family *metric_catalog_at(size_t i);
 
+/* Checks a family defined outside the catalogue (the `queries` of a postgres source): the name
+ * matches [a-zA-Z_:][a-zA-Z0-9_:]*, is not a catalogue name and does not start with qrel_ (the
+ * namespace of the catalogue), a counter's name ends in _total and a gauge's does not, and help
+ * is not empty. Base units (_seconds, _bytes, _ratio) are advice for the docs, not checked.
+ * Returns 0, or -1 with a short reason copied to why (cap bytes, NUL-terminated; why may be NULL)
+ * such as "a counter's name must end in _total"; callers prefix the name and where it came from. */
+int metric_family_validate(const char *name, enum metric_type type, const char *help, char *why,
+                           size_t cap);
+
 /* Label names: [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__". */
 int metric_label_name_valid(const char *name);
 
@@ -42,7 +53,8 @@ struct metric_label {
 /* One sample, as metric_set_get fills it in. The strings belong to the set: they stay valid
  * until the set is next changed (metric_set_add, metric_set_set_kind) or freed. */
 struct metric_sample {
-    const struct metric_family *family; /* NULL when metric_set_get found no such sample */
+    const struct metric_family *family; /* NULL when metric_set_get found no such sample;
+                                         * catalogue or the caller's (metric_set_add_family) */
     double value;
     size_t nlabels;
     /* labels[0, nlabels): `source` and `kind` first when the set has them */
@@ -66,6 +78,21 @@ void metric_set_set_kind(struct metric_set *s, const char *kind);
 int metric_set_add(struct metric_set *s, const char *family, double value, ...)
     __attribute__((sentinel));
 
+/* metric_set_add_family(s, &fam, 2.0, "table", "orders", NULL)
+ * Like metric_set_add for a family that is not in the catalogue (one the user defined). The set
+ * keeps the pointer f, not a copy: f and its strings belong to the caller and must outlive the
+ * set (and any exposition writer reading it). The first sample of a family in a set checks it
+ * with metric_family_validate; a family refused there, like the errors of metric_set_add, adds
+ * nothing, returns -1 and is remembered as the set's error. Another pointer with the same name
+ * as a family the set has is taken as that family (its HELP and TYPE win). A pointer into the
+ * catalogue (from metric_catalog_find) is accepted too and is the catalogue family. */
+int metric_set_add_family(struct metric_set *s, const struct metric_family *f, double value, ...)
+    __attribute__((sentinel));
+/* The same with the n label pairs in arrays (names[i]=values[i]), for callers whose label count
+ * is known only at run time (one label per configured column). The arrays are read, not kept. */
+int metric_set_add_familyv(struct metric_set *s, const struct metric_family *f, double value,
+                           const char *const *names, const char *const *values, size_t n);
+
 /* Reading a set changes nothing in it, so several threads may read one set at once (overlapping
  * scrapes share a collection) as long as nobody adds to it meanwhile. */
 size_t metric_set_len(const struct metric_set *s);
@@ -75,6 +102,13 @@ void metric_set_get(const struct metric_set *s, size_t i, struct metric_sample *
 /* Just the family of sample i (NULL out of range): cheaper than metric_set_get for callers that
  * only group samples, such as the exposition writer. */
 const struct metric_family *metric_set_family(const struct metric_set *s, size_t i);
+/* The family index of sample i, cheaper still for writers that group: an index below
+ * metric_catalog_count() is that catalogue family; index metric_catalog_count() + k is the set's
+ * dynamic family k. SIZE_MAX out of range. */
+size_t metric_set_family_index(const struct metric_set *s, size_t i);
+/* The families of the set that are not in the catalogue, in the order of their first sample. */
+size_t metric_set_dynamic_count(const struct metric_set *s);
+const struct metric_family *metric_set_dynamic_at(const struct metric_set *s, size_t k);
 /* The first programming error met by metric_set_add, or NULL. Owned by the set. */
 const char *metric_set_error(const struct metric_set *s);
 /* Bytes the set has allocated, everything included except the allocator's own overhead (for

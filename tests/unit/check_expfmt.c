@@ -524,6 +524,141 @@ START_TEST(test_content_type)
 }
 END_TEST
 
+/* ---- families outside the catalogue ---- */
+
+static const struct metric_family app_pending = {"app_orders_pending", METRIC_GAUGE,
+                                                 "Orders not \"shipped\" yet\nby region."};
+static const struct metric_family app_refunds = {"app_refunds_total", METRIC_COUNTER,
+                                                 "Refunds made."};
+/* the same name defined again elsewhere: the first set's HELP and TYPE win */
+static const struct metric_family app_pending_again = {"app_orders_pending", METRIC_GAUGE,
+                                                       "Another help."};
+static const struct metric_family zz_last = {"zz_last", METRIC_GAUGE, "Sorted after app_."};
+
+/* Dynamic families in three sets, interleaved with catalogue ones; "app_" sorts before "qrel_"
+ * but is written after every catalogue family. */
+static void make_dynamic_sets(struct metric_set *sets[3])
+{
+    sets[0] = metric_set_new("db1", "sql");
+    ck_assert_int_eq(metric_set_add_family(sets[0], &zz_last, 7, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(sets[0], &app_pending, 3, "region", "eu", NULL), 0);
+    metric_set_set_kind(sets[0], "outbox");
+    ck_assert_int_eq(
+        metric_set_add(sets[0], "qrel_outbox_pending_messages", 2, "queue", "outbox", NULL), 0);
+    metric_set_set_kind(sets[0], "sql");
+    ck_assert_int_eq(metric_set_add_family(sets[0], &app_refunds, 10, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(sets[0], &app_pending, 4, "region", "us", NULL), 0);
+
+    sets[1] = NULL; /* skipped */
+
+    sets[2] = metric_set_new("db2", "sql");
+    ck_assert_int_eq(metric_set_add_family(sets[2], &app_pending_again, 1, "region", "a\"b", NULL),
+                     0);
+    ck_assert_int_eq(metric_set_add(sets[2], "qrel_collector_up", 1, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(sets[2], &app_refunds, 0.5, NULL), 0);
+}
+
+static const char dynamic_body[] =
+    "# HELP qrel_collector_up %s\n"
+    "# TYPE qrel_collector_up gauge\n"
+    "qrel_collector_up{source=\"db2\",kind=\"sql\"} 1\n"
+    "# HELP qrel_outbox_pending_messages %s\n"
+    "# TYPE qrel_outbox_pending_messages gauge\n"
+    "qrel_outbox_pending_messages{source=\"db1\",kind=\"outbox\",queue=\"outbox\"} 2\n"
+    "# HELP app_orders_pending Orders not %s yet\\nby region.\n"
+    "# TYPE app_orders_pending gauge\n"
+    "app_orders_pending{source=\"db1\",kind=\"sql\",region=\"eu\"} 3\n"
+    "app_orders_pending{source=\"db1\",kind=\"sql\",region=\"us\"} 4\n"
+    "app_orders_pending{source=\"db2\",kind=\"sql\",region=\"a\\\"b\"} 1\n"
+    "# HELP %s Refunds made.\n"
+    "# TYPE %s counter\n"
+    "app_refunds_total{source=\"db1\",kind=\"sql\"} 10\n"
+    "app_refunds_total{source=\"db2\",kind=\"sql\"} 0.5\n"
+    "# HELP zz_last Sorted after app_.\n"
+    "# TYPE zz_last gauge\n"
+    "zz_last{source=\"db1\",kind=\"sql\"} 7\n"
+    "%s";
+
+static void expected_dynamic(struct buf *b, enum expfmt_format f)
+{
+    int om = f == EXPFMT_OPENMETRICS;
+    struct buf up, outbox;
+    buf_init(&up);
+    buf_init(&outbox);
+    expfmt_escape_help(&up, metric_catalog_find("qrel_collector_up")->help, f);
+    expfmt_escape_help(&outbox, metric_catalog_find("qrel_outbox_pending_messages")->help, f);
+    buf_printf(b, dynamic_body, up.data, outbox.data, om ? "\\\"shipped\\\"" : "\"shipped\"",
+               om ? "app_refunds" : "app_refunds_total", om ? "app_refunds" : "app_refunds_total",
+               om ? "# EOF\n" : "");
+    buf_free(&up);
+    buf_free(&outbox);
+}
+
+START_TEST(test_write_dynamic)
+{
+    enum expfmt_format f = _i ? EXPFMT_OPENMETRICS : EXPFMT_TEXT;
+    struct metric_set *sets[3];
+    make_dynamic_sets(sets);
+    struct buf want;
+    buf_init(&want);
+    expected_dynamic(&want, f);
+    check_output(sets, 3, f, want.data); /* also read 1, 7, 64, ... bytes at a time */
+    buf_free(&want);
+    free_sets(sets, 3);
+}
+END_TEST
+
+START_TEST(test_write_dynamic_literal)
+{
+    /* Nothing computed: one dynamic family alone, in OpenMetrics. */
+    struct metric_set *s = metric_set_new("db", "sql");
+    ck_assert_int_eq(metric_set_add_family(s, &app_refunds, 3, "table", "refunds", NULL), 0);
+    check_output(&s, 1, EXPFMT_OPENMETRICS,
+                 "# HELP app_refunds Refunds made.\n"
+                 "# TYPE app_refunds counter\n"
+                 "app_refunds_total{source=\"db\",kind=\"sql\",table=\"refunds\"} 3\n"
+                 "# EOF\n");
+    check_output(&s, 1, EXPFMT_TEXT,
+                 "# HELP app_refunds_total Refunds made.\n"
+                 "# TYPE app_refunds_total counter\n"
+                 "app_refunds_total{source=\"db\",kind=\"sql\",table=\"refunds\"} 3\n");
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_write_dynamic_same_pointer_many_sets)
+{
+    /* Many sets sharing one family pointer, each with a family of its own too. */
+    enum { NS = 40 };
+    static struct metric_family own[NS];
+    static char names[NS][16];
+    struct metric_set *sets[NS];
+    for (int k = 0; k < NS; k++) {
+        char src[16];
+        snprintf(src, sizeof src, "s%02d", k);
+        snprintf(names[k], sizeof names[k], "own_%02d", NS - 1 - k);
+        own[k] = (struct metric_family){names[k], METRIC_GAUGE, "h"};
+        sets[k] = metric_set_new(src, "sql");
+        ck_assert_int_eq(metric_set_add_family(sets[k], &own[k], k, NULL), 0);
+        ck_assert_int_eq(metric_set_add_family(sets[k], &app_pending, k, NULL), 0);
+    }
+    struct buf want;
+    buf_init(&want);
+    buf_puts(&want, "# HELP app_orders_pending Orders not \"shipped\" yet\\nby region.\n"
+                    "# TYPE app_orders_pending gauge\n");
+    for (int k = 0; k < NS; k++)
+        buf_printf(&want, "app_orders_pending{source=\"s%02d\",kind=\"sql\"} %d\n", k, k);
+    for (int k = NS - 1; k >= 0; k--)
+        buf_printf(&want,
+                   "# HELP own_%02d h\n# TYPE own_%02d gauge\nown_%02d{source=\"s%02d\","
+                   "kind=\"sql\"} %d\n",
+                   NS - 1 - k, NS - 1 - k, NS - 1 - k, k, k);
+    check_output(sets, NS, EXPFMT_TEXT, want.data);
+    buf_free(&want);
+    free_sets(sets, NS);
+}
+END_TEST
+
 START_TEST(test_write_large)
 {
     /* 200k samples over two sets and interleaved families: linear grouping, exact line count. */
@@ -585,6 +720,9 @@ static Suite *expfmt_suite(void)
     tcase_add_test(tc, test_write_long_lines);
     tcase_add_test(tc, test_writers_independent);
     tcase_add_test(tc, test_write_large);
+    tcase_add_loop_test(tc, test_write_dynamic, 0, 2);
+    tcase_add_test(tc, test_write_dynamic_literal);
+    tcase_add_test(tc, test_write_dynamic_same_pointer_many_sets);
     tcase_set_timeout(tc, 60); /* the large write under valgrind */
     suite_add_tcase(s, tc);
 

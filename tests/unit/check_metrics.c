@@ -539,6 +539,239 @@ START_TEST(test_long_values)
 }
 END_TEST
 
+/* ---- families outside the catalogue ---- */
+
+static const struct {
+    const char *name;
+    enum metric_type type;
+    const char *help;
+    const char *why; /* NULL: valid */
+} family_checks[] = {
+    {"shop_orders_pending", METRIC_GAUGE, "Orders not yet shipped.", NULL},
+    {"shop:orders:rate5m", METRIC_GAUGE, "h", NULL},
+    {"_x", METRIC_GAUGE, "h", NULL},
+    {":x", METRIC_GAUGE, "h", NULL},
+    {"shop_refunds_total", METRIC_COUNTER, "h", NULL},
+    {"Shop_2", METRIC_GAUGE, "h", NULL},
+    {"qrel", METRIC_GAUGE, "h", NULL},
+    {"", METRIC_GAUGE, "h", "the name is empty"},
+    {NULL, METRIC_GAUGE, "h", "the name is empty"},
+    {"2shop", METRIC_GAUGE, "h", "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*"},
+    {"shop-orders", METRIC_GAUGE, "h", "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*"},
+    {"shop orders", METRIC_GAUGE, "h", "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*"},
+    {"shop.orders", METRIC_GAUGE, "h", "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*"},
+    {"caf\xc3\xa9", METRIC_GAUGE, "h", "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*"},
+    {"qrel_queue_messages", METRIC_GAUGE, "h", "the name is taken by one of qrel's own families"},
+    {"qrel_redeliveries_total", METRIC_COUNTER, "h",
+     "the name is taken by one of qrel's own families"},
+    {"qrel_my_orders", METRIC_GAUGE, "h",
+     "names starting with qrel_ are reserved for qrel's own families"},
+    {"shop_refunds", METRIC_COUNTER, "h", "a counter's name must end in _total"},
+    {"_total", METRIC_COUNTER, "h", "a counter's name must end in _total"},
+    {"shop_refunds_total", METRIC_GAUGE, "h",
+     "a gauge's name must not end in _total (the suffix marks counters)"},
+    {"shop_orders", (enum metric_type)7, "h", "the type must be gauge or counter"},
+    {"shop_orders", METRIC_GAUGE, "", "the help text is empty"},
+    {"shop_orders", METRIC_GAUGE, NULL, "the help text is empty"},
+};
+
+START_TEST(test_family_validate)
+{
+    char why[128] = "unchanged";
+    int rc = metric_family_validate(family_checks[_i].name, family_checks[_i].type,
+                                    family_checks[_i].help, why, sizeof why);
+    const char *name = family_checks[_i].name ? family_checks[_i].name : "(null)";
+    if (!family_checks[_i].why) {
+        ck_assert_msg(rc == 0, "\"%s\" refused: %s", name, why);
+        ck_assert_str_eq(why, "unchanged");
+    } else {
+        ck_assert_msg(rc == -1, "\"%s\" accepted", name);
+        ck_assert_str_eq(why, family_checks[_i].why);
+    }
+}
+END_TEST
+
+START_TEST(test_family_validate_why_optional)
+{
+    ck_assert_int_eq(metric_family_validate("2x", METRIC_GAUGE, "h", NULL, 0), -1);
+    char why[8];
+    ck_assert_int_eq(metric_family_validate("2x", METRIC_GAUGE, "h", why, sizeof why), -1);
+    ck_assert_str_eq(why, "the nam"); /* truncated, terminated */
+}
+END_TEST
+
+static const struct metric_family shop_pending = {"shop_orders_pending", METRIC_GAUGE,
+                                                  "Orders not yet shipped."};
+static const struct metric_family shop_refunds = {"shop_refunds_total", METRIC_COUNTER,
+                                                  "Refunds since the shop opened."};
+
+START_TEST(test_add_family)
+{
+    struct metric_set *s = metric_set_new("db", "sql");
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 4, "region", "eu", NULL), 0);
+    ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(s, &shop_refunds, 9, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 5, "region", "us", NULL), 0);
+    /* a catalogue pointer is the catalogue family */
+    ck_assert_int_eq(metric_set_add_family(s, metric_catalog_find("qrel_collector_up"), 0, NULL),
+                     0);
+    ck_assert_ptr_null(metric_set_error(s));
+    ck_assert_uint_eq(metric_set_len(s), 5);
+
+    size_t ncat = metric_catalog_count();
+    ck_assert_uint_eq(metric_set_dynamic_count(s), 2);
+    ck_assert_ptr_eq(metric_set_dynamic_at(s, 0), &shop_pending);
+    ck_assert_ptr_eq(metric_set_dynamic_at(s, 1), &shop_refunds);
+    ck_assert_ptr_null(metric_set_dynamic_at(s, 2));
+    ck_assert_uint_eq(metric_set_family_index(s, 0), ncat);
+    ck_assert_uint_eq(metric_set_family_index(s, 2), ncat + 1);
+    ck_assert_uint_eq(metric_set_family_index(s, 3), ncat);
+    const struct metric_family *up = metric_catalog_find("qrel_collector_up");
+    ck_assert_uint_eq(metric_set_family_index(s, 1), (size_t)(up - metric_catalog_at(0)));
+    ck_assert_uint_eq(metric_set_family_index(s, 4), (size_t)(up - metric_catalog_at(0)));
+    ck_assert_uint_eq(metric_set_family_index(s, 5), (size_t)-1);
+    ck_assert_ptr_eq(metric_set_family(s, 0), &shop_pending);
+    ck_assert_ptr_eq(metric_set_family(s, 1), up);
+    ck_assert_ptr_eq(metric_set_family(s, 2), &shop_refunds);
+    ck_assert_ptr_eq(metric_set_family(s, 4), up);
+
+    struct metric_sample sm;
+    metric_set_get(s, 3, &sm);
+    ck_assert_ptr_eq(sm.family, &shop_pending);
+    ck_assert_double_eq(sm.value, 5);
+    ck_assert_uint_eq(sm.nlabels, 3);
+    ck_assert_str_eq(sm.labels[0].value, "db");
+    ck_assert_str_eq(sm.labels[1].value, "sql");
+    ck_assert_str_eq(sm.labels[2].name, "region");
+    ck_assert_str_eq(sm.labels[2].value, "us");
+    metric_set_get(s, 2, &sm);
+    ck_assert_ptr_eq(sm.family, &shop_refunds);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_family_same_name)
+{
+    /* Two definitions with one name (say two sources of one config) are one family in a set. */
+    static const struct metric_family other = {"shop_orders_pending", METRIC_GAUGE, "Other."};
+    struct metric_set *s = metric_set_new("db", "sql");
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 1, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(s, &other, 2, NULL), 0);
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 3, NULL), 0);
+    ck_assert_uint_eq(metric_set_dynamic_count(s), 1);
+    ck_assert_uint_eq(metric_set_family_index(s, 1), metric_set_family_index(s, 0));
+    ck_assert_ptr_eq(metric_set_family(s, 1), &shop_pending);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_family_errors)
+{
+    static const struct metric_family bad_counter = {"shop_refunds", METRIC_COUNTER, "h"};
+    static const struct metric_family reserved = {"qrel_queue_messages", METRIC_GAUGE, "h"};
+    struct metric_set *s = metric_set_new("db", "sql");
+    ck_assert_int_eq(metric_set_add_family(s, &bad_counter, 1, NULL), -1);
+    ck_assert_str_eq(metric_set_error(s),
+                     "invalid metric family \"shop_refunds\": a counter's name must end in _total");
+    ck_assert_int_eq(metric_set_add_family(s, &reserved, 1, NULL), -1);
+    ck_assert_int_eq(metric_set_add_family(s, NULL, 1, NULL), -1);
+    ck_assert_int_eq(metric_set_add_family(NULL, &shop_pending, 1, NULL), -1);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    ck_assert_uint_eq(metric_set_dynamic_count(s), 0);
+    metric_set_free(s);
+
+    s = metric_set_new("db", "sql");
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 1, "source", "x", NULL), -1);
+    ck_assert_str_eq(metric_set_error(s), "shop_orders_pending: duplicate label \"source\"");
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 1, "9", "x", NULL), -1);
+    /* by name, metric_set_add still knows only the catalogue */
+    ck_assert_int_eq(metric_set_add(s, "shop_orders_pending", 1, NULL), -1);
+    ck_assert_int_eq(metric_set_add_family(s, &shop_pending, 1, "region", "eu", NULL), 0);
+    ck_assert_int_eq(metric_set_add(s, "shop_orders_pending", 1, NULL), -1);
+    ck_assert_uint_eq(metric_set_len(s), 1);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_familyv)
+{
+    struct metric_set *s = metric_set_new("db", "sql");
+    const char *names[16] = {"a", "b"};
+    const char *values[16] = {"1", ""};
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 2), 0);
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_refunds, 3, NULL, NULL, 0), 0);
+    struct metric_sample sm;
+    metric_set_get(s, 0, &sm);
+    ck_assert_uint_eq(sm.nlabels, 4);
+    ck_assert_str_eq(sm.labels[3].name, "b");
+    ck_assert_str_eq(sm.labels[3].value, "");
+    metric_set_get(s, 1, &sm);
+    ck_assert_ptr_eq(sm.family, &shop_refunds);
+    ck_assert_uint_eq(sm.nlabels, 2);
+    /* errors: a NULL value, too many labels, a bad name */
+    values[1] = NULL;
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 2), -1);
+    ck_assert_str_eq(metric_set_error(s), "shop_orders_pending: label \"b\" has a NULL value");
+    metric_set_free(s);
+
+    s = metric_set_new("db", "sql");
+    static char nm[16][8];
+    for (int i = 0; i < 16; i++) {
+        snprintf(nm[i], sizeof nm[i], "l%d", i);
+        names[i] = nm[i];
+        values[i] = "v";
+    }
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 14), 0);
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 15), -1);
+    ck_assert_str_eq(metric_set_error(s), "shop_orders_pending: more than 16 labels");
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 16), -1);
+    names[0] = "__x";
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 1), -1);
+    names[0] = NULL;
+    ck_assert_int_eq(metric_set_add_familyv(s, &shop_pending, 2, names, values, 1), -1);
+    ck_assert_int_eq(metric_set_add_familyv(s, NULL, 2, names, values, 1), -1);
+    ck_assert_int_eq(metric_set_add_familyv(NULL, &shop_pending, 2, names, values, 1), -1);
+    ck_assert_uint_eq(metric_set_len(s), 1);
+    metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_add_family_many)
+{
+    /* Hundreds of families, alternating with catalogue ones: every sample keeps its own. */
+    enum { NF = 300 };
+    static struct metric_family fams[NF];
+    static char names[NF][32];
+    for (int i = 0; i < NF; i++) {
+        snprintf(names[i], sizeof names[i], "app_f%03d", i);
+        fams[i] = (struct metric_family){names[i], METRIC_GAUGE, "h"};
+    }
+    struct metric_set *s = metric_set_new("db", "sql");
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < NF; i++) {
+            ck_assert_int_eq(metric_set_add_family(s, &fams[i], i, "k", names[i], NULL), 0);
+            ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", i, NULL), 0);
+        }
+    }
+    ck_assert_uint_eq(metric_set_dynamic_count(s), NF);
+    struct metric_sample sm;
+    for (size_t i = 0; i < metric_set_len(s); i++) {
+        metric_set_get(s, i, &sm);
+        if (i % 2) {
+            ck_assert_str_eq(sm.family->name, "qrel_collector_up");
+            ck_assert_uint_eq(sm.nlabels, 2);
+        } else {
+            ck_assert_ptr_eq(sm.family, &fams[(i / 2) % NF]);
+            ck_assert_str_eq(sm.labels[2].value, names[(i / 2) % NF]);
+        }
+    }
+    size_t bytes = metric_set_bytes(s);
+    ck_assert_uint_gt(bytes, NF * sizeof(void *));
+    metric_set_free(s);
+}
+END_TEST
+
 /* The benchmark's shape: 10 samples of 5 labels for each of n_streams streams. */
 static struct metric_set *bench_set(int n, int n_streams)
 {
@@ -560,6 +793,11 @@ START_TEST(test_set_bytes)
     struct metric_set *s = metric_set_new("a", "redis_stream");
     ck_assert_int_eq(metric_set_add(s, "qrel_collector_up", 1, NULL), 0);
     ck_assert_uint_lt(metric_set_bytes(s), 2048);
+    /* A dynamic family costs a small table, once per set. */
+    size_t before = metric_set_bytes(s);
+    static const struct metric_family app = {"app_jobs", METRIC_GAUGE, "Jobs."};
+    ck_assert_int_eq(metric_set_add_family(s, &app, 1, NULL), 0);
+    ck_assert_uint_le(metric_set_bytes(s) - before, 128);
     metric_set_free(s);
 
     /* 100k samples of 5 labels: 10,000 streams (as in the benchmark), then every value distinct,
@@ -605,6 +843,17 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_long_values);
     tcase_add_test(tc, test_set_bytes);
     tcase_set_timeout(tc, 60); /* the large set under valgrind */
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("dynamic families");
+    tcase_add_loop_test(tc, test_family_validate, 0,
+                        sizeof family_checks / sizeof family_checks[0]);
+    tcase_add_test(tc, test_family_validate_why_optional);
+    tcase_add_test(tc, test_add_family);
+    tcase_add_test(tc, test_add_family_same_name);
+    tcase_add_test(tc, test_add_family_errors);
+    tcase_add_test(tc, test_add_familyv);
+    tcase_add_test(tc, test_add_family_many);
     suite_add_tcase(s, tc);
     return s;
 }
