@@ -5,9 +5,9 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev check
+  cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
-  redis-server prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
+  redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils
   # benchmark peer
   prometheus-redis-exporter
@@ -36,7 +36,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start their services where an init system runs; the tests start their own
 # servers on free ports, so stop any that came up to keep the machine quiet.
-for svc in redis-server prometheus prometheus-redis-exporter; do
+for svc in redis-server postgresql prometheus prometheus-redis-exporter; do
   if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
     "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
   fi

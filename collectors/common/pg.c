@@ -240,35 +240,54 @@ static int mask_at(const char *s, const char *secret, size_t *len)
     return 0;
 }
 
+/* Writes the separator a run of white space stands for: "; " where it held a line break
+ * (libpq puts DETAIL and HINT on lines of their own) unless punctuation already separates, else
+ * one space. Nothing at the start. */
+static size_t put_sep(char *dst, size_t o, size_t cap, int sep)
+{
+    if (!sep || o == 0)
+        return o;
+    char last = dst[o - 1];
+    if (sep == 2 && last != ':' && last != ';' && last != ',' && o + 2 < cap)
+        dst[o++] = ';';
+    if (o + 2 < cap)
+        dst[o++] = ' ';
+    return o;
+}
+
 void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap)
 {
     if (!cap)
         return;
     size_t o = 0;
-    int space = 0;
-    /* The DSN first: it contains the password. Runs of white space (libpq's messages span lines
-     * and indent their DETAIL) become one space, so an error is one line of a log. */
+    int sep = 0; /* 0 none, 1 spaces, 2 a line break */
+    /* The DSN first: it contains the password. White space is folded (see put_sep) so that an
+     * error is one line of a log. */
     for (const char *s = msg ? msg : ""; *s && o + 1 < cap;) {
         size_t n = 0;
         if (p && (mask_at(s, p->dsn, &n) || mask_at(s, p->password, &n) ||
                   mask_at(s, p->dsn_password, &n))) {
-            if (space && o + 1 < cap)
-                dst[o++] = ' ';
-            space = 0;
+            o = put_sep(dst, o, cap, sep);
+            sep = 0;
             for (const char *m = MASK; *m && o + 1 < cap; m++)
                 dst[o++] = *m;
             s += n;
             continue;
         }
         char ch = *s++;
-        if (ch == '\n' || ch == '\r' || ch == '\t' || ch == ' ') {
-            space = o > 0;
+        if (ch == '\n' || ch == '\r') {
+            sep = 2;
             continue;
         }
-        if (space && o + 2 < cap)
-            dst[o++] = ' ';
-        space = 0;
-        dst[o++] = ch;
+        if (ch == '\t' || ch == ' ') {
+            if (!sep)
+                sep = 1;
+            continue;
+        }
+        o = put_sep(dst, o, cap, sep);
+        sep = 0;
+        if (o + 1 < cap)
+            dst[o++] = ch;
     }
     dst[o] = '\0';
 }

@@ -250,7 +250,9 @@ static const struct {
     {"invalid: host=h password=p2 dbname=d junk", "invalid: ***"},
     {"uri pw p2 here", "uri pw *** here"},
     {"connection to server at \"h\", port 5432 failed:\n  FATAL:  x\n\tDETAIL: y\n",
-     "connection to server at \"h\", port 5432 failed: FATAL: x DETAIL: y"},
+     "connection to server at \"h\", port 5432 failed: FATAL: x; DETAIL: y"},
+    {"failed: Connection refused\n\tIs the server running?\n",
+     "failed: Connection refused; Is the server running?"},
     {"", ""},
     {"  leading", "leading"},
 };
@@ -278,8 +280,8 @@ START_TEST(test_scrub_edges)
     ck_assert_str_eq(out, "abcd***");
     pg_scrub(&p, "abcdefhunter2", out, sizeof out);
     ck_assert_ptr_null(strstr(out, "hu"));
-    pg_scrub(NULL, "x\ny", out, sizeof out);
-    ck_assert_str_eq(out, "x y");
+    pg_scrub(NULL, "x\ny z", out, sizeof out);
+    ck_assert_str_eq(out, "x; y z");
     pg_scrub(&p, NULL, out, sizeof out);
     ck_assert_str_eq(out, "");
     char one[1] = {'z'};
