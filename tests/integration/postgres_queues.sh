@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# The `queues` section of kind: postgres against a real PostgreSQL: every preset's schema is
+# loaded from tests/fixtures/pg_queues (written from each runner's documented layout), jobs are
+# put in every state with known ages, attempts and locks, and one `qrel scrape` must give exactly
+# the expected series per preset: counts by state, oldest ages to the second, redeliveries, dead
+# jobs, max deliveries and the lease, and no series where the runner records nothing (the pgmq
+# archive is not a dead-letter queue). Rails and Ecto timestamps are UTC without a time zone, so
+# the database runs with a non-UTC TimeZone to prove they are read as UTC. Also: a held Que
+# advisory lock counts as in flight; the queues filter; --config.check passing and naming a
+# missing table; promtool on the output. With QREL_REAL_RUNNERS=1 and node/npm present, the real
+# graphile-worker and pg-boss migrations are run too and scraped against the same expectations.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+FIX=$QREL_SOURCE_DIR/tests/fixtures/pg_queues
+start_postgres P
+psql_do "ALTER DATABASE postgres SET timezone = 'America/New_York'"
+
+for f in pgmq graphile_worker pg_boss river oban que good_job solid_queue; do
+  psql_do < "$FIX/$f.sql" >/dev/null
+done
+
+psql_do <<'SQL' >/dev/null
+-- pgmq: orders has two ready (one read 3 times), two in flight (read, vt ahead), one delayed
+-- (never read, vt ahead); empty has nothing; ignored is left out by the filter.
+SELECT pgmq.pgmq_fixture_queue('orders');
+SELECT pgmq.pgmq_fixture_queue('empty');
+SELECT pgmq.pgmq_fixture_queue('ignored');
+INSERT INTO pgmq.q_orders (enqueued_at, vt, read_ct) VALUES
+  (now() - interval '300 s', now() - interval '10 s', 0),
+  (now() - interval '200 s', now() + interval '20 s', 2),
+  (now() - interval '100 s', now() + interval '5 s', 1),
+  (now() - interval '50 s', now() + interval '600 s', 0),
+  (now() - interval '400 s', now() - interval '1 s', 3);
+INSERT INTO pgmq.a_orders (msg_id, enqueued_at, vt, read_ct) VALUES (99, now() - interval '900 s', now(), 1);
+INSERT INTO pgmq.q_ignored (vt) VALUES (now());
+
+-- graphile-worker: queue mail, and a job without a queue.
+INSERT INTO graphile_worker._private_tasks (identifier) VALUES ('send');
+INSERT INTO graphile_worker._private_job_queues (queue_name) VALUES ('mail');
+INSERT INTO graphile_worker._private_jobs (task_id, job_queue_id, run_at, attempts, max_attempts, created_at, updated_at, locked_at) VALUES
+  (1, NULL, now() - interval '5 s', 0, 25, now() - interval '120 s', now(), NULL),
+  (1, 1, now() - interval '300 s', 2, 25, now() - interval '300 s', now(), now() - interval '40 s'),
+  (1, 1, now() + interval '60 s', 1, 25, now() - interval '200 s', now(), NULL),
+  (1, 1, now() - interval '100 s', 5, 5, now() - interval '250 s', now() - interval '90 s', NULL),
+  (1, 1, now() - interval '5 h', 1, 25, now() - interval '6 h', now(), now() - interval '5 h'),
+  (1, 1, now(), 0, 25, now() - interval '30 s', now(), NULL);
+
+-- pg-boss: billing (watched) and reports (filtered out).
+INSERT INTO pgboss.job (name, state, start_after, created_on, retry_count, retry_limit, started_on, expire_in, completed_on) VALUES
+  ('billing', 'created', now() - interval '1 s', now() - interval '50 s', 0, 2, NULL, interval '15 min', NULL),
+  ('billing', 'retry', now() + interval '30 s', now() - interval '60 s', 1, 2, NULL, interval '15 min', NULL),
+  ('billing', 'active', now() - interval '80 s', now() - interval '80 s', 0, 2, now() - interval '70 s', interval '2 min', NULL),
+  ('billing', 'failed', now() - interval '900 s', now() - interval '900 s', 2, 2, now() - interval '600 s', interval '15 min', now() - interval '500 s'),
+  ('billing', 'completed', now() - interval '900 s', now() - interval '9000 s', 0, 2, now() - interval '600 s', interval '15 min', now() - interval '500 s'),
+  ('billing', 'created', now() - interval '1 s', now() - interval '10 s', 0, 4, NULL, interval '15 min', NULL),
+  ('reports', 'created', now(), now() - interval '5000 s', 0, 2, NULL, interval '15 min', NULL);
+
+-- River: queue default.
+INSERT INTO river_job (kind, queue, state, attempt, max_attempts, created_at, attempted_at, scheduled_at, finalized_at) VALUES
+  ('k', 'default', 'available', 0, 10, now() - interval '60 s', NULL, now(), NULL),
+  ('k', 'default', 'running', 2, 25, now() - interval '100 s', now() - interval '15 s', now(), NULL),
+  ('k', 'default', 'retryable', 1, 25, now() - interval '30 s', now() - interval '20 s', now() + interval '1 min', NULL),
+  ('k', 'default', 'scheduled', 0, 25, now() - interval '30 s', NULL, now() + interval '1 h', NULL),
+  ('k', 'default', 'discarded', 25, 25, now() - interval '2000 s', now() - interval '1000 s', now(), now() - interval '1000 s'),
+  ('k', 'default', 'completed', 1, 25, now() - interval '5000 s', now() - interval '10 s', now(), now() - interval '5 s');
+
+-- Oban: queue events; timestamps in UTC without a zone.
+INSERT INTO oban_jobs (worker, queue, state, attempt, inserted_at, scheduled_at, attempted_at, discarded_at, cancelled_at) VALUES
+  ('W', 'events', 'available', 0, timezone('UTC', now()) - interval '45 s', timezone('UTC', now()), NULL, NULL, NULL),
+  ('W', 'events', 'executing', 1, timezone('UTC', now()) - interval '20 s', timezone('UTC', now()), timezone('UTC', now()) - interval '8 s', NULL, NULL),
+  ('W', 'events', 'scheduled', 0, timezone('UTC', now()) - interval '5000 s', timezone('UTC', now()) + interval '1 h', NULL, NULL, NULL),
+  ('W', 'events', 'discarded', 20, timezone('UTC', now()) - interval '900 s', timezone('UTC', now()), timezone('UTC', now()) - interval '310 s', timezone('UTC', now()) - interval '300 s', NULL),
+  ('W', 'events', 'cancelled', 1, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), NULL, NULL, timezone('UTC', now()));
+
+-- Que: queue mailers; job 2 gets locked by a worker session below.
+INSERT INTO que_jobs (id, job_class, queue, run_at, error_count, expired_at, finished_at) VALUES
+  (1, 'J', 'mailers', now() - interval '30 s', 0, NULL, NULL),
+  (2, 'J', 'mailers', now() - interval '90 s', 0, NULL, NULL),
+  (3, 'J', 'mailers', now() + interval '100 s', 0, NULL, NULL),
+  (4, 'J', 'mailers', now() - interval '10 s', 2, NULL, NULL),
+  (5, 'J', 'mailers', now() - interval '800 s', 15, now() - interval '700 s', NULL),
+  (6, 'J', 'mailers', now() - interval '9000 s', 0, NULL, now());
+
+-- GoodJob: queue gj.
+INSERT INTO good_jobs (queue_name, scheduled_at, performed_at, finished_at, error, created_at, updated_at, executions_count) VALUES
+  ('gj', timezone('UTC', now()) - interval '5 s', NULL, NULL, NULL, timezone('UTC', now()) - interval '25 s', timezone('UTC', now()), 0),
+  ('gj', timezone('UTC', now()) - interval '40 s', timezone('UTC', now()) - interval '12 s', NULL, NULL, timezone('UTC', now()) - interval '40 s', timezone('UTC', now()), 2),
+  ('gj', timezone('UTC', now()) + interval '1 h', NULL, NULL, NULL, timezone('UTC', now()) - interval '3000 s', timezone('UTC', now()), 0),
+  ('gj', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()) - interval '250 s', timezone('UTC', now()) - interval '200 s', 'boom', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()), 3),
+  ('gj', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '8000 s', NULL, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), 1);
+
+-- Solid Queue: queue sq, one job per execution table.
+INSERT INTO solid_queue_jobs (id, queue_name, class_name, created_at, updated_at) VALUES
+  (1, 'sq', 'J', timezone('UTC', now()) - interval '33 s', timezone('UTC', now())),
+  (2, 'sq', 'J', timezone('UTC', now()) - interval '70 s', timezone('UTC', now())),
+  (3, 'sq', 'J', timezone('UTC', now()) - interval '5000 s', timezone('UTC', now())),
+  (4, 'sq', 'J', timezone('UTC', now()) - interval '5000 s', timezone('UTC', now())),
+  (5, 'sq', 'J', timezone('UTC', now()) - interval '900 s', timezone('UTC', now()));
+INSERT INTO solid_queue_ready_executions (job_id, queue_name, created_at) VALUES (1, 'sq', timezone('UTC', now()));
+INSERT INTO solid_queue_claimed_executions (job_id, created_at) VALUES (2, timezone('UTC', now()) - interval '21 s');
+INSERT INTO solid_queue_scheduled_executions (job_id, queue_name, scheduled_at, created_at) VALUES (3, 'sq', timezone('UTC', now()) + interval '1 h', timezone('UTC', now()));
+INSERT INTO solid_queue_blocked_executions (job_id, queue_name, concurrency_key, expires_at, created_at) VALUES (4, 'sq', 'k', timezone('UTC', now()) + interval '1 h', timezone('UTC', now()));
+INSERT INTO solid_queue_failed_executions (job_id, error, created_at) VALUES (5, 'boom', timezone('UTC', now()) - interval '400 s');
+SQL
+
+# A Que worker holds job 2 by a session advisory lock for as long as the scrape takes.
+psql -X -q -h 127.0.0.1 -p "$P" -U postgres -d postgres \
+  -c "SELECT pg_advisory_lock(2::bigint), pg_sleep(120)" >/dev/null 2>&1 &
+LOCKER=$!
+PIDS+=("$LOCKER")
+for _ in $(seq 1 100); do
+  [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 2 AND granted")" = 1 ] && break
+  sleep 0.05
+done
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: jobs
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    queues:
+      - preset: pgmq
+        queues: [orders, empty]
+        visibility_timeout: 30s
+        max_deliveries: 3
+      - preset: graphile_worker
+      - preset: pg_boss
+        queues: [billing, idle]
+      - preset: river
+        job_timeout: 1m
+      - preset: oban
+      - preset: que
+        max_deliveries: 16
+      - preset: good_job
+        job_timeout: 10m
+      - preset: solid_queue
+YML
+
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.err" || { cat "$T/scrape.err" >&2; exit 1; }
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="jobs"' 'kind="postgres"'
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# between FILE NAME LOW HIGH [labels...]: ages, measured a moment after the rows were written.
+age() {
+  local file=$1 name=$2 lo=$3; shift 3
+  expect_between "$name{$*}" "$(mval "$file" "$name" "$@")" "$lo" "$((lo + 5))"
+}
+
+# check_queue FILE KIND QUEUE READY IN_FLIGHT DELAYED OLDEST REDELIVERED
+check_queue() {
+  local f=$1 q="kind=\"$2\",queue=\"$3\""
+  expect_metric "$f" "$4" qrel_queue_messages "$q" 'state="ready"'
+  expect_metric "$f" "$5" qrel_queue_messages "$q" 'state="in_flight"'
+  expect_metric "$f" "$6" qrel_queue_messages "$q" 'state="delayed"'
+  age "$f" qrel_queue_oldest_message_age_seconds "$7" "$q"
+  if [ "$8" = - ]; then expect_absent "$f" qrel_messages_redelivered "$q"
+  else expect_metric "$f" "$8" qrel_messages_redelivered "$q"; fi
+}
+
+# --- pgmq
+check_queue "$T/m.txt" pgmq orders 2 2 1 400 2
+o='kind="pgmq",queue="orders"'
+expect_metric "$T/m.txt" 30 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 25 "$o"
+expect_absent "$T/m.txt" qrel_dead_letter_messages "$o"
+check_queue "$T/m.txt" pgmq empty 0 0 0 0 0
+expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds 'queue="empty"'
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="ignored"'
+
+# --- graphile-worker (the job locked 5 h ago is past the 4 h lock lifetime: ready again)
+check_queue "$T/m.txt" pg_jobs mail 2 1 1 21600 1
+o='kind="pg_jobs",queue="mail"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 90 "$o"
+expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 14400 qrel_lease_timeout_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 40 "$o"
+check_queue "$T/m.txt" pg_jobs '(none)' 1 0 0 120 0
+
+# --- pg-boss (min expire_in over pending jobs; reports filtered out)
+check_queue "$T/m.txt" pg_jobs billing 2 1 1 80 1
+o='kind="pg_jobs",queue="billing"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 500 "$o"
+expect_metric "$T/m.txt" 5 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 120 qrel_lease_timeout_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 70 "$o"
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="reports"'
+check_queue "$T/m.txt" pg_jobs idle 0 0 0 0 0 # listed, no job at all: zeros, not absence
+expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="idle"'
+
+# --- River
+check_queue "$T/m.txt" pg_jobs default 1 1 2 100 1
+o='kind="pg_jobs",queue="default"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 1000 "$o"
+expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 15 "$o"
+
+# --- Oban (no lease declared: no lease timeout)
+check_queue "$T/m.txt" pg_jobs events 1 1 1 45 0
+o='kind="pg_jobs",queue="events"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 300 "$o"
+expect_metric "$T/m.txt" 20 qrel_max_deliveries "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 8 "$o"
+expect_absent "$T/m.txt" qrel_lease_timeout_seconds "$o"
+
+# --- Que (in flight by its advisory lock; no hold time, no max attempts in the table)
+check_queue "$T/m.txt" pg_jobs mailers 2 1 1 90 1
+o='kind="pg_jobs",queue="mailers"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="expired"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 700 "$o"
+expect_metric "$T/m.txt" 16 qrel_max_deliveries "$o"
+expect_absent "$T/m.txt" qrel_lease_oldest_age_seconds "$o"
+
+# --- GoodJob
+check_queue "$T/m.txt" pg_jobs gj 1 1 1 40 1
+o='kind="pg_jobs",queue="gj"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 200 "$o"
+expect_metric "$T/m.txt" 600 qrel_lease_timeout_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 12 "$o"
+expect_absent "$T/m.txt" qrel_max_deliveries "$o"
+
+# --- Solid Queue (no attempt count: no redelivered series)
+check_queue "$T/m.txt" pg_jobs sq 1 1 2 70 -
+o='kind="pg_jobs",queue="sq"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 400 "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 21 "$o"
+
+kill "$LOCKER" 2>/dev/null || true
+
+# --config.check: passes here; names source, preset and table when a schema is wrong.
+rc=0
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status with every preset's tables present" "$rc" 0
+sed -i 's/- preset: river/- preset: river\n        schema: nowhere/' "$T/qrel.yml"
+rc=0
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status with a missing table" "$rc" 1
+expect_cmd "--config.check names source, preset and table" grep -qF \
+  "postgres \"jobs\" 127.0.0.1:$P/postgres: queues preset \"river\" (schema \"nowhere\"): table \"nowhere.river_job\" does not exist" \
+  "$T/check.out"
+
+# The real runners' own migrations, when asked for and node is here (CI may lack it).
+if [ "${QREL_REAL_RUNNERS:-0}" = 1 ] && command -v node >/dev/null && command -v npm >/dev/null; then
+  mkdir -p "$T/npm"
+  (cd "$T/npm" && npm init -y >/dev/null && npm install --silent graphile-worker pg-boss >/dev/null)
+  psql_do "CREATE DATABASE real" >/dev/null
+  cat > "$T/npm/mig.js" <<'JS'
+const { runMigrations } = require("graphile-worker");
+const PgBoss = require("pg-boss");
+(async () => {
+  await runMigrations({ connectionString: process.argv[2] });
+  const boss = new PgBoss({ connectionString: process.argv[2] });
+  await boss.start();
+  await boss.createQueue("billing");
+  await boss.stop({ graceful: false, wait: true });
+})().catch((e) => { console.error(e); process.exit(1); });
+JS
+  (cd "$T/npm" && node mig.js "postgresql://postgres@127.0.0.1:$P/real")
+  psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$P" -U postgres -d real >/dev/null <<'SQL'
+SELECT graphile_worker.add_job('send', '{}', queue_name := 'mail');
+INSERT INTO pgboss.job (name, state, created_on, started_on, expire_in) VALUES
+  ('billing', 'active', now() - interval '80 s', now() - interval '70 s', interval '2 min');
+SQL
+  cat > "$T/real.yml" <<YML
+sources:
+  - name: real
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    dbname: real
+    queues:
+      - preset: graphile_worker
+      - preset: pg_boss
+YML
+  "$QREL" scrape --config.file="$T/real.yml" > "$T/real.txt"
+  check_queue "$T/real.txt" pg_jobs mail 1 0 0 0 0
+  check_queue "$T/real.txt" pg_jobs billing 0 1 0 80 0
+  age "$T/real.txt" qrel_lease_oldest_age_seconds 70 'queue="billing"'
+  rc=0
+  "$EXPORTER" --config.file="$T/real.yml" --config.check > "$T/check-real.out" 2>&1 || rc=$?
+  expect_eq "--config.check on the real migrations" "$rc" 0
+fi
+
+finish
