@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The `queries` section of kind: postgres (kind label sql) against a real PostgreSQL: a grouped
+# query with two label columns gives one sample per row and metric with the exact values; a
+# counter family keeps its _total; a NULL label becomes "" and a NULL value leaves its sample out;
+# the row cap fails with reason limit; a non-numeric value and a missing column fail with reason
+# query, naming the query, row and column on `qrel scrape`'s stderr; --config.check finds the
+# missing column without running the query; a statement that writes is refused; promtool
+# accepts the output.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_postgres P
+psql_do <<'SQL' >/dev/null
+CREATE TABLE orders (id serial PRIMARY KEY, region text, status text NOT NULL, total_cents bigint);
+INSERT INTO orders (region, status, total_cents) VALUES
+  ('eu', 'pending', 100), ('eu', 'pending', 250), ('eu', 'shipped', 1000),
+  ('us', 'pending', 5), (NULL, 'shipped', 7);
+CREATE TABLE refunds (id serial PRIMARY KEY, amount_cents bigint);
+INSERT INTO refunds (amount_cents) VALUES (30), (12), (NULL);
+CREATE TABLE counter (n int NOT NULL);
+INSERT INTO counter VALUES (0);
+SQL
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: shop
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    dbname: postgres
+    queries:
+      - name: orders_by_state
+        sql: |
+          SELECT region, status, count(*) AS n, sum(total_cents) AS cents,
+                 CASE WHEN status = 'shipped' THEN NULL ELSE max(total_cents) END AS biggest
+          FROM orders GROUP BY region, status ORDER BY region, status;
+        labels: [region, status]
+        metrics:
+          - {name: shop_orders, type: gauge, help: Orders by region and status., value_column: n}
+          - {name: shop_order_cents, type: gauge, help: Sum of the orders in cents., value_column: cents}
+          - {name: shop_biggest_pending_order_cents, type: gauge, help: Largest order not yet shipped., value_column: biggest}
+      - name: refunds
+        sql: SELECT sum(amount_cents) AS total, count(*) AS n FROM refunds
+        metrics:
+          - {name: shop_refunded_cents_total, type: counter, help: Money refunded in cents., value_column: total}
+YML
+
+rc=0
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/m.err" || rc=$?
+expect_eq "qrel scrape exit status" "$rc" 0
+expect_metric "$T/m.txt" 2 shop_orders 'source="shop"' 'kind="sql"' 'region="eu"' 'status="pending"'
+expect_metric "$T/m.txt" 1 shop_orders 'region="eu"' 'status="shipped"'
+expect_metric "$T/m.txt" 1 shop_orders 'region="us"' 'status="pending"'
+expect_metric "$T/m.txt" 1 shop_orders 'region=""' 'status="shipped"'
+expect_metric "$T/m.txt" 350 shop_order_cents 'region="eu"' 'status="pending"'
+expect_metric "$T/m.txt" 7 shop_order_cents 'region=""' 'status="shipped"'
+expect_metric "$T/m.txt" 250 shop_biggest_pending_order_cents 'region="eu"' 'status="pending"'
+expect_absent "$T/m.txt" shop_biggest_pending_order_cents 'status="shipped"'
+expect_eq "samples of shop_orders" "$(grep -c '^shop_orders{' "$T/m.txt")" 4
+expect_metric "$T/m.txt" 42 shop_refunded_cents_total 'source="shop"' 'kind="sql"'
+expect_cmd "counter TYPE line" grep -qx '# TYPE shop_refunded_cents_total counter' "$T/m.txt"
+expect_cmd "HELP from the config" grep -qx '# HELP shop_orders Orders by region and status.' "$T/m.txt"
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="shop"' 'kind="postgres"'
+expect_cmd "user families after the catalogue" \
+  bash -c "[ \"\$(grep -n '^# TYPE' '$T/m.txt' | tail -1 | cut -d' ' -f3)\" = shop_refunded_cents_total ]"
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# The same through the exporter, in OpenMetrics: the counter's family drops _total.
+start_exporter "$T/qrel.yml"
+scrape "$T/om.txt" -H 'Accept: application/openmetrics-text; version=1.0.0'
+expect_cmd "OpenMetrics counter family" grep -qx '# TYPE shop_refunded_cents counter' "$T/om.txt"
+expect_metric "$T/om.txt" 42 shop_refunded_cents_total 'source="shop"'
+stop_exporter
+
+# max_rows: one row too many fails with reason limit and adds none of the query's samples.
+sed 's/        labels: \[region, status\]/        labels: [region, status]\n        max_rows: 3/' \
+  "$T/qrel.yml" > "$T/cap.yml"
+rc=0
+"$QREL" scrape --config.file="$T/cap.yml" > "$T/cap.txt" 2> "$T/cap.err" || rc=$?
+expect_eq "qrel scrape exit status past max_rows" "$rc" 1
+expect_metric "$T/cap.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="limit"'
+expect_cmd "the error names the query and the cap" \
+  grep -qF 'query "orders_by_state": more than 3 rows (max_rows)' "$T/cap.err"
+expect_absent "$T/cap.txt" shop_orders
+
+# A value that is not a number: reason query, naming query, row and column.
+cat > "$T/text.yml" <<YML
+sources:
+  - name: shop
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    queries:
+      - name: statuses
+        sql: SELECT status AS v FROM orders ORDER BY id
+        metrics: [{name: app_v, type: gauge, help: h, value_column: v}]
+YML
+rc=0
+"$QREL" scrape --config.file="$T/text.yml" > "$T/text.txt" 2> "$T/text.err" || rc=$?
+expect_eq "qrel scrape exit status with a text value" "$rc" 1
+expect_metric "$T/text.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
+expect_cmd "the error names query, row and column" \
+  grep -qF 'query "statuses": row 1, column "v": want a number, got "pending"' "$T/text.err"
+
+# A missing column: qrel scrape and --config.check name the query and the column.
+sed 's/value_column: cents}/value_column: cents_sum}/' "$T/qrel.yml" > "$T/missing.yml"
+rc=0
+"$QREL" scrape --config.file="$T/missing.yml" > "$T/missing.txt" 2> "$T/missing.err" || rc=$?
+expect_eq "qrel scrape exit status with a missing column" "$rc" 1
+expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
+expect_cmd "qrel scrape names query and column" \
+  grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: query \"orders_by_state\": column \"cents_sum\" is not in the result (columns: region, status, n, cents, biggest)" "$T/missing.err"
+rc=0
+"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status with a missing column" "$rc" 1
+expect_cmd "--config.check names query and column" \
+  grep -qF 'query "orders_by_state": column "cents_sum" is not in the result' "$T/check.out"
+rc=0
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
+expect_eq "--config.check exit status when the columns exist" "$rc" 0
+
+# A statement that writes is refused: the subquery wrapping, and the read-only session behind it.
+cat > "$T/write.yml" <<YML
+sources:
+  - name: shop
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    queries:
+      - name: sneaky
+        sql: UPDATE counter SET n = n + 1 RETURNING n
+        metrics: [{name: app_n, type: gauge, help: h, value_column: n}]
+      - name: sneaky_cte
+        sql: WITH u AS (UPDATE counter SET n = n + 1 RETURNING n) SELECT n FROM u
+        metrics: [{name: app_m, type: gauge, help: h, value_column: n}]
+YML
+rc=0
+"$QREL" scrape --config.file="$T/write.yml" > "$T/write.txt" 2> "$T/write.err" || rc=$?
+expect_eq "qrel scrape exit status with a writing statement" "$rc" 1
+expect_metric "$T/write.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
+sed -i '/name: sneaky$/,/app_n/d' "$T/write.yml"
+"$QREL" scrape --config.file="$T/write.yml" > /dev/null 2>&1 || true
+expect_eq "counter after the scrapes" "$(psql_val 'SELECT n FROM counter')" 0
+
+finish
