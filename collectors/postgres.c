@@ -15,10 +15,7 @@
 #include "util.h"
 
 static const struct pg_section_kind *const sections[] = {
-    &pg_dedup_section,
-    &pg_claim_section,
-    &pg_outbox_section,
-    &pg_queues_section,
+    &pg_dedup_section, &pg_claim_section, &pg_outbox_section, &pg_queues_section, &pg_sql_section,
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
 

@@ -80,8 +80,8 @@ static struct sources *load(const char *text, struct err *e)
 #define OB "    outboxes: [{table: outbox, created_at_column: c, published_at_column: p}]\n"
 #define KNOWN                                                                                      \
     "(known keys: claim_tables, dbname, dedup_tables, dsn_env, dsn_file, host, kind, "             \
-    "min_interval, name, outboxes, password_env, password_file, port, queues, sslmode, timeout, "  \
-    "user)"
+    "min_interval, name, outboxes, password_env, password_file, port, queries, queues, sslmode, "  \
+    "timeout, user)"
 
 static const struct {
     const char *text;
@@ -93,11 +93,11 @@ static const struct {
     {SRC "    host: h\n    outboxs: []\n",
      "x.yml:5:5: unknown key \"outboxs\" in source \"db\" " KNOWN},
     {SRC "    host: h\n",
-     "x.yml:2:5: want at least one entry in dedup_tables, claim_tables, outboxes or queues of "
-     "source \"db\""},
+     "x.yml:2:5: want at least one entry in dedup_tables, claim_tables, outboxes, queues or "
+     "queries of source \"db\""},
     {SRC "    host: h\n    outboxes: []\n",
-     "x.yml:2:5: want at least one entry in dedup_tables, claim_tables, outboxes or queues of "
-     "source \"db\""},
+     "x.yml:2:5: want at least one entry in dedup_tables, claim_tables, outboxes, queues or "
+     "queries of source \"db\""},
     {SRC "    host: \"\"\n" OB, "x.yml:4:11: host: want a non-empty string"},
     {SRC "    host: h\n    port: 0\n" OB,
      "x.yml:5:11: port: want an integer from 1 to 65535, got \"0\""},
