@@ -160,6 +160,19 @@ static const char pg_boss_rows[] =
     AGE("started_on") " AS held, EXTRACT(EPOCH FROM expire_in)::float8 AS lease "
     "FROM @S.job WHERE state IN ('created', 'retry', 'active', 'failed')";
 
+/* pg-boss 9 (detected: its columns are camel case folded to lower case): the same rules, with
+ * 'expired' (the lease ran out on the last attempt) dead like 'failed'. Its internal completion
+ * jobs (__state__completed__<queue> and the like) are not the application's work. */
+static const char pg_boss_9_rows[] =
+    "SELECT name AS queue, "
+    "CASE WHEN state = 'active' THEN 'i' WHEN state IN ('failed', 'expired') THEN 'x' "
+    "WHEN startafter > now() THEN 'd' ELSE 'r' END AS st, "
+    AGE("createdon") " AS age, retrycount > 0 AS redel, "
+    AGE("completedon") " AS dead_age, (retrylimit + 1)::float8 AS maxdel, "
+    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease "
+    "FROM @S.job WHERE state IN ('created', 'retry', 'active', 'failed', 'expired') "
+    "AND name NOT LIKE '\\_\\_state\\_\\_%'";
+
 /* River: attempt grows when a job is fetched. scheduled, retryable and pending wait. NOT IN
  * names only states every River version has (an unknown enum label would be an error). */
 static const char river_rows[] =
@@ -437,7 +450,7 @@ static char *pgq_jobs_sql(enum pgq_preset_id id, const char *schema, int legacy,
         rows = legacy ? graphile_legacy_rows : graphile_rows;
         break;
     case PGQ_PG_BOSS:
-        rows = pg_boss_rows;
+        rows = legacy ? pg_boss_9_rows : pg_boss_rows;
         break;
     case PGQ_RIVER:
         rows = river_rows;
@@ -655,30 +668,42 @@ out:
 
 /* ---- job presets ---- */
 
-/* graphile-worker moved its jobs to _private_jobs in 0.14; which layout this database has is
- * asked once and remembered (check() asks again). */
+/* Two presets have an older layout still in use: graphile-worker before 0.14 (one jobs table,
+ * no _private_jobs) and pg-boss 9 (retrycount instead of retry_count). Which one a database has
+ * is asked once and remembered (check() asks again, and so does the scrape after a failure). */
 static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadline *dl,
                          struct err *e)
 {
-    if (q->preset->id != PGQ_GRAPHILE_WORKER) {
+    const char *sql = NULL;
+    if (q->preset->id == PGQ_GRAPHILE_WORKER)
+        sql = "SELECT to_regclass(format('%I._private_jobs', $1::text)) IS NOT NULL, "
+              "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL";
+    else if (q->preset->id == PGQ_PG_BOSS)
+        sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = "
+              "to_regclass(format('%I.job', $1::text)) AND attname = 'retry_count' AND "
+              "NOT attisdropped), EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = "
+              "to_regclass(format('%I.job', $1::text)) AND attname = 'retrycount' AND "
+              "NOT attisdropped)";
+    if (!sql) {
         q->layout = LAYOUT_CURRENT;
         return 0;
     }
     PGresult *r = NULL;
     const char *params[1] = {q->schema};
-    if (pg_query(c, dl, q->what,
-                 "SELECT to_regclass(format('%I._private_jobs', $1::text)) IS NOT NULL, "
-                 "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL",
-                 1, params, &r, e))
+    if (pg_query(c, dl, q->what, sql, 1, params, &r, e))
         return -1;
     int current = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     int legacy = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     PQclear(r);
-    if (!current && !legacy)
-        return pg_error(c, e, ERR_QUERY,
-                        "%s: neither table \"%s._private_jobs\" (graphile-worker >= 0.14) nor "
-                        "\"%s.jobs\" exists",
-                        q->what, q->schema, q->schema);
+    if (!current && !legacy) {
+        if (q->preset->id == PGQ_GRAPHILE_WORKER)
+            return pg_error(c, e, ERR_QUERY,
+                            "%s: neither table \"%s._private_jobs\" (graphile-worker >= 0.14) "
+                            "nor \"%s.jobs\" exists",
+                            q->what, q->schema, q->schema);
+        /* let the column check say what is missing */
+        current = 1;
+    }
     q->layout = current ? LAYOUT_CURRENT : LAYOUT_LEGACY;
     free(q->sql);
     q->sql = NULL;
@@ -750,6 +775,18 @@ static const struct table_check checks_pg_boss[] = {
       {"started_on", T},
       {"retry_count", N},
       {"retry_limit", N}},
+     8},
+};
+static const struct table_check checks_pg_boss_9[] = {
+    {"job",
+     {{"name", A},
+      {"state", A},
+      {"startafter", T},
+      {"createdon", T},
+      {"completedon", T},
+      {"startedon", T},
+      {"retrycount", N},
+      {"retrylimit", N}},
      8},
 };
 static const struct table_check checks_river[] = {
@@ -868,7 +905,9 @@ static int check(void *item, struct pg_conn *c, const struct deadline *dl, struc
             return -1;
         return q->layout == LAYOUT_LEGACY ? CHECK(checks_graphile_legacy) : CHECK(checks_graphile);
     case PGQ_PG_BOSS:
-        return CHECK(checks_pg_boss);
+        if (detect_layout(q, c, dl, e))
+            return -1;
+        return q->layout == LAYOUT_LEGACY ? CHECK(checks_pg_boss_9) : CHECK(checks_pg_boss);
     case PGQ_RIVER:
         return CHECK(checks_river);
     case PGQ_OBAN:

@@ -16,7 +16,7 @@ FIX=$QREL_SOURCE_DIR/tests/fixtures/pg_queues
 start_postgres P
 psql_do "ALTER DATABASE postgres SET timezone = 'America/New_York'"
 
-for f in pgmq graphile_worker pg_boss river oban que good_job solid_queue; do
+for f in pgmq graphile_worker pg_boss pg_boss_9 river oban que good_job solid_queue; do
   psql_do < "$FIX/$f.sql" >/dev/null
 done
 
@@ -55,6 +55,15 @@ INSERT INTO pgboss.job (name, state, start_after, created_on, retry_count, retry
   ('billing', 'completed', now() - interval '900 s', now() - interval '9000 s', 0, 2, now() - interval '600 s', interval '15 min', now() - interval '500 s'),
   ('billing', 'created', now() - interval '1 s', now() - interval '10 s', 0, 4, NULL, interval '15 min', NULL),
   ('reports', 'created', now(), now() - interval '5000 s', 0, 2, NULL, interval '15 min', NULL);
+
+-- pg-boss 9 (schema pgboss9): billing9, with an expired and a failed job, and an internal
+-- completion job that is not the application's.
+INSERT INTO pgboss9.job (name, state, createdon, startedon, completedon) VALUES
+  ('billing9', 'created', now() - interval '33 s', NULL, NULL),
+  ('billing9', 'active', now() - interval '50 s', now() - interval '11 s', NULL),
+  ('billing9', 'expired', now() - interval '700 s', now() - interval '650 s', now() - interval '600 s'),
+  ('billing9', 'failed', now() - interval '200 s', now() - interval '150 s', now() - interval '100 s'),
+  ('__state__completed__billing9', 'created', now() - interval '9000 s', NULL, NULL);
 
 -- River: queue default.
 INSERT INTO river_job (kind, queue, state, attempt, max_attempts, created_at, attempted_at, scheduled_at, finalized_at) VALUES
@@ -129,6 +138,8 @@ sources:
       - preset: graphile_worker
       - preset: pg_boss
         queues: [billing, idle]
+      - preset: pg_boss
+        schema: pgboss9
       - preset: river
         job_timeout: 1m
       - preset: oban
@@ -192,6 +203,16 @@ age "$T/m.txt" qrel_lease_oldest_age_seconds 70 "$o"
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="reports"'
 check_queue "$T/m.txt" pg_jobs idle 0 0 0 0 0 # listed, no job at all: zeros, not absence
 expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="idle"'
+
+# --- pg-boss 9 (detected by its column names; expired and failed are both dead)
+check_queue "$T/m.txt" pg_jobs billing9 1 1 0 50 0
+o='kind="pg_jobs",queue="billing9"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 600 "$o"
+expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 11 "$o"
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="__state__completed__billing9"'
 
 # --- River
 check_queue "$T/m.txt" pg_jobs default 1 1 2 100 1
