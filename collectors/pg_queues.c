@@ -17,7 +17,6 @@
  * Timestamps are compared as epochs (EXTRACT(EPOCH FROM col)): for `timestamp without time zone`
  * columns (Rails, Ecto) that reads the stored UTC value as UTC whatever the session's TimeZone,
  * and for timestamptz it is the true epoch, so one expression serves both. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,9 +503,10 @@ static int parse_rows(struct queues *q, struct pg_conn *c, PGresult *r, struct p
         for (int k = 1; k < PGQ_NCOLS; k++) {
             v[i].has[k] = !PQgetisnull(r, i, k);
             if (v[i].has[k] && pg_cell_double(r, i, k, &v[i].v[k])) {
+                pg_error(c, e, ERR_PROTOCOL, "%s: column %d of queue \"%s\" is not a number",
+                         q->what, k + 1, v[i].queue);
                 free(v);
-                return pg_error(c, e, ERR_PROTOCOL, "%s: column %d of queue \"%s\" is not a number",
-                                q->what, k + 1, v[i].queue);
+                return -1;
             }
         }
     }

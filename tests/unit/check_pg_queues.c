@@ -182,6 +182,17 @@ START_TEST(test_jobs_sql)
     ck_assert_ptr_null(strstr(s, "_private"));
     free(s);
 
+    /* pg-boss 9: lower-cased camel case, expired is dead, internal completion jobs left out */
+    s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", 1, 0);
+    ck_assert_ptr_nonnull(strstr(s, "retrycount > 0 AS redel"));
+    ck_assert_ptr_nonnull(strstr(s, "WHEN state IN ('failed', 'expired') THEN 'x'"));
+    ck_assert_ptr_nonnull(strstr(s, "AND name NOT LIKE '\\_\\_state\\_\\_%'"));
+    free(s);
+    s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", 0, 0);
+    ck_assert_ptr_nonnull(strstr(s, "retry_count > 0 AS redel"));
+    ck_assert_ptr_nonnull(strstr(s, "FROM \"pgboss\".job WHERE"));
+    free(s);
+
     s = pgq_jobs_sql(PGQ_SOLID_QUEUE, "public", 0, 0);
     /* every table of the schema qualified */
     ck_assert_ptr_null(strstr(s, " solid_queue_"));
