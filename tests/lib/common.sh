@@ -69,10 +69,11 @@ start_redis() {
   return 1
 }
 
-# PostgreSQL's server programs: from PATH, else Debian's versioned directory (newest).
+# PostgreSQL's server programs: from PATH, else where pg_config says (Debian keeps initdb off
+# PATH, in a versioned directory that pg_config from libpq-dev names).
 PGBIN=${PGBIN:-$(dirname "$(command -v initdb 2>/dev/null || true)")}
-if [ ! -x "$PGBIN/initdb" ]; then
-  PGBIN=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -1)
+if [ ! -x "$PGBIN/initdb" ] && command -v pg_config >/dev/null; then
+  PGBIN=$(pg_config --bindir)
 fi
 # initdb and pg_ctl refuse to run as root: as root they run as the postgres user.
 as_postgres() {
