@@ -149,31 +149,38 @@ static const char graphile_legacy_rows[] = GRAPHILE_ROWS("@S.jobs j", "j.queue_n
 
 /* pg-boss 10: retry_count grows when a job is fetched again, so > 0 means a redelivery; a job
  * may be delivered retry_limit + 1 times; active jobs past started_on + expire_in are failed by
- * the maintenance loop: that is the lease. */
+ * the maintenance loop: that is the lease. pg-boss keeps completed jobs for days, so the waiting
+ * jobs (state < 'active', the predicate of pg-boss's own fetch index) and the active and failed
+ * ones (an index the docs suggest) are read in two branches, each able to use its index. */
+#define PG_BOSS_ROWS                                                                            \
+    "SELECT name AS queue, "                                                                    \
+    "CASE WHEN state = 'active' THEN 'i' WHEN state = 'failed' THEN 'x' "                        \
+    "WHEN start_after > now() THEN 'd' ELSE 'r' END AS st, "                                    \
+    AGE("created_on") " AS age, retry_count > 0 AS redel, "                                     \
+    AGE("completed_on") " AS dead_age, (retry_limit + 1)::float8 AS maxdel, "                   \
+    AGE("started_on") " AS held, EXTRACT(EPOCH FROM expire_in)::float8 AS lease FROM @S.job "
 static const char pg_boss_rows[] =
-    "SELECT name AS queue, "
-    "CASE WHEN state = 'active' THEN 'i' WHEN state = 'failed' THEN 'x' "
-    "WHEN start_after > now() THEN 'd' ELSE 'r' END AS st, "
-    AGE("created_on") " AS age, retry_count > 0 AS redel, "
-    AGE("completed_on") " AS dead_age, (retry_limit + 1)::float8 AS maxdel, "
-    AGE("started_on") " AS held, EXTRACT(EPOCH FROM expire_in)::float8 AS lease "
-    "FROM @S.job WHERE state IN ('created', 'retry', 'active', 'failed')";
+    PG_BOSS_ROWS "WHERE state < 'active' "
+    "UNION ALL " PG_BOSS_ROWS "WHERE state IN ('active', 'failed')";
 
 /* pg-boss 9 (detected: its columns are camel case folded to lower case): the same rules, with
  * 'expired' (the lease ran out on the last attempt) dead like 'failed'. Its internal completion
  * jobs (__state__completed__<queue> and the like) are not the application's work. */
+#define PG_BOSS_9_ROWS                                                                          \
+    "SELECT name AS queue, "                                                                    \
+    "CASE WHEN state = 'active' THEN 'i' WHEN state IN ('failed', 'expired') THEN 'x' "         \
+    "WHEN startafter > now() THEN 'd' ELSE 'r' END AS st, "                                     \
+    AGE("createdon") " AS age, retrycount > 0 AS redel, "                                       \
+    AGE("completedon") " AS dead_age, (retrylimit + 1)::float8 AS maxdel, "                     \
+    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease FROM @S.job "     \
+    "WHERE name NOT LIKE '\\_\\_state\\_\\_%' AND "
 static const char pg_boss_9_rows[] =
-    "SELECT name AS queue, "
-    "CASE WHEN state = 'active' THEN 'i' WHEN state IN ('failed', 'expired') THEN 'x' "
-    "WHEN startafter > now() THEN 'd' ELSE 'r' END AS st, "
-    AGE("createdon") " AS age, retrycount > 0 AS redel, "
-    AGE("completedon") " AS dead_age, (retrylimit + 1)::float8 AS maxdel, "
-    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease "
-    "FROM @S.job WHERE state IN ('created', 'retry', 'active', 'failed', 'expired') "
-    "AND name NOT LIKE '\\_\\_state\\_\\_%'";
+    PG_BOSS_9_ROWS "state < 'active' "
+    "UNION ALL " PG_BOSS_9_ROWS "state IN ('active', 'failed', 'expired')";
 
-/* River: attempt grows when a job is fetched. scheduled, retryable and pending wait. NOT IN
- * names only states every River version has (an unknown enum label would be an error). */
+/* River: attempt grows when a job is fetched. scheduled, retryable and pending wait. The states
+ * are listed (not `NOT IN ('completed', 'cancelled')`) so that River's own index on (state, queue,
+ * ...) skips the completed jobs it keeps for a day; 'pending' needs River's migration 004. */
 static const char river_rows[] =
     "SELECT queue, "
     "CASE state WHEN 'available' THEN 'r' WHEN 'running' THEN 'i' "
@@ -181,9 +188,11 @@ static const char river_rows[] =
     AGE("created_at") " AS age, attempt > 1 AS redel, "
     AGE("finalized_at") " AS dead_age, max_attempts::float8 AS maxdel, "
     AGE("attempted_at") " AS held, NULL::float8 AS lease "
-    "FROM @S.river_job WHERE state NOT IN ('completed', 'cancelled')";
+    "FROM @S.river_job "
+    "WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled', 'discarded')";
 
-/* Oban: like River; timestamps are `timestamp` in UTC. */
+/* Oban: like River (states listed for its (state, queue, ...) index); timestamps are
+ * `timestamp` in UTC. */
 static const char oban_rows[] =
     "SELECT queue, "
     "CASE state WHEN 'available' THEN 'r' WHEN 'executing' THEN 'i' "
@@ -191,7 +200,8 @@ static const char oban_rows[] =
     AGE("inserted_at") " AS age, attempt > 1 AS redel, "
     AGE("discarded_at") " AS dead_age, max_attempts::float8 AS maxdel, "
     AGE("attempted_at") " AS held, NULL::float8 AS lease "
-    "FROM @S.oban_jobs WHERE state NOT IN ('completed', 'cancelled')";
+    "FROM @S.oban_jobs "
+    "WHERE state IN ('available', 'scheduled', 'executing', 'retryable', 'discarded')";
 
 /* Que 1.x/2.x: a worker holds a job by a session advisory lock on its id (one bigint key:
  * classid is the high half, objid the low one, objsubid 1), which pg_locks shows to everyone.
@@ -213,13 +223,16 @@ static const char que_rows[] =
  * (finished with an error). A retry reuses the row: executions_count counts the runs. */
 static const char good_job_rows[] =
     "SELECT queue_name AS queue, "
-    "CASE WHEN finished_at IS NOT NULL THEN 'x' "
-    "WHEN performed_at IS NOT NULL THEN 'i' "
+    "CASE WHEN performed_at IS NOT NULL THEN 'i' "
     "WHEN EXTRACT(EPOCH FROM scheduled_at) > " EP " THEN 'd' ELSE 'r' END AS st, "
     AGE("created_at") " AS age, executions_count > 1 AS redel, "
-    AGE("finished_at") " AS dead_age, NULL::float8 AS maxdel, "
+    "NULL::float8 AS dead_age, NULL::float8 AS maxdel, "
     AGE("performed_at") " AS held, NULL::float8 AS lease "
-    "FROM @S.good_jobs WHERE finished_at IS NULL OR error IS NOT NULL";
+    "FROM @S.good_jobs WHERE finished_at IS NULL "
+    /* two branches, so that each can use a partial index: GoodJob's own on unfinished jobs,
+     * and for the discarded ones the index the docs suggest */
+    "UNION ALL SELECT queue_name, 'x', NULL, NULL, " AGE("finished_at") ", NULL, NULL, NULL "
+    "FROM @S.good_jobs WHERE finished_at IS NOT NULL AND error IS NOT NULL";
 
 /* Solid Queue 1.x: a job's state is which execution table holds it. Claimed and failed
  * executions carry no queue name: it comes from the job. Retries are new jobs (Active Job), so
