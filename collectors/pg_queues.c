@@ -204,14 +204,16 @@ static const char oban_rows[] =
     "WHERE state IN ('available', 'scheduled', 'executing', 'retryable', 'discarded')";
 
 /* Que 1.x/2.x: a worker holds a job by a session advisory lock on its id (one bigint key:
- * classid is the high half, objid the low one, objsubid 1), which pg_locks shows to everyone.
+ * classid is the high half, objid the low one, objsubid 1), which pg_locks shows to everyone
+ * (for every database of the cluster: only this one's count).
  * No column says when the lock was taken, and the table has no creation time: the age is from
  * run_at (when the job became runnable). error_count grows when a run fails. */
 static const char que_rows[] =
     "SELECT queue, "
     "CASE WHEN expired_at IS NOT NULL THEN 'x' "
     "WHEN id IN (SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_catalog.pg_locks l "
-    "WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted) THEN 'i' "
+    "WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.database = "
+    "(SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())) THEN 'i' "
     "WHEN run_at > now() THEN 'd' ELSE 'r' END AS st, "
     AGE("run_at") " AS age, error_count > 0 AS redel, "
     AGE("expired_at") " AS dead_age, NULL::float8 AS maxdel, "

@@ -6,9 +6,11 @@
 # jobs, max deliveries and the lease, and no series where the runner records nothing (the pgmq
 # archive is not a dead-letter queue). Rails and Ecto timestamps are UTC without a time zone, so
 # the database runs with a non-UTC TimeZone to prove they are read as UTC. Also: a held Que
-# advisory lock counts as in flight; the queues filter; --config.check passing and naming a
-# missing table; promtool on the output. With QREL_REAL_RUNNERS=1 and node/npm present, the real
-# graphile-worker and pg-boss migrations are run too and scraped against the same expectations.
+# advisory lock counts as in flight (one in another database does not); pg-boss 9's layout is
+# detected beside pg-boss 10's; the queues filter (a listed queue without jobs gives zeros);
+# --config.check passing and naming a missing table; promtool on the output. With
+# QREL_REAL_RUNNERS=1 and node/npm present (and the npm registry reachable), the real
+# graphile-worker and pg-boss migrations are run too, and scraped and checked.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -113,13 +115,18 @@ INSERT INTO solid_queue_blocked_executions (job_id, queue_name, concurrency_key,
 INSERT INTO solid_queue_failed_executions (job_id, error, created_at) VALUES (5, 'boom', timezone('UTC', now()) - interval '400 s');
 SQL
 
-# A Que worker holds job 2 by a session advisory lock for as long as the scrape takes.
-psql -X -q -h 127.0.0.1 -p "$P" -U postgres -d postgres \
-  -c "SELECT pg_advisory_lock(2::bigint), pg_sleep(120)" >/dev/null 2>&1 &
-LOCKER=$!
-PIDS+=("$LOCKER")
+# A Que worker holds job 2 by a session advisory lock for as long as the scrape takes; a lock on
+# the number 1 in another database of the cluster is not about this que_jobs table.
+psql_do "CREATE DATABASE other" >/dev/null
+LOCKERS=()
+for lock in postgres:2 other:1; do
+  psql -X -q -h 127.0.0.1 -p "$P" -U postgres -d "${lock%:*}" \
+    -c "SELECT pg_advisory_lock(${lock#*:}::bigint), pg_sleep(120)" >/dev/null 2>&1 &
+  LOCKERS+=($!)
+  PIDS+=($!)
+done
 for _ in $(seq 1 100); do
-  [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 2 AND granted")" = 1 ] && break
+  [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 2 ] && break
   sleep 0.05
 done
 
@@ -256,7 +263,7 @@ expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="fa
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 400 "$o"
 age "$T/m.txt" qrel_lease_oldest_age_seconds 21 "$o"
 
-kill "$LOCKER" 2>/dev/null || true
+kill "${LOCKERS[@]}" 2>/dev/null || true
 
 # --config.check: passes here; names source, preset and table when a schema is wrong.
 rc=0
