@@ -1,0 +1,346 @@
+/* pg_claim.c: the `claim_tables` section of a postgres source (kind label `claim_table`).
+ *
+ * An effect outside the database (an email, a card charge) cannot share a transaction with a
+ * dedup row, so the consumer claims the message first: a row (id, claimed_at, done_at NULL),
+ * stamped done when the provider answers. A second delivery that finds a young claim defers (the
+ * first attempt is presumably still running); one that finds a claim older than the in-flight
+ * window takes over and sends again. The table therefore shows the lease at work: how long
+ * handlers take (done_at - claimed_at), how long the oldest running attempt has held its claim,
+ * and how many attempts died without finishing (stale claims: work that may never have happened,
+ * or happened without its stamp). Compared with the lease of the broker that feeds the handler,
+ * the handler's tail gives the margin before the broker redelivers under a running handler.
+ *
+ * One statement per table, built at configure time with every identifier quoted, two parts
+ * joined into one row: the open claims (done_at IS NULL: an index on done_at, or a partial index
+ * WHERE done_at IS NULL, reads only those) and the claims done within the window (an indexable
+ * `done_at >= now() - $2::interval`), with the quantiles from percentile_cont in the same pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postgres.h"
+#include "util.h"
+
+#define CLAIM_DEFAULT_WINDOW 300.0
+/* Holds and durations below 1 ms count as 1 ms in the margin, so a claim made this instant
+ * gives a large ratio rather than a division by 0. */
+#define CLAIM_MIN_DENOMINATOR 0.001
+
+/* The quantiles of qrel_handler_duration_seconds, in the order of the statement's columns. */
+static const char *const claim_quantile_labels[] = {"0.5", "0.9", "0.99", "1"};
+#define CLAIM_NQ 4
+#define CLAIM_P99 2
+
+struct claim {
+    char *table; /* as in the config: "claims" or "schema.claims" */
+    char *name;  /* the queue label; default: table */
+    char *id;    /* id_column */
+    char *claimed_at;
+    char *done_at;
+    double in_flight_window;  /* seconds, > 0 */
+    double window;            /* seconds, > 0 */
+    double lease;             /* lease_timeout in seconds; 0: not declared */
+    long long max_deliveries; /* 0: not declared */
+    char *sql;                /* built once at configure time, identifiers quoted */
+    char *what;               /* claim_table "NAME", for messages */
+    char in_flight_param[64];
+    char window_param[64];
+};
+
+static const char *const claim_keys[] = {
+    "table",          "name",
+    "id_column",      "claimed_at_column",
+    "done_at_column", "in_flight_window",
+    "lease_timeout",  "max_deliveries",
+    "window",         NULL,
+};
+
+static void claim_destroy(void *item)
+{
+    struct claim *c = item;
+    if (!c)
+        return;
+    free(c->table);
+    free(c->name);
+    free(c->id);
+    free(c->claimed_at);
+    free(c->done_at);
+    free(c->sql);
+    free(c->what);
+    free(c);
+}
+
+/* ---- the statement and its values (pure; tests/unit/check_pg_sections.c) ---- */
+
+/* The one statement of a claim table: one row of eight float8 columns,
+ *   in_flight, stale   open claims (done_at IS NULL) claimed within / before the in-flight
+ *                      window ($1)
+ *   oldest_age         now() - the oldest in-flight claimed_at, seconds; NULL when none
+ *   done               claims with done_at within the window ($2)
+ *   q50, q90, q99, q1  percentile_cont of done_at - claimed_at over those, seconds (1 = max);
+ *                      NULL when none is done
+ * The two parts are separate subqueries so that each is read through its own index path. The
+ * casts to timestamptz make the duration real elapsed time for `timestamp` columns too. */
+static char *claim_sql(const struct claim *c)
+{
+    char *t = pg_table_sql(c->table);
+    if (!t)
+        return NULL;
+    char *ca = pg_quote_ident(c->claimed_at), *da = pg_quote_ident(c->done_at);
+    char *sql = xasprintf(
+        "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4] "
+        "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval)::float8 AS in_flight, "
+        "count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS stale, "
+        "date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval)) "
+        "AS oldest_age FROM %s WHERE %s IS NULL) AS o, "
+        "(SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) "
+        "WITHIN GROUP (ORDER BY date_part('epoch', %s::timestamptz - %s::timestamptz)) AS q "
+        "FROM %s WHERE %s >= now() - $2::interval) AS f",
+        ca, ca, ca, ca, t, da, da, ca, t, da);
+    free(t);
+    free(ca);
+    free(da);
+    return sql;
+}
+
+/* What the statement returned (has_* = the cells were not NULL). */
+struct claim_row {
+    double in_flight;
+    double stale;
+    int has_oldest; /* an in-flight claim exists */
+    double oldest_age;
+    double done;
+    int has_q; /* every quantile is there: something was done within the window */
+    double q[CLAIM_NQ];
+};
+
+/* The derived series; has_* = 0 leaves a series out. */
+struct claim_values {
+    double lease_oldest_age; /* 0 when nothing is in flight */
+    int has_margin;
+    double margin;
+    int has_horizon;
+    double horizon;
+};
+
+/* lease ÷ the worst of (handler p99 over the window, oldest current hold), each only where
+ * known. Returns 0 and leaves *out alone when there is no lease or nothing to divide by. */
+static int claim_margin(double lease, int has_p99, double p99, int has_hold, double hold,
+                        double *out)
+{
+    if (lease <= 0 || (!has_p99 && !has_hold))
+        return 0;
+    double worst = CLAIM_MIN_DENOMINATOR;
+    if (has_p99 && p99 > worst)
+        worst = p99;
+    if (has_hold && hold > worst)
+        worst = hold;
+    *out = lease / worst;
+    return 1;
+}
+
+static void claim_values(double lease, long long max_deliveries, const struct claim_row *row,
+                         struct claim_values *out)
+{
+    memset(out, 0, sizeof *out);
+    /* A claim stamped in the future (clock skew between writers) is held 0 s, not less. */
+    double hold = row->has_oldest && row->oldest_age > 0 ? row->oldest_age : 0;
+    out->lease_oldest_age = hold;
+    out->has_margin =
+        claim_margin(lease, row->has_q, row->q[CLAIM_P99], row->has_oldest, hold, &out->margin);
+    if (lease > 0 && max_deliveries > 0) {
+        out->has_horizon = 1;
+        out->horizon = (double)max_deliveries * lease;
+    }
+}
+
+/* "300.000000 seconds": the text of an interval parameter. */
+static void claim_interval_param(char *dst, size_t cap, double seconds)
+{
+    snprintf(dst, cap, "%.6f seconds", seconds);
+}
+
+/* ---- configuration ---- */
+
+static struct cfg_node *claim_node_of(struct cfg_node *map, const char *key)
+{
+    struct cfg_node *n = NULL;
+    struct err ignored;
+    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
+        return map;
+    return n ? n : map;
+}
+
+static int claim_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
+{
+    if (cfg_get_str(map, key, 0, out, e))
+        return -1;
+    if (*out && !**out)
+        return cfg_error(e, claim_node_of(map, key), "%s: want a non-empty string", key);
+    return 0;
+}
+
+/* An optional duration above 0; *out stays at def when the key is absent. */
+static int claim_get_positive(struct cfg_node *map, const char *key, double def, double *out,
+                              struct err *e)
+{
+    if (cfg_get_duration(map, key, def, out, e))
+        return -1;
+    struct cfg_node *n = NULL;
+    if (cfg_get_node(map, key, CFG_SCALAR, &n, e))
+        return -1;
+    if (n && *out <= 0)
+        return cfg_error(e, n, "%s: want a duration above 0", key);
+    return 0;
+}
+
+static int claim_typo_first(struct cfg_node *item, const char *where, struct err *e)
+{
+    struct cfg_node *n;
+    struct err ignored;
+    for (const char *const *k = claim_keys; *k; k++)
+        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
+    return cfg_finish(item, where, e);
+}
+
+static void *claim_configure(struct cfg_node *item, const char *source, struct err *e)
+{
+    struct claim *c = xcalloc(1, sizeof *c);
+    char where[400];
+    snprintf(where, sizeof where, "a claim_table of source \"%s\"", source);
+
+    if (claim_get_nonempty(item, "table", &c->table, e) ||
+        claim_get_nonempty(item, "name", &c->name, e) ||
+        claim_get_nonempty(item, "id_column", &c->id, e) ||
+        claim_get_nonempty(item, "claimed_at_column", &c->claimed_at, e) ||
+        claim_get_nonempty(item, "done_at_column", &c->done_at, e) ||
+        claim_get_positive(item, "in_flight_window", 0, &c->in_flight_window, e))
+        goto fail;
+    const char *missing = !c->table                  ? "table"
+                          : !c->id                   ? "id_column"
+                          : !c->claimed_at           ? "claimed_at_column"
+                          : !c->done_at              ? "done_at_column"
+                          : c->in_flight_window <= 0 ? "in_flight_window"
+                                                     : NULL;
+    if (missing) {
+        if (claim_typo_first(item, where, e) == 0)
+            cfg_error(e, item, "%s: required in each entry of claim_tables", missing);
+        goto fail;
+    }
+    char *qtable = pg_table_sql(c->table);
+    if (!qtable) {
+        cfg_error(e, claim_node_of(item, "table"),
+                  "table: want \"table\" or \"schema.table\", got \"%s\"", c->table);
+        goto fail;
+    }
+    free(qtable);
+    if (!c->name)
+        c->name = xstrdup(c->table);
+    snprintf(where, sizeof where, "claim_table \"%s\" of source \"%s\"", c->name, source);
+    if (strcmp(c->claimed_at, c->done_at) == 0) {
+        cfg_error(e, claim_node_of(item, "done_at_column"),
+                  "done_at_column: want a column other than claimed_at_column (\"%s\")",
+                  c->claimed_at);
+        goto fail;
+    }
+
+    struct cfg_node *n = NULL;
+    if (claim_get_positive(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
+        claim_get_positive(item, "lease_timeout", 0, &c->lease, e) ||
+        cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e) ||
+        (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)) ||
+        cfg_finish(item, where, e))
+        goto fail;
+
+    c->sql = claim_sql(c);
+    c->what = xasprintf("claim_table \"%s\"", c->name);
+    claim_interval_param(c->in_flight_param, sizeof c->in_flight_param, c->in_flight_window);
+    claim_interval_param(c->window_param, sizeof c->window_param, c->window);
+    return c;
+fail:
+    claim_destroy(c);
+    return NULL;
+}
+
+/* ---- collection ---- */
+
+static int claim_add(struct metric_set *out, const char *family, double v, const char *queue,
+                     const char *lname, const char *lvalue, struct err *e)
+{
+    int r = lname ? metric_set_add(out, family, v, "queue", queue, lname, lvalue, NULL)
+                  : metric_set_add(out, family, v, "queue", queue, NULL);
+    if (r)
+        return err_set(e, ERR_INTERNAL, "%s", metric_set_error(out));
+    return 0;
+}
+
+static int claim_collect(void *item, struct pg_conn *conn, const struct deadline *dl,
+                         struct metric_set *out, struct err *e)
+{
+    struct claim *c = item;
+    const char *params[2] = {c->in_flight_param, c->window_param};
+    PGresult *r = NULL;
+    if (pg_query(conn, dl, c->what, c->sql, 2, params, &r, e))
+        return -1;
+    int rc = -1;
+    struct claim_row row;
+    memset(&row, 0, sizeof row);
+    if (PQntuples(r) != 1 || PQnfields(r) != 4 + CLAIM_NQ ||
+        pg_cell_double(r, 0, 0, &row.in_flight) || pg_cell_double(r, 0, 1, &row.stale) ||
+        pg_cell_double(r, 0, 3, &row.done)) {
+        pg_error(conn, e, ERR_PROTOCOL,
+                 "%s: want one row of counts (in_flight, stale, oldest, done, quantiles)", c->what);
+        goto out;
+    }
+    row.has_oldest = pg_cell_double(r, 0, 2, &row.oldest_age) == 0;
+    row.has_q = 1;
+    for (int i = 0; i < CLAIM_NQ; i++)
+        if (pg_cell_double(r, 0, 4 + i, &row.q[i]))
+            row.has_q = 0;
+
+    struct claim_values v;
+    claim_values(c->lease, c->max_deliveries, &row, &v);
+    const char *q = c->name;
+    if (claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight", e) ||
+        claim_add(out, "qrel_claims", row.stale, q, "state", "stale", e) ||
+        claim_add(out, "qrel_claims", row.done, q, "state", "done", e) ||
+        claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL, e))
+        goto out;
+    if (row.has_q)
+        for (int i = 0; i < CLAIM_NQ; i++)
+            if (claim_add(out, "qrel_handler_duration_seconds", row.q[i], q, "quantile",
+                          claim_quantile_labels[i], e))
+                goto out;
+    if ((c->lease > 0 &&
+         claim_add(out, "qrel_lease_timeout_seconds", c->lease, q, NULL, NULL, e)) ||
+        (v.has_margin && claim_add(out, "qrel_lease_margin_ratio", v.margin, q, NULL, NULL, e)) ||
+        (c->max_deliveries > 0 &&
+         claim_add(out, "qrel_max_deliveries", (double)c->max_deliveries, q, NULL, NULL, e)) ||
+        (v.has_horizon &&
+         claim_add(out, "qrel_retry_horizon_seconds", v.horizon, q, NULL, NULL, e)))
+        goto out;
+    rc = 0;
+out:
+    PQclear(r);
+    return rc;
+}
+
+static int claim_check(void *item, struct pg_conn *conn, const struct deadline *dl, struct err *e)
+{
+    struct claim *c = item;
+    struct pg_column cols[3] = {
+        {c->id, PG_COL_ANY},
+        {c->claimed_at, PG_COL_TIME},
+        {c->done_at, PG_COL_TIME},
+    };
+    return pg_check_columns(conn, dl, c->what, c->table, cols, 3, e);
+}
+
+const struct pg_section_kind pg_claim_section = {
+    .key = "claim_tables",
+    .kind_label = "claim_table",
+    .configure = claim_configure,
+    .collect = claim_collect,
+    .check = claim_check,
+    .destroy = claim_destroy,
+};

@@ -1,0 +1,326 @@
+/* pg_dedup.c: the `dedup_tables` section of a postgres source (kind label `dedup_table`).
+ *
+ * A consumer that makes its effect idempotent records each message id it has handled, with a
+ * unique key, in the same transaction as the effect; a second delivery of the id is then refused
+ * (ON CONFLICT ... DO NOTHING, or DO UPDATE SET dup = dup + 1 to count it). The table is the
+ * consumer's dedup window: an id is remembered as long as its row is kept (the table's
+ * retention), and a retry arriving later than that repeats the effect. So for each table this
+ * section reports how many messages were handled within the window, how many deliveries the
+ * table recorded as duplicates, and how long it remembers an id.
+ *
+ * Two layouts are supported. `unique` (the default): one row per id, duplicates counted in an
+ * optional duplicates_column. `attempts_log`: one row per delivery, so duplicates are the rows
+ * beyond the first of each id.
+ *
+ * qrel_dedup_duplicates_total is a counter, so it is the table's cumulative number (every row,
+ * not only the window): it only grows while rows are kept, and drops (a counter reset, which
+ * rate() handles) when retention deletes rows that carried duplicates. A windowed number under a
+ * _total name would make rate() invent resets every time a duplicate leaves the window.
+ *
+ * One statement per table, built at configure time with every identifier quoted: the window count
+ * is bounded by an indexable `handled_at >= now() - $1::interval`, the duplicate sum reads only
+ * rows with duplicates > 0 (a partial index makes that an index-only scan of those rows), and
+ * the measured retention is min(handled_at), one index probe. attempts_log's duplicate count
+ * needs a pass over every id (no index can avoid it in PostgreSQL 15): docs/kinds/postgres.md
+ * says what that costs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postgres.h"
+#include "util.h"
+
+#define DEDUP_DEFAULT_WINDOW 300.0
+
+enum dedup_mode { DEDUP_UNIQUE, DEDUP_ATTEMPTS_LOG };
+
+struct dedup {
+    char *table;      /* as in the config: "handled" or "schema.handled" */
+    char *name;       /* the queue label; default: table */
+    char *id;         /* id_column */
+    char *handled_at; /* handled_at_column */
+    char *duplicates; /* duplicates_column, or NULL */
+    enum dedup_mode mode;
+    double window;    /* seconds, > 0 */
+    double retention; /* seconds as declared; 0: measured as now() - min(handled_at) */
+    char *sql;        /* built once at configure time, identifiers quoted */
+    char *what;       /* dedup_table "NAME", for messages */
+    char window_param[64];
+};
+
+static const char *const dedup_keys[] = {
+    "table",  "name",      "id_column", "handled_at_column", "duplicates_column", "mode",
+    "window", "retention", NULL,
+};
+
+static void dedup_destroy(void *item)
+{
+    struct dedup *d = item;
+    if (!d)
+        return;
+    free(d->table);
+    free(d->name);
+    free(d->id);
+    free(d->handled_at);
+    free(d->duplicates);
+    free(d->sql);
+    free(d->what);
+    free(d);
+}
+
+/* ---- the statement and its values (pure; tests/unit/check_pg_sections.c) ---- */
+
+/* The one statement of a table: one row of three float8 columns,
+ *   handled     messages handled within the window ($1, an interval)
+ *   duplicates  cumulative duplicates of the whole table; NULL when the table records none
+ *   oldest_age  now() - min(handled_at) in seconds; NULL when retention is declared or the table
+ *               is empty
+ * Each part is a scalar subquery with its own predicate, so each gets its own index. */
+static char *dedup_sql(const struct dedup *d)
+{
+    char *t = pg_table_sql(d->table);
+    if (!t)
+        return NULL;
+    char *id = pg_quote_ident(d->id), *at = pg_quote_ident(d->handled_at);
+    char *dup = d->duplicates ? pg_quote_ident(d->duplicates) : NULL;
+    struct buf b;
+    buf_init(&b);
+    if (d->mode == DEDUP_ATTEMPTS_LOG)
+        buf_printf(&b,
+                   "SELECT (SELECT count(DISTINCT %s) FROM %s WHERE %s >= now() - $1::interval)"
+                   "::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM %s "
+                   "WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) AS d)::float8, ",
+                   id, t, at, t, id, id);
+    else if (dup)
+        buf_printf(&b,
+                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval)::float8, "
+                   "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ",
+                   t, at, dup, t, dup);
+    else
+        buf_printf(&b,
+                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval)::float8, "
+                   "NULL::float8, ",
+                   t, at);
+    if (d->retention > 0)
+        buf_puts(&b, "NULL::float8");
+    else
+        buf_printf(&b, "(SELECT date_part('epoch', now() - min(%s)) FROM %s)", at, t);
+    free(t);
+    free(id);
+    free(at);
+    free(dup);
+    return buf_steal(&b);
+}
+
+/* What the statement returned (has_* = the cell was not NULL). */
+struct dedup_row {
+    double handled;
+    int has_duplicates;
+    double duplicates;
+    int has_oldest_age;
+    double oldest_age;
+};
+
+/* The values of the series; has_* = 0 leaves a series out. */
+struct dedup_values {
+    double handled;
+    int has_duplicates;
+    double duplicates;
+    int has_window;
+    double window_seconds;
+};
+
+static void dedup_values(double declared_retention, const struct dedup_row *row,
+                         struct dedup_values *out)
+{
+    memset(out, 0, sizeof *out);
+    out->handled = row->handled;
+    out->has_duplicates = row->has_duplicates;
+    out->duplicates = row->duplicates;
+    if (declared_retention > 0) {
+        out->has_window = 1;
+        out->window_seconds = declared_retention;
+    } else if (row->has_oldest_age) {
+        /* A row stamped in the future (clock skew between writers) is 0 s old, not less. */
+        out->has_window = 1;
+        out->window_seconds = row->oldest_age > 0 ? row->oldest_age : 0;
+    }
+}
+
+/* "300.000000 seconds": the text of an interval parameter. */
+static void interval_param(char *dst, size_t cap, double seconds)
+{
+    snprintf(dst, cap, "%.6f seconds", seconds);
+}
+
+/* ---- configuration ---- */
+
+static struct cfg_node *dedup_node_of(struct cfg_node *map, const char *key)
+{
+    struct cfg_node *n = NULL;
+    struct err ignored;
+    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
+        return map;
+    return n ? n : map;
+}
+
+static int dedup_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
+{
+    if (cfg_get_str(map, key, 0, out, e))
+        return -1;
+    if (*out && !**out)
+        return cfg_error(e, dedup_node_of(map, key), "%s: want a non-empty string", key);
+    return 0;
+}
+
+/* An optional duration above 0; *out stays at def when the key is absent. */
+static int dedup_get_positive(struct cfg_node *map, const char *key, double def, double *out,
+                              struct err *e)
+{
+    if (cfg_get_duration(map, key, def, out, e))
+        return -1;
+    struct cfg_node *n = NULL;
+    if (cfg_get_node(map, key, CFG_SCALAR, &n, e))
+        return -1;
+    if (n && *out <= 0)
+        return cfg_error(e, n, "%s: want a duration above 0", key);
+    return 0;
+}
+
+/* Marks every key as asked for, then lets cfg_finish report a misspelt one (with the known keys
+ * listed) before a "missing" message that would only be the consequence of the typo. */
+static int dedup_typo_first(struct cfg_node *item, const char *where, struct err *e)
+{
+    struct cfg_node *n;
+    struct err ignored;
+    for (const char *const *k = dedup_keys; *k; k++)
+        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
+    return cfg_finish(item, where, e);
+}
+
+static void *dedup_configure(struct cfg_node *item, const char *source, struct err *e)
+{
+    struct dedup *d = xcalloc(1, sizeof *d);
+    char where[400];
+    char *mode = NULL;
+    snprintf(where, sizeof where, "a dedup_table of source \"%s\"", source);
+
+    if (dedup_get_nonempty(item, "table", &d->table, e) ||
+        dedup_get_nonempty(item, "name", &d->name, e) ||
+        dedup_get_nonempty(item, "id_column", &d->id, e) ||
+        dedup_get_nonempty(item, "handled_at_column", &d->handled_at, e) ||
+        dedup_get_nonempty(item, "duplicates_column", &d->duplicates, e) ||
+        cfg_get_str(item, "mode", 0, &mode, e))
+        goto fail;
+    const char *missing = !d->table        ? "table"
+                          : !d->id         ? "id_column"
+                          : !d->handled_at ? "handled_at_column"
+                                           : NULL;
+    if (missing) {
+        if (dedup_typo_first(item, where, e) == 0)
+            cfg_error(e, item, "%s: required in each entry of dedup_tables", missing);
+        goto fail;
+    }
+    char *qtable = pg_table_sql(d->table);
+    if (!qtable) {
+        cfg_error(e, dedup_node_of(item, "table"),
+                  "table: want \"table\" or \"schema.table\", got \"%s\"", d->table);
+        goto fail;
+    }
+    free(qtable);
+    if (!d->name)
+        d->name = xstrdup(d->table);
+    snprintf(where, sizeof where, "dedup_table \"%s\" of source \"%s\"", d->name, source);
+
+    if (!mode || strcmp(mode, "unique") == 0) {
+        d->mode = DEDUP_UNIQUE;
+    } else if (strcmp(mode, "attempts_log") == 0) {
+        d->mode = DEDUP_ATTEMPTS_LOG;
+    } else {
+        cfg_error(e, dedup_node_of(item, "mode"),
+                  "mode: want unique (one row per id) or attempts_log (one row per delivery), "
+                  "got \"%s\"",
+                  mode);
+        goto fail;
+    }
+    if (d->mode == DEDUP_ATTEMPTS_LOG && d->duplicates) {
+        cfg_error(e, dedup_node_of(item, "duplicates_column"),
+                  "duplicates_column: not with mode attempts_log, where every row is a delivery "
+                  "and duplicates are the rows beyond the first of each id");
+        goto fail;
+    }
+    d->window = DEDUP_DEFAULT_WINDOW;
+    if (dedup_get_positive(item, "window", DEDUP_DEFAULT_WINDOW, &d->window, e) ||
+        dedup_get_positive(item, "retention", 0, &d->retention, e) || cfg_finish(item, where, e))
+        goto fail;
+
+    d->sql = dedup_sql(d);
+    d->what = xasprintf("dedup_table \"%s\"", d->name);
+    interval_param(d->window_param, sizeof d->window_param, d->window);
+    free(mode);
+    return d;
+fail:
+    free(mode);
+    dedup_destroy(d);
+    return NULL;
+}
+
+/* ---- collection ---- */
+
+static int dedup_collect(void *item, struct pg_conn *c, const struct deadline *dl,
+                         struct metric_set *out, struct err *e)
+{
+    struct dedup *d = item;
+    const char *params[1] = {d->window_param};
+    PGresult *r = NULL;
+    if (pg_query(c, dl, d->what, d->sql, 1, params, &r, e))
+        return -1;
+    int rc = -1;
+    struct dedup_row row;
+    memset(&row, 0, sizeof row);
+    int want_dups = d->mode == DEDUP_ATTEMPTS_LOG || d->duplicates;
+    if (PQntuples(r) != 1 || PQnfields(r) != 3 || pg_cell_double(r, 0, 0, &row.handled) ||
+        (want_dups && pg_cell_double(r, 0, 1, &row.duplicates))) {
+        pg_error(c, e, ERR_PROTOCOL, "%s: want one row of numbers (handled, duplicates, age)",
+                 d->what);
+        goto out;
+    }
+    row.has_duplicates = want_dups;
+    /* NULL: retention declared, or the table is empty (no oldest row, no window to tell) */
+    row.has_oldest_age = pg_cell_double(r, 0, 2, &row.oldest_age) == 0;
+
+    struct dedup_values v;
+    dedup_values(d->retention, &row, &v);
+    if (metric_set_add(out, "qrel_dedup_handled_messages", v.handled, "queue", d->name, NULL) ||
+        (v.has_duplicates && metric_set_add(out, "qrel_dedup_duplicates_total", v.duplicates,
+                                            "queue", d->name, NULL)) ||
+        (v.has_window && metric_set_add(out, "qrel_dedup_window_seconds", v.window_seconds, "queue",
+                                        d->name, NULL))) {
+        err_set(e, ERR_INTERNAL, "%s", metric_set_error(out));
+        goto out;
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    return rc;
+}
+
+static int dedup_check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
+{
+    struct dedup *d = item;
+    struct pg_column cols[3] = {
+        {d->id, PG_COL_ANY},
+        {d->handled_at, PG_COL_TIME},
+        {d->duplicates, PG_COL_NUMBER},
+    };
+    return pg_check_columns(c, dl, d->what, d->table, cols, d->duplicates ? 3 : 2, e);
+}
+
+const struct pg_section_kind pg_dedup_section = {
+    .key = "dedup_tables",
+    .kind_label = "dedup_table",
+    .configure = dedup_configure,
+    .collect = dedup_collect,
+    .check = dedup_check,
+    .destroy = dedup_destroy,
+};
