@@ -119,7 +119,10 @@ int main(int argc, char **argv)
         /* The catalogue is the public API; docs and (later) dashboards are checked against it. */
         for (size_t i = 0; i < metric_catalog_count(); i++) {
             const struct metric_family *f = metric_catalog_at(i);
-            printf("%s\t%s\t%s\n", f->name, f->type == METRIC_COUNTER ? "counter" : "gauge",
+            printf("%s\t%s\t%s\n", f->name,
+                   f->type == METRIC_COUNTER   ? "counter"
+                   : f->type == METRIC_SUMMARY ? "summary"
+                                               : "gauge",
                    f->help);
         }
         return 0;

@@ -634,7 +634,9 @@ static char *header_to(char *p, const struct metric_family *fam, size_t name_len
     p += 8;
     memcpy(p, fam->name, name_len);
     p += name_len;
-    const char *type = fam->type == METRIC_COUNTER ? " counter\n" : " gauge\n";
+    const char *type = fam->type == METRIC_COUNTER   ? " counter\n"
+                       : fam->type == METRIC_SUMMARY ? " summary\n"
+                                                     : " gauge\n";
     size_t type_len = strlen(type);
     memcpy(p, type, type_len);
     return p + type_len;

@@ -73,7 +73,7 @@ static const struct metric_family catalog[] = {
     {"qrel_dedup_window_seconds", METRIC_GAUGE,
      "Seconds a dedup key of queue is remembered (table retention, SQS FIFO 5 minutes, NATS "
      "duplicate window); it must exceed qrel_retry_horizon_seconds."},
-    {"qrel_handler_duration_seconds", METRIC_GAUGE,
+    {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
      "configured window, from the start and finish times a table records."},
     {"qrel_lease_expiries_total", METRIC_COUNTER,
@@ -197,7 +197,7 @@ int metric_family_validate(const char *name, enum metric_type type, const char *
         msg = "the type must be gauge or counter";
     else if (type == METRIC_COUNTER && (!ends_with(name, "_total") || strlen(name) == 6))
         msg = "a counter's name must end in _total";
-    else if (type == METRIC_GAUGE && ends_with(name, "_total"))
+    else if (type != METRIC_COUNTER && ends_with(name, "_total"))
         msg = "a gauge's name must not end in _total (the suffix marks counters)";
     else if (!help || !*help)
         msg = "the help text is empty";

@@ -14,7 +14,9 @@
 
 #include <stddef.h>
 
-enum metric_type { METRIC_GAUGE, METRIC_COUNTER };
+/* A summary here is quantile series only (label `quantile`), without _sum and _count: the
+ * Prometheus type that says so, which promtool and OpenMetrics parsers expect for them. */
+enum metric_type { METRIC_GAUGE, METRIC_COUNTER, METRIC_SUMMARY };
 
 struct metric_family {
     const char *name; /* full sample name; counters end in _total */

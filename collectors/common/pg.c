@@ -441,7 +441,7 @@ struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const 
     snprintf(timeout, sizeof timeout, "%lld", secs < 1 ? 1 : secs);
     c->stmt_ms = left + STMT_SLACK_MS;
     snprintf(options, sizeof options,
-             "-c default_transaction_read_only=on -c statement_timeout=%lld",
+             "-c default_transaction_read_only=on -c jit=off -c statement_timeout=%lld",
              (long long)c->stmt_ms);
 
     const char *kw[16], *val[16];

@@ -11,6 +11,7 @@ while IFS=$'\t' read -r name type _help; do
   if grep -q "\`$name\`" "$docs"; then ok "$name is documented"; else not_ok "$name is missing from docs/metrics.md"; fi
   case $name in
     *_total) [ "$type" = counter ] && ok "$name is a counter" || not_ok "$name ends in _total but is a $type" ;;
+    *_seconds) case $type in gauge|summary) ok "$name is a $type" ;; *) not_ok "$name is a $type without _total" ;; esac ;;
     *) [ "$type" = gauge ] && ok "$name is a gauge" || not_ok "$name is a $type without _total" ;;
   esac
 done < "$T/catalogue.tsv"

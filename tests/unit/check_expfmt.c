@@ -164,6 +164,30 @@ START_TEST(test_write_literal)
 }
 END_TEST
 
+/* Handler-time quantiles are a summary without _sum/_count: promtool and OpenMetrics parsers
+ * accept a quantile label only on a summary family. */
+START_TEST(test_write_summary)
+{
+    struct metric_set *s = metric_set_new("db", "claim_table");
+    metric_set_add(s, "qrel_handler_duration_seconds", 0.25, "queue", "claims", "quantile", "0.5",
+                   NULL);
+    metric_set_add(s, "qrel_handler_duration_seconds", 34, "queue", "claims", "quantile", "1",
+                   NULL);
+    const char *help = metric_catalog_find("qrel_handler_duration_seconds")->help;
+    char want[1024];
+    snprintf(want, sizeof want,
+             "# HELP qrel_handler_duration_seconds %s\n"
+             "# TYPE qrel_handler_duration_seconds summary\n"
+             "qrel_handler_duration_seconds{source=\"db\",kind=\"claim_table\",queue=\"claims\","
+             "quantile=\"0.5\"} 0.25\n"
+             "qrel_handler_duration_seconds{source=\"db\",kind=\"claim_table\",queue=\"claims\","
+             "quantile=\"1\"} 34\n",
+             help);
+    check_output(&s, 1, EXPFMT_TEXT, want);
+    metric_set_free(s);
+}
+END_TEST
+
 START_TEST(test_write_empty)
 {
     struct metric_set *sets[2] = {metric_set_new("a", "redis_stream"), NULL};
@@ -715,6 +739,7 @@ static Suite *expfmt_suite(void)
     tcase_add_test(tc, test_write_openmetrics);
     tcase_add_test(tc, test_write_literal);
     tcase_add_test(tc, test_write_empty);
+    tcase_add_test(tc, test_write_summary);
     tcase_add_test(tc, test_write_appends);
     tcase_add_test(tc, test_write_escapes_labels);
     tcase_add_test(tc, test_write_long_lines);

@@ -20,7 +20,7 @@ static const struct {
     {"qrel_consumer_lag_seconds", METRIC_GAUGE},
     {"qrel_lease_timeout_seconds", METRIC_GAUGE},
     {"qrel_lease_oldest_age_seconds", METRIC_GAUGE},
-    {"qrel_handler_duration_seconds", METRIC_GAUGE},
+    {"qrel_handler_duration_seconds", METRIC_SUMMARY},
     {"qrel_lease_margin_ratio", METRIC_GAUGE},
     {"qrel_max_deliveries", METRIC_GAUGE},
     {"qrel_redeliveries_total", METRIC_COUNTER},
