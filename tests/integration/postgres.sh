@@ -227,6 +227,36 @@ expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 're
 expect_cmd "qrel scrape names table and column" \
   grep -qF 'outbox "outbox": column "created" does not exist in table "outbox"' "$T/missing.err"
 
+# min_interval: a recent result is served again, qrel_sample_age_seconds says how old it is, and
+# the database is not asked until it has expired.
+cat > "$T/cached.yml" <<YML
+sources:
+  - name: cached
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    dbname: postgres
+    min_interval: 2s
+    outboxes: [{table: empty_outbox, created_at_column: created_at, published_at_column: published_at}]
+YML
+start_exporter "$T/cached.yml"
+scrape "$T/c1.txt"
+expect_metric "$T/c1.txt" 0 qrel_outbox_pending_messages 'source="cached"'
+psql_do "INSERT INTO empty_outbox VALUES (now(), NULL)"
+sleep 0.5
+scrape "$T/c2.txt"
+expect_metric "$T/c2.txt" 0 qrel_outbox_pending_messages 'source="cached"'
+expect_between "sample age of the cached result" \
+  "$(mval "$T/c2.txt" qrel_sample_age_seconds 'source="cached"')" 0.4 1.9
+sleep 1.8
+scrape "$T/c3.txt"
+expect_metric "$T/c3.txt" 1 qrel_outbox_pending_messages 'source="cached"'
+expect_between "sample age after min_interval" \
+  "$(mval "$T/c3.txt" qrel_sample_age_seconds 'source="cached"')" 0 0.5
+psql_do "DELETE FROM empty_outbox"
+stop_exporter
+
 # The database stopped: reason connect (a kept connection is lost, a new one is refused).
 start_exporter "$T/qrel.yml"
 scrape "$T/m3.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
