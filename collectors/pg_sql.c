@@ -26,6 +26,7 @@
 
 struct sql_metric {
     struct metric_family fam; /* name, type, help point into the strings below */
+    char *at;                 /* "file:line:col" of the name, for errors found across queries */
     char *name;
     char *help;
     char *value_column;
@@ -50,6 +51,7 @@ static void destroy(void *item)
     if (!q)
         return;
     for (size_t i = 0; i < q->nmetrics; i++) {
+        free(q->metrics[i].at);
         free(q->metrics[i].name);
         free(q->metrics[i].help);
         free(q->metrics[i].value_column);
@@ -113,6 +115,8 @@ static int configure_metric(struct sql_query *q, struct cfg_node *m, const char 
     }
     sm->fam.name = sm->name;
     sm->fam.help = sm->help;
+    const struct cfg_node *name_node = node_of(m, "name");
+    sm->at = xasprintf("%s:%d:%d", name_node->file, name_node->line, name_node->col);
     char why[160];
     if (metric_family_validate(sm->fam.name, sm->fam.type, sm->fam.help, why, sizeof why)) {
         cfg_error(e, node_of(m, "name"), "metric \"%s\": %s", sm->name, why);
@@ -267,9 +271,8 @@ static int find_columns(struct sql_query *q, struct pg_conn *c, const PGresult *
     return 0;
 }
 
-/* Another query of the source defining one of our names would produce clashing series: the set
- * has a different family pointer under that name. Cross-item checks are not possible at
- * configure time through the section interface, so this is caught on the first collection. */
+/* Another query of the source defining one of our names would produce clashing series. finish()
+ * refuses that when the source is configured; this guard keeps a set consistent regardless. */
 static int check_unique(struct sql_query *q, struct pg_conn *c, struct metric_set *out,
                         struct err *e)
 {
@@ -368,6 +371,25 @@ static int check(void *item, struct pg_conn *c, const struct deadline *dl, struc
     return rc;
 }
 
+/* The same metric name in two queries of a source would give clashing series. */
+static int finish(void *const *items, size_t n, struct err *e)
+{
+    for (size_t a = 0; a < n; a++) {
+        const struct sql_query *qa = items[a];
+        for (size_t i = 0; i < qa->nmetrics; i++)
+            for (size_t b = 0; b < a; b++) {
+                const struct sql_query *qb = items[b];
+                for (size_t j = 0; j < qb->nmetrics; j++)
+                    if (strcmp(qa->metrics[i].name, qb->metrics[j].name) == 0)
+                        return err_set(e, ERR_CONFIG,
+                                       "%s: metric \"%s\": already defined by query \"%s\" at %s",
+                                       qa->metrics[i].at, qa->metrics[i].name, qb->name,
+                                       qb->metrics[j].at);
+            }
+    }
+    return 0;
+}
+
 const struct pg_section_kind pg_sql_section = {
     .key = "queries",
     .kind_label = "sql",
@@ -375,4 +397,5 @@ const struct pg_section_kind pg_sql_section = {
     .collect = collect,
     .check = check,
     .destroy = destroy,
+    .finish = finish,
 };

@@ -76,6 +76,17 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
             st->items[st->nitems].state = item;
             st->nitems++;
         }
+        if (sections[s]->finish && lists[s]->n) {
+            void **mine = xcalloc(lists[s]->n, sizeof *mine);
+            size_t n = 0;
+            for (size_t i = 0; i < st->nitems; i++)
+                if (st->items[i].sec == sections[s])
+                    mine[n++] = st->items[i].state;
+            int rc = sections[s]->finish(mine, n, e);
+            free(mine);
+            if (rc)
+                return -1;
+        }
     }
     if (st->nitems == 0) {
         char where[300];

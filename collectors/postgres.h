@@ -26,6 +26,9 @@ struct pg_section_kind {
      * types where it matters) for --config.check and after a failed query. */
     int (*check)(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e);
     void (*destroy)(void *item);
+    /* Optional: called once all items of the section are configured, for rules across items
+     * (the same user metric defined by two queries). No I/O. */
+    int (*finish)(void *const *items, size_t n, struct err *e);
 };
 
 extern const struct pg_section_kind pg_dedup_section;

@@ -183,6 +183,34 @@ START_TEST(test_configure_errors)
 }
 END_TEST
 
+/* The same metric name in two queries of one source is refused when the source is configured. */
+START_TEST(test_finish_refuses_a_name_defined_twice)
+{
+    struct err e;
+    err_clear(&e);
+    const char *text =
+        "l:\n- name: a\n  sql: SELECT 1 AS v\n" M1 "- name: b\n  sql: SELECT 2 AS v\n"
+        "  metrics:\n    - {name: app_y, type: gauge, help: h, value_column: v}\n"
+        "    - {name: app_x, type: gauge, help: h, value_column: v}\n";
+    doc = cfg_parse_string("q.yml", text, strlen(text), &e);
+    ck_assert_ptr_nonnull(doc);
+    struct cfg_node *seq = NULL;
+    ck_assert_int_eq(cfg_get_node(cfg_doc_root(doc), "l", CFG_SEQ, &seq, &e), 0);
+    void *items[2];
+    for (size_t i = 0; i < 2; i++) {
+        items[i] = pg_sql_section.configure(seq->items[i], "db", &e);
+        ck_assert_msg(items[i] != NULL, "%s", e.msg);
+    }
+    ck_assert_int_eq(pg_sql_section.finish(items, 1, &e), 0);
+    ck_assert_int_eq(pg_sql_section.finish(items, 2, &e), -1);
+    ck_assert_int_eq(e.code, ERR_CONFIG);
+    ck_assert_str_eq(e.msg, "q.yml:10:14: metric \"app_x\": already defined by query \"a\" at "
+                            "q.yml:5:14");
+    pg_sql_section.destroy(items[0]);
+    pg_sql_section.destroy(items[1]);
+}
+END_TEST
+
 START_TEST(test_trim_sql)
 {
     char a[] = "SELECT 1;;  \n\t";
@@ -204,6 +232,7 @@ static Suite *pg_sql_suite(void)
     tcase_add_loop_test(tc, test_configure_errors, 0,
                         sizeof config_errors / sizeof config_errors[0]);
     tcase_add_test(tc, test_trim_sql);
+    tcase_add_test(tc, test_finish_refuses_a_name_defined_twice);
     suite_add_tcase(s, tc);
     return s;
 }
