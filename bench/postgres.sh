@@ -1,0 +1,932 @@
+#!/usr/bin/env bash
+# postgres.sh: qrel_exporter on dedup, claim and outbox tables of 100k, 1M and 10M rows, against
+# the same queries in an open psql session and in prometheus-sql-exporter.
+#
+# Starts its own PostgreSQL cluster (trust auth, loopback, socket in a temp dir), fills the three
+# tables for each size with one generate_series INSERT each, and measures side by side:
+#   - the queries qrel sends (read from the server's statement log while qrel scrapes), timed
+#     with \timing in one open psql session, interleaved with qrel's scrapes;
+#   - qrel_exporter's scrape time, its CPU and peak RSS, the database time per scrape
+#     (pg_stat_statements) and whether every value was computed during the scrape;
+#   - prometheus-sql-exporter running the same queries on its interval: scrape time, RSS and how
+#     old its values are when they are served;
+#   - a fresh connection + the same queries (reconnect cost, with pgbench -C), for reference.
+# Prints a table and a verdict on the 10M-row goal; a missed goal is reported, not an error. See
+# bench/README.md for the method.
+#
+# Needs: bash, PostgreSQL 15 server binaries (initdb, pg_ctl, pgbench; from pg_config --bindir),
+# psql, the pg_stat_statements module (postgresql-contrib; optional), curl, awk, python3,
+# prometheus-sql-exporter, runuser when run as root, and a built qrel_exporter.
+set -euo pipefail
+export LC_ALL=C
+
+usage() {
+  cat <<'EOF'
+Usage: bench/postgres.sh [--sizes "100000 1000000 10000000"] [--scrapes N] [--warmup N]
+                         [--reconnects N] [--sql-exporter-interval SECONDS]
+                         [--qrel PATH] [--sql-exporter PATH] [--pg-bin DIR]
+
+  --sizes "LIST"        rows per table, ascending (default "100000 1000000 10000000")
+  --scrapes N           measured scrapes per exporter per size, and measured psql rounds
+                        (default 15)
+  --warmup N            unmeasured rounds and scrapes first (default 5)
+  --reconnects N        fresh-connection runs per size (default 5)
+  --sql-exporter-interval S
+                        prometheus-sql-exporter's job interval in seconds (default 15); its
+                        measured scrapes are spread over one interval
+  --qrel PATH           qrel_exporter binary (default: $QREL_BUILD_DIR/qrel_exporter, else
+                        build/qrel_exporter in this checkout)
+  --sql-exporter PATH   prometheus-sql-exporter binary (default: from PATH)
+  --pg-bin DIR          PostgreSQL server binaries (default: pg_config --bindir)
+  -h, --help            this text
+
+The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
+met; non-zero only when the benchmark itself could not run.
+EOF
+}
+
+SIZES="100000 1000000 10000000"
+SCRAPES=15
+WARMUP=5
+RECONNECTS=5
+SQLE_INTERVAL=15
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+SQLE_BIN=prometheus-sql-exporter
+PG_BIN=
+GOAL_N=10000000
+SPAN_S=86400          # the rows' timestamps are spread evenly over the last day
+
+die() { echo "postgres.sh: $*" >&2; exit 2; }
+need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
+    --sizes=*) SIZES=${1#*=}; shift ;;
+    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
+    --scrapes=*) SCRAPES=${1#*=}; shift ;;
+    --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
+    --warmup=*) WARMUP=${1#*=}; shift ;;
+    --reconnects) [ $# -ge 2 ] || die "--reconnects needs a value"; RECONNECTS=$2; shift 2 ;;
+    --reconnects=*) RECONNECTS=${1#*=}; shift ;;
+    --sql-exporter-interval) [ $# -ge 2 ] || die "--sql-exporter-interval needs a value"; SQLE_INTERVAL=$2; shift 2 ;;
+    --sql-exporter-interval=*) SQLE_INTERVAL=${1#*=}; shift ;;
+    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
+    --qrel=*) QREL_BIN=${1#*=}; shift ;;
+    --sql-exporter) [ $# -ge 2 ] || die "--sql-exporter needs a value"; SQLE_BIN=$2; shift 2 ;;
+    --sql-exporter=*) SQLE_BIN=${1#*=}; shift ;;
+    --pg-bin) [ $# -ge 2 ] || die "--pg-bin needs a value"; PG_BIN=$2; shift 2 ;;
+    --pg-bin=*) PG_BIN=${1#*=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument \"$1\" (see --help)" ;;
+  esac
+done
+need_num --scrapes "$SCRAPES"
+need_num --warmup "$WARMUP"
+need_num --reconnects "$RECONNECTS"
+need_num --sql-exporter-interval "$SQLE_INTERVAL"
+read -ra SIZE_LIST <<<"$SIZES"
+[ ${#SIZE_LIST[@]} -gt 0 ] || die "--sizes: want at least one number"
+prev=0
+for n in "${SIZE_LIST[@]}"; do
+  need_num --sizes "$n"
+  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers, got \"$SIZES\""
+  prev=$n
+done
+for tool in psql curl awk python3; do
+  command -v "$tool" >/dev/null || die "$tool not found"
+done
+if [ -z "$PG_BIN" ]; then
+  PG_BIN=$(pg_config --bindir 2>/dev/null || true)
+fi
+if [ ! -x "$PG_BIN/initdb" ] || [ ! -x "$PG_BIN/pg_ctl" ]; then
+  die "initdb/pg_ctl/pgbench not found in \"$PG_BIN\" (apt-get install postgresql-15, or pass --pg-bin)"
+fi
+command -v "$SQLE_BIN" >/dev/null || die "$SQLE_BIN not found (apt-get install prometheus-sql-exporter)"
+[ -x "$QREL_BIN" ] || die "$QREL_BIN not found or not executable: build first (cmake -S . -B build && cmake --build build) or pass --qrel"
+# psql from the server's directory when it is there: Debian's psql in PATH is a Perl wrapper that
+# takes tens of milliseconds to start
+PSQL=psql
+[ ! -x "$PG_BIN/psql" ] || PSQL=$PG_BIN/psql
+if [ "$(id -u)" -eq 0 ]; then
+  command -v runuser >/dev/null || die "runuser not found (initdb refuses to run as root)"
+  id postgres >/dev/null 2>&1 || die "no postgres user to run the server as (initdb refuses root)"
+fi
+
+# ---- temp dir, processes, cleanup ----
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-pgbench.XXXXXX")
+chmod 755 "$T"          # the server runs as postgres and must reach its directory and socket
+PGD=$T/pg
+PG_PORT=
+PG_UP=0
+EXP_PID=
+export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
+
+cleanup() {
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    [ -s "$T/exporter.log" ] && { echo "--- last lines of the exporter's log:" >&2; tail -15 "$T/exporter.log" >&2; }
+    [ -s "$PGD/server.log" ] && { echo "--- last lines of server.log:" >&2; tail -15 "$PGD/server.log" >&2; }
+  fi
+  if [ -n "$EXP_PID" ]; then
+    kill "$EXP_PID" 2>/dev/null || true
+    wait "$EXP_PID" 2>/dev/null || true
+  fi
+  if [ "$PG_UP" = 1 ]; then
+    as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'echo "postgres.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
+
+progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# as_pg CMD...: runs CMD as the postgres user when we are root (initdb and pg_ctl refuse root)
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# free_port: a loopback TCP port nothing listens on now (the kernel's choice, then released).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# psql as the superuser / as ROLE, over TCP like the exporters
+pq() { "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
+pq_as() { local role=$1; shift; "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U "$role" -d bench "$@"; }
+
+# ---- numbers ----
+
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+minimum() { sort -g | head -1; }
+
+cpu_ticks() {
+  local stat rest
+  stat=$(<"/proc/$1/stat")
+  rest=${stat##*) }
+  read -ra f <<<"$rest"
+  echo $((f[11] + f[12]))
+}
+hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+# rss_split PID: "anon A MiB, file F MiB" now (file: mapped libraries and the binary)
+rss_split() {
+  awk '$1 == "RssAnon:" { a = $2 } $1 == "RssFile:" { f = $2 } $1 == "RssShmem:" { s = $2 }
+       END { printf "anonymous %.1f MiB, files (libraries, binary) %.1f MiB, shmem %.1f MiB", a / 1024, f / 1024, s / 1024 }' "/proc/$1/status"
+}
+
+fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") print "-"; else printf f, x }'; }
+
+TCK=$(getconf CLK_TCK)
+declare -A RES   # RES[N,row,metric]
+
+# ---- the statement log reader ----
+# The server writes every statement with its duration (log_min_duration_statement = 0) to a JSON
+# log. This reads it from a byte offset: the SQL a role sent (with its parameters put back in, so
+# psql and sql_exporter can run the very same text), the database time, and when each statement
+# ran, to tell how old an exporter's values were when a scrape served them.
+cat > "$T/logtool.py" <<'PY'
+import json, re, sys, datetime, statistics
+
+MSG = re.compile(r'^duration: ([0-9.]+) ms  (statement|execute [^:]*|parse [^:]*|bind [^:]*): (.*)$', re.S)
+PARAM = re.compile(r"\$(\d+) = ('(?:[^']|'')*'|NULL)")
+OTHER = re.compile(r'^\s*(SET|RESET|SHOW|BEGIN|START|COMMIT|ROLLBACK|DISCARD|DEALLOCATE)\b', re.I)
+
+def norm(sql):
+    return ' '.join(sql.split()).rstrip(';').rstrip()
+
+def records(path, offset, user):
+    with open(path, 'rb') as f:
+        f.seek(offset)
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get('user') != user:
+                continue
+            m = MSG.match(r.get('message', ''))
+            if not m:
+                continue
+            ts = datetime.datetime.strptime(r['timestamp'][:23], '%Y-%m-%d %H:%M:%S.%f')
+            end = ts.replace(tzinfo=datetime.timezone.utc).timestamp()
+            yield dict(ms=float(m.group(1)), phase=m.group(2).split()[0], sql=norm(m.group(3)),
+                       detail=r.get('detail', ''), end=end, pid=r.get('pid'))
+
+def executions(path, offset, user):
+    # one per statement run: simple-protocol "statement" or extended-protocol "execute"
+    return [r for r in records(path, offset, user) if r['phase'] in ('statement', 'execute')]
+
+def substitute(sql, detail):
+    params = {}
+    if detail and detail.startswith('parameters:'):
+        for m in PARAM.finditer(detail):
+            params[int(m.group(1))] = m.group(2)
+    return re.sub(r'\$(\d+)(?!\d)', lambda m: params.get(int(m.group(1)), m.group(0)), sql)
+
+def capture(path, offset, user, outdir):
+    seen, n_other, n_all = [], 0, 0
+    for r in executions(path, offset, user):
+        n_all += 1
+        if OTHER.match(r['sql']):
+            n_other += 1
+            continue
+        if r['sql'] in [s for s, _ in seen]:
+            continue
+        seen.append((r['sql'], substitute(r['sql'], r['detail'])))
+    # (the text is written on one line, as the log has it with runs of spaces collapsed)
+    for i, (_, text) in enumerate(seen):
+        with open('%s/q%02d.sql' % (outdir, i + 1), 'w') as f:
+            f.write(text.rstrip().rstrip(';') + ';\n')
+    with open(outdir + '/keys.json', 'w') as f:
+        json.dump([s for s, _ in seen], f)
+    print(len(seen), n_other, n_all)
+
+def dbtime(path, offset, user):
+    calls, ms = 0, 0.0
+    for r in records(path, offset, user):
+        ms += r['ms']
+        if r['phase'] in ('statement', 'execute'):
+            calls += 1
+    print(calls, '%.3f' % ms)
+
+def ages(path, offset, user, keyfile, scrapefile):
+    # For each scrape (start end, epoch seconds) and each of the statements: the newest run that
+    # had ended by the time the scrape ended. age = scrape end - that run's start; a scrape is
+    # "fresh" when every statement ran inside it. The log's times are whole milliseconds.
+    tol = 0.002
+    keys = json.load(open(keyfile))
+    runs = {k: [] for k in keys}
+    for r in executions(path, offset, user):
+        if r['sql'] in runs:
+            runs[r['sql']].append((r['end'] - r['ms'] / 1000.0, r['end']))
+    out, fresh = [], 0
+    for line in open(scrapefile):
+        s, e = map(float, line.split()[:2])
+        worst, inside = 0.0, True
+        for k in keys:
+            done = [st for st, en in runs[k] if en <= e + tol]
+            if not done:
+                worst, inside = float('nan'), False
+                break
+            st = max(done)
+            worst = max(worst, e - st)
+            if st < s - tol:
+                inside = False
+        out.append(worst)
+        fresh += inside
+    good = [a for a in out if a == a]
+    if not good:
+        print('nan nan %d' % fresh)
+    else:
+        print('%.4f %.4f %d' % (statistics.median(good), max(good), fresh))
+
+def keys(out, files):
+    with open(out, 'w') as f:
+        json.dump([norm(open(p).read()) for p in files], f)
+
+cmd = sys.argv[1]
+if cmd == 'keys':
+    keys(sys.argv[2], sys.argv[3:])
+elif cmd == 'capture':
+    capture(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
+elif cmd == 'dbtime':
+    dbtime(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+elif cmd == 'ages':
+    ages(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
+PY
+
+logtool() { python3 "$T/logtool.py" "$@"; }
+LOG_JSON=$PGD/log/server.json
+log_offset() { if [ -f "$LOG_JSON" ]; then stat -c %s "$LOG_JSON"; else echo 0; fi; }
+# the logging collector writes through a pipe: give it a moment before reading the file
+log_settle() { sleep 0.3; }
+
+# ---- the cluster ----
+
+PGSS=1
+start_pg() {
+  PG_PORT=$(free_port)
+  install -d -m 700 "$PGD"
+  [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$PGD"
+  as_pg "$PG_BIN/initdb" -D "$PGD/data" -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8 \
+    >"$T/initdb.log" 2>&1 || { cat "$T/initdb.log" >&2; die "initdb failed"; }
+  # Loading speed (the data is thrown away), the statement log, and no autovacuum (the script
+  # vacuums and analyzes each load itself, and nothing writes while it measures, so autovacuum
+  # could only disturb the timings); the rest is PostgreSQL's defaults. pg_stat_statements is tried first; without it the log gives the database time.
+  cat >> "$PGD/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PGD'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+wal_level = minimal
+max_wal_senders = 0
+max_wal_size = 8GB
+shared_buffers = 512MB
+maintenance_work_mem = 512MB
+logging_collector = on
+log_destination = 'stderr,jsonlog'
+log_directory = '$PGD/log'
+log_filename = 'server.log'
+log_rotation_size = 0
+log_timezone = 'UTC'
+log_min_duration_statement = 0
+log_checkpoints = off
+autovacuum = off
+CONF
+  if [ "$PGSS" = 1 ]; then
+    printf '%s\n' "shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track_planning = on" \
+      >> "$PGD/data/postgresql.conf"
+  fi
+  if ! as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/server.log" -w -t 60 start >/dev/null 2>&1; then
+    if [ "$PGSS" = 1 ]; then
+      progress "the server did not start with pg_stat_statements: trying without it (database time from the log)"
+      PGSS=0
+      rm -rf "$PGD/data" "$PGD/log"
+      start_pg
+      return
+    fi
+    die "the PostgreSQL server did not start (see $PGD/server.log)"
+  fi
+  PG_UP=1
+  for _ in $(seq 1 100); do
+    "$PSQL" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c 'SELECT 1' >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  die "the PostgreSQL server on port $PG_PORT does not answer"
+}
+
+setup_db() {
+  "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c 'CREATE DATABASE bench'
+  # one role per reader, so the server's statistics and log tell them apart
+  pq <<'SQL'
+CREATE ROLE qrel LOGIN;
+CREATE ROLE sql_exporter LOGIN;
+CREATE ROLE bench_raw LOGIN;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO qrel, sql_exporter, bench_raw;
+SQL
+  if [ "$PGSS" = 1 ]; then
+    pq -c 'CREATE EXTENSION pg_stat_statements'
+  fi
+}
+
+# ---- the tables ----
+
+# load N: the three tables with N rows each, loaded in parallel (one transaction per table:
+# with wal_level = minimal the rows of a table created in the same transaction skip the WAL).
+# Row i (1 = newest) is at T0 - (i-1) * SPAN/N seconds.
+load_tables() {
+  local n=$1 t0 pids=() tbl start
+  t0=$(date -u '+%Y-%m-%d %H:%M:%S.%6N+00')
+  cat > "$T/load_dedup.sql" <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS handled_messages;
+CREATE TABLE handled_messages (
+  message_id text NOT NULL,
+  handled_at timestamptz NOT NULL,
+  duplicate_count integer NOT NULL DEFAULT 0);
+INSERT INTO handled_messages (message_id, handled_at, duplicate_count)
+  SELECT 'm-' || i, :'t0'::timestamptz - (i - 1) * (:span::float8 / :n) * interval '1 second',
+         (i % 100 = 0)::int
+  FROM generate_series(1, :n) AS i;
+ALTER TABLE handled_messages ADD PRIMARY KEY (message_id);
+CREATE INDEX handled_messages_handled_at ON handled_messages (handled_at);
+CREATE INDEX handled_messages_duplicates ON handled_messages (duplicate_count) WHERE duplicate_count > 0;
+SQL
+  cat > "$T/load_claims.sql" <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS claims;
+CREATE TABLE claims (
+  order_id bigint NOT NULL,
+  claimed_at timestamptz NOT NULL,
+  done_at timestamptz);
+INSERT INTO claims (order_id, claimed_at, done_at)
+  SELECT i, t,
+         CASE WHEN i % 10000 = 0 OR (i % 10 = 0 AND t > :'t0'::timestamptz - interval '60 seconds')
+              THEN NULL ELSE t + (i % 1000) * interval '1 millisecond' END
+  FROM (SELECT i, :'t0'::timestamptz - (i - 1) * (:span::float8 / :n) * interval '1 second' AS t
+        FROM generate_series(1, :n) AS i) AS s;
+ALTER TABLE claims ADD PRIMARY KEY (order_id);
+CREATE INDEX claims_claimed_at ON claims (claimed_at);
+CREATE INDEX claims_open ON claims (claimed_at) WHERE done_at IS NULL;
+CREATE INDEX claims_done_at ON claims (done_at);
+SQL
+  cat > "$T/load_outbox.sql" <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS outbox;
+CREATE TABLE outbox (
+  id bigint NOT NULL,
+  created_at timestamptz NOT NULL,
+  published_at timestamptz,
+  payload jsonb NOT NULL);
+INSERT INTO outbox (id, created_at, published_at, payload)
+  SELECT i, t, CASE WHEN i % 10000 = 0 THEN NULL ELSE t + interval '50 milliseconds' END,
+         jsonb_build_object('order_id', i, 'event', 'confirmed')
+  FROM (SELECT i, :'t0'::timestamptz - (i - 1) * (:span::float8 / :n) * interval '1 second' AS t
+        FROM generate_series(1, :n) AS i) AS s;
+ALTER TABLE outbox ADD PRIMARY KEY (id);
+CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+SQL
+  start=$SECONDS
+  for tbl in dedup claims outbox; do
+    ( pq -1 -v n="$n" -v span="$SPAN_S" -v t0="$t0" -f "$T/load_$tbl.sql" &&
+      progress "  $tbl: $n rows loaded and indexed after $((SECONDS - start)) s" ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "loading $n rows failed"; done
+  # VACUUM only once every load has committed, and ANALYZE after all of them: while another
+  # transaction is open (a load, or the ANALYZE half of a VACUUM ANALYZE next door) vacuum cannot
+  # mark the pages all-visible, and the index-only scans would visit the heap after all. Plain
+  # VACUUMs do not hold each other back.
+  pids=()
+  for tbl in handled_messages claims outbox; do
+    pq -c "VACUUM $tbl" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "VACUUM after loading $n rows failed"; done
+  pq -c 'ANALYZE handled_messages, claims, outbox'
+  # any other transaction that was open meanwhile (another session's) has the same effect: vacuum
+  # again, one table after the other, until the pages are all-visible
+  for _ in 1 2 3; do
+    RES[$n,allvis]=$(pq -At -c "SELECT round(100.0 * sum(relallvisible) / greatest(sum(relpages), 1), 1) FROM pg_class WHERE oid IN ('handled_messages'::regclass, 'claims'::regclass, 'outbox'::regclass)")
+    awk -v a="${RES[$n,allvis]}" 'BEGIN { exit !(a < 99) }' || break
+    progress "  only ${RES[$n,allvis]} % of the pages are all-visible: VACUUM again"
+    sleep 1
+    pq -c 'VACUUM handled_messages' -c 'VACUUM claims' -c 'VACUUM outbox'
+  done
+  progress "  vacuumed and analyzed after $((SECONDS - start)) s"
+  RES[$n,load_s]=$((SECONDS - start))
+  RES[$n,mib]=$(pq -At -c "SELECT round(sum(pg_total_relation_size(c))/1048576.0) FROM unnest(ARRAY['handled_messages','claims','outbox']::regclass[]) c")
+
+}
+
+# ---- qrel ----
+
+start_qrel() {
+  cat > "$T/qrel.yml" <<YML
+global:
+  timeout: 30s
+sources:
+  - name: bench
+    kind: postgres
+    host: 127.0.0.1
+    port: $PG_PORT
+    user: qrel
+    dbname: bench
+    sslmode: disable
+    dedup_tables:
+      - table: handled_messages
+        id_column: message_id
+        handled_at_column: handled_at
+        duplicates_column: duplicate_count
+        window: 5m
+    claim_tables:
+      - table: claims
+        id_column: order_id
+        claimed_at_column: claimed_at
+        done_at_column: done_at
+        in_flight_window: 2m
+        lease_timeout: 30s
+        max_deliveries: 3
+        window: 5m
+    outboxes:
+      - table: outbox
+        created_at_column: created_at
+        published_at_column: published_at
+YML
+  : > "$T/exporter.log"
+  "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>>"$T/exporter.log" &
+  EXP_PID=$!
+  ADDR=
+  for _ in $(seq 1 100); do
+    ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+    [ -n "$ADDR" ] && break
+    kill -0 "$EXP_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -n "$ADDR" ] || die "qrel_exporter did not start"
+}
+
+stop_exporter() {
+  if [ -n "$EXP_PID" ]; then
+    kill "$EXP_PID" 2>/dev/null || true
+    wait "$EXP_PID" 2>/dev/null || true
+  fi
+  EXP_PID=
+}
+
+# scrape once into FILE; prints curl's time_total
+scrape_to() {
+  local out=$1
+  curl -s --max-time 120 -o "$out" -w '%{time_total}' -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' \
+    "http://$ADDR/metrics" || { echo "scrape of $ADDR failed" >&2; return 1; }
+}
+
+qrel_up() { grep -Eq '^qrel_collector_up\{[^}]*source="bench"[^}]*\} 1$' "$1"; }
+
+# qrel_value FILE FAMILY LABEL-MATCH...: the first sample of FAMILY whose labels contain all
+# the given key="value" strings
+qrel_value() {
+  local file=$1 fam=$2; shift 2
+  awk -v fam="$fam" -v want="$*" '
+    index($0, fam "{") == 1 {
+      n = split(want, w, " "); ok = 1
+      for (i = 1; i <= n; i++) if (index($0, w[i]) == 0) ok = 0
+      if (ok) { print $NF; exit }
+    }' "$file"
+}
+
+# pgss_snapshot ROLE...: "ROLE calls ms" per role (plan + execution time)
+pgss_snapshot() {
+  local roles
+  roles=$(printf "'%s'," "$@"); roles=${roles%,}
+  pq -At -F' ' -c "SELECT r.rolname, coalesce(sum(s.calls), 0), round(coalesce(sum(s.total_exec_time + s.total_plan_time), 0)::numeric, 3)
+                   FROM pg_roles r LEFT JOIN pg_stat_statements s ON s.userid = r.oid AND s.dbid = (SELECT oid FROM pg_database WHERE datname = 'bench')
+                   WHERE r.rolname IN ($roles) GROUP BY 1"
+}
+
+# The measurement of the psql session and qrel, interleaved in one psql session: each round runs
+# the queries (\timing) and then, through \!, one qrel scrape. Both see the table at the same
+# moment (the windows move with the clock) and never run at the same time.
+write_helpers() {
+  cat > "$T/scrape.sh" <<'SH'
+#!/usr/bin/env bash
+# scrape.sh PHASE I: one scrape of qrel (ADDR and T from the environment)
+export LC_ALL=C
+s=$EPOCHREALTIME
+t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
+  -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
+e=$EPOCHREALTIME
+echo "$s $e $t" >> "$T/scrapes.$1"
+SH
+  cat > "$T/mark.sh" <<'SH'
+#!/usr/bin/env bash
+# mark.sh start|end: around the measured rounds (PSQL, PG_PORT, EXP_PID, PGSS, T from the environment)
+export LC_ALL=C
+psql_su() { "$PSQL" -X -q -At -F' ' -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
+stat=$(<"/proc/$EXP_PID/stat"); rest=${stat##*) }; read -ra f <<<"$rest"
+echo $((f[11] + f[12])) > "$T/cpu.$1"
+if [ -f "$T/pg/log/server.json" ]; then stat -c %s "$T/pg/log/server.json"; else echo 0; fi > "$T/logoff.$1"
+if [ "$1" = start ] && [ "$PGSS" = 1 ]; then psql_su -c 'SELECT pg_stat_statements_reset()' >/dev/null; fi
+SH
+}
+
+run_session_and_qrel() {
+  local n=$1 i q k stmts other total c0 c1 up=0 vals
+  start_qrel
+  progress "  qrel listening on $ADDR; warming up"
+  : > "$T/warm.txt"
+  for ((i = 0; i < WARMUP; i++)); do scrape_to "$T/body.txt" >> "$T/warm.txt"; echo >> "$T/warm.txt"; done
+  qrel_up "$T/body.txt" || { grep -E '^qrel_collector_(up|errors)' "$T/body.txt" >&2 || true; tail -5 "$T/exporter.log" >&2;
+    die "qrel reports the postgres source as down"; }
+
+  # What qrel sends: one scrape with the statement log read around it.
+  local off
+  off=$(log_offset)
+  scrape_to "$T/body.txt" >/dev/null
+  log_settle
+  rm -rf "$T/q"; mkdir -p "$T/q"
+  read -r stmts other total < <(logtool capture "$LOG_JSON" "$off" qrel "$T/q")
+  [ "$stmts" -gt 0 ] || die "no statement of qrel's in the server log during a scrape"
+  RES[$n,stmts]=$stmts
+  RES[$n,other]=$other
+  cat "$T"/q/q*.sql > "$T/queries.sql"
+  if [ "$n" = "${SIZE_LIST[0]}" ] || [ ! -f "$T/queries.first" ]; then cp "$T/queries.sql" "$T/queries.first"; fi
+  progress "  qrel sends $stmts queries per scrape (+$other SET/other statements of $total)"
+
+  # the interleaved rounds
+  rm -f "$T"/scrapes.* "$T"/body.w.* "$T"/body.m.*
+  {
+    printf '%s\n' '\timing on' '\o /dev/null'
+    for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
+      if [ "$i" -le "$WARMUP" ]; then k=w; else k=m; fi
+      if [ "$i" -eq $((WARMUP + 1)) ]; then printf '%s\n' "\\! bash '$T/mark.sh' start"; fi
+      printf '%s\n' "\\echo ROUND $k $i"
+      for q in "$T"/q/q*.sql; do cat "$q"; done
+      printf '%s\n' '\echo END' "\\! bash '$T/scrape.sh' $k $i"
+    done
+    printf '%s\n' "\\! bash '$T/mark.sh' end"
+  } > "$T/rounds.psql"
+  progress "  $WARMUP + $SCRAPES rounds: the queries in one psql session, then a qrel scrape"
+  export ADDR T PG_PORT EXP_PID PGSS PSQL    # for scrape.sh and mark.sh, run by psql's \!
+  pq_as bench_raw -f "$T/rounds.psql" > "$T/rounds.out"
+  log_settle
+
+  # psql: per round, the sum of the \timing lines
+  awk '
+    /^ROUND / { ph = $2; r = $3; s = 0; cnt = 0; next }
+    /^Time: / { s += $2; cnt++; next }
+    /^END$/ { if (ph == "m") printf "%.6f %d\n", s / 1000, cnt }' "$T/rounds.out" > "$T/raw.txt"
+  [ "$(wc -l < "$T/raw.txt")" -eq "$SCRAPES" ] || die "psql rounds: want $SCRAPES measured rounds in its output, see $T/rounds.out"
+  awk -v want="$stmts" '$2 != want { bad = 1 } END { exit bad }' "$T/raw.txt" ||
+    die "psql rounds: a round did not time all $stmts queries"
+  # and per statement: where the time goes
+  awk '
+    /^ROUND / { ph = $2; j = 0; next }
+    /^Time: / { j++; if (ph == "m") print j, $2 / 1000 }' "$T/rounds.out" > "$T/perq.txt"
+  RES[$n,perq]=$(for ((i = 1; i <= stmts; i++)); do
+      printf '%sq%d %s' "$([ "$i" -gt 1 ] && echo ', ')" "$i" "$(awk -v j="$i" '$1 == j { print $2 }' "$T/perq.txt" | median | awk '{ printf "%.4f", $1 }')"
+    done)
+  RES[$n,psql,scrapes]=$SCRAPES
+  RES[$n,psql,median]=$(awk '{ print $1 }' "$T/raw.txt" | median)
+  RES[$n,psql,min]=$(awk '{ print $1 }' "$T/raw.txt" | minimum)
+
+  # qrel
+  c0=$(<"$T/cpu.start"); c1=$(<"$T/cpu.end")
+  awk '{ print $3 }' "$T/scrapes.m" > "$T/times.txt"
+  RES[$n,qrel,scrapes]=$SCRAPES
+  RES[$n,qrel,median]=$(median < "$T/times.txt")
+  RES[$n,qrel,min]=$(minimum < "$T/times.txt")
+  RES[$n,qrel,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$n,qrel,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,qrel,rss_split]=$(rss_split "$EXP_PID")
+  : > "$T/collect.txt"
+  for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
+    if qrel_up "$T/body.m.$i"; then up=$((up + 1)); fi
+    awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF; exit }' "$T/body.m.$i" >> "$T/collect.txt"
+  done
+  RES[$n,qrel,up]="$up/$SCRAPES"
+  RES[$n,qrel,collect]=$(median < "$T/collect.txt")
+  RES[$n,qrel,ttfb]=$(awk '{ print $4 }' "$T/scrapes.m" | median)
+  RES[$n,qrel,bytes]=$(wc -c < "$T/body.m.$((WARMUP + SCRAPES))")
+  # what qrel saw in the last scrape
+  local last=$T/body.m.$((WARMUP + SCRAPES))
+  vals="outbox pending $(qrel_value "$last" qrel_outbox_pending_messages 'queue="outbox"')"
+  vals+=" (want $((n / 10000)))"
+  vals+=", claims stale $(qrel_value "$last" qrel_claims 'queue="claims"' 'state="stale"')"
+  vals+=" (want $((n / 10000)) + the in-flight ones that aged past 2m since loading)"
+  vals+=", in_flight $(qrel_value "$last" qrel_claims 'queue="claims"' 'state="in_flight"')"
+  vals+=", dedup handled $(qrel_value "$last" qrel_dedup_handled_messages 'queue="handled_messages"')"
+  RES[$n,qrel,seen]=$vals
+
+  # database time and statements per scrape / round
+  local off0 off1 snap calls ms
+  off0=$(<"$T/logoff.start"); off1=$(<"$T/logoff.end")
+  if [ "$PGSS" = 1 ]; then
+    snap=$(pgss_snapshot qrel bench_raw)
+    read -r _ calls ms < <(grep '^qrel ' <<<"$snap")
+    RES[$n,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$n,qrel,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    read -r _ calls ms < <(grep '^bench_raw ' <<<"$snap")
+    RES[$n,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$n,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  fi
+  # the same from the log (parse + bind + execute durations), always: a cross-check
+  read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" qrel)
+  RES[$n,qrel,log_db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  if [ "$PGSS" = 0 ]; then
+    RES[$n,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$n,qrel,db_ms]=${RES[$n,qrel,log_db_ms]}
+    read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" bench_raw)
+    RES[$n,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$n,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  fi
+  : "$off1"
+  # how old the values were: were all statements run inside each scrape?
+  local med mx fresh
+  read -r med mx fresh < <(logtool ages "$LOG_JSON" "$off0" qrel "$T/q/keys.json" "$T/scrapes.m")
+  RES[$n,qrel,age_med]=$med
+  RES[$n,qrel,age_max]=$mx
+  RES[$n,qrel,fresh]="$fresh/$SCRAPES"
+  RES[$n,psql,up]="-"; RES[$n,psql,fresh]="-"
+  stop_exporter
+}
+
+# ---- prometheus-sql-exporter ----
+
+# Its config: one job on our interval, one query per statement qrel sends. sql_exporter maps
+# columns by name, and qrel's statements may repeat one (f.q[1], f.q[2]: all "q"), so each is
+# wrapped as SELECT * FROM (<statement>) AS qrel(<unique names>): the same plan, columns it can
+# tell apart. Text columns become labels, the others values. Names come from psql's \gdesc.
+write_sqle_config() {
+  local q i=0 cols names labels values
+  rm -f "$T"/q/w*.sql
+  for q in "$T"/q/q*.sql; do
+    i=$((i + 1))
+    cols=$( { sed 's/;[[:space:]]*$//' "$q"; echo '\gdesc'; } | pq_as sql_exporter -At -F'|' -f - )
+    # unique names: a repeated name gets _2, _3, ...
+    names=$(awk -F'|' '{ n = $1; c[n]++; if (c[n] > 1 || dup[n]) n = n "_" c[n]; print n "|" $2 }' <<<"$cols")
+    {
+      echo 'SELECT * FROM ('
+      sed 's/;[[:space:]]*$//' "$q"
+      printf ') AS qrel (%s);\n' "$(awk -F'|' '{ gsub(/"/, "\"\"", $1); printf "%s\"%s\"", (NR > 1 ? ", " : ""), $1 }' <<<"$names")"
+    } > "$T/q/w$(printf %02d "$i").sql"
+    printf '%s\n' "$names" > "$T/q/w$(printf %02d "$i").cols"
+  done
+  logtool keys "$T/q/keys_sqle.json" "$T"/q/w*.sql
+  i=0
+  {
+    echo "jobs:"
+    echo "  - name: bench"
+    echo "    interval: ${SQLE_INTERVAL}s"
+    echo "    connections:"
+    echo "      - 'postgres://sql_exporter@127.0.0.1:$PG_PORT/bench?sslmode=disable'"
+    echo "    queries:"
+    for q in "$T"/q/w*.sql; do
+      i=$((i + 1))
+      labels=$(awk -F'|' '$2 == "text" || $2 ~ /^character/ { printf "          - \"%s\"\n", $1 }' "${q%.sql}.cols")
+      values=$(awk -F'|' '!($2 == "text" || $2 ~ /^character/) { printf "          - \"%s\"\n", $1 }' "${q%.sql}.cols")
+      echo "      - name: \"q$i\""
+      echo "        help: \"qrel statement $i\""
+      if [ -n "$labels" ]; then echo "        labels:"; echo "$labels"; fi
+      echo "        values:"
+      echo "$values"
+      echo "        allow_zero_rows: true"
+      echo "        query: |"
+      sed 's/^/          /' "$q"
+    done
+  } > "$T/sqle.yml"
+}
+
+run_sqle() {
+  local n=$1 i s e t c0 c1 up=0 off0 snap calls ms ok
+  write_sqle_config
+  : > "$T/exporter.log"
+  ADDR=127.0.0.1:$(free_port)
+  off0=$(log_offset)
+  "$SQLE_BIN" -config.file="$T/sqle.yml" -web.listen-address="$ADDR" >>"$T/exporter.log" 2>&1 &
+  EXP_PID=$!
+  # wait for its first run of the job (the failure gauge appears when the queries have run)
+  ok=0
+  for _ in $(seq 1 600); do
+    if curl -s --max-time 5 -o "$T/body.txt" "http://$ADDR/metrics" 2>/dev/null &&
+       grep -q '^sql_exporter_last_scrape_failed' "$T/body.txt"; then ok=1; break; fi
+    kill -0 "$EXP_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$ok" = 1 ] || die "prometheus-sql-exporter did not start or never ran its queries"
+  for ((i = 0; i < WARMUP; i++)); do scrape_to "$T/body.txt" >/dev/null; done
+  progress "  sql_exporter: $SCRAPES scrapes spread over its ${SQLE_INTERVAL} s interval"
+  c0=$(cpu_ticks "$EXP_PID")
+  [ "$PGSS" = 0 ] || pq -c 'SELECT pg_stat_statements_reset()' >/dev/null
+  local off1
+  off1=$(log_offset)
+  : > "$T/scrapes.sqle"
+  : > "$T/times.txt"
+  local gap
+  gap=$(awk -v i="$SQLE_INTERVAL" -v k="$SCRAPES" 'BEGIN { printf "%.3f", i / k }')
+  for ((i = 0; i < SCRAPES; i++)); do
+    s=$EPOCHREALTIME
+    t=$(scrape_to "$T/body.txt")
+    e=$EPOCHREALTIME
+    echo "$s $e $t" >> "$T/scrapes.sqle"
+    echo "$t" >> "$T/times.txt"
+    if grep -q '^sql_exporter_last_scrape_failed' "$T/body.txt" &&
+       ! grep -Eq '^sql_exporter_last_scrape_failed\{.*\} 1$' "$T/body.txt"; then up=$((up + 1)); fi
+    sleep "$gap"
+  done
+  c1=$(cpu_ticks "$EXP_PID")
+  log_settle
+  RES[$n,sqle,scrapes]=$SCRAPES
+  RES[$n,sqle,median]=$(median < "$T/times.txt")
+  RES[$n,sqle,min]=$(minimum < "$T/times.txt")
+  RES[$n,sqle,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$n,sqle,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,sqle,rss_split]=$(rss_split "$EXP_PID")
+  RES[$n,sqle,up]="$up/$SCRAPES"
+  RES[$n,sqle,bytes]=$(wc -c < "$T/body.txt")
+  if [ "$PGSS" = 1 ]; then
+    snap=$(pgss_snapshot sql_exporter)
+    read -r _ calls ms <<<"$snap"
+  else
+    read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off1" sql_exporter)
+  fi
+  RES[$n,sqle,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  RES[$n,sqle,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  local med mx fresh
+  read -r med mx fresh < <(logtool ages "$LOG_JSON" "$off0" sql_exporter "$T/q/keys_sqle.json" "$T/scrapes.sqle")
+  RES[$n,sqle,age_med]=$med
+  RES[$n,sqle,age_max]=$mx
+  RES[$n,sqle,fresh]="$fresh/$SCRAPES"
+  # it logs JSON; a value it cannot read as a number (a NULL) is an error line, and that series
+  # is left out of its answer
+  RES[$n,sqle,errors]=$(grep -Ec '"level":"(error|warn)"' "$T/exporter.log" || true)
+  grep -E '"level":"(error|warn)"' "$T/exporter.log" > "$T/sqle.errors.$n" || true
+  stop_exporter
+}
+
+# ---- a fresh connection each time ----
+
+# pgbench -C: every transaction (the queries, one after the other) on a new connection, so a new
+# server backend with cold caches; one transaction per run, its latency includes the connection.
+run_reconnect() {
+  local n=$1 i out
+  : > "$T/reconnect.txt"
+  : > "$T/connect.txt"
+  for ((i = 0; i < RECONNECTS; i++)); do
+    out=$("$PG_BIN/pgbench" -n -C -t 1 -f "$T/queries.sql" -h 127.0.0.1 -p "$PG_PORT" -U bench_raw bench 2>&1) ||
+      { echo "$out" >&2; die "pgbench failed"; }
+    sed -nE 's/^latency average = ([0-9.]+) ms$/\1/p' <<<"$out" | awk '{ printf "%.6f\n", $1 / 1000 }' >> "$T/reconnect.txt"
+    sed -nE 's/^average connection time = ([0-9.]+) ms$/\1/p' <<<"$out" | awk '{ printf "%.6f\n", $1 / 1000 }' >> "$T/connect.txt"
+  done
+  [ "$(wc -l < "$T/reconnect.txt")" -eq "$RECONNECTS" ] || die "pgbench: no latency in its output: $out"
+  RES[$n,reconnect,scrapes]=$RECONNECTS
+  RES[$n,reconnect,median]=$(median < "$T/reconnect.txt")
+  RES[$n,reconnect,min]=$(minimum < "$T/reconnect.txt")
+  RES[$n,connect,median]=$(median < "$T/connect.txt")
+}
+
+# ---- run ----
+
+QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
+SQLE_VERSION=$(dpkg-query -W -f '${Version}' prometheus-sql-exporter 2>/dev/null || "$SQLE_BIN" -version 2>&1 | head -1 || true)
+write_helpers
+progress "starting PostgreSQL ($PG_BIN)"
+start_pg
+setup_db
+PG_VERSION=$(pq -At -c 'SHOW server_version')
+
+echo "# qrel postgres benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
+echo "# ${QREL_VERSION:-qrel_exporter ?}; prometheus-sql-exporter ${SQLE_VERSION:-?}; PostgreSQL $PG_VERSION"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
+echo "# warm-up $WARMUP; measured $SCRAPES scrapes / psql rounds, $RECONNECTS reconnects;" \
+  "database time from $([ "$PGSS" = 1 ] && echo pg_stat_statements || echo 'the server log')"
+
+START=$SECONDS
+for n in "${SIZE_LIST[@]}"; do
+  progress "N=$n: loading the three tables"
+  load_tables "$n"
+  progress "N=$n: loaded in ${RES[$n,load_s]} s (${RES[$n,mib]} MiB with indexes)"
+  progress "N=$n: psql session and qrel"
+  run_session_and_qrel "$n"
+  progress "  psql round median $(fmt "${RES[$n,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$n,qrel,median]}" %.4f) s, up ${RES[$n,qrel,up]}"
+  progress "N=$n: prometheus-sql-exporter"
+  run_sqle "$n"
+  progress "  sql_exporter scrape median $(fmt "${RES[$n,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$n,sqle,age_max]}" %.1f) s old"
+  progress "N=$n: fresh connections"
+  run_reconnect "$n"
+  progress "  reconnect + queries median $(fmt "${RES[$n,reconnect,median]}" %.4f) s"
+done
+progress "done in $((SECONDS - START)) s"
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- table ----
+
+row() {
+  printf '%-9s %-13s %7s %9s %8s %10s %8s %9s %9s %9s %9s %7s %7s\n' "$@"
+}
+echo
+row rows what runs median_s min_s cpu_ms/scr rss_mib db_ms/scr stmts/scr age_med_s age_max_s fresh up
+for n in "${SIZE_LIST[@]}"; do
+  row "$n" "psql session" "${RES[$n,psql,scrapes]}" "$(fmt "${RES[$n,psql,median]}" %.4f)" \
+    "$(fmt "${RES[$n,psql,min]}" %.4f)" - - "${RES[$n,psql,db_ms]:--}" "${RES[$n,psql,stmts]:--}" - - - -
+  row "$n" "reconnect" "${RES[$n,reconnect,scrapes]}" "$(fmt "${RES[$n,reconnect,median]}" %.4f)" \
+    "$(fmt "${RES[$n,reconnect,min]}" %.4f)" - - - - - - - -
+  row "$n" "qrel" "${RES[$n,qrel,scrapes]}" "$(fmt "${RES[$n,qrel,median]}" %.4f)" \
+    "$(fmt "${RES[$n,qrel,min]}" %.4f)" "${RES[$n,qrel,cpu_ms]}" "${RES[$n,qrel,rss_mib]}" \
+    "${RES[$n,qrel,db_ms]:--}" "${RES[$n,qrel,stmts]:--}" "$(fmt "${RES[$n,qrel,age_med]}" %.4f)" \
+    "$(fmt "${RES[$n,qrel,age_max]}" %.4f)" "${RES[$n,qrel,fresh]}" "${RES[$n,qrel,up]}"
+  row "$n" "sql_exporter" "${RES[$n,sqle,scrapes]}" "$(fmt "${RES[$n,sqle,median]}" %.4f)" \
+    "$(fmt "${RES[$n,sqle,min]}" %.4f)" "${RES[$n,sqle,cpu_ms]}" "${RES[$n,sqle,rss_mib]}" \
+    "${RES[$n,sqle,db_ms]:--}" "${RES[$n,sqle,stmts]:--}" "$(fmt "${RES[$n,sqle,age_med]}" %.4f)" \
+    "$(fmt "${RES[$n,sqle,age_max]}" %.4f)" "${RES[$n,sqle,fresh]}" "${RES[$n,sqle,up]}"
+done
+echo "# psql session: the queries qrel sends, one round per qrel scrape in one open session (TCP),"
+printf '%s\n' "#   median_s = median over rounds of the summed \\timing; reconnect: pgbench -C, a new connection (new backend) and the same queries"
+echo "# db_ms/scr, stmts/scr: server time (plan + execution) and statements per scrape (psql: per round),"
+echo "#   from $([ "$PGSS" = 1 ] && echo pg_stat_statements || echo 'the statement log')"
+echo "# age_*_s: scrape end minus the start of the oldest statement run behind the served values;"
+echo "#   fresh: scrapes whose values were all computed inside the scrape"
+for n in "${SIZE_LIST[@]}"; do
+  echo "# N=$n: load ${RES[$n,load_s]} s, ${RES[$n,mib]} MiB, ${RES[$n,allvis]} % of the heap pages all-visible; qrel sends ${RES[$n,stmts]} queries per scrape" \
+    "(+${RES[$n,other]} SET/other); qrel_collector_duration_seconds median $(fmt "${RES[$n,qrel,collect]}" %.4f) s," \
+    "first byte of the scrape after $(fmt "${RES[$n,qrel,ttfb]}" %.4f) s;" \
+    "qrel db time from the log $(fmt "${RES[$n,qrel,log_db_ms]}" %.1f) ms/scrape;" \
+    "of a reconnect, the connection alone $(fmt "${RES[$n,connect,median]}" %.4f) s"
+  echo "# N=$n: psql median per statement, s: ${RES[$n,perq]} (q1 dedup_table, q2 claim_table, q3 outbox)"
+  echo "# N=$n: qrel saw: ${RES[$n,qrel,seen]}"
+  echo "# N=$n: resident at the end: qrel ${RES[$n,qrel,rss_split]}; sql_exporter ${RES[$n,sqle,rss_split]}"
+  if [ "${RES[$n,sqle,errors]:-0}" != 0 ]; then
+    echo "# N=$n: sql_exporter logged ${RES[$n,sqle,errors]} errors, e.g.: $(grep -E '"level":"(error|warn)"' "$T/sqle.errors.$n" | head -1 | sed -nE 's/.*"err":"([^"]*)".*/\1/p')"
+  fi
+done
+echo "# the queries qrel sent (N=${SIZE_LIST[-1]}), as run in psql and by sql_exporter:"
+sed 's/^/#   /' "$T/queries.sql"
+echo "# load average at the end: $LOAD_END"
+
+# ---- verdict ----
+
+g=$GOAL_N
+note=""
+if [ -z "${RES[$g,qrel,median]:-}" ]; then
+  g=${SIZE_LIST[-1]}
+  note=" (measured at N=$g: $GOAL_N was not in --sizes)"
+fi
+awk -v q="${RES[$g,qrel,median]}" -v p="${RES[$g,psql,median]}" -v rss="${RES[$g,qrel,rss_mib]}" \
+    -v fresh="${RES[$g,qrel,fresh]}" -v up="${RES[$g,qrel,up]}" -v g="$g" -v note="$note" \
+    -v qmin="${RES[$g,qrel,min]}" -v pmin="${RES[$g,psql,min]}" 'BEGIN {
+  split(fresh, f, "/"); split(up, u, "/")
+  ratio = (p > 0) ? q / p : 0
+  r_ok = (ratio <= 1.1); f_ok = (f[1] == f[2]); m_ok = (rss < 8); u_ok = (u[1] == u[2])
+  printf "verdict at %d rows%s: qrel scrape %.2fx the open-session query time (goal <= 1.1: %s), values computed inside the scrape in %s scrapes (goal all: %s), RSS %.1f MiB (goal < 8: %s)%s: %s\n",
+    g, note, ratio, r_ok ? "met" : "missed", fresh, f_ok ? "met" : "missed", rss, m_ok ? "met" : "missed",
+    u_ok ? "" : ", qrel collector NOT up in every scrape", (r_ok && f_ok && m_ok && u_ok) ? "MET" : "NOT MET"
+  printf "  (on the fastest scrape and round instead of the medians: %.2fx)\n", (pmin > 0) ? qmin / pmin : 0
+}'
