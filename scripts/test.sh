@@ -61,7 +61,9 @@ if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$j
     done
   fi
   step "integration tests (real servers on loopback)"
-  ctest_pass build integration ""
+  # The queue runners graphile-worker and pg-boss come from npm where node is installed: their
+  # real migrations are checked against qrel's presets (skipped loudly without node or npm).
+  QREL_REAL_RUNNERS=1 ctest_pass build integration ""
 else
   cmake --build build 2>&1 | tail -30
   fail build

@@ -278,9 +278,20 @@ expect_cmd "--config.check names source, preset and table" grep -qF \
   "$T/check.out"
 
 # The real runners' own migrations, when asked for and node is here (CI may lack it).
-if [ "${QREL_REAL_RUNNERS:-0}" = 1 ] && command -v node >/dev/null && command -v npm >/dev/null; then
+real_runners=0
+if [ "${QREL_REAL_RUNNERS:-0}" = 1 ]; then
   mkdir -p "$T/npm"
-  (cd "$T/npm" && npm init -y >/dev/null && npm install --silent graphile-worker pg-boss >/dev/null)
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "SKIPPED: the real graphile-worker and pg-boss migrations (node and npm are not installed)" >&2
+  elif ! (cd "$T/npm" && npm init -y >/dev/null && npm install --silent graphile-worker pg-boss >/dev/null); then
+    echo "SKIPPED: the real graphile-worker and pg-boss migrations (npm install failed)" >&2
+  else
+    real_runners=1
+    v() { (cd "$T/npm" && node -p "require('./node_modules/$1/package.json').version"); }
+    echo "real runners: graphile-worker $(v graphile-worker), pg-boss $(v pg-boss)"
+  fi
+fi
+if [ "$real_runners" = 1 ]; then
   psql_do "CREATE DATABASE real" >/dev/null
   cat > "$T/npm/mig.js" <<'JS'
 const { runMigrations } = require("graphile-worker");
