@@ -154,54 +154,7 @@ static void claim_values(double lease, long long max_deliveries, const struct cl
     }
 }
 
-/* "300.000000 seconds": the text of an interval parameter. */
-static void claim_interval_param(char *dst, size_t cap, double seconds)
-{
-    snprintf(dst, cap, "%.6f seconds", seconds);
-}
-
 /* ---- configuration ---- */
-
-static struct cfg_node *claim_node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-static int claim_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
-{
-    if (cfg_get_str(map, key, 0, out, e))
-        return -1;
-    if (*out && !**out)
-        return cfg_error(e, claim_node_of(map, key), "%s: want a non-empty string", key);
-    return 0;
-}
-
-/* An optional duration above 0; *out stays at def when the key is absent. */
-static int claim_get_positive(struct cfg_node *map, const char *key, double def, double *out,
-                              struct err *e)
-{
-    if (cfg_get_duration(map, key, def, out, e))
-        return -1;
-    struct cfg_node *n = NULL;
-    if (cfg_get_node(map, key, CFG_SCALAR, &n, e))
-        return -1;
-    if (n && *out <= 0)
-        return cfg_error(e, n, "%s: want a duration above 0", key);
-    return 0;
-}
-
-static int claim_typo_first(struct cfg_node *item, const char *where, struct err *e)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = claim_keys; *k; k++)
-        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
-    return cfg_finish(item, where, e);
-}
 
 static void *claim_configure(struct cfg_node *item, const char *source, struct err *e)
 {
@@ -209,12 +162,12 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
     char where[400];
     snprintf(where, sizeof where, "a claim_table of source \"%s\"", source);
 
-    if (claim_get_nonempty(item, "table", &c->table, e) ||
-        claim_get_nonempty(item, "name", &c->name, e) ||
-        claim_get_nonempty(item, "id_column", &c->id, e) ||
-        claim_get_nonempty(item, "claimed_at_column", &c->claimed_at, e) ||
-        claim_get_nonempty(item, "done_at_column", &c->done_at, e) ||
-        claim_get_positive(item, "in_flight_window", 0, &c->in_flight_window, e))
+    if (cfg_get_nonempty(item, "table", &c->table, e) ||
+        cfg_get_nonempty(item, "name", &c->name, e) ||
+        cfg_get_nonempty(item, "id_column", &c->id, e) ||
+        cfg_get_nonempty(item, "claimed_at_column", &c->claimed_at, e) ||
+        cfg_get_nonempty(item, "done_at_column", &c->done_at, e) ||
+        cfg_get_positive_duration(item, "in_flight_window", 0, &c->in_flight_window, e))
         goto fail;
     const char *missing = !c->table                  ? "table"
                           : !c->id                   ? "id_column"
@@ -223,14 +176,14 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
                           : c->in_flight_window <= 0 ? "in_flight_window"
                                                      : NULL;
     if (missing) {
-        if (claim_typo_first(item, where, e) == 0)
+        if (cfg_finish_keys(item, claim_keys, where, e) == 0)
             cfg_error(e, item, "%s: required in each entry of claim_tables", missing);
         goto fail;
     }
     char *qtable = pg_table_sql(c->table);
     if (!qtable) {
-        cfg_error(e, claim_node_of(item, "table"),
-                  "table: want \"table\" or \"schema.table\", got \"%s\"", c->table);
+        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
+                  c->table);
         goto fail;
     }
     free(qtable);
@@ -238,15 +191,15 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
         c->name = xstrdup(c->table);
     snprintf(where, sizeof where, "claim_table \"%s\" of source \"%s\"", c->name, source);
     if (strcmp(c->claimed_at, c->done_at) == 0) {
-        cfg_error(e, claim_node_of(item, "done_at_column"),
+        cfg_error(e, cfg_at(item, "done_at_column"),
                   "done_at_column: want a column other than claimed_at_column (\"%s\")",
                   c->claimed_at);
         goto fail;
     }
 
     struct cfg_node *n = NULL;
-    if (claim_get_positive(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
-        claim_get_positive(item, "lease_timeout", 0, &c->lease, e) ||
+    if (cfg_get_positive_duration(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
+        cfg_get_positive_duration(item, "lease_timeout", 0, &c->lease, e) ||
         cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e) ||
         (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)) ||
         cfg_finish(item, where, e))
@@ -254,8 +207,8 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
 
     c->sql = claim_sql(c);
     c->what = xasprintf("claim_table \"%s\"", c->name);
-    claim_interval_param(c->in_flight_param, sizeof c->in_flight_param, c->in_flight_window);
-    claim_interval_param(c->window_param, sizeof c->window_param, c->window);
+    pg_interval_param(c->in_flight_param, sizeof c->in_flight_param, c->in_flight_window);
+    pg_interval_param(c->window_param, sizeof c->window_param, c->window);
     return c;
 fail:
     claim_destroy(c);

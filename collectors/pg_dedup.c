@@ -147,56 +147,7 @@ static void dedup_values(double declared_retention, const struct dedup_row *row,
     }
 }
 
-/* "300.000000 seconds": the text of an interval parameter. */
-static void interval_param(char *dst, size_t cap, double seconds)
-{
-    snprintf(dst, cap, "%.6f seconds", seconds);
-}
-
 /* ---- configuration ---- */
-
-static struct cfg_node *dedup_node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-static int dedup_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
-{
-    if (cfg_get_str(map, key, 0, out, e))
-        return -1;
-    if (*out && !**out)
-        return cfg_error(e, dedup_node_of(map, key), "%s: want a non-empty string", key);
-    return 0;
-}
-
-/* An optional duration above 0; *out stays at def when the key is absent. */
-static int dedup_get_positive(struct cfg_node *map, const char *key, double def, double *out,
-                              struct err *e)
-{
-    if (cfg_get_duration(map, key, def, out, e))
-        return -1;
-    struct cfg_node *n = NULL;
-    if (cfg_get_node(map, key, CFG_SCALAR, &n, e))
-        return -1;
-    if (n && *out <= 0)
-        return cfg_error(e, n, "%s: want a duration above 0", key);
-    return 0;
-}
-
-/* Marks every key as asked for, then lets cfg_finish report a misspelt one (with the known keys
- * listed) before a "missing" message that would only be the consequence of the typo. */
-static int dedup_typo_first(struct cfg_node *item, const char *where, struct err *e)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = dedup_keys; *k; k++)
-        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
-    return cfg_finish(item, where, e);
-}
 
 static void *dedup_configure(struct cfg_node *item, const char *source, struct err *e)
 {
@@ -205,11 +156,11 @@ static void *dedup_configure(struct cfg_node *item, const char *source, struct e
     char *mode = NULL;
     snprintf(where, sizeof where, "a dedup_table of source \"%s\"", source);
 
-    if (dedup_get_nonempty(item, "table", &d->table, e) ||
-        dedup_get_nonempty(item, "name", &d->name, e) ||
-        dedup_get_nonempty(item, "id_column", &d->id, e) ||
-        dedup_get_nonempty(item, "handled_at_column", &d->handled_at, e) ||
-        dedup_get_nonempty(item, "duplicates_column", &d->duplicates, e) ||
+    if (cfg_get_nonempty(item, "table", &d->table, e) ||
+        cfg_get_nonempty(item, "name", &d->name, e) ||
+        cfg_get_nonempty(item, "id_column", &d->id, e) ||
+        cfg_get_nonempty(item, "handled_at_column", &d->handled_at, e) ||
+        cfg_get_nonempty(item, "duplicates_column", &d->duplicates, e) ||
         cfg_get_str(item, "mode", 0, &mode, e))
         goto fail;
     const char *missing = !d->table        ? "table"
@@ -217,14 +168,14 @@ static void *dedup_configure(struct cfg_node *item, const char *source, struct e
                           : !d->handled_at ? "handled_at_column"
                                            : NULL;
     if (missing) {
-        if (dedup_typo_first(item, where, e) == 0)
+        if (cfg_finish_keys(item, dedup_keys, where, e) == 0)
             cfg_error(e, item, "%s: required in each entry of dedup_tables", missing);
         goto fail;
     }
     char *qtable = pg_table_sql(d->table);
     if (!qtable) {
-        cfg_error(e, dedup_node_of(item, "table"),
-                  "table: want \"table\" or \"schema.table\", got \"%s\"", d->table);
+        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
+                  d->table);
         goto fail;
     }
     free(qtable);
@@ -237,26 +188,27 @@ static void *dedup_configure(struct cfg_node *item, const char *source, struct e
     } else if (strcmp(mode, "attempts_log") == 0) {
         d->mode = DEDUP_ATTEMPTS_LOG;
     } else {
-        cfg_error(e, dedup_node_of(item, "mode"),
+        cfg_error(e, cfg_at(item, "mode"),
                   "mode: want unique (one row per id) or attempts_log (one row per delivery), "
                   "got \"%s\"",
                   mode);
         goto fail;
     }
     if (d->mode == DEDUP_ATTEMPTS_LOG && d->duplicates) {
-        cfg_error(e, dedup_node_of(item, "duplicates_column"),
+        cfg_error(e, cfg_at(item, "duplicates_column"),
                   "duplicates_column: not with mode attempts_log, where every row is a delivery "
                   "and duplicates are the rows beyond the first of each id");
         goto fail;
     }
     d->window = DEDUP_DEFAULT_WINDOW;
-    if (dedup_get_positive(item, "window", DEDUP_DEFAULT_WINDOW, &d->window, e) ||
-        dedup_get_positive(item, "retention", 0, &d->retention, e) || cfg_finish(item, where, e))
+    if (cfg_get_positive_duration(item, "window", DEDUP_DEFAULT_WINDOW, &d->window, e) ||
+        cfg_get_positive_duration(item, "retention", 0, &d->retention, e) ||
+        cfg_finish(item, where, e))
         goto fail;
 
     d->sql = dedup_sql(d);
     d->what = xasprintf("dedup_table \"%s\"", d->name);
-    interval_param(d->window_param, sizeof d->window_param, d->window);
+    pg_interval_param(d->window_param, sizeof d->window_param, d->window);
     free(mode);
     return d;
 fail:

@@ -48,50 +48,22 @@ static void destroy(void *item)
     free(o);
 }
 
-static struct cfg_node *node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-static int get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
-{
-    if (cfg_get_str(map, key, 0, out, e))
-        return -1;
-    if (*out && !**out)
-        return cfg_error(e, node_of(map, key), "%s: want a non-empty string", key);
-    return 0;
-}
-
-/* Marks every key as asked for, then lets cfg_finish report a misspelt one (with the known keys
- * listed) before a "missing" message that would only be the consequence of the typo. */
-static int typo_first(struct cfg_node *item, const char *where, struct err *e)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = keys; *k; k++)
-        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
-    return cfg_finish(item, where, e);
-}
-
 static void *configure(struct cfg_node *item, const char *source, struct err *e)
 {
     struct outbox *o = xcalloc(1, sizeof *o);
     char where[400];
     snprintf(where, sizeof where, "an outbox of source \"%s\"", source);
 
-    if (get_nonempty(item, "table", &o->table, e) || get_nonempty(item, "name", &o->name, e) ||
-        get_nonempty(item, "created_at_column", &o->created, e) ||
-        get_nonempty(item, "published_at_column", &o->published, e) ||
-        get_nonempty(item, "status_column", &o->status, e))
+    if (cfg_get_nonempty(item, "table", &o->table, e) ||
+        cfg_get_nonempty(item, "name", &o->name, e) ||
+        cfg_get_nonempty(item, "created_at_column", &o->created, e) ||
+        cfg_get_nonempty(item, "published_at_column", &o->published, e) ||
+        cfg_get_nonempty(item, "status_column", &o->status, e))
         goto fail;
     if (cfg_get_str(item, "pending_value", 0, &o->pending_value, e))
         goto fail;
     if (!o->table || !o->created) {
-        if (typo_first(item, where, e))
+        if (cfg_finish_keys(item, keys, where, e))
             goto fail;
         cfg_error(e, item, "%s: required in each entry of outboxes",
                   !o->table ? "table" : "created_at_column");
@@ -99,31 +71,31 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     }
     char *qtable = pg_table_sql(o->table);
     if (!qtable) {
-        cfg_error(e, node_of(item, "table"),
-                  "table: want \"table\" or \"schema.table\", got \"%s\"", o->table);
+        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
+                  o->table);
         goto fail;
     }
     if (!o->name)
         o->name = xstrdup(o->table);
     snprintf(where, sizeof where, "outbox \"%s\" of source \"%s\"", o->name, source);
     if (!o->published == !o->status) {
-        if (typo_first(item, where, e))
+        if (cfg_finish_keys(item, keys, where, e))
             goto free_qtable;
-        cfg_error(e, o->published ? node_of(item, "status_column") : item,
+        cfg_error(e, o->published ? cfg_at(item, "status_column") : item,
                   "want either published_at_column (pending: published_at IS NULL) or "
                   "status_column with pending_value (pending: status = pending_value), %s",
                   o->published ? "not both" : "got neither");
         goto free_qtable;
     }
     if (o->status && !o->pending_value) {
-        if (typo_first(item, where, e))
+        if (cfg_finish_keys(item, keys, where, e))
             goto free_qtable;
-        cfg_error(e, node_of(item, "status_column"),
+        cfg_error(e, cfg_at(item, "status_column"),
                   "status_column: needs pending_value, the status of rows not yet published");
         goto free_qtable;
     }
     if (o->pending_value && !o->status) {
-        cfg_error(e, node_of(item, "pending_value"),
+        cfg_error(e, cfg_at(item, "pending_value"),
                   "pending_value: only with status_column (published_at_column needs none)");
         goto free_qtable;
     }

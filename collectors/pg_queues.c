@@ -304,24 +304,6 @@ static void destroy(void *item)
     free(q);
 }
 
-static struct cfg_node *node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-static int typo_first(struct cfg_node *item, const char *where, struct err *e)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = keys; *k; k++)
-        cfg_get_node(item, *k, CFG_NULL, &n, &ignored);
-    return cfg_finish(item, where, e);
-}
-
 /* {"a","b\"c"}: a text[] literal for the filter parameter (elements always quoted). */
 static char *pgq_array_literal(char *const *v, size_t n)
 {
@@ -352,7 +334,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
     if (!preset) {
-        if (typo_first(item, where, e))
+        if (cfg_finish_keys(item, keys, where, e))
             goto fail;
         cfg_error(e, item,
                   "preset: required in each entry of queues (one of pgmq, "
@@ -361,7 +343,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     }
     q->preset = pgq_preset_find(preset);
     if (!q->preset) {
-        cfg_error(e, node_of(item, "preset"),
+        cfg_error(e, cfg_at(item, "preset"),
                   "preset: want one of pgmq, graphile_worker, pg_boss, river, oban, que, "
                   "good_job, solid_queue, got \"%s\"",
                   preset);
@@ -370,7 +352,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     if (cfg_get_str(item, "schema", 0, &q->schema, e))
         goto fail;
     if (q->schema && !*q->schema) {
-        cfg_error(e, node_of(item, "schema"), "schema: want a non-empty string");
+        cfg_error(e, cfg_at(item, "schema"), "schema: want a non-empty string");
         goto fail;
     }
     if (!q->schema)

@@ -66,15 +66,6 @@ static void destroy(void *item)
     free(q);
 }
 
-static struct cfg_node *node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
 static int get_required(struct cfg_node *map, const char *key, const char *where, char **out,
                         struct err *e)
 {
@@ -83,7 +74,7 @@ static int get_required(struct cfg_node *map, const char *key, const char *where
     if (!*out)
         return cfg_error(e, map, "%s: required in each %s", key, where);
     if (!**out)
-        return cfg_error(e, node_of(map, key), "%s: want a non-empty string", key);
+        return cfg_error(e, cfg_at(map, key), "%s: want a non-empty string", key);
     return 0;
 }
 
@@ -110,21 +101,21 @@ static int configure_metric(struct sql_query *q, struct cfg_node *m, const char 
     } else if (strcmp(type, "counter") == 0) {
         sm->fam.type = METRIC_COUNTER;
     } else {
-        cfg_error(e, node_of(m, "type"), "type: want gauge or counter, got \"%s\"", type);
+        cfg_error(e, cfg_at(m, "type"), "type: want gauge or counter, got \"%s\"", type);
         goto out;
     }
     sm->fam.name = sm->name;
     sm->fam.help = sm->help;
-    const struct cfg_node *name_node = node_of(m, "name");
+    const struct cfg_node *name_node = cfg_at(m, "name");
     sm->at = xasprintf("%s:%d:%d", name_node->file, name_node->line, name_node->col);
     char why[160];
     if (metric_family_validate(sm->fam.name, sm->fam.type, sm->fam.help, why, sizeof why)) {
-        cfg_error(e, node_of(m, "name"), "metric \"%s\": %s", sm->name, why);
+        cfg_error(e, cfg_at(m, "name"), "metric \"%s\": %s", sm->name, why);
         goto out;
     }
     for (size_t i = 0; i + 1 < q->nmetrics; i++) {
         if (strcmp(q->metrics[i].name, sm->name) == 0) {
-            cfg_error(e, node_of(m, "name"), "metric \"%s\": defined twice in query \"%s\"",
+            cfg_error(e, cfg_at(m, "name"), "metric \"%s\": defined twice in query \"%s\"",
                       sm->name, q->name);
             goto out;
         }
@@ -138,7 +129,7 @@ out:
 /* Label names come from column names: valid Prometheus names, not the base labels, once each. */
 static int check_labels(struct sql_query *q, struct cfg_node *item, struct err *e)
 {
-    struct cfg_node *at = node_of(item, "labels");
+    struct cfg_node *at = cfg_at(item, "labels");
     if (q->nlabels > MAX_QUERY_LABELS)
         return cfg_error(e, at, "labels: at most %d (with source and kind, %d labels a series)",
                          MAX_QUERY_LABELS, METRIC_MAX_LABELS);
@@ -188,7 +179,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     if (cfg_finish(item, where, e))
         goto fail;
     if (!q->name || !*q->name) {
-        cfg_error(e, q->name ? node_of(item, "name") : item,
+        cfg_error(e, q->name ? cfg_at(item, "name") : item,
                   q->name ? "name: want a non-empty string"
                           : "name: required in each entry of "
                             "queries");
@@ -197,7 +188,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     if (q->sql)
         trim_sql(q->sql);
     if (!q->sql || !*q->sql) {
-        cfg_error(e, q->sql ? node_of(item, "sql") : item, "sql: %s in query \"%s\"",
+        cfg_error(e, q->sql ? cfg_at(item, "sql") : item, "sql: %s in query \"%s\"",
                   q->sql ? "want a SELECT statement" : "required", q->name);
         goto fail;
     }

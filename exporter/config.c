@@ -811,3 +811,43 @@ int cfg_parse_duration(const char *s, double *seconds)
     *seconds = (double)total / 1e9;
     return 0;
 }
+
+struct cfg_node *cfg_at(struct cfg_node *map, const char *key)
+{
+    struct cfg_node *n = NULL;
+    struct err ignored;
+    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
+        return map;
+    return n ? n : map;
+}
+
+int cfg_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
+{
+    if (cfg_get_str(map, key, 0, out, e))
+        return -1;
+    if (*out && !**out)
+        return cfg_error(e, cfg_at(map, key), "%s: want a non-empty string", key);
+    return 0;
+}
+
+int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,
+                              struct err *e)
+{
+    if (cfg_get_duration(map, key, def, out, e))
+        return -1;
+    struct cfg_node *n = NULL;
+    if (cfg_get_node(map, key, CFG_SCALAR, &n, e))
+        return -1;
+    if (n && *out <= 0)
+        return cfg_error(e, n, "%s: want a duration above 0", key);
+    return 0;
+}
+
+int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where, struct err *e)
+{
+    struct cfg_node *n;
+    struct err ignored;
+    for (const char *const *k = keys; *k; k++)
+        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
+    return cfg_finish(map, where, e);
+}

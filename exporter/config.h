@@ -69,6 +69,21 @@ int cfg_get_bool(struct cfg_node *map, const char *key, int def, int *out, struc
 int cfg_get_strlist(struct cfg_node *map, const char *key, char ***out, size_t *n, struct err *e);
 void cfg_strv_free(char **v);
 
+/* The value node of key in map, or map itself when the key is absent: where a message about the
+ * key should point. */
+struct cfg_node *cfg_at(struct cfg_node *map, const char *key);
+/* cfg_get_str for an optional key whose value, when present, must not be empty:
+ *   FILE:L:C: KEY: want a non-empty string */
+int cfg_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e);
+/* cfg_get_duration for a key whose value, when present, must be above 0:
+ *   FILE:L:C: KEY: want a duration above 0 */
+int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,
+                              struct err *e);
+/* Marks every key of the NULL-terminated list as known, then runs cfg_finish: a misspelt key is
+ * reported, with the known keys, before the "missing" message it would otherwise cause. */
+int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where,
+                    struct err *e);
+
 /* Fails on the first key of map that no getter asked for:
  *   qrel.yml:9:5: unknown key "adress" in source "cache" (known keys: address, db, ...)
  * where is the phrase after "in". */

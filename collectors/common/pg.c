@@ -750,3 +750,8 @@ out:
     free(qtable);
     return rc;
 }
+
+void pg_interval_param(char *dst, size_t cap, double seconds)
+{
+    snprintf(dst, cap, "%.6f seconds", seconds);
+}

@@ -105,6 +105,9 @@ int pg_check_columns(struct pg_conn *c, const struct deadline *dl, const char *w
 /* Copies msg into dst (cap bytes) with any password or DSN of p masked as "***". */
 void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap);
 
+/* "300.000000 seconds": the text of an interval parameter ($n::interval) for seconds. */
+void pg_interval_param(char *dst, size_t cap, double seconds);
+
 /* Parses a float8 / int8 text value of a result cell; 0 on success, -1 when NULL or malformed. */
 int pg_cell_double(const PGresult *r, int row, int col, double *out);
 

@@ -207,9 +207,9 @@ END_TEST
 START_TEST(test_interval_param)
 {
     char buf[64];
-    interval_param(buf, sizeof buf, 0.25);
+    pg_interval_param(buf, sizeof buf, 0.25);
     ck_assert_str_eq(buf, "0.250000 seconds");
-    claim_interval_param(buf, sizeof buf, 5400);
+    pg_interval_param(buf, sizeof buf, 5400);
     ck_assert_str_eq(buf, "5400.000000 seconds");
 }
 END_TEST
