@@ -10,7 +10,7 @@ packages=(
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils
   # benchmark peer
-  prometheus-redis-exporter
+  prometheus-redis-exporter prometheus-sql-exporter
 )
 
 missing=()
