@@ -62,7 +62,8 @@ producer() {
   done
 }
 
-trap 'kill 0' EXIT
+# Stop the loops this script started (not 'kill 0': that would hit the caller's process group).
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
 producer &
 consumer worker-a &
 consumer worker-b &
