@@ -10,29 +10,7 @@
 #include <string.h>
 
 #include "../../collectors/pg_sql.c"
-
-static struct cfg_doc *doc;
-
-/* The first item of list (YAML text starting "- "), as postgres.c passes it to configure: the
- * list is put under a key on line 1, so its first item starts on line 2. */
-static struct cfg_node *item_of(const char *list)
-{
-    struct err e;
-    char *text = xasprintf("l:\n%s", list);
-    doc = cfg_parse_string("q.yml", text, strlen(text), &e);
-    free(text);
-    ck_assert_msg(doc != NULL, "%s", e.msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(doc), "l", CFG_SEQ, &seq, &e), 0);
-    ck_assert_uint_ge(seq->n, 1);
-    return seq->items[0];
-}
-
-static void teardown_doc(void)
-{
-    cfg_doc_free(doc);
-    doc = NULL;
-}
+#include "section_item.h"
 
 START_TEST(test_configure_full)
 {
