@@ -51,6 +51,8 @@ WARMUP=5
 RECONNECTS=5
 SQLE_INTERVAL=15
 SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib.sh
+. "$SRC_DIR/bench/lib.sh"
 QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
 SQLE_BIN=prometheus-sql-exporter
 PG_BIN=
@@ -150,37 +152,19 @@ as_pg() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-# free_port: a loopback TCP port nothing listens on now (the kernel's choice, then released).
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # psql as the superuser / as ROLE, over TCP like the exporters
 pq() { "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
 pq_as() { local role=$1; shift; "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U "$role" -d bench "$@"; }
 
 # ---- numbers ----
 
-median() {
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 minimum() { sort -g | head -1; }
 
-cpu_ticks() {
-  local stat rest
-  stat=$(<"/proc/$1/stat")
-  rest=${stat##*) }
-  read -ra f <<<"$rest"
-  echo $((f[11] + f[12]))
-}
-hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 # rss_split PID: "anon A MiB, file F MiB" now (file: mapped libraries and the binary)
 rss_split() {
   awk '$1 == "RssAnon:" { a = $2 } $1 == "RssFile:" { f = $2 } $1 == "RssShmem:" { s = $2 }
        END { printf "anonymous %.1f MiB, files (libraries, binary) %.1f MiB, shmem %.1f MiB", a / 1024, f / 1024, s / 1024 }' "/proc/$1/status"
 }
-
-fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") print "-"; else printf f, x }'; }
 
 TCK=$(getconf CLK_TCK)
 declare -A RES   # RES[N,row,metric]

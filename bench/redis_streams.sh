@@ -39,6 +39,8 @@ SCRAPES=15
 WARMUP=5
 SLOW_SCRAPES=7
 SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib.sh
+. "$SRC_DIR/bench/lib.sh"
 QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
 RE_BIN=prometheus-redis-exporter
 GOAL_N=10000
@@ -111,32 +113,9 @@ trap 'echo "redis_streams.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# free_port: a loopback TCP port nothing listens on now (the kernel's choice, then released).
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-    || shuf -i 20000-32000 -n 1
-}
-
 rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 
 # ---- numbers ----
-
-# median of the numbers on stdin, one a line
-median() {
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# cpu_ticks PID: utime + stime of the whole process (all threads), in clock ticks
-cpu_ticks() {
-  local stat rest
-  stat=$(<"/proc/$1/stat")
-  rest=${stat##*) }         # the command name may hold spaces and parentheses
-  read -ra f <<<"$rest"     # f[0] is field 3 (state): utime is field 14, stime 15
-  echo $((f[11] + f[12]))
-}
-
-# hwm_kib PID: peak resident set size (VmHWM) in KiB
-hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 
 # redis_cpu_s: Redis's own user+sys CPU seconds so far
 redis_cpu_s() {
@@ -162,8 +141,6 @@ redis_mix() {
     /^cmdstat_/ { name = substr($1, 9); if (name != "config|resetstat" && name != "info") print $3 / k, name }' |
     sort -rg | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, ($1 == int($1) ? $1 : sprintf("%.1f", $1)) } END { print "" }'
 }
-
-fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan") print "-"; else printf f, x }'; }
 
 TCK=$(getconf CLK_TCK)
 declare -A RES   # RES[N,exporter,metric]

@@ -1,0 +1,28 @@
+# bench/lib.sh: measurement helpers shared by the benchmarks (sourced, not run).
+# shellcheck shell=bash
+
+# median of the numbers on stdin, one a line ("nan" when there are none)
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# cpu_ticks PID: the process's user+system CPU so far, in clock ticks (/proc/PID/stat)
+cpu_ticks() {
+  local stat rest
+  stat=$(<"/proc/$1/stat")
+  rest=${stat##*) }         # the command name may hold spaces and parentheses
+  read -ra f <<<"$rest"     # f[0] is field 3 (state): utime is field 14, stime 15
+  echo $((f[11] + f[12]))
+}
+
+# hwm_kib PID: peak resident set size in KiB (VmHWM)
+hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+
+# free_port: a loopback TCP port nothing listens on now
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || shuf -i 20000-32000 -n 1
+}
+
+# fmt VALUE PRINTF-FORMAT: the value formatted, or "-" when it is empty, "nan" or "-"
+fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") print "-"; else printf f, x }'; }
