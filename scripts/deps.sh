@@ -6,9 +6,11 @@ set -euo pipefail
 packages=(
   # build
   cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
+  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
-  iproute2 procps strace openssl apache2-utils
+  iproute2 procps strace openssl apache2-utils bc python3 python3-pika
+  rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
 )
@@ -19,6 +21,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# Node.js and npm run the SQS emulator and the npm queue runners. The machines may carry Node from
+# another packager (which ships npm inside nodejs), so Debian's are installed only when npm is absent.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#packages[@]} packages present"
@@ -36,7 +44,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start their services where an init system runs; the tests start their own
 # servers on free ports, so stop any that came up to keep the machine quiet.
-for svc in redis-server postgresql prometheus prometheus-redis-exporter; do
+for svc in redis-server postgresql prometheus prometheus-redis-exporter rabbitmq-server nats-server; do
   if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
     "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
   fi
