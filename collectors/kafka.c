@@ -482,8 +482,12 @@ static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 {
     struct state *st = opaque;
     pthread_mutex_lock(&st->mu);
-    st->last_err = (rd_kafka_resp_err_t)code;
-    snprintf(st->last_errstr, sizeof st->last_errstr, "%s", reason);
+    /* A refused SASL handshake is followed by "all brokers are down": keep the cause. */
+    if (st->last_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
+        kafka_err_code(st->last_err, st->last_errstr) != ERR_AUTH) {
+        st->last_err = (rd_kafka_resp_err_t)code;
+        snprintf(st->last_errstr, sizeof st->last_errstr, "%s", reason);
+    }
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -578,8 +582,15 @@ static int timed_out(struct state *st, const char *what, struct err *e)
 {
     char last[400];
     rd_kafka_poll(st->rk, 0);
-    if (last_error(st, last, sizeof last) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        return err_set(e, ERR_TIMEOUT, "kafka: %s: timed out (last broker error: %s)", what, last);
+    rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+    if (lc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* Waited in vain because no broker could be reached or we were refused: that is the
+         * reason, not the wait. */
+        enum err_code ec = kafka_err_code(lc, last);
+        if (ec != ERR_CONNECT && ec != ERR_AUTH)
+            ec = ERR_TIMEOUT;
+        return err_set(e, ec, "kafka: %s: timed out (last broker error: %s)", what, last);
+    }
     return err_set(e, ERR_TIMEOUT, "kafka: %s: timed out", what);
 }
 
@@ -1059,7 +1070,10 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
         rd_kafka_topic_partition_list_add(l, topic, nd->partition)->offset = nd->offset;
         round[n++] = i;
     }
+    /* Partitions paused by an earlier round (or scrape) stay paused across assign(): resume. */
     rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    if (!err)
+        err = rd_kafka_resume_partitions(st->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (err)
         return call_error(st, "assign", err, NULL, e);
@@ -1223,6 +1237,12 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct scrape sc;
     memset(&sc, 0, sizeof sc);
     int rc = -1;
+    /* Stop waiting a little before the core does, so a timeout is reported with what was being
+     * waited for and the last broker error, not only as a late collection. */
+    struct deadline inner = *dl;
+    if (deadline_remaining_ms(dl) > 1000)
+        inner.at_ms -= 150;
+    dl = &inner;
     clear_error(st);
     if (!st->rk && open_handle(st, e))
         return -1;
