@@ -113,10 +113,11 @@ static void destroy(struct collector *c)
         free(sp->dlq_tmpl);
     }
     free(st->specs);
-    for (size_t i = 0; i < st->nprops; i++) {
-        if (i % 2 && is_secret_prop(st->props[i - 1]))
-            wipe_str(st->props[i]);
+    for (size_t i = 0; i + 1 < st->nprops; i += 2) {
+        if (is_secret_prop(st->props[i]))
+            wipe_str(st->props[i + 1]);
         free(st->props[i]);
+        free(st->props[i + 1]);
     }
     free(st->props);
     free(st->bootstrap);
@@ -663,6 +664,7 @@ static size_t topic_find(const struct scrape *sc, const char *name)
 static int read_metadata(struct state *st, const struct deadline *dl, struct scrape *sc,
                          struct err *e)
 {
+    int64_t t0 = deadline_now_ms();
     for (;;) {
         int ms = slice_ms(dl, 250);
         if (ms <= 0)
@@ -675,6 +677,12 @@ static int read_metadata(struct state *st, const struct deadline *dl, struct scr
         }
         if (fatal_pending(st, "Metadata", e))
             return -1;
+        /* librdkafka does not always say "all brokers are down" again (it suppresses repeated
+         * errors): a connect error and still no metadata after a second is the answer. */
+        char last[400];
+        rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+        if (lc && kafka_err_code(lc, last) == ERR_CONNECT && deadline_now_ms() - t0 >= 1000)
+            return err_set(e, ERR_CONNECT, "kafka: Metadata: %s", last);
         if (rc != RD_KAFKA_RESP_ERR__TIMED_OUT && rc != RD_KAFKA_RESP_ERR__TRANSPORT)
             return call_error(st, "Metadata", rc, NULL, e);
     }
