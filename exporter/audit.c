@@ -695,7 +695,8 @@ static void build_queues(struct audit_ctx *x)
                 q->worst = p->worst;
         }
     }
-    qsort(r->queues, r->nqueues, sizeof *r->queues, cmp_queue);
+    if (r->nqueues > 1)
+        qsort(r->queues, r->nqueues, sizeof *r->queues, cmp_queue);
 }
 
 /* ---- the run ---- */
@@ -738,7 +739,8 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
         if (recs.v[i].fam != F_UP)
             recs.v[keep++] = recs.v[i];
     recs.n = keep;
-    qsort(recs.v, recs.n, sizeof *recs.v, cmp_rec);
+    if (recs.n > 1) /* qsort wants a non-NULL array even for 0 items */
+        qsort(recs.v, recs.n, sizeof *recs.v, cmp_rec);
 
     struct audit_ctx x = {0};
     x.cfg = cfg;
@@ -759,7 +761,8 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
         }
         entry_take(en, rc);
     }
-    qsort(dlqs, x.ndlqs, sizeof *dlqs, cmp_dlq);
+    if (x.ndlqs > 1)
+        qsort(dlqs, x.ndlqs, sizeof *dlqs, cmp_dlq);
     x.dlqs = dlqs;
     /* A group's entry follows its queue's own entry (absent groups sort first). */
     struct entry *queue_level = NULL;
@@ -804,7 +807,8 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
     for (size_t i = 0; i < r->nfindings; i++)
         mark(&x, &r->findings[i]);
     build_queues(&x);
-    qsort(r->findings, r->nfindings, sizeof *r->findings, cmp_finding);
+    if (r->nfindings > 1)
+        qsort(r->findings, r->nfindings, sizeof *r->findings, cmp_finding);
 
     r->status = r->count[AUDIT_CRITICAL]  ? AUDIT_CRITICAL
                 : r->count[AUDIT_UNKNOWN] ? AUDIT_UNKNOWN
