@@ -336,9 +336,18 @@ struct audit_ctx {
     size_t ndlqs;
 };
 
-static void add_finding(struct audit_ctx *x, enum audit_rule rule, const struct entry *en,
-                        int with_group, double value, double limit, struct buf *msg)
+/* Marks an entry with a finding that concerns it (its row on the landing page). */
+static void mark(struct entry *en, enum audit_rule rule)
 {
+    en->rules |= 1u << rule;
+    if (status_rank(rules[rule].severity) > status_rank(en->worst))
+        en->worst = rules[rule].severity;
+}
+
+static void add_finding(struct audit_ctx *x, enum audit_rule rule, struct entry *en, int with_group,
+                        double value, double limit, struct buf *msg)
+{
+    mark(en, rule);
     struct audit_report *r = x->r;
     if (r->nfindings == x->findings_cap) {
         x->findings_cap = x->findings_cap ? x->findings_cap * 2 : 16;
@@ -368,7 +377,7 @@ static const char *plural(double n)
     return n == 1 ? "" : "s";
 }
 
-static void rule_dead_letters(struct audit_ctx *x, const struct entry *en)
+static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_DEAD] || !(en->v[F_DEAD] > 0))
         return;
@@ -410,7 +419,7 @@ static void margin_figures(struct buf *m, const struct entry *en, double *worst)
     buf_printf(m, "%smargin %.2f", m->len ? " → " : "", margin);
 }
 
-static void rule_margin(struct audit_ctx *x, const struct entry *en)
+static void rule_margin(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_MARGIN])
         return;
@@ -447,7 +456,7 @@ static void rule_margin(struct audit_ctx *x, const struct entry *en)
     add_finding(x, rule, en, 1, margin, rule == AUDIT_LEASE_MARGIN_BELOW_1 ? 1 : 2, &m);
 }
 
-static void rule_stale(struct audit_ctx *x, const struct entry *en)
+static void rule_stale(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_STALE] || !(en->v[F_STALE] > 0))
         return;
@@ -463,7 +472,7 @@ static void rule_stale(struct audit_ctx *x, const struct entry *en)
     add_finding(x, AUDIT_STALE_CLAIMS, en, 1, n, 0, &m);
 }
 
-static void rule_outbox(struct audit_ctx *x, const struct entry *en)
+static void rule_outbox(struct audit_ctx *x, struct entry *en)
 {
     double lag = x->cfg->outbox_lag;
     if (!en->has[F_OUTBOX_AGE] || !(en->v[F_OUTBOX_AGE] > lag))
@@ -480,7 +489,7 @@ static void rule_outbox(struct audit_ctx *x, const struct entry *en)
 
 /* The dedup window against the longest retry horizon on the same source and queue name: a
  * postgres source reports a consumer's dedup table and its claim table under different kinds. */
-static void rule_dedup(struct audit_ctx *x, const struct entry *en)
+static void rule_dedup(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_DEDUP_WINDOW])
         return;
@@ -552,7 +561,7 @@ static int is_dead_letter_queue(const struct audit_ctx *x, const char *source, c
 /* Over the entries [from, to) of one (source, kind, queue). */
 static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
 {
-    const struct entry *first = &x->entries[from];
+    struct entry *first = &x->entries[from];
     const char *hint = dead_letter_hint(first->kind);
     if (!hint || is_dead_letter_queue(x, first->source, first->queue))
         return;
@@ -571,6 +580,8 @@ static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
                "dropped, with nothing to alert on; %s",
                hint);
     add_finding(x, AUDIT_NO_DEAD_LETTER_QUEUE, first, 0, 0, 0, &m);
+    for (size_t i = from + 1; i < to; i++) /* the finding is about every group of the queue */
+        mark(&x->entries[i], AUDIT_NO_DEAD_LETTER_QUEUE);
 }
 
 /* A claim left by a crashed attempt defers every later delivery while it is younger than the
@@ -578,7 +589,7 @@ static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
  * first, so the last one finds the claim (k = M) aged (M - 1) x L, less the moment between
  * delivery and claim. It takes over only if that age exceeds W: the rule fires when
  * W >= (M - 1) x L. */
-static void rule_claim_window(struct audit_ctx *x, const struct entry *en)
+static void rule_claim_window(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_CLAIM_WINDOW] || !en->has[F_LEASE] || !en->has[F_MAX_DELIVERIES])
         return;
@@ -644,20 +655,6 @@ static int cmp_queue(const void *pa, const void *pb)
         (c = cmp_str(a->group, b->group)) || (c = cmp_str(a->kind, b->kind)))
         return c;
     return 0;
-}
-
-/* Marks the entries a finding concerns: its queue's entries, or its group's alone. */
-static void mark(struct audit_ctx *x, const struct audit_finding *f)
-{
-    for (size_t i = 0; i < x->nentries; i++) {
-        struct entry *en = &x->entries[i];
-        if (strcmp(en->source, f->source) || strcmp(en->kind, f->kind) ||
-            strcmp(en->queue, f->queue) || (f->group && cmp_str(en->group, f->group)))
-            continue;
-        en->rules |= 1u << f->rule;
-        if (status_rank(f->severity) > status_rank(en->worst))
-            en->worst = f->severity;
-    }
 }
 
 static void build_queues(struct audit_ctx *x)
@@ -779,7 +776,7 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
     }
 
     for (size_t i = 0; i < x.nentries; i++) {
-        const struct entry *en = &x.entries[i];
+        struct entry *en = &x.entries[i];
         if (!cfg->disabled[AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY])
             rule_dead_letters(&x, en);
         rule_margin(&x, en);
@@ -804,8 +801,6 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
         }
     }
 
-    for (size_t i = 0; i < r->nfindings; i++)
-        mark(&x, &r->findings[i]);
     build_queues(&x);
     if (r->nfindings > 1)
         qsort(r->findings, r->nfindings, sizeof *r->findings, cmp_finding);
