@@ -32,6 +32,7 @@ static const struct {
     {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE},
     {"qrel_dead_letter_classified_messages", METRIC_GAUGE},
     {"qrel_claims", METRIC_GAUGE},
+    {"qrel_claim_in_flight_window_seconds", METRIC_GAUGE},
     {"qrel_outbox_pending_messages", METRIC_GAUGE},
     {"qrel_outbox_oldest_pending_age_seconds", METRIC_GAUGE},
     {"qrel_dedup_window_seconds", METRIC_GAUGE},
