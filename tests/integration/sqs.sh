@@ -296,6 +296,12 @@ for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log" "$T/scrape.out" "$T/scr
     ok "no secret, token or wrong secret in $(basename "$f")"
   fi
 done
+stop_exporter
+if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T/exporter.log" "$T/scrape.err"; then
+  not_ok "a sanitizer report in the exporter's or qrel's output"
+else
+  ok "no sanitizer report in the exporter's or qrel's output"
+fi
 if grep -qF -e "$secret" -e "$wrong" "$T/stub.jsonl"; then
   not_ok "a secret key reached the server"
 else
