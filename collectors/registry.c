@@ -10,6 +10,9 @@ extern const struct collector_kind redis_stream_kind;
 #ifdef QREL_WITH_POSTGRES
 extern const struct collector_kind postgres_kind;
 #endif
+#ifdef QREL_WITH_KAFKA
+extern const struct collector_kind kafka_kind;
+#endif
 #ifdef QREL_WITH_HTTP
 extern const struct collector_kind sqs_kind;
 #endif
@@ -20,6 +23,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_POSTGRES
     &postgres_kind,
+#endif
+#ifdef QREL_WITH_KAFKA
+    &kafka_kind,
 #endif
 #ifdef QREL_WITH_HTTP
     &sqs_kind,
