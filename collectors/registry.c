@@ -13,6 +13,9 @@ extern const struct collector_kind postgres_kind;
 #ifdef QREL_WITH_KAFKA
 extern const struct collector_kind kafka_kind;
 #endif
+#ifdef QREL_WITH_HTTP
+extern const struct collector_kind sqs_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS
@@ -23,6 +26,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_KAFKA
     &kafka_kind,
+#endif
+#ifdef QREL_WITH_HTTP
+    &sqs_kind,
 #endif
     NULL,
 };

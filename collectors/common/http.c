@@ -310,8 +310,12 @@ int http_do(struct http_client *c, const struct http_request *req, const struct 
     }
     for (const char *const *hd = req->headers; hd && *hd; hd++)
         headers = curl_slist_append(headers, *hd);
-    /* curl adds "Expect: 100-continue" to larger POSTs, costing a round trip: never wanted */
-    headers = curl_slist_append(headers, "Expect:");
+    /* curl adds "Expect: 100-continue" to larger POSTs, costing a round trip: never wanted.
+     * Except with SigV4: curl 7.88 signs the empty "Expect:" that only removes the header, so
+     * the signature names a header that is never sent and AWS refuses it (SignatureDoesNotMatch).
+     * There the header stays, unsigned, as AWS's own SDKs send it. */
+    if (req->auth != HTTP_AUTH_SIGV4)
+        headers = curl_slist_append(headers, "Expect:");
     if (set_auth(c, req, &headers, e))
         goto out;
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
