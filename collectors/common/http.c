@@ -200,9 +200,11 @@ static int fail_curl(CURLcode rc, const char *what, const char *errbuf, const st
         return err_set(e, ERR_INTERNAL, "%s: %s", what, detail);
     case CURLE_OUT_OF_MEMORY:
         return err_set(e, ERR_INTERNAL, "%s: %s", what, detail);
-    case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
         return err_set(e, ERR_CONFIG, "%s: %s", what, detail);
+    case CURLE_UNSUPPORTED_PROTOCOL: /* URLs are checked at configure: here the server answered
+                                      * something that is not HTTP ("HTTP/0.9") */
+        return err_set(e, ERR_PROTOCOL, "%s: not an HTTP answer: %s", what, detail);
     case CURLE_BAD_CONTENT_ENCODING:
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_PARTIAL_FILE:
