@@ -12,6 +12,7 @@ extern const struct collector_kind postgres_kind;
 #endif
 #ifdef QREL_WITH_HTTP
 extern const struct collector_kind nats_kind;
+extern const struct collector_kind pubsub_kind;
 #endif
 
 static const struct collector_kind *const kinds[] = {
@@ -23,6 +24,7 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_HTTP
     &nats_kind,
+    &pubsub_kind,
 #endif
     NULL,
 };
