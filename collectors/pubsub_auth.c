@@ -204,16 +204,21 @@ int pubsub_auth_configure(struct cfg_node *map, struct pubsub_auth **out, struct
 {
     *out = NULL;
     char *key_text = NULL, *token_file = NULL;
-    if (secret_get(map, "credentials", 0, &key_text, e) ||
-        cfg_get_nonempty(map, "token_file", &token_file, e)) {
-        secret_free(key_text);
+    struct cfg_node *kf = NULL, *ke = NULL;
+    if (cfg_get_nonempty(map, "token_file", &token_file, e) ||
+        cfg_get_node(map, "credentials_file", CFG_SCALAR, &kf, e) ||
+        cfg_get_node(map, "credentials_env", CFG_SCALAR, &ke, e)) {
+        free(token_file);
         return -1;
     }
-    if (key_text && token_file) {
-        secret_free(key_text);
+    if (token_file && (kf || ke)) {
         free(token_file);
         return cfg_error(e, cfg_at(map, "token_file"),
                          "token_file: want either credentials_file or token_file, not both");
+    }
+    if (secret_get(map, "credentials", 0, &key_text, e)) {
+        free(token_file);
+        return -1;
     }
     if (!key_text && !token_file)
         return 0;
@@ -248,6 +253,10 @@ static int read_token_file(struct pubsub_auth *a, struct err *e)
         return err_set(e, ERR_AUTH, "token_file \"%s\": %s", a->token_file,
                        errno == EFBIG ? "larger than 16384 bytes" : strerror(errno));
     size_t n = strlen(t);
+    if (n != len) {
+        wipe_free(t);
+        return err_set(e, ERR_AUTH, "token_file \"%s\" contains a NUL byte", a->token_file);
+    }
     while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' '))
         t[--n] = '\0';
     /* A token is one line of printable characters; anything else would corrupt the header. */
