@@ -274,6 +274,7 @@ struct state {
     struct http_client *client;
     struct expiries *exp;
     size_t nexp;
+    const char *token; /* this scrape's bearer token (owned by auth), NULL for none */
 };
 
 static void destroy(struct collector *c)
@@ -370,9 +371,7 @@ static int api_get(struct state *st, const struct deadline *dl, const char *url,
                    int allow_missing, json_t **doc, struct err *e)
 {
     *doc = NULL;
-    const char *token = NULL;
-    if (pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &token, e))
-        return -1;
+    const char *token = st->token;
     struct http_request req = {.method = "GET",
                                .url = url,
                                .auth = token ? HTTP_AUTH_BEARER : HTTP_AUTH_NONE,
@@ -688,7 +687,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (!st->client)
         st->client = http_client_new(c->name, &st->http);
     struct scrape sc = {0};
-    int rc = read_subscriptions(st, dl, &sc, e);
+    /* One token per scrape: the token file is read once, a cached grant renewed when due. */
+    int rc = pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &st->token, e);
+    if (rc == 0)
+        rc = read_subscriptions(st, dl, &sc, e);
     if (rc == 0) {
         for (size_t i = 0; i < sc.nsubs; i++)
             pubsub_sub_series(&sc.subs[i], out);
