@@ -15,6 +15,8 @@ extern const struct collector_kind kafka_kind;
 #endif
 #ifdef QREL_WITH_HTTP
 extern const struct collector_kind sqs_kind;
+extern const struct collector_kind nats_kind;
+extern const struct collector_kind pubsub_kind;
 #endif
 
 static const struct collector_kind *const kinds[] = {
@@ -29,6 +31,8 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_HTTP
     &sqs_kind,
+    &nats_kind,
+    &pubsub_kind,
 #endif
     NULL,
 };

@@ -102,6 +102,9 @@ static const struct metric_family catalog[] = {
      "relay is stuck."},
     {"qrel_outbox_pending_messages", METRIC_GAUGE,
      "Rows of the outbox table queue that the relay has not published yet."},
+    {"qrel_queue_info", METRIC_GAUGE,
+     "Always 1; the labels state delivery settings of queue that are not numbers: "
+     "dead_letter_queue (empty when none), exactly_once and ordered (true or false)."},
     {"qrel_queue_messages", METRIC_GAUGE,
      "Messages in queue (per consumer group where the kind has groups) by state: ready, in_flight "
      "(delivered, not acknowledged) or delayed (scheduled or waiting to retry)."},
