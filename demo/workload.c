@@ -158,8 +158,8 @@ static void usage(FILE *f)
         "  --in-flight-window DUR      a younger open claim defers   [12s]\n"
         "  --poll DUR                  idle consumers look for expired leases this often [250ms]\n"
         "  --latency DUR               the provider's median, normally [24ms]\n"
-        "  --incident-at DUR           the provider turns slow this long after start [60s]\n"
-        "  --incident-for DUR          and stays slow this long      [90s]\n"
+        "  --incident-at DUR           the provider turns slow this long after start [30s]\n"
+        "  --incident-for DUR          and stays slow this long      [3m]\n"
         "  --incident-every DUR        repeat the incident this often (0: once) [0]\n"
         "  --incident-latency MIN-MAX  the provider's answer time while slow, uniform [6.5s-8s]\n"
         "  --control-key KEY           Redis key that overrides the schedule: \"incident\" or\n"
@@ -478,8 +478,8 @@ int main(int argc, char **argv)
                 .in_flight_window_ms = 12000,
                 .poll_ms = 250,
                 .latency_ms = 24,
-                .incident_at_ms = 60000,
-                .incident_for_ms = 90000,
+                .incident_at_ms = 30000,
+                .incident_for_ms = 180000,
                 .incident_min_ms = 6500,
                 .incident_max_ms = 8000,
                 .report_every_ms = 10000,
