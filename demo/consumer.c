@@ -1,12 +1,13 @@
 /* consumer.c: one consumer of the demo workload, the order-confirmation mailer.
  *
- * Each delivery is handled as the design notes describe claim-before-send for a third-party
- * effect: claim a row (order_id, claimed_at, sent_at NULL), call the provider, stamp sent_at
- * when it answers, acknowledge. A redelivery that finds the claim done acknowledges without
- * sending; one that finds a young open claim defers (the first attempt is presumably still
- * running); one that finds an old open claim takes it over and sends again. A delivery beyond
- * max-deliveries is dead-lettered before any of that. Each consumer owns its Redis and
- * PostgreSQL connections, so no locking is needed between them. */
+ * Each delivery is first recorded in the dedup table (a same-database effect, idempotent by its
+ * unique key; a repeat counts as a duplicate). The email, a third-party effect, is sent with
+ * claim-before-send as the design notes describe: claim a row (order_id, claimed_at, sent_at NULL),
+ * call the provider, stamp sent_at when it answers, acknowledge. A redelivery that finds the claim
+ * done acknowledges without sending; one that finds a young open claim defers (the first attempt is
+ * presumably still running); one that finds an old open claim takes it over and sends again. A
+ * delivery beyond max-deliveries is dead-lettered before any of that. Each consumer owns its Redis
+ * and PostgreSQL connections, so no locking is needed between them. */
 #include "workload.h"
 
 #include <hiredis/hiredis.h>
@@ -110,7 +111,12 @@ static bool connect_all(struct consumer *c)
         return false;
     }
     char *t = PQescapeIdentifier(c->pg, o->claim_table, strlen(o->claim_table));
-    bool ok = t != NULL;
+    char *dedup = PQescapeIdentifier(c->pg, o->dedup_table, strlen(o->dedup_table));
+    bool ok = t && dedup;
+    ok = ok && prepare(c, "handled",
+                       "INSERT INTO %s AS h (order_id) VALUES ($1) ON CONFLICT (order_id)"
+                       " DO UPDATE SET duplicate_count = h.duplicate_count + 1",
+                       dedup, 1);
     ok = ok &&
          prepare(c, "claim",
                  "INSERT INTO %s (order_id) VALUES ($1) ON CONFLICT (order_id) DO NOTHING", t, 1);
@@ -124,6 +130,7 @@ static bool connect_all(struct consumer *c)
          prepare(c, "stamp",
                  "UPDATE %s SET sent_at = now() WHERE order_id = $1 AND sent_at IS NULL", t, 1);
     PQfreemem(t);
+    PQfreemem(dedup);
     if (!ok)
         drop_connections(c);
     return ok;
@@ -354,15 +361,21 @@ static void handle(struct consumer *c, const struct delivery *d)
         dead_letter(c, d);
         return;
     }
+    /* The same-database effect (the order is marked as handled by the mailer) is idempotent by
+     * the dedup table's unique key; a repeated delivery is counted as a duplicate there. */
+    char order[32];
+    snprintf(order, sizeof order, "%ld", d->order);
+    const char *p1[] = {order};
+    PGresult *h = pg_run(c, "handled", 1, p1, PGRES_COMMAND_OK);
+    if (!h)
+        return;
+    PQclear(h);
     switch (claim(c, d->order)) {
     case CLAIM_SEND: {
         /* the provider: slow during the incident, but it always succeeds */
         if (!sleep_unless_stopped(c->w, provider_latency_ms(c)))
             return; /* stopped mid-call: the claim stays open, as after a crash */
         atomic_fetch_add(&s->emails, 1);
-        char id[32];
-        snprintf(id, sizeof id, "%ld", d->order);
-        const char *p1[] = {id};
         PGresult *r = pg_run(c, "stamp", 1, p1, PGRES_COMMAND_OK);
         if (!r)
             return;

@@ -130,10 +130,13 @@ static void usage(FILE *f)
         "usage: qrel_demo_workload [flags]\n"
         "\n"
         "A shop's order-confirmation mailer on a Redis stream, replaying the worked incident of\n"
-        "qrel's design notes. A producer adds orders; consumers in a consumer group read them,\n"
-        "take back entries idle longer than the lease (XAUTOCLAIM), dead-letter an entry once it\n"
-        "was delivered more than max-deliveries times, and send each order's email through a\n"
-        "simulated provider with claim-before-send in a PostgreSQL claim table:\n"
+        "qrel's design notes. An order service writes each order and an outbox row in one\n"
+        "PostgreSQL transaction (table orders and the outbox); a relay publishes the outbox to\n"
+        "the stream. Consumers in a consumer group read it, take back entries idle longer than\n"
+        "the lease (XAUTOCLAIM), dead-letter an entry once it was delivered more than\n"
+        "max-deliveries times, record each delivery in a dedup table (a repeated one counts as a\n"
+        "duplicate), and send each order's email through a simulated provider with\n"
+        "claim-before-send in a claim table:\n"
         "  no claim -> claim it, call the provider, stamp sent_at, acknowledge;\n"
         "  a claim that is done -> acknowledge, nothing to send;\n"
         "  an open claim younger than the in-flight window -> defer (leave it to a redelivery);\n"
@@ -151,6 +154,8 @@ static void usage(FILE *f)
         "  --dead-letter-stream NAME   where given-up entries go     [orders.dlq]\n"
         "  --claim-table NAME          the claim table (created when missing) "
         "[confirmation_claims]\n"
+        "  --dedup-table NAME          the dedup table of handled deliveries [handled_orders]\n"
+        "  --outbox-table NAME         the order service's outbox   [outbox]\n"
         "  --consumers N               consumer threads              [8]\n"
         "  --rate R                    orders per second             [0.5]\n"
         "  --lease DUR                 XAUTOCLAIM min-idle           [3s]\n"
@@ -238,6 +243,10 @@ static int parse_flags(int argc, char **argv, struct workload_opts *o)
             o->dead_letter_stream = value;
         } else if (strcmp(name, "--claim-table") == 0) {
             o->claim_table = value;
+        } else if (strcmp(name, "--dedup-table") == 0) {
+            o->dedup_table = value;
+        } else if (strcmp(name, "--outbox-table") == 0) {
+            o->outbox_table = value;
         } else if (strcmp(name, "--control-key") == 0) {
             o->control_key = value;
         } else if (strcmp(name, "--consumers") == 0) {
@@ -339,14 +348,15 @@ static void announce_phase(struct workload *w, bool incident, const char *why)
 static void report(struct workload *w)
 {
     struct workload_stats *s = &w->s;
-    say("status phase=%s orders=%ld deliveries=%ld redeliveries=%ld emails=%ld deferred=%ld "
+    say("status phase=%s orders=%ld published=%ld deliveries=%ld redeliveries=%ld emails=%ld "
+        "deferred=%ld "
         "taken_over=%ld already_done=%ld dead_lettered=%ld acks=%ld late_acks_refused=%ld "
         "errors=%ld",
         atomic_load(&w->incident) ? "incident" : "normal", atomic_load(&s->orders),
-        atomic_load(&s->deliveries), atomic_load(&s->redeliveries), atomic_load(&s->emails),
-        atomic_load(&s->deferred), atomic_load(&s->taken_over), atomic_load(&s->already_done),
-        atomic_load(&s->dead_lettered), atomic_load(&s->acks), atomic_load(&s->late_acks_refused),
-        atomic_load(&s->errors));
+        atomic_load(&s->published), atomic_load(&s->deliveries), atomic_load(&s->redeliveries),
+        atomic_load(&s->emails), atomic_load(&s->deferred), atomic_load(&s->taken_over),
+        atomic_load(&s->already_done), atomic_load(&s->dead_lettered), atomic_load(&s->acks),
+        atomic_load(&s->late_acks_refused), atomic_load(&s->errors));
 }
 
 /* ---- setup ---- */
@@ -380,37 +390,93 @@ static bool setup_redis(redisContext *c, const struct workload_opts *o)
     return ok;
 }
 
-/* The claim table of docs/kinds/postgres.md, with the index qrel's query wants. */
-static bool setup_postgres(const struct workload_opts *o)
+/* Runs SQL (several statements may be given); says what failed. */
+static bool pg_exec(PGconn *pg, const char *what, const char *sql)
 {
-    PGconn *pg = PQconnectdb(o->pg_conninfo);
-    if (PQstatus(pg) != CONNECTION_OK) {
-        fprintf(stderr, "qrel_demo_workload: postgres: %s", PQerrorMessage(pg));
-        PQfinish(pg);
-        return false;
-    }
-    char *table = PQescapeIdentifier(pg, o->claim_table, strlen(o->claim_table));
-    char *index = PQescapeIdentifier(pg, "claims_done", strlen("claims_done"));
-    bool ok = table && index;
-    if (ok) {
-        char sql[1024];
-        snprintf(sql, sizeof sql,
-                 "SET client_min_messages = warning;"
-                 "CREATE TABLE IF NOT EXISTS %s (order_id bigint PRIMARY KEY,"
-                 " claimed_at timestamptz NOT NULL DEFAULT now(), sent_at timestamptz);"
-                 "CREATE INDEX IF NOT EXISTS %s ON %s (sent_at, claimed_at)",
-                 table, index, table);
-        PGresult *res = PQexec(pg, sql);
-        ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-        if (!ok)
-            fprintf(stderr, "qrel_demo_workload: creating the claim table %s: %s", o->claim_table,
-                    PQerrorMessage(pg));
-        PQclear(res);
-    }
-    PQfreemem(table);
-    PQfreemem(index);
-    PQfinish(pg);
+    PGresult *res = PQexec(pg, sql);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "qrel_demo_workload: %s: %s", what, PQerrorMessage(pg));
+    PQclear(res);
     return ok;
+}
+
+/* The application's tables, as docs/kinds/postgres.md describes them, with the indexes qrel's
+ * queries want: the orders and their outbox (written in one transaction), the dedup table of
+ * handled deliveries and the claim table of sent emails. */
+static bool setup_postgres(PGconn *pg, const struct workload_opts *o)
+{
+    char *claims = PQescapeIdentifier(pg, o->claim_table, strlen(o->claim_table));
+    char *dedup = PQescapeIdentifier(pg, o->dedup_table, strlen(o->dedup_table));
+    char *outbox = PQescapeIdentifier(pg, o->outbox_table, strlen(o->outbox_table));
+    bool ok = claims && dedup && outbox;
+    if (ok) {
+        char sql[2048];
+        snprintf(
+            sql, sizeof sql,
+            "SET client_min_messages = warning;"
+            "CREATE TABLE IF NOT EXISTS orders (order_id bigserial PRIMARY KEY,"
+            " created_at timestamptz NOT NULL DEFAULT now());"
+            "CREATE TABLE IF NOT EXISTS %s (id bigserial PRIMARY KEY, order_id bigint NOT NULL,"
+            " created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);"
+            "CREATE INDEX IF NOT EXISTS outbox_pending ON %s (created_at)"
+            " WHERE published_at IS NULL;"
+            "CREATE TABLE IF NOT EXISTS %s (order_id bigint PRIMARY KEY,"
+            " handled_at timestamptz NOT NULL DEFAULT now(),"
+            " duplicate_count integer NOT NULL DEFAULT 0);"
+            "CREATE INDEX IF NOT EXISTS handled_at ON %s (handled_at);"
+            "CREATE TABLE IF NOT EXISTS %s (order_id bigint PRIMARY KEY,"
+            " claimed_at timestamptz NOT NULL DEFAULT now(), sent_at timestamptz);"
+            "CREATE INDEX IF NOT EXISTS claims_done ON %s (sent_at, claimed_at)",
+            outbox, outbox, dedup, dedup, claims, claims);
+        ok = pg_exec(pg, "creating the tables", sql);
+    }
+    if (ok) {
+        char sql[512];
+        /* one statement, so one transaction: the order and its event exist together or not */
+        snprintf(sql, sizeof sql,
+                 "WITH o AS (INSERT INTO orders DEFAULT VALUES RETURNING order_id)"
+                 " INSERT INTO %s (order_id) SELECT order_id FROM o",
+                 outbox);
+        PGresult *r = PQprepare(pg, "new_order", sql, 0, NULL);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        snprintf(sql, sizeof sql,
+                 "SELECT id, order_id FROM %s WHERE published_at IS NULL ORDER BY id LIMIT 100",
+                 outbox);
+        r = PQprepare(pg, "unpublished", sql, 0, NULL);
+        ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        snprintf(sql, sizeof sql, "UPDATE %s SET published_at = now() WHERE id = $1", outbox);
+        r = PQprepare(pg, "published", sql, 1, NULL);
+        ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok)
+            fprintf(stderr, "qrel_demo_workload: preparing the order service: %s",
+                    PQerrorMessage(pg));
+    }
+    PQfreemem(claims);
+    PQfreemem(dedup);
+    PQfreemem(outbox);
+    return ok;
+}
+
+/* The main thread's connections (order service, outbox relay, control key), tables set up.
+ * On failure both are NULL. */
+static bool connect_main(const struct workload_opts *o, redisContext **redis, PGconn **pg)
+{
+    *redis = redis_connect(o);
+    *pg = *redis ? PQconnectdb(o->pg_conninfo) : NULL;
+    if (*pg && PQstatus(*pg) != CONNECTION_OK)
+        fprintf(stderr, "qrel_demo_workload: postgres: %s", PQerrorMessage(*pg));
+    if (*pg && PQstatus(*pg) == CONNECTION_OK && setup_redis(*redis, o) && setup_postgres(*pg, o))
+        return true;
+    if (*redis)
+        redisFree(*redis);
+    PQfinish(*pg); /* NULL is fine */
+    *redis = NULL;
+    *pg = NULL;
+    return false;
 }
 
 /* ---- main ---- */
@@ -435,26 +501,52 @@ static int control_phase(redisContext *c, const char *key)
     return phase;
 }
 
-static bool produce(struct workload *w, redisContext *c, long *order)
+/* The order service: an order and its outbox row, in one transaction. */
+static bool produce(struct workload *w, PGconn *pg)
 {
-    char key[256], email[64], num[32];
-    snprintf(key, sizeof key, "%s:last-order", w->o.stream);
-    redisReply *r = redisCommand(c, "INCR %s", key);
-    if (!r || r->type != REDIS_REPLY_INTEGER) {
-        if (r)
-            freeReplyObject(r);
-        return false;
-    }
-    *order = (long)r->integer;
-    freeReplyObject(r);
-    snprintf(num, sizeof num, "%ld", *order);
-    snprintf(email, sizeof email, "customer%ld@example.com", *order);
-    r = redisCommand(c, "XADD %s * order %s email %s", w->o.stream, num, email);
-    bool ok = r && r->type == REDIS_REPLY_STRING;
-    if (r)
-        freeReplyObject(r);
+    PGresult *r = PQexecPrepared(pg, "new_order", 0, NULL, NULL, NULL, 0);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (ok)
         atomic_fetch_add(&w->s.orders, 1);
+    else
+        say("order service: postgres: %s", PQerrorMessage(pg));
+    PQclear(r);
+    return ok;
+}
+
+/* The outbox relay: publishes unpublished rows to the stream, then marks them published (a
+ * crash in between publishes again: at least once, which the consumers are built for). */
+static bool relay(struct workload *w, PGconn *pg, redisContext *c)
+{
+    PGresult *rows = PQexecPrepared(pg, "unpublished", 0, NULL, NULL, NULL, 0);
+    if (PQresultStatus(rows) != PGRES_TUPLES_OK) {
+        say("outbox relay: postgres: %s", PQerrorMessage(pg));
+        PQclear(rows);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < PQntuples(rows); i++) {
+        const char *id = PQgetvalue(rows, i, 0), *order = PQgetvalue(rows, i, 1);
+        char email[64];
+        snprintf(email, sizeof email, "customer%s@example.com", order);
+        redisReply *x = redisCommand(c, "XADD %s * order %s email %s", w->o.stream, order, email);
+        ok = x && x->type == REDIS_REPLY_STRING;
+        if (!ok)
+            say("outbox relay: redis: %s", x ? x->str : c->errstr);
+        if (x)
+            freeReplyObject(x);
+        if (!ok)
+            break;
+        const char *params[] = {id};
+        PGresult *u = PQexecPrepared(pg, "published", 1, params, NULL, NULL, 0);
+        ok = PQresultStatus(u) == PGRES_COMMAND_OK;
+        if (!ok)
+            say("outbox relay: postgres: %s", PQerrorMessage(pg));
+        PQclear(u);
+        if (ok)
+            atomic_fetch_add(&w->s.published, 1);
+    }
+    PQclear(rows);
     return ok;
 }
 
@@ -470,6 +562,8 @@ int main(int argc, char **argv)
                 .group = "mailer",
                 .dead_letter_stream = "orders.dlq",
                 .claim_table = "confirmation_claims",
+                .dedup_table = "handled_orders",
+                .outbox_table = "outbox",
                 .control_key = "qrel-demo:phase",
                 .consumers = 8,
                 .rate = 0.5,
@@ -491,13 +585,10 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : rc;
 
-    redisContext *redis = redis_connect(&w.o);
-    if (!redis)
+    redisContext *redis = NULL;
+    PGconn *pg = NULL;
+    if (!connect_main(&w.o, &redis, &pg))
         return 1;
-    if (!setup_redis(redis, &w.o) || !setup_postgres(&w.o)) {
-        redisFree(redis);
-        return 1;
-    }
 
     /* Signals go to this thread only: the consumers start with them blocked. */
     stop_flag = &w.stop;
@@ -540,7 +631,7 @@ int main(int argc, char **argv)
 
     const int64_t produce_every = (int64_t)llround(1000.0 / w.o.rate);
     int64_t next_order = now_ms(), next_report = now_ms() + w.o.report_every_ms;
-    int64_t next_control = 0;
+    int64_t next_control = 0, next_relay = 0;
     int control = -1;
     while (!atomic_load(&w.stop)) {
         int64_t now = now_ms(), t = now - started_ms;
@@ -555,23 +646,30 @@ int main(int argc, char **argv)
             atomic_store(&w.incident, incident);
             announce_phase(&w, incident, control >= 0 ? w.o.control_key : "schedule");
         }
-        if (now >= next_order) {
-            long order;
-            if (!produce(&w, redis, &order)) {
+        if (now >= next_order || now >= next_relay) {
+            bool ok = true;
+            if (now >= next_order) {
+                ok = produce(&w, pg);
+                next_order += produce_every;
+                if (next_order < now - 1000) /* fell behind (a stall): don't burst to catch up */
+                    next_order = now;
+            }
+            ok = ok && relay(&w, pg, redis);
+            next_relay = now + 1000; /* and right after each order */
+            if (!ok) {
                 atomic_fetch_add(&w.s.errors, 1);
-                say("producer: redis: %s", redis->err ? redis->errstr : "XADD failed");
-                if (redis->err) { /* the connection is gone: make a new one */
+                /* a lost connection: make new ones (and prepare the statements again) */
+                if (redis->err || PQstatus(pg) != CONNECTION_OK) {
                     redisFree(redis);
+                    PQfinish(pg);
                     redis = NULL;
-                    while (!redis && sleep_unless_stopped(&w, 1000))
-                        redis = redis_connect(&w.o);
+                    pg = NULL;
+                    while (sleep_unless_stopped(&w, 1000) && !connect_main(&w.o, &redis, &pg))
+                        ;
                     if (!redis)
                         break;
                 }
             }
-            next_order += produce_every;
-            if (next_order < now - 1000) /* fell behind (a stall): don't burst to catch up */
-                next_order = now;
         }
         if (w.o.report_every_ms > 0 && now >= next_report) {
             report(&w);
@@ -586,6 +684,8 @@ int main(int argc, char **argv)
     free(args);
     if (redis)
         redisFree(redis);
+    if (pg)
+        PQfinish(pg);
     say("stopped");
     report(&w);
     return rc;

@@ -1,10 +1,11 @@
 /* workload.h: what the demo workload's threads share.
  *
- * qrel_demo_workload replays the worked incident of the design notes on real servers: a
- * producer adds orders to a Redis stream; consumers read them through a consumer group, take
- * back entries whose lease (the XAUTOCLAIM min-idle) expired, dead-letter those delivered too
- * often, and send each order's confirmation email through a simulated provider with
- * claim-before-send in a PostgreSQL claim table. The provider's latency turns slow for a while,
+ * qrel_demo_workload replays the worked incident of the design notes on real servers: an order
+ * service writes each order with an outbox row in one PostgreSQL transaction; a relay publishes
+ * the outbox to a Redis stream; consumers read it through a consumer group, take back entries
+ * whose lease (the XAUTOCLAIM min-idle) expired, dead-letter those delivered too often, record
+ * each delivery in a dedup table, and send each order's confirmation email through a simulated
+ * provider with claim-before-send in a claim table. The provider's latency turns slow for a while,
  * and what qrel exists to show follows: leases expire under running handlers, entries are
  * redelivered, and the dead-letter stream fills with orders whose email was sent. */
 #ifndef QREL_DEMO_WORKLOAD_H
@@ -18,7 +19,8 @@ struct workload_opts {
     char redis_host[256];
     int redis_port;
     const char *pg_conninfo;
-    const char *stream, *group, *dead_letter_stream, *claim_table, *control_key;
+    const char *stream, *group, *dead_letter_stream, *control_key;
+    const char *claim_table, *dedup_table, *outbox_table;
     int consumers;
     double rate;                 /* orders per second */
     int64_t lease_ms;            /* the XAUTOCLAIM min-idle */
@@ -34,8 +36,8 @@ struct workload_opts {
 
 /* What everybody counts; printed in the status lines and at exit. */
 struct workload_stats {
-    atomic_long orders, deliveries, redeliveries, emails, deferred, taken_over, already_done,
-        dead_lettered, acks, late_acks_refused, errors;
+    atomic_long orders, published, deliveries, redeliveries, emails, deferred, taken_over,
+        already_done, dead_lettered, acks, late_acks_refused, errors;
 };
 
 struct workload {

@@ -8,7 +8,8 @@
 #             firing within a bounded wait, the DLQ fills with orders whose email was sent, the
 #             margin falls below 1, entries are redelivered;
 #   dashboards: every panel query of dashboards/*.json, with the template variables set to the
-#             scenario's source and queue, returns data from this Prometheus.
+#             scenario's source and queue, returns data from this Prometheus (except panels made
+#             only of series no kind of this scenario exports: those must parse).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -22,31 +23,7 @@ for need in "$WORKLOAD" "$QREL_SOURCE_DIR/alerts/qrel-alerts.yml"; do
   fi
 done
 
-start_redis RP
-start_postgres PGP
-CONTROL=qrel-demo:phase
-redis-cli -p "$RP" SET "$CONTROL" normal >/dev/null # the test, not the schedule, says when
-# Twice the demo's rate, so the DLQ fills within seconds of the incident; enough consumers that
-# the slow provider does not also leave orders undelivered.
-"$WORKLOAD" --redis "127.0.0.1:$RP" --postgres "host=127.0.0.1 port=$PGP user=postgres dbname=postgres" \
-  --rate 1 --consumers 12 --incident-for 0 --control-key "$CONTROL" --report-every 5s \
-  > "$T/workload.log" 2>&1 &
-WORKLOAD_PID=$!
-PIDS+=("$WORKLOAD_PID")
-
-sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
-start_exporter "$T/qrel.yml"
-
-PP=$(free_port)
-mkdir -p "$T/prom"
-sed "s/\${EXPORTER_ADDRESS}/$ADDR/" "$QREL_SOURCE_DIR/demo/prometheus.yml" > "$T/prom/prometheus.yml"
-ln -s "$QREL_SOURCE_DIR/alerts" "$T/prom/alerts"
-prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
-  --web.listen-address="127.0.0.1:$PP" > "$T/prometheus.log" 2>&1 &
-PIDS+=($!)
-API=http://127.0.0.1:$PP/api/v1
-
-# query EXPR: the first sample's value (empty when none); qcount EXPR: how many series.
+# query EXPR: the first sample's value (empty when none).
 query() { curl -fsS "$API/query" --data-urlencode "query=$1" | jq -r '.data.result[0].value[1] // empty'; }
 # alert_state NAME: the most advanced state of an alert in /api/v1/alerts (firing > pending),
 # "inactive" when it has no active instance.
@@ -68,6 +45,35 @@ wait_for() {
 }
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 > b + 0) }'; }
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
+
+start_redis RP
+start_postgres PGP
+CONTROL=qrel-demo:phase
+redis-cli -p "$RP" SET "$CONTROL" normal >/dev/null # the test, not the schedule, says when
+# Twice the demo's rate, so the DLQ fills within seconds of the incident; enough consumers that
+# the slow provider does not also leave orders undelivered.
+"$WORKLOAD" --redis "127.0.0.1:$RP" --postgres "host=127.0.0.1 port=$PGP user=postgres dbname=postgres" \
+  --rate 1 --consumers 12 --incident-for 0 --control-key "$CONTROL" --report-every 5s \
+  > "$T/workload.log" 2>&1 &
+WORKLOAD_PID=$!
+PIDS+=("$WORKLOAD_PID")
+
+sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
+started() { grep -q 'phase=normal' "$T/workload.log"; }
+expect_cmd "the workload starts (and creates its tables)" wait_for 10 started
+# The bundled config matches the tables the workload made: every table and column exists.
+expect_cmd "demo/qrel-demo.yml passes --config.check against the live servers" \
+  "$EXPORTER" --config.file="$T/qrel.yml" --config.check
+start_exporter "$T/qrel.yml"
+
+PP=$(free_port)
+mkdir -p "$T/prom"
+sed "s/\${EXPORTER_ADDRESS}/$ADDR/" "$QREL_SOURCE_DIR/demo/prometheus.yml" > "$T/prom/prometheus.yml"
+ln -s "$QREL_SOURCE_DIR/alerts" "$T/prom/alerts"
+prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
+  --web.listen-address="127.0.0.1:$PP" > "$T/prometheus.log" 2>&1 &
+PIDS+=($!)
+API=http://127.0.0.1:$PP/api/v1
 
 # ---- quiet ----
 # The first scrape comes 5-6 s after Prometheus starts; the claim table's margin appears once
@@ -121,6 +127,8 @@ p99=$(query 'qrel_handler_duration_seconds{source="shop-db",queue="orders",quant
 expect_between "handler p99 during the incident (s)" "$p99" 3 8.5
 r=$(query 'max_over_time(qrel_messages_redelivered{source="shop-redis",queue="orders",group="mailer"}[1m])')
 if gt "$r" 0; then ok "entries redelivered during the incident (max $r pending)"; else not_ok "qrel_messages_redelivered during the incident: got '$r', want > 0"; fi
+d=$(query 'qrel_dedup_duplicates_total{source="shop-db",queue="orders"}')
+if gt "$d" 0; then ok "the dedup table counted $d duplicate deliveries"; else not_ok "qrel_dedup_duplicates_total during the incident: got '$d', want > 0"; fi
 # What the DLQ holds is work that was done: every dead-lettered order's email was sent.
 orders=$(redis-cli -p "$RP" XRANGE orders.dlq - + | awk 'prev == "order" { print } { prev = $0 }' | paste -sd, -)
 if [ -n "$orders" ]; then
@@ -131,14 +139,13 @@ else
 fi
 
 # ---- dashboards ----
-# Every panel query, with Grafana's variables set: $source and $queue to the scenario's
-# (a panel passes when it returns data for either source: claim-table panels come from shop-db,
-# broker panels from shop-redis), interval variables to fixed values.
+# Every panel query, with Grafana's variables set: $source and $queue to the scenario's (a panel
+# passes when it returns data for either source: claim-table panels come from shop-db, broker
+# panels from shop-redis), $job to qrel, the interval variables to fixed values.
 subst() { # subst EXPR SOURCE QUEUE
-  local e=$1 v
-  for v in source queue; do
-    local val=$2
-    [ "$v" = queue ] && val=$3
+  local e=$1 v val
+  for v in source queue job; do
+    case $v in source) val=$2 ;; queue) val=$3 ;; job) val=qrel ;; esac
     e=${e//"\${$v:regex}"/$val}
     e=${e//"\${$v:pipe}"/$val}
     e=${e//"\${$v}"/$val}
@@ -155,34 +162,51 @@ subst() { # subst EXPR SOURCE QUEUE
   e=${e//"\$__range"/5m}
   printf '%s' "$e"
 }
-nonempty() { curl -fsS "$API/query" --data-urlencode "query=$1" | jq -e '.status == "success" and (.data.result | length > 0)' >/dev/null 2>&1; }
+# Series that no kind of this scenario (redis_stream, postgres) exports: cumulative redelivery
+# and lease-expiry counters come from brokers that keep them (RabbitMQ, beanstalkd, Pub/Sub), and
+# the dead-letter classification is not built yet. A panel made only of these may return nothing
+# here; its query must still be accepted by Prometheus.
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_dead_letter_classified_messages "
+only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
+  local m any=1
+  for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do
+    [[ $not_in_scenario == *" $m "* ]] || return 1
+    any=0
+  done
+  return $any
+}
+has_data() { curl -fsS "$API/query" --data-urlencode "query=$1" | jq -e '.status == "success" and (.data.result | length > 0)' >/dev/null 2>&1; }
+accepted() { curl -fsS "$API/query" --data-urlencode "query=$1" | jq -e '.status == "success"' >/dev/null 2>&1; }
 dashboards=("$QREL_SOURCE_DIR"/dashboards/*.json)
 if [ ! -e "${dashboards[0]}" ]; then
   not_ok "no dashboards/*.json to evaluate"
 else
-  panels=0
+  panels=0 na=0
   for d in "${dashboards[@]}"; do
     while IFS= read -r expr; do
       [ -n "$expr" ] || continue
       panels=$((panels + 1))
-      pass=""
+      pass="" e=""
+      # A query ending in a filter (`... > 0`) shows series only while the condition holds
+      # (collector errors in a healthy scenario): it must be accepted as it is, and return data
+      # without the filter.
+      unfiltered=$(sed -E 's/[[:space:]]*(>|<|>=|<=|==|!=)[[:space:]]*[0-9.]+$//' <<<"$expr")
       for src in shop-redis shop-db; do
-        e=$(subst "$expr" "$src" orders)
-        if [[ $e == *'$'* ]]; then
-          not_ok "$(basename "$d"): unknown template variable in: $e"
-          pass=skip
-          break
-        fi
-        if nonempty "$e"; then pass=$src; break; fi
+        e=$(subst "$unfiltered" "$src" orders)
+        if [[ $e == *'$'* ]]; then pass=unknown; break; fi
+        if has_data "$e" && accepted "$(subst "$expr" "$src" orders)"; then pass=$src; break; fi
       done
+      [ "$unfiltered" = "$expr" ] || { [ -z "$pass" ] || [ "$pass" = unknown ] || pass="$pass, without its filter"; }
+      if [ -z "$pass" ] && only_not_in_scenario "$expr" && accepted "$e"; then pass=n/a; fi
       case $pass in
-        skip) ;;
-        "") not_ok "$(basename "$d"): no data for: $expr" ;;
+        unknown) not_ok "$(basename "$d"): unknown template variable in: $e" ;;
+        "") not_ok "$(basename "$d"): no data for: $e" ;;
+        n/a) na=$((na + 1)); ok "$(basename "$d") (accepted; no such series in this scenario): $expr" ;;
         *) ok "$(basename "$d") ($pass): $expr" ;;
       esac
     done < <(jq -r '.. | objects | select(has("targets")) | .targets[]? | .expr // empty' "$d")
   done
-  if [ "$panels" -gt 0 ]; then ok "$panels panel queries evaluated"; else not_ok "no panel query found in dashboards/*.json"; fi
+  if [ "$panels" -gt 0 ]; then ok "$panels panel queries evaluated, $((panels - na)) with data"; else not_ok "no panel query found in dashboards/*.json"; fi
 fi
 
 # The workload stops cleanly (its servers are still up), and claim-before-send held: every email
