@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's first command: the worked incident of the design notes, replayed on real servers.
 # Installs what is missing, builds qrel and the demo workload, and starts in a temp dir, on free
-# loopback ports: redis-server and PostgreSQL, the workload (an order mailer on a Redis stream
-# with claim-before-send in a PostgreSQL claim table, whose email provider turns slow 30 s after
-# start for 3 minutes), qrel_exporter with demo/qrel-demo.yml, and Prometheus with qrel's alert
+# loopback ports: redis-server and PostgreSQL, the workload (orders through an outbox to a Redis
+# stream, a mailer with a dedup table and claim-before-send in PostgreSQL, whose email provider
+# turns slow 30 s after start for 3 minutes), qrel_exporter with demo/qrel-demo.yml, and Prometheus with qrel's alert
 # rules. Prints the URLs and the workload's phases as they happen; Ctrl-C stops everything it
 # started and removes the temp dir.
 # QREL_DEMO_PORT and QREL_DEMO_PROMETHEUS_PORT fix the two HTTP ports (default: free ones);
@@ -117,11 +117,12 @@ graph() { # graph EXPR: a Prometheus graph link of the last 15 minutes
 }
 cat <<TXT
 
-The incident demo is running: a shop's order mailer on the Redis stream "orders" (group
-"mailer"), a 3 s lease (XAUTOCLAIM min-idle), 3 deliveries, then the dead-letter stream
-"orders.dlq"; each email is sent with claim-before-send in the PostgreSQL table
-confirmation_claims. The email provider answers in about 24 ms; 30 s after start it turns slow
-for 3 minutes, answering in 6.5-8 s (and still succeeding)${*:+ - or as your flags say: $*}.
+The incident demo is running: a shop's orders go through an outbox in PostgreSQL to the Redis
+stream "orders"; the mailer (group "mailer") holds each entry on a 3 s lease (XAUTOCLAIM
+min-idle), dead-letters it to "orders.dlq" after 3 deliveries, records each delivery in the
+dedup table handled_orders, and sends the email with claim-before-send in confirmation_claims.
+The email provider answers in about 24 ms; 30 s after start it turns slow for 3 minutes,
+answering in 6.5-8 s (and still succeeding)${*:+ - or as your flags say: $*}.
 Leases expire under running handlers, orders are redelivered, and the DLQ fills with orders
 whose email was sent, once each.
 
