@@ -15,7 +15,7 @@ for p in python3 /usr/bin/python3; do
 done
 [ -n "$PY" ] || { echo "python3 with yaml missing (Debian package python3-yaml)" >&2; exit 1; }
 
-rule_files=("$alerts"/*.yml)
+rule_files=("$alerts"/*.yml "$alerts"/examples/*.yml)
 test_files=("$alerts"/tests/*.yml)
 expect_cmd "rule files found (${#rule_files[@]})" test "${#rule_files[@]}" -ge 2
 expect_cmd "test files found (${#test_files[@]})" test "${#test_files[@]}" -ge 5
