@@ -84,6 +84,9 @@ sources:
   - name: stream
     kind: kafka
     bootstrap_servers: $BOOT
+    # Each fetch round can wait up to 1 s for librdkafka 2.0.2 to start fetching, and the
+    # dead-letter topics' newest records take a second round: more than the faulty peers' 3 s.
+    timeout: 10s
     groups:
       - name: mailer
         topics: [orders]
@@ -202,7 +205,8 @@ expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="patterns"' 'rea
 for s in down hang junk sasl patterns; do
   expect_absent "$T/m1.txt" qrel_queue_messages "source=\"$s\""
 done
-expect_cmd "the log says the broker is down" grep -q 'source=down kind=kafka reason=connect.*brokers are down' "$T/exporter.log"
+# librdkafka says either, depending on whether its "all brokers down" event came first.
+expect_cmd "the log says the broker cannot be reached" grep -qE 'source=down kind=kafka reason=connect.*(brokers are down|Connection refused)' "$T/exporter.log"
 expect_cmd "the log says what timed out" grep -q 'source=hang kind=kafka reason=timeout.*kafka: Metadata: timed out' "$T/exporter.log"
 expect_cmd "the log names the SASL failure" grep -q 'source=sasl kind=kafka reason=auth.*SASL' "$T/exporter.log"
 expect_cmd "the log says to name the groups" grep -q 'source=patterns kind=kafka reason=query.*list the groups by name' "$T/exporter.log"
