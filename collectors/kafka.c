@@ -9,9 +9,10 @@
  * Per scrape: one Metadata request; ListOffsets (latest and earliest) batched per leader broker;
  * one OffsetFetch per group (ListConsumerGroupOffsets with the partitions named, which every
  * broker and librdkafka's mock support); ListGroups only when a group is given by pattern; then
- * one small fetch per lagging partition (capped by max_lag_fetches) and per non-empty partition
- * of a dead-letter topic. Every call is bounded by the scrape's deadline. The librdkafka handle
- * is kept between scrapes and destroyed after any error, so no thread outlives a failure. */
+ * one small fetch per lagging partition and two per non-empty partition of a dead-letter topic
+ * (its first and its last records), capped by max_lag_fetches. Every call is bounded by the
+ * scrape's deadline. The librdkafka handle is kept between scrapes and destroyed after any
+ * error, so no thread outlives a failure. */
 #include "kafka.h"
 
 #include <errno.h>
@@ -614,13 +615,16 @@ struct target {
     size_t *need;       /* per partition: index into scrape.needs, SIZE_MAX: none */
 };
 
-/* A record to read: its timestamp is an age. */
+/* Records to read, from offset up to until: their timestamps are ages. */
 struct need {
     size_t topic;
     int32_t partition;
     int64_t offset;
+    int64_t until; /* the last offset to read; == offset: the first record only */
     int done;
-    int64_t ts; /* -1: no record there (end of log, gone, or no timestamp) */
+    int got;         /* a record was read */
+    int64_t ts;      /* the first record's; -1: no record there (end of log, gone, no timestamp) */
+    int64_t last_ts; /* the last record's up to until; -1 as above */
 };
 
 struct scrape {
@@ -1003,13 +1007,25 @@ static int read_committed(struct state *st, const struct deadline *dl, struct sc
     return rc;
 }
 
-static size_t add_need(struct state *st, struct scrape *sc, size_t topic, int32_t partition,
-                       int64_t offset)
+static size_t find_need(const struct scrape *sc, size_t topic, int32_t partition, int64_t offset)
 {
     for (size_t i = 0; i < sc->nneeds; i++)
         if (sc->needs[i].topic == topic && sc->needs[i].partition == partition &&
             sc->needs[i].offset == offset)
             return i;
+    return SIZE_MAX;
+}
+
+/* Two needs from the same offset are one read, to the later of their ends. */
+static size_t add_need(struct state *st, struct scrape *sc, size_t topic, int32_t partition,
+                       int64_t offset, int64_t until)
+{
+    size_t i = find_need(sc, topic, partition, offset);
+    if (i != SIZE_MAX) {
+        if (until > sc->needs[i].until)
+            sc->needs[i].until = until;
+        return i;
+    }
     if ((long long)sc->nneeds >= st->max_lag_fetches) {
         sc->capped = 1;
         return SIZE_MAX;
@@ -1019,13 +1035,25 @@ static size_t add_need(struct state *st, struct scrape *sc, size_t topic, int32_
     n->topic = topic;
     n->partition = partition;
     n->offset = offset;
+    n->until = until;
     n->done = 0;
+    n->got = 0;
     n->ts = -1;
+    n->last_ts = -1;
     return sc->nneeds++;
 }
 
-/* What to read: the first unconsumed record of every lagging partition, and the first record of
- * every non-empty partition of a dead-letter topic. */
+/* The offset the newest record of a non-empty dead-letter partition is read from: one before the
+ * last, because a transactional producer's last offset is its commit marker, which no fetch
+ * returns; the read goes on to the last offset and keeps the last record it gets. */
+static int64_t dlq_newest_from(int64_t low, int64_t high)
+{
+    return high - 2 > low ? high - 2 : low;
+}
+
+/* What to read: the first unconsumed record of every lagging partition, and the first and the
+ * last records of every non-empty partition of a dead-letter topic (one read when they are at
+ * most two apart). */
 static void plan_fetches(struct state *st, struct scrape *sc)
 {
     for (size_t i = 0; i < sc->n; i++) {
@@ -1035,7 +1063,7 @@ static void plan_fetches(struct state *st, struct scrape *sc)
             struct kafka_offsets o = {td->low[p], td->high[p], t->committed[p]};
             int64_t first;
             if (kafka_partition_lag(&o, &first) > 0)
-                t->need[p] = add_need(st, sc, t->topic, td->md->partitions[p].id, first);
+                t->need[p] = add_need(st, sc, t->topic, td->md->partitions[p].id, first, first);
         }
     }
     for (size_t i = 0; i < sc->n; i++) {
@@ -1043,9 +1071,13 @@ static void plan_fetches(struct state *st, struct scrape *sc)
         if (t->dlq == SIZE_MAX)
             continue;
         const struct topic_data *d = &sc->topics[t->dlq];
-        for (int p = 0; p < d->md->partition_cnt; p++)
-            if (d->high[p] > d->low[p])
-                add_need(st, sc, t->dlq, d->md->partitions[p].id, d->low[p]);
+        for (int p = 0; p < d->md->partition_cnt; p++) {
+            if (d->high[p] <= d->low[p])
+                continue;
+            int32_t id = d->md->partitions[p].id;
+            add_need(st, sc, t->dlq, id, d->low[p], d->low[p]);
+            add_need(st, sc, t->dlq, id, dlq_newest_from(d->low[p], d->high[p]), d->high[p] - 1);
+        }
     }
 }
 
@@ -1061,8 +1093,9 @@ static struct need *round_find(struct scrape *sc, const size_t *round, size_t n,
 }
 
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
- * offset; each partition is paused as soon as its first record (or its end) is seen, so a round
- * reads one record per partition, plus what a fetch response happens to carry along. */
+ * offset; each partition is paused as soon as the record at its need's end (or the end of the
+ * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
+ * newest), plus what a fetch response happens to carry along. */
 static int fetch_round(struct state *st, const struct deadline *dl, struct scrape *sc,
                        size_t *round, struct err *e)
 {
@@ -1112,11 +1145,20 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
             rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
         } else if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
             /* The end of the log (nothing readable left: compacted away, transaction markers)
-             * or a record deleted since ListOffsets: no timestamp. */
+             * or a record deleted since ListOffsets: no more timestamps. */
             if (!m->err) {
                 rd_kafka_timestamp_type_t tt;
                 int64_t ts = rd_kafka_message_timestamp(m, &tt);
-                nd->ts = tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts;
+                if (tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE)
+                    ts = -1;
+                if (!nd->got)
+                    nd->ts = ts;
+                nd->got = 1;
+                nd->last_ts = ts;
+                if (m->offset < nd->until) {
+                    rd_kafka_message_destroy(m);
+                    continue;
+                }
             }
             nd->done = 1;
             left--;
@@ -1206,34 +1248,38 @@ static int emit_dlq(const struct scrape *sc, size_t i, int64_t now_ms, struct me
     if (!t->dlq_name)
         return 0;
     const char *q = sc->topics[t->topic].md->topic;
-    for (size_t j = 0; j < i; j++) /* one pair of series per topic and dead-letter topic */
+    for (size_t j = 0; j < i; j++) /* one set of series per topic and dead-letter topic */
         if (sc->t[j].topic == t->topic && sc->t[j].dlq_name &&
             strcmp(sc->t[j].dlq_name, t->dlq_name) == 0)
             return 0;
-    int64_t size = 0, oldest = INT64_MAX;
-    int complete = 1;
+    int64_t size = 0, oldest = INT64_MAX, newest = INT64_MIN;
+    int complete = 1, newest_complete = 1;
     if (t->dlq != SIZE_MAX) {
         const struct topic_data *d = &sc->topics[t->dlq];
         for (int p = 0; p < d->md->partition_cnt; p++) {
             if (d->high[p] <= d->low[p])
                 continue;
             size += d->high[p] - d->low[p];
-            size_t k;
-            for (k = 0; k < sc->nneeds; k++)
-                if (sc->needs[k].topic == t->dlq &&
-                    sc->needs[k].partition == d->md->partitions[p].id &&
-                    sc->needs[k].offset == d->low[p])
-                    break;
-            if (k == sc->nneeds)
+            int32_t id = d->md->partitions[p].id;
+            size_t k = find_need(sc, t->dlq, id, d->low[p]);
+            if (k == SIZE_MAX)
                 complete = 0;
             else if (sc->needs[k].ts >= 0 && sc->needs[k].ts < oldest)
                 oldest = sc->needs[k].ts;
+            k = find_need(sc, t->dlq, id, dlq_newest_from(d->low[p], d->high[p]));
+            if (k == SIZE_MAX)
+                newest_complete = 0;
+            else if (sc->needs[k].last_ts > newest)
+                newest = sc->needs[k].last_ts;
         }
     }
     ADD(out, "qrel_dead_letter_messages", (double)size, "queue", q, "dead_letter_queue",
         t->dlq_name);
     if (complete && oldest != INT64_MAX)
         ADD(out, "qrel_dead_letter_oldest_age_seconds", kafka_age_seconds(now_ms, oldest), "queue",
+            q, "dead_letter_queue", t->dlq_name);
+    if (newest_complete && newest >= 0)
+        ADD(out, "qrel_dead_letter_newest_age_seconds", kafka_age_seconds(now_ms, newest), "queue",
             q, "dead_letter_queue", t->dlq_name);
     return 0;
 }

@@ -67,6 +67,10 @@ static const struct metric_family catalog[] = {
     {"qrel_dead_letter_messages", METRIC_GAUGE,
      "Messages in dead_letter_queue, the dead-letter queue of queue: deliveries the broker gave up "
      "on, which need an owner to inspect and replay or drop them."},
+    {"qrel_dead_letter_newest_age_seconds", METRIC_GAUGE,
+     "Age in seconds of the newest message in dead_letter_queue, the dead-letter queue of queue: "
+     "how long ago something was last dead-lettered. Kafka dead-letter topics do not shrink when "
+     "read, so their size cannot tell whether dead-lettering goes on; this can."},
     {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE,
      "Age in seconds of the oldest message in dead_letter_queue, the dead-letter queue of queue."},
     {"qrel_dedup_duplicates_total", METRIC_COUNTER,
