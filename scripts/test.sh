@@ -74,7 +74,9 @@ if [ "${QREL_FAST:-0}" != 1 ]; then
   if cmake -S . -B build-asan -DQREL_WERROR=ON -DQREL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
        >/dev/null && cmake --build build-asan -j "$jobs" >/dev/null; then
     pass build-asan
+    # tests/lsan.supp names the third-party libraries whose per-process memory is not ours to free
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+    export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
     ctest_pass build-asan unit "asan/"
     ctest_pass build-asan integration "asan/"
   else
