@@ -10,6 +10,9 @@ extern const struct collector_kind redis_stream_kind;
 #ifdef QREL_WITH_POSTGRES
 extern const struct collector_kind postgres_kind;
 #endif
+#ifdef QREL_WITH_HTTP
+extern const struct collector_kind rabbitmq_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS
@@ -17,6 +20,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_POSTGRES
     &postgres_kind,
+#endif
+#ifdef QREL_WITH_HTTP
+    &rabbitmq_kind,
 #endif
     NULL,
 };
