@@ -35,8 +35,9 @@
 
 /* ---- pure parts (rabbitmq.h) ---- */
 
-/* A settings object: the queue's arguments, or its effective policy definition. The management
- * API writes an empty definition as [] on some versions: an empty list is no settings. */
+/* An object the management API may write as [] when it is empty (Erlang's empty proplist): the
+ * queue's arguments, its effective policy definition, message_stats of a queue without
+ * activity. An empty list is an empty object. */
 static int settings_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
                            struct err *e)
 {
@@ -101,7 +102,7 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
     json_t *stats = NULL;
     char sctx[300];
     json_path_key(sctx, sizeof sctx, ctx, "message_stats");
-    if (json_get_object(obj, ctx, "message_stats", &stats, e) < 0 ||
+    if (settings_object(obj, ctx, "message_stats", &stats, e) ||
         (stats && json_get_number(stats, sctx, "redeliver", &out->redeliver, e) < 0))
         return -1;
 
@@ -536,10 +537,9 @@ static int fetch_queues(struct state *st, const struct deadline *dl, struct qtab
         char *url = xasprintf("%s/api/queues%s%s?columns=%s%s", st->url, vh ? "/" : "",
                               vh ? vh : "", meta ? META_COLUMNS : DEPTH_COLUMNS,
                               meta ? "" : "&disable_stats=true&enable_queue_totals=true");
-        free(vh);
         char what[300];
-        snprintf(what, sizeof what, "GET /api/queues%s%s", st->vhosts ? "/" : "",
-                 st->vhosts ? st->vhosts[i] : "");
+        snprintf(what, sizeof what, "GET /api/queues%s%s", vh ? "/" : "", vh ? vh : "");
+        free(vh);
         struct http_response r;
         memset(&r, 0, sizeof r);
         int rc = get(st, url, 1, dl, &r, NULL, e);

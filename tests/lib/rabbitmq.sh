@@ -39,8 +39,9 @@ rabbit_start() {
   RABBIT_AMQP=$(_rabbit_free_port)
   RABBIT_MGMT=$(_rabbit_free_port)
   RABBIT_PROM=$(_rabbit_free_port)
-  local dist
+  local dist ctl
   dist=$(_rabbit_free_port)
+  ctl=$(_rabbit_free_port)
   mkdir -p "$dir/log" "$dir/mnesia"
   chmod 755 "$dir"
   cat > "$dir/rabbitmq.conf" <<CONF
@@ -61,7 +62,7 @@ export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$RABBIT_AMQP RABBIT
 export RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
 export RABBITMQ_MNESIA_BASE=$dir/mnesia RABBITMQ_LOG_BASE=$dir/log RABBITMQ_PID_FILE=$dir/rabbit.pid
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
-export RABBITMQ_CTL_DIST_PORT_MIN=$dist RABBITMQ_CTL_DIST_PORT_MAX=$dist
+export RABBITMQ_CTL_DIST_PORT_MIN=$ctl RABBITMQ_CTL_DIST_PORT_MAX=$ctl
 export ERL_EPMD_ADDRESS=127.0.0.1
 ENV
   [ "$(id -u)" -eq 0 ] && chown -R rabbitmq:rabbitmq "$dir"
@@ -73,9 +74,8 @@ ENV
     setsid sh -c '. "$0/env.sh"; exec /usr/lib/rabbitmq/bin/rabbitmq-server' "$dir" \
       > "$dir/stdout.log" 2>&1 < /dev/null &
   fi
-  RABBIT_DIR=$dir
-  local i
-  for i in $(seq 1 300); do
+  export RABBIT_DIR=$dir
+  for _ in $(seq 1 300); do
     if curl -fsS -o /dev/null -u guest:guest "http://127.0.0.1:$RABBIT_MGMT/api/overview" 2>/dev/null; then
       return 0
     fi
