@@ -320,6 +320,7 @@ struct state {
     struct http_config http;
     struct http_client *client;
     struct meta *meta;
+    unsigned requests; /* made in this collection, for the debug log */
 };
 
 static void destroy(struct collector *c)
@@ -458,6 +459,7 @@ static int get(struct state *st, const char *url, int auth, const struct deadlin
         req.username = st->username;
         req.password = st->password;
     }
+    st->requests++;
     if (not_found) {
         *not_found = 0;
         req.accept_any_status = 1;
@@ -831,6 +833,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     memset(&depth, 0, sizeof depth);
     struct meta *fresh = NULL;
     int rc = -1;
+    st->requests = 0;
     int due = !st->meta ||
               deadline_now_ms() - st->meta->mono_ms >= (int64_t)(st->metadata_interval * 1000.0);
 
@@ -894,13 +897,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         goto out;
     }
     if (log_enabled(LOG_DEBUG)) {
-        char nq[32], ns[32], age[32];
+        char nq[32], ns[32], age[32], nr[32];
+        snprintf(nr, sizeof nr, "%u", st->requests);
         snprintf(nq, sizeof nq, "%zu", depth.n);
         snprintf(ns, sizeof ns, "%zu", nostats);
         snprintf(age, sizeof age, "%.3f",
                  st->meta ? (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0 : -1.0);
         log_kv(LOG_DEBUG, "rabbitmq collection done", "source", c->name, "queues", nq,
-               "queues_without_stats", ns, "metadata_age", age, "depth_from",
+               "queues_without_stats", ns, "metadata_age", age, "requests", nr, "depth_from",
                st->prometheus_url ? "prometheus" : "management", NULL);
     }
     rc = 0;

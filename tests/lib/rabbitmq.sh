@@ -10,6 +10,8 @@
 #                                "rabbitmq_management,rabbitmq_prometheus". Sets RABBIT_AMQP,
 #                                RABBIT_MGMT, RABBIT_PROM (ports), RABBIT_DIR; returns once the
 #                                management API answers (about 4 s).
+#                                RABBIT_STATS_INTERVAL_MS: the stats emission interval (default
+#                                1000 ms, for tests; RabbitMQ's own default is 5000).
 #   rabbit_ctl DIR CMD ARGS...   runs a CLI tool (rabbitmqctl, rabbitmq-plugins, ...) on that node
 #   rabbit_stop DIR              stops the node and waits for its VM to exit
 #   rabbit_stop_all              stops every node this shell started (for traps)
@@ -50,7 +52,7 @@ management.tcp.ip = 127.0.0.1
 management.tcp.port = $RABBIT_MGMT
 prometheus.tcp.ip = 127.0.0.1
 prometheus.tcp.port = $RABBIT_PROM
-collect_statistics_interval = 1000
+collect_statistics_interval = ${RABBIT_STATS_INTERVAL_MS:-1000}
 consumer_timeout = 900000
 loopback_users = none
 CONF
