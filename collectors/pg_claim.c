@@ -257,7 +257,9 @@ static int claim_collect(void *item, struct pg_conn *conn, const struct deadline
     if (claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight", e) ||
         claim_add(out, "qrel_claims", row.stale, q, "state", "stale", e) ||
         claim_add(out, "qrel_claims", row.done, q, "state", "done", e) ||
-        claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL, e))
+        claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL, e) ||
+        claim_add(out, "qrel_claim_in_flight_window_seconds", c->in_flight_window, q, NULL, NULL,
+                  e))
         goto out;
     if (row.has_q)
         for (int i = 0; i < CLAIM_NQ; i++)

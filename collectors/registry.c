@@ -10,7 +10,13 @@ extern const struct collector_kind redis_stream_kind;
 #ifdef QREL_WITH_POSTGRES
 extern const struct collector_kind postgres_kind;
 #endif
+#ifdef QREL_WITH_KAFKA
+extern const struct collector_kind kafka_kind;
+#endif
 #ifdef QREL_WITH_HTTP
+extern const struct collector_kind sqs_kind;
+extern const struct collector_kind nats_kind;
+extern const struct collector_kind pubsub_kind;
 extern const struct collector_kind rabbitmq_kind;
 #endif
 
@@ -21,7 +27,13 @@ static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_POSTGRES
     &postgres_kind,
 #endif
+#ifdef QREL_WITH_KAFKA
+    &kafka_kind,
+#endif
 #ifdef QREL_WITH_HTTP
+    &sqs_kind,
+    &nats_kind,
+    &pubsub_kind,
     &rabbitmq_kind,
 #endif
     NULL,

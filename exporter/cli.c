@@ -1,7 +1,13 @@
 /* cli.c: `qrel`, the command line. `qrel scrape` runs one collection of every configured source
- * and prints the exposition: for cron, node_exporter's textfile collector, and tests. */
+ * and prints the exposition: for cron, node_exporter's textfile collector, and tests. `qrel check`
+ * runs one collection and the reliability rules over it, and answers like a Nagios plugin. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "audit.h"
+#include "audit_report.h"
+#include "config.h"
 
 #include "expfmt.h"
 #include "flags.h"
@@ -21,11 +27,24 @@ static struct flag scrape_flags[] = {
 };
 #define NSCRAPE (sizeof scrape_flags / sizeof scrape_flags[0])
 
+static struct flag check_flags[] = {
+    {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
+    {"format", FLAG_STRING, "text", "Output format: text (Nagios plugin style) or json.", NULL, 0},
+    {"timeout", FLAG_STRING, NULL,
+     "Finish within this duration (e.g. 10s); each source's own timeout still applies.", NULL, 0},
+    {"log.level", FLAG_STRING, "error", "Only log messages at or above: debug, info, warn, error.",
+     NULL, 0},
+    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+};
+#define NCHECK (sizeof check_flags / sizeof check_flags[0])
+
 static const char usage[] =
     "usage: qrel <command> [flags]\n\n"
     "Commands:\n"
     "  scrape   Collect every configured source once and print the\n"
     "           metrics; exit 1 when any source failed.\n"
+    "  check    Collect every source once and evaluate the reliability\n"
+    "           rules; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
     "  metrics  List every metric family qrel can export: name, type, help.\n"
     "  version  Print the version.\n"
     "  help     Show this help.\n\n"
@@ -78,7 +97,7 @@ static int cmd_scrape(int argc, char **argv)
         return 2;
     }
     struct scheduler *s = scheduler_new(src);
-    struct scheduler_opts o = {0, only};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = only, .max_age = 0};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     size_t n;
     struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
@@ -102,6 +121,86 @@ static int cmd_scrape(int argc, char **argv)
     return failed ? 1 : 0;
 }
 
+/* Usage and configuration errors exit 3 (UNKNOWN), as a Nagios plugin must: a monitoring
+ * system reads any other code as a state of the queues. */
+static int cmd_check(int argc, char **argv)
+{
+    struct err e;
+    err_clear(&e);
+    int npos, help;
+    if (flags_parse(check_flags, NCHECK, argc, argv, 2, &npos, &help, &e)) {
+        printf("QREL UNKNOWN - %s\n", e.msg);
+        return AUDIT_UNKNOWN;
+    }
+    if (help) {
+        flags_usage(stdout, "usage: qrel check [flags]", check_flags, NCHECK);
+        return 0;
+    }
+    if (npos > 0) {
+        printf("QREL UNKNOWN - unexpected argument \"%s\"\n", argv[2]);
+        return AUDIT_UNKNOWN;
+    }
+    enum log_level level;
+    int json_log;
+    if (log_parse_level(flags_find(check_flags, NCHECK, "log.level")->value, &level) ||
+        log_parse_format(flags_find(check_flags, NCHECK, "log.format")->value, &json_log)) {
+        printf("QREL UNKNOWN - bad --log.level or --log.format\n");
+        return AUDIT_UNKNOWN;
+    }
+    log_setup(level, json_log);
+    const char *format = flags_find(check_flags, NCHECK, "format")->value;
+    int json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "text") != 0) {
+        printf("QREL UNKNOWN - --format: want text or json, got \"%s\"\n", format);
+        return AUDIT_UNKNOWN;
+    }
+    const char *timeout = flags_find(check_flags, NCHECK, "timeout")->value;
+    double limit = 0;
+    if (timeout && (cfg_parse_duration(timeout, &limit) || !(limit > 0))) {
+        printf("QREL UNKNOWN - --timeout: want a duration above 0 like \"10s\", got \"%s\"\n",
+               timeout);
+        return AUDIT_UNKNOWN;
+    }
+    struct sources *src = sources_load(flags_find(check_flags, NCHECK, "config.file")->value, &e);
+    if (!src) {
+        printf("QREL UNKNOWN - %s\n", e.msg);
+        return AUDIT_UNKNOWN;
+    }
+    struct scheduler *s = scheduler_new(src);
+    /* --timeout works as Prometheus' scrape timeout does: the run ends before it. */
+    struct scheduler_opts o = {.scrape_timeout = limit, .only = NULL, .max_age = 0};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    size_t n;
+    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
+    struct audit_report *r = audit_run(sets, n, &scheduler_sources(s)->audit);
+
+    /* Why each unreadable source failed, in the report's source order. */
+    const char **errors = xcalloc(r->nsources ? r->nsources : 1, sizeof *errors);
+    struct scheduler_status *st = xcalloc(scheduler_source_count(s) + 1, sizeof *st);
+    for (size_t i = 0; i < scheduler_source_count(s); i++)
+        scheduler_status_at(s, i, &st[i]);
+    for (size_t k = 0; k < r->nsources; k++)
+        for (size_t i = 0; i < scheduler_source_count(s); i++)
+            if (strcmp(st[i].name, r->sources[k].name) == 0)
+                errors[k] = st[i].last_error;
+
+    struct buf out;
+    buf_init(&out);
+    if (json)
+        audit_write_json(&out, r, errors);
+    else
+        audit_write_text(&out, r, errors);
+    fwrite(out.data, 1, out.len, stdout);
+    int rc = (int)r->status;
+    buf_free(&out);
+    free(errors);
+    free(st);
+    audit_report_free(r);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
@@ -115,6 +214,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "scrape") == 0)
         return cmd_scrape(argc, argv);
+    if (strcmp(argv[1], "check") == 0)
+        return cmd_check(argc, argv);
     if (strcmp(argv[1], "metrics") == 0) {
         /* The catalogue is the public API; docs and (later) dashboards are checked against it. */
         for (size_t i = 0; i < metric_catalog_count(); i++) {

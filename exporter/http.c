@@ -16,11 +16,12 @@
 #include <sys/socket.h>
 #include <zlib.h>
 
+#include "audit.h"
 #include "expfmt.h"
+#include "landing.h"
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
-#include "version.h"
 
 #define HTTP_CONNECTION_LIMIT 128
 #define HTTP_IDLE_TIMEOUT_S 120
@@ -120,7 +121,8 @@ static double scrape_timeout_header(struct MHD_Connection *conn)
 struct scrape_body {
     struct scheduler *s;
     struct scheduler_scrape *sc;
-    struct metric_set *own; /* the exporter's own series, or NULL for /probe */
+    struct metric_set *own;   /* the exporter's own series, or NULL for /probe */
+    struct metric_set *audit; /* qrel_audit_failed over this scrape's collection */
     struct metric_set **sets;
     struct expfmt_writer *w;
     int gzip;
@@ -137,6 +139,7 @@ static void body_free(void *cls)
         deflateEnd(&b->z);
     expfmt_writer_free(b->w);
     metric_set_free(b->own);
+    metric_set_free(b->audit);
     free(b->sets);
     scheduler_scrape_free(b->sc);
     scheduler_unref(b->s);
@@ -212,8 +215,16 @@ static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection
     b->sc = scheduler_scrape(b->s, &o);
     size_t n;
     struct metric_set *const *sets = scheduler_scrape_sets(b->sc, &n);
-    b->sets = xcalloc(n + 1, sizeof *b->sets);
+    b->sets = xcalloc(n + 2, sizeof *b->sets);
     memcpy(b->sets, sets, n * sizeof *b->sets);
+    /* The rules over the very collection served, so the series and `qrel check` agree. */
+    struct audit_report *audit = audit_run(sets, n, &scheduler_sources(b->s)->audit);
+    b->audit = metric_set_new(NULL, NULL);
+    if (audit_add_metrics(audit, b->audit) != 0)
+        log_kv(LOG_ERROR, "qrel_audit_failed: a bad series (a bug)", "err",
+               metric_set_error(b->audit), NULL);
+    audit_report_free(audit);
+    b->sets[n++] = b->audit;
     if (!only) {
         b->own = app_exporter_metrics(h->app);
         b->sets[n++] = b->own;
@@ -254,75 +265,23 @@ static enum MHD_Result serve_probe(struct http_server *h, struct MHD_Connection 
     return serve_scrape(h, conn, target);
 }
 
-static void html_escape(struct buf *b, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            buf_puts(b, "&lt;");
-            break;
-        case '>':
-            buf_puts(b, "&gt;");
-            break;
-        case '&':
-            buf_puts(b, "&amp;");
-            break;
-        case '"':
-            buf_puts(b, "&quot;");
-            break;
-        case '\'':
-            buf_puts(b, "&#39;");
-            break;
-        default:
-            buf_putc(b, *s);
-        }
-    }
-}
-
-/* The landing page: no external assets, readable without Grafana. */
+/* The landing page shows the latest collection when it is recent (see LANDING_MAX_AGE), and
+ * otherwise collects through the scheduler like a scrape: sharing a running collection,
+ * honouring back-off and min_interval. A person reloading the page thus costs no query. */
 static enum MHD_Result serve_landing(struct http_server *h, struct MHD_Connection *conn)
 {
+    struct scheduler *s = app_acquire(h->app);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL, .max_age = LANDING_MAX_AGE};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    size_t n;
+    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
+    struct audit_report *r = audit_run(sets, n, &scheduler_sources(s)->audit);
     struct buf b;
     buf_init(&b);
-    buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                 "<title>qrel exporter</title><style>"
-                 "body{font-family:sans-serif;margin:2em;max-width:60em;color:#222}"
-                 "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;"
-                 "text-align:left}.up{color:#080}.down{color:#b00}.unknown{color:#777}"
-                 "</style></head><body>\n<h1>qrel exporter</h1>\n"
-                 "<p>Message-queue reliability metrics for Prometheus. Version " QREL_VERSION
-                 " (" QREL_REVISION ").</p>\n<ul>\n<li><a href=\"");
-    html_escape(&b, h->telemetry_path);
-    buf_puts(&b, "\">Metrics</a></li>\n<li><a href=\"/-/healthy\">Health</a></li>\n"
-                 "<li><a href=\"/-/ready\">Readiness</a></li>\n</ul>\n<h2>Sources</h2>\n"
-                 "<p>Collect one source alone with <code>/probe?target=NAME</code>.</p>\n");
-    struct scheduler *s = app_acquire(h->app);
-    size_t n = scheduler_source_count(s);
-    if (n == 0) {
-        buf_puts(&b, "<p>No sources are configured.</p>\n");
-    } else {
-        buf_puts(&b, "<table>\n<tr><th>Source</th><th>Kind</th><th>Last collection</th>"
-                     "<th>Last error</th></tr>\n");
-        for (size_t i = 0; i < n; i++) {
-            struct scheduler_status st;
-            scheduler_status_at(s, i, &st);
-            buf_puts(&b, "<tr><td>");
-            html_escape(&b, st.name);
-            buf_puts(&b, "</td><td>");
-            html_escape(&b, st.kind);
-            if (st.up < 0)
-                buf_puts(&b, "</td><td class=\"unknown\">not yet collected</td><td>");
-            else if (st.up)
-                buf_printf(&b, "</td><td class=\"up\">up (%.3fs)</td><td>", st.last_duration);
-            else
-                buf_puts(&b, "</td><td class=\"down\">down</td><td>");
-            html_escape(&b, st.last_error);
-            buf_puts(&b, "</td></tr>\n");
-        }
-        buf_puts(&b, "</table>\n");
-    }
+    landing_render(&b, h->telemetry_path, s, r);
+    audit_report_free(r);
+    scheduler_scrape_free(sc);
     scheduler_unref(s);
-    buf_puts(&b, "</body></html>\n");
     size_t len = b.len;
     return send_text(conn, MHD_HTTP_OK, "text/html; charset=utf-8", buf_steal(&b), len);
 }

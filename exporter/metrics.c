@@ -37,6 +37,10 @@ static const struct metric_family catalog[] = {
      "of queue breaks; the series disappears once the configuration is fixed."},
     {"qrel_build_info", METRIC_GAUGE,
      "Always 1; the version and revision labels identify the qrel build that is running."},
+    {"qrel_claim_in_flight_window_seconds", METRIC_GAUGE,
+     "Seconds a claim of the claim table queue counts as in flight (a later delivery defers to "
+     "it); a crashed attempt is taken over only by a delivery after that, which the "
+     "claim_window_too_short audit rule checks against the lease and the deliveries allowed."},
     {"qrel_claims", METRIC_GAUGE,
      "Rows of the claim table queue by state: in_flight (claimed, not done, younger than the "
      "in-flight window), stale (older, the attempt is presumed dead) or done."},
@@ -98,6 +102,9 @@ static const struct metric_family catalog[] = {
      "relay is stuck."},
     {"qrel_outbox_pending_messages", METRIC_GAUGE,
      "Rows of the outbox table queue that the relay has not published yet."},
+    {"qrel_queue_info", METRIC_GAUGE,
+     "Always 1; the labels state delivery settings of queue that are not numbers: "
+     "dead_letter_queue (empty when none), exactly_once and ordered (true or false)."},
     {"qrel_queue_messages", METRIC_GAUGE,
      "Messages in queue (per consumer group where the kind has groups) by state: ready, in_flight "
      "(delivered, not acknowledged) or delayed (scheduled or waiting to retry)."},

@@ -34,7 +34,7 @@ struct source_state {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct collection *running;
-    struct collection *cached; /* the last success, kept while min_interval > 0 */
+    struct collection *cached; /* the last success (min_interval, scheduler_opts.max_age) */
     int last_up;
     int has_success;
     double last_success;
@@ -233,12 +233,10 @@ static void *worker_main(void *p)
         col->set = set;
         set = NULL;
         note_success_locked(st, duration);
-        if (c->min_interval > 0) {
-            if (st->cached)
-                collection_unref_locked(st->cached);
-            col->refs++;
-            st->cached = col;
-        }
+        if (st->cached)
+            collection_unref_locked(st->cached);
+        col->refs++;
+        st->cached = col;
     } else {
         st->last_duration = duration;
         note_failure_locked(st, e.code, e.msg, !col->timeout_counted);
@@ -257,15 +255,18 @@ static void *worker_main(void *p)
 
 /* Called with st->mu held. Starts a collection, or returns the running one. */
 static struct collection *start_or_join_locked(struct scheduler *s, struct source_state *st,
-                                               struct deadline dl)
+                                               struct deadline dl, double max_age)
 {
     if (st->running) {
         st->running->refs++;
         return st->running;
     }
-    /* min_interval: a recent enough success is served again instead of asking the server. */
-    if (st->cached &&
-        deadline_now_ms() - st->cached->finished_ms < (int64_t)(st->c->min_interval * 1000.0)) {
+    /* min_interval: a recent enough success is served again instead of asking the server. The
+     * landing page's max_age does the same, but only while that success is the last word. */
+    double reuse = st->c->min_interval;
+    if (max_age > reuse && st->last_up == 1)
+        reuse = max_age;
+    if (st->cached && deadline_now_ms() - st->cached->finished_ms < (int64_t)(reuse * 1000.0)) {
         st->cached->refs++;
         return st->cached;
     }
@@ -347,7 +348,7 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         en->started_ms = now;
         en->dl.at_ms = now + (int64_t)(budget * 1000.0);
         pthread_mutex_lock(&st->mu);
-        en->col = start_or_join_locked(s, st, en->dl);
+        en->col = start_or_join_locked(s, st, en->dl, o ? o->max_age : 0);
         pthread_mutex_unlock(&st->mu);
     }
 

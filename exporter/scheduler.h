@@ -8,7 +8,9 @@
  * left to finish on its own deadline); a failing or late source becomes qrel_collector_up 0 with
  * a counted reason while every other source is still served; scrapes that overlap share one
  * collection per source (an instance never runs twice at once); a failing source backs off
- * (doubling from 0.5 s, capped at 30 s) and is tried again after that, never disabled for good. */
+ * (doubling from 0.5 s, capped at 30 s) and is tried again after that, never disabled for good.
+ * Each source's latest successful collection is kept until the next one succeeds, for the
+ * landing page (scheduler_opts.max_age) and min_interval: at most one extra set per source. */
 #ifndef QREL_SCHEDULER_H
 #define QREL_SCHEDULER_H
 
@@ -30,6 +32,9 @@ const struct sources *scheduler_sources(const struct scheduler *s);
 struct scheduler_opts {
     double scrape_timeout; /* X-Prometheus-Scrape-Timeout-Seconds, 0 when absent */
     const char *only;      /* collect just this source (for /probe), NULL for all */
+    double max_age;        /* > 0: a source whose last attempt succeeded less than this many
+                            * seconds ago is served that success again instead of being collected
+                            * (the landing page, which must not cost a collection per view) */
 };
 
 struct scheduler_scrape;

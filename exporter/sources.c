@@ -136,6 +136,9 @@ static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct er
             goto fail;
         }
     }
+    struct cfg_node *audit = NULL;
+    if (cfg_get_node(root, "audit", CFG_MAP, &audit, e) || audit_config_parse(audit, &s->audit, e))
+        goto fail;
     if (cfg_get_node(root, "sources", CFG_SEQ, &list, e))
         goto fail;
     for (size_t i = 0; list && i < list->n; i++)

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "audit.h"
 #include "collector.h"
 #include "err.h"
 
@@ -18,6 +19,7 @@ struct sources {
     char *path;
     double timeout;               /* global.timeout: per-source default, seconds */
     double scrape_timeout_offset; /* global.scrape_timeout_offset, seconds */
+    struct audit_config audit;    /* the optional `audit:` section (rule thresholds) */
     struct collector **items;     /* each configured by its kind */
     size_t n;
 };

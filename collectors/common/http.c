@@ -200,9 +200,11 @@ static int fail_curl(CURLcode rc, const char *what, const char *errbuf, const st
         return err_set(e, ERR_INTERNAL, "%s: %s", what, detail);
     case CURLE_OUT_OF_MEMORY:
         return err_set(e, ERR_INTERNAL, "%s: %s", what, detail);
-    case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
         return err_set(e, ERR_CONFIG, "%s: %s", what, detail);
+    case CURLE_UNSUPPORTED_PROTOCOL: /* URLs are checked at configure: here the server answered
+                                      * something that is not HTTP ("HTTP/0.9") */
+        return err_set(e, ERR_PROTOCOL, "%s: not an HTTP answer: %s", what, detail);
     case CURLE_BAD_CONTENT_ENCODING:
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_PARTIAL_FILE:
@@ -308,8 +310,12 @@ int http_do(struct http_client *c, const struct http_request *req, const struct 
     }
     for (const char *const *hd = req->headers; hd && *hd; hd++)
         headers = curl_slist_append(headers, *hd);
-    /* curl adds "Expect: 100-continue" to larger POSTs, costing a round trip: never wanted */
-    headers = curl_slist_append(headers, "Expect:");
+    /* curl adds "Expect: 100-continue" to larger POSTs, costing a round trip: never wanted.
+     * Except with SigV4: curl 7.88 signs the empty "Expect:" that only removes the header, so
+     * the signature names a header that is never sent and AWS refuses it (SignatureDoesNotMatch).
+     * There the header stays, unsigned, as AWS's own SDKs send it. */
+    if (req->auth != HTTP_AUTH_SIGV4)
+        headers = curl_slist_append(headers, "Expect:");
     if (set_auth(c, req, &headers, e))
         goto out;
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);

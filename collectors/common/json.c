@@ -17,6 +17,11 @@ json_t *json_parse_body(const char *body, size_t len, const char *what, struct e
     }
     /* JSON_ALLOW_NUL keeps a stray NUL from cutting a document short silently */
     json_t *doc = json_loadb(body, len, JSON_ALLOW_NUL, &je);
+    /* An integer beyond 64 signed bits (nats-server's /jsz sends reserved_memory as
+     * 18446744073709551615 for "no reservation") is refused by jansson: parse such a document
+     * again with every integer as a double, which the getters read alike. */
+    if (!doc && json_error_code(&je) == json_error_numeric_overflow)
+        doc = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &je);
     if (!doc)
         err_set(e, ERR_PROTOCOL, "%s: malformed JSON at line %d column %d: %s", what, je.line,
                 je.column, je.text);

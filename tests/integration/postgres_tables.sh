@@ -148,6 +148,7 @@ c='kind="claim_table",queue="claims"'
 expect_metric "$T/m.txt" 2 qrel_claims "$c" 'state="in_flight"'
 expect_metric "$T/m.txt" 3 qrel_claims "$c" 'state="stale"'
 expect_metric "$T/m.txt" 1000 qrel_claims "$c" 'state="done"'
+expect_metric "$T/m.txt" 120 qrel_claim_in_flight_window_seconds "$c"
 # percentile_cont over 0.01 k s, k = 1..1000: the value at position 1 + q * 999, interpolated.
 within "claims p50" "$(mval "$T/m.txt" qrel_handler_duration_seconds "$c" 'quantile="0.5"')" 5.005 5
 within "claims p90" "$(mval "$T/m.txt" qrel_handler_duration_seconds "$c" 'quantile="0.9"')" 9.001 5

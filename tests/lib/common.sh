@@ -217,3 +217,22 @@ finish() {
   echo "$((CHECKS - FAILS)) passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }
+
+# start_http_stub VAR MODE [http_stub.py args...]: a loopback HTTP peer (tests/lib/http_stub.py:
+# ok, routes, hang, close, garbage, truncated, huge); its port goes to VAR, stopped on exit.
+start_http_stub() {
+  local var=$1 mode=$2 pf; shift 2
+  pf=$T/stub-$mode-$RANDOM.port
+  python3 "$QREL_SOURCE_DIR/tests/lib/http_stub.py" --mode "$mode" --port-file "$pf" "$@" \
+    >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if [ -s "$pf" ]; then
+      printf -v "$var" '%s' "$(cat "$pf")"
+      return 0
+    fi
+    sleep 0.025
+  done
+  echo "http stub ($mode) did not start: $(cat "$pf.log")" >&2
+  return 1
+}

@@ -32,10 +32,13 @@ static const struct {
     {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE},
     {"qrel_dead_letter_classified_messages", METRIC_GAUGE},
     {"qrel_claims", METRIC_GAUGE},
+    {"qrel_claim_in_flight_window_seconds", METRIC_GAUGE},
     {"qrel_outbox_pending_messages", METRIC_GAUGE},
     {"qrel_outbox_oldest_pending_age_seconds", METRIC_GAUGE},
     {"qrel_dedup_window_seconds", METRIC_GAUGE},
     {"qrel_retry_horizon_seconds", METRIC_GAUGE},
+    /* not in design/metrics.md: the non-numeric settings of a queue (pubsub), see docs */
+    {"qrel_queue_info", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},
     {"qrel_collector_duration_seconds", METRIC_GAUGE},

@@ -151,7 +151,7 @@ struct scrape_thread {
 static void *scrape_main(void *p)
 {
     struct scrape_thread *t = p;
-    struct scheduler_opts o = {0, NULL};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
     t->sc = scheduler_scrape(t->s, &o);
     return NULL;
 }
@@ -185,7 +185,7 @@ START_TEST(test_failure_counts_backs_off_and_recovers)
     struct fake *f = add_source(src, "a", 10);
     f->fail = 1;
     struct scheduler *s = scheduler_new(src);
-    struct scheduler_opts o = {0, NULL};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
 
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
@@ -228,7 +228,7 @@ START_TEST(test_only_collects_one_source)
     struct fake *a = add_source(src, "a", 10);
     struct fake *b = add_source(src, "b", 10);
     struct scheduler *s = scheduler_new(src);
-    struct scheduler_opts o = {0, "b"};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = "b"};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     ck_assert_uint_eq(scheduler_scrape_matched(sc), 1);
     ck_assert_int_eq(a->calls, 0);
@@ -246,7 +246,7 @@ START_TEST(test_min_interval_serves_a_recent_result_again)
     src->items[0]->min_interval = 0.4;
     add_source(src, "b", 10); /* no min_interval: asked every time, no sample age */
     struct scheduler *s = scheduler_new(src);
-    struct scheduler_opts o = {0, NULL};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
 
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
@@ -272,6 +272,50 @@ START_TEST(test_min_interval_serves_a_recent_result_again)
 }
 END_TEST
 
+START_TEST(test_max_age_serves_the_latest_success)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_opts page = {.scrape_timeout = 0, .only = NULL, .max_age = 0.3};
+
+    /* Nothing collected yet: the page collects. */
+    struct scheduler_scrape *sc = scheduler_scrape(s, &page);
+    ck_assert_int_eq(f->calls, 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), 7);
+    scheduler_scrape_free(sc);
+    /* Within max_age the page is served that collection again; a scrape still collects. */
+    sc = scheduler_scrape(s, &page);
+    ck_assert_int_eq(f->calls, 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), 7);
+    ck_assert_double_eq(find(sc, "a", "qrel_sample_age_seconds", NULL, NULL), -1);
+    scheduler_scrape_free(sc);
+    sc = scheduler_scrape(s, &plain);
+    ck_assert_int_eq(f->calls, 2);
+    scheduler_scrape_free(sc);
+    /* Past max_age the page collects again. */
+    sleep_ms(350);
+    sc = scheduler_scrape(s, &page);
+    ck_assert_int_eq(f->calls, 3);
+    scheduler_scrape_free(sc);
+    /* A failure after the latest success is the last word: the page asks again (after the
+     * back-off) instead of showing the older success as up. */
+    pthread_mutex_lock(&f->mu);
+    f->fail = 1;
+    pthread_mutex_unlock(&f->mu);
+    sc = scheduler_scrape(s, &plain);
+    ck_assert_int_eq(f->calls, 4);
+    scheduler_scrape_free(sc);
+    sc = scheduler_scrape(s, &page);
+    ck_assert_int_eq(f->calls, 4); /* within the back-off */
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), -1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -283,6 +327,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
     tcase_add_test(tc, test_only_collects_one_source);
     tcase_add_test(tc, test_min_interval_serves_a_recent_result_again);
+    tcase_add_test(tc, test_max_age_serves_the_latest_success);
     suite_add_tcase(s, tc);
     return s;
 }

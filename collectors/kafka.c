@@ -1,0 +1,1292 @@
+/* kafka.c: `kind: kafka`, consumer-group lag of Kafka topics in messages and in seconds.
+ *
+ * A Kafka consumer group is a log reader: what it has not consumed is everything between its
+ * committed offset and the high watermark of each partition. Lag in messages comes from offsets
+ * alone; lag in seconds needs the timestamp of the first record the group has not consumed, so
+ * this collector reads that one record (at the committed offset) with a consumer that is assigned
+ * partitions directly and never joins nor commits: it cannot move any group's offsets.
+ *
+ * Per scrape: one Metadata request; ListOffsets (latest and earliest) batched per leader broker;
+ * one OffsetFetch per group (ListConsumerGroupOffsets with the partitions named, which every
+ * broker and librdkafka's mock support); ListGroups only when a group is given by pattern; then
+ * one small fetch per lagging partition (capped by max_lag_fetches) and per non-empty partition
+ * of a dead-letter topic. Every call is bounded by the scrape's deadline. The librdkafka handle
+ * is kept between scrapes and destroyed after any error, so no thread outlives a failure. */
+#include "kafka.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_MAX_LAG_FETCHES 1000
+#define DEFAULT_MAX_REPLY_BYTES 100000000LL
+#define SECRET_MAX_BYTES 4096
+#define DEFAULT_CLIENT_GROUP "qrel-monitor"
+
+/* ---- configuration ---- */
+
+struct group_spec {
+    char *name; /* exactly one of name and pattern */
+    char *pattern;
+    regex_t group_re;
+    int has_group_re;
+    char **topics; /* exactly one of topics and topic_pattern */
+    size_t ntopics;
+    char *topic_pattern;
+    regex_t topic_re;
+    int has_topic_re;
+    double max_poll_interval; /* seconds; <= 0: not configured */
+    char *dlq_tmpl;           /* dead_letter_topic, NULL when not configured */
+    int per_partition;
+};
+
+struct state {
+    const char *source;
+    char *bootstrap;
+    /* librdkafka properties, in pairs: what the config keys map to, secrets included (values of
+     * sasl.password and ssl.key.password are wiped on destroy) */
+    char **props;
+    size_t nprops;
+    long long max_lag_fetches;
+    long long max_reply_bytes;
+    char *client_group;
+    double timeout;
+    struct group_spec *specs;
+    size_t nspecs;
+
+    rd_kafka_t *rk; /* kept between scrapes, destroyed after any error */
+    pthread_mutex_t mu;
+    rd_kafka_resp_err_t last_err; /* the last error librdkafka reported (error_cb), under mu */
+    char last_errstr[400];
+    int warned_cap;
+};
+
+static void wipe_str(char *s)
+{
+    if (!s)
+        return;
+    volatile char *p = s;
+    while (*p)
+        *p++ = 0;
+}
+
+static int is_secret_prop(const char *key)
+{
+    return strstr(key, "password") || strstr(key, "secret") || strstr(key, "oauthbearer");
+}
+
+static void drop_handle(struct state *st)
+{
+    if (!st->rk)
+        return;
+    /* Never joined a group: nothing to leave, so the consumer close (which could wait for a
+     * coordinator) is skipped. */
+    rd_kafka_destroy_flags(st->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    st->rk = NULL;
+}
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    drop_handle(st);
+    for (size_t i = 0; i < st->nspecs; i++) {
+        struct group_spec *sp = &st->specs[i];
+        free(sp->name);
+        free(sp->pattern);
+        if (sp->has_group_re)
+            regfree(&sp->group_re);
+        cfg_strv_free(sp->topics);
+        free(sp->topic_pattern);
+        if (sp->has_topic_re)
+            regfree(&sp->topic_re);
+        free(sp->dlq_tmpl);
+    }
+    free(st->specs);
+    for (size_t i = 0; i + 1 < st->nprops; i += 2) {
+        if (is_secret_prop(st->props[i]))
+            wipe_str(st->props[i + 1]);
+        free(st->props[i]);
+        free(st->props[i + 1]);
+    }
+    free(st->props);
+    free(st->bootstrap);
+    free(st->client_group);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+    c->priv = NULL;
+}
+
+static void add_prop(struct state *st, const char *key, char *value_owned)
+{
+    st->props = xrealloc(st->props, (st->nprops + 2) * sizeof *st->props);
+    st->props[st->nprops++] = xstrdup(key);
+    st->props[st->nprops++] = value_owned;
+}
+
+/* A secret from KEY_file or KEY_env (never inline), read now so a missing one is a config error
+ * at start-up. Messages name the file or variable, never what is in it. *out NULL: neither. */
+static int read_secret(struct cfg_node *map, const char *key, char **out, struct err *e)
+{
+    char fkey[64], ekey[64], *file = NULL, *env = NULL;
+    int rc = -1;
+    *out = NULL;
+    snprintf(fkey, sizeof fkey, "%s_file", key);
+    snprintf(ekey, sizeof ekey, "%s_env", key);
+    if (cfg_get_secret_ref(map, fkey, 0, &file, e) || cfg_get_secret_ref(map, ekey, 0, &env, e))
+        goto out;
+    if (file && env) {
+        cfg_error(e, cfg_at(map, ekey), "%s: want either %s or %s, not both", ekey, fkey, ekey);
+        goto out;
+    }
+    if (file) {
+        size_t len = 0;
+        char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
+        if (!v) {
+            cfg_error(e, cfg_at(map, fkey), "%s: cannot read \"%s\": %s", fkey, file,
+                      errno == EFBIG ? "larger than 4096 bytes" : strerror(errno));
+            goto out;
+        }
+        int has_nul = strlen(v) != len;
+        util_chomp(v);
+        if (has_nul || !*v) {
+            cfg_error(e, cfg_at(map, fkey), "%s: \"%s\" %s", fkey, file,
+                      has_nul ? "contains a NUL byte" : "is empty");
+            wipe_str(v);
+            free(v);
+            goto out;
+        }
+        *out = v;
+    } else if (env) {
+        const char *v = getenv(env);
+        if (!v || !*v) {
+            cfg_error(e, cfg_at(map, ekey), "%s: environment variable \"%s\" is %s", ekey, env,
+                      v ? "empty" : "not set");
+            goto out;
+        }
+        *out = xstrdup(v);
+    }
+    rc = 0;
+out:
+    free(file);
+    free(env);
+    return rc;
+}
+
+static int compile_re(struct cfg_node *at, const char *key, const char *pattern, regex_t *re,
+                      struct err *e)
+{
+    char *full = kafka_full_regex(pattern);
+    int rc = regcomp(re, full, REG_EXTENDED | REG_NOSUB);
+    free(full);
+    if (rc) {
+        char why[200];
+        regerror(rc, re, why, sizeof why);
+        return cfg_error(e, at, "%s: want a regular expression (POSIX extended): %s", key, why);
+    }
+    return 0;
+}
+
+static const char *const source_keys[] = {
+    "bootstrap_servers",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_username",
+    "sasl_password_file",
+    "sasl_password_env",
+    "tls_ca_file",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_key_password_file",
+    "tls_key_password_env",
+    "tls_verify_hostname",
+    "librdkafka",
+    "client_group_id",
+    "max_lag_fetches",
+    "max_reply_bytes",
+    "groups",
+    NULL,
+};
+static const char *const group_keys[] = {
+    "name",          "pattern", "topics", "topic_pattern", "max_poll_interval", "dead_letter_topic",
+    "per_partition", NULL,
+};
+
+static void ask_all(struct cfg_node *map, const char *const *keys)
+{
+    struct cfg_node *n;
+    struct err ignored;
+    for (const char *const *k = keys; *k; k++)
+        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
+}
+
+static int missing_key(struct cfg_node *map, const char *const *keys, const char *where,
+                       struct err *e)
+{
+    ask_all(map, keys);
+    return cfg_finish(map, where, e);
+}
+
+static int configure_group(struct collector *c, struct state *st, struct cfg_node *item,
+                           size_t index, struct err *e)
+{
+    if (cfg_expect(item, CFG_MAP, "each entry of groups", e))
+        return -1;
+    st->specs = xrealloc(st->specs, (st->nspecs + 1) * sizeof *st->specs);
+    struct group_spec *sp = &st->specs[st->nspecs++];
+    memset(sp, 0, sizeof *sp);
+    char where[300];
+    snprintf(where, sizeof where, "entry %zu of groups of source \"%s\"", index + 1, c->name);
+
+    if (cfg_get_str(item, "name", 0, &sp->name, e) ||
+        cfg_get_str(item, "pattern", 0, &sp->pattern, e))
+        return -1;
+    if (!sp->name == !sp->pattern) {
+        if (!sp->name && missing_key(item, group_keys, where, e))
+            return -1;
+        return cfg_error(e, item, "want exactly one of name and pattern in each entry of groups");
+    }
+    const char *key = sp->name ? "name" : "pattern";
+    const char *val = sp->name ? sp->name : sp->pattern;
+    if (!*val)
+        return cfg_error(e, cfg_at(item, key), "%s: want a non-empty string", key);
+    if (sp->pattern) {
+        if (compile_re(cfg_at(item, "pattern"), "pattern", sp->pattern, &sp->group_re, e))
+            return -1;
+        sp->has_group_re = 1;
+    }
+
+    struct cfg_node *topics_node = NULL;
+    if (cfg_get_node(item, "topics", CFG_SEQ, &topics_node, e) ||
+        cfg_get_strlist(item, "topics", &sp->topics, &sp->ntopics, e) ||
+        cfg_get_str(item, "topic_pattern", 0, &sp->topic_pattern, e))
+        return -1;
+    if (!topics_node == !sp->topic_pattern) {
+        if (!topics_node && !sp->topic_pattern && missing_key(item, group_keys, where, e))
+            return -1;
+        return cfg_error(e, item,
+                         "want exactly one of topics and topic_pattern in each entry of groups "
+                         "(the topics whose lag the group is measured on)");
+    }
+    if (topics_node && sp->ntopics == 0)
+        return cfg_error(e, topics_node, "topics: want at least one topic name");
+    for (size_t i = 0; i < sp->ntopics; i++)
+        if (!*sp->topics[i])
+            return cfg_error(e, topics_node->items[i], "topics: want non-empty topic names");
+    if (sp->topic_pattern) {
+        if (!*sp->topic_pattern)
+            return cfg_error(e, cfg_at(item, "topic_pattern"),
+                             "topic_pattern: want a non-empty regular expression");
+        if (compile_re(cfg_at(item, "topic_pattern"), "topic_pattern", sp->topic_pattern,
+                       &sp->topic_re, e))
+            return -1;
+        sp->has_topic_re = 1;
+    }
+
+    if (cfg_get_positive_duration(item, "max_poll_interval", -1.0, &sp->max_poll_interval, e) ||
+        cfg_get_nonempty(item, "dead_letter_topic", &sp->dlq_tmpl, e) ||
+        cfg_get_bool(item, "per_partition", 0, &sp->per_partition, e))
+        return -1;
+    snprintf(where, sizeof where, "group %s \"%s\" of source \"%s\"", sp->name ? "name" : "pattern",
+             val, c->name);
+    return cfg_finish(item, where, e);
+}
+
+/* Builds a librdkafka configuration from the state. Used by configure (to have librdkafka
+ * check every value before the first scrape) and by each new handle. errstr never holds a
+ * secret: librdkafka's messages for the keys whose values are secret do not quote the value. */
+static rd_kafka_conf_t *build_conf(const struct state *st, char *errstr, size_t cap,
+                                   const char **bad_key)
+{
+    char num[32];
+    long long fetch_max = st->max_reply_bytes / 2 < 1048576 ? st->max_reply_bytes / 2 : 1048576;
+    long long fetch_part = fetch_max < 65536 ? fetch_max : 65536;
+    int timeout_ms = (int)(st->timeout * 1000.0);
+    if (timeout_ms < 1000)
+        timeout_ms = 1000;
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    struct {
+        const char *k;
+        const char *v;
+    } fixed[] = {
+        {"bootstrap.servers", st->bootstrap},
+        {"client.id", "qrel"},
+        /* A group id is needed by assign() in librdkafka 2.0; nothing joins or commits it. */
+        {"group.id", st->client_group},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"enable.partition.eof", "true"},
+        {"auto.offset.reset", "error"},
+        {"fetch.wait.max.ms", "100"},
+        {"fetch.error.backoff.ms", "100"},
+        {"queued.min.messages", "1"},
+        {"log.connection.close", "false"},
+        {"log_level", "4"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, errstr, cap) != RD_KAFKA_CONF_OK) {
+            *bad_key = fixed[i].k;
+            goto fail;
+        }
+    struct {
+        const char *k;
+        long long v;
+    } nums[] = {
+        {"receive.message.max.bytes", st->max_reply_bytes},
+        {"fetch.max.bytes", fetch_max},
+        {"fetch.message.max.bytes", fetch_part},
+        {"socket.connection.setup.timeout.ms", timeout_ms},
+        {"api.version.request.timeout.ms", timeout_ms},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        snprintf(num, sizeof num, "%lld", nums[i].v);
+        if (rd_kafka_conf_set(conf, nums[i].k, num, errstr, cap) != RD_KAFKA_CONF_OK) {
+            *bad_key = nums[i].k;
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i + 1 < st->nprops; i += 2)
+        if (rd_kafka_conf_set(conf, st->props[i], st->props[i + 1], errstr, cap) !=
+            RD_KAFKA_CONF_OK) {
+            *bad_key = st->props[i];
+            goto fail;
+        }
+    return conf;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+/* The config keys that map one-to-one to librdkafka properties. */
+static const struct {
+    const char *key, *prop;
+} prop_keys[] = {
+    {"security_protocol", "security.protocol"},
+    {"sasl_mechanism", "sasl.mechanisms"},
+    {"sasl_username", "sasl.username"},
+    {"tls_ca_file", "ssl.ca.location"},
+    {"tls_cert_file", "ssl.certificate.location"},
+    {"tls_key_file", "ssl.key.location"},
+};
+
+static int configure_props(struct state *st, struct cfg_node *map, struct err *e)
+{
+    for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++) {
+        char *v = NULL;
+        if (cfg_get_nonempty(map, prop_keys[i].key, &v, e))
+            return -1;
+        if (v)
+            add_prop(st, prop_keys[i].prop, v);
+    }
+    char *pw = NULL;
+    if (read_secret(map, "sasl_password", &pw, e))
+        return -1;
+    if (pw)
+        add_prop(st, "sasl.password", pw);
+    if (read_secret(map, "tls_key_password", &pw, e))
+        return -1;
+    if (pw)
+        add_prop(st, "ssl.key.password", pw);
+    int verify = 1;
+    if (cfg_get_bool(map, "tls_verify_hostname", 1, &verify, e))
+        return -1;
+    if (!verify)
+        add_prop(st, "ssl.endpoint.identification.algorithm", xstrdup("none"));
+
+    /* Any other librdkafka property, as written: for what the keys above do not cover. Secrets
+     * stay out of it: they belong in *_file keys, and the file would quote them. */
+    struct cfg_node *extra = NULL;
+    if (cfg_get_node(map, "librdkafka", CFG_MAP, &extra, e))
+        return -1;
+    for (size_t i = 0; extra && i < extra->n; i++) {
+        struct cfg_pair *p = &extra->pairs[i];
+        p->known = 1;
+        if (p->value->kind != CFG_SCALAR)
+            return cfg_error(e, p->value, "librdkafka: %s: want a string value", p->key);
+        if (is_secret_prop(p->key))
+            return cfg_error(e, p->value,
+                             "librdkafka: %s: secrets cannot be given here; use "
+                             "sasl_password_file or tls_key_password_file",
+                             p->key);
+        add_prop(st, p->key, xstrdup(p->value->scalar ? p->value->scalar : ""));
+    }
+    return 0;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    pthread_mutex_init(&st->mu, NULL);
+    c->priv = st;
+    st->source = c->name;
+    st->timeout = c->timeout;
+
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    struct cfg_node *groups = NULL;
+    if (cfg_get_str(map, "bootstrap_servers", 0, &st->bootstrap, e) ||
+        cfg_get_node(map, "groups", CFG_SEQ, &groups, e))
+        return -1;
+    if ((!st->bootstrap || !groups) && missing_key(map, source_keys, where, e))
+        return -1;
+    if (!st->bootstrap)
+        return cfg_get_str(map, "bootstrap_servers", 1, &st->bootstrap, e);
+    if (!*st->bootstrap || strchr(st->bootstrap, '@') || strstr(st->bootstrap, "://"))
+        return cfg_error(e, cfg_at(map, "bootstrap_servers"),
+                         "bootstrap_servers: want host:port[,host:port...] (no URL, no "
+                         "credentials)");
+    if (configure_props(st, map, e) ||
+        cfg_get_int(map, "max_lag_fetches", DEFAULT_MAX_LAG_FETCHES, 0, 1000000,
+                    &st->max_lag_fetches, e) ||
+        cfg_get_int(map, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, 65536, 1000000000,
+                    &st->max_reply_bytes, e) ||
+        cfg_get_nonempty(map, "client_group_id", &st->client_group, e))
+        return -1;
+    if (!st->client_group)
+        st->client_group = xstrdup(DEFAULT_CLIENT_GROUP);
+
+    char errstr[512];
+    const char *bad = NULL;
+    rd_kafka_conf_t *conf = build_conf(st, errstr, sizeof errstr, &bad);
+    if (!conf) {
+        const char *k = "librdkafka";
+        for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++)
+            if (strcmp(prop_keys[i].prop, bad) == 0)
+                k = prop_keys[i].key;
+        return cfg_error(e, cfg_at(map, k), "%s: librdkafka refuses it: %s", k,
+                         is_secret_prop(bad) ? "invalid value" : errstr);
+    }
+    rd_kafka_conf_destroy(conf);
+
+    if (!groups || groups->n == 0)
+        return cfg_error(e, groups ? groups : map,
+                         "groups: want a list of at least one {name: ..., topics: [...]}");
+    for (size_t i = 0; i < groups->n; i++)
+        if (configure_group(c, st, groups->items[i], i, e))
+            return -1;
+    return 0;
+}
+
+/* ---- the librdkafka handle ---- */
+
+static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
+{
+    struct state *st = opaque;
+    pthread_mutex_lock(&st->mu);
+    /* A refused SASL handshake is followed by "all brokers are down": keep the cause. */
+    if (st->last_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
+        kafka_err_code(st->last_err, st->last_errstr) != ERR_AUTH) {
+        st->last_err = (rd_kafka_resp_err_t)code;
+        snprintf(st->last_errstr, sizeof st->last_errstr, "%s", reason);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    struct state *st = rd_kafka_opaque(rk);
+    char lvl[8];
+    snprintf(lvl, sizeof lvl, "%d", level);
+    log_kv(LOG_DEBUG, "librdkafka", "source", st->source, "facility", fac, "syslog_level", lvl,
+           "text", buf, NULL);
+}
+
+static rd_kafka_resp_err_t last_error(struct state *st, char *text, size_t cap)
+{
+    pthread_mutex_lock(&st->mu);
+    rd_kafka_resp_err_t code = st->last_err;
+    snprintf(text, cap, "%s", st->last_errstr);
+    pthread_mutex_unlock(&st->mu);
+    return code;
+}
+
+static void clear_error(struct state *st)
+{
+    pthread_mutex_lock(&st->mu);
+    st->last_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    st->last_errstr[0] = '\0';
+    pthread_mutex_unlock(&st->mu);
+}
+
+static int open_handle(struct state *st, struct err *e)
+{
+    char errstr[512];
+    const char *bad = NULL;
+    rd_kafka_conf_t *conf = build_conf(st, errstr, sizeof errstr, &bad);
+    if (!conf)
+        return err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
+                       is_secret_prop(bad) ? "invalid value" : errstr);
+    rd_kafka_conf_set_opaque(conf, st);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, on_log);
+    st->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!st->rk) {
+        rd_kafka_conf_destroy(conf);
+        return err_set(e, ERR_CONFIG, "kafka: cannot create the client: %s", errstr);
+    }
+    return 0;
+}
+
+/* The error of a failed call, with the broker error librdkafka reported meanwhile when that
+ * says more (a refused connection or a failed SASL handshake shows up as a timeout of the call
+ * itself). */
+static int call_error(struct state *st, const char *what, rd_kafka_resp_err_t code,
+                      const char *text, struct err *e)
+{
+    char last[400];
+    rd_kafka_poll(st->rk, 0); /* serves error_cb */
+    rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+    enum err_code ec = kafka_err_code(code, text);
+    if (lc != RD_KAFKA_RESP_ERR_NO_ERROR &&
+        (ec == ERR_TIMEOUT || code == RD_KAFKA_RESP_ERR__TRANSPORT)) {
+        enum err_code lec = kafka_err_code(lc, last);
+        if (lec != ERR_QUERY)
+            ec = lec;
+        return err_set(e, ec, "kafka: %s: %s (%s)", what, text ? text : rd_kafka_err2str(code),
+                       last);
+    }
+    return err_set(e, ec, "kafka: %s: %s", what, text ? text : rd_kafka_err2str(code));
+}
+
+/* A broker error reported while we wait that will not go away by waiting longer. */
+static int fatal_pending(struct state *st, const char *what, struct err *e)
+{
+    char last[400];
+    rd_kafka_poll(st->rk, 0);
+    rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+    if (lc == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    enum err_code ec = kafka_err_code(lc, last);
+    if (lc == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || ec == ERR_AUTH || ec == ERR_LIMIT ||
+        ec == ERR_PROTOCOL)
+        return err_set(e, ec, "kafka: %s: %s", what, last);
+    return 0;
+}
+
+static int slice_ms(const struct deadline *dl, int max)
+{
+    int64_t left = deadline_remaining_ms(dl);
+    return left < max ? (int)left : max;
+}
+
+static int timed_out(struct state *st, const char *what, struct err *e)
+{
+    char last[400];
+    rd_kafka_poll(st->rk, 0);
+    rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+    if (lc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* Waited in vain because no broker could be reached or we were refused: that is the
+         * reason, not the wait. */
+        enum err_code ec = kafka_err_code(lc, last);
+        if (ec != ERR_CONNECT && ec != ERR_AUTH)
+            ec = ERR_TIMEOUT;
+        return err_set(e, ec, "kafka: %s: timed out (last broker error: %s)", what, last);
+    }
+    return err_set(e, ERR_TIMEOUT, "kafka: %s: timed out", what);
+}
+
+/* ---- one scrape ---- */
+
+struct topic_data {
+    const rd_kafka_metadata_topic_t *md; /* NULL: the topic does not exist */
+    int wanted;                          /* watermarks are needed */
+    int64_t *low, *high;                 /* per partition index of md */
+};
+
+/* One group measured on one topic. */
+struct target {
+    char *group;
+    size_t spec;
+    size_t topic; /* index into scrape.topics */
+    size_t dlq;   /* index into scrape.topics, SIZE_MAX: none */
+    char *dlq_name;
+    int64_t *committed; /* per partition */
+    size_t *need;       /* per partition: index into scrape.needs, SIZE_MAX: none */
+};
+
+/* A record to read: its timestamp is an age. */
+struct need {
+    size_t topic;
+    int32_t partition;
+    int64_t offset;
+    int done;
+    int64_t ts; /* -1: no record there (end of log, gone, or no timestamp) */
+};
+
+struct scrape {
+    const rd_kafka_metadata_t *md;
+    struct topic_data *topics; /* one per metadata topic */
+    size_t ntopics;
+    struct target *t;
+    size_t n;
+    struct need *needs;
+    size_t nneeds;
+    int capped;
+};
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->ntopics; i++) {
+        free(sc->topics[i].low);
+        free(sc->topics[i].high);
+    }
+    free(sc->topics);
+    for (size_t i = 0; i < sc->n; i++) {
+        free(sc->t[i].group);
+        free(sc->t[i].dlq_name);
+        free(sc->t[i].committed);
+        free(sc->t[i].need);
+    }
+    free(sc->t);
+    free(sc->needs);
+    if (sc->md)
+        rd_kafka_metadata_destroy(sc->md);
+}
+
+static size_t topic_find(const struct scrape *sc, const char *name)
+{
+    for (size_t i = 0; i < sc->ntopics; i++)
+        if (sc->topics[i].md && strcmp(sc->topics[i].md->topic, name) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+static int read_metadata(struct state *st, const struct deadline *dl, struct scrape *sc,
+                         struct err *e)
+{
+    int64_t t0 = deadline_now_ms();
+    for (;;) {
+        int ms = slice_ms(dl, 250);
+        if (ms <= 0)
+            return timed_out(st, "Metadata", e);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t rc = rd_kafka_metadata(st->rk, 1, NULL, &md, ms);
+        if (rc == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            sc->md = md;
+            break;
+        }
+        if (fatal_pending(st, "Metadata", e))
+            return -1;
+        /* librdkafka does not always say "all brokers are down" again (it suppresses repeated
+         * errors): a connect error and still no metadata after a second is the answer. */
+        char last[400];
+        rd_kafka_resp_err_t lc = last_error(st, last, sizeof last);
+        if (lc && kafka_err_code(lc, last) == ERR_CONNECT && deadline_now_ms() - t0 >= 1000)
+            return err_set(e, ERR_CONNECT, "kafka: Metadata: %s", last);
+        if (rc != RD_KAFKA_RESP_ERR__TIMED_OUT && rc != RD_KAFKA_RESP_ERR__TRANSPORT)
+            return call_error(st, "Metadata", rc, NULL, e);
+    }
+    sc->ntopics = (size_t)sc->md->topic_cnt;
+    sc->topics = xcalloc(sc->ntopics ? sc->ntopics : 1, sizeof *sc->topics);
+    for (size_t i = 0; i < sc->ntopics; i++) {
+        const rd_kafka_metadata_topic_t *t = &sc->md->topics[i];
+        /* A topic the broker lists with an error (being deleted, not authorised) has no usable
+         * partitions: treated as absent. */
+        sc->topics[i].md = t->err ? NULL : t;
+    }
+    return 0;
+}
+
+/* Group names matched by the patterns, from ListGroups (asked once, only when a pattern
+ * exists). Brokers without ListGroups (librdkafka's mock) fail with a message that says to name
+ * the groups instead. */
+static int list_groups(struct state *st, const struct deadline *dl, char ***names, size_t *n,
+                       struct err *e)
+{
+    *names = NULL;
+    *n = 0;
+    int ms = slice_ms(dl, 1 << 30);
+    if (ms <= 0)
+        return timed_out(st, "ListGroups", e);
+    char errstr[256];
+    rd_kafka_queue_t *q = rd_kafka_queue_new(st->rk);
+    rd_kafka_AdminOptions_t *o =
+        rd_kafka_AdminOptions_new(st->rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
+    rd_kafka_AdminOptions_set_request_timeout(o, ms, errstr, sizeof errstr);
+    rd_kafka_ListConsumerGroups(st->rk, o, q);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ms + 100);
+    int rc = -1;
+    if (!ev) {
+        timed_out(st, "ListGroups", e);
+        goto out;
+    }
+    if (rd_kafka_event_error(ev)) {
+        call_error(st, "ListGroups", rd_kafka_event_error(ev), rd_kafka_event_error_string(ev), e);
+        goto out;
+    }
+    const rd_kafka_ListConsumerGroups_result_t *res = rd_kafka_event_ListConsumerGroups_result(ev);
+    size_t nerr = 0, nvalid = 0;
+    const rd_kafka_error_t **errs = rd_kafka_ListConsumerGroups_result_errors(res, &nerr);
+    if (nerr) {
+        rd_kafka_resp_err_t code = rd_kafka_error_code(errs[0]);
+        if (code == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE)
+            err_set(e, ERR_QUERY,
+                    "kafka: ListGroups: the broker does not support listing groups (%s), so a "
+                    "group pattern cannot be resolved: list the groups by name",
+                    rd_kafka_error_string(errs[0]));
+        else
+            call_error(st, "ListGroups", code, rd_kafka_error_string(errs[0]), e);
+        goto out;
+    }
+    const rd_kafka_ConsumerGroupListing_t **valid =
+        rd_kafka_ListConsumerGroups_result_valid(res, &nvalid);
+    *names = xcalloc(nvalid + 1, sizeof **names);
+    for (size_t i = 0; i < nvalid; i++)
+        (*names)[(*n)++] = xstrdup(rd_kafka_ConsumerGroupListing_group_id(valid[i]));
+    rc = 0;
+out:
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+static int is_dlq_of_spec(const struct group_spec *sp, const struct scrape *sc, const char *name)
+{
+    if (!sp->dlq_tmpl)
+        return 0;
+    for (size_t i = 0; i < sc->ntopics; i++) {
+        const struct topic_data *td = &sc->topics[i];
+        if (!td->md || strcmp(td->md->topic, name) == 0)
+            continue;
+        if (sp->has_topic_re && regexec(&sp->topic_re, td->md->topic, 0, NULL, 0))
+            continue;
+        char *d = kafka_dlq_name(sp->dlq_tmpl, td->md->topic);
+        int same = strcmp(d, name) == 0;
+        free(d);
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+static void add_target(struct scrape *sc, const struct group_spec *sp, size_t spec,
+                       const char *group, size_t topic)
+{
+    sc->t = xrealloc(sc->t, (sc->n + 1) * sizeof *sc->t);
+    struct target *t = &sc->t[sc->n++];
+    memset(t, 0, sizeof *t);
+    t->group = xstrdup(group);
+    t->spec = spec;
+    t->topic = topic;
+    t->dlq = SIZE_MAX;
+    sc->topics[topic].wanted = 1;
+    int np = sc->topics[topic].md->partition_cnt;
+    t->committed = xcalloc(np ? (size_t)np : 1, sizeof *t->committed);
+    t->need = xcalloc(np ? (size_t)np : 1, sizeof *t->need);
+    for (int p = 0; p < np; p++) {
+        t->committed[p] = -1;
+        t->need[p] = SIZE_MAX;
+    }
+    if (sp->dlq_tmpl) {
+        t->dlq_name = kafka_dlq_name(sp->dlq_tmpl, sc->topics[topic].md->topic);
+        t->dlq = topic_find(sc, t->dlq_name);
+        if (t->dlq != SIZE_MAX)
+            sc->topics[t->dlq].wanted = 1;
+    }
+}
+
+static void add_group_targets(struct scrape *sc, const struct group_spec *sp, size_t spec,
+                              const char *group)
+{
+    if (sp->topics) {
+        for (size_t k = 0; k < sp->ntopics; k++) {
+            size_t ti = topic_find(sc, sp->topics[k]);
+            if (ti != SIZE_MAX)
+                add_target(sc, sp, spec, group, ti);
+        }
+        return;
+    }
+    for (size_t ti = 0; ti < sc->ntopics; ti++) {
+        const struct topic_data *td = &sc->topics[ti];
+        /* Internal topics (__consumer_offsets, __transaction_state) are nobody's queue. */
+        if (!td->md || strncmp(td->md->topic, "__", 2) == 0 ||
+            regexec(&sp->topic_re, td->md->topic, 0, NULL, 0) ||
+            is_dlq_of_spec(sp, sc, td->md->topic))
+            continue;
+        add_target(sc, sp, spec, group, ti);
+    }
+}
+
+static int resolve_targets(struct state *st, const struct deadline *dl, struct scrape *sc,
+                           struct err *e)
+{
+    char **listed = NULL;
+    size_t nlisted = 0;
+    int need_list = 0;
+    for (size_t i = 0; i < st->nspecs; i++)
+        need_list |= st->specs[i].pattern != NULL;
+    if (need_list && list_groups(st, dl, &listed, &nlisted, e))
+        return -1;
+    for (size_t i = 0; i < st->nspecs; i++) {
+        const struct group_spec *sp = &st->specs[i];
+        if (sp->name) {
+            add_group_targets(sc, sp, i, sp->name);
+            continue;
+        }
+        for (size_t k = 0; k < nlisted; k++) {
+            int dup = 0; /* a group a named entry (or an earlier pattern) already reports */
+            for (size_t j = 0; j < sc->n && !dup; j++)
+                dup = strcmp(sc->t[j].group, listed[k]) == 0;
+            if (!dup && !regexec(&sp->group_re, listed[k], 0, NULL, 0))
+                add_group_targets(sc, sp, i, listed[k]);
+        }
+    }
+    cfg_strv_free(listed);
+    return 0;
+}
+
+/* Latest and earliest offsets of every wanted partition: ListOffsets, which librdkafka sends
+ * once per leader broker for each of the two. */
+static int read_watermarks(struct state *st, const struct deadline *dl, struct scrape *sc,
+                           struct err *e)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    for (size_t i = 0; i < sc->ntopics; i++) {
+        struct topic_data *td = &sc->topics[i];
+        if (!td->wanted)
+            continue;
+        int np = td->md->partition_cnt;
+        td->low = xcalloc(np ? (size_t)np : 1, sizeof *td->low);
+        td->high = xcalloc(np ? (size_t)np : 1, sizeof *td->high);
+        for (int p = 0; p < np; p++)
+            rd_kafka_topic_partition_list_add(l, td->md->topic, td->md->partitions[p].id);
+    }
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0 && l->cnt; pass++) {
+        int64_t which = pass == 0 ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+        for (int k = 0; k < l->cnt; k++)
+            l->elems[k].offset = which;
+        int ms = slice_ms(dl, 1 << 30);
+        if (ms <= 0) {
+            rc = timed_out(st, "ListOffsets", e);
+            break;
+        }
+        rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(st->rk, l, ms);
+        if (err) {
+            rc = err == RD_KAFKA_RESP_ERR__TIMED_OUT ? timed_out(st, "ListOffsets", e)
+                                                     : call_error(st, "ListOffsets", err, NULL, e);
+            break;
+        }
+        for (int k = 0; k < l->cnt && rc == 0; k++) {
+            const rd_kafka_topic_partition_t *tp = &l->elems[k];
+            if (tp->err) {
+                char what[300];
+                snprintf(what, sizeof what, "ListOffsets \"%s\" partition %d", tp->topic,
+                         (int)tp->partition);
+                rc = call_error(st, what, tp->err, NULL, e);
+                break;
+            }
+            struct topic_data *td = &sc->topics[topic_find(sc, tp->topic)];
+            for (int p = 0; p < td->md->partition_cnt; p++)
+                if (td->md->partitions[p].id == tp->partition)
+                    (pass == 0 ? td->high : td->low)[p] = tp->offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+static int partition_index(const rd_kafka_metadata_topic_t *md, int32_t id)
+{
+    for (int p = 0; p < md->partition_cnt; p++)
+        if (md->partitions[p].id == id)
+            return p;
+    return -1;
+}
+
+/* Committed offsets: one ListConsumerGroupOffsets (OffsetFetch) per group, with its partitions
+ * named, all in flight at once. */
+static int read_committed(struct state *st, const struct deadline *dl, struct scrape *sc,
+                          struct err *e)
+{
+    if (sc->n == 0)
+        return 0;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(st->rk);
+    size_t inflight = 0;
+    int rc = 0;
+    char errstr[256];
+    int ms = slice_ms(dl, 1 << 30);
+    if (ms <= 0) {
+        rd_kafka_queue_destroy(q);
+        return timed_out(st, "OffsetFetch", e);
+    }
+    for (size_t i = 0; i < sc->n; i++) {
+        int first = 1; /* the first target of its group sends the request for all of them */
+        for (size_t j = 0; j < i && first; j++)
+            first = strcmp(sc->t[j].group, sc->t[i].group) != 0;
+        if (!first)
+            continue;
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+        for (size_t j = i; j < sc->n; j++) {
+            if (strcmp(sc->t[j].group, sc->t[i].group))
+                continue;
+            const rd_kafka_metadata_topic_t *md = sc->topics[sc->t[j].topic].md;
+            for (int p = 0; p < md->partition_cnt; p++)
+                if (!rd_kafka_topic_partition_list_find(l, md->topic, md->partitions[p].id))
+                    rd_kafka_topic_partition_list_add(l, md->topic, md->partitions[p].id);
+        }
+        rd_kafka_ListConsumerGroupOffsets_t *req =
+            rd_kafka_ListConsumerGroupOffsets_new(sc->t[i].group, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_AdminOptions_t *o =
+            rd_kafka_AdminOptions_new(st->rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
+        rd_kafka_AdminOptions_set_request_timeout(o, ms, errstr, sizeof errstr);
+        rd_kafka_ListConsumerGroupOffsets(st->rk, &req, 1, o, q);
+        rd_kafka_ListConsumerGroupOffsets_destroy(req);
+        rd_kafka_AdminOptions_destroy(o);
+        inflight++;
+    }
+    while (inflight && rc == 0) {
+        int wait = slice_ms(dl, 1 << 30);
+        rd_kafka_event_t *ev = wait > 0 ? rd_kafka_queue_poll(q, wait) : NULL;
+        if (!ev) {
+            rc = timed_out(st, "OffsetFetch", e);
+            break;
+        }
+        inflight--;
+        if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT) {
+            rd_kafka_event_destroy(ev);
+            inflight++;
+            continue;
+        }
+        if (rd_kafka_event_error(ev)) {
+            rc = call_error(st, "OffsetFetch", rd_kafka_event_error(ev),
+                            rd_kafka_event_error_string(ev), e);
+            rd_kafka_event_destroy(ev);
+            break;
+        }
+        size_t ng = 0;
+        const rd_kafka_group_result_t **gr = rd_kafka_ListConsumerGroupOffsets_result_groups(
+            rd_kafka_event_ListConsumerGroupOffsets_result(ev), &ng);
+        for (size_t g = 0; g < ng && rc == 0; g++) {
+            const char *gname = rd_kafka_group_result_name(gr[g]);
+            const rd_kafka_error_t *ge = rd_kafka_group_result_error(gr[g]);
+            char what[300];
+            snprintf(what, sizeof what, "OffsetFetch group \"%s\"", gname);
+            if (ge) {
+                rc = call_error(st, what, rd_kafka_error_code(ge), rd_kafka_error_string(ge), e);
+                break;
+            }
+            const rd_kafka_topic_partition_list_t *pl = rd_kafka_group_result_partitions(gr[g]);
+            for (int k = 0; pl && k < pl->cnt && rc == 0; k++) {
+                const rd_kafka_topic_partition_t *tp = &pl->elems[k];
+                if (tp->err) {
+                    rc = call_error(st, what, tp->err, NULL, e);
+                    break;
+                }
+                for (size_t j = 0; j < sc->n; j++) {
+                    struct target *t = &sc->t[j];
+                    const rd_kafka_metadata_topic_t *md = sc->topics[t->topic].md;
+                    if (strcmp(t->group, gname) || strcmp(md->topic, tp->topic))
+                        continue;
+                    int p = partition_index(md, tp->partition);
+                    if (p >= 0)
+                        t->committed[p] = tp->offset < 0 ? -1 : tp->offset;
+                }
+            }
+        }
+        rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+static size_t add_need(struct state *st, struct scrape *sc, size_t topic, int32_t partition,
+                       int64_t offset)
+{
+    for (size_t i = 0; i < sc->nneeds; i++)
+        if (sc->needs[i].topic == topic && sc->needs[i].partition == partition &&
+            sc->needs[i].offset == offset)
+            return i;
+    if ((long long)sc->nneeds >= st->max_lag_fetches) {
+        sc->capped = 1;
+        return SIZE_MAX;
+    }
+    sc->needs = xrealloc(sc->needs, (sc->nneeds + 1) * sizeof *sc->needs);
+    struct need *n = &sc->needs[sc->nneeds];
+    n->topic = topic;
+    n->partition = partition;
+    n->offset = offset;
+    n->done = 0;
+    n->ts = -1;
+    return sc->nneeds++;
+}
+
+/* What to read: the first unconsumed record of every lagging partition, and the first record of
+ * every non-empty partition of a dead-letter topic. */
+static void plan_fetches(struct state *st, struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        struct target *t = &sc->t[i];
+        const struct topic_data *td = &sc->topics[t->topic];
+        for (int p = 0; p < td->md->partition_cnt; p++) {
+            struct kafka_offsets o = {td->low[p], td->high[p], t->committed[p]};
+            int64_t first;
+            if (kafka_partition_lag(&o, &first) > 0)
+                t->need[p] = add_need(st, sc, t->topic, td->md->partitions[p].id, first);
+        }
+    }
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        if (t->dlq == SIZE_MAX)
+            continue;
+        const struct topic_data *d = &sc->topics[t->dlq];
+        for (int p = 0; p < d->md->partition_cnt; p++)
+            if (d->high[p] > d->low[p])
+                add_need(st, sc, t->dlq, d->md->partitions[p].id, d->low[p]);
+    }
+}
+
+static struct need *round_find(struct scrape *sc, const size_t *round, size_t n, const char *topic,
+                               int32_t partition)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct need *nd = &sc->needs[round[i]];
+        if (nd->partition == partition && strcmp(sc->topics[nd->topic].md->topic, topic) == 0)
+            return nd;
+    }
+    return NULL;
+}
+
+/* One fetch round: every pending need whose partition is not in the round yet, assigned at its
+ * offset; each partition is paused as soon as its first record (or its end) is seen, so a round
+ * reads one record per partition, plus what a fetch response happens to carry along. */
+static int fetch_round(struct state *st, const struct deadline *dl, struct scrape *sc,
+                       size_t *round, struct err *e)
+{
+    size_t n = 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    for (size_t i = 0; i < sc->nneeds; i++) {
+        struct need *nd = &sc->needs[i];
+        if (nd->done)
+            continue;
+        const char *topic = sc->topics[nd->topic].md->topic;
+        if (rd_kafka_topic_partition_list_find(l, topic, nd->partition))
+            continue;
+        rd_kafka_topic_partition_list_add(l, topic, nd->partition)->offset = nd->offset;
+        round[n++] = i;
+    }
+    /* Partitions paused by an earlier round (or scrape) stay paused across assign(): resume. */
+    rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    if (!err)
+        err = rd_kafka_resume_partitions(st->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err)
+        return call_error(st, "assign", err, NULL, e);
+    size_t left = n;
+    int rc = 0;
+    while (left && rc == 0) {
+        int ms = slice_ms(dl, 100);
+        if (ms <= 0) {
+            rc = timed_out(st, "Fetch", e);
+            break;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(st->rk, ms);
+        if (!m) {
+            rc = fatal_pending(st, "Fetch", e);
+            continue;
+        }
+        struct need *nd =
+            m->rkt ? round_find(sc, round, n, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
+        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+            m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
+            m->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+            char what[300];
+            if (m->rkt)
+                snprintf(what, sizeof what, "Fetch \"%s\" partition %d",
+                         rd_kafka_topic_name(m->rkt), (int)m->partition);
+            else
+                snprintf(what, sizeof what, "Fetch");
+            rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
+        } else if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
+            /* The end of the log (nothing readable left: compacted away, transaction markers)
+             * or a record deleted since ListOffsets: no timestamp. */
+            if (!m->err) {
+                rd_kafka_timestamp_type_t tt;
+                int64_t ts = rd_kafka_message_timestamp(m, &tt);
+                nd->ts = tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts;
+            }
+            nd->done = 1;
+            left--;
+            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(one, rd_kafka_topic_name(m->rkt), m->partition);
+            rd_kafka_pause_partitions(st->rk, one);
+            rd_kafka_topic_partition_list_destroy(one);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    err = rd_kafka_assign(st->rk, NULL);
+    if (rc == 0 && err)
+        rc = call_error(st, "unassign", err, NULL, e);
+    return rc;
+}
+
+static int fetch_records(struct state *st, const struct deadline *dl, struct scrape *sc,
+                         struct err *e)
+{
+    if (sc->nneeds == 0)
+        return 0;
+    size_t *round = xcalloc(sc->nneeds, sizeof *round);
+    int rc = 0;
+    for (;;) {
+        size_t pending = 0;
+        for (size_t i = 0; i < sc->nneeds; i++)
+            pending += !sc->needs[i].done;
+        if (!pending || (rc = fetch_round(st, dl, sc, round, e)))
+            break;
+    }
+    free(round);
+    return rc;
+}
+
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (metric_set_add(__VA_ARGS__, NULL))                                                     \
+            return err_set(e, ERR_INTERNAL, "kafka: %s", metric_set_error(out));                   \
+    } while (0)
+
+static int emit_target(const struct state *st, const struct scrape *sc, const struct target *t,
+                       int64_t now_ms, struct metric_set *out, struct err *e)
+{
+    const struct group_spec *sp = &st->specs[t->spec];
+    const struct topic_data *td = &sc->topics[t->topic];
+    const char *q = td->md->topic, *g = t->group;
+    int64_t ready = 0, oldest = INT64_MAX;
+    int complete = 1;
+    for (int p = 0; p < td->md->partition_cnt; p++) {
+        struct kafka_offsets o = {td->low[p], td->high[p], t->committed[p]};
+        int64_t first, lag = kafka_partition_lag(&o, &first);
+        ready += lag;
+        int64_t ts = -1;
+        if (lag > 0) {
+            if (t->need[p] == SIZE_MAX)
+                complete = 0;
+            else
+                ts = sc->needs[t->need[p]].ts;
+        }
+        if (ts >= 0 && ts < oldest)
+            oldest = ts;
+        if (sp->per_partition) {
+            char part[16];
+            snprintf(part, sizeof part, "%d", (int)td->md->partitions[p].id);
+            ADD(out, "qrel_queue_messages", (double)lag, "queue", q, "group", g, "partition", part,
+                "state", "ready");
+            if (lag == 0 || ts >= 0)
+                ADD(out, "qrel_consumer_lag_seconds", lag ? kafka_age_seconds(now_ms, ts) : 0.0,
+                    "queue", q, "group", g, "partition", part);
+        }
+    }
+    ADD(out, "qrel_queue_messages", (double)ready, "queue", q, "group", g, "state", "ready");
+    if (complete) {
+        double age = oldest == INT64_MAX ? 0.0 : kafka_age_seconds(now_ms, oldest);
+        ADD(out, "qrel_consumer_lag_seconds", age, "queue", q, "group", g);
+        ADD(out, "qrel_queue_oldest_message_age_seconds", age, "queue", q, "group", g);
+    }
+    if (sp->max_poll_interval > 0)
+        ADD(out, "qrel_lease_timeout_seconds", sp->max_poll_interval, "queue", q, "group", g);
+    return 0;
+}
+
+static int emit_dlq(const struct scrape *sc, size_t i, int64_t now_ms, struct metric_set *out,
+                    struct err *e)
+{
+    const struct target *t = &sc->t[i];
+    if (!t->dlq_name)
+        return 0;
+    const char *q = sc->topics[t->topic].md->topic;
+    for (size_t j = 0; j < i; j++) /* one pair of series per topic and dead-letter topic */
+        if (sc->t[j].topic == t->topic && sc->t[j].dlq_name &&
+            strcmp(sc->t[j].dlq_name, t->dlq_name) == 0)
+            return 0;
+    int64_t size = 0, oldest = INT64_MAX;
+    int complete = 1;
+    if (t->dlq != SIZE_MAX) {
+        const struct topic_data *d = &sc->topics[t->dlq];
+        for (int p = 0; p < d->md->partition_cnt; p++) {
+            if (d->high[p] <= d->low[p])
+                continue;
+            size += d->high[p] - d->low[p];
+            size_t k;
+            for (k = 0; k < sc->nneeds; k++)
+                if (sc->needs[k].topic == t->dlq &&
+                    sc->needs[k].partition == d->md->partitions[p].id &&
+                    sc->needs[k].offset == d->low[p])
+                    break;
+            if (k == sc->nneeds)
+                complete = 0;
+            else if (sc->needs[k].ts >= 0 && sc->needs[k].ts < oldest)
+                oldest = sc->needs[k].ts;
+        }
+    }
+    ADD(out, "qrel_dead_letter_messages", (double)size, "queue", q, "dead_letter_queue",
+        t->dlq_name);
+    if (complete && oldest != INT64_MAX)
+        ADD(out, "qrel_dead_letter_oldest_age_seconds", kafka_age_seconds(now_ms, oldest), "queue",
+            q, "dead_letter_queue", t->dlq_name);
+    return 0;
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    struct scrape sc;
+    memset(&sc, 0, sizeof sc);
+    int rc = -1;
+    /* Stop waiting a little before the core does, so a timeout is reported with what was being
+     * waited for and the last broker error, not only as a late collection. */
+    struct deadline inner = *dl;
+    if (deadline_remaining_ms(dl) > 1000)
+        inner.at_ms -= 150;
+    dl = &inner;
+    clear_error(st);
+    if (!st->rk && open_handle(st, e))
+        return -1;
+    if (read_metadata(st, dl, &sc, e) || resolve_targets(st, dl, &sc, e) ||
+        read_watermarks(st, dl, &sc, e) || read_committed(st, dl, &sc, e))
+        goto out;
+    plan_fetches(st, &sc);
+    if (fetch_records(st, dl, &sc, e))
+        goto out;
+    if (sc.capped && !st->warned_cap) {
+        st->warned_cap = 1;
+        char cap[32];
+        snprintf(cap, sizeof cap, "%lld", st->max_lag_fetches);
+        log_kv(LOG_WARN,
+               "more lagging partitions than max_lag_fetches: lag in seconds left out for some "
+               "topics",
+               "source", c->name, "max_lag_fetches", cap, NULL);
+    }
+    int64_t now_ms = (int64_t)(util_wall_now() * 1000.0);
+    for (size_t i = 0; i < sc.n; i++)
+        if (emit_target(st, &sc, &sc.t[i], now_ms, out, e) || emit_dlq(&sc, i, now_ms, out, e))
+            goto out;
+    rc = 0;
+    if (log_enabled(LOG_DEBUG)) {
+        char targets[32], fetches[32];
+        snprintf(targets, sizeof targets, "%zu", sc.n);
+        snprintf(fetches, sizeof fetches, "%zu", sc.nneeds);
+        log_kv(LOG_DEBUG, "kafka collection done", "source", c->name, "group_topics", targets,
+               "records_fetched", fetches, NULL);
+    }
+out:
+    scrape_free(&sc);
+    if (rc)
+        drop_handle(st); /* joins librdkafka's threads: nothing is left running after a failure */
+    return rc;
+}
+
+const struct collector_kind kafka_kind = {
+    .name = "kafka", .configure = configure, .collect = collect, .destroy = destroy};

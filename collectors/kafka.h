@@ -1,0 +1,49 @@
+/* kafka.h: the pure parts of the `kafka` kind, exposed for unit tests.
+ *
+ * The collector itself is `kafka_kind` (listed in registry.c, collectors/kafka.c). What is
+ * declared here (collectors/kafka_calc.c) does no I/O: it turns offsets and record timestamps
+ * into the values of the series and librdkafka's error codes into qrel's reasons, so the edge
+ * cases (no commit, a commit behind the log start or past the end, records that are gone) are
+ * tested without a broker. */
+#ifndef QREL_KAFKA_H
+#define QREL_KAFKA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "err.h"
+
+/* One partition of a topic as one group sees it. committed < 0: the group has no commit. */
+struct kafka_offsets {
+    int64_t low;  /* log start offset (first record still kept) */
+    int64_t high; /* high watermark (offset of the next record to be written) */
+    int64_t committed;
+};
+
+/* Records of the partition the group has not consumed, and where the first of them is: from the
+ * commit (or the log start, when there is no commit or the commit is older than the log start:
+ * records deleted before the group read them are lost, not waiting) to the high watermark. A
+ * commit at or past the end counts 0. *first is the offset to fetch for the lag in seconds, -1
+ * when the lag is 0. */
+int64_t kafka_partition_lag(const struct kafka_offsets *o, int64_t *first);
+
+/* now_ms - ts_ms in seconds, clamped at 0 (producer clocks ahead of ours). */
+double kafka_age_seconds(int64_t now_ms, int64_t ts_ms);
+
+/* dead_letter_topic with every "{topic}" replaced by the topic's name. malloc'd. */
+char *kafka_dlq_name(const char *tmpl, const char *topic);
+
+/* The reason for a librdkafka error code: connect (transport, resolve, all brokers down, TLS),
+ * auth (SASL, authorization), timeout, protocol (a reply that cannot be parsed), limit (a reply
+ * larger than max_reply_bytes), query for every other error the broker answered. text is
+ * librdkafka's message, which tells "Invalid response size" (limit) from other transport
+ * errors; it may be NULL. */
+enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text);
+
+/* A regular expression of the config (POSIX extended) that must match the whole name:
+ * kafka_full_regex("mail.*") is "^(mail.*)$". malloc'd. */
+char *kafka_full_regex(const char *pattern);
+
+#endif

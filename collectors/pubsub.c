@@ -1,0 +1,712 @@
+/* pubsub.c: `kind: pubsub`, the reliability settings and backlog of Google Cloud Pub/Sub
+ * subscriptions.
+ *
+ * A Pub/Sub subscription leases each message it delivers for its ack deadline, delivers it again
+ * when the deadline passes (after the retry policy's backoff), and with a dead-letter policy
+ * forwards it to the dead-letter topic after maxDeliveryAttempts. The settings come from the
+ * Pub/Sub REST API (subscriptions.get / list); the backlog (undelivered messages, oldest unacked
+ * age, expired ack deadlines) exists only in Cloud Monitoring, whose numbers lag by minutes, so
+ * it is optional and every value read from it says how old it is (qrel_sample_age_seconds). */
+#include "pubsub.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector.h"
+#include "common/http.h"
+#include "common/json.h"
+#include "config.h"
+#include "log.h"
+#include "pubsub_auth.h"
+#include "util.h"
+
+#define DEFAULT_ENDPOINT "https://pubsub.googleapis.com"
+#define DEFAULT_MONITORING_ENDPOINT "https://monitoring.googleapis.com"
+#define DEFAULT_ACK_DEADLINE 10.0
+#define DEFAULT_RETENTION (7 * 86400.0)
+#define DEFAULT_MAX_DELIVERY_ATTEMPTS 5
+#define DEFAULT_MIN_BACKOFF 10.0
+#define DEFAULT_MAX_BACKOFF 600.0
+#define MAX_PAGES 1000
+
+const char *const pubsub_metric_types[PUBSUB_METRIC_COUNT] = {
+    "pubsub.googleapis.com/subscription/num_undelivered_messages",
+    "pubsub.googleapis.com/subscription/oldest_unacked_message_age",
+    "pubsub.googleapis.com/subscription/expired_ack_deadlines_count",
+};
+
+/* ---- pure parsing (pubsub.h) ---- */
+
+double pubsub_duration(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || strcmp(end, "s") != 0 || !(v >= 0) || v > 1e12)
+        return -1;
+    return v;
+}
+
+static int duration_field(const json_t *obj, const char *ctx, const char *key, double def,
+                          double *out, struct err *e)
+{
+    const char *s = NULL;
+    int rc = json_get_string(obj, ctx, key, &s, e);
+    if (rc < 0)
+        return -1;
+    *out = def;
+    if (rc == 0)
+        return 0;
+    *out = pubsub_duration(s);
+    if (*out < 0) {
+        char path[300];
+        json_path_key(path, sizeof path, ctx, key);
+        return err_set(e, ERR_PROTOCOL, "%s: want a duration like \"10s\", got \"%.40s\"", path, s);
+    }
+    return 0;
+}
+
+int pubsub_sub_parse(const json_t *sub, const char *ctx, struct pubsub_sub *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    char path[300];
+    json_t *dlp = NULL, *rp = NULL;
+    double v;
+    if (json_expect_object(sub, ctx, e) || json_need_string(sub, ctx, "name", &out->name, e) ||
+        json_get_string(sub, ctx, "topic", &out->topic, e) < 0)
+        return -1;
+    const char *slash = strrchr(out->name, '/');
+    out->id = slash ? slash + 1 : out->name;
+    out->ack_deadline = DEFAULT_ACK_DEADLINE;
+    int has = json_get_numeric(sub, ctx, "ackDeadlineSeconds", &v, e);
+    if (has < 0)
+        return -1;
+    if (has)
+        out->ack_deadline = v;
+    if (duration_field(sub, ctx, "messageRetentionDuration", DEFAULT_RETENTION, &out->retention,
+                       e) ||
+        json_get_bool(sub, ctx, "enableExactlyOnceDelivery", &out->exactly_once, e) < 0 ||
+        json_get_bool(sub, ctx, "enableMessageOrdering", &out->ordered, e) < 0 ||
+        json_get_object(sub, ctx, "deadLetterPolicy", &dlp, e) < 0 ||
+        json_get_object(sub, ctx, "retryPolicy", &rp, e) < 0)
+        return -1;
+    if (dlp) {
+        json_path_key(path, sizeof path, ctx, "deadLetterPolicy");
+        has = json_get_numeric(dlp, path, "maxDeliveryAttempts", &v, e);
+        if (has < 0 ||
+            json_get_string(dlp, path, "deadLetterTopic", &out->dead_letter_topic, e) < 0)
+            return -1;
+        /* The API leaves maxDeliveryAttempts out when it is the default, 5. */
+        out->max_delivery_attempts = has ? (long long)v : DEFAULT_MAX_DELIVERY_ATTEMPTS;
+        if (out->dead_letter_topic && !*out->dead_letter_topic)
+            out->dead_letter_topic = NULL;
+    }
+    if (rp) {
+        json_path_key(path, sizeof path, ctx, "retryPolicy");
+        out->has_retry_policy = 1;
+        if (duration_field(rp, path, "minimumBackoff", DEFAULT_MIN_BACKOFF, &out->min_backoff, e) ||
+            duration_field(rp, path, "maximumBackoff", DEFAULT_MAX_BACKOFF, &out->max_backoff, e))
+            return -1;
+    }
+    return 0;
+}
+
+double pubsub_retry_horizon(const struct pubsub_sub *s)
+{
+    if (!s->dead_letter_topic)
+        return s->retention;
+    double t = 0, backoff = s->min_backoff;
+    for (long long k = 1; k <= s->max_delivery_attempts; k++) {
+        t += s->ack_deadline;
+        if (k < s->max_delivery_attempts && s->has_retry_policy) {
+            t += backoff < s->max_backoff ? backoff : s->max_backoff;
+            backoff *= 2;
+        }
+    }
+    return t < s->retention ? t : s->retention;
+}
+
+static const char *topic_id(const char *topic)
+{
+    const char *slash = strrchr(topic, '/');
+    return slash ? slash + 1 : topic;
+}
+
+void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out)
+{
+    metric_set_add(out, "qrel_lease_timeout_seconds", s->ack_deadline, "queue", s->id, NULL);
+    if (s->dead_letter_topic)
+        metric_set_add(out, "qrel_max_deliveries", (double)s->max_delivery_attempts, "queue", s->id,
+                       NULL);
+    metric_set_add(out, "qrel_retry_horizon_seconds", pubsub_retry_horizon(s), "queue", s->id,
+                   NULL);
+    metric_set_add(out, "qrel_queue_info", 1.0, "queue", s->id, "dead_letter_queue",
+                   s->dead_letter_topic ? topic_id(s->dead_letter_topic) : "", "exactly_once",
+                   s->exactly_once ? "true" : "false", "ordered", s->ordered ? "true" : "false",
+                   NULL);
+}
+
+void pubsub_monitoring_free(struct pubsub_monitoring *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->v[i].subscription);
+        free(m->v[i].points);
+    }
+    free(m->v);
+    free(m->next_page_token);
+    memset(m, 0, sizeof *m);
+}
+
+const struct pubsub_series *pubsub_monitoring_find(const struct pubsub_monitoring *m,
+                                                   const char *subscription,
+                                                   enum pubsub_metric metric)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i].metric == metric && strcmp(m->v[i].subscription, subscription) == 0)
+            return &m->v[i];
+    return NULL;
+}
+
+static int parse_point(const json_t *p, const char *ctx, struct pubsub_point *out, struct err *e)
+{
+    char ipath[300], vpath[300];
+    json_t *interval, *value;
+    const char *end;
+    double v;
+    json_path_key(ipath, sizeof ipath, ctx, "interval");
+    json_path_key(vpath, sizeof vpath, ctx, "value");
+    if (json_expect_object(p, ctx, e) || json_need_object(p, ctx, "interval", &interval, e) ||
+        json_need_string(interval, ipath, "endTime", &end, e) ||
+        json_need_object(p, ctx, "value", &value, e))
+        return -1;
+    if (json_parse_rfc3339(end, &out->end)) {
+        char tpath[320];
+        json_path_key(tpath, sizeof tpath, ipath, "endTime");
+        return err_set(e, ERR_PROTOCOL, "%s: want an RFC 3339 time, got \"%.40s\"", tpath, end);
+    }
+    /* int64Value comes as a decimal string (protobuf JSON), doubleValue as a number. */
+    int rc = json_get_numeric(value, vpath, "int64Value", &v, e);
+    if (rc == 0)
+        rc = json_get_number(value, vpath, "doubleValue", &v, e);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return err_set(e, ERR_PROTOCOL, "%s: want int64Value or doubleValue", vpath);
+    out->value = v;
+    return 0;
+}
+
+int pubsub_monitoring_parse(const json_t *doc, struct pubsub_monitoring *m, struct err *e)
+{
+    json_t *list = NULL;
+    const char *token = NULL;
+    free(m->next_page_token);
+    m->next_page_token = NULL;
+    if (json_expect_object(doc, "$", e) || json_get_array(doc, "$", "timeSeries", &list, e) < 0 ||
+        json_get_string(doc, "$", "nextPageToken", &token, e) < 0)
+        return -1;
+    if (token && *token)
+        m->next_page_token = xstrdup(token);
+    char ctx[64], mpath[96], rpath[96], lpath[128], ppath[96], ipath[128];
+    for (size_t i = 0; list && i < json_array_size(list); i++) {
+        const json_t *ts = json_array_get(list, i);
+        json_t *metric, *resource, *labels, *points;
+        const char *type, *sub;
+        json_path_index(ctx, sizeof ctx, "$.timeSeries", i);
+        json_path_key(mpath, sizeof mpath, ctx, "metric");
+        json_path_key(rpath, sizeof rpath, ctx, "resource");
+        json_path_key(lpath, sizeof lpath, rpath, "labels");
+        json_path_key(ppath, sizeof ppath, ctx, "points");
+        if (json_expect_object(ts, ctx, e) || json_need_object(ts, ctx, "metric", &metric, e) ||
+            json_need_string(metric, mpath, "type", &type, e))
+            return -1;
+        int which = -1;
+        for (int k = 0; k < PUBSUB_METRIC_COUNT; k++)
+            if (strcmp(type, pubsub_metric_types[k]) == 0)
+                which = k;
+        if (which < 0)
+            continue;
+        if (json_need_object(ts, ctx, "resource", &resource, e) ||
+            json_need_object(resource, rpath, "labels", &labels, e) ||
+            json_need_string(labels, lpath, "subscription_id", &sub, e) ||
+            json_need_array(ts, ctx, "points", &points, e))
+            return -1;
+        size_t n = json_array_size(points);
+        struct pubsub_point *pts = n ? xcalloc(n, sizeof *pts) : NULL;
+        for (size_t k = 0; k < n; k++) {
+            json_path_index(ipath, sizeof ipath, ppath, k);
+            if (parse_point(json_array_get(points, k), ipath, &pts[k], e)) {
+                free(pts);
+                return -1;
+            }
+        }
+        m->v = xrealloc(m->v, (m->n + 1) * sizeof *m->v);
+        m->v[m->n++] = (struct pubsub_series){.subscription = xstrdup(sub),
+                                              .metric = (enum pubsub_metric)which,
+                                              .points = pts,
+                                              .n = n};
+    }
+    return 0;
+}
+
+/* ---- configuration ---- */
+
+/* expired_ack_deadlines_count is a delta per sampling period; the counter adds each period once. */
+struct expiries {
+    char *subscription;
+    double total;
+    double last_end; /* endTime of the newest period counted */
+};
+
+struct state {
+    char *project;
+    char **subscriptions; /* NULL: every subscription of the project */
+    size_t nsubscriptions;
+    char *endpoint, *monitoring_endpoint;
+    int monitoring;
+    double monitoring_window;
+    struct http_config http;
+    struct pubsub_auth *auth;
+    struct http_client *client;
+    struct expiries *exp;
+    size_t nexp;
+    const char *token; /* this scrape's bearer token (owned by auth), NULL for none */
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    http_client_free(st->client);
+    http_config_free(&st->http);
+    pubsub_auth_free(st->auth);
+    cfg_strv_free(st->subscriptions);
+    for (size_t i = 0; i < st->nexp; i++)
+        free(st->exp[i].subscription);
+    free(st->exp);
+    free(st->project);
+    free(st->endpoint);
+    free(st->monitoring_endpoint);
+    free(st);
+    c->priv = NULL;
+}
+
+static const char *const source_keys[] = {
+    "project",          "subscriptions",       "endpoint",
+    "monitoring",       "monitoring_endpoint", "monitoring_window",
+    "credentials_file", "credentials_env",     "token_file",
+    "tls_config",       "max_response_bytes",  NULL,
+};
+
+static int url_key(struct cfg_node *map, const char *key, const char *def, char **out,
+                   struct err *e)
+{
+    if (cfg_get_nonempty(map, key, out, e))
+        return -1;
+    if (!*out) {
+        *out = xstrdup(def);
+        return 0;
+    }
+    if (http_url_validate(*out, cfg_at(map, key), key, e))
+        return -1;
+    size_t n = strlen(*out);
+    while (n > 0 && (*out)[n - 1] == '/')
+        (*out)[--n] = '\0';
+    return 0;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    struct cfg_node *subs = NULL;
+    if (cfg_get_nonempty(map, "project", &st->project, e))
+        return -1;
+    if (!st->project) {
+        if (cfg_finish_keys(map, source_keys, where, e))
+            return -1;
+        return cfg_error(e, map, "project: want the Google Cloud project id");
+    }
+    if (strchr(st->project, '/'))
+        return cfg_error(e, cfg_at(map, "project"), "project: want a project id, without \"/\"");
+    if (cfg_get_node(map, "subscriptions", CFG_SEQ, &subs, e) ||
+        cfg_get_strlist(map, "subscriptions", &st->subscriptions, &st->nsubscriptions, e))
+        return -1;
+    if (subs && st->nsubscriptions == 0)
+        return cfg_error(e, subs,
+                         "subscriptions: want at least one name (leave subscriptions out for "
+                         "every subscription of the project)");
+    for (size_t i = 0; i < st->nsubscriptions; i++) {
+        const char *s = st->subscriptions[i];
+        int full = strncmp(s, "projects/", 9) == 0;
+        const char *id = full ? strrchr(s, '/') + 1 : s;
+        if (!*s || (!full && strchr(s, '/')) ||
+            (full && (strstr(s, "/subscriptions/") == NULL || !*id)))
+            return cfg_error(e, subs->items[i],
+                             "subscriptions: want a subscription id or "
+                             "projects/PROJECT/subscriptions/ID, got \"%s\"",
+                             s);
+    }
+    if (url_key(map, "endpoint", DEFAULT_ENDPOINT, &st->endpoint, e) ||
+        url_key(map, "monitoring_endpoint", DEFAULT_MONITORING_ENDPOINT, &st->monitoring_endpoint,
+                e) ||
+        cfg_get_bool(map, "monitoring", 0, &st->monitoring, e) ||
+        cfg_get_positive_duration(map, "monitoring_window", 600, &st->monitoring_window, e) ||
+        http_config_parse(map, &st->http, e) || pubsub_auth_configure(map, &st->auth, e))
+        return -1;
+    return cfg_finish_keys(map, source_keys, where, e);
+}
+
+/* ---- collection ---- */
+
+/* GET url with the source's token. A 404 is not an error when allow_missing: *doc is NULL. */
+static int api_get(struct state *st, const struct deadline *dl, const char *url, const char *what,
+                   int allow_missing, json_t **doc, struct err *e)
+{
+    *doc = NULL;
+    const char *token = st->token;
+    struct http_request req = {.method = "GET",
+                               .url = url,
+                               .auth = token ? HTTP_AUTH_BEARER : HTTP_AUTH_NONE,
+                               .password = token,
+                               .accept_any_status = allow_missing};
+    struct http_response resp = {0};
+    if (http_do(st->client, &req, dl, &resp, e)) {
+        if (e->code == ERR_AUTH)
+            pubsub_auth_invalidate(st->auth); /* revoked or expired early: ask again next time */
+        return -1;
+    }
+    int rc = 0;
+    if (allow_missing && resp.status == 404) {
+        rc = 0;
+    } else if (resp.status < 200 || resp.status > 299) {
+        /* Only for allow_missing requests: redo the status mapping of http.c. */
+        if (resp.status == 401 || resp.status == 403)
+            pubsub_auth_invalidate(st->auth);
+        rc = err_set(e, resp.status == 401 || resp.status == 403 ? ERR_AUTH : ERR_QUERY,
+                     "%s: HTTP %ld", what, resp.status);
+    } else if (!(*doc = json_parse_body(resp.body, resp.len, what, e))) {
+        rc = -1;
+    }
+    http_response_free(&resp);
+    return rc;
+}
+
+struct scrape {
+    json_t **docs; /* kept until the series are added: the subscriptions point into them */
+    size_t ndocs;
+    struct pubsub_sub *subs;
+    size_t nsubs;
+    size_t requests;
+};
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->ndocs; i++)
+        json_decref(sc->docs[i]);
+    free(sc->docs);
+    free(sc->subs);
+}
+
+static void keep_doc(struct scrape *sc, json_t *doc)
+{
+    sc->docs = xrealloc(sc->docs, (sc->ndocs + 1) * sizeof *sc->docs);
+    sc->docs[sc->ndocs++] = doc;
+}
+
+static int add_sub(struct scrape *sc, const json_t *obj, const char *what, const char *ctx,
+                   struct err *e)
+{
+    struct pubsub_sub s;
+    if (pubsub_sub_parse(obj, ctx, &s, e))
+        return err_prefix(e, "%s", what);
+    sc->subs = xrealloc(sc->subs, (sc->nsubs + 1) * sizeof *sc->subs);
+    sc->subs[sc->nsubs++] = s;
+    return 0;
+}
+
+static int read_subscriptions(struct state *st, const struct deadline *dl, struct scrape *sc,
+                              struct err *e)
+{
+    struct buf url;
+    buf_init(&url);
+    int rc = -1;
+    if (st->subscriptions) {
+        for (size_t i = 0; i < st->nsubscriptions; i++) {
+            const char *s = st->subscriptions[i];
+            char *esc = http_escape(strncmp(s, "projects/", 9) == 0 ? strrchr(s, '/') + 1 : s);
+            buf_reset(&url);
+            if (strncmp(s, "projects/", 9) == 0)
+                buf_printf(&url, "%s/v1/%.*s%s", st->endpoint, (int)(strrchr(s, '/') + 1 - s), s,
+                           esc);
+            else
+                buf_printf(&url, "%s/v1/projects/%s/subscriptions/%s", st->endpoint, st->project,
+                           esc);
+            free(esc);
+            json_t *doc;
+            sc->requests++;
+            if (api_get(st, dl, url.data, "GET subscription", 1, &doc, e))
+                goto out;
+            if (!doc)
+                continue; /* a listed subscription that does not exist: no series */
+            keep_doc(sc, doc);
+            if (add_sub(sc, doc, "GET subscription", "$", e))
+                goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    char *token = NULL;
+    for (int page = 0;; page++) {
+        buf_reset(&url);
+        buf_printf(&url, "%s/v1/projects/%s/subscriptions?pageSize=1000", st->endpoint,
+                   st->project);
+        if (token) {
+            char *esc = http_escape(token);
+            buf_printf(&url, "&pageToken=%s", esc);
+            free(esc);
+            free(token);
+            token = NULL;
+        }
+        json_t *doc, *list = NULL;
+        const char *next = NULL;
+        sc->requests++;
+        if (api_get(st, dl, url.data, "GET subscriptions", 0, &doc, e))
+            goto out;
+        keep_doc(sc, doc);
+        if (json_expect_object(doc, "$", e) ||
+            json_get_array(doc, "$", "subscriptions", &list, e) < 0 ||
+            json_get_string(doc, "$", "nextPageToken", &next, e) < 0) {
+            err_prefix(e, "GET subscriptions");
+            goto out;
+        }
+        for (size_t i = 0; list && i < json_array_size(list); i++) {
+            char ctx[64];
+            json_path_index(ctx, sizeof ctx, "$.subscriptions", i);
+            if (add_sub(sc, json_array_get(list, i), "GET subscriptions", ctx, e))
+                goto out;
+        }
+        if (!next || !*next)
+            break;
+        if (page + 1 >= MAX_PAGES) {
+            err_set(e, ERR_LIMIT, "GET subscriptions: more than %d pages", MAX_PAGES);
+            goto out;
+        }
+        token = xstrdup(next);
+    }
+    rc = 0;
+out:
+    buf_free(&url);
+    return rc;
+}
+
+static void utc_text(double t, char *out, size_t cap)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int read_monitoring(struct state *st, const struct deadline *dl, double now,
+                           struct scrape *sc, struct pubsub_monitoring *m, struct err *e)
+{
+    struct buf filter, url;
+    buf_init(&filter);
+    buf_init(&url);
+    buf_puts(&filter, "metric.type = one_of(");
+    for (int k = 0; k < PUBSUB_METRIC_COUNT; k++)
+        buf_printf(&filter, "%s\"%s\"", k ? ", " : "", pubsub_metric_types[k]);
+    buf_puts(&filter, ") AND resource.type = \"pubsub_subscription\"");
+    char start[32], end[32];
+    utc_text(now - st->monitoring_window, start, sizeof start);
+    utc_text(now, end, sizeof end);
+    char *f = http_escape(filter.data), *s = http_escape(start), *t = http_escape(end);
+    int rc = -1;
+    for (int page = 0;; page++) {
+        buf_reset(&url);
+        buf_printf(&url,
+                   "%s/v3/projects/%s/timeSeries?filter=%s&interval.startTime=%s"
+                   "&interval.endTime=%s&view=FULL",
+                   st->monitoring_endpoint, st->project, f, s, t);
+        if (m->next_page_token) {
+            char *esc = http_escape(m->next_page_token);
+            buf_printf(&url, "&pageToken=%s", esc);
+            free(esc);
+        }
+        json_t *doc;
+        sc->requests++;
+        if (api_get(st, dl, url.data, "GET timeSeries", 0, &doc, e))
+            goto out;
+        int prc = pubsub_monitoring_parse(doc, m, e);
+        json_decref(doc);
+        if (prc) {
+            err_prefix(e, "GET timeSeries");
+            goto out;
+        }
+        if (!m->next_page_token)
+            break;
+        if (page + 1 >= MAX_PAGES) {
+            err_set(e, ERR_LIMIT, "GET timeSeries: more than %d pages", MAX_PAGES);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(f);
+    free(s);
+    free(t);
+    buf_free(&filter);
+    buf_free(&url);
+    return rc;
+}
+
+/* The subscriptions of a dead-letter topic: where its messages can be counted. */
+static int topic_subscriptions(struct state *st, const struct deadline *dl, const char *topic,
+                               struct scrape *sc, json_t **list, struct err *e)
+{
+    *list = NULL;
+    struct buf url;
+    buf_init(&url);
+    buf_printf(&url, "%s/v1/%s/subscriptions?pageSize=1000", st->endpoint, topic);
+    json_t *doc;
+    sc->requests++;
+    int rc = api_get(st, dl, url.data, "GET topic subscriptions", 1, &doc, e);
+    buf_free(&url);
+    if (rc || !doc)
+        return rc;
+    keep_doc(sc, doc);
+    if (json_expect_object(doc, "$", e) || json_get_array(doc, "$", "subscriptions", list, e) < 0)
+        return err_prefix(e, "GET topic subscriptions");
+    return 0;
+}
+
+static struct expiries *expiries_of(struct state *st, const char *sub)
+{
+    for (size_t i = 0; i < st->nexp; i++)
+        if (strcmp(st->exp[i].subscription, sub) == 0)
+            return &st->exp[i];
+    st->exp = xrealloc(st->exp, (st->nexp + 1) * sizeof *st->exp);
+    st->exp[st->nexp] = (struct expiries){.subscription = xstrdup(sub)};
+    return &st->exp[st->nexp++];
+}
+
+/* The newest point of a gauge series, and the age of the data the source reports. */
+static int newest(const struct pubsub_series *s, double now, double *value, double *oldest_data)
+{
+    if (!s || s->n == 0)
+        return 0;
+    const struct pubsub_point *p = &s->points[0];
+    for (size_t i = 1; i < s->n; i++)
+        if (s->points[i].end > p->end)
+            p = &s->points[i];
+    *value = p->value;
+    double age = now > p->end ? now - p->end : 0;
+    if (age > *oldest_data)
+        *oldest_data = age;
+    return 1;
+}
+
+static int monitoring_series(struct collector *c, struct state *st, const struct deadline *dl,
+                             double now, struct scrape *sc, struct metric_set *out, struct err *e)
+{
+    struct pubsub_monitoring m = {0};
+    double data_age = -1, v;
+    int rc = -1;
+    if (read_monitoring(st, dl, now, sc, &m, e))
+        goto out;
+    for (size_t i = 0; i < sc->nsubs; i++) {
+        const struct pubsub_sub *s = &sc->subs[i];
+        if (newest(pubsub_monitoring_find(&m, s->id, PUBSUB_UNDELIVERED), now, &v, &data_age))
+            metric_set_add(out, "qrel_queue_messages", v, "queue", s->id, "state", "ready", NULL);
+        if (newest(pubsub_monitoring_find(&m, s->id, PUBSUB_OLDEST_UNACKED), now, &v, &data_age))
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", v, "queue", s->id, NULL);
+        const struct pubsub_series *x = pubsub_monitoring_find(&m, s->id, PUBSUB_EXPIRED_ACKS);
+        if (x) {
+            struct expiries *acc = expiries_of(st, s->id);
+            double last = acc->last_end;
+            for (size_t k = 0; k < x->n; k++)
+                if (x->points[k].end > last) {
+                    acc->total += x->points[k].value;
+                    if (x->points[k].end > acc->last_end)
+                        acc->last_end = x->points[k].end;
+                }
+            newest(x, now, &v, &data_age);
+            metric_set_add(out, "qrel_lease_expiries_total", acc->total, "queue", s->id, NULL);
+        }
+        if (!s->dead_letter_topic)
+            continue;
+        /* The dead-letter topic holds nothing itself: its subscriptions do. The most backlogged
+         * one is the dead-letter queue's size. */
+        json_t *list;
+        if (topic_subscriptions(st, dl, s->dead_letter_topic, sc, &list, e))
+            goto out;
+        int have = 0, have_age = 0;
+        double size = 0, age = 0;
+        for (size_t k = 0; list && k < json_array_size(list); k++) {
+            json_t *n = json_array_get(list, k);
+            if (!json_is_string(n))
+                continue;
+            const char *id = strrchr(json_string_value(n), '/');
+            id = id ? id + 1 : json_string_value(n);
+            if (newest(pubsub_monitoring_find(&m, id, PUBSUB_UNDELIVERED), now, &v, &data_age) &&
+                (!have || v > size))
+                size = v, have = 1;
+            if (newest(pubsub_monitoring_find(&m, id, PUBSUB_OLDEST_UNACKED), now, &v, &data_age) &&
+                (!have_age || v > age))
+                age = v, have_age = 1;
+        }
+        const char *dlq = topic_id(s->dead_letter_topic);
+        if (have)
+            metric_set_add(out, "qrel_dead_letter_messages", size, "queue", s->id,
+                           "dead_letter_queue", dlq, NULL);
+        if (have_age && have && size > 0)
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", age, "queue", s->id,
+                           "dead_letter_queue", dlq, NULL);
+    }
+    /* With min_interval the core reports the cache's age under the same name. */
+    if (data_age >= 0 && c->min_interval <= 0)
+        metric_set_add(out, "qrel_sample_age_seconds", data_age, NULL);
+    rc = 0;
+out:
+    pubsub_monitoring_free(&m);
+    return rc;
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->client)
+        st->client = http_client_new(c->name, &st->http);
+    struct scrape sc = {0};
+    /* One token per scrape: the token file is read once, a cached grant renewed when due. */
+    int rc = pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &st->token, e);
+    if (rc == 0)
+        rc = read_subscriptions(st, dl, &sc, e);
+    if (rc == 0) {
+        for (size_t i = 0; i < sc.nsubs; i++)
+            pubsub_sub_series(&sc.subs[i], out);
+        if (st->monitoring)
+            rc = monitoring_series(c, st, dl, util_wall_now(), &sc, out, e);
+    }
+    if (rc == 0 && log_enabled(LOG_DEBUG)) {
+        char n[32], r[32];
+        snprintf(n, sizeof n, "%zu", sc.nsubs);
+        snprintf(r, sizeof r, "%zu", sc.requests);
+        log_kv(LOG_DEBUG, "pubsub collection done", "source", c->name, "subscriptions", n,
+               "requests", r, NULL);
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind pubsub_kind = {
+    .name = "pubsub", .configure = configure, .collect = collect, .destroy = destroy};

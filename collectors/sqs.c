@@ -1,0 +1,1081 @@
+/* sqs.c: `kind: sqs`, the reliability facts of Amazon SQS queues.
+ *
+ * SQS speaks AWS JSON 1.0 (POST /, X-Amz-Target: AmazonSQS.<Action>, SigV4-signed by libcurl).
+ * A scrape resolves the queues (configured URLs as they are, names through GetQueueUrl once and
+ * then from a cache, prefixes through paginated ListQueues), asks GetQueueAttributes All of each,
+ * and reads the dead-letter queue named by each RedrivePolicy: its depth comes from the
+ * attributes already fetched when the DLQ is itself selected, else from one GetQueueAttributes
+ * on its URL (GetQueueUrl cached), once per scrape however many queues share it. Optionally
+ * CloudWatch adds the age of the oldest message, which the SQS API does not have
+ * (sqs_cloudwatch.c).
+ *
+ * Only read-only actions are called. ReceiveMessage never is: receiving changes the queue (it
+ * hides the message and counts a receive towards maxReceiveCount). Calls run one after another
+ * under the collection's deadline; the per-queue calls are cheap and a scrape of many queues is
+ * bounded by the source's timeout like any other. */
+#include "sqs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "common/json.h"
+#include "common/secret.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_MAX_QUEUES 1000
+#define DEFAULT_CW_LOOKBACK 900.0
+#define LIST_PAGE 1000
+#define QUEUE_NAME_MAX 80
+
+/* ------------------------------------------------------------------ pure parsing */
+
+void sqs_redrive_free(struct sqs_redrive *r)
+{
+    if (!r)
+        return;
+    free(r->dlq_arn);
+    free(r->dlq_name);
+    free(r->dlq_account);
+    memset(r, 0, sizeof *r);
+}
+
+int sqs_arn_parse(const char *arn, char **account, char **name)
+{
+    /* arn:PARTITION:sqs:REGION:ACCOUNT:NAME */
+    const char *part[6];
+    size_t len[6];
+    const char *p = arn;
+    for (int i = 0; i < 6; i++) {
+        part[i] = p;
+        const char *colon = i < 5 ? strchr(p, ':') : NULL;
+        len[i] = colon ? (size_t)(colon - p) : strlen(p);
+        if (i < 5 && !colon)
+            return -1;
+        p = colon ? colon + 1 : p + len[i];
+    }
+    if (len[0] != 3 || memcmp(part[0], "arn", 3) != 0 || len[1] == 0 || len[2] != 3 ||
+        memcmp(part[2], "sqs", 3) != 0 || len[5] == 0 || strchr(part[5], ':') ||
+        strchr(part[5], '/'))
+        return -1;
+    *account = xstrndup(part[4], len[4]);
+    *name = xstrndup(part[5], len[5]);
+    return 0;
+}
+
+char *sqs_queue_name_from_url(const char *url)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    p = strchr(p, '/');
+    if (!p)
+        return NULL;
+    size_t n = strcspn(p, "?#");
+    while (n > 0 && p[n - 1] == '/')
+        n--;
+    const char *start = p;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '/')
+            start = p + i + 1;
+    size_t len = (size_t)(p + n - start);
+    return len ? xstrndup(start, len) : NULL;
+}
+
+int sqs_parse_redrive_policy(const char *text, const char *queue, struct sqs_redrive *out,
+                             struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "queue \"%s\": RedrivePolicy", queue);
+    json_error_t je;
+    json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        return err_set(e, ERR_PROTOCOL, "%s: not JSON (%s)", ctx, je.text);
+    int rc = -1;
+    const char *arn = NULL;
+    double max = 0;
+    if (json_expect_object(doc, ctx, e) ||
+        json_need_string(doc, ctx, "deadLetterTargetArn", &arn, e))
+        goto out;
+    int got = json_get_numeric(doc, ctx, "maxReceiveCount", &max, e);
+    if (got < 0)
+        goto out;
+    if (got == 0) {
+        err_set(e, ERR_PROTOCOL, "%s.maxReceiveCount: missing", ctx);
+        goto out;
+    }
+    if (max < 1 || max != floor(max)) {
+        err_set(e, ERR_PROTOCOL, "%s.maxReceiveCount: want a whole number >= 1, got %g", ctx, max);
+        goto out;
+    }
+    if (sqs_arn_parse(arn, &out->dlq_account, &out->dlq_name)) {
+        err_set(e, ERR_PROTOCOL,
+                "%s.deadLetterTargetArn: want an ARN like \"arn:aws:sqs:REGION:ACCOUNT:NAME\", "
+                "got \"%.120s\"",
+                ctx, arn);
+        goto out;
+    }
+    out->dlq_arn = xstrdup(arn);
+    out->max_receive_count = max;
+    rc = 0;
+out:
+    json_decref(doc);
+    if (rc)
+        sqs_redrive_free(out);
+    return rc;
+}
+
+void sqs_attrs_free(struct sqs_attrs *a)
+{
+    if (!a)
+        return;
+    free(a->arn);
+    sqs_redrive_free(&a->redrive);
+    memset(a, 0, sizeof *a);
+}
+
+/* One numeric attribute: SQS sends every attribute as a string. 1 found, 0 absent, -1 error. */
+static int num_attr(const json_t *attrs, const char *ctx, const char *key, double *out,
+                    struct err *e)
+{
+    int got = json_get_numeric(attrs, ctx, key, out, e);
+    if (got == 1 && (*out < 0 || !isfinite(*out)))
+        return err_set(e, ERR_PROTOCOL, "%s.%s: want a number >= 0, got %g", ctx, key, *out);
+    return got;
+}
+
+int sqs_parse_attributes(const json_t *doc, const char *queue, struct sqs_attrs *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "queue \"%s\": $", queue);
+    json_t *attrs = NULL;
+    if (json_expect_object(doc, ctx, e))
+        return -1;
+    int got = json_get_object(doc, ctx, "Attributes", &attrs, e);
+    if (got < 0)
+        return -1;
+    if (got == 0) /* SQS leaves Attributes out when it has none to give */
+        return 0;
+    snprintf(ctx, sizeof ctx, "queue \"%s\": $.Attributes", queue);
+    int r;
+    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessages", &out->ready, e)) < 0)
+        goto fail;
+    out->has_ready = r;
+    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesNotVisible", &out->in_flight, e)) < 0)
+        goto fail;
+    out->has_in_flight = r;
+    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesDelayed", &out->delayed, e)) < 0)
+        goto fail;
+    out->has_delayed = r;
+    if ((r = num_attr(attrs, ctx, "VisibilityTimeout", &out->visibility_timeout, e)) < 0)
+        goto fail;
+    out->has_visibility = r;
+    if ((r = num_attr(attrs, ctx, "DelaySeconds", &out->delay_seconds, e)) < 0)
+        goto fail;
+    if ((r = num_attr(attrs, ctx, "MessageRetentionPeriod", &out->retention, e)) < 0)
+        goto fail;
+    out->has_retention = r;
+
+    const char *s = NULL;
+    if ((r = json_get_string(attrs, ctx, "FifoQueue", &s, e)) < 0)
+        goto fail;
+    out->fifo = r == 1 && strcmp(s, "true") == 0;
+    if ((r = json_get_string(attrs, ctx, "QueueArn", &s, e)) < 0)
+        goto fail;
+    if (r == 1)
+        out->arn = xstrdup(s);
+    if ((r = json_get_string(attrs, ctx, "RedrivePolicy", &s, e)) < 0)
+        goto fail;
+    if (r == 1 && *s) { /* a policy removed with SetQueueAttributes reads back as "" */
+        if (sqs_parse_redrive_policy(s, queue, &out->redrive, e))
+            goto fail;
+        out->has_redrive = 1;
+    }
+    return 0;
+fail:
+    sqs_attrs_free(out);
+    return -1;
+}
+
+double sqs_retry_horizon(const struct sqs_attrs *a)
+{
+    if (!a->has_redrive)
+        return a->has_retention ? a->retention : -1;
+    if (!a->has_visibility)
+        return -1;
+    double h = a->delay_seconds + a->redrive.max_receive_count * a->visibility_timeout;
+    if (a->has_retention && a->retention < h)
+        h = a->retention;
+    return h;
+}
+
+/* Error types that mean our credentials or their permissions were refused. AWS sends several of
+ * them with HTTP 400 rather than 401/403. */
+static int is_auth_type(const char *t)
+{
+    static const char *const auth[] = {
+        "AccessDenied",
+        "AccessDeniedException",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+        "UnrecognizedClientException",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidSecurity",
+        "RequestExpired",
+        "AuthFailure",
+        "NotAuthorized",
+        "OptInRequired",
+        NULL,
+    };
+    for (const char *const *a = auth; *a; a++)
+        if (strcmp(t, *a) == 0)
+            return 1;
+    return 0;
+}
+
+/* Printable ASCII only, cut at cap: server text quoted in a message is there to recognise. */
+static void printable(const char *s, size_t len, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < len && j + 4 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : ' ';
+    }
+    if (j + 4 >= cap && len > j)
+        memcpy(out + j, "...", 3), j += 3;
+    out[j] = '\0';
+}
+
+int sqs_error_from_response(long status, const char *body, size_t len, const char *what,
+                            int *missing_queue, struct err *e)
+{
+    if (missing_queue)
+        *missing_queue = 0;
+    char type[96] = "", msg[200] = "";
+    json_t *doc = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+    if (json_is_object(doc)) {
+        /* "__type": "com.amazonaws.sqs#QueueDoesNotExist": the part after '#' is the code */
+        const char *t = json_string_value(json_object_get(doc, "__type"));
+        if (!t)
+            t = json_string_value(json_object_get(doc, "code"));
+        if (t) {
+            const char *hash = strrchr(t, '#');
+            t = hash ? hash + 1 : t;
+            size_t tl = strcspn(t, ":"); /* some services append ":http://internal..." */
+            printable(t, tl, type, sizeof type);
+        }
+        const char *m = json_string_value(json_object_get(doc, "message"));
+        if (!m)
+            m = json_string_value(json_object_get(doc, "Message"));
+        if (m)
+            printable(m, strlen(m), msg, sizeof msg);
+    } else if (body && len) {
+        printable(body, len, msg, sizeof msg);
+    }
+    json_decref(doc);
+
+    if (strcmp(type, "QueueDoesNotExist") == 0 ||
+        strcmp(type, "AWS.SimpleQueueService.NonExistentQueue") == 0) {
+        if (missing_queue)
+            *missing_queue = 1;
+        return err_set(e, ERR_QUERY, "%s: the queue does not exist", what);
+    }
+    enum err_code code =
+        (status == 401 || status == 403 || (type[0] && is_auth_type(type))) ? ERR_AUTH : ERR_QUERY;
+    return err_set(e, code, "%s: HTTP %ld%s%s%s%s%s", what, status, type[0] ? " " : "", type,
+                   code == ERR_AUTH ? " (the credentials were refused or lack a permission)" : "",
+                   msg[0] ? ": " : "", msg);
+}
+
+/* ------------------------------------------------------------------ requests */
+
+int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *service,
+                 const char *target, const char *what, const char *body, const struct deadline *dl,
+                 json_t **doc, int *missing_queue, struct err *e)
+{
+    *doc = NULL;
+    if (missing_queue)
+        *missing_queue = 0;
+    char target_hdr[128], sigv4[160];
+    snprintf(target_hdr, sizeof target_hdr, "X-Amz-Target: %s", target);
+    snprintf(sigv4, sizeof sigv4, "aws:amz:%s:%s", aws->region, service);
+    const char *headers[] = {"Content-Type: application/x-amz-json-1.0", target_hdr,
+                             aws->token_header, NULL};
+    struct http_request req = {
+        .method = "POST",
+        .url = endpoint,
+        .headers = headers,
+        .body = body,
+        .body_len = strlen(body),
+        .auth = HTTP_AUTH_SIGV4,
+        .username = aws->access_key_id,
+        .password = aws->secret_access_key,
+        .sigv4 = sigv4,
+        .accept_any_status = 1,
+    };
+    struct http_response resp;
+    if (http_do(aws->http, &req, dl, &resp, e))
+        return err_prefix(e, "%s", what);
+    int rc = -1;
+    if (resp.status < 200 || resp.status > 299) {
+        sqs_error_from_response(resp.status, resp.body, resp.len, what, missing_queue, e);
+        goto out;
+    }
+    *doc = json_parse_body(resp.body, resp.len, what, e);
+    if (*doc)
+        rc = 0;
+out:
+    http_response_free(&resp);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ configuration */
+
+struct named { /* a queue configured by name, and its URL once GetQueueUrl answered */
+    char *name;
+    char *url;
+};
+
+struct dlq_url { /* GetQueueUrl cache of dead-letter queues, by ARN */
+    char *arn;
+    char *url;
+};
+
+struct state {
+    char *region;
+    char *endpoint;
+    char *cw_endpoint;
+    char *access_key_id;
+    char *secret_access_key;
+    char *token_header;
+    struct http_config http_cfg;
+    struct http_client *http;
+    char **urls; /* queues configured by URL */
+    size_t nurls;
+    struct named *names; /* queues configured by name */
+    size_t nnames;
+    char *prefix;
+    int list_all; /* neither queues nor queue_name_prefix: every queue of the account */
+    long long max_queues;
+    int cloudwatch;
+    double cw_lookback;
+    struct dlq_url *dlq_urls;
+    size_t ndlq_urls;
+    int warned_cap;
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    http_client_free(st->http);
+    http_config_free(&st->http_cfg);
+    free(st->region);
+    free(st->endpoint);
+    free(st->cw_endpoint);
+    secret_free(st->access_key_id);
+    secret_free(st->secret_access_key);
+    secret_free(st->token_header);
+    for (size_t i = 0; i < st->nurls; i++)
+        free(st->urls[i]);
+    free(st->urls);
+    for (size_t i = 0; i < st->nnames; i++) {
+        free(st->names[i].name);
+        free(st->names[i].url);
+    }
+    free(st->names);
+    free(st->prefix);
+    for (size_t i = 0; i < st->ndlq_urls; i++) {
+        free(st->dlq_urls[i].arn);
+        free(st->dlq_urls[i].url);
+    }
+    free(st->dlq_urls);
+    free(st);
+    c->priv = NULL;
+}
+
+/* The public endpoint of service in region (China's regions live under amazonaws.com.cn). */
+static char *default_endpoint(const char *service, const char *region)
+{
+    const char *suffix = strncmp(region, "cn-", 3) == 0 ? "amazonaws.com.cn" : "amazonaws.com";
+    return xasprintf("https://%s.%s.%s/", service, region, suffix);
+}
+
+static int valid_region(const char *r)
+{
+    if (!*r || strlen(r) > 32)
+        return 0;
+    for (const char *p = r; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static int is_url(const char *s)
+{
+    return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* Credentials: static keys from *_file / *_env keys, or else the standard AWS_* variables. The
+ * session token falls back to AWS_SESSION_TOKEN only when the secret came from
+ * AWS_SECRET_ACCESS_KEY too: a token belongs to the key it was issued with. */
+static int read_credentials(struct state *st, struct cfg_node *map, struct err *e)
+{
+    char *inline_id = NULL;
+    if (cfg_get_str(map, "access_key_id", 0, &inline_id, e))
+        return -1;
+    char *id_ref = NULL;
+    if (secret_get(map, "access_key_id", 0, &id_ref, e)) {
+        free(inline_id);
+        return -1;
+    }
+    if (inline_id && id_ref) {
+        free(inline_id);
+        secret_free(id_ref);
+        return cfg_error(e, cfg_at(map, "access_key_id"),
+                         "access_key_id: want one of access_key_id, access_key_id_file and "
+                         "access_key_id_env");
+    }
+    st->access_key_id = inline_id ? inline_id : id_ref;
+
+    if (secret_get(map, "secret_access_key", 0, &st->secret_access_key, e))
+        return -1;
+    int secret_from_env = 0;
+    if (!st->secret_access_key) {
+        const char *v = getenv("AWS_SECRET_ACCESS_KEY");
+        if (v && *v) {
+            st->secret_access_key = xstrdup(v);
+            secret_from_env = 1;
+        }
+    }
+    if (!st->access_key_id) {
+        const char *v = getenv("AWS_ACCESS_KEY_ID");
+        if (v && *v)
+            st->access_key_id = xstrdup(v);
+    }
+    char *token = NULL;
+    if (secret_get(map, "session_token", 0, &token, e))
+        return -1;
+    if (!token && secret_from_env) {
+        const char *v = getenv("AWS_SESSION_TOKEN");
+        if (v && *v)
+            token = xstrdup(v);
+    }
+    if (token) {
+        st->token_header = xasprintf("X-Amz-Security-Token: %s", token);
+        secret_free(token);
+    }
+    if (!st->access_key_id || !st->secret_access_key)
+        return cfg_error(e, map,
+                         "missing AWS credentials: set access_key_id (or access_key_id_file / "
+                         "_env) and secret_access_key_file (or secret_access_key_env), or the "
+                         "environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    if (!*st->access_key_id || strpbrk(st->access_key_id, ": \t\r\n"))
+        return cfg_error(e, cfg_at(map, "access_key_id"),
+                         "access_key_id: want a key id without spaces or ':'");
+    return 0;
+}
+
+static const char *const source_keys[] = {
+    "region",
+    "endpoint",
+    "access_key_id",
+    "access_key_id_file",
+    "access_key_id_env",
+    "secret_access_key_file",
+    "secret_access_key_env",
+    "session_token_file",
+    "session_token_env",
+    "queues",
+    "queue_name_prefix",
+    "max_queues",
+    "cloudwatch",
+    "cloudwatch_endpoint",
+    "cloudwatch_lookback",
+    "tls_config",
+    "max_response_bytes",
+    NULL,
+};
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    /* every key asked for first, so a misspelt one is reported with the known keys */
+    for (const char *const *k = source_keys; *k; k++) {
+        struct cfg_node *n;
+        struct err ignored;
+        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
+    }
+
+    if (cfg_get_nonempty(map, "region", &st->region, e))
+        return -1;
+    if (!st->region) {
+        const char *v = getenv("AWS_REGION");
+        if (!v || !*v)
+            v = getenv("AWS_DEFAULT_REGION");
+        if (v && *v)
+            st->region = xstrdup(v);
+    }
+    if (!st->region) {
+        char where[300];
+        snprintf(where, sizeof where, "source \"%s\"", c->name);
+        if (cfg_finish(map, where, e))
+            return -1;
+        return cfg_error(e, map, "missing region (or the environment variable AWS_REGION)");
+    }
+    if (!valid_region(st->region))
+        return cfg_error(e, cfg_at(map, "region"),
+                         "region: want a region name like \"eu-west-1\", got \"%.40s\"",
+                         st->region);
+
+    if (cfg_get_nonempty(map, "endpoint", &st->endpoint, e) ||
+        cfg_get_nonempty(map, "cloudwatch_endpoint", &st->cw_endpoint, e))
+        return -1;
+    if (st->endpoint && http_url_validate(st->endpoint, cfg_at(map, "endpoint"), "endpoint", e))
+        return -1;
+    if (st->cw_endpoint && http_url_validate(st->cw_endpoint, cfg_at(map, "cloudwatch_endpoint"),
+                                             "cloudwatch_endpoint", e))
+        return -1;
+    if (!st->endpoint)
+        st->endpoint = default_endpoint("sqs", st->region);
+    if (!st->cw_endpoint)
+        st->cw_endpoint = default_endpoint("monitoring", st->region);
+
+    if (read_credentials(st, map, e))
+        return -1;
+
+    char **queues = NULL;
+    size_t nq = 0;
+    if (cfg_get_strlist(map, "queues", &queues, &nq, e))
+        return -1;
+    struct cfg_node *qnode = cfg_at(map, "queues");
+    for (size_t i = 0; i < nq; i++) {
+        const char *q = queues[i];
+        struct cfg_node *at = qnode->kind == CFG_SEQ && i < qnode->n ? qnode->items[i] : qnode;
+        int dup = 0;
+        for (size_t j = 0; j < i; j++)
+            dup |= strcmp(queues[j], q) == 0;
+        if (dup || !*q) {
+            int rc = cfg_error(e, at,
+                               dup ? "queues: \"%s\" is listed twice"
+                                   : "queues: want a queue name or URL, got \"%s\"",
+                               q);
+            cfg_strv_free(queues);
+            return rc;
+        }
+        if (is_url(q)) {
+            char *name = NULL;
+            int bad = http_url_validate(q, at, "queues", e);
+            if (!bad && !(name = sqs_queue_name_from_url(q)))
+                bad = cfg_error(e, at, "queues: want a queue URL that ends in the queue's name");
+            if (bad) {
+                cfg_strv_free(queues);
+                return -1;
+            }
+            free(name);
+            st->urls = xrealloc(st->urls, (st->nurls + 1) * sizeof *st->urls);
+            st->urls[st->nurls++] = xstrdup(q);
+        } else {
+            if (strlen(q) > QUEUE_NAME_MAX || strpbrk(q, "/: ")) {
+                int rc = cfg_error(e, at,
+                                   "queues: want a queue name (up to 80 letters, digits, '-' and "
+                                   "'_', \".fifo\" at the end) or an https:// queue URL, got "
+                                   "\"%.100s\"",
+                                   q);
+                cfg_strv_free(queues);
+                return rc;
+            }
+            st->names = xrealloc(st->names, (st->nnames + 1) * sizeof *st->names);
+            st->names[st->nnames].name = xstrdup(q);
+            st->names[st->nnames++].url = NULL;
+        }
+    }
+    cfg_strv_free(queues);
+    struct cfg_node *qlist = NULL;
+    if (cfg_get_node(map, "queues", CFG_SEQ, &qlist, e))
+        return -1;
+    if (qlist && nq == 0)
+        return cfg_error(e, qlist,
+                         "queues: want at least one queue name or URL (leave queues out for "
+                         "every queue)");
+
+    if (cfg_get_str(map, "queue_name_prefix", 0, &st->prefix, e))
+        return -1;
+    if (st->prefix && (!*st->prefix || strlen(st->prefix) > QUEUE_NAME_MAX))
+        return cfg_error(e, cfg_at(map, "queue_name_prefix"),
+                         "queue_name_prefix: want 1 to 80 characters of a queue name");
+    st->list_all = !qlist && !st->prefix;
+
+    if (cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
+        cfg_get_bool(map, "cloudwatch", 0, &st->cloudwatch, e) ||
+        cfg_get_positive_duration(map, "cloudwatch_lookback", DEFAULT_CW_LOOKBACK, &st->cw_lookback,
+                                  e))
+        return -1;
+    if (st->cw_lookback < 60)
+        return cfg_error(e, cfg_at(map, "cloudwatch_lookback"),
+                         "cloudwatch_lookback: want at least 1m (SQS publishes one datum a "
+                         "minute)");
+    if (http_config_parse(map, &st->http_cfg, e))
+        return -1;
+    st->http = http_client_new(c->name, &st->http_cfg);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ collection */
+
+struct target {
+    char *url;
+    char *name;
+    int have; /* GetQueueAttributes answered */
+    struct sqs_attrs a;
+    size_t dlq; /* index into scrape.dlqs, or NONE */
+};
+
+struct dlq {
+    const char *arn;  /* owned by the first target's attributes */
+    const char *name; /* likewise */
+    int found;        /* its depth is known */
+    double depth;
+    size_t cw; /* index into the CloudWatch names, or NONE */
+};
+
+#define NONE ((size_t)-1)
+
+struct scrape {
+    struct target *t;
+    size_t n, cap;
+    struct dlq *d;
+    size_t nd;
+    unsigned calls;
+    size_t missing;
+};
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        free(sc->t[i].url);
+        free(sc->t[i].name);
+        sqs_attrs_free(&sc->t[i].a);
+    }
+    free(sc->t);
+    free(sc->d);
+}
+
+static void add_target(struct scrape *sc, const char *url)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        if (strcmp(sc->t[i].url, url) == 0)
+            return;
+    char *name = sqs_queue_name_from_url(url);
+    if (!name)
+        return;
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? 2 * sc->cap : 16;
+        sc->t = xrealloc(sc->t, sc->cap * sizeof *sc->t);
+    }
+    struct target *t = &sc->t[sc->n++];
+    memset(t, 0, sizeof *t);
+    t->url = xstrdup(url);
+    t->name = name;
+    t->dlq = NONE;
+}
+
+/* A JSON request body: {"k1": "v1", ...} from NULL-terminated pairs (a NULL value skips it). */
+static char *body_of(const char *k1, const char *v1, const char *k2, const char *v2)
+{
+    json_t *o = json_object();
+    if (k1 && v1)
+        json_object_set_new(o, k1, json_string(v1));
+    if (k2 && v2)
+        json_object_set_new(o, k2, json_string(v2));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static int call(struct collector *c, struct scrape *sc, const char *action, const char *what,
+                const char *body, const struct deadline *dl, json_t **doc, int *missing,
+                struct err *e)
+{
+    struct state *st = c->priv;
+    struct sqs_aws aws = {st->http, st->region, st->access_key_id, st->secret_access_key,
+                          st->token_header};
+    char target[64];
+    snprintf(target, sizeof target, "AmazonSQS.%s", action);
+    sc->calls++;
+    return sqs_aws_call(&aws, st->endpoint, "sqs", target, what, body, dl, doc, missing, e);
+}
+
+/* GetQueueUrl of name (owned by account, may be NULL). 1 with *url set, 0 when the queue does
+ * not exist, -1 on error. */
+static int get_queue_url(struct collector *c, struct scrape *sc, const char *name,
+                         const char *account, const struct deadline *dl, char **url, struct err *e)
+{
+    char *body = body_of("QueueName", name, "QueueOwnerAWSAccountId", account);
+    char what[200];
+    snprintf(what, sizeof what, "AmazonSQS.GetQueueUrl \"%s\"", name);
+    json_t *doc = NULL;
+    int missing = 0;
+    int rc = call(c, sc, "GetQueueUrl", what, body, dl, &doc, &missing, e);
+    free(body);
+    if (rc)
+        return missing ? 0 : -1;
+    const char *u = NULL;
+    char ctx[220];
+    snprintf(ctx, sizeof ctx, "%s: $", what);
+    if (json_expect_object(doc, ctx, e) || json_need_string(doc, ctx, "QueueUrl", &u, e)) {
+        json_decref(doc);
+        return -1;
+    }
+    *url = xstrdup(u);
+    json_decref(doc);
+    return 1;
+}
+
+static int list_queues(struct collector *c, struct scrape *sc, const struct deadline *dl,
+                       struct err *e)
+{
+    struct state *st = c->priv;
+    char *token = NULL;
+    size_t listed = 0;
+    int rc = -1;
+    do {
+        json_t *o = json_object();
+        json_object_set_new(o, "MaxResults", json_integer(LIST_PAGE));
+        if (st->prefix)
+            json_object_set_new(o, "QueueNamePrefix", json_string(st->prefix));
+        if (token)
+            json_object_set_new(o, "NextToken", json_string(token));
+        char *body = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        free(token);
+        token = NULL;
+        json_t *doc = NULL;
+        int r = call(c, sc, "ListQueues", "AmazonSQS.ListQueues", body, dl, &doc, NULL, e);
+        free(body);
+        if (r)
+            goto out;
+        json_t *urls = NULL;
+        const char *next = NULL;
+        if (json_expect_object(doc, "AmazonSQS.ListQueues: $", e) ||
+            json_get_array(doc, "AmazonSQS.ListQueues: $", "QueueUrls", &urls, e) < 0 ||
+            json_get_string(doc, "AmazonSQS.ListQueues: $", "NextToken", &next, e) < 0) {
+            json_decref(doc);
+            goto out;
+        }
+        for (size_t i = 0; urls && i < json_array_size(urls); i++) {
+            const char *u = json_string_value(json_array_get(urls, i));
+            if (!u) {
+                char ctx[80];
+                json_path_index(ctx, sizeof ctx, "$.QueueUrls", i);
+                err_set(e, ERR_PROTOCOL, "AmazonSQS.ListQueues: %s: want a string, got %s", ctx,
+                        json_type_word(json_array_get(urls, i)));
+                json_decref(doc);
+                goto out;
+            }
+            if (listed >= (size_t)st->max_queues) {
+                next = NULL;
+                if (!st->warned_cap) {
+                    char cap[32];
+                    snprintf(cap, sizeof cap, "%lld", st->max_queues);
+                    log_kv(LOG_WARN, "max_queues reached: further queues are not collected",
+                           "source", c->name, "max_queues", cap, NULL);
+                    st->warned_cap = 1;
+                }
+                break;
+            }
+            add_target(sc, u);
+            listed++;
+        }
+        token = next && *next ? xstrdup(next) : NULL;
+        json_decref(doc);
+    } while (token);
+    rc = 0;
+out:
+    free(token);
+    return rc;
+}
+
+static int resolve_targets(struct collector *c, struct scrape *sc, const struct deadline *dl,
+                           struct err *e)
+{
+    struct state *st = c->priv;
+    for (size_t i = 0; i < st->nurls; i++)
+        add_target(sc, st->urls[i]);
+    for (size_t i = 0; i < st->nnames; i++) {
+        struct named *q = &st->names[i];
+        if (!q->url) {
+            int r = get_queue_url(c, sc, q->name, NULL, dl, &q->url, e);
+            if (r < 0)
+                return -1;
+            if (r == 0) {
+                sc->missing++;
+                continue;
+            }
+        }
+        add_target(sc, q->url);
+    }
+    if (st->prefix || st->list_all)
+        return list_queues(c, sc, dl, e);
+    return 0;
+}
+
+/* GetQueueAttributes of url. 1 with *a filled, 0 when the queue does not exist, -1 on error. */
+static int get_attributes(struct collector *c, struct scrape *sc, const char *url, const char *name,
+                          int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "QueueUrl", json_string(url));
+    json_t *names = json_array();
+    if (all) {
+        json_array_append_new(names, json_string("All"));
+    } else {
+        json_array_append_new(names, json_string("ApproximateNumberOfMessages"));
+        json_array_append_new(names, json_string("ApproximateNumberOfMessagesNotVisible"));
+        json_array_append_new(names, json_string("ApproximateNumberOfMessagesDelayed"));
+    }
+    json_object_set_new(o, "AttributeNames", names);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char what[200];
+    snprintf(what, sizeof what, "AmazonSQS.GetQueueAttributes \"%s\"", name);
+    json_t *doc = NULL;
+    int missing = 0;
+    int rc = call(c, sc, "GetQueueAttributes", what, body, dl, &doc, &missing, e);
+    free(body);
+    if (rc)
+        return missing ? 0 : -1;
+    rc = sqs_parse_attributes(doc, name, a, e);
+    json_decref(doc);
+    return rc ? -1 : 1;
+}
+
+static void forget_named_url(struct state *st, const char *url)
+{
+    for (size_t i = 0; i < st->nnames; i++)
+        if (st->names[i].url && strcmp(st->names[i].url, url) == 0) {
+            free(st->names[i].url);
+            st->names[i].url = NULL;
+        }
+}
+
+static struct dlq_url *dlq_cache(struct state *st, const char *arn)
+{
+    for (size_t i = 0; i < st->ndlq_urls; i++)
+        if (strcmp(st->dlq_urls[i].arn, arn) == 0)
+            return &st->dlq_urls[i];
+    return NULL;
+}
+
+/* The depth of each distinct dead-letter queue: from the selection when it is part of it, else
+ * one GetQueueAttributes on its URL (GetQueueUrl once, then cached). */
+static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadline *dl,
+                     struct err *e)
+{
+    struct state *st = c->priv;
+    sc->d = xcalloc(sc->n ? sc->n : 1, sizeof *sc->d);
+    for (size_t i = 0; i < sc->n; i++) {
+        struct target *t = &sc->t[i];
+        if (!t->have || !t->a.has_redrive)
+            continue;
+        const struct sqs_redrive *r = &t->a.redrive;
+        size_t k = 0;
+        while (k < sc->nd && strcmp(sc->d[k].arn, r->dlq_arn) != 0)
+            k++;
+        t->dlq = k;
+        if (k < sc->nd)
+            continue;
+        struct dlq *d = &sc->d[sc->nd++];
+        d->arn = r->dlq_arn;
+        d->name = r->dlq_name;
+        d->cw = NONE;
+        for (size_t j = 0; j < sc->n; j++) { /* the DLQ is selected itself */
+            const struct target *u = &sc->t[j];
+            if (u->have && u->a.arn && strcmp(u->a.arn, r->dlq_arn) == 0) {
+                d->found = u->a.has_ready || u->a.has_in_flight || u->a.has_delayed;
+                d->depth = u->a.ready + u->a.in_flight + u->a.delayed;
+                break;
+            }
+        }
+        if (d->found)
+            continue;
+        struct dlq_url *cached = dlq_cache(st, r->dlq_arn);
+        if (!cached) {
+            char *url = NULL;
+            int got = get_queue_url(c, sc, r->dlq_name, r->dlq_account, dl, &url, e);
+            if (got < 0)
+                return -1;
+            if (got == 0) {
+                sc->missing++;
+                continue;
+            }
+            st->dlq_urls = xrealloc(st->dlq_urls, (st->ndlq_urls + 1) * sizeof *st->dlq_urls);
+            cached = &st->dlq_urls[st->ndlq_urls++];
+            cached->arn = xstrdup(r->dlq_arn);
+            cached->url = url;
+        }
+        struct sqs_attrs a;
+        int got = get_attributes(c, sc, cached->url, r->dlq_name, 0, dl, &a, e);
+        if (got < 0)
+            return -1;
+        if (got == 0) { /* deleted since: ask GetQueueUrl again next time */
+            free(cached->arn);
+            free(cached->url);
+            *cached = st->dlq_urls[--st->ndlq_urls];
+            sc->missing++;
+            continue;
+        }
+        d->found = a.has_ready || a.has_in_flight || a.has_delayed;
+        d->depth = a.ready + a.in_flight + a.delayed;
+        sqs_attrs_free(&a);
+    }
+    return 0;
+}
+
+static int emit(struct metric_set *out, const struct scrape *sc)
+{
+    int rc = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        if (!t->have)
+            continue;
+        const struct sqs_attrs *a = &t->a;
+        const char *q = t->name;
+        if (a->has_ready)
+            rc |= metric_set_add(out, "qrel_queue_messages", a->ready, "queue", q, "state", "ready",
+                                 NULL);
+        if (a->has_in_flight)
+            rc |= metric_set_add(out, "qrel_queue_messages", a->in_flight, "queue", q, "state",
+                                 "in_flight", NULL);
+        if (a->has_delayed)
+            rc |= metric_set_add(out, "qrel_queue_messages", a->delayed, "queue", q, "state",
+                                 "delayed", NULL);
+        if (a->has_visibility)
+            rc |= metric_set_add(out, "qrel_lease_timeout_seconds", a->visibility_timeout, "queue",
+                                 q, NULL);
+        if (a->has_redrive)
+            rc |= metric_set_add(out, "qrel_max_deliveries", a->redrive.max_receive_count, "queue",
+                                 q, NULL);
+        double h = sqs_retry_horizon(a);
+        if (h >= 0)
+            rc |= metric_set_add(out, "qrel_retry_horizon_seconds", h, "queue", q, NULL);
+        if (a->fifo)
+            rc |= metric_set_add(out, "qrel_dedup_window_seconds", SQS_FIFO_DEDUP_WINDOW_SECONDS,
+                                 "queue", q, NULL);
+        if (t->dlq != NONE && sc->d[t->dlq].found)
+            rc |= metric_set_add(out, "qrel_dead_letter_messages", sc->d[t->dlq].depth, "queue", q,
+                                 "dead_letter_queue", a->redrive.dlq_name, NULL);
+    }
+    return rc;
+}
+
+/* CloudWatch: the age of the oldest message of every collected queue and dead-letter queue. */
+static int read_cloudwatch(struct collector *c, struct scrape *sc, const struct deadline *dl,
+                           struct metric_set *out, struct err *e)
+{
+    struct state *st = c->priv;
+    const char **names = xcalloc(sc->n + sc->nd + 1, sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < sc->n; i++)
+        if (sc->t[i].have)
+            names[n++] = sc->t[i].name;
+    for (size_t k = 0; k < sc->nd; k++) {
+        size_t j = 0;
+        while (j < n && strcmp(names[j], sc->d[k].name) != 0)
+            j++;
+        if (j == n)
+            names[n++] = sc->d[k].name;
+        sc->d[k].cw = j;
+    }
+    struct sqs_cw_datum *data = xcalloc(n ? n : 1, sizeof *data);
+    struct sqs_aws aws = {st->http, st->region, st->access_key_id, st->secret_access_key,
+                          st->token_header};
+    int rc = -1;
+    if (n &&
+        sqs_cw_fetch(&aws, st->cw_endpoint, names, n, st->cw_lookback, dl, data, &sc->calls, e))
+        goto out;
+    double now = util_wall_now();
+    size_t j = 0;
+    rc = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        if (!t->have)
+            continue;
+        const struct sqs_cw_datum *d = &data[j++];
+        if (d->found) {
+            rc |= metric_set_add(out, "qrel_queue_oldest_message_age_seconds", d->value, "queue",
+                                 t->name, NULL);
+            double age = now - d->timestamp;
+            rc |= metric_set_add(out, "qrel_sample_age_seconds", age > 0 ? age : 0, "queue",
+                                 t->name, NULL);
+        }
+        if (t->dlq != NONE && sc->d[t->dlq].cw != NONE && data[sc->d[t->dlq].cw].found &&
+            sc->d[t->dlq].found && sc->d[t->dlq].depth > 0)
+            rc |= metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
+                                 data[sc->d[t->dlq].cw].value, "queue", t->name,
+                                 "dead_letter_queue", sc->d[t->dlq].name, NULL);
+    }
+out:
+    free(data);
+    free(names);
+    return rc;
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    struct scrape sc;
+    memset(&sc, 0, sizeof sc);
+    int rc = -1;
+    if (resolve_targets(c, &sc, dl, e))
+        goto out;
+    for (size_t i = 0; i < sc.n; i++) {
+        struct target *t = &sc.t[i];
+        int got = get_attributes(c, &sc, t->url, t->name, 1, dl, &t->a, e);
+        if (got < 0)
+            goto out;
+        if (got == 0) { /* deleted between listing and asking, or a stale cached URL */
+            forget_named_url(st, t->url);
+            sc.missing++;
+        }
+        t->have = got == 1;
+    }
+    if (read_dlqs(c, &sc, dl, e))
+        goto out;
+    if (emit(out, &sc)) {
+        err_set(e, ERR_INTERNAL, "sqs: %s", metric_set_error(out));
+        goto out;
+    }
+    if (st->cloudwatch && read_cloudwatch(c, &sc, dl, out, e))
+        goto out;
+    rc = 0;
+    if (log_enabled(LOG_DEBUG)) {
+        size_t have = 0;
+        for (size_t i = 0; i < sc.n; i++)
+            have += sc.t[i].have;
+        char queues[32], dlqs[32], missing[32], calls[32];
+        snprintf(queues, sizeof queues, "%zu", have);
+        snprintf(dlqs, sizeof dlqs, "%zu", sc.nd);
+        snprintf(missing, sizeof missing, "%zu", sc.missing);
+        snprintf(calls, sizeof calls, "%u", sc.calls);
+        log_kv(LOG_DEBUG, "sqs collection done", "source", c->name, "queues", queues,
+               "dead_letter_queues", dlqs, "missing_queues", missing, "requests", calls, NULL);
+    }
+out:
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind sqs_kind = {
+    .name = "sqs", .configure = configure, .collect = collect, .destroy = destroy};

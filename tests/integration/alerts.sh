@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The alert rules in alerts/ load in Prometheus (promtool check rules), behave as their tests say
+# (promtool test rules), and every alert has a test case that fires it and one that stays silent,
+# the labels and annotations the docs promise, and a runbook section in docs/alerts.md.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+alerts=$QREL_SOURCE_DIR/alerts
+runbook=$QREL_SOURCE_DIR/docs/alerts.md
+command -v promtool >/dev/null || { echo "promtool missing (Debian package prometheus; scripts/deps.sh)" >&2; exit 1; }
+# The coverage checks read YAML: a python3 with PyYAML (Debian's python3-yaml).
+PY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import yaml' 2>/dev/null; then PY=$p; break; fi
+done
+[ -n "$PY" ] || { echo "python3 with yaml missing (Debian package python3-yaml)" >&2; exit 1; }
+
+rule_files=("$alerts"/*.yml)
+test_files=("$alerts"/tests/*.yml)
+expect_cmd "rule files found (${#rule_files[@]})" test "${#rule_files[@]}" -ge 2
+expect_cmd "test files found (${#test_files[@]})" test "${#test_files[@]}" -ge 5
+for f in "${rule_files[@]}"; do
+  if promtool check rules "$f" > "$T/check.out" 2>&1; then
+    ok "promtool check rules ${f#"$QREL_SOURCE_DIR"/}"
+  else
+    not_ok "promtool check rules ${f#"$QREL_SOURCE_DIR"/}"; cat "$T/check.out" >&2
+  fi
+done
+# Test files name their rule files relative to themselves.
+for f in "${test_files[@]}"; do
+  if promtool test rules "$f" > "$T/test.out" 2>&1; then
+    ok "promtool test rules ${f#"$QREL_SOURCE_DIR"/}"
+  else
+    not_ok "promtool test rules ${f#"$QREL_SOURCE_DIR"/}"; cat "$T/test.out" >&2
+  fi
+done
+
+# promtool test rules really fails on a wrong expectation (else the passes above prove nothing):
+# a DLQ with messages for 10 minutes, expected silent.
+cp "$alerts/qrel-alerts.yml" "$T/"
+cat > "$T/negative.yml" <<'YML'
+rule_files: [qrel-alerts.yml]
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'qrel_dead_letter_messages{source="s",kind="k",queue="q",dead_letter_queue="d"}'
+        values: '1x10'
+    alert_rule_test:
+      - eval_time: 10m
+        alertname: QrelDeadLetterQueueNotEmpty
+        exp_alerts: []
+YML
+if promtool test rules "$T/negative.yml" > "$T/neg.out" 2>&1; then
+  not_ok "promtool test rules passed a wrong expectation"
+else
+  ok "promtool test rules fails a wrong expectation"
+fi
+grep -q 'QrelDeadLetterQueueNotEmpty' "$T/neg.out" && ok "its report names the alert" || not_ok "promtool's report: $(head -3 "$T/neg.out")"
+
+# One line per finding: "ok <what>" or "FAIL <what>".
+# (Inside `if`: a failure is reported once, not with the whole script by the ERR trap.)
+if ! "$PY" - "$runbook" "${rule_files[@]}" -- "${test_files[@]}" > "$T/coverage.out" 2> "$T/coverage.err" <<'PY'
+import re, sys, yaml
+
+args = sys.argv[1:]
+runbook = args[0]
+sep = args.index("--")
+rule_files, test_files = args[1:sep], args[sep + 1:]
+
+# The alert names other parts of qrel (docs, health check, e2e tests) rely on.
+required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMarginLow
+QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
+QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
+QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown""".split()
+severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
+            "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
+            "QrelLeaseMarginTrendingDown": "warning",
+            "QrelAuditFailed": "{{ $labels.severity }}"}
+
+def out(good, what):
+    print(("ok " if good else "FAIL ") + what)
+
+def seconds(d):
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+)(ms|s|m|h|d)", d or "0s"))
+
+# GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens.
+anchors = set()
+for line in open(runbook, encoding="utf-8"):
+    m = re.match(r"#+\s+(.*)", line)
+    if m:
+        anchors.add(re.sub(r"[^a-z0-9 _-]", "", m.group(1).strip().lower()).replace(" ", "-"))
+
+alerts = {}
+for f in rule_files:
+    for group in yaml.safe_load(open(f))["groups"]:
+        for rule in group["rules"]:
+            if "alert" in rule:
+                alerts.setdefault(rule["alert"], []).append(rule)
+
+fires, silent = set(), set()
+for f in test_files:
+    for case in yaml.safe_load(open(f)).get("tests", []):
+        for t in case.get("alert_rule_test") or []:
+            (fires if t.get("exp_alerts") else silent).add(t["alertname"])
+
+out(sorted(alerts) == sorted(required), "the alerts are exactly the documented %d" % len(required))
+for name in sorted(alerts):
+    for rule in alerts[name]:
+        labels, ann = rule.get("labels", {}), rule.get("annotations", {})
+        sev = labels.get("severity")
+        out(sev == severity.get(name, sev) and sev in ("critical", "warning", "{{ $labels.severity }}"),
+            "%s severity %s" % (name, sev))
+        for key in ("summary", "description", "runbook_url"):
+            out(bool(ann.get(key)), "%s has a %s" % (name, key))
+        out("$value" in ann.get("description", "") or "$labels" in ann.get("description", ""),
+            "%s describes its figures ($value/$labels)" % name)
+        url = ann.get("runbook_url", "")
+        out(url == "docs/alerts.md#" + name.lower() and name.lower() in anchors,
+            "%s runbook_url %s has its section in docs/alerts.md" % (name, url))
+    out(name in fires, "%s has a test case that fires it" % name)
+    out(name in silent, "%s has a test case where it stays silent" % name)
+crit = alerts.get("QrelLeaseMarginCritical", [{}])[0]
+out(seconds(crit.get("for")) <= 120, "QrelLeaseMarginCritical waits at most 2m (for: %s)" % crit.get("for"))
+low = alerts.get("QrelLeaseMarginLow", [{}])[0]
+out(seconds(low.get("for")) == 600, "QrelLeaseMarginLow waits 10m (for: %s)" % low.get("for"))
+PY
+then
+  not_ok "coverage checks: $(tail -1 "$T/coverage.err")"
+fi
+while read -r verdict what; do
+  if [ "$verdict" = ok ]; then ok "$what"; else not_ok "$what"; fi
+done < "$T/coverage.out"
+expect_cmd "coverage checks ran" test "$(wc -l < "$T/coverage.out")" -ge 100
+finish

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# kind: kafka against librdkafka's mock cluster (tests/peers/kafka_mock, two brokers on free
+# loopback ports) with records of known timestamps and a group committed part way: lag in
+# messages per group and topic, lag in seconds within the time the scrape took, a partition with
+# no commit counted from the log start, per-partition series, a dead-letter topic's size and
+# oldest age. Then the faults, each beside the healthy source, under a 4 s scrape-timeout header:
+# nothing listening (connect), a listener that never answers (timeout), one that answers junk,
+# SASL against a broker without SASL (auth, and the password appears nowhere), and a group
+# pattern on a broker without ListGroups (query, "list the groups by name").
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+MOCK=$QREL_BUILD_DIR/tests/kafka_mock
+[ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
+
+# start_mock OUTVAR ARGS...: runs kafka_mock on two free ports, sets OUTVAR to the bootstrap list.
+start_mock() {
+  local var=$1 p1 p2 out; shift
+  p1=$(free_port); p2=$(free_port)
+  out=$T/mock-$p1.out
+  "$MOCK" -p "$p1,$p2" "$@" >"$out" 2>"$T/mock-$p1.log" &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if grep -q '^BOOTSTRAP=' "$out"; then
+      printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "kafka_mock did not start:" >&2
+  cat "$T/mock-$p1.log" >&2
+  return 1
+}
+
+T0=$(( $(now_ms) - 600000 )) # the first record is 10 minutes old
+start_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 \
+  -m "orders:0:10:$T0:1000" -m "orders:1:6:$((T0 + 100000)):1000" \
+  -m "orders:2:4:$((T0 + 200000)):1000" \
+  -m "orders.dlq:0:3:$((T0 + 50000)):1000" -m "orders.dlq:1:2:$((T0 + 10000)):1000" \
+  -m "payments:0:5:$((T0 + 300000)):1000" \
+  -c mailer:orders:0:4 -c mailer:orders:1:6 \
+  -c audit:orders:0:10 -c audit:orders:1:6 -c audit:orders:2:4 \
+  -c billing:payments:0:5
+
+# The faulty peers: nothing on DOWN, a listener that never answers on HANG, junk on JUNK.
+DOWN=$(free_port); HANG=$(free_port); JUNK=$(free_port)
+python3 - "$HANG" "$JUNK" <<'PY' &
+import socket, sys, threading, time
+keep = []
+def serve(port, reply):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(16)
+    while True:
+        c, _ = s.accept()
+        keep.append(c)
+        if reply:
+            try:
+                c.sendall(reply)
+            except OSError:
+                pass
+threading.Thread(target=serve, args=(int(sys.argv[1]), b""), daemon=True).start()
+threading.Thread(target=serve, args=(int(sys.argv[2]), b"\x00\x00\x00\x10garbage-garbage!"), daemon=True).start()
+time.sleep(3600)
+PY
+PIDS+=("$!")
+for port in "$HANG" "$JUNK"; do
+  for _ in $(seq 1 100); do
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$port" 2>/dev/null && break
+    sleep 0.05
+  done
+done
+
+secret='sasl-Secret-5521-horse'
+printf '%s\n' "$secret" > "$T/sasl.pass"
+chmod 600 "$T/sasl.pass"
+
+cat > "$T/qrel.yml" <<YML
+global:
+  timeout: 3s
+sources:
+  - name: stream
+    kind: kafka
+    bootstrap_servers: $BOOT
+    groups:
+      - name: mailer
+        topics: [orders]
+        max_poll_interval: 5m
+        dead_letter_topic: "{topic}.dlq"
+        per_partition: true
+      - name: audit
+        topics: [orders, missing-topic]
+      - name: billing
+        topic_pattern: "pay.*"
+  - name: down
+    kind: kafka
+    bootstrap_servers: 127.0.0.1:$DOWN
+    groups: [{name: mailer, topics: [orders]}]
+  - name: hang
+    kind: kafka
+    bootstrap_servers: 127.0.0.1:$HANG
+    groups: [{name: mailer, topics: [orders]}]
+  - name: junk
+    kind: kafka
+    bootstrap_servers: 127.0.0.1:$JUNK
+    groups: [{name: mailer, topics: [orders]}]
+  - name: sasl
+    kind: kafka
+    bootstrap_servers: $BOOT
+    security_protocol: sasl_plaintext
+    sasl_mechanism: SCRAM-SHA-256
+    sasl_username: monitor
+    sasl_password_file: $T/sasl.pass
+    groups: [{name: mailer, topics: [orders]}]
+  - name: patterns
+    kind: kafka
+    bootstrap_servers: $BOOT
+    groups: [{pattern: "mail.*", topics: [orders]}]
+YML
+start_exporter "$T/qrel.yml"
+
+before=$(now_ms)
+scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 4'
+after=$(now_ms)
+took=$((after - before))
+expect_between "scrape time with three bad brokers, ms (header 4 s)" "$took" 0 3999
+
+S='source="stream"'
+M='group="mailer"'
+expect_metric "$T/m1.txt" 1 qrel_collector_up "$S"
+# mailer: p0 committed 4 of 10 (6 left), p1 6 of 6, p2 no commit (4 from the log start).
+expect_metric "$T/m1.txt" 10 qrel_queue_messages "$S" 'queue="orders",group="mailer",state="ready"}'
+expect_metric "$T/m1.txt" 6 qrel_queue_messages "$S" "$M" 'partition="0"' 'state="ready"'
+expect_metric "$T/m1.txt" 0 qrel_queue_messages "$S" "$M" 'partition="1"' 'state="ready"'
+expect_metric "$T/m1.txt" 4 qrel_queue_messages "$S" "$M" 'partition="2"' 'state="ready"'
+# The oldest unconsumed record is orders/0 offset 4, produced at T0 + 4 s.
+lo=$(awk -v a="$before" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 4000) / 1000 }')
+hi=$(awk -v a="$after" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 4000) / 1000 }')
+expect_between "lag seconds of mailer on orders" \
+  "$(mval "$T/m1.txt" qrel_consumer_lag_seconds "$S" 'queue="orders",group="mailer"}')" "$lo" "$hi"
+expect_between "oldest message age of mailer on orders" \
+  "$(mval "$T/m1.txt" qrel_queue_oldest_message_age_seconds "$S" "$M")" "$lo" "$hi"
+lo2=$(awk -v a="$before" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 200000) / 1000 }')
+hi2=$(awk -v a="$after" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 200000) / 1000 }')
+expect_between "lag seconds of the uncommitted partition 2 (from the log start)" \
+  "$(mval "$T/m1.txt" qrel_consumer_lag_seconds "$S" "$M" 'partition="2"')" "$lo2" "$hi2"
+expect_metric "$T/m1.txt" 0 qrel_consumer_lag_seconds "$S" "$M" 'partition="1"'
+expect_metric "$T/m1.txt" 300 qrel_lease_timeout_seconds "$S" "$M" 'queue="orders"'
+# audit has consumed everything; its missing topic yields nothing; no per-partition series.
+expect_metric "$T/m1.txt" 0 qrel_queue_messages "$S" 'queue="orders"' 'group="audit"' 'state="ready"'
+expect_metric "$T/m1.txt" 0 qrel_consumer_lag_seconds "$S" 'queue="orders"' 'group="audit"'
+expect_absent "$T/m1.txt" qrel_queue_messages "$S" 'queue="missing-topic"'
+expect_absent "$T/m1.txt" qrel_queue_messages "$S" 'group="audit"' 'partition="0"'
+expect_absent "$T/m1.txt" qrel_lease_timeout_seconds "$S" 'group="audit"'
+# billing, by topic pattern: payments only (not orders), caught up.
+expect_metric "$T/m1.txt" 0 qrel_queue_messages "$S" 'queue="payments"' 'group="billing"' 'state="ready"'
+expect_absent "$T/m1.txt" qrel_queue_messages "$S" 'queue="orders"' 'group="billing"'
+# The dead-letter topic: 3 + 2 records, the oldest produced at T0 + 10 s (partition 1).
+expect_metric "$T/m1.txt" 5 qrel_dead_letter_messages "$S" 'queue="orders"' 'dead_letter_queue="orders.dlq"'
+lo3=$(awk -v a="$before" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 10000) / 1000 }')
+hi3=$(awk -v a="$after" -v t="$T0" 'BEGIN { printf "%.3f", (a - t - 10000) / 1000 }')
+expect_between "dead-letter oldest age" \
+  "$(mval "$T/m1.txt" qrel_dead_letter_oldest_age_seconds "$S" 'dead_letter_queue="orders.dlq"')" "$lo3" "$hi3"
+dlq_series=$(grep -c '^qrel_dead_letter_messages{source="stream"' "$T/m1.txt" || true)
+expect_eq "dead-letter series of stream (one per topic and dead-letter topic)" "$dlq_series" 1
+
+# Faults: each its own reason, nothing from them but the exporter's own series.
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="down"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="down"' 'reason="connect"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="hang"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="hang"' 'reason="timeout"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="junk"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="junk"' 'reason="timeout"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="sasl"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="sasl"' 'reason="auth"'
+expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="patterns"'
+expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="patterns"' 'reason="query"'
+for s in down hang junk sasl patterns; do
+  expect_absent "$T/m1.txt" qrel_queue_messages "source=\"$s\""
+done
+expect_cmd "the log says the broker is down" grep -q 'source=down kind=kafka reason=connect.*brokers are down' "$T/exporter.log"
+expect_cmd "the log says what timed out" grep -q 'source=hang kind=kafka reason=timeout.*kafka: Metadata: timed out' "$T/exporter.log"
+expect_cmd "the log names the SASL failure" grep -q 'source=sasl kind=kafka reason=auth.*SASL' "$T/exporter.log"
+expect_cmd "the log says to name the groups" grep -q 'source=patterns kind=kafka reason=query.*list the groups by name' "$T/exporter.log"
+
+# A second scrape (after the back-off) on the kept handle: the same values, and the healthy
+# source is still served.
+sleep 0.6
+scrape "$T/m2.txt"
+expect_metric "$T/m2.txt" 1 qrel_collector_up "$S"
+expect_metric "$T/m2.txt" 10 qrel_queue_messages "$S" 'queue="orders",group="mailer",state="ready"}'
+expect_metric "$T/m2.txt" 5 qrel_dead_letter_messages "$S" 'queue="orders"'
+expect_metric "$T/m2.txt" 2 qrel_collector_errors_total 'source="down"' 'reason="connect"'
+
+# Nothing was committed by the exporter: mailer's offsets are as the peer left them.
+expect_cmd "the exporter committed nothing (mailer still 10 behind)" \
+  grep -q "^qrel_queue_messages{source=\"stream\",kind=\"kafka\",queue=\"orders\",group=\"mailer\",state=\"ready\"} 10$" "$T/m2.txt"
+
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do
+  if grep -qF -e "$secret" "$f"; then not_ok "the SASL password appears in $(basename "$f")"; else ok "no password in $(basename "$f")"; fi
+done
+
+finish

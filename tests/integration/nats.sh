@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The nats collector against a real nats-server 2.9 with JetStream: a work-queue stream with a
+# durable pull consumer (ack_wait 1 s, max_deliver 3) whose messages are delivered and left
+# unacknowledged until they are redelivered and given up, a dead-letter stream keeping the
+# MAX_DELIVERIES advisories, a limits stream with a backoff consumer, an ack-none consumer and an
+# ephemeral one give exactly the expected series; accounts are paged; a proxy's basic auth is
+# sent and never shown. Faults (down, hanging, HTTP 500, 401, 403, truncated, malformed, larger
+# than the cap) give up 0 with their reason within the timeout while a healthy source reports.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+JSCTL="python3 $QREL_SOURCE_DIR/tests/peers/nats/jsctl.py"
+
+# start_nats VAR_CLIENT VAR_MONITOR [nats-server args...]: a JetStream server on free ports.
+start_nats() {
+  local cvar=$1 mvar=$2 cport mport dir; shift 2
+  cport=$(free_port)
+  mport=$(free_port)
+  dir=$T/nats-$cport
+  mkdir -p "$dir"
+  nats-server -a 127.0.0.1 -p "$cport" -m "$mport" -js -sd "$dir/js" -l "$dir/nats.log" "$@" &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if curl -fsS "http://127.0.0.1:$mport/healthz?js-enabled-only=true" >/dev/null 2>&1; then
+      printf -v "$cvar" '%s' "$cport"
+      printf -v "$mvar" '%s' "$mport"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "nats-server on port $cport did not start" >&2
+  return 1
+}
+
+start_nats NP NM
+J() { $JSCTL "$NP" "$@"; }
+req() { J req "$@" >/dev/null; }
+
+# The dead-letter pattern of JetStream: a stream that keeps the advisories the server publishes
+# when a message reaches max_deliver (the message itself stays in its stream).
+req '$JS.API.STREAM.CREATE.ORDERS_DLQ' \
+  '{"name":"ORDERS_DLQ","storage":"file","subjects":["$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.*"]}'
+req '$JS.API.STREAM.CREATE.ORDERS' \
+  '{"name":"ORDERS","subjects":["orders.>"],"storage":"file","retention":"workqueue","duplicate_window":90000000000}'
+req '$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.worker' \
+  '{"stream_name":"ORDERS","config":{"durable_name":"worker","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":3,"filter_subject":"orders.>"}}'
+req '$JS.API.STREAM.CREATE.EVENTS' '{"name":"EVENTS","subjects":["events.>"],"storage":"memory"}'
+req '$JS.API.CONSUMER.DURABLE.CREATE.EVENTS.backoff' \
+  '{"stream_name":"EVENTS","config":{"durable_name":"backoff","ack_policy":"explicit","max_deliver":5,"backoff":[1000000000,2000000000,5000000000]}}'
+req '$JS.API.CONSUMER.DURABLE.CREATE.EVENTS.fire' \
+  '{"stream_name":"EVENTS","config":{"durable_name":"fire","ack_policy":"none","max_deliver":2}}'
+req '$JS.API.CONSUMER.CREATE.EVENTS' \
+  '{"stream_name":"EVENTS","config":{"ack_policy":"explicit","inactive_threshold":60000000000}}'
+J pub events.x e 2
+
+t_first=$(now_ms)
+J pub orders.created order 6
+# Round 1: order 1 acked, orders 2-4 delivered and left to expire (ack_wait 1 s).
+expect_eq "round 1 (payload:delivery count)" "$(J fetch ORDERS worker 1 ack | tr '\n' ' ')" "order:1 "
+expect_eq "round 1, left" "$(J fetch ORDERS worker 3 leave | tr '\n' ' ')" "order:1 order:1 order:1 "
+sleep 1.3
+# Round 2: the three expired ones come again (second delivery) and are left again.
+expect_eq "round 2" "$(J fetch ORDERS worker 3 leave | tr '\n' ' ')" "order:2 order:2 order:2 "
+sleep 1.3
+# Round 3: the third and last delivery; one is acked, two expire for good (max_deliver 3).
+expect_eq "round 3, acked" "$(J fetch ORDERS worker 1 ack | tr '\n' ' ')" "order:3 "
+expect_eq "round 3, left" "$(J fetch ORDERS worker 2 leave | tr '\n' ' ')" "order:3 order:3 "
+sleep 1.3
+# Round 4: only a new message comes; the two given up stay in the stream, unacknowledged, with
+# an advisory each in ORDERS_DLQ. Order 6 is never delivered.
+expect_eq "round 4" "$(J fetch ORDERS worker 1 leave | tr '\n' ' ')" "order:1 "
+dlq=$(J req '$JS.API.STREAM.INFO.ORDERS_DLQ' | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["messages"])')
+expect_eq "max-deliveries advisories" "$dlq" 2
+J req '$JS.API.CONSUMER.INFO.ORDERS.worker' > "$T/worker.json"
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: events
+    kind: nats
+    url: http://127.0.0.1:$NM/
+    streams:
+      - name: ORDERS
+        dead_letter_stream: ORDERS_DLQ
+      - name: EVENTS
+YML
+"$QREL" scrape --config.file="$T/qrel.yml" --log.level=debug > "$T/m.txt" 2> "$T/scrape.log"
+age_max=$(( ($(now_ms) - t_first) / 1000 + 1 ))
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="events"' 'kind="nats"'
+w='queue="ORDERS",group="worker"'
+# Order 6 never delivered; order 5 held; the two given up still count as redelivered.
+expect_metric "$T/m.txt" 1 qrel_queue_messages "$w" 'state="ready"'
+expect_metric "$T/m.txt" 1 qrel_queue_messages "$w" 'state="in_flight"'
+expect_metric "$T/m.txt" 2 qrel_messages_redelivered "$w"
+info() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$T/worker.json" "$1"; }
+expect_eq "the same as CONSUMER.INFO says (num_pending num_ack_pending num_redelivered)" \
+  "$(info num_pending) $(info num_ack_pending) $(info num_redelivered)" "1 1 2"
+expect_metric "$T/m.txt" 1 qrel_lease_timeout_seconds "$w"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$w"
+expect_metric "$T/m.txt" 3 qrel_retry_horizon_seconds "$w"
+expect_metric "$T/m.txt" 90 qrel_dedup_window_seconds 'queue="ORDERS"'
+# Two acknowledged messages are gone (work queue): the oldest left was published with the others.
+expect_between "oldest message age of the work queue, s" \
+  "$(mval "$T/m.txt" qrel_queue_oldest_message_age_seconds 'queue="ORDERS"')" 3.9 "$age_max"
+expect_metric "$T/m.txt" 2 qrel_dead_letter_messages 'queue="ORDERS",dead_letter_queue="ORDERS_DLQ"'
+# The advisories are published when the server finds the last lease expired, at round 4's pull.
+expect_between "dead-letter oldest age, s" \
+  "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="ORDERS",dead_letter_queue="ORDERS_DLQ"')" 0 2
+expect_absent "$T/m.txt" qrel_queue_messages 'queue="ORDERS_DLQ"'
+
+b='queue="EVENTS",group="backoff"'
+expect_metric "$T/m.txt" 2 qrel_queue_messages "$b" 'state="ready"'
+expect_metric "$T/m.txt" 0 qrel_queue_messages "$b" 'state="in_flight"'
+expect_metric "$T/m.txt" 1 qrel_lease_timeout_seconds "$b"
+expect_metric "$T/m.txt" 5 qrel_max_deliveries "$b"
+expect_metric "$T/m.txt" 18 qrel_retry_horizon_seconds "$b"  # 1 + 2 + 5 + 5 + 5
+expect_metric "$T/m.txt" 120 qrel_dedup_window_seconds 'queue="EVENTS"'  # the server's default
+expect_absent "$T/m.txt" qrel_queue_oldest_message_age_seconds 'queue="EVENTS"'  # limits stream
+f='queue="EVENTS",group="fire"'
+expect_metric "$T/m.txt" 2 qrel_queue_messages "$f" 'state="ready"'
+expect_absent "$T/m.txt" qrel_lease_timeout_seconds "$f"
+expect_absent "$T/m.txt" qrel_max_deliveries "$f"
+expect_eq "consumer series of EVENTS (the ephemeral one left out)" \
+  "$(grep -c '^qrel_messages_redelivered{.*queue="EVENTS"' "$T/m.txt")" 2
+expect_cmd "debug log counts one request" grep -q 'msg="nats collection done".*streams=2 consumers=3 requests=1' "$T/scrape.log"
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# consumers: narrows; every stream when streams is left out.
+cat > "$T/all.yml" <<YML
+sources:
+  - name: all
+    kind: nats
+    url: http://127.0.0.1:$NM
+  - name: narrow
+    kind: nats
+    url: http://127.0.0.1:$NM
+    streams: [{name: EVENTS, consumers: [fire]}]
+YML
+"$QREL" scrape --config.file="$T/all.yml" > "$T/all.txt"
+expect_eq "streams of source all" "$(grep -o '^qrel_dedup_window_seconds{source="all"[^}]*' "$T/all.txt" | grep -o 'queue="[^"]*"' | sort | tr '\n' ' ')" \
+  'queue="EVENTS" queue="ORDERS" queue="ORDERS_DLQ" '
+expect_eq "consumers of source narrow" "$(grep -c '^qrel_messages_redelivered{source="narrow"' "$T/all.txt")" 1
+expect_metric "$T/all.txt" 2 qrel_queue_messages 'source="narrow"' 'group="fire"' 'state="ready"'
+
+# Accounts: streams outside \$G are labelled ACCOUNT/STREAM. nats-server 2.9 pages /jsz over
+# accounts in an order that changes between requests, so beyond one page (page_size 1 here) the
+# collector asks for the other accounts by name: each of A, B, C exactly once, in 1 + 1 + 3
+# requests (the first page, /accountz, the two accounts not on it and \$G, which has no streams
+# here; the system account is not asked).
+cat > "$T/accounts.conf" <<CONF
+accounts {
+  A: { jetstream: enabled, users: [{user: a, password: a}] }
+  B: { jetstream: enabled, users: [{user: b, password: b}] }
+  C: { jetstream: enabled, users: [{user: c, password: c}] }
+}
+CONF
+start_nats AP AM -c "$T/accounts.conf"
+NATS_USER=a NATS_PASS=a $JSCTL "$AP" req '$JS.API.STREAM.CREATE.JOBS' '{"name":"JOBS","subjects":["jobs"]}' >/dev/null
+NATS_USER=b NATS_PASS=b $JSCTL "$AP" req '$JS.API.STREAM.CREATE.JOBS' '{"name":"JOBS","subjects":["jobs"],"duplicate_window":30000000000}' >/dev/null
+NATS_USER=c NATS_PASS=c $JSCTL "$AP" req '$JS.API.STREAM.CREATE.MAIL' '{"name":"MAIL","subjects":["mail"],"duplicate_window":10000000000}' >/dev/null
+cat > "$T/acc.yml" <<YML
+sources:
+  - name: paged
+    kind: nats
+    url: http://127.0.0.1:$AM
+    page_size: 1
+  - name: one
+    kind: nats
+    url: http://127.0.0.1:$AM
+    account: B
+YML
+"$QREL" scrape --config.file="$T/acc.yml" --log.level=debug > "$T/acc.txt" 2> "$T/acc.log"
+expect_metric "$T/acc.txt" 120 qrel_dedup_window_seconds 'source="paged"' 'queue="A/JOBS"'
+expect_metric "$T/acc.txt" 30 qrel_dedup_window_seconds 'source="paged"' 'queue="B/JOBS"'
+expect_metric "$T/acc.txt" 10 qrel_dedup_window_seconds 'source="paged"' 'queue="C/MAIL"'
+expect_eq "series of source paged" "$(grep -c '^qrel_dedup_window_seconds{source="paged"' "$T/acc.txt")" 3
+expect_cmd "requests of source paged" grep -q 'source=paged streams=3 consumers=0 requests=5' "$T/acc.log"
+expect_metric "$T/acc.txt" 30 qrel_dedup_window_seconds 'source="one"' 'queue="JOBS"'
+expect_eq "series of source one" "$(grep -c '^qrel_dedup_window_seconds{source="one"' "$T/acc.txt")" 1
+expect_cmd "requests of source one" grep -q 'source=one streams=1 consumers=0 requests=1' "$T/acc.log"
+
+# A proxy with basic auth in front of the monitoring port: the stub records what was sent.
+secret='s3cr3t-nats-proxy-5521'
+printf '%s\n' "$secret" > "$T/proxy.pass"
+chmod 600 "$T/proxy.pass"
+curl -fsS "http://127.0.0.1:$NM/jsz?streams=true&consumers=true&config=true" > "$T/jsz.json"
+start_http_stub PROXY ok --body "$T/jsz.json" --log "$T/proxy.log"
+start_http_stub H500 ok --status 500 --body-text 'internal error'
+start_http_stub H401 ok --status 401 --body-text 'unauthorized'
+start_http_stub H403 ok --status 403 --body-text 'forbidden'
+start_http_stub HANG hang
+start_http_stub TRUNC truncated
+start_http_stub GARBAGE ok --body-text '{"account_details": [ {"name": '
+start_http_stub WRONG ok --body-text '{"now":"2026-01-01T00:00:00Z","account_details":[{"name":"$G","stream_detail":[{"name":"S","config":{},"state":{"messages":"many"}}]}]}'
+start_http_stub HUGE huge --size 2000000
+DOWN=$(free_port)
+cat > "$T/faults.yml" <<YML
+sources:
+  - name: healthy
+    kind: nats
+    url: http://127.0.0.1:$NM
+  - name: proxied
+    kind: nats
+    url: http://127.0.0.1:$PROXY
+    username: qrel
+    password_file: $T/proxy.pass
+YML
+for f in down:$DOWN h500:$H500 h401:$H401 h403:$H403 hang:$HANG truncated:$TRUNC \
+  malformed:$GARBAGE wrongtype:$WRONG huge:$HUGE; do
+  printf '  - name: %s\n    kind: nats\n    url: http://127.0.0.1:%s\n    timeout: 2s\n    max_response_bytes: 1000000\n' \
+    "${f%%:*}" "${f#*:}" >> "$T/faults.yml"
+done
+start_exporter "$T/faults.yml"
+t0=$(now_ms)
+scrape "$T/f.txt"
+took=$(( $(now_ms) - t0 ))
+expect_between "scrape time with a hanging peer (timeout 2 s), ms" "$took" 1900 3000
+expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
+expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="healthy"' 'group="worker"' 'state="ready"'
+expect_metric "$T/f.txt" 1 qrel_collector_up 'source="proxied"'
+expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="proxied"' 'group="worker"' 'state="ready"'
+auth=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["headers"].get("Authorization",""))' "$T/proxy.log")
+expect_eq "basic auth sent to the proxy" "$auth" "Basic $(printf 'qrel:%s' "$secret" | base64)"
+for want in down:connect h500:query h401:auth h403:auth hang:timeout truncated:protocol \
+  malformed:protocol wrongtype:protocol huge:limit; do
+  s=${want%%:*} r=${want#*:}
+  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"$s\""
+  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
+  expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=nats reason=$r" "$T/exporter.log"
+done
+expect_cmd "the type error names the JSON path" \
+  grep -q 'GET /jsz: \$.account_details\[0\].stream_detail\[0\].state.messages: want a number, got a string' "$T/exporter.log"
+expect_cmd "the cap is named" grep -q 'larger than 1000000 bytes' "$T/exporter.log"
+stop_exporter
+if grep -rqF "$secret" "$T"/*.log "$T/f.txt"; then not_ok "the proxy password appears in a log or the metrics"; else ok "the proxy password appears nowhere"; fi
+
+finish

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# The pubsub collector. Against Google's Pub/Sub emulator (skipped, loudly, where it is not
+# installed): subscriptions with ack deadlines, dead-letter and retry policies give exactly the
+# expected lease, max deliveries, retry horizon and qrel_queue_info series, listed or by name.
+# Against stubs of the tests' own: Cloud Monitoring's timeSeries.list (backlog, oldest unacked
+# age, expired ack deadlines counted once per period, the dead-letter topic's backlog, the data's
+# age); a token endpoint that verifies the RS256 signature of the service-account grant with the
+# public half of a key the test generates (one exchange while the token lives, a new one after);
+# a token file re-read on every scrape. Faults give up 0 with their reason while a healthy source
+# reports, and no key or token appears anywhere.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+PEERS=$QREL_SOURCE_DIR/tests/peers/pubsub
+EMULATOR=${PUBSUB_EMULATOR:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
+
+# ---- the emulator ---------------------------------------------------------------------------
+if [ -x "$EMULATOR" ] && command -v java >/dev/null; then
+  EP=$(free_port)
+  "$EMULATOR" --host=127.0.0.1 --port="$EP" > "$T/emulator.out" 2>&1 &
+  PIDS+=("$!")  # the script exec()s java: this is the JVM
+  for _ in $(seq 1 200); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$EP/v1/projects/shop/topics" 2>/dev/null && break
+    sleep 0.1
+  done
+  API=http://127.0.0.1:$EP/v1/projects/shop
+  put() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$API/$1" >/dev/null; }
+  put topics/orders '{}'
+  put topics/orders-dlq '{}'
+  put topics/events '{}'
+  put subscriptions/orders-mailer '{"topic":"projects/shop/topics/orders","ackDeadlineSeconds":30,
+    "deadLetterPolicy":{"deadLetterTopic":"projects/shop/topics/orders-dlq","maxDeliveryAttempts":5},
+    "retryPolicy":{"minimumBackoff":"10s","maximumBackoff":"60s"},"enableExactlyOnceDelivery":true}'
+  put subscriptions/orders-fast '{"topic":"projects/shop/topics/orders","ackDeadlineSeconds":20,
+    "deadLetterPolicy":{"deadLetterTopic":"projects/shop/topics/orders-dlq","maxDeliveryAttempts":7}}'
+  put subscriptions/orders-dlq-park '{"topic":"projects/shop/topics/orders-dlq","ackDeadlineSeconds":60}'
+  put subscriptions/events-audit '{"topic":"projects/shop/topics/events","enableMessageOrdering":true,
+    "messageRetentionDuration":"86400s"}'
+  cat > "$T/emu.yml" <<YML
+sources:
+  - name: emu
+    kind: pubsub
+    project: shop
+    endpoint: http://127.0.0.1:$EP
+  - name: listed
+    kind: pubsub
+    project: shop
+    endpoint: http://127.0.0.1:$EP/
+    subscriptions: [orders-mailer, no-such-subscription, projects/shop/subscriptions/events-audit]
+YML
+  "$QREL" scrape --config.file="$T/emu.yml" --log.level=debug > "$T/emu.txt" 2> "$T/emu.log"
+  expect_metric "$T/emu.txt" 1 qrel_collector_up 'source="emu"' 'kind="pubsub"'
+  m='source="emu",kind="pubsub",queue="orders-mailer"'
+  expect_metric "$T/emu.txt" 30 qrel_lease_timeout_seconds "$m"
+  expect_metric "$T/emu.txt" 5 qrel_max_deliveries "$m"
+  # 5 attempts of 30 s, and between them backoffs of 10, 20, 40 and (capped) 60 s
+  expect_metric "$T/emu.txt" 280 qrel_retry_horizon_seconds "$m"
+  expect_metric "$T/emu.txt" 1 qrel_queue_info "$m" 'dead_letter_queue="orders-dlq"' 'exactly_once="true"' 'ordered="false"'
+  f='source="emu",kind="pubsub",queue="orders-fast"'
+  expect_metric "$T/emu.txt" 140 qrel_retry_horizon_seconds "$f"  # 7 × 20 s, no retry policy
+  a='source="emu",kind="pubsub",queue="events-audit"'
+  expect_metric "$T/emu.txt" 10 qrel_lease_timeout_seconds "$a"   # the API's default
+  expect_absent "$T/emu.txt" qrel_max_deliveries "$a"
+  expect_metric "$T/emu.txt" 86400 qrel_retry_horizon_seconds "$a" # retried until it expires
+  expect_metric "$T/emu.txt" 1 qrel_queue_info "$a" 'dead_letter_queue=""' 'exactly_once="false"' 'ordered="true"'
+  expect_eq "subscriptions of source emu" "$(grep -c '^qrel_queue_info{source="emu"' "$T/emu.txt")" 4
+  expect_metric "$T/emu.txt" 1 qrel_collector_up 'source="listed"'
+  expect_eq "subscriptions of source listed" "$(grep -c '^qrel_queue_info{source="listed"' "$T/emu.txt")" 2
+  expect_metric "$T/emu.txt" 280 qrel_retry_horizon_seconds 'source="listed",kind="pubsub",queue="orders-mailer"'
+  expect_cmd "requests of source listed (one per name)" grep -q 'source=listed subscriptions=2 requests=3' "$T/emu.log"
+  expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/emu.txt'"
+else
+  echo "SKIPPED: the Pub/Sub emulator part (no $EMULATOR or no java; CI must have google-cloud-cli-pubsub-emulator)" >&2
+fi
+
+# ---- Cloud Monitoring (stub) and a Pub/Sub API stand-in -------------------------------------
+now=$(date +%s)
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+sub_json() { # sub_json ID EXTRA_JSON
+  printf '{"name":"projects/shop/subscriptions/%s","topic":"projects/shop/topics/orders","ackDeadlineSeconds":30%s}' "$1" "$2"
+}
+sub_json orders-mailer ',"deadLetterPolicy":{"deadLetterTopic":"projects/shop/topics/orders-dlq","maxDeliveryAttempts":5}' > "$T/sub.json"
+printf '{"subscriptions":["projects/shop/subscriptions/orders-dlq-park"]}' > "$T/dlq-subs.json"
+point() { printf '{"interval":{"startTime":"%s","endTime":"%s"},"value":{"%s":%s}}' "$(iso $(($1 - 60)))" "$(iso "$1")" "$2" "$3"; }
+series() { # series METRIC SUBSCRIPTION POINTS...
+  local m=$1 s=$2; shift 2
+  printf '{"metric":{"type":"pubsub.googleapis.com/subscription/%s"},"resource":{"type":"pubsub_subscription","labels":{"project_id":"shop","subscription_id":"%s"}},"metricKind":"GAUGE","points":[%s]}' \
+    "$m" "$s" "$(IFS=,; echo "$*")"
+}
+timeseries() { # timeseries EXTRA_EXPIRY_POINT
+  local extra=${1:-}
+  printf '{"timeSeries":[%s,%s,%s,%s,%s,%s]}' \
+    "$(series num_undelivered_messages orders-mailer "$(point $((now - 90)) int64Value '"42"')" "$(point $((now - 150)) int64Value '"40"')")" \
+    "$(series oldest_unacked_message_age orders-mailer "$(point $((now - 90)) int64Value '"125"')")" \
+    "$(series expired_ack_deadlines_count orders-mailer ${extra:+"$extra"} "$(point $((now - 120)) int64Value '"3"')" "$(point $((now - 180)) int64Value '"2"')")" \
+    "$(series num_undelivered_messages orders-dlq-park "$(point $((now - 100)) int64Value '"7"')")" \
+    "$(series oldest_unacked_message_age orders-dlq-park "$(point $((now - 100)) doubleValue 900.5)")" \
+    "$(series ack_message_count orders-mailer "$(point $((now - 90)) int64Value '"1"')")"
+}
+timeseries > "$T/timeseries.json"
+cat > "$T/routes.json" <<JSON
+{"GET /v1/projects/shop/subscriptions/orders-mailer": {"body_file": "$T/sub.json"},
+ "GET /v1/projects/shop/topics/orders-dlq/subscriptions": {"body_file": "$T/dlq-subs.json"},
+ "GET /v3/projects/shop/timeSeries": {"body_file": "$T/timeseries.json"}}
+JSON
+start_http_stub GAPI routes --routes "$T/routes.json" --log "$T/gapi.jsonl"
+
+# A service-account key of the test's own; the token endpoint knows only its public half.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/sa.pem" 2>/dev/null
+openssl pkey -in "$T/sa.pem" -pubout -out "$T/sa.pub.pem"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/other.pem" 2>/dev/null
+email=qrel-monitor@shop.iam.gserviceaccount.com
+token='ya29.test-access-token-7f3a9c'
+start_token_stub() { # start_token_stub VAR EXPIRES_IN LOG
+  local pf=$T/token-$RANDOM.port
+  python3 "$PEERS/token_stub.py" --port-file "$pf" --public-key "$T/sa.pub.pem" --email "$email" \
+    --token "$token" --expires-in "$2" --log "$3" > "$pf.out" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do [ -s "$pf" ] && break; sleep 0.025; done
+  printf -v "$1" '%s' "$(cat "$pf")"
+}
+start_token_stub TOK 3600 "$T/token.jsonl"
+start_token_stub TOKSHORT 61 "$T/token-short.jsonl"
+key_json() { # key_json PEM TOKEN_PORT > FILE
+  python3 -c 'import json,sys; print(json.dumps({"type":"service_account","project_id":"shop",
+    "private_key_id":"k1","private_key":open(sys.argv[1]).read(),"client_email":sys.argv[3],
+    "token_uri":"http://127.0.0.1:%s/token" % sys.argv[2]}))' "$1" "$2" "$email"
+}
+key_json "$T/sa.pem" "$TOK" > "$T/sa.json"
+key_json "$T/sa.pem" "$TOKSHORT" > "$T/sa-short.json"
+key_json "$T/other.pem" "$TOK" > "$T/other.json"
+printf 'file-token-1\n' > "$T/token.txt"
+chmod 600 "$T"/*.json "$T/token.txt" "$T"/*.pem
+
+G=http://127.0.0.1:$GAPI
+cat > "$T/auth.yml" <<YML
+sources:
+  - name: sa
+    kind: pubsub
+    project: shop
+    subscriptions: [orders-mailer]
+    endpoint: $G
+    monitoring: true
+    monitoring_endpoint: $G
+    credentials_file: $T/sa.json
+  - name: short
+    kind: pubsub
+    project: shop
+    subscriptions: [orders-mailer]
+    endpoint: $G
+    credentials_file: $T/sa-short.json
+  - name: wrongkey
+    kind: pubsub
+    project: shop
+    subscriptions: [orders-mailer]
+    endpoint: $G
+    credentials_file: $T/other.json
+  - name: tokenfile
+    kind: pubsub
+    project: shop
+    subscriptions: [orders-mailer]
+    endpoint: $G
+    token_file: $T/token.txt
+YML
+start_exporter "$T/auth.yml"
+scrape "$T/a1.txt"
+m='source="sa",kind="pubsub",queue="orders-mailer"'
+expect_metric "$T/a1.txt" 1 qrel_collector_up 'source="sa"'
+expect_metric "$T/a1.txt" 42 qrel_queue_messages "$m" 'state="ready"'  # the newest point
+expect_metric "$T/a1.txt" 125 qrel_queue_oldest_message_age_seconds "$m"
+expect_metric "$T/a1.txt" 5 qrel_lease_expiries_total "$m"
+d='queue="orders-mailer",dead_letter_queue="orders-dlq"'
+expect_metric "$T/a1.txt" 7 qrel_dead_letter_messages "source=\"sa\",kind=\"pubsub\",$d"
+expect_metric "$T/a1.txt" 900.5 qrel_dead_letter_oldest_age_seconds "source=\"sa\",kind=\"pubsub\",$d"
+# The data's age is that of the stalest series it used: the expiry periods' newest ends 120 s ago.
+expect_between "sample age, s" "$(mval "$T/a1.txt" qrel_sample_age_seconds 'source="sa"')" \
+  120 $((122 + $(date +%s) - now))
+expect_absent "$T/a1.txt" qrel_sample_age_seconds 'source="tokenfile"'
+q=$(python3 -c 'import json,sys,urllib.parse as u
+for l in open(sys.argv[1]):
+    r=json.loads(l)
+    if r["path"].endswith("/timeSeries"):
+        q=dict(u.parse_qsl(r["query"])); print(q["filter"]); print(q["interval.startTime"]); print(q["interval.endTime"]); break' "$T/gapi.jsonl")
+expect_eq "timeSeries filter" "$(sed -n 1p <<<"$q")" \
+  'metric.type = one_of("pubsub.googleapis.com/subscription/num_undelivered_messages", "pubsub.googleapis.com/subscription/oldest_unacked_message_age", "pubsub.googleapis.com/subscription/expired_ack_deadlines_count") AND resource.type = "pubsub_subscription"'
+start_s=$(date -u -d "$(sed -n 2p <<<"$q")" +%s)
+end_s=$(date -u -d "$(sed -n 3p <<<"$q")" +%s)
+expect_eq "monitoring window (default 10m), s" "$((end_s - start_s))" 600
+
+expect_metric "$T/a1.txt" 1 qrel_collector_up 'source="tokenfile"'
+expect_metric "$T/a1.txt" 1 qrel_collector_up 'source="short"'
+expect_metric "$T/a1.txt" 0 qrel_collector_up 'source="wrongkey"'
+expect_metric "$T/a1.txt" 1 qrel_collector_errors_total 'source="wrongkey"' 'reason="auth"'
+expect_cmd "the refused grant is explained" grep -q 'source=wrongkey kind=pubsub reason=auth.*token exchange for qrel-monitor@shop.iam.gserviceaccount.com refused with HTTP 400 (invalid_grant: Invalid JWT Signature.)' "$T/exporter.log"
+
+# A new expiry period counts once; periods already counted do not count again.
+timeseries "$(point $((now - 60)) int64Value '"4"')" > "$T/timeseries.json"
+printf 'file-token-2\n' > "$T/token.txt"
+sleep 1.1   # the short-lived token (61 s - 60 s margin) is due for renewal
+scrape "$T/a2.txt"
+scrape "$T/a3.txt"
+expect_metric "$T/a2.txt" 9 qrel_lease_expiries_total "$m"
+expect_metric "$T/a3.txt" 9 qrel_lease_expiries_total "$m"
+oks() { grep -c '"ok": true' "$1" || true; }
+expect_eq "grants verified by the token endpoint (source sa, 3 scrapes, token cached)" "$(oks "$T/token.jsonl")" 1
+# Scrapes 1 and 2 ask; scrape 3 comes within the 1 s back-off after two failures.
+expect_eq "grants refused (source wrongkey)" "$(grep -c '"why": "signature does not verify"' "$T/token.jsonl")" 2
+expect_eq "grants for the short-lived token (renewed after 1 s)" "$(oks "$T/token-short.jsonl")" 2
+bearers=$(python3 -c 'import json,sys
+seen=[]
+for l in open(sys.argv[1]):
+    a=json.loads(l)["headers"].get("Authorization","none")
+    if a not in seen: seen.append(a)
+print(" ".join(sorted(seen)))' "$T/gapi.jsonl")
+expect_eq "Authorization headers the API saw" "$bearers" "Bearer file-token-1 Bearer file-token-2 Bearer $token"
+curl -fsS "http://$ADDR/" > "$T/landing.html"
+stop_exporter
+leak=0
+for s in "$token" file-token-1 file-token-2 "$(sed -n 2p "$T/sa.pem")" "$(sed -n 2p "$T/other.pem")"; do
+  if grep -qF -- "$s" "$T/exporter.log" "$T"/a?.txt "$T/landing.html"; then leak=1; fi
+done
+expect_eq "no token or key in the log, the metrics or the landing page" "$leak" 0
+
+# ---- faults -----------------------------------------------------------------------------------
+start_http_stub H500 ok --status 500 --body-text '{"error":{"code":500}}'
+start_http_stub H401 ok --status 401 --body-text '{"error":{"code":401}}'
+start_http_stub H403 ok --status 403 --body-text '{"error":{"code":403,"status":"PERMISSION_DENIED"}}'
+start_http_stub HANG hang
+start_http_stub TRUNC truncated
+start_http_stub GARBAGE ok --body-text '{"subscriptions": [{"name": '
+start_http_stub WRONG ok --body-text '{"subscriptions":[{"name":"projects/shop/subscriptions/x","ackDeadlineSeconds":true}]}'
+start_http_stub HUGE huge --size 2000000
+DOWN=$(free_port)
+cat > "$T/faults.yml" <<YML
+sources:
+  - name: healthy
+    kind: pubsub
+    project: shop
+    subscriptions: [orders-mailer]
+    endpoint: $G
+YML
+for f in down:$DOWN h500:$H500 h401:$H401 h403:$H403 hang:$HANG truncated:$TRUNC \
+  malformed:$GARBAGE wrongtype:$WRONG huge:$HUGE; do
+  printf '  - name: %s\n    kind: pubsub\n    project: shop\n    endpoint: http://127.0.0.1:%s\n    timeout: 2s\n    max_response_bytes: 1000000\n' \
+    "${f%%:*}" "${f#*:}" >> "$T/faults.yml"
+done
+# The token endpoint itself down: the grant fails with connect.
+key_json "$T/sa.pem" "$DOWN" > "$T/sa-down.json"
+printf '  - name: tokendown\n    kind: pubsub\n    project: shop\n    endpoint: %s\n    credentials_file: %s\n' \
+  "$G" "$T/sa-down.json" >> "$T/faults.yml"
+start_exporter "$T/faults.yml"
+t0=$(now_ms)
+scrape "$T/f.txt"
+took=$(( $(now_ms) - t0 ))
+expect_between "scrape time with a hanging peer (timeout 2 s), ms" "$took" 1900 3000
+expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
+expect_metric "$T/f.txt" 30 qrel_lease_timeout_seconds 'source="healthy"'
+for want in down:connect h500:query h401:auth h403:auth hang:timeout truncated:protocol \
+  malformed:protocol wrongtype:protocol huge:limit tokendown:connect; do
+  s=${want%%:*} r=${want#*:}
+  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"$s\""
+  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
+  expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=pubsub reason=$r" "$T/exporter.log"
+done
+expect_cmd "the type error names the JSON path" \
+  grep -q 'GET subscriptions: \$.subscriptions\[0\].ackDeadlineSeconds: want a number, got a boolean' "$T/exporter.log"
+expect_cmd "a failed token exchange says so" grep -q 'source=tokendown.*token exchange: POST /token' "$T/exporter.log"
+stop_exporter
+
+finish

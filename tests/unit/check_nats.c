@@ -1,0 +1,403 @@
+/* check_nats.c: unit tests for collectors/nats.c.
+ *
+ * The parser is fed a /jsz?streams=true&consumers=true&config=true document recorded from
+ * nats-server 2.9.10 (tests/fixtures/nats/jsz-2.9.10.json; only store_dir was replaced, it named
+ * a temporary folder) after the workload of tests/integration/nats.sh: a work-queue stream whose
+ * consumer gave up two messages, their advisories in a dead-letter stream, a limits stream with
+ * a backoff consumer, an ack-none consumer and an ephemeral one. Its "now" is fixed, so ages are
+ * exact. Variants of the document made with jansson cover what a server should never send:
+ * the message must name the JSON path. configure() is tested with exact messages. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "common/json.h"
+#include "config.h"
+#include "metrics.h"
+#include "nats.h"
+#include "util.h"
+
+extern const struct collector_kind nats_kind;
+
+static json_t *fixture(void)
+{
+    size_t len = 0;
+    char *text = util_read_file(QREL_FIXTURES "/nats/jsz-2.9.10.json", 1 << 20, &len);
+    ck_assert_msg(text != NULL, "cannot read the fixture");
+    struct err e;
+    err_clear(&e);
+    /* The document holds reserved_memory 18446744073709551615, beyond jansson's integers. */
+    json_t *doc = json_parse_body(text, len, "GET /jsz", &e);
+    ck_assert_msg(doc != NULL, "%s", e.msg);
+    free(text);
+    return doc;
+}
+
+/* The value of the sample of family whose labels include every name=value pair given (NULL
+ * terminated); NAN when there is none, and the test fails when there are several. */
+static double value(const struct metric_set *s, const char *family, ...)
+{
+    const char *want[16];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, family);
+    for (const char *p; (p = va_arg(ap, const char *)) != NULL && n < 16;)
+        want[n++] = p;
+    va_end(ap);
+    double found = NAN;
+    int hits = 0;
+    for (size_t i = 0; i < metric_set_len(s); i++) {
+        struct metric_sample m;
+        metric_set_get(s, i, &m);
+        if (strcmp(m.family->name, family) != 0)
+            continue;
+        size_t ok = 0;
+        for (size_t k = 0; k + 1 < n; k += 2)
+            for (size_t l = 0; l < m.nlabels; l++)
+                if (strcmp(m.labels[l].name, want[k]) == 0 &&
+                    strcmp(m.labels[l].value, want[k + 1]) == 0)
+                    ok += 2;
+        if (ok == n - n % 2) {
+            found = m.value;
+            hits++;
+        }
+    }
+    ck_assert_int_le(hits, 1);
+    return found;
+}
+
+static size_t count(const struct metric_set *s, const char *family)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < metric_set_len(s); i++)
+        c += strcmp(metric_set_family(s, i)->name, family) == 0;
+    return c;
+}
+
+#define W "queue", "ORDERS", "group", "worker"
+#define B "queue", "EVENTS", "group", "backoff"
+#define F "queue", "EVENTS", "group", "fire"
+
+START_TEST(test_recorded_document)
+{
+    json_t *doc = fixture();
+    struct metric_set *s = metric_set_new("ev", "nats");
+    struct nats_filter f = {0};
+    struct nats_page pg;
+    struct err e;
+    err_clear(&e);
+    ck_assert_msg(nats_jsz_collect(doc, &f, 0, s, &pg, &e) == 0, "%s", e.msg);
+    ck_assert_ptr_null(metric_set_error(s));
+    ck_assert_double_eq(pg.accounts_total, 1);
+    ck_assert_uint_eq(pg.accounts_in_page, 1);
+    ck_assert_uint_eq(pg.naccounts, 1);
+    ck_assert_str_eq(pg.accounts[0], "$G");
+    ck_assert_uint_eq(pg.streams, 3);
+    ck_assert_uint_eq(pg.consumers, 3); /* the ephemeral consumer is left out */
+    nats_page_free(&pg);
+
+    ck_assert_double_eq(value(s, "qrel_queue_messages", W, "state", "ready", NULL), 1);
+    ck_assert_double_eq(value(s, "qrel_queue_messages", W, "state", "in_flight", NULL), 1);
+    ck_assert_double_eq(value(s, "qrel_messages_redelivered", W, NULL), 2);
+    ck_assert_double_eq(value(s, "qrel_lease_timeout_seconds", W, NULL), 1);
+    ck_assert_double_eq(value(s, "qrel_max_deliveries", W, NULL), 3);
+    ck_assert_double_eq(value(s, "qrel_retry_horizon_seconds", W, NULL), 3);
+    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS", NULL), 90);
+    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "EVENTS", NULL), 120);
+    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL), 120);
+    /* now 15:36:25.534282113, first_ts 15:36:17.592491986 (work queue) */
+    ck_assert_double_eq_tol(
+        value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL), 7.941790127,
+        1e-5);
+    ck_assert_uint_eq(count(s, "qrel_queue_oldest_message_age_seconds"), 1); /* limits streams */
+
+    ck_assert_double_eq(value(s, "qrel_queue_messages", B, "state", "ready", NULL), 2);
+    ck_assert_double_eq(value(s, "qrel_lease_timeout_seconds", B, NULL), 1);
+    ck_assert_double_eq(value(s, "qrel_max_deliveries", B, NULL), 5);
+    ck_assert_double_eq(value(s, "qrel_retry_horizon_seconds", B, NULL), 18);
+    ck_assert_double_eq(value(s, "qrel_queue_messages", F, "state", "ready", NULL), 2);
+    ck_assert(isnan(value(s, "qrel_lease_timeout_seconds", F, NULL)));
+    ck_assert(isnan(value(s, "qrel_max_deliveries", F, NULL)));
+    ck_assert_uint_eq(count(s, "qrel_messages_redelivered"), 3);
+    ck_assert_uint_eq(count(s, "qrel_dead_letter_messages"), 0); /* none configured */
+    metric_set_free(s);
+    json_decref(doc);
+}
+END_TEST
+
+START_TEST(test_filter_and_dead_letters)
+{
+    json_t *doc = fixture();
+    char *fire[] = {"fire", NULL};
+    struct nats_stream_spec specs[] = {
+        {.name = "ORDERS", .dead_letter_stream = "ORDERS_DLQ"},
+        {.name = "EVENTS", .consumers = fire, .nconsumers = 1},
+        {.name = "MISSING"},
+    };
+    struct nats_filter f = {.specs = specs, .nspecs = 3};
+    struct metric_set *s = metric_set_new("ev", "nats");
+    struct nats_page pg;
+    struct err e;
+    err_clear(&e);
+    ck_assert_msg(nats_jsz_collect(doc, &f, 0, s, &pg, &e) == 0, "%s", e.msg);
+    nats_page_free(&pg);
+    ck_assert_ptr_null(metric_set_error(s));
+    const char *dl[] = {"queue", "ORDERS", "dead_letter_queue", "ORDERS_DLQ"};
+    ck_assert_double_eq(value(s, "qrel_dead_letter_messages", dl[0], dl[1], dl[2], dl[3], NULL), 2);
+    /* now 15:36:25.534282113, the first advisory 15:36:25.427476232 */
+    ck_assert_double_eq_tol(
+        value(s, "qrel_dead_letter_oldest_age_seconds", dl[0], dl[1], dl[2], dl[3], NULL),
+        0.106805881, 1e-5);
+    ck_assert_uint_eq(count(s, "qrel_messages_redelivered"), 2); /* worker and fire */
+    ck_assert(isnan(value(s, "qrel_queue_messages", B, "state", "ready", NULL)));
+    ck_assert(isnan(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL)));
+    metric_set_free(s);
+
+    /* Another account's streams are labelled ACCOUNT/STREAM; only_account skips the others. */
+    json_t *acc = json_array_get(json_object_get(doc, "account_details"), 0);
+    json_object_set_new(acc, "name", json_string("SHOP"));
+    struct nats_filter all = {0};
+    s = metric_set_new("ev", "nats");
+    ck_assert_msg(nats_jsz_collect(doc, &all, 0, s, &pg, &e) == 0, "%s", e.msg);
+    nats_page_free(&pg);
+    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "SHOP/ORDERS", NULL), 90);
+    metric_set_free(s);
+    struct nats_filter other = {.only_account = "B"};
+    s = metric_set_new("ev", "nats");
+    ck_assert_msg(nats_jsz_collect(doc, &other, 0, s, &pg, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(pg.accounts_in_page, 1);
+    ck_assert_uint_eq(pg.naccounts, 0);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    nats_page_free(&pg);
+    metric_set_free(s);
+    const char *done[] = {"SHOP"};
+    struct nats_filter skip = {.skip_accounts = done, .nskip = 1};
+    s = metric_set_new("ev", "nats");
+    ck_assert_msg(nats_jsz_collect(doc, &skip, 0, s, &pg, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(metric_set_len(s), 0);
+    nats_page_free(&pg);
+    metric_set_free(s);
+    json_decref(doc);
+}
+END_TEST
+
+/* A variant of the recorded document: the value at a path (keys, or #N for list items) is
+ * replaced by replacement (NULL: removed). */
+static const struct {
+    const char *path[8];
+    const char *replacement; /* JSON text, or NULL to remove */
+    enum err_code code;
+    const char *msg;
+} bad_docs[] = {
+    {{"account_details", "#0", "stream_detail", "#1", "consumer_detail", "#0", "num_pending"},
+     "\"3\"",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].consumer_detail[0].num_pending: want a number, got a "
+     "string"},
+    {{"account_details", "#0", "stream_detail", "#1", "consumer_detail", "#0", "num_ack_pending"},
+     NULL,
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].consumer_detail[0].num_ack_pending: missing"},
+    {{"account_details", "#0", "stream_detail", "#1", "consumer_detail", "#0", "config"},
+     NULL,
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].consumer_detail[0].config: missing"},
+    {{"account_details", "#0", "stream_detail", "#2", "consumer_detail", "#0", "config", "backoff"},
+     "[1000000000, -1]",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[2].consumer_detail[0].config.backoff[1]: want a "
+     "duration in nanoseconds above 0, got a number"},
+    {{"account_details", "#0", "stream_detail", "#1", "config", "duplicate_window"},
+     "\"2m\"",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].config.duplicate_window: want a number, got a "
+     "string"},
+    {{"account_details", "#0", "stream_detail", "#1", "state", "first_ts"},
+     "\"yesterday\"",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].state.first_ts: want an RFC 3339 time, got "
+     "\"yesterday\""},
+    {{"account_details", "#0", "stream_detail", "#0", "state"},
+     "[]",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[0].state: want an object, got a list"},
+    {{"account_details", "#0", "stream_detail", "#1"},
+     "7",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1]: want an object, got a number"},
+    {{"account_details", "#0", "name"}, NULL, ERR_PROTOCOL, "$.account_details[0].name: missing"},
+    {{"account_details"}, "{}", ERR_PROTOCOL, "$.account_details: want a list, got an object"},
+    {{"now"}, "\"soon\"", ERR_PROTOCOL, "$.now: want an RFC 3339 time, got \"soon\""},
+    {{"disabled"}, "true", ERR_QUERY, "JetStream is disabled on this server (start it with -js)"},
+};
+
+START_TEST(test_bad_documents)
+{
+    json_t *doc = fixture();
+    json_t *parent = doc;
+    const char *const *p = bad_docs[_i].path;
+    size_t depth = 0;
+    while (depth < 8 && p[depth])
+        depth++;
+    for (size_t k = 0; k + 1 < depth; k++)
+        parent = p[k][0] == '#' ? json_array_get(parent, strtoul(p[k] + 1, NULL, 10))
+                                : json_object_get(parent, p[k]);
+    ck_assert_msg(parent != NULL, "case %d: path not in the fixture", _i);
+    const char *last = p[depth - 1];
+    if (bad_docs[_i].replacement) {
+        json_error_t je;
+        json_t *v = json_loads(bad_docs[_i].replacement, JSON_DECODE_ANY, &je);
+        ck_assert_ptr_nonnull(v);
+        if (last[0] == '#')
+            json_array_set_new(parent, strtoul(last + 1, NULL, 10), v);
+        else
+            json_object_set_new(parent, last, v);
+    } else {
+        json_object_del(parent, last);
+    }
+    struct metric_set *s = metric_set_new("ev", "nats");
+    struct nats_filter f = {0};
+    struct nats_page pg;
+    struct err e;
+    err_clear(&e);
+    ck_assert_int_eq(nats_jsz_collect(doc, &f, 0, s, &pg, &e), -1);
+    ck_assert_int_eq(e.code, bad_docs[_i].code);
+    ck_assert_str_eq(e.msg, bad_docs[_i].msg);
+    nats_page_free(&pg);
+    metric_set_free(s);
+    json_decref(doc);
+}
+END_TEST
+
+START_TEST(test_no_now_uses_local_time)
+{
+    json_t *doc = fixture();
+    json_object_del(doc, "now");
+    struct metric_set *s = metric_set_new("ev", "nats");
+    struct nats_filter f = {0};
+    struct nats_page pg;
+    struct err e;
+    double first_ts;
+    ck_assert_int_eq(json_parse_rfc3339("2026-11-29T15:36:17.592491986Z", &first_ts), 0);
+    ck_assert_msg(nats_jsz_collect(doc, &f, first_ts + 60, s, &pg, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq_tol(
+        value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL), 60, 1e-5);
+    nats_page_free(&pg);
+    metric_set_free(s);
+    json_decref(doc);
+}
+END_TEST
+
+START_TEST(test_retry_horizon)
+{
+    const double bo[] = {1, 2, 5};
+    ck_assert_double_eq(nats_retry_horizon(30, 3, NULL, 0), 90);
+    ck_assert_double_eq(nats_retry_horizon(1, 5, bo, 3), 18);
+    ck_assert_double_eq(nats_retry_horizon(1, 2, bo, 3), 3);
+    ck_assert_double_eq(nats_retry_horizon(30, -1, NULL, 0), -1);
+}
+END_TEST
+
+static int configure_text(const char *text, struct err *e)
+{
+    err_clear(e);
+    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
+    ck_assert_msg(d != NULL, "YAML of the test: %s", e->msg);
+    struct cfg_node *seq = NULL;
+    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
+    struct cfg_node *map = seq->items[0];
+    char *name = NULL, *kind = NULL;
+    ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
+    ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
+    struct collector c = {.name = name, .kind = &nats_kind, .timeout = 5};
+    int rc = nats_kind.configure(&c, map, e);
+    nats_kind.destroy(&c);
+    ck_assert_ptr_null(c.priv);
+    free(name);
+    free(kind);
+    cfg_doc_free(d);
+    return rc;
+}
+
+#define SRC "sources:\n  - name: ev\n    kind: nats\n"
+#define KNOWN                                                                                      \
+    "(known keys: account, kind, max_response_bytes, name, page_size, password_env, "              \
+    "password_file, streams, tls_config, url, username)"
+
+static const struct {
+    const char *text;
+    const char *msg;
+} bad_configs[] = {
+    {SRC "    streams: [{name: A}]\n",
+     "x.yml:2:5: url: want the monitoring URL, like http://127.0.0.1:8222"},
+    {SRC "    ulr: http://h:8222\n", "x.yml:4:5: unknown key \"ulr\" in source \"ev\" " KNOWN},
+    {SRC "    url: nats://h:4222\n", "x.yml:4:10: url: want an http:// or https:// URL"},
+    {SRC "    url: http://u:p@h:8222\n",
+     "x.yml:4:10: url: credentials do not belong in the URL; use username and password_file"},
+    {SRC "    url: http://h:8222\n    page_size: 0\n",
+     "x.yml:5:16: page_size: want an integer from 1 to 100000, got \"0\""},
+    {SRC "    url: http://h:8222\n    username: qrel\n",
+     "x.yml:5:15: username: want username and password_file (or password_env) together, for a "
+     "proxy in front of the monitoring port"},
+    {SRC "    url: http://h:8222\n    streams: []\n",
+     "x.yml:5:14: streams: want at least one {name: ...} (leave streams out for every stream)"},
+    {SRC "    url: http://h:8222\n    streams: [{consumers: [a]}]\n",
+     "x.yml:5:15: streams: want a name in each entry"},
+    {SRC "    url: http://h:8222\n    streams: [{name: A}, {name: A}]\n",
+     "x.yml:5:33: name: \"A\" is listed twice"},
+    {SRC "    url: http://h:8222\n    streams: [{name: A, consumers: []}]\n",
+     "x.yml:5:36: consumers: want at least one consumer name (leave consumers out for every "
+     "durable consumer)"},
+    {SRC "    url: http://h:8222\n    streams: [{name: A, dlq: B}]\n",
+     "x.yml:5:25: unknown key \"dlq\" in stream \"A\" of source \"ev\" (known keys: consumers, "
+     "dead_letter_stream, name)"},
+};
+
+START_TEST(test_config_bad)
+{
+    struct err e;
+    ck_assert_int_eq(configure_text(bad_configs[_i].text, &e), -1);
+    ck_assert_int_eq(e.code, ERR_CONFIG);
+    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+}
+END_TEST
+
+START_TEST(test_config_good)
+{
+    struct err e;
+    const char *text = SRC "    url: https://nats.example:8222/\n    account: SHOP\n"
+                           "    page_size: 10\n    max_response_bytes: 100000\n"
+                           "    streams:\n      - name: ORDERS\n        consumers: [worker]\n"
+                           "        dead_letter_stream: ORDERS_DLQ\n      - name: EVENTS\n";
+    ck_assert_msg(configure_text(text, &e) == 0, "%s", e.msg);
+}
+END_TEST
+
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static Suite *nats_suite(void)
+{
+    Suite *s = suite_create("nats");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_recorded_document);
+    tcase_add_test(tc, test_filter_and_dead_letters);
+    tcase_add_loop_test(tc, test_bad_documents, 0, N(bad_docs));
+    tcase_add_test(tc, test_no_now_uses_local_time);
+    tcase_add_test(tc, test_retry_horizon);
+    tcase_add_loop_test(tc, test_config_bad, 0, N(bad_configs));
+    tcase_add_test(tc, test_config_good);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(nats_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
