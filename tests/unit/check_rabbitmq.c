@@ -161,9 +161,11 @@ END_TEST
 static const struct {
     const char *yaml, *msg;
 } bad_configs[] = {
-    {"username: u\npassword_env: HOME\n", "t.yml:1:1: missing required key \"url\" in this mapping"},
+    {"username: u\npassword_env: HOME\n",
+     "t.yml:1:1: missing required key \"url\" in this mapping"},
     {"url: ftp://x\nusername: u\npassword_env: HOME\n", NULL},
-    {"url: http://h:15672\npassword_env: HOME\n", "t.yml:1:1: missing required key \"username\" in this mapping"},
+    {"url: http://h:15672\npassword_env: HOME\n",
+     "t.yml:1:1: missing required key \"username\" in this mapping"},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nvhosts: []\n",
      "t.yml:4:9: vhosts: want at least one vhost (leave vhosts out for every vhost)"},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumer_timeout: 0s\n",
