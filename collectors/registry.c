@@ -17,6 +17,7 @@ extern const struct collector_kind kafka_kind;
 extern const struct collector_kind sqs_kind;
 extern const struct collector_kind nats_kind;
 extern const struct collector_kind pubsub_kind;
+extern const struct collector_kind rabbitmq_kind;
 #endif
 
 static const struct collector_kind *const kinds[] = {
@@ -33,6 +34,7 @@ static const struct collector_kind *const kinds[] = {
     &sqs_kind,
     &nats_kind,
     &pubsub_kind,
+    &rabbitmq_kind,
 #endif
     NULL,
 };

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# rabbitmq.sh: what exporting N RabbitMQ queues costs the broker, qrel against the raw fetches.
+#
+# Starts its own RabbitMQ node (management + prometheus plugins) on free loopback ports, creates
+# N queues (every 10th with a dead-letter exchange), and for each N measures, in one run and on
+# the same node: the raw `GET /api/queues?columns=…` that qrel's refresh makes (curl), the same
+# with totals only (qrel's depth request without the plugin), the plugin's /metrics/per-object and
+# /metrics/detailed?family=queue_coarse_metrics (curl), and qrel_exporter scraped every 15 s for a
+# minute, with and without the plugin. Per row: scrape time, body bytes, exporter peak RSS and the
+# broker's CPU per scrape (beam utime+stime, idle CPU taken off). Prints a table and a verdict on
+# the 10,000-queue goal; a missed goal is reported, not an error. See bench/README.md.
+#
+# Needs: bash, curl, awk, python3, rabbitmq-server 3.10 (Debian), a built qrel_exporter.
+set -euo pipefail
+export LC_ALL=C
+
+usage() {
+  cat <<'EOF'
+Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--interval S] [--window S] [--fetches N]
+                         [--metadata-interval DURATION] [--qrel PATH]
+
+  --sizes "LIST"               queue counts, ascending (default "1000 10000")
+  --interval S                 seconds between qrel scrapes (default 15)
+  --window S                   seconds of qrel scrapes per row (default 60: 4 scrapes at 15 s)
+  --fetches N                  measured raw fetches per curl row (default 3)
+  --metadata-interval DURATION qrel's metadata_interval (default: not set, i.e. qrel's automatic
+                               interval, max(60 s, 200 x the last refresh's duration))
+  --qrel PATH                  qrel_exporter (default: $QREL_BUILD_DIR/qrel_exporter, else
+                               build/qrel_exporter in this checkout)
+  -h, --help                   this text
+EOF
+}
+
+SIZES="1000 10000"
+INTERVAL=15
+WINDOW=60
+FETCHES=3
+META_INTERVAL=auto
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib.sh
+. "$SRC_DIR/bench/lib.sh"
+# shellcheck source=../tests/lib/rabbitmq.sh
+. "$SRC_DIR/tests/lib/rabbitmq.sh"
+QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+GOAL_N=10000
+
+die() { echo "rabbitmq.sh: $*" >&2; exit 2; }
+need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
+    --interval) [ $# -ge 2 ] || die "--interval needs a value"; INTERVAL=$2; shift 2 ;;
+    --window) [ $# -ge 2 ] || die "--window needs a value"; WINDOW=$2; shift 2 ;;
+    --fetches) [ $# -ge 2 ] || die "--fetches needs a value"; FETCHES=$2; shift 2 ;;
+    --metadata-interval) [ $# -ge 2 ] || die "--metadata-interval needs a value"; META_INTERVAL=$2; shift 2 ;;
+    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument \"$1\" (see --help)" ;;
+  esac
+done
+need_num --interval "$INTERVAL"
+need_num --window "$WINDOW"
+need_num --fetches "$FETCHES"
+read -ra SIZE_LIST <<<"$SIZES"
+prev=0
+for n in "${SIZE_LIST[@]}"; do
+  need_num --sizes "$n"
+  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers (queues are only added)"
+  prev=$n
+done
+for tool in curl awk python3; do command -v "$tool" >/dev/null || die "$tool not found"; done
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server not found (apt-get install rabbitmq-server)"
+[ -x "$QREL_BIN" ] || die "$QREL_BIN not found: build first or pass --qrel"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
+chmod 755 "$T"
+EXP_PID=
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -n "$EXP_PID" ]; then kill "$EXP_PID" 2>/dev/null; wait "$EXP_PID" 2>/dev/null; fi
+  rabbit_stop_all
+  [ "$rc" -ne 0 ] && [ -f "$T/exporter.log" ] && tail -15 "$T/exporter.log" >&2
+  rm -rf "$T"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+TCK=$(getconf CLK_TCK)
+declare -A RES
+ROWS=(api_queues api_totals per_object detailed_coarse qrel_plugin qrel_mgmt)
+
+progress "starting RabbitMQ"
+RABBIT_STATS_INTERVAL_MS=5000 rabbit_start "$T/rabbit"
+BEAM=$(cat "$T/rabbit/rabbit.pid")
+API=http://127.0.0.1:$RABBIT_MGMT/api
+PROM=http://127.0.0.1:$RABBIT_PROM
+COLS="name,vhost,messages,messages_ready,messages_unacknowledged,head_message_timestamp,arguments,effective_policy_definition,message_stats.redeliver"
+echo guest > "$T/pass"
+
+beam_ticks() { cpu_ticks "$BEAM"; }
+now_s() { date +%s.%N; }
+
+# idle_rate: the broker's CPU ticks per second while nobody asks it anything (stats emission)
+idle_rate() {
+  local c0 c1 t0 t1
+  c0=$(beam_ticks); t0=$(now_s); sleep 10; c1=$(beam_ticks); t1=$(now_s)
+  awk -v c=$((c1 - c0)) -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", c / (b - a) }'
+}
+
+create_queues() { # create_queues FROM TO: scale.FROM .. scale.TO-1, by definitions import
+  python3 - "$1" "$2" > "$T/defs.json" <<'PY'
+import json, sys
+a, b = int(sys.argv[1]), int(sys.argv[2])
+q = [{"name": f"scale.{i}", "vhost": "/", "durable": False, "auto_delete": False,
+      "arguments": ({"x-dead-letter-exchange": "scale.dlx", "x-dead-letter-routing-key": "dead"} if i % 10 == 0 else {})}
+     for i in range(a, b)]
+if a == 0:
+    q.append({"name": "scale.dlq", "vhost": "/", "durable": False, "auto_delete": False, "arguments": {}})
+print(json.dumps({"queues": q,
+  "exchanges": [{"name": "scale.dlx", "vhost": "/", "type": "direct", "durable": True, "auto_delete": False, "internal": False, "arguments": {}}],
+  "bindings": [{"source": "scale.dlx", "vhost": "/", "destination": "scale.dlq", "destination_type": "queue", "routing_key": "dead", "arguments": {}}]}))
+PY
+  curl -fsS -u guest:guest -H 'content-type: application/json' -X POST "$API/definitions" \
+    --data-binary @"$T/defs.json" --max-time 600 > /dev/null
+}
+
+# wait_stats N: until /api/queues shows N+1 queues with stats
+wait_stats() {
+  local want=$(($1 + 1)) got
+  for _ in $(seq 1 120); do
+    got=$(curl -fsS -u guest:guest "$API/queues?columns=messages&disable_stats=true&enable_queue_totals=true" | grep -o '"messages"' | wc -l)
+    [ "$got" -ge "$want" ] && return 0
+    sleep 1
+  done
+  die "only $got of $want queues have stats after 120 s"
+}
+
+# curl_row N ROW URL [curl args]: FETCHES fetches, one at a time; median time, bytes, broker CPU
+curl_row() {
+  local n=$1 row=$2 url=$3 i c0 c1 t0 t1 tot=0 dur=0 out
+  shift 3
+  : > "$T/times"
+  for i in $(seq 1 "$FETCHES"); do
+    c0=$(beam_ticks); t0=$(now_s)
+    out=$(curl -fsS -o /dev/null -w '%{time_total} %{size_download}' --max-time 300 "$@" "$url")
+    t1=$(now_s); c1=$(beam_ticks)
+    echo "${out% *}" >> "$T/times"
+    RES[$n,$row,bytes]=${out#* }
+    tot=$((tot + c1 - c0))
+    dur=$(awk -v d="$dur" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", d + b - a }')
+  done
+  RES[$n,$row,median]=$(median < "$T/times")
+  RES[$n,$row,req]=1
+  RES[$n,$row,cpu]=$(awk -v c="$tot" -v d="$dur" -v i="$IDLE" -v k="$FETCHES" -v t="$TCK" \
+    'BEGIN { x = (c - i * d) * 1000 / t / k; printf "%.0f", (x > 0 ? x : 0) }')
+}
+
+# qrel_row N ROW PLUGIN(0|1): qrel_exporter scraped every INTERVAL s for WINDOW s (the first scrape
+# refreshes the slow part; later ones refresh it when metadata_interval has passed)
+qrel_row() {
+  local n=$1 row=$2 plugin=$3 k c0 c1 t1 start out addr
+  {
+    echo "global: {timeout: 120s}"
+    echo "sources:"
+    echo "  - name: bench"
+    echo "    kind: rabbitmq"
+    echo "    url: http://127.0.0.1:$RABBIT_MGMT"
+    [ "$plugin" = 1 ] && echo "    prometheus_url: $PROM"
+    echo "    username: guest"
+    echo "    password_file: $T/pass"
+    echo "    consumer_timeout: 30m"
+    [ "$META_INTERVAL" != auto ] && echo "    metadata_interval: $META_INTERVAL"
+  } > "$T/qrel.yml"
+  : > "$T/exporter.log"
+  "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>> "$T/exporter.log" &
+  EXP_PID=$!
+  for _ in $(seq 1 100); do
+    addr=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+    [ -n "$addr" ] && break
+    sleep 0.05
+  done
+  [ -n "$addr" ] || die "qrel_exporter did not start"
+  : > "$T/times"
+  : > "$T/cpus"
+  k=$((WINDOW / INTERVAL))
+  for i in $(seq 1 "$k"); do
+    start=$(now_s)
+    c0=$(beam_ticks)
+    out=$(curl -fsS -o "$T/body.txt" -w '%{time_total} %{size_download}' --max-time 130 \
+      -H 'X-Prometheus-Scrape-Timeout-Seconds: 120' "http://$addr/metrics")
+    c1=$(beam_ticks)
+    t1=$(now_s)
+    # the broker's CPU in this scrape, less what it spends idle in as long (stats emission)
+    awk -v c=$((c1 - c0)) -v a="$start" -v b="$t1" -v i="$IDLE" -v t="$TCK" \
+      'BEGIN { x = (c - i * (b - a)) * 1000 / t; printf "%.1f\n", (x > 0 ? x : 0) }' >> "$T/cpus"
+    echo "${out% *}" >> "$T/times"
+    RES[$n,$row,bytes]=${out#* }
+    grep -Eq '^qrel_collector_up\{source="bench",kind="rabbitmq"\} 1$' "$T/body.txt" ||
+      die "$row at $n queues: scrape $i not up: $(grep -m1 'collection failed' "$T/exporter.log" || true)"
+    [ "$i" = 1 ] && RES[$n,$row,first]=${out% *}
+    [ "$i" -lt "$k" ] && sleep "$(awk -v s="$start" -v e="$(now_s)" -v iv="$INTERVAL" 'BEGIN { x = iv - (e - s); print (x > 0 ? x : 0) }')"
+  done
+  RES[$n,$row,reported]=$(grep -c '^qrel_queue_messages{source="bench".*state="ready"' "$T/body.txt" || true)
+  RES[$n,$row,median]=$(tail -n +2 "$T/times" | median)
+  # cpu: the window's average (its first scrape makes the refresh); refresh_cpu: that first
+  # scrape; depth_cpu: the median of the others (served from the cache)
+  RES[$n,$row,cpu]=$(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$T/cpus")
+  RES[$n,$row,refresh_cpu]=$(head -1 "$T/cpus")
+  RES[$n,$row,depth_cpu]=$(tail -n +2 "$T/cpus" | median)
+  RES[$n,$row,rss]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,$row,req]=$(if [ "$plugin" = 1 ]; then echo "1 (+refresh)"; else echo "1"; fi)
+  kill "$EXP_PID"; wait "$EXP_PID" 2>/dev/null || true; EXP_PID=
+}
+
+have=0
+for n in "${SIZE_LIST[@]}"; do
+  progress "creating queues $have..$((n - 1))"
+  t0=$(now_s)
+  create_queues "$have" "$n"
+  RES[$n,create_s]=$(awk -v a="$t0" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }')
+  have=$n
+  wait_stats "$n"
+  progress "measuring the idle broker"
+  IDLE=$(idle_rate)
+  RES[$n,idle]=$IDLE
+  progress "N=$n: raw fetches"
+  curl_row "$n" api_queues "$API/queues?columns=$COLS" -u guest:guest
+  curl_row "$n" api_totals "$API/queues?columns=name,vhost,messages,messages_ready,messages_unacknowledged&disable_stats=true&enable_queue_totals=true" -u guest:guest
+  curl_row "$n" per_object "$PROM/metrics/per-object"
+  curl_row "$n" detailed_coarse "$PROM/metrics/detailed?family=queue_coarse_metrics"
+  progress "N=$n: qrel with the plugin, ${WINDOW} s of scrapes every ${INTERVAL} s"
+  qrel_row "$n" qrel_plugin 1
+  progress "N=$n: qrel without the plugin"
+  qrel_row "$n" qrel_mgmt 0
+done
+
+# ---- table ----
+echo "# qrel rabbitmq benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
+echo "# $("$QREL_BIN" --version 2>&1 | head -1); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
+echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
+echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %11s %11s %10s\n'
+# shellcheck disable=SC2059
+printf "$fmtrow" queues row requests median_s first_s body_kib rss_mib broker_ms/scr refresh_ms depth_ms
+for n in "${SIZE_LIST[@]}"; do
+  for row in "${ROWS[@]}"; do
+    # shellcheck disable=SC2059
+    printf "$fmtrow" "$n" "$row" "${RES[$n,$row,req]:-1}" "$(fmt "${RES[$n,$row,median]:-}" '%.4f')" \
+      "$(fmt "${RES[$n,$row,first]:-}" '%.3f')" \
+      "$(awk -v b="${RES[$n,$row,bytes]:-0}" 'BEGIN { printf "%.0f", b / 1024 }')" \
+      "${RES[$n,$row,rss]:--}" "${RES[$n,$row,cpu]}" "$(fmt "${RES[$n,$row,refresh_cpu]:-}" '%.0f')" \
+      "$(fmt "${RES[$n,$row,depth_cpu]:-}" '%.0f')"
+  done
+done
+echo "# median_s: qrel rows leave out the first scrape (it makes the first refresh; first_s shows it)"
+echo "# broker_ms/scr: beam utime+stime per fetch or scrape, less the idle broker's CPU over the same time;"
+echo "#   qrel rows: the average over the window's scrapes (the first one refreshes the slow part);"
+echo "#   refresh_ms: that first scrape; depth_ms: median of the others (slow part from the cache)"
+for n in "${SIZE_LIST[@]}"; do
+  echo "# N=$n: queues created in ${RES[$n,create_s]} s (definitions import); idle broker $(awk -v i="${RES[$n,idle]}" -v t="$TCK" 'BEGIN { printf "%.0f", i * 1000 / t }') ms CPU/s; qrel reported ${RES[$n,qrel_plugin,reported]} / ${RES[$n,qrel_mgmt,reported]} queues (want $((n + 1)))"
+done
+
+# ---- verdict ----
+# The long-run cost of a scrape: depth every time, plus the refresh once per metadata_interval.
+g=$GOAL_N
+note=""
+if [ -z "${RES[$g,qrel_plugin,median]:-}" ]; then g=${SIZE_LIST[-1]}; note=" (10000 not measured: largest N instead)"; fi
+if [ "$META_INTERVAL" = auto ]; then # what qrel chose: max(60 s, 200 x the refresh's duration)
+  mi_s=$(awk -v f="${RES[$g,qrel_plugin,first]}" 'BEGIN { x = 200 * f; print (x > 60 ? x : 60) }')
+else
+  mi_s=$(awk -v d="$META_INTERVAL" 'BEGIN { u = substr(d, length(d)); v = d + 0
+    if (d ~ /ms$/) v = v / 1000; else if (u == "m") v *= 60; else if (u == "h") v *= 3600; print v }')
+fi
+awk -v n="$g" -v note="$note" -v t="${RES[$g,qrel_plugin,median]}" -v w="${RES[$g,qrel_plugin,cpu]}" \
+  -v r="${RES[$g,qrel_plugin,refresh_cpu]}" -v d="${RES[$g,qrel_plugin,depth_cpu]}" \
+  -v full="${RES[$g,api_queues,cpu]}" -v iv="$INTERVAL" -v mi="$mi_s" -v win="$WINDOW" \
+  -v tm="${RES[$g,qrel_mgmt,median]}" -v dm="${RES[$g,qrel_mgmt,depth_cpu]}" 'BEGIN {
+  per = (mi > iv ? iv / mi : 1)             # refreshes per scrape
+  am = d + r * per                          # long-run broker ms per scrape
+  ok1 = (t < 0.25); okw = (w <= 0.10 * full); oka = (am <= 0.10 * full)
+  printf "verdict at %d queues%s, qrel with the plugin: scrape %.3f s (goal < 0.25: %s); broker CPU per scrape over %d s of %d s scrapes %.0f ms = %.3f of one /api/queues fetch (%.0f ms; goal <= 0.10: %s); long-run with metadata_interval %g s: %.0f ms = %.3f (%s): %s\n",
+    n, note, t, ok1 ? "met" : "missed", win, iv, w, w / full, full, okw ? "met" : "missed", mi, am, am / full, oka ? "met" : "missed",
+    (ok1 && oka) ? "MET" : "NOT MET"
+  need = (0.10 * full > d ? r * iv / (0.10 * full - d) : -1)
+  for (m = 60; m <= 600; m *= 5)
+    printf "  long-run with metadata_interval %d s: %.0f ms per scrape = %.3f of the fetch\n", m, d + r * iv / m, (d + r * iv / m) / full
+  if (need > 0) printf "  the 0.10 goal holds in the long run from metadata_interval >= %.0f s (refresh %.0f ms, cached scrape %.0f ms)\n", need, r, d
+  printf "  without the plugin: %.3f s per cached scrape, %.0f ms broker CPU (%.3f of the fetch)\n", tm, dm, dm / full
+}'

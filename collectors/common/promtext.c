@@ -1,0 +1,226 @@
+/* promtext.c: see promtext.h. One pass over the text, one scratch buffer for unescaped label
+ * values, reused from sample to sample. */
+#include "promtext.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util.h"
+
+struct reader {
+    const char *p, *end;
+    size_t line;
+    const char *what;
+};
+
+static int fail(const struct reader *r, struct err *e, const char *fmt, const char *arg)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+    return err_set(e, ERR_PROTOCOL, "%s: line %zu: %s", r->what, r->line, msg);
+}
+
+static int is_name_start(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+}
+
+static int is_name_char(char c)
+{
+    return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+static void skip_blanks(struct reader *r, const char *eol)
+{
+    while (r->p < eol && (*r->p == ' ' || *r->p == '\t'))
+        r->p++;
+}
+
+/* A value token: NaN, +Inf, -Inf (any case, as Go and Prometheus accept) or a strtod number
+ * that uses the whole token. */
+static int parse_value(const char *tok, size_t n, double *out)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, tok, n);
+    buf[n] = '\0';
+    if (strcasecmp(buf, "nan") == 0) {
+        *out = NAN;
+        return 0;
+    }
+    if (strcasecmp(buf, "+inf") == 0 || strcasecmp(buf, "inf") == 0) {
+        *out = INFINITY;
+        return 0;
+    }
+    if (strcasecmp(buf, "-inf") == 0) {
+        *out = -INFINITY;
+        return 0;
+    }
+    /* strtod would also take hex floats and "infinity"; the format has neither. */
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("0123456789+-.eE", buf[i]))
+            return -1;
+    char *endp = NULL;
+    errno = 0;
+    double v = strtod(buf, &endp);
+    if (endp != buf + n || errno == ERANGE)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The label values of one sample, unescaped, back to back in scratch (offsets, because the
+ * buffer may move while it grows). */
+static int parse_labels(struct reader *r, const char *eol, struct promtext_sample *s,
+                        struct buf *scratch, size_t *offs, struct err *e)
+{
+    r->p++; /* '{' */
+    buf_reset(scratch);
+    for (;;) {
+        skip_blanks(r, eol);
+        if (r->p < eol && *r->p == '}') {
+            r->p++;
+            break;
+        }
+        if (r->p >= eol || !is_name_start(*r->p) || *r->p == ':')
+            return fail(r, e, "want a label name or '}'%s", NULL);
+        if (s->nlabels == PROMTEXT_MAX_LABELS)
+            return fail(r, e, "more than 32 labels%s", NULL);
+        struct promtext_label *l = &s->labels[s->nlabels];
+        l->name = r->p;
+        while (r->p < eol && is_name_char(*r->p) && *r->p != ':')
+            r->p++;
+        l->name_len = (size_t)(r->p - l->name);
+        skip_blanks(r, eol);
+        if (r->p >= eol || *r->p != '=')
+            return fail(r, e, "want '=' after a label name%s", NULL);
+        r->p++;
+        skip_blanks(r, eol);
+        if (r->p >= eol || *r->p != '"')
+            return fail(r, e, "want '\"' to open a label value%s", NULL);
+        r->p++;
+        offs[s->nlabels] = scratch->len;
+        for (;;) {
+            if (r->p >= eol)
+                return fail(r, e, "label value not closed by '\"'%s", NULL);
+            char c = *r->p++;
+            if (c == '"')
+                break;
+            if (c == '\\') {
+                if (r->p >= eol)
+                    return fail(r, e, "label value not closed by '\"'%s", NULL);
+                char x = *r->p++;
+                if (x == 'n')
+                    c = '\n';
+                else if (x == '\\' || x == '"')
+                    c = x;
+                else
+                    return fail(r, e, "unknown escape in a label value%s", NULL);
+            }
+            buf_putc(scratch, c);
+        }
+        buf_putc(scratch, '\0');
+        s->nlabels++;
+        skip_blanks(r, eol);
+        if (r->p < eol && *r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (r->p < eol && *r->p == '}') {
+            r->p++;
+            break;
+        }
+        return fail(r, e, "want ',' or '}' after a label value%s", NULL);
+    }
+    for (size_t i = 0; i < s->nlabels; i++) {
+        s->labels[i].value = scratch->data + offs[i];
+        s->labels[i].value_len = strlen(s->labels[i].value);
+    }
+    return 0;
+}
+
+static int parse_sample(struct reader *r, const char *eol, struct promtext_sample *s,
+                        struct buf *scratch, struct err *e)
+{
+    size_t offs[PROMTEXT_MAX_LABELS];
+    memset(s, 0, sizeof *s);
+    s->name = r->p;
+    if (!is_name_start(*r->p))
+        return fail(r, e, "want a metric name, a comment or an empty line%s", NULL);
+    while (r->p < eol && is_name_char(*r->p))
+        r->p++;
+    s->name_len = (size_t)(r->p - s->name);
+    skip_blanks(r, eol);
+    if (r->p < eol && *r->p == '{' && parse_labels(r, eol, s, scratch, offs, e))
+        return -1;
+    skip_blanks(r, eol);
+    const char *tok = r->p;
+    while (r->p < eol && *r->p != ' ' && *r->p != '\t')
+        r->p++;
+    if (parse_value(tok, (size_t)(r->p - tok), &s->value))
+        return fail(r, e, "want a sample value (a number, NaN, +Inf or -Inf)%s", NULL);
+    skip_blanks(r, eol);
+    if (r->p < eol) { /* an optional timestamp in ms: an integer */
+        const char *ts = r->p;
+        if (*r->p == '-')
+            r->p++;
+        while (r->p < eol && *r->p >= '0' && *r->p <= '9')
+            r->p++;
+        if (r->p == ts || (r->p == ts + 1 && *ts == '-'))
+            return fail(r, e, "want a timestamp or the end of the line after the value%s", NULL);
+        skip_blanks(r, eol);
+        if (r->p < eol)
+            return fail(r, e, "want the end of the line after the timestamp%s", NULL);
+    }
+    return 0;
+}
+
+int promtext_parse(const char *text, size_t len, const char *what, promtext_sample_fn fn, void *ctx,
+                   struct err *e)
+{
+    struct reader r = {text, text + len, 0, what};
+    struct buf scratch;
+    struct promtext_sample s;
+    int rc = 0;
+    buf_init(&scratch);
+    while (r.p < r.end) {
+        r.line++;
+        const char *eol = memchr(r.p, '\n', (size_t)(r.end - r.p));
+        if (!eol)
+            eol = r.end;
+        if (memchr(r.p, '\0', (size_t)(eol - r.p))) {
+            rc = fail(&r, e, "a NUL byte%s", NULL);
+            break;
+        }
+        skip_blanks(&r, eol);
+        if (r.p < eol && *r.p != '#') {
+            if (parse_sample(&r, eol, &s, &scratch, e) || fn(ctx, &s, e)) {
+                rc = -1;
+                break;
+            }
+        }
+        r.p = eol < r.end ? eol + 1 : eol;
+    }
+    buf_free(&scratch);
+    return rc;
+}
+
+const struct promtext_label *promtext_label(const struct promtext_sample *s, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (s->labels[i].name_len == n && memcmp(s->labels[i].name, name, n) == 0)
+            return &s->labels[i];
+    return NULL;
+}
+
+int promtext_name_is(const struct promtext_sample *s, const char *name)
+{
+    size_t n = strlen(name);
+    return s->name_len == n && memcmp(s->name, name, n) == 0;
+}

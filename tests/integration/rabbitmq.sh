@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The rabbitmq collector against a real RabbitMQ 3.10 node (management + prometheus plugins): a
+# queue with a dead-letter exchange and a real AMQP consumer that nacks and holds messages give
+# exactly the expected series, from the management API alone and with the plugin for depth; DLQs
+# are found through direct, topic, fanout (policy) and default-exchange dead-letter exchanges; a
+# user with only the `monitoring` tag and no resource permissions suffices; the slow part is
+# cached and served when its refresh fails; failures (down, hanging, 401, size cap, plugin
+# disabled at runtime) give up 0 with their reason while a healthy source still reports.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/rabbitmq.sh
+. "$QREL_SOURCE_DIR/tests/lib/rabbitmq.sh"
+PY=/usr/bin/python3 # Debian's python3-pika imports only there
+
+rabbit_cleanup() {
+  local rc=$?
+  set +e # so that the (exit) below only sets $? for cleanup
+  rabbit_stop_all
+  (exit "$rc")
+  cleanup
+}
+trap rabbit_cleanup EXIT
+
+t0=$(now_ms)
+rabbit_start "$T/rabbit"
+echo "# broker ready in $(( $(now_ms) - t0 )) ms"
+API=http://127.0.0.1:$RABBIT_MGMT/api
+api() { # api METHOD PATH [JSON]
+  curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
+}
+
+# The monitoring user: tag `monitoring`, access to the vhost with empty permission patterns.
+MON_PASS=s3cret-$$-mon
+api PUT /users/qrel "{\"password\":\"$MON_PASS\",\"tags\":\"monitoring\"}"
+api PUT /permissions/%2F/qrel '{"configure":"^$","write":"^$","read":"^$"}'
+printf '%s\n' "$MON_PASS" > "$T/mon.pass"
+
+# orders -> orders.dlx (direct, key orders) -> orders.dlq
+api PUT /exchanges/%2F/orders.dlx '{"type":"direct","durable":true}'
+api PUT /queues/%2F/orders.dlq '{"durable":true}'
+api POST /bindings/%2F/e/orders.dlx/q/orders.dlq '{"routing_key":"orders"}'
+api PUT /queues/%2F/orders '{"durable":true,"arguments":{"x-dead-letter-exchange":"orders.dlx","x-dead-letter-routing-key":"orders"}}'
+# jobs (quorum) gets its DLX and delivery-limit from a policy; jobs.dlx is a fanout.
+api PUT /exchanges/%2F/jobs.dlx '{"type":"fanout","durable":true}'
+api PUT /queues/%2F/jobs.dlq '{"durable":true}'
+api POST /bindings/%2F/e/jobs.dlx/q/jobs.dlq '{"routing_key":"ignored"}'
+api PUT /queues/%2F/jobs '{"durable":true,"arguments":{"x-queue-type":"quorum"}}'
+api PUT /policies/%2F/jobs-dl '{"pattern":"^jobs$","definition":{"dead-letter-exchange":"jobs.dlx","delivery-limit":2},"apply-to":"queues"}'
+# events.a -> ev.dlx (topic) without a dead-letter routing key: the queue name is the key.
+api PUT /exchanges/%2F/ev.dlx '{"type":"topic","durable":true}'
+api PUT /queues/%2F/ev.dlq '{"durable":true}'
+api PUT /queues/%2F/ev.other '{"durable":true}'
+api POST /bindings/%2F/e/ev.dlx/q/ev.dlq '{"routing_key":"events.#"}'
+api POST /bindings/%2F/e/ev.dlx/q/ev.other '{"routing_key":"other.*"}'
+api PUT /queues/%2F/events.a '{"durable":true,"arguments":{"x-dead-letter-exchange":"ev.dlx"}}'
+# plain -> the default exchange, key plain.dlq; timed has its own consumer timeout (60 s).
+api PUT /queues/%2F/plain.dlq '{"durable":true}'
+api PUT /queues/%2F/plain '{"durable":true,"arguments":{"x-dead-letter-exchange":"","x-dead-letter-routing-key":"plain.dlq"}}'
+api PUT /queues/%2F/timed '{"durable":true,"arguments":{"x-consumer-timeout":60000}}'
+# Another vhost with a queue of the same name: kept apart by the vhost label, or left out.
+api PUT /vhosts/v2 '{}'
+api PUT /permissions/v2/guest '{"configure":".*","write":".*","read":".*"}'
+api PUT /permissions/v2/qrel '{"configure":"^$","write":"^$","read":"^$"}'
+api PUT /queues/v2/orders '{"durable":true}'
+
+NOW=$(date +%s)
+publish() { # publish VHOST QUEUE ID [TIMESTAMP]
+  local props='{}'
+  [ -n "${4:-}" ] && props="{\"timestamp\":$4}"
+  api POST "/exchanges/$1/amq.default/publish" \
+    "{\"routing_key\":\"$2\",\"payload\":\"{\\\"id\\\":$3}\",\"payload_encoding\":\"string\",\"properties\":$props}"
+}
+publish %2F orders 1 $((NOW - 300))
+publish %2F orders 3 $((NOW - 200))
+publish %2F orders 4 $((NOW - 30))
+publish %2F orders 5
+for i in 6 7 8 9 10; do publish %2F orders "$i" $((NOW - 1)); done
+publish %2F jobs 1
+publish %2F plain 1 $((NOW - 100))
+publish v2 orders 1
+publish v2 orders 2
+
+"$PY" "$QREL_SOURCE_DIR/tests/lib/rabbitmq_consumer.py" "$RABBIT_AMQP" "$T/consumer.ready" \
+  > "$T/consumer.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 100); do [ -f "$T/consumer.ready" ] && break; sleep 0.1; done
+expect_cmd "consumer saw the expected deliveries" test -f "$T/consumer.ready"
+
+write_config() { # write_config FILE [extra keys for both sources]
+  cat > "$1" <<YML
+sources:
+  - name: mgmt
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    username: qrel
+    password_file: $T/mon.pass
+    vhosts: ["/"]
+    consumer_timeout: 15m
+$2
+  - name: prom
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT/
+    prometheus_url: http://127.0.0.1:$RABBIT_PROM
+    username: qrel
+    password_file: $T/mon.pass
+    vhosts: ["/"]
+    consumer_timeout: 15m
+$2
+YML
+}
+write_config "$T/qrel.yml" ""
+
+# The management API's counters move in steps of about 5 s: scrape until the redeliveries show.
+t0=$(now_ms)
+for _ in $(seq 1 40); do
+  "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.log" || true
+  [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="prom"' 'queue="orders"')" = 3 ] &&
+    [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="mgmt"' 'queue="jobs"')" = 2 ] &&
+    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ] && break
+  sleep 0.5
+done
+echo "# stats settled after $(( $(now_ms) - t0 )) ms"
+
+for s in mgmt prom; do
+  o="source=\"$s\",kind=\"rabbitmq\",queue=\"orders\",vhost=\"/\""
+  expect_metric "$T/m.txt" 1 qrel_collector_up "source=\"$s\""
+  expect_metric "$T/m.txt" 0 qrel_queue_messages "$o" 'state="ready"'
+  expect_metric "$T/m.txt" 2 qrel_queue_messages "$o" 'state="in_flight"'
+  expect_metric "$T/m.txt" 3 qrel_redeliveries_total "$o"
+  expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
+  expect_absent "$T/m.txt" qrel_max_deliveries "$o"
+  # The unacknowledged head (id 4) was published 30 s before NOW.
+  expect_between "$s: orders oldest age" \
+    "$(mval "$T/m.txt" qrel_queue_oldest_message_age_seconds "$o")" 30 $((31 + $(date +%s) - NOW))
+  expect_metric "$T/m.txt" 2 qrel_dead_letter_messages "$o" 'dead_letter_queue="orders.dlq"'
+  # orders.dlq's head is id 3 (rejected before id 1's second delivery), published at NOW-200.
+  expect_between "$s: orders.dlq oldest age" \
+    "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds "$o" 'dead_letter_queue="orders.dlq"')" \
+    200 $((201 + $(date +%s) - NOW))
+  expect_metric "$T/m.txt" 2 qrel_queue_messages "source=\"$s\"" 'queue="orders.dlq"' 'state="ready"'
+
+  j="source=\"$s\",kind=\"rabbitmq\",queue=\"jobs\",vhost=\"/\""
+  expect_metric "$T/m.txt" 3 qrel_max_deliveries "$j"
+  expect_metric "$T/m.txt" 2700 qrel_retry_horizon_seconds "$j"
+  expect_metric "$T/m.txt" 2 qrel_redeliveries_total "$j"
+  expect_metric "$T/m.txt" 0 qrel_queue_messages "$j" 'state="ready"'
+  expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$j" 'dead_letter_queue="jobs.dlq"'
+  expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds "$j" # no timestamp was set
+
+  expect_metric "$T/m.txt" 0 qrel_dead_letter_messages "source=\"$s\"" 'queue="events.a"' 'dead_letter_queue="ev.dlq"'
+  expect_absent "$T/m.txt" qrel_dead_letter_messages "source=\"$s\"" 'queue="events.a"' 'dead_letter_queue="ev.other"'
+  expect_metric "$T/m.txt" 0 qrel_dead_letter_messages "source=\"$s\"" 'queue="plain"' 'dead_letter_queue="plain.dlq"'
+  expect_metric "$T/m.txt" 1 qrel_queue_messages "source=\"$s\"" 'queue="plain"' 'state="ready"'
+  expect_between "$s: plain oldest age" \
+    "$(mval "$T/m.txt" qrel_queue_oldest_message_age_seconds "source=\"$s\"" 'queue="plain"')" 100 $((101 + $(date +%s) - NOW))
+  expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "source=\"$s\"" 'queue="timed"'
+  expect_absent "$T/m.txt" qrel_dead_letter_messages "source=\"$s\"" 'queue="timed"'
+  expect_absent "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'vhost="v2"'
+  expect_between "$s: sample age (fetched in this scrape)" \
+    "$(mval "$T/m.txt" qrel_sample_age_seconds "source=\"$s\"")" 0 5
+done
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+expect_cmd "no password in the output or log" bash -c "! grep -q '$MON_PASS' '$T/m.txt' '$T/scrape.log'"
+
+# Every vhost, and queue selection by name and pattern.
+cat > "$T/sel.yml" <<YML
+sources:
+  - name: sel
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    username: guest
+    password_env: QREL_TEST_RABBIT_PASS
+    queues: [timed]
+    queue_pattern: "ord*"
+YML
+QREL_TEST_RABBIT_PASS=guest "$QREL" scrape --config.file="$T/sel.yml" > "$T/sel.txt"
+expect_eq "queues selected (orders, orders.dlq in two vhosts, timed)" \
+  "$(grep '^qrel_queue_messages{' "$T/sel.txt" | grep 'state="ready"' | sed -E 's/.*queue="([^"]*)",vhost="([^"]*)".*/\2:\1/' | sort | tr '\n' ' ')" \
+  "/:orders /:orders.dlq /:timed v2:orders "
+expect_metric "$T/sel.txt" 2 qrel_queue_messages 'queue="orders",vhost="v2"' 'state="ready"'
+expect_absent "$T/sel.txt" qrel_lease_timeout_seconds 'queue="orders",vhost="/"' # no consumer_timeout
+
+# A queue declared a moment ago has no stats yet: left out, not reported as 0. Checked only when
+# the API, asked after the scrape, still shows no stats (they never disappear once there).
+api PUT /queues/%2F/fresh.q '{"durable":true}'
+QREL_TEST_RABBIT_PASS=guest "$QREL" scrape --config.file="$T/sel.yml" --log.level=debug > /dev/null 2> "$T/fresh.log" || true
+write_config "$T/fresh.yml" ""
+"$QREL" scrape --config.file="$T/fresh.yml" --source=mgmt > "$T/fresh.txt" 2>/dev/null || true
+if curl -fsS -u guest:guest "$API/queues/%2F/fresh.q" | grep -q '"messages"'; then
+  echo "# fresh.q had stats already: the no-stats case was not observable this run"
+else
+  expect_absent "$T/fresh.txt" qrel_queue_messages 'queue="fresh.q"'
+fi
+
+# ---- the exporter: cached slow part, sample age, a failed refresh ----
+write_config "$T/cache.yml" "    metadata_interval: 3s"
+start_exporter "$T/cache.yml"
+scrape "$T/c1.txt"
+publish %2F orders.dlq 99
+publish %2F orders.dlq 98
+sleep 1.2
+scrape "$T/c2.txt"
+for s in mgmt prom; do
+  expect_metric "$T/c2.txt" 1 qrel_collector_up "source=\"$s\""
+  expect_between "$s: sample age grows while cached" "$(mval "$T/c2.txt" qrel_sample_age_seconds "source=\"$s\"")" 1.2 2.9
+  expect_metric "$T/c2.txt" 3 qrel_redeliveries_total "source=\"$s\"" 'queue="orders"'
+done
+# Depth is fresh on every scrape: the two new dead letters show before the cache refreshes.
+for _ in $(seq 1 30); do
+  [ "$(mval "$T/c2.txt" qrel_dead_letter_messages 'source="prom"' 'queue="orders"')" = 4 ] &&
+    [ "$(mval "$T/c2.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="orders"')" = 4 ] && break
+  sleep 0.3
+  scrape "$T/c2.txt"
+done
+expect_metric "$T/c2.txt" 4 qrel_dead_letter_messages 'source="prom"' 'queue="orders"' 'dead_letter_queue="orders.dlq"'
+expect_metric "$T/c2.txt" 4 qrel_dead_letter_messages 'source="mgmt"' 'queue="orders"' 'dead_letter_queue="orders.dlq"'
+expect_between "prom: sample age still from the first refresh" "$(mval "$T/c2.txt" qrel_sample_age_seconds 'source="prom"')" 1.2 3.0
+
+# The monitoring user's password changes: the next refresh fails with auth. prom still has depth
+# (the plugin needs no password) and serves the old cache with a warning; mgmt's depth needs the
+# API, so it is down.
+api PUT /users/qrel '{"password":"changed-elsewhere","tags":"monitoring"}'
+sleep 3.2
+scrape "$T/c3.txt"
+expect_metric "$T/c3.txt" 1 qrel_collector_up 'source="prom"'
+expect_between "prom: sample age past the interval after a failed refresh" "$(mval "$T/c3.txt" qrel_sample_age_seconds 'source="prom"')" 3.2 30
+expect_metric "$T/c3.txt" 3 qrel_redeliveries_total 'source="prom"' 'queue="orders"'
+expect_metric "$T/c3.txt" 3 qrel_max_deliveries 'source="prom"' 'queue="jobs"'
+expect_metric "$T/c3.txt" 0 qrel_collector_up 'source="mgmt"'
+expect_metric "$T/c3.txt" 1 qrel_collector_errors_total 'source="mgmt"' 'reason="auth"'
+expect_cmd "refresh failure logged with its reason" \
+  grep -q 'msg="metadata refresh failed: serving the last good one" source=prom reason=auth' "$T/exporter.log"
+expect_cmd "no password in the exporter log" bash -c "! grep -qe '$MON_PASS' -e changed-elsewhere '$T/exporter.log'"
+stop_exporter
+api PUT /users/qrel "{\"password\":\"$MON_PASS\",\"tags\":\"monitoring\"}"
+
+# ---- faults: each source fails alone, with its reason, within its timeout ----
+DEAD=$(free_port)
+HANG=$(free_port)
+python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); c=[]
+while True: c.append(s.accept())' "$HANG" &
+PIDS+=("$!")
+WRONG_PASS=not-it-$$-x
+printf '%s\n' "$WRONG_PASS" > "$T/wrong.pass"
+cat > "$T/faults.yml" <<YML
+sources:
+  - name: good
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    username: qrel
+    password_file: $T/mon.pass
+  - name: down
+    kind: rabbitmq
+    url: http://127.0.0.1:$DEAD
+    username: qrel
+    password_file: $T/mon.pass
+  - name: hang
+    kind: rabbitmq
+    timeout: 2s
+    url: http://127.0.0.1:$HANG
+    username: qrel
+    password_file: $T/mon.pass
+  - name: badauth
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    username: qrel
+    password_file: $T/wrong.pass
+  - name: capped
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    username: qrel
+    password_file: $T/mon.pass
+    max_response_bytes: 1024
+  - name: promdown
+    kind: rabbitmq
+    url: http://127.0.0.1:$RABBIT_MGMT
+    prometheus_url: http://127.0.0.1:$DEAD
+    username: qrel
+    password_file: $T/mon.pass
+YML
+sleep 0.3
+start_exporter "$T/faults.yml"
+t0=$(now_ms)
+scrape "$T/f.txt"
+took=$(( $(now_ms) - t0 ))
+expect_between "scrape with a hanging source took (ms)" "$took" 1900 3500
+expect_metric "$T/f.txt" 1 qrel_collector_up 'source="good"'
+expect_metric "$T/f.txt" 2 qrel_queue_messages 'source="good"' 'queue="orders",vhost="/"' 'state="in_flight"'
+for f in down:connect hang:timeout badauth:auth capped:limit promdown:connect; do
+  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"${f%%:*}\""
+  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"${f%%:*}\"" "reason=\"${f#*:}\""
+  expect_cmd "${f%%:*}: failure logged with reason ${f#*:}" \
+    grep -qE "source=${f%%:*} .*reason=${f#*:}|reason=${f#*:}.* source=${f%%:*}" "$T/exporter.log"
+done
+expect_cmd "no password in the fault log or output" bash -c "! grep -qe '$MON_PASS' -e '$WRONG_PASS' '$T/exporter.log' '$T/f.txt'"
+stop_exporter
+
+# ---- the plugin disabled at runtime: mgmt-only keeps working, the plugin source says connect ----
+t0=$(now_ms)
+rabbit_ctl "$T/rabbit" rabbitmq-plugins disable rabbitmq_prometheus > "$T/plugins.log" 2>&1
+echo "# rabbitmq-plugins disable took $(( $(now_ms) - t0 )) ms"
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/np.txt" 2> "$T/np.log" || true
+expect_metric "$T/np.txt" 1 qrel_collector_up 'source="mgmt"'
+expect_metric "$T/np.txt" 2 qrel_queue_messages 'source="mgmt"' 'queue="orders",vhost="/"' 'state="in_flight"'
+expect_metric "$T/np.txt" 0 qrel_collector_up 'source="prom"'
+expect_metric "$T/np.txt" 1 qrel_collector_errors_total 'source="prom"' 'reason="connect"'
+
+finish

@@ -1,0 +1,110 @@
+# rabbitmq.sh: start and stop throwaway RabbitMQ nodes for tests and benchmarks (sourced, not run).
+# shellcheck shell=bash
+#
+# A node lives in its own directory (state, logs, config, Erlang cookie), listens on free loopback
+# ports only and has a node name unique to this run, so several can run beside other helpers'
+# servers. epmd is a machine-wide singleton shared with every other Erlang node: it is started
+# bound to loopback if nobody runs it yet, and never stopped here.
+#
+#   rabbit_start DIR [PLUGINS]   PLUGINS: Erlang list items, default
+#                                "rabbitmq_management,rabbitmq_prometheus". Sets RABBIT_AMQP,
+#                                RABBIT_MGMT, RABBIT_PROM (ports), RABBIT_DIR; returns once the
+#                                management API answers (about 4 s).
+#                                RABBIT_STATS_INTERVAL_MS: the stats emission interval (default
+#                                1000 ms, for tests; RabbitMQ's own default is 5000).
+#   rabbit_ctl DIR CMD ARGS...   runs a CLI tool (rabbitmqctl, rabbitmq-plugins, ...) on that node
+#   rabbit_stop DIR              stops the node and waits for its VM to exit
+#   rabbit_stop_all              stops every node this shell started (for traps)
+#
+# As root, the node runs as the `rabbitmq` user (Debian's package owns its files).
+
+RABBIT_DIRS=()
+RABBIT_SEQ=0
+
+_rabbit_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || shuf -i 20000-32000 -n 1
+}
+
+_rabbit_as() { # _rabbit_as DIR CMD...: CMD with the node's environment, as the node's user
+  local dir=$1; shift
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u rabbitmq -- sh -c '. "$0/env.sh"; exec "$@"' "$dir" "$@"
+  else
+    sh -c '. "$0/env.sh"; exec "$@"' "$dir" "$@"
+  fi
+}
+
+rabbit_start() {
+  local dir=$1 plugins=${2:-rabbitmq_management,rabbitmq_prometheus}
+  RABBIT_SEQ=$((RABBIT_SEQ + 1))
+  RABBIT_AMQP=$(_rabbit_free_port)
+  RABBIT_MGMT=$(_rabbit_free_port)
+  RABBIT_PROM=$(_rabbit_free_port)
+  local dist ctl
+  dist=$(_rabbit_free_port)
+  ctl=$(_rabbit_free_port)
+  mkdir -p "$dir/log" "$dir/mnesia"
+  chmod 755 "$dir"
+  cat > "$dir/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$RABBIT_AMQP
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $RABBIT_MGMT
+prometheus.tcp.ip = 127.0.0.1
+prometheus.tcp.port = $RABBIT_PROM
+collect_statistics_interval = ${RABBIT_STATS_INTERVAL_MS:-1000}
+consumer_timeout = 900000
+loopback_users = none
+CONF
+  echo "[$plugins]." > "$dir/enabled_plugins"
+  cat > "$dir/env.sh" <<ENV
+export HOME=$dir
+export RABBITMQ_NODENAME=qrel-test-$$-$RABBIT_SEQ@localhost
+export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$RABBIT_AMQP RABBITMQ_DIST_PORT=$dist
+export RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
+export RABBITMQ_MNESIA_BASE=$dir/mnesia RABBITMQ_LOG_BASE=$dir/log RABBITMQ_PID_FILE=$dir/rabbit.pid
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+export RABBITMQ_CTL_DIST_PORT_MIN=$ctl RABBITMQ_CTL_DIST_PORT_MAX=$ctl
+export ERL_EPMD_ADDRESS=127.0.0.1
+ENV
+  [ "$(id -u)" -eq 0 ] && chown -R rabbitmq:rabbitmq "$dir"
+  RABBIT_DIRS+=("$dir")
+  if [ "$(id -u)" -eq 0 ]; then
+    setsid runuser -u rabbitmq -- sh -c '. "$0/env.sh"; exec /usr/lib/rabbitmq/bin/rabbitmq-server' "$dir" \
+      > "$dir/stdout.log" 2>&1 < /dev/null &
+  else
+    setsid sh -c '. "$0/env.sh"; exec /usr/lib/rabbitmq/bin/rabbitmq-server' "$dir" \
+      > "$dir/stdout.log" 2>&1 < /dev/null &
+  fi
+  export RABBIT_DIR=$dir
+  for _ in $(seq 1 300); do
+    if curl -fsS -o /dev/null -u guest:guest "http://127.0.0.1:$RABBIT_MGMT/api/overview" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "rabbitmq in $dir did not start; last lines of its output:" >&2
+  tail -20 "$dir/stdout.log" >&2
+  return 1
+}
+
+rabbit_ctl() {
+  local dir=$1 tool=$2; shift 2
+  _rabbit_as "$dir" "/usr/lib/rabbitmq/bin/$tool" "$@"
+}
+
+# The node's data is thrown away, so it is killed rather than shut down gracefully (which takes
+# about 6 s of flushing message stores); epmd notices the closed connection and forgets the name.
+rabbit_stop() {
+  local dir=$1 beam
+  [ -f "$dir/rabbit.pid" ] || return 0
+  beam=$(cat "$dir/rabbit.pid")
+  kill -KILL "$beam" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$beam" 2>/dev/null || break; sleep 0.05; done
+  rm -f "$dir/rabbit.pid"
+}
+
+rabbit_stop_all() {
+  local d
+  for d in "${RABBIT_DIRS[@]}"; do rabbit_stop "$d"; done
+}

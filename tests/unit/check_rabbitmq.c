@@ -1,0 +1,256 @@
+/* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq.c: reading queue objects
+ * recorded from RabbitMQ 3.10.8's GET /api/queues (stats present and absent, empty proplists
+ * written as [], settings from arguments and from policy), the delivery-limit mapping, topic
+ * matching and binding routing, and configure()'s messages. Talking to a broker is left to
+ * tests/integration/rabbitmq.sh, which runs a real one. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "config.h"
+#include "rabbitmq.h"
+
+extern const struct collector_kind rabbitmq_kind;
+
+/* Recorded (columns as the collector asks for them), with the consumer of the integration test
+ * connected; the last object is a queue declared a moment before (no stats yet). */
+static const char queues_json[] =
+    "[{\"arguments\":{\"x-dead-letter-exchange\":\"orders.dlx\",\"x-dead-letter-routing-key\":"
+    "\"orders\"},\"effective_policy_definition\":{},\"head_message_timestamp\":1795953440,"
+    "\"message_stats\":{\"redeliver\":3},\"messages\":2,\"messages_ready\":0,"
+    "\"messages_unacknowledged\":2,\"name\":\"orders\",\"vhost\":\"/\"},"
+    "{\"arguments\":{\"x-queue-type\":\"quorum\"},\"effective_policy_definition\":"
+    "{\"dead-letter-exchange\":\"jobs.dlx\",\"delivery-limit\":2},\"message_stats\":"
+    "{\"redeliver\":2},\"messages\":0,\"messages_ready\":0,\"messages_unacknowledged\":0,"
+    "\"name\":\"jobs\",\"vhost\":\"/\"},"
+    "{\"arguments\":[],\"effective_policy_definition\":[],\"head_message_timestamp\":null,"
+    "\"message_stats\":[],\"messages\":1,\"messages_ready\":1,\"messages_unacknowledged\":0,"
+    "\"name\":\"plain.dlq\",\"vhost\":\"v2\"},"
+    "{\"arguments\":{\"x-consumer-timeout\":60000,\"x-dead-letter-exchange\":\"\","
+    "\"x-delivery-limit\":5},\"effective_policy_definition\":{\"delivery-limit\":9,"
+    "\"dead-letter-exchange\":\"ignored\"},\"name\":\"fresh\",\"vhost\":\"/\"}]";
+
+static json_t *load(void)
+{
+    json_error_t je;
+    json_t *doc = json_loads(queues_json, 0, &je);
+    ck_assert_ptr_nonnull(doc);
+    return doc;
+}
+
+START_TEST(test_queue_parse)
+{
+    json_t *doc = load();
+    struct rabbitmq_queue q;
+    struct err e;
+
+    ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 0), "$[0]", 1, &q, &e), 0);
+    ck_assert_str_eq(q.name, "orders");
+    ck_assert_str_eq(q.vhost, "/");
+    ck_assert_int_eq(q.has_stats, 1);
+    ck_assert_double_eq(q.ready, 0);
+    ck_assert_double_eq(q.unacked, 2);
+    ck_assert_int_eq(q.has_head_ts, 1);
+    ck_assert_double_eq(q.head_ts, 1795953440);
+    ck_assert_double_eq(q.redeliver, 3);
+    ck_assert_str_eq(q.dlx, "orders.dlx");
+    ck_assert_str_eq(q.dlrk, "orders");
+    ck_assert_double_eq(q.delivery_limit, -1);
+    ck_assert_double_eq(q.consumer_timeout_ms, -1);
+
+    ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 1), "$[1]", 1, &q, &e), 0);
+    ck_assert_str_eq(q.dlx, "jobs.dlx"); /* from the policy */
+    ck_assert_ptr_null(q.dlrk);
+    ck_assert_double_eq(q.delivery_limit, 2);
+    ck_assert_int_eq(q.has_head_ts, 0); /* quorum queues have no head_message_timestamp */
+    ck_assert_double_eq(q.redeliver, 2);
+
+    ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 2), "$[2]", 1, &q, &e), 0);
+    ck_assert_str_eq(q.vhost, "v2");
+    ck_assert_ptr_null(q.dlx);
+    ck_assert_int_eq(q.has_head_ts, 0);
+    ck_assert_double_eq(q.redeliver, 0);
+    ck_assert_double_eq(q.ready, 1);
+
+    ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 3), "$[3]", 1, &q, &e), 0);
+    ck_assert_int_eq(q.has_stats, 0);
+    ck_assert_str_eq(q.dlx, ""); /* the default exchange; the argument wins over the policy */
+    ck_assert_double_eq(q.delivery_limit, 5);
+    ck_assert_double_eq(q.consumer_timeout_ms, 60000);
+
+    /* Depth only: the slow columns are not read even when present. */
+    ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 0), "$[0]", 0, &q, &e), 0);
+    ck_assert_ptr_null(q.dlx);
+    ck_assert_int_eq(q.has_head_ts, 0);
+    json_decref(doc);
+}
+END_TEST
+
+static const struct {
+    const char *json, *msg;
+} bad_queues[] = {
+    {"{\"vhost\":\"/\"}", "$[4].name: missing"},
+    {"{\"name\":\"q\",\"vhost\":1}", "$[4].vhost: want a string, got a number"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"messages\":1}", "$[4].messages_ready: missing"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"messages\":\"1\"}",
+     "$[4].messages: want a number, got a string"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":\"x\"}",
+     "$[4].arguments: want an object, got a string"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":{\"x-dead-letter-exchange\":7}}",
+     "$[4].arguments.x-dead-letter-exchange: want a string, got a number"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"message_stats\":{\"redeliver\":\"3\"}}",
+     "$[4].message_stats.redeliver: want a number, got a string"},
+    {"[]", "$[4]: want an object, got a list"},
+};
+
+START_TEST(test_queue_parse_bad)
+{
+    json_error_t je;
+    json_t *v = json_loads(bad_queues[_i].json, JSON_DECODE_ANY, &je);
+    ck_assert_ptr_nonnull(v);
+    struct rabbitmq_queue q;
+    struct err e;
+    err_clear(&e);
+    ck_assert_int_eq(rabbitmq_queue_parse(v, "$[4]", 1, &q, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_str_eq(e.msg, bad_queues[_i].msg);
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_max_deliveries)
+{
+    ck_assert_double_eq(rabbitmq_max_deliveries(-1), -1);
+    ck_assert_double_eq(rabbitmq_max_deliveries(0), 1);
+    ck_assert_double_eq(rabbitmq_max_deliveries(2), 3); /* 3 deliveries measured on 3.10.8 */
+    ck_assert_double_eq(rabbitmq_max_deliveries(4), 5);
+}
+END_TEST
+
+START_TEST(test_topic)
+{
+    ck_assert(rabbitmq_topic_match("events.#", "events.a"));
+    ck_assert(rabbitmq_topic_match("events.#", "events"));
+    ck_assert(rabbitmq_topic_match("events.#", "events.a.b"));
+    ck_assert(!rabbitmq_topic_match("events.#", "other.a"));
+    ck_assert(rabbitmq_topic_match("#", "anything.at.all"));
+    ck_assert(rabbitmq_topic_match("*.a", "x.a"));
+    ck_assert(!rabbitmq_topic_match("*.a", "a"));
+    ck_assert(!rabbitmq_topic_match("*.a", "x.y.a"));
+    ck_assert(rabbitmq_topic_match("a.#.z", "a.z"));
+    ck_assert(rabbitmq_topic_match("a.#.z", "a.b.c.z"));
+    ck_assert(!rabbitmq_topic_match("a.#.z", "a.b.c"));
+    ck_assert(rabbitmq_topic_match("#.#", "a"));
+    ck_assert(rabbitmq_topic_match("orders", "orders"));
+    ck_assert(!rabbitmq_topic_match("orders", "orders.x"));
+}
+END_TEST
+
+START_TEST(test_binding_routes)
+{
+    ck_assert(rabbitmq_binding_routes("direct", "orders", "orders"));
+    ck_assert(!rabbitmq_binding_routes("direct", "orders", "orders.x"));
+    ck_assert(rabbitmq_binding_routes("topic", "orders.*", "orders.x"));
+    ck_assert(rabbitmq_binding_routes("fanout", "whatever", "orders"));
+    ck_assert(rabbitmq_binding_routes("headers", "", "orders"));
+}
+END_TEST
+
+static const struct {
+    const char *yaml, *msg;
+} bad_configs[] = {
+    {"username: u\npassword_env: HOME\n",
+     "t.yml:1:1: missing required key \"url\" in this mapping"},
+    {"url: ftp://x\nusername: u\npassword_env: HOME\n", NULL},
+    {"url: http://h:15672\npassword_env: HOME\n",
+     "t.yml:1:1: missing required key \"username\" in this mapping"},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nvhosts: []\n",
+     "t.yml:4:9: vhosts: want at least one vhost (leave vhosts out for every vhost)"},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumer_timeout: 0s\n",
+     "t.yml:4:19: consumer_timeout: want a duration above 0"},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nmetadata_interval: soon\n", NULL},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nqueue_pattern: \"\"\n",
+     "t.yml:4:16: queue_pattern: want a non-empty string"},
+};
+
+START_TEST(test_config_bad)
+{
+    struct err e;
+    struct cfg_doc *d =
+        cfg_parse_string("t.yml", bad_configs[_i].yaml, strlen(bad_configs[_i].yaml), &e);
+    ck_assert_ptr_nonnull(d);
+    struct collector c = {.name = "rmq", .kind = &rabbitmq_kind};
+    err_clear(&e);
+    int rc = rabbitmq_kind.configure(&c, cfg_doc_root(d), &e);
+    if (rc == 0)
+        rc = cfg_finish(cfg_doc_root(d), "source \"rmq\"", &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_CONFIG);
+    if (bad_configs[_i].msg)
+        ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    rabbitmq_kind.destroy(&c);
+    cfg_doc_free(d);
+}
+END_TEST
+
+START_TEST(test_config_min_interval)
+{
+    static const char y[] = "url: http://h:15672\nusername: u\npassword_env: HOME\n";
+    struct err e;
+    struct cfg_doc *d = cfg_parse_string("t.yml", y, strlen(y), &e);
+    struct collector c = {.name = "rmq", .kind = &rabbitmq_kind, .min_interval = 30};
+    ck_assert_int_eq(rabbitmq_kind.configure(&c, cfg_doc_root(d), &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "use metadata_interval"));
+    rabbitmq_kind.destroy(&c);
+    cfg_doc_free(d);
+}
+END_TEST
+
+START_TEST(test_config_good)
+{
+    static const char y[] = "url: https://rmq.example:15671/\n"
+                            "prometheus_url: http://rmq.example:15692\n"
+                            "username: monitoring\npassword_env: HOME\n"
+                            "vhosts: [\"/\", shop]\nqueues: [orders]\nqueue_pattern: \"jobs.*\"\n"
+                            "consumer_timeout: 30m\nmetadata_interval: 2m\n"
+                            "max_response_bytes: 1048576\n"
+                            "tls_config: {insecure_skip_verify: true}\n";
+    struct err e;
+    struct cfg_doc *d = cfg_parse_string("t.yml", y, strlen(y), &e);
+    struct collector c = {.name = "rmq", .kind = &rabbitmq_kind};
+    ck_assert_int_eq(rabbitmq_kind.configure(&c, cfg_doc_root(d), &e), 0);
+    ck_assert_int_eq(cfg_finish(cfg_doc_root(d), "source \"rmq\"", &e), 0);
+    rabbitmq_kind.destroy(&c);
+    cfg_doc_free(d);
+}
+END_TEST
+
+static Suite *rabbitmq_suite(void)
+{
+    Suite *s = suite_create("rabbitmq");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, test_queue_parse);
+    tcase_add_loop_test(tc, test_queue_parse_bad, 0,
+                        (int)(sizeof bad_queues / sizeof bad_queues[0]));
+    tcase_add_test(tc, test_max_deliveries);
+    tcase_add_test(tc, test_topic);
+    tcase_add_test(tc, test_binding_routes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("configure");
+    tcase_add_loop_test(tc, test_config_bad, 0, (int)(sizeof bad_configs / sizeof bad_configs[0]));
+    tcase_add_test(tc, test_config_min_interval);
+    tcase_add_test(tc, test_config_good);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rabbitmq_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
