@@ -236,12 +236,8 @@ api PUT /users/qrel "{\"password\":\"$MON_PASS\",\"tags\":\"monitoring\"}"
 
 # ---- faults: each source fails alone, with its reason, within its timeout ----
 DEAD=$(free_port)
-HANG=$(free_port)
-python3 -c 'import socket,sys,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); c=[]
-while True: c.append(s.accept())' "$HANG" &
-PIDS+=("$!")
+# a listener that accepts and never answers (start_http_stub waits until it listens)
+start_http_stub HANG hang
 WRONG_PASS=not-it-$$-x
 printf '%s\n' "$WRONG_PASS" > "$T/wrong.pass"
 cat > "$T/faults.yml" <<YML
@@ -280,7 +276,6 @@ sources:
     username: qrel
     password_file: $T/mon.pass
 YML
-sleep 0.3
 start_exporter "$T/faults.yml"
 t0=$(now_ms)
 scrape "$T/f.txt"
