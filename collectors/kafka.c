@@ -26,11 +26,11 @@
 #include "collector.h"
 #include "config.h"
 #include "log.h"
+#include "common/secret.h"
 #include "util.h"
 
 #define DEFAULT_MAX_LAG_FETCHES 1000
 #define DEFAULT_MAX_REPLY_BYTES 100000000LL
-#define SECRET_MAX_BYTES 4096
 #define DEFAULT_CLIENT_GROUP "qrel-monitor"
 
 /* ---- configuration ---- */
@@ -133,55 +133,6 @@ static void add_prop(struct state *st, const char *key, char *value_owned)
     st->props = xrealloc(st->props, (st->nprops + 2) * sizeof *st->props);
     st->props[st->nprops++] = xstrdup(key);
     st->props[st->nprops++] = value_owned;
-}
-
-/* A secret from KEY_file or KEY_env (never inline), read now so a missing one is a config error
- * at start-up. Messages name the file or variable, never what is in it. *out NULL: neither. */
-static int read_secret(struct cfg_node *map, const char *key, char **out, struct err *e)
-{
-    char fkey[64], ekey[64], *file = NULL, *env = NULL;
-    int rc = -1;
-    *out = NULL;
-    snprintf(fkey, sizeof fkey, "%s_file", key);
-    snprintf(ekey, sizeof ekey, "%s_env", key);
-    if (cfg_get_secret_ref(map, fkey, 0, &file, e) || cfg_get_secret_ref(map, ekey, 0, &env, e))
-        goto out;
-    if (file && env) {
-        cfg_error(e, cfg_at(map, ekey), "%s: want either %s or %s, not both", ekey, fkey, ekey);
-        goto out;
-    }
-    if (file) {
-        size_t len = 0;
-        char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
-        if (!v) {
-            cfg_error(e, cfg_at(map, fkey), "%s: cannot read \"%s\": %s", fkey, file,
-                      errno == EFBIG ? "larger than 4096 bytes" : strerror(errno));
-            goto out;
-        }
-        int has_nul = strlen(v) != len;
-        util_chomp(v);
-        if (has_nul || !*v) {
-            cfg_error(e, cfg_at(map, fkey), "%s: \"%s\" %s", fkey, file,
-                      has_nul ? "contains a NUL byte" : "is empty");
-            wipe_str(v);
-            free(v);
-            goto out;
-        }
-        *out = v;
-    } else if (env) {
-        const char *v = getenv(env);
-        if (!v || !*v) {
-            cfg_error(e, cfg_at(map, ekey), "%s: environment variable \"%s\" is %s", ekey, env,
-                      v ? "empty" : "not set");
-            goto out;
-        }
-        *out = xstrdup(v);
-    }
-    rc = 0;
-out:
-    free(file);
-    free(env);
-    return rc;
 }
 
 static int compile_re(struct cfg_node *at, const char *key, const char *pattern, regex_t *re,
@@ -390,11 +341,11 @@ static int configure_props(struct state *st, struct cfg_node *map, struct err *e
             add_prop(st, prop_keys[i].prop, v);
     }
     char *pw = NULL;
-    if (read_secret(map, "sasl_password", &pw, e))
+    if (secret_get(map, "sasl_password", 0, &pw, e))
         return -1;
     if (pw)
         add_prop(st, "sasl.password", pw);
-    if (read_secret(map, "tls_key_password", &pw, e))
+    if (secret_get(map, "tls_key_password", 0, &pw, e))
         return -1;
     if (pw)
         add_prop(st, "ssl.key.password", pw);

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/secret.h"
 #include "util.h"
 
-#define SECRET_MAX_BYTES 4096
 #define MASK "***"
 /* statement_timeout is the deadline plus this: the server's timer backs up our cancel. */
 #define STMT_SLACK_MS 100
@@ -37,28 +37,18 @@ struct pg_conn {
 
 /* ---- configuration ---- */
 
-static void wipe_free(char *s)
-{
-    if (!s)
-        return;
-    volatile char *v = s;
-    while (*v)
-        *v++ = 0;
-    free(s);
-}
-
 void pg_params_free(struct pg_params *p)
 {
     if (!p)
         return;
-    wipe_free(p->dsn);
+    secret_free(p->dsn);
     free(p->host);
     free(p->port);
     free(p->user);
     free(p->dbname);
     free(p->sslmode);
-    wipe_free(p->password);
-    wipe_free(p->dsn_password);
+    secret_free(p->password);
+    secret_free(p->dsn_password);
     free(p->label);
     memset(p, 0, sizeof *p);
 }
@@ -70,54 +60,6 @@ static struct cfg_node *node_of(struct cfg_node *map, const char *key)
     if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
         return map;
     return n ? n : map;
-}
-
-/* Reads a secret from KEY_file or KEY_env (at most one of them). *out stays NULL when neither is
- * set. Messages name the file or variable, never what is in it. */
-static int read_secret(struct cfg_node *map, const char *what, char **out, struct err *e)
-{
-    char kfile[32], kenv[32];
-    snprintf(kfile, sizeof kfile, "%s_file", what);
-    snprintf(kenv, sizeof kenv, "%s_env", what);
-    char *file = NULL, *env = NULL;
-    int rc = -1;
-    if (cfg_get_secret_ref(map, kfile, 0, &file, e) || cfg_get_secret_ref(map, kenv, 0, &env, e))
-        goto out;
-    if (file && env) {
-        cfg_error(e, node_of(map, kenv), "%s: want either %s or %s, not both", kenv, kfile, kenv);
-        goto out;
-    }
-    if (file) {
-        size_t len = 0;
-        char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
-        if (!v) {
-            cfg_error(e, node_of(map, kfile), "%s: cannot read \"%s\": %s", kfile, file,
-                      errno == EFBIG ? "larger than 4096 bytes" : strerror(errno));
-            goto out;
-        }
-        int has_nul = strlen(v) != len;
-        util_chomp(v);
-        if (has_nul || !*v) {
-            cfg_error(e, node_of(map, kfile), "%s: \"%s\" %s", kfile, file,
-                      has_nul ? "contains a NUL byte" : "is empty");
-            wipe_free(v);
-            goto out;
-        }
-        *out = v;
-    } else if (env) {
-        const char *v = getenv(env);
-        if (!v || !*v) {
-            cfg_error(e, node_of(map, kenv), "%s: environment variable \"%s\" is %s", kenv, env,
-                      v ? "empty" : "not set");
-            goto out;
-        }
-        *out = xstrdup(v);
-    }
-    rc = 0;
-out:
-    free(file);
-    free(env);
-    return rc;
 }
 
 static int get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
@@ -166,10 +108,10 @@ int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *s
     int rc = -1;
     memset(p, 0, sizeof *p);
 
-    if (read_secret(map, "dsn", &p->dsn, e) || get_nonempty(map, "host", &p->host, e) ||
+    if (secret_get(map, "dsn", 0, &p->dsn, e) || get_nonempty(map, "host", &p->host, e) ||
         get_nonempty(map, "user", &p->user, e) || get_nonempty(map, "dbname", &p->dbname, e) ||
         get_nonempty(map, "sslmode", &p->sslmode, e) ||
-        read_secret(map, "password", &p->password, e))
+        secret_get(map, "password", 0, &p->password, e))
         goto out;
     long long port = 0;
     if (cfg_get_int(map, "port", 0, 1, 65535, &port, e))

@@ -25,7 +25,8 @@ static int from_file(struct cfg_node *map, const char *key, const char *file, ch
     char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
     if (!v)
         return cfg_error(e, cfg_at(map, key), "%s: cannot read \"%s\": %s", key, file,
-                         errno == EFBIG ? "too large for a secret" : strerror(errno));
+                         errno == EFBIG ? "larger than " SECRET_MAX_TEXT " bytes"
+                                        : strerror(errno));
     int has_nul = strlen(v) != len;
     util_chomp(v);
     if (has_nul || !*v) {

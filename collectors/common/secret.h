@@ -10,6 +10,7 @@
 #include "err.h"
 
 #define SECRET_MAX_BYTES 65536
+#define SECRET_MAX_TEXT "65536" /* for messages */
 
 /* Reads `<base>_file` or `<base>_env` from map (marking both known). *out is the malloc'd value,
  * or NULL when neither key is present and required is 0. Both keys at once, an unreadable or
