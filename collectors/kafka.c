@@ -174,21 +174,6 @@ static const char *const group_keys[] = {
     "per_partition", NULL,
 };
 
-static void ask_all(struct cfg_node *map, const char *const *keys)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = keys; *k; k++)
-        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
-}
-
-static int missing_key(struct cfg_node *map, const char *const *keys, const char *where,
-                       struct err *e)
-{
-    ask_all(map, keys);
-    return cfg_finish(map, where, e);
-}
-
 static int configure_group(struct collector *c, struct state *st, struct cfg_node *item,
                            size_t index, struct err *e)
 {
@@ -204,7 +189,7 @@ static int configure_group(struct collector *c, struct state *st, struct cfg_nod
         cfg_get_str(item, "pattern", 0, &sp->pattern, e))
         return -1;
     if (!sp->name == !sp->pattern) {
-        if (!sp->name && missing_key(item, group_keys, where, e))
+        if (!sp->name && cfg_finish_keys(item, group_keys, where, e))
             return -1;
         return cfg_error(e, item, "want exactly one of name and pattern in each entry of groups");
     }
@@ -224,7 +209,7 @@ static int configure_group(struct collector *c, struct state *st, struct cfg_nod
         cfg_get_str(item, "topic_pattern", 0, &sp->topic_pattern, e))
         return -1;
     if (!topics_node == !sp->topic_pattern) {
-        if (!topics_node && !sp->topic_pattern && missing_key(item, group_keys, where, e))
+        if (!topics_node && !sp->topic_pattern && cfg_finish_keys(item, group_keys, where, e))
             return -1;
         return cfg_error(e, item,
                          "want exactly one of topics and topic_pattern in each entry of groups "
@@ -389,7 +374,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (cfg_get_str(map, "bootstrap_servers", 0, &st->bootstrap, e) ||
         cfg_get_node(map, "groups", CFG_SEQ, &groups, e))
         return -1;
-    if ((!st->bootstrap || !groups) && missing_key(map, source_keys, where, e))
+    if ((!st->bootstrap || !groups) && cfg_finish_keys(map, source_keys, where, e))
         return -1;
     if (!st->bootstrap)
         return cfg_get_str(map, "bootstrap_servers", 1, &st->bootstrap, e);
