@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/redis.h"
 #include "util.h"
 
 #ifdef QREL_WITH_POSTGRES
@@ -229,12 +230,15 @@ int dlq_tally_add(struct dlq_tally *t, const char *id_field, const redisReply *r
 {
     if (!r || r->type != REDIS_REPLY_ARRAY)
         return err_set(e, ERR_PROTOCOL, "want an array of entries, got %s",
-                       r && r->type == REDIS_REPLY_INTEGER ? "integer" : "another type");
+                       redis_reply_type_name(r));
     size_t flen = strlen(id_field);
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *x = r->element[i];
         if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 2 || !is_str(x->element[0]))
-            return err_set(e, ERR_PROTOCOL, "entry %zu: want [id, fields]", i + 1);
+            return err_set(e, ERR_PROTOCOL, "entry %zu: want [id, fields], got %s", i + 1,
+                           !x || x->type != REDIS_REPLY_ARRAY ? redis_reply_type_name(x)
+                           : x->elements != 2                 ? "another number of elements"
+                                                              : "an id that is not a string");
         t->read++;
         const redisReply *f = x->element[1];
         const redisReply *v = NULL;
