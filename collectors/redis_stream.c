@@ -10,7 +10,9 @@
  * The number of round trips per scrape does not grow with the number of streams: SCAN rounds
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XLEN. Ages are computed against
- * the server's TIME, because entry ids carry the server's clock, not ours.
+ * the server's TIME, because entry ids carry the server's clock, not ours. A stream with
+ * dead_letter_classify reads its dead-letter entries in that last pipeline and then asks
+ * PostgreSQL about their ids (redis_dlq_classify.c), once per dead-letter stream.
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are

@@ -135,9 +135,11 @@ START_TEST(test_config_good)
 {
     struct err e;
     ck_assert_msg(configure_text(SRC DLQ BLOCK GOOD_KEYS, &e) == 0, "%s", e.msg);
-    char dir[] = "/tmp/check_dlq_classify.XXXXXX";
+    const char *base = getenv("TMPDIR");
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/check_dlq_classify.XXXXXX", base && *base ? base : "/tmp");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char dsn[64], text[1024];
+    char dsn[300], text[1024];
     snprintf(dsn, sizeof dsn, "%s/shop.dsn", dir);
     FILE *f = fopen(dsn, "w");
     ck_assert_ptr_nonnull(f);
