@@ -10,7 +10,9 @@
  * The number of round trips per scrape does not grow with the number of streams: SCAN rounds
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XLEN. Ages are computed against
- * the server's TIME, because entry ids carry the server's clock, not ours.
+ * the server's TIME, because entry ids carry the server's clock, not ours. A stream with
+ * dead_letter_classify reads its dead-letter entries in that last pipeline and then asks
+ * PostgreSQL about their ids (redis_dlq_classify.c), once per dead-letter stream.
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
@@ -28,6 +30,7 @@
 #include "common/redis.h"
 #include "config.h"
 #include "log.h"
+#include "redis_dlq_classify.h"
 #include "util.h"
 
 #define DEFAULT_MAX_STREAMS 10000
@@ -378,7 +381,8 @@ struct stream_spec {
     char **groups; /* NULL: every group */
     size_t ngroups;
     struct redis_stream_policy pol;
-    char *dlq_tmpl; /* dead_letter_stream, NULL when not configured */
+    char *dlq_tmpl;                /* dead_letter_stream, NULL when not configured */
+    struct dlq_classify *classify; /* dead_letter_classify, NULL when not configured */
 };
 
 struct state {
@@ -416,6 +420,7 @@ static void destroy(struct collector *c)
         free(sp->pattern);
         cfg_strv_free(sp->groups);
         free(sp->dlq_tmpl);
+        dlq_classify_free(sp->classify);
     }
     free(st->specs);
     free(st->address);
@@ -489,7 +494,14 @@ static const char *const source_keys[] = {
     "max_reply_bytes", "max_streams", "pending_scan_limit", "streams",      NULL,
 };
 static const char *const stream_keys[] = {
-    "name", "pattern", "groups", "claim_min_idle", "max_deliveries", "dead_letter_stream", NULL,
+    "name",
+    "pattern",
+    "groups",
+    "claim_min_idle",
+    "max_deliveries",
+    "dead_letter_stream",
+    "dead_letter_classify",
+    NULL,
 };
 
 /* Marks every key this kind knows as asked for, so that cfg_finish's hint lists them all. */
@@ -573,6 +585,20 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     char where[400];
     snprintf(where, sizeof where, "%s \"%s\" of source \"%s\"", sp->name ? "stream" : "pattern",
              val, c->name);
+    struct cfg_node *block = NULL;
+    if (cfg_get_node(item, "dead_letter_classify", CFG_MAP, &block, e))
+        return -1;
+    if (block) {
+        if (!sp->dlq_tmpl)
+            return cfg_error(e, cfg_at(item, "dead_letter_classify"),
+                             "dead_letter_classify: needs dead_letter_stream (the stream whose "
+                             "entries it classifies)");
+        char bwhere[480];
+        snprintf(bwhere, sizeof bwhere, "dead_letter_classify of %s", where);
+        sp->classify = dlq_classify_configure(block, bwhere, e);
+        if (!sp->classify)
+            return -1;
+    }
     return cfg_finish(item, where, e);
 }
 
@@ -782,6 +808,9 @@ struct dlq {
     long long len;
     int found;
     struct redis_stream_id first;
+    struct dlq_classify *classify; /* of the first stream naming it that has a block; or NULL */
+    struct dlq_tally tally;        /* the entries' ids, when classify */
+    struct dlq_split split;        /* what classify made of them, after the pipeline */
 };
 
 struct scrape {
@@ -800,6 +829,8 @@ static void scrape_free(struct scrape *sc)
     names_free(&sc->names);
     free(sc->t);
     free(sc->groups);
+    for (size_t i = 0; i < sc->ndlqs; i++)
+        dlq_tally_free(&sc->dlqs[i].tally);
     free(sc->dlqs);
     memset(sc, 0, sizeof *sc);
 }
@@ -1107,6 +1138,12 @@ static int read_groups(struct state *st, struct redis_pipe *p, const struct dead
     }
     if (sc->ndlqs)
         sc->dlqs = xcalloc(sc->ndlqs, sizeof *sc->dlqs);
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        struct dlq_classify *cl = st->specs[t->spec].classify;
+        if (t->dlq_slot != NONE && cl && !sc->dlqs[t->dlq_slot].classify)
+            sc->dlqs[t->dlq_slot].classify = cl;
+    }
     names_drop_index(&sc->names);
     return 0;
 }
@@ -1161,8 +1198,14 @@ static void add_details(const struct state *st, const struct scrape *sc, struct 
             }
         }
         if (t->dlq_owner) {
+            /* With dead_letter_classify the entries themselves are read, up to max_entries: the
+             * first of them is the oldest all the same. */
+            const struct dlq_classify *cl = sc->dlqs[t->dlq_slot].classify;
+            char count[24] = "1";
+            if (cl)
+                *put_u64(count, (uint64_t)dlq_classify_max_entries(cl)) = '\0';
             redis_pipe_addv(p, "XLEN", t->dlq, NULL);
-            redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", "1", NULL);
+            redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", count, NULL);
         }
     }
 }
@@ -1366,10 +1409,12 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
     case W_DLQ_RANGE: {
         w->step = W_EMIT_DLQ;
         struct dlq *d = &w->sc->dlqs[t->dlq_slot];
+        const char *count = d->classify ? "max_entries" : "1";
         if (redis_reply_is_error(r, NULL))
-            return query_error(conn, r, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
-        if (redis_stream_parse_first_entry(r, &d->found, &d->first, e))
-            return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
+            return query_error(conn, r, e, 300, "XRANGE \"%s\" - + COUNT %s", t->dlq, count);
+        if (redis_stream_parse_first_entry(r, &d->found, &d->first, e) ||
+            (d->classify && dlq_tally_add(&d->tally, dlq_classify_id_field(d->classify), r, e)))
+            return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT %s", t->dlq, count);
         return 0;
     }
     default:
@@ -1401,6 +1446,33 @@ static int read_details(struct state *st, struct redis_pipe *p, const struct dea
     return due;
 }
 
+/* Step 4, for dead-letter streams with dead_letter_classify only: one PostgreSQL statement each
+ * (after the Redis round trip, under the same deadline), then the split for every stream that
+ * names one and has a block of its own. All three values are emitted, zeros included, so that a
+ * dashboard shows the split as it is. */
+static int classify_dlqs(struct collector *c, const struct state *st, const struct deadline *dl,
+                         struct scrape *sc, struct metric_set *out, struct err *e)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        struct dlq *d = t->dlq_owner ? &sc->dlqs[t->dlq_slot] : NULL;
+        if (d && d->classify &&
+            dlq_classify_run(d->classify, c->name, t->dlq, &d->tally, d->len, dl, &d->split, e))
+            return -1;
+    }
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct target *t = &sc->t[i];
+        if (t->missing || t->dlq_slot == NONE || !st->specs[t->spec].classify)
+            continue;
+        const struct dlq_split *v = &sc->dlqs[t->dlq_slot].split;
+        const char *q = t->name, *dq = t->dlq, *f = "qrel_dead_letter_classified_messages";
+        ADD(out, f, v->done, "queue", q, "dead_letter_queue", dq, "work", "done");
+        ADD(out, f, v->not_done, "queue", q, "dead_letter_queue", dq, "work", "not_done");
+        ADD(out, f, v->unknown, "queue", q, "dead_letter_queue", dq, "work", "unknown");
+    }
+    return 0;
+}
+
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
@@ -1419,7 +1491,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct redis_stats before = *redis_conn_stats(st->conn);
     p = redis_pipe_new();
     if (resolve_targets(c, st, p, dl, &sc, e) || read_groups(st, p, dl, &sc, &now_ms, e) ||
-        read_details(st, p, dl, &sc, now_ms, out, e))
+        read_details(st, p, dl, &sc, now_ms, out, e) || classify_dlqs(c, st, dl, &sc, out, e))
         goto out;
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
@@ -1443,5 +1515,25 @@ out:
     return rc;
 }
 
-const struct collector_kind redis_stream_kind = {
-    .name = "redis_stream", .configure = configure, .collect = collect, .destroy = destroy};
+/* --config.check: what can be verified without Redis, the tables of dead_letter_classify. */
+static int check(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    for (size_t i = 0; i < st->nspecs; i++) {
+        const struct stream_spec *sp = &st->specs[i];
+        if (!sp->classify)
+            continue;
+        char what[300];
+        snprintf(what, sizeof what, "%s \"%.200s\"", sp->name ? "stream" : "pattern",
+                 sp->name ? sp->name : sp->pattern);
+        if (dlq_classify_check(sp->classify, c->name, what, dl, e))
+            return -1;
+    }
+    return 0;
+}
+
+const struct collector_kind redis_stream_kind = {.name = "redis_stream",
+                                                 .configure = configure,
+                                                 .collect = collect,
+                                                 .destroy = destroy,
+                                                 .check = check};

@@ -5,8 +5,9 @@
 #   quiet:    QrelDeadLetterQueueNotEmpty and QrelLeaseMarginCritical are loaded and inactive,
 #             the margin is above 1 and the dead-letter stream empty;
 #   incident: the provider turns slow (6.5-8 s against a 3 s lease); both alerts go pending or
-#             firing within a bounded wait, the DLQ fills with orders whose email was sent, the
-#             margin falls below 1, entries are redelivered;
+#             firing within a bounded wait, the DLQ fills with orders whose email was sent (and
+#             qrel_dead_letter_classified_messages says so: work="done"), the margin falls below
+#             1, entries are redelivered;
 #   dashboards: every panel query of dashboards/*.json, with the template variables set to the
 #             scenario's source and queue, returns data from this Prometheus (except panels made
 #             only of series no kind of this scenario exports: those must parse).
@@ -137,6 +138,12 @@ if [ -n "$orders" ]; then
 else
   not_ok "the dead-letter stream orders.dlq holds no order"
 fi
+# And qrel says so: dead_letter_classify finds the dead-lettered orders done in the claim table.
+classified() { query "qrel_dead_letter_classified_messages{source=\"shop-redis\",queue=\"orders\",dead_letter_queue=\"orders.dlq\",work=\"$1\"}"; }
+cd_done=$(classified "done")
+if gt "$cd_done" 0; then ok "qrel_dead_letter_classified_messages{work=\"done\"} = $cd_done > 0 during the incident"; else not_ok "qrel_dead_letter_classified_messages{work=\"done\"} during the incident: got '$cd_done', want > 0"; fi
+expect_eq "qrel_dead_letter_classified_messages{work=\"not_done\"} during the incident" "$(classified not_done)" 0
+expect_eq "qrel_dead_letter_classified_messages{work=\"unknown\"} during the incident" "$(classified unknown)" 0
 
 # ---- dashboards ----
 # Every panel query, with Grafana's variables set: $source and $queue to the scenario's (a panel
@@ -163,10 +170,10 @@ subst() { # subst EXPR SOURCE QUEUE
   printf '%s' "$e"
 }
 # Series that no kind of this scenario (redis_stream, postgres) exports: cumulative redelivery
-# and lease-expiry counters come from brokers that keep them (RabbitMQ, beanstalkd, Pub/Sub), and
-# the dead-letter classification is not built yet. A panel made only of these may return nothing
-# here; its query must still be accepted by Prometheus.
-not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_dead_letter_classified_messages "
+# and lease-expiry counters come from brokers that keep them (RabbitMQ, beanstalkd, Pub/Sub). A
+# panel made only of these may return nothing here; its query must still be accepted by
+# Prometheus.
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total "
 only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
   local m any=1
   for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do

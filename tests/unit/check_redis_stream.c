@@ -1290,7 +1290,8 @@ static const struct {
      "x.yml:5:40: pattern: \"a*\" is listed twice"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        grups: [g]\n",
      "x.yml:7:9: unknown key \"grups\" in stream \"a\" of source \"cache\" (known keys: "
-     "claim_min_idle, dead_letter_stream, groups, max_deliveries, name, pattern)"},
+     "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
+     "pattern)"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        groups: []\n",
      "x.yml:7:17: groups: want at least one group name (leave groups out for every group)"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        groups: g\n",
@@ -1331,7 +1332,8 @@ static const struct {
      "streams, timeout, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
-     "claim_min_idle, dead_letter_stream, groups, max_deliveries, name, pattern)"},
+     "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
+     "pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, db, kind, "
      "max_reply_bytes, max_streams, name, password_env, password_file, pending_scan_limit, "
