@@ -15,12 +15,15 @@ until killed. Modes:
   truncated  promises a larger Content-Length than it sends, then closes
   huge       a 200 with a JSON list of --size bytes, streamed
 --log FILE appends one JSON line per request: method, path, query, headers, body.
+--tls-cert/--tls-key serve https (ok and routes modes); --tls-client-ca also requires a client
+certificate signed by that CA.
 Standard library only, so it runs on any python3.
 """
 import argparse
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -174,6 +177,9 @@ def main():
     p.add_argument("--routes")
     p.add_argument("--size", type=int, default=100 << 20)
     p.add_argument("--log")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--tls-client-ca")
     ARGS = p.parse_args()
     if ARGS.mode in ("hang", "close", "garbage", "truncated"):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -186,6 +192,13 @@ def main():
         return
     ThreadingHTTPServer.daemon_threads = True
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if ARGS.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+        if ARGS.tls_client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(ARGS.tls_client_ca)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     write_port(srv.server_address[1])
     try:
         srv.serve_forever()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The shared HTTP client's TLS options (collectors/common/http.c), through a real kind (nats) and an
+# https peer whose certificates this test makes: the server is verified against tls_config.ca_file
+# and refused without it, insecure_skip_verify is honoured only when asked (and logged), a client
+# certificate is sent when the server requires one, and a plain-http URL to the https port fails.
+# Every failure is up 0 with its reason while the other sources still report.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+# ---- a CA, a server certificate for 127.0.0.1, a client certificate ----
+tls() { openssl "$@" >/dev/null 2>&1; }
+tls req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=qrel test CA" \
+  -keyout "$T/ca.key" -out "$T/ca.pem"
+tls req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$T/server.key" -out "$T/server.csr"
+printf 'subjectAltName=IP:127.0.0.1\n' > "$T/san.ext"
+tls x509 -req -in "$T/server.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+  -extfile "$T/san.ext" -out "$T/server.pem"
+tls req -newkey rsa:2048 -nodes -subj "/CN=qrel" -keyout "$T/client.key" -out "$T/client.csr"
+tls x509 -req -in "$T/client.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+  -out "$T/client.pem"
+expect_cmd "test certificates made" test -s "$T/client.pem"
+
+# The monitoring endpoint's answer: a /jsz document recorded from nats-server 2.9.10.
+printf '{"GET /jsz": {"body_file": "%s"}}\n' "$QREL_SOURCE_DIR/tests/fixtures/nats/jsz-2.9.10.json" \
+  > "$T/routes.json"
+start_http_stub HTTPS routes --routes "$T/routes.json" --tls-cert "$T/server.pem" --tls-key "$T/server.key"
+start_http_stub MTLS routes --routes "$T/routes.json" --tls-cert "$T/server.pem" --tls-key "$T/server.key" \
+  --tls-client-ca "$T/ca.pem"
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: verified
+    kind: nats
+    url: https://127.0.0.1:$HTTPS
+    tls_config: {ca_file: $T/ca.pem}
+  - name: unverified
+    kind: nats
+    timeout: 3s
+    url: https://127.0.0.1:$HTTPS
+  - name: insecure
+    kind: nats
+    url: https://127.0.0.1:$HTTPS
+    tls_config: {insecure_skip_verify: true}
+  - name: plain
+    kind: nats
+    timeout: 3s
+    url: http://127.0.0.1:$HTTPS
+  - name: mtls-nocert
+    kind: nats
+    timeout: 3s
+    url: https://127.0.0.1:$MTLS
+    tls_config: {ca_file: $T/ca.pem}
+  - name: mtls
+    kind: nats
+    url: https://127.0.0.1:$MTLS
+    tls_config: {ca_file: $T/ca.pem, cert_file: $T/client.pem, key_file: $T/client.key}
+YML
+start_exporter "$T/qrel.yml"
+scrape "$T/m.txt"
+
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="verified"'
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="insecure"'
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="mtls"'
+# the recorded document's consumer, read over TLS
+expect_cmd "series of the recorded stream read over https" grep -q "qrel_queue_messages{source=\"verified\",kind=\"nats\"" "$T/m.txt"
+# plain http to the https port: this peer resets the connection (a web server may answer 400)
+for f in unverified:connect mtls-nocert:connect plain:connect; do
+  expect_metric "$T/m.txt" 0 qrel_collector_up "source=\"${f%%:*}\""
+  expect_metric "$T/m.txt" 1 qrel_collector_errors_total "source=\"${f%%:*}\"" "reason=\"${f#*:}\""
+done
+expect_cmd "an unknown CA is named as the cause" \
+  grep -qE 'source=unverified .*(certificate|SSL)' "$T/exporter.log"
+expect_cmd "insecure_skip_verify is logged as a warning" \
+  grep -q 'level=warn msg="TLS certificate verification is off (insecure_skip_verify)" source=insecure' "$T/exporter.log"
+expect_cmd "no warning for the verified source" bash -c "! grep -q 'verification is off.*source=verified' '$T/exporter.log'"
+
+# ---- config errors: file:line:col and what was expected ----
+cat > "$T/bad.yml" <<YML
+sources:
+  - name: half
+    kind: nats
+    url: https://127.0.0.1:$HTTPS
+    tls_config: {cert_file: $T/client.pem}
+YML
+expect_cmd "cert_file without key_file is refused" \
+  bash -c "'$EXPORTER' --config.file='$T/bad.yml' --config.check 2>&1 | grep -q 'bad.yml:5:.*tls_config: want both cert_file and key_file, or neither'"
+finish
