@@ -10,7 +10,8 @@
  * one OffsetFetch per group (ListConsumerGroupOffsets with the partitions named, which every
  * broker and librdkafka's mock support); ListGroups only when a group is given by pattern; then
  * one small fetch per lagging partition and two per non-empty partition of a dead-letter topic
- * (its first and its last records), capped by max_lag_fetches. Every call is bounded by the
+ * (its first and its last records), capped by max_lag_fetches, in rounds that each start with a
+ * ListOffsets to the leaders involved (see wake_fetchers). Every call is bounded by the
  * scrape's deadline. The librdkafka handle is kept between scrapes and destroyed after any
  * error, so no thread outlives a failure. */
 #include "kafka.h"
@@ -264,9 +265,15 @@ static rd_kafka_conf_t *build_conf(const struct state *st, char *errstr, size_t 
         {"enable.auto.offset.store", "false"},
         {"enable.partition.eof", "true"},
         {"auto.offset.reset", "error"},
-        {"fetch.wait.max.ms", "100"},
+        /* A round's next fetch waits for the broker's reply to the one in flight, which a
+         * partition at the end of its log holds for fetch.wait.max.ms. */
+        {"fetch.wait.max.ms", "10"},
         {"fetch.error.backoff.ms", "100"},
-        {"queued.min.messages", "1"},
+        /* Counted over the one queue all partitions deliver to: at or above it librdkafka 2.0.2
+         * stops fetching every partition until its broker thread's next 1 s tick. Librdkafka's
+         * default, so only the bytes bound (queued.max.messages.kbytes) and the pauses limit
+         * what is read ahead. */
+        {"queued.min.messages", "100000"},
         {"log.connection.close", "false"},
         {"log_level", "4"},
     };
@@ -1028,6 +1035,24 @@ static struct need *round_find(struct scrape *sc, const size_t *round, size_t n,
     return NULL;
 }
 
+/* librdkafka 2.0.2 does not wake a broker's thread when a partition is assigned or resumed: a
+ * thread with nothing to fetch sleeps up to 1 s, so each round would start fetching on that
+ * tick. A ListOffsets to the leaders of the round's partitions (the reply wakes each one's
+ * thread, which then sees the assignment) starts the fetches at once. Its own errors are left
+ * to the fetch that follows, which reports them with the partition. */
+static void wake_fetchers(struct state *st, const struct deadline *dl,
+                          const rd_kafka_topic_partition_list_t *round)
+{
+    int ms = slice_ms(dl, 1 << 30);
+    if (ms <= 0)
+        return;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(round);
+    for (int k = 0; k < l->cnt; k++)
+        l->elems[k].offset = RD_KAFKA_OFFSET_END;
+    (void)rd_kafka_offsets_for_times(st->rk, l, ms);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
  * offset; each partition is paused as soon as the record at its need's end (or the end of the
  * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
@@ -1051,6 +1076,8 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
     rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
     if (!err)
         err = rd_kafka_resume_partitions(st->rk, l);
+    if (!err)
+        wake_fetchers(st, dl, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (err)
         return call_error(st, "assign", err, NULL, e);

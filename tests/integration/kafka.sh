@@ -84,9 +84,6 @@ sources:
   - name: stream
     kind: kafka
     bootstrap_servers: $BOOT
-    # Each fetch round can wait up to 1 s for librdkafka 2.0.2 to start fetching, and the
-    # dead-letter topics' newest records take a second round: more than the faulty peers' 3 s.
-    timeout: 10s
     groups:
       - name: mailer
         topics: [orders]
