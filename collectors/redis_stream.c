@@ -4,15 +4,15 @@
  * (lag), delivered but unacknowledged entries sit in its pending entries list (PEL) with an idle
  * time and a delivery count, and consumers reclaim entries idle longer than their XAUTOCLAIM
  * min-idle, which is therefore the lease. This collector turns that into the qrel_ series using
- * read-only commands only (TIME, SCAN, XINFO GROUPS, XPENDING, XRANGE, XLEN; AUTH/SELECT on
- * connect), so a monitoring user can never move, claim or acknowledge anything.
+ * read-only commands only (TIME, SCAN, XINFO GROUPS, XPENDING, XRANGE, XREVRANGE, XLEN;
+ * AUTH/SELECT on connect), so a monitoring user can never move, claim or acknowledge anything.
  *
  * The number of round trips per scrape does not grow with the number of streams: SCAN rounds
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
- * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XLEN. Ages are computed against
- * the server's TIME, because entry ids carry the server's clock, not ours. A stream with
- * dead_letter_classify reads its dead-letter entries in that last pipeline and then asks
- * PostgreSQL about their ids (redis_dlq_classify.c), once per dead-letter stream.
+ * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XREVRANGE / XLEN. Ages are
+ * computed against the server's TIME, because entry ids carry the server's clock, not ours. A
+ * stream with dead_letter_classify reads its dead-letter entries in that last pipeline and then
+ * asks PostgreSQL about their ids (redis_dlq_classify.c), once per dead-letter stream.
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
@@ -803,11 +803,11 @@ struct target {
     unsigned char dlq_owner; /* the first stream with this dead-letter stream: asks for it */
 };
 
-/* What a dead-letter stream's XLEN and XRANGE said, shared by the streams naming it. */
+/* What a dead-letter stream's XLEN, XRANGE and XREVRANGE said, shared by the streams naming it. */
 struct dlq {
     long long len;
-    int found;
-    struct redis_stream_id first;
+    int found, found_last;
+    struct redis_stream_id first, last;
     struct dlq_classify *classify; /* of the first stream naming it that has a block; or NULL */
     struct dlq_tally tally;        /* the entries' ids, when classify */
     struct dlq_split split;        /* what classify made of them, after the pipeline */
@@ -1174,8 +1174,9 @@ static char *put_u64(char *p, uint64_t v)
 }
 
 /* Step 3's pipeline: per group XPENDING (when it has pending entries) and XRANGE after its
- * last-delivered-id (unless its lag is 0), then per stream XLEN and XRANGE of its dead-letter
- * stream when it is the first to name it. details_reply walks the same order. */
+ * last-delivered-id (unless its lag is 0), then per stream XLEN, XRANGE (oldest entry) and
+ * XREVRANGE (newest entry) of its dead-letter stream when it is the first to name it. details_reply
+ * walks the same order. */
 static void add_details(const struct state *st, const struct scrape *sc, struct redis_pipe *p)
 {
     char limit[24];
@@ -1206,6 +1207,7 @@ static void add_details(const struct state *st, const struct scrape *sc, struct 
                 *put_u64(count, (uint64_t)dlq_classify_max_entries(cl)) = '\0';
             redis_pipe_addv(p, "XLEN", t->dlq, NULL);
             redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", count, NULL);
+            redis_pipe_addv(p, "XREVRANGE", t->dlq, "+", "-", "COUNT", "1", NULL);
         }
     }
 }
@@ -1247,6 +1249,10 @@ static int emit_dlq(struct metric_set *out, const struct target *t, const struct
         ADD(out, "qrel_dead_letter_oldest_age_seconds",
             redis_stream_age_seconds(now_ms, d->first.ms), "queue", t->name, "dead_letter_queue",
             t->dlq);
+    if (d->found_last)
+        ADD(out, "qrel_dead_letter_newest_age_seconds",
+            redis_stream_age_seconds(now_ms, d->last.ms), "queue", t->name, "dead_letter_queue",
+            t->dlq);
     return 0;
 }
 
@@ -1263,6 +1269,7 @@ enum walk_step {
     W_DLQ,        /* the stream's dead-letter stream, if it has one */
     W_DLQ_LEN,    /* XLEN of it, from its first stream */
     W_DLQ_RANGE,  /* XRANGE - + COUNT 1 of it, likewise */
+    W_DLQ_LAST,   /* XREVRANGE + - COUNT 1 of it, likewise */
     W_EMIT_DLQ,   /* the stream's dead-letter series */
 };
 
@@ -1349,6 +1356,7 @@ static int walk_next(struct walk *w, struct err *e)
             break;
         case W_DLQ_LEN:
         case W_DLQ_RANGE:
+        case W_DLQ_LAST:
             return 1;
         case W_EMIT_DLQ:
             if (emit_dlq(w->out, t, &sc->dlqs[t->dlq_slot], w->now_ms, e))
@@ -1407,7 +1415,7 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
         w->sc->dlqs[t->dlq_slot].len = r->integer;
         return 0;
     case W_DLQ_RANGE: {
-        w->step = W_EMIT_DLQ;
+        w->step = W_DLQ_LAST;
         struct dlq *d = &w->sc->dlqs[t->dlq_slot];
         const char *count = d->classify ? "max_entries" : "1";
         if (redis_reply_is_error(r, NULL))
@@ -1417,13 +1425,23 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
             return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT %s", t->dlq, count);
         return 0;
     }
+    case W_DLQ_LAST: {
+        w->step = W_EMIT_DLQ;
+        /* XREVRANGE lists newest first, so its first entry is the newest one. */
+        struct dlq *d = &w->sc->dlqs[t->dlq_slot];
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 300, "XREVRANGE \"%s\" + - COUNT 1", t->dlq);
+        if (redis_stream_parse_first_entry(r, &d->found_last, &d->last, e))
+            return parse_error(conn, e, 300, "XREVRANGE \"%s\" + - COUNT 1", t->dlq);
+        return 0;
+    }
     default:
         return err_set(e, ERR_INTERNAL, "redis_stream: reply %zu read out of step", index + 1);
     }
 }
 
-/* Step 3: XPENDING and XRANGE per group, XLEN and XRANGE per dead-letter stream, one pipeline,
- * read and emitted as the replies come. */
+/* Step 3: XPENDING and XRANGE per group, XLEN, XRANGE and XREVRANGE per dead-letter stream, one
+ * pipeline, read and emitted as the replies come. */
 static int read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
                         struct scrape *sc, int64_t now_ms, struct metric_set *out, struct err *e)
 {

@@ -84,6 +84,8 @@ expect_absent "$T/m.txt" qrel_queue_messages 'queue="orders",group="audit"'
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="orders",dead_letter_queue="orders.dlq"'
 expect_between "DLQ oldest age" \
   "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="orders",dead_letter_queue="orders.dlq"')" 200 210
+expect_between "DLQ newest age (its only entry)" \
+  "$(mval "$T/m.txt" qrel_dead_letter_newest_age_seconds 'queue="orders",dead_letter_queue="orders.dlq"')" 200 210
 
 expect_metric "$T/m.txt" 1 qrel_queue_messages 'queue="events:a",group="g"' 'state="ready"'
 expect_metric "$T/m.txt" 0 qrel_queue_messages 'queue="events:a",group="g"' 'state="in_flight"'
@@ -93,8 +95,11 @@ expect_absent "$T/m.txt" qrel_lease_timeout_seconds 'queue="events:a"'
 expect_metric "$T/m.txt" 2 qrel_dead_letter_messages 'queue="events:a",dead_letter_queue="events:a.dlq"'
 expect_between "events:a DLQ oldest age" \
   "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="events:a",dead_letter_queue="events:a.dlq"')" 100 110
+expect_between "events:a DLQ newest age (entries at -100 s and -50 s)" \
+  "$(mval "$T/m.txt" qrel_dead_letter_newest_age_seconds 'queue="events:a",dead_letter_queue="events:a.dlq"')" 50 60
 expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="events:b",dead_letter_queue="events:b.dlq"'
 expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="events:b"'
+expect_absent "$T/m.txt" qrel_dead_letter_newest_age_seconds 'queue="events:b"'
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="events:a.dlq"'
 
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="trimmed",group="g"' 'state="ready"'
@@ -104,6 +109,15 @@ odd='queue="odd\"na\\me\nx'$'\xef\xbf\xbd''"'
 expect_metric "$T/m.txt" 0 qrel_queue_messages "$odd" 'state="ready"'
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 
+# The monitoring user of docs/kinds/redis_stream.md is enough for every command sent.
+R ACL SETUSER qrel on '>acl-pw-7f3e' '%R~*' '+xinfo|groups' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
+sed 's/^    address: .*/&\n    username: qrel\n    password_env: QREL_TEST_REDIS_PW/' "$T/qrel.yml" > "$T/acl.yml"
+QREL_TEST_REDIS_PW=acl-pw-7f3e "$QREL" scrape --config.file="$T/acl.yml" > "$T/acl.txt" 2> "$T/acl.log" || true
+expect_metric "$T/acl.txt" 1 qrel_collector_up 'source="cache"' 'kind="redis_stream"'
+expect_eq "series as the documented ACL user" \
+  "$(grep -c '^qrel_' "$T/acl.txt")" "$(grep -c '^qrel_' "$T/m.txt")"
+expect_cmd "ACL user's password appears nowhere" bash -c "! grep -q acl-pw-7f3e '$T/acl.txt' '$T/acl.log'"
+
 # Read-only and pipelined: count commands by name with INFO commandstats around one scrape.
 for i in $(seq 1 40); do
   R XGROUP CREATE "rt:$i" g 0 MKSTREAM >/dev/null
@@ -111,14 +125,16 @@ for i in $(seq 1 40); do
   R XADD "rt:$i" '*' n 2 >/dev/null
   R XREADGROUP GROUP g c COUNT 1 STREAMS "rt:$i" '>' >/dev/null
 done
-round_trips() { # round_trips MAX_STREAMS: scrape rt:* capped at MAX and print round_trips from the log
+round_trips() { # round_trips MAX_STREAMS [DLQ]: scrape rt:* capped at MAX and print round_trips from the log
+  local dlq=""
+  [ -z "${2:-}" ] || dlq=", dead_letter_stream: \"$2\""
   cat > "$T/rt.yml" <<YML
 sources:
   - name: rt
     kind: redis_stream
     address: 127.0.0.1:$RP
     max_streams: $1
-    streams: [{pattern: "rt:*"}]
+    streams: [{pattern: "rt:*"$dlq}]
 YML
   "$QREL" scrape --config.file="$T/rt.yml" --log.level=debug > "$T/rt.txt" 2> "$T/rt.log"
   sed -nE 's/.*msg="redis collection done".* round_trips=([0-9]+).*/\1/p' "$T/rt.log" | tail -1
@@ -136,5 +152,15 @@ expect_eq "XPENDING calls (one per group with pending entries)" "$(calls xpendin
 expect_eq "XRANGE calls (one per group with undelivered entries)" "$(calls xrange)" 40
 used=$(sed -nE 's/^cmdstat_([^:]+):.*/\1/p' "$T/stats.txt" | grep -vE '^(config\|resetstat|info)$' | sort | tr '\n' ' ')
 expect_eq "commands used (read-only)" "$used" "scan time xinfo|groups xpending xrange "
+
+# Dead-letter streams (missing here: XLEN 0, XRANGE and XREVRANGE empty) ride the same pipeline.
+R CONFIG RESETSTAT >/dev/null
+rtdlq=$(round_trips 40 '{stream}.dlq')
+R INFO commandstats | tr -d '\r' > "$T/stats.txt"
+expect_eq "round trips with dead-letter streams" "$rtdlq" "$rt40"
+expect_eq "XREVRANGE calls (one per dead-letter stream)" "$(calls xrevrange)" 40
+expect_eq "XLEN calls (one per dead-letter stream)" "$(calls xlen)" 40
+expect_eq "no newest age for missing dead-letter streams" \
+  "$(grep -c '^qrel_dead_letter_newest_age_seconds' "$T/rt.txt" || true)" 0
 
 finish
