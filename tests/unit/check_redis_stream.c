@@ -1120,6 +1120,7 @@ static const char collect_groups_replies[] =
     "*4\r\n$15\r\n1700000000200-0\r\n$2\r\nc2\r\n:7000\r\n:3\r\n"
 #define XRANGE_A "*1\r\n*2\r\n$15\r\n1700000000400-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
 #define XRANGE_DLQ "*1\r\n*2\r\n$15\r\n1699999990000-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+#define XREVRANGE_DLQ "*1\r\n*2\r\n$15\r\n1700000005000-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
 /* g3 was destroyed in between: its XRANGE reply, whatever it says, is not looked at. */
 #define B_G3_GONE "-NOGROUP No such key 'b' or consumer group 'g3'\r\n-ERR not looked at\r\n"
 
@@ -1136,12 +1137,14 @@ static void collect_commands(struct buf *groups, struct buf *details)
     const char *c2[] = {"XRANGE", "a", "(1700000000300-0", "+", "COUNT", "1"};
     const char *c3[] = {"XLEN", "shared.dlq"};
     const char *c4[] = {"XRANGE", "shared.dlq", "-", "+", "COUNT", "1"};
+    const char *c4r[] = {"XREVRANGE", "shared.dlq", "+", "-", "COUNT", "1"};
     const char *c5[] = {"XPENDING", "b", "g3", "-", "+", "10"};
     const char *c6[] = {"XRANGE", "b", "(1700000000500-7", "+", "COUNT", "1"};
     append_formatted(details, 6, c1, NULL);
     append_formatted(details, 6, c2, NULL);
     append_formatted(details, 2, c3, NULL);
     append_formatted(details, 6, c4, NULL);
+    append_formatted(details, 6, c4r, NULL);
     append_formatted(details, 6, c5, NULL);
     append_formatted(details, 6, c6, NULL);
 }
@@ -1192,25 +1195,26 @@ START_TEST(test_collect_walk)
 {
     struct err e;
     size_t n = 0;
-    int rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ B_G3_GONE, &e, &n);
+    int rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ B_G3_GONE, &e, &n);
     ck_assert_msg(rc == 0, "%s", e.msg);
     /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
-     * redelivered (8); a's dead-letter pair (2); b/g2 without a lease (6); g3 none; b's dead-letter
-     * pair from a's replies (2). */
-    ck_assert_uint_eq(n, 18);
+     * redelivered (8); a's dead-letter series: messages, oldest and newest age (3); b/g2 without a
+     * lease (6); g3 none; b's dead-letter series from a's replies (3). */
+    ck_assert_uint_eq(n, 20);
 
     /* Errors name the command and stop the collection. */
     rc = collect_once(
         XPENDING_A XRANGE_A
         "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n" XRANGE_DLQ
-            B_G3_GONE,
+            XREVRANGE_DLQ B_G3_GONE,
         &e, &n);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_QUERY);
     ck_assert_ptr_nonnull(strstr(e.msg, ": XLEN \"shared.dlq\": WRONGTYPE Operation"));
 
-    rc = collect_once(XPENDING_A "*1\r\n*2\r\n$3\r\n1-x\r\n*0\r\n:4\r\n" XRANGE_DLQ B_G3_GONE, &e,
-                      &n);
+    rc = collect_once(XPENDING_A
+                      "*1\r\n*2\r\n$3\r\n1-x\r\n*0\r\n:4\r\n" XRANGE_DLQ XREVRANGE_DLQ B_G3_GONE,
+                      &e, &n);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
     ck_assert_ptr_nonnull(strstr(e.msg,
@@ -1218,11 +1222,20 @@ START_TEST(test_collect_walk)
                                  "entry 1: want an id like \"1700000000000-0\", got \"1-x\""));
 
     rc = collect_once("*1\r\n*4\r\n$3\r\n1-0\r\n$1\r\nc\r\n:1\r\n$-1\r\n" XRANGE_A
-                      ":4\r\n" XRANGE_DLQ B_G3_GONE,
+                      ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ B_G3_GONE,
                       &e, &n);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
     ck_assert_ptr_nonnull(strstr(e.msg, ": XPENDING \"a\" \"g1\": entry 1: field \"deliveries\""));
+
+    rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ
+                                          "*1\r\n*2\r\n$3\r\n2-y\r\n*0\r\n" B_G3_GONE,
+                      &e, &n);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_ptr_nonnull(strstr(e.msg,
+                                 ": XREVRANGE \"shared.dlq\" + - COUNT 1: entry 1: want an id "
+                                 "like \"1700000000000-0\", got \"2-y\""));
 }
 END_TEST
 
