@@ -4,8 +4,9 @@
 
 set -euo pipefail
 
-QREL_SOURCE_DIR=${QREL_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-QREL_BUILD_DIR=${QREL_BUILD_DIR:-$QREL_SOURCE_DIR/build}
+# Absolute, so tests may cd and hand the paths to servers (Prometheus' rule_files symlink)
+QREL_SOURCE_DIR=$(cd "${QREL_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}" && pwd)
+QREL_BUILD_DIR=$(cd "${QREL_BUILD_DIR:-$QREL_SOURCE_DIR/build}" && pwd)
 export EXPORTER=$QREL_BUILD_DIR/qrel_exporter
 export QREL=$QREL_BUILD_DIR/qrel
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-test.XXXXXX")
