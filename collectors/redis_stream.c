@@ -31,13 +31,13 @@
 #include "config.h"
 #include "log.h"
 #include "redis_dlq_classify.h"
+#include "common/secret.h"
 #include "util.h"
 
 #define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_PENDING_SCAN_LIMIT 1000
 #define SCAN_COUNT "1000"
 #define NONE ((size_t)-1)
-#define PASSWORD_MAX_BYTES 4096
 
 /* ---- pure parsing (redis_stream.h) ---- */
 
@@ -399,15 +399,6 @@ struct state {
     int warned_cap;
 };
 
-static void wipe_str(char *s)
-{
-    if (!s)
-        return;
-    volatile char *p = s;
-    while (*p)
-        *p++ = 0;
-}
-
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
@@ -425,68 +416,9 @@ static void destroy(struct collector *c)
     free(st->specs);
     free(st->address);
     free(st->username);
-    wipe_str(st->password);
-    free(st->password);
+    secret_free(st->password);
     free(st);
     c->priv = NULL;
-}
-
-static struct cfg_node *node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_SCALAR, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-/* password_file / password_env: read now, so a missing secret is a config error at start-up and
- * not a failed scrape later. Messages name the file or variable, never what is in it. */
-static int read_password(struct state *st, struct cfg_node *map, struct err *e)
-{
-    char *file = NULL, *env = NULL;
-    int rc = -1;
-    if (cfg_get_secret_ref(map, "password_file", 0, &file, e) ||
-        cfg_get_secret_ref(map, "password_env", 0, &env, e))
-        goto out;
-    if (file && env) {
-        cfg_error(e, node_of(map, "password_env"),
-                  "password_env: want either password_file or password_env, not both");
-        goto out;
-    }
-    if (file) {
-        size_t len = 0;
-        char *pw = util_read_file(file, PASSWORD_MAX_BYTES, &len);
-        if (!pw) {
-            cfg_error(e, node_of(map, "password_file"), "password_file: cannot read \"%s\": %s",
-                      file, errno == EFBIG ? "larger than 4096 bytes" : strerror(errno));
-            goto out;
-        }
-        int has_nul = strlen(pw) != len;
-        util_chomp(pw);
-        if (has_nul || !*pw) {
-            cfg_error(e, node_of(map, "password_file"), "password_file: \"%s\" %s", file,
-                      has_nul ? "contains a NUL byte" : "is empty");
-            wipe_str(pw);
-            free(pw);
-            goto out;
-        }
-        st->password = pw;
-    } else if (env) {
-        const char *v = getenv(env);
-        if (!v || !*v) {
-            cfg_error(e, node_of(map, "password_env"),
-                      "password_env: environment variable \"%s\" is %s", env,
-                      v ? "empty" : "not set");
-            goto out;
-        }
-        st->password = xstrdup(v);
-    }
-    rc = 0;
-out:
-    free(file);
-    free(env);
-    return rc;
 }
 
 static const char *const source_keys[] = {
@@ -504,25 +436,6 @@ static const char *const stream_keys[] = {
     NULL,
 };
 
-/* Marks every key this kind knows as asked for, so that cfg_finish's hint lists them all. */
-static void ask_all(struct cfg_node *map, const char *const *keys)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = keys; *k; k++)
-        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
-}
-
-/* A required key is missing: a misspelt key is the likelier story, and its message names both
- * the typo and the known keys. The core runs cfg_finish only after a successful configure, so on
- * this failure path the kind runs it itself first. */
-static int missing_key(struct cfg_node *map, const char *const *keys, const char *where,
-                       struct err *e)
-{
-    ask_all(map, keys);
-    return cfg_finish(map, where, e);
-}
-
 static int configure_stream(struct collector *c, struct state *st, struct cfg_node *item,
                             size_t index, struct err *e)
 {
@@ -539,18 +452,18 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     if (!sp->name == !sp->pattern) {
         char where[300];
         snprintf(where, sizeof where, "entry %zu of streams of source \"%s\"", index + 1, c->name);
-        if (!sp->name && missing_key(item, stream_keys, where, e))
+        if (!sp->name && cfg_finish_keys(item, stream_keys, where, e))
             return -1;
         return cfg_error(e, item, "want exactly one of name and pattern in each entry of streams");
     }
     const char *key = sp->name ? "name" : "pattern";
     const char *val = sp->name ? sp->name : sp->pattern;
     if (!*val)
-        return cfg_error(e, node_of(item, key), "%s: want a non-empty string", key);
+        return cfg_error(e, cfg_at(item, key), "%s: want a non-empty string", key);
     for (size_t i = 0; i + 1 < st->nspecs; i++) {
         const char *other = sp->name ? st->specs[i].name : st->specs[i].pattern;
         if (other && strcmp(other, val) == 0)
-            return cfg_error(e, node_of(item, key), "%s: \"%s\" is listed twice", key, val);
+            return cfg_error(e, cfg_at(item, key), "%s: \"%s\" is listed twice", key, val);
     }
 
     struct cfg_node *groups_node = NULL;
@@ -579,7 +492,7 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     if (cfg_get_str(item, "dead_letter_stream", 0, &sp->dlq_tmpl, e))
         return -1;
     if (sp->dlq_tmpl && !*sp->dlq_tmpl)
-        return cfg_error(e, node_of(item, "dead_letter_stream"),
+        return cfg_error(e, cfg_at(item, "dead_letter_stream"),
                          "dead_letter_stream: want a non-empty stream name");
 
     char where[400];
@@ -613,20 +526,21 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (cfg_get_str(map, "address", 0, &st->address, e) ||
         cfg_get_node(map, "streams", CFG_SEQ, &streams, e))
         return -1;
-    if ((!st->address || !streams) && missing_key(map, source_keys, where, e))
+    if ((!st->address || !streams) && cfg_finish_keys(map, source_keys, where, e))
         return -1;
     if (!st->address) /* no typo elsewhere: the key is simply missing */
         return cfg_get_str(map, "address", 1, &st->address, e);
     struct redis_address a;
     struct err ae;
     if (redis_address_parse(st->address, &a, &ae))
-        return cfg_error(e, node_of(map, "address"), "address: %s", ae.msg);
+        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
     redis_address_free(&a);
 
-    if (cfg_get_str(map, "username", 0, &st->username, e) || read_password(st, map, e))
+    if (cfg_get_str(map, "username", 0, &st->username, e) ||
+        secret_get(map, "password", 0, &st->password, e))
         return -1;
     if (st->username && !st->password)
-        return cfg_error(e, node_of(map, "username"),
+        return cfg_error(e, cfg_at(map, "username"),
                          "username: needs password_file or password_env (Redis authenticates a "
                          "user with a password)");
 
