@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "nats.h"
 #include "util.h"
+#include "kind_config.h"
 
 extern const struct collector_kind nats_kind;
 
@@ -303,29 +304,13 @@ END_TEST
 
 static int configure_text(const char *text, struct err *e)
 {
-    err_clear(e);
-    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
-    ck_assert_msg(d != NULL, "YAML of the test: %s", e->msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    struct cfg_node *map = seq->items[0];
-    char *name = NULL, *kind = NULL;
-    ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
-    ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
-    struct collector c = {.name = name, .kind = &nats_kind, .timeout = 5};
-    int rc = nats_kind.configure(&c, map, e);
-    nats_kind.destroy(&c);
-    ck_assert_ptr_null(c.priv);
-    free(name);
-    free(kind);
-    cfg_doc_free(d);
-    return rc;
+    return configure_kind_text(&nats_kind, text, e);
 }
 
 #define SRC "sources:\n  - name: ev\n    kind: nats\n"
 #define KNOWN                                                                                      \
-    "(known keys: account, kind, max_response_bytes, name, page_size, password_env, "              \
-    "password_file, streams, tls_config, url, username)"
+    "(known keys: account, kind, max_response_bytes, min_interval, name, page_size, "              \
+    "password_env, password_file, streams, timeout, tls_config, url, username)"
 
 static const struct {
     const char *text;

@@ -23,6 +23,7 @@
 #include "pubsub.h"
 #include "pubsub_auth.h"
 #include "util.h"
+#include "kind_config.h"
 
 extern const struct collector_kind pubsub_kind;
 
@@ -403,23 +404,7 @@ END_TEST
 
 static int configure_text(const char *text, struct err *e)
 {
-    err_clear(e);
-    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
-    ck_assert_msg(d != NULL, "YAML of the test: %s", e->msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    struct cfg_node *map = seq->items[0];
-    char *name = NULL, *kind = NULL;
-    ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
-    ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
-    struct collector c = {.name = name, .kind = &pubsub_kind, .timeout = 5};
-    int rc = pubsub_kind.configure(&c, map, e);
-    pubsub_kind.destroy(&c);
-    ck_assert_ptr_null(c.priv);
-    free(name);
-    free(kind);
-    cfg_doc_free(d);
-    return rc;
+    return configure_kind_text(&pubsub_kind, text, e);
 }
 
 #define SRC "sources:\n  - name: gcp\n    kind: pubsub\n"
@@ -431,8 +416,9 @@ static const struct {
     {SRC "    subscriptions: [a]\n", "x.yml:2:5: project: want the Google Cloud project id"},
     {SRC "    projet: shop\n",
      "x.yml:4:5: unknown key \"projet\" in source \"gcp\" (known keys: credentials_env, "
-     "credentials_file, endpoint, kind, max_response_bytes, monitoring, monitoring_endpoint, "
-     "monitoring_window, name, project, subscriptions, tls_config, token_file)"},
+     "credentials_file, endpoint, kind, max_response_bytes, min_interval, monitoring, "
+     "monitoring_endpoint, monitoring_window, name, project, subscriptions, timeout, tls_config, "
+     "token_file)"},
     {SRC "    project: a/b\n", "x.yml:4:14: project: want a project id, without \"/\""},
     {SRC "    project: p\n    subscriptions: []\n",
      "x.yml:5:20: subscriptions: want at least one name (leave subscriptions out for every "

@@ -18,6 +18,7 @@
 #include "collector.h"
 #include "config.h"
 #include "redis_dlq_classify.h"
+#include "kind_config.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -37,25 +38,7 @@ static redisReply *resp(const char *raw, size_t len)
 
 static int configure_text(const char *text, struct err *e)
 {
-    err_clear(e);
-    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
-    ck_assert_msg(d != NULL, "YAML of the test: %s", e->msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    struct cfg_node *map = seq->items[0];
-    char *name = NULL, *kind = NULL;
-    ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
-    ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
-    struct collector c = {.name = name, .kind = &redis_stream_kind, .timeout = 10};
-    int rc = redis_stream_kind.configure(&c, map, e);
-    if (rc == 0)
-        rc = cfg_finish(map, "source \"cache\"", e);
-    redis_stream_kind.destroy(&c);
-    ck_assert_ptr_null(c.priv);
-    free(name);
-    free(kind);
-    cfg_doc_free(d);
-    return rc;
+    return configure_kind_text(&redis_stream_kind, text, e);
 }
 
 #define SRC                                                                                        \

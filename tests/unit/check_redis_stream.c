@@ -28,6 +28,7 @@
 #include "metrics.h"
 #include "redis_stream.h"
 #include "util.h"
+#include "kind_config.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -1247,27 +1248,7 @@ static char tmpdir[256];
  * timeout read by the core, cfg_finish on the source map afterwards). */
 static int configure_text(const char *text, struct err *e)
 {
-    err_clear(e);
-    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
-    ck_assert_msg(d != NULL, "YAML of the test: %s", e->msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    struct cfg_node *map = seq->items[0];
-    char *name = NULL, *kind = NULL;
-    double timeout;
-    ck_assert_int_eq(cfg_get_str(map, "name", 1, &name, e), 0);
-    ck_assert_int_eq(cfg_get_str(map, "kind", 1, &kind, e), 0);
-    ck_assert_int_eq(cfg_get_duration(map, "timeout", 10, &timeout, e), 0);
-    struct collector c = {.name = name, .kind = &redis_stream_kind, .timeout = timeout};
-    int rc = redis_stream_kind.configure(&c, map, e);
-    if (rc == 0)
-        rc = cfg_finish(map, "source \"cache\"", e);
-    redis_stream_kind.destroy(&c);
-    ck_assert_ptr_null(c.priv);
-    free(name);
-    free(kind);
-    cfg_doc_free(d);
-    return rc;
+    return configure_kind_text(&redis_stream_kind, text, e);
 }
 
 #define SRC "sources:\n  - name: cache\n    kind: redis_stream\n"
@@ -1337,20 +1318,20 @@ static const struct {
     /* A missing required key next to a misspelt one: the typo is what the user must see. */
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
      "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, name, password_env, password_file, pending_scan_limit, "
-     "streams, timeout, username)"},
+     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
      "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, name, password_env, password_file, pending_scan_limit, "
-     "streams, timeout, username)"},
+     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
      "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
      "pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, name, password_env, password_file, pending_scan_limit, "
-     "streams, timeout, username)"},
+     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, streams, timeout, username)"},
 };
 
 START_TEST(test_config_bad)

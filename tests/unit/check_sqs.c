@@ -15,6 +15,7 @@
 #include "config.h"
 #include "sqs.h"
 #include "util.h"
+#include "kind_config.h"
 
 extern const struct collector_kind sqs_kind;
 
@@ -406,24 +407,7 @@ END_TEST
 /* Configures the first source of text; returns configure's result, the message in e. */
 static int configure_text(const char *text, struct err *e)
 {
-    err_clear(e);
-    struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
-    ck_assert_msg(d != NULL, "%s", e->msg);
-    struct cfg_node *seq = NULL;
-    ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
-    /* the core reads the common keys before the kind's configure */
-    char *v = NULL;
-    ck_assert_int_eq(cfg_get_str(seq->items[0], "name", 1, &v, e), 0);
-    free(v);
-    ck_assert_int_eq(cfg_get_str(seq->items[0], "kind", 1, &v, e), 0);
-    free(v);
-    struct collector c = {.name = "aws", .kind = &sqs_kind, .timeout = 5};
-    int rc = sqs_kind.configure(&c, seq->items[0], e);
-    if (rc == 0)
-        rc = cfg_finish(seq->items[0], "source \"aws\"", e);
-    sqs_kind.destroy(&c);
-    cfg_doc_free(d);
-    return rc;
+    return configure_kind_text(&sqs_kind, text, e);
 }
 
 static void clear_aws_env(void)
@@ -479,11 +463,10 @@ static const struct {
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
           "    queue_prefix: x\n",
      "x.yml:7:5: unknown key \"queue_prefix\" in source \"aws\" (known keys: access_key_id, "
-     "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, "
-     "cloudwatch_lookback, endpoint, kind, max_queues, max_response_bytes, name, "
-     "queue_name_prefix, queues, region, secret_access_key_env, secret_access_key_file, "
-     "session_token_env, "
-     "session_token_file, tls_config)"},
+     "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
+     "endpoint, kind, max_queues, max_response_bytes, min_interval, name, queue_name_prefix, "
+     "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
+     "session_token_file, timeout, tls_config)"},
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    access_key_id_env: T_SECRET\n"
           "    secret_access_key_env: T_SECRET\n",
      "x.yml:5:20: access_key_id: want one of access_key_id, access_key_id_file and "
