@@ -17,6 +17,17 @@ struct app {
     double last_reload_success;
 };
 
+/* An empty configuration is valid (the packaged one starts that way) but is rarely what the
+ * operator wants for long: said at start and on every reload, with what to do. */
+static void warn_if_empty(size_t nsources, const char *path)
+{
+    if (nsources == 0)
+        log_kv(LOG_WARN,
+               "no sources configured: serving only the exporter's own series; add sources to "
+               "the file and reload (SIGHUP or POST /-/reload)",
+               "file", path, NULL);
+}
+
 struct app *app_new(const char *config_path, struct err *e)
 {
     struct sources *src = sources_load(config_path, e);
@@ -28,6 +39,7 @@ struct app *app_new(const char *config_path, struct err *e)
     a->current = scheduler_new(src);
     a->last_reload_ok = 1;
     a->last_reload_success = util_wall_now();
+    warn_if_empty(src->n, config_path);
     return a;
 }
 
@@ -62,6 +74,7 @@ int app_reload(struct app *a, struct err *e)
     char count[32];
     snprintf(count, sizeof count, "%zu", n);
     log_kv(LOG_INFO, "configuration reloaded", "file", a->path, "sources", count, NULL);
+    warn_if_empty(n, a->path);
     return 0;
 }
 

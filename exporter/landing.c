@@ -156,7 +156,16 @@ static void sources_table(struct buf *b, struct scheduler *s)
                 "<code>/probe?target=NAME</code>.</p>\n");
     size_t n = scheduler_source_count(s);
     if (n == 0) {
-        buf_puts(b, "<p>No sources are configured.</p>\n");
+        /* A fresh install (the packaged /etc/qrel/qrel.yml) lands here: say what to do. */
+        buf_puts(b, "<p id=\"no-sources\">No sources are configured: this exporter watches "
+                    "nothing yet and serves only its own series. Add one entry per broker or "
+                    "database under <code>sources:</code> in <code>");
+        esc(b, scheduler_sources(s)->path);
+        buf_puts(b, "</code> (every kind and key: <code>qrel.example.yml</code>, in "
+                    "<code>/usr/share/doc/qrel/examples/</code> when installed from the package), "
+                    "check it with <code>qrel_exporter --config.check</code>, then reload: "
+                    "<code>systemctl reload qrel-exporter</code>, <code>SIGHUP</code> or "
+                    "<code>POST /-/reload</code>.</p>\n");
         return;
     }
     buf_puts(b, "<table id=\"sources\">\n<tr><th>Source</th><th>Kind</th><th>Last collection</th>"
