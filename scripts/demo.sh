@@ -112,9 +112,14 @@ wait_until 10 Prometheus curl -fs "http://127.0.0.1:$prom_port/-/ready" || { tai
 echo "    Prometheus on 127.0.0.1:$prom_port"
 
 prom=http://127.0.0.1:$prom_port
-graph() { # graph EXPR: a Prometheus graph link of the last 15 minutes
-  echo "$prom/graph?g0.expr=$(jq -rn --arg e "$1" '$e | @uri')&g0.tab=0&g0.range_input=15m"
+# The UI's paths as this Prometheus serves them (Debian's: /classic/alerts, /classic/graph).
+# shellcheck source=lib/prometheus_ui.sh
+. scripts/lib/prometheus_ui.sh
+ui=$(prometheus_ui_prefix "$prom") || {
+  echo "    (this Prometheus answers neither /alerts nor /classic/alerts: links below may not open)"
+  ui=""
 }
+graph() { prometheus_graph_url "$prom" "$ui" "$1"; } # graph EXPR: the last 15 minutes of EXPR
 cat <<TXT
 
 The incident demo is running: a shop's orders go through an outbox in PostgreSQL to the Redis
@@ -128,7 +133,7 @@ whose email was sent, once each.
 
   qrel landing page    http://$exporter/
   qrel metrics         http://$exporter/metrics
-  Prometheus alerts    $prom/alerts
+  Prometheus alerts    $prom$ui/alerts
   lease margin         $(graph 'qrel_lease_margin_ratio')
   dead letters         $(graph 'qrel_dead_letter_messages')
   redelivered          $(graph 'qrel_messages_redelivered')

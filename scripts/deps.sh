@@ -11,6 +11,9 @@ packages=(
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium
+  # the Debian package (tests/integration/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
+  # lintian, systemd-analyze, man pages, the postinst's adduser, readelf
+  dpkg-dev lintian systemd groff-base man-db adduser binutils
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
 )

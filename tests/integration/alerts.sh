@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The alert rules in alerts/ load in Prometheus (promtool check rules), behave as their tests say
 # (promtool test rules), and every alert has a test case that fires it and one that stays silent,
-# the labels and annotations the docs promise, and a runbook section in docs/alerts.md.
+# the labels and annotations the docs promise, and an absolute runbook_url (under the external label
+# qrel_runbook_base when set, else qrel's docs) to its section in docs/alerts.md.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -98,11 +99,31 @@ for f in rule_files:
             if "alert" in rule:
                 alerts.setdefault(rule["alert"], []).append(rule)
 
+# runbook_url: one absolute link per alert, built from one place the user sets (the external
+# label qrel_runbook_base), else qrel's own docs; an Alertmanager receiver cannot open a relative one.
+default_runbook = "https://github.com/qrel/qrel/blob/main/docs/alerts.md"
+runbook_template = ("{{ with $externalLabels.qrel_runbook_base }}{{ . }}{{ else }}"
+                    + default_runbook + "{{ end }}#%s")
+
 fires, silent = set(), set()
+expected_urls, relabelled = [], []
 for f in test_files:
     for case in yaml.safe_load(open(f)).get("tests", []):
+        base = (case.get("external_labels") or {}).get("qrel_runbook_base")
         for t in case.get("alert_rule_test") or []:
             (fires if t.get("exp_alerts") else silent).add(t["alertname"])
+            for a in t.get("exp_alerts") or []:
+                u = (a.get("exp_annotations") or {}).get("runbook_url")
+                if u:
+                    expected_urls.append(u)
+                    if base:
+                        relabelled.append((base, t["alertname"], u))
+out(expected_urls and all(re.match(r"https://[^/]+/.*#[a-z]+$", u) for u in expected_urls),
+    "every runbook_url the tests expect is absolute (%d)" % len(expected_urls))
+out(all(u.startswith(default_runbook + "#") for u in expected_urls if u not in [r[2] for r in relabelled]),
+    "without qrel_runbook_base the links go to qrel's docs")
+out(relabelled and all(u == b + "#" + n.lower() for b, n, u in relabelled),
+    "a test sets qrel_runbook_base and expects the link under it (%d)" % len(relabelled))
 
 out(sorted(alerts) == sorted(required), "the alerts are exactly the documented %d" % len(required))
 for name in sorted(alerts):
@@ -116,8 +137,8 @@ for name in sorted(alerts):
         out("$value" in ann.get("description", "") or "$labels" in ann.get("description", ""),
             "%s describes its figures ($value/$labels)" % name)
         url = ann.get("runbook_url", "")
-        out(url == "docs/alerts.md#" + name.lower() and name.lower() in anchors,
-            "%s runbook_url %s has its section in docs/alerts.md" % (name, url))
+        out(url == runbook_template % name.lower() and name.lower() in anchors,
+            "%s runbook_url is absolute (qrel_runbook_base or qrel's docs) and its section is in docs/alerts.md" % name)
     out(name in fires, "%s has a test case that fires it" % name)
     out(name in silent, "%s has a test case where it stays silent" % name)
 crit = alerts.get("QrelLeaseMarginCritical", [{}])[0]

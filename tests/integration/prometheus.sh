@@ -44,4 +44,15 @@ expect_eq "collector up via Prometheus" "$(query 'qrel_collector_up{source="cach
 expect_eq "a counter keeps its _total name" "$(query 'qrel_collector_errors_total{source="cache",reason="timeout"}')" 0
 health=$(curl -fsS "http://127.0.0.1:$PP/api/v1/targets" | jq -r '.data.activeTargets[0].lastError')
 expect_eq "scrape error reported by Prometheus" "$health" ""
+# The UI paths the demo prints (scripts/lib/prometheus_ui.sh) are the ones this Prometheus serves:
+# Debian's 2.42 has no React UI and answers 404 at /alerts, so they are asked, not assumed.
+# shellcheck source=../../scripts/lib/prometheus_ui.sh
+. "$QREL_SOURCE_DIR/scripts/lib/prometheus_ui.sh"
+code() { curl -s -o /dev/null -w '%{http_code}' "$1"; }
+ui=$(prometheus_ui_prefix "http://127.0.0.1:$PP") || ui=none
+expect_cmd "the Prometheus UI prefix is found (\"$ui\")" test "$ui" != none
+expect_eq "its alerts page answers" "$(code "http://127.0.0.1:$PP$ui/alerts")" 200
+expect_eq "its graph link answers" "$(code "$(prometheus_graph_url "http://127.0.0.1:$PP" "$ui" 'qrel_collector_up{source="cache"}')")" 200
+expect_cmd "a server without the UI (the exporter) is not taken for one" \
+  sh -c "! (. '$QREL_SOURCE_DIR/scripts/lib/prometheus_ui.sh'; prometheus_ui_prefix 'http://$ADDR')"
 finish
