@@ -33,6 +33,13 @@ foreach(prog qrel qrel_exporter)
 endforeach()
 add_custom_target(manpages ALL DEPENDS ${QREL_MAN_PAGES})
 
+# Resolve every symbol at start and make the relocations read-only (lintian's hardening-no-bindnow;
+# Debian's dpkg-buildflags do the same). Link-time only, so no warning can break a -Werror build.
+if(NOT QREL_SANITIZE)
+  target_link_options(qrel PRIVATE -Wl,-z,relro -Wl,-z,now)
+  target_link_options(qrel_exporter PRIVATE -Wl,-z,relro -Wl,-z,now)
+endif()
+
 set(CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
     GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 install(FILES ${QREL_MAN_PAGES} DESTINATION share/man/man1)
