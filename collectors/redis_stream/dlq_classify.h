@@ -1,4 +1,4 @@
-/* redis_dlq_classify.h: `dead_letter_classify`, the block of a redis_stream entry that sorts the
+/* redis_stream/dlq_classify.h: `dead_letter_classify`, the block of a redis_stream entry that sorts the
  * entries of its dead-letter stream by whether their work was done.
  *
  * A dead-letter stream holds what the consumers gave up on, which is not the work that did not

@@ -1,4 +1,4 @@
-/* check_http.c: the shared HTTP client (collectors/common/http.c) against an in-process loopback
+/* check_common_http.c: the shared HTTP client (collectors/common/http.c) against an in-process loopback
  * server.
  *
  * A thread plays the server: it accepts, reads one whole request (headers and Content-Length
