@@ -1,4 +1,5 @@
-/* redis_stream/dlq_classify.c: `dead_letter_classify` of a redis_stream entry (see the header for why).
+/* redis_stream/dlq_classify.c: `dead_letter_classify` of a redis_stream entry (see the header for
+ * why).
  *
  * Redis gives the ids (the XRANGE reply, read in the redis_stream pipeline), PostgreSQL says which
  * were done: one statement per dead-letter stream and scrape, whatever the number of entries,
@@ -258,7 +259,6 @@ int dlq_tally_add(struct dlq_tally *t, const char *id_field, const redisReply *r
     }
     return 0;
 }
-
 
 struct dlq_classify {
     char *table; /* as in the config: "t" or "schema.t" */
@@ -560,4 +560,3 @@ int dlq_classify_run(struct dlq_classify *c, const char *source, const char *dlq
     map_free(&m);
     return rc ? fail(c, e) : 0;
 }
-

@@ -1,4 +1,4 @@
-/* check_postgres/queues.c: unit tests for the queues section of a postgres source
+/* check_postgres_queues.c: unit tests for the queues section of a postgres source
  * (collectors/postgres/queues.c): pgmq and the job-runner presets.
  *
  * The section keeps everything but its pg_section_kind static, as collectors do; the test

@@ -1,5 +1,5 @@
-/* check_postgres_sections.c: unit tests for the dedup_tables and claim_tables sections of a postgres
- * source (collectors/postgres/dedup.c, collectors/postgres/claim.c).
+/* check_postgres_sections.c: unit tests for the dedup_tables and claim_tables sections of a
+ * postgres source (collectors/postgres/dedup.c, collectors/postgres/claim.c).
  *
  * The sections keep everything but their pg_section_kind static, as collectors do; the test
  * includes their source so it can reach the statement builders and the arithmetic directly (the

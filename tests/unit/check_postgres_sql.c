@@ -1,4 +1,5 @@
-/* check_postgres/sql.c: unit tests for the `queries` section of a postgres source (collectors/postgres/sql.c).
+/* check_postgres_sql.c: unit tests for the `queries` section of a postgres source
+ * (collectors/postgres/sql.c).
  *
  * Like check_postgres_sections.c, the test includes the section's source to reach its state. What a
  * user reads is pinned whole: configuration errors with file:line:col, and the SQL actually sent
