@@ -101,6 +101,22 @@ START_TEST(test_empty_config)
 }
 END_TEST
 
+/* The packaged /etc/qrel/qrel.yml ends in an empty `sources:` (a null, not a list) so that the
+ * first source is added under it: it must load as zero sources, like `sources: []`. */
+static const char *const empty_lists[] = {"sources:\n", "sources: []\n", "sources: ~\n",
+                                          "global:\n  timeout: 5s\nsources:\n"};
+
+START_TEST(test_empty_sources)
+{
+    struct err e;
+    err_clear(&e);
+    struct sources *s = sources_load_string("qrel.yml", empty_lists[_i], &e);
+    ck_assert_msg(s != NULL, "%s: %s", empty_lists[_i], e.msg);
+    ck_assert_uint_eq(s->n, 0);
+    sources_free(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sources");
@@ -108,6 +124,8 @@ int main(void)
     tcase_add_loop_test(tc, test_bad_config, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_good_config);
     tcase_add_test(tc, test_empty_config);
+    tcase_add_loop_test(tc, test_empty_sources, 0,
+                        (int)(sizeof empty_lists / sizeof empty_lists[0]));
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
