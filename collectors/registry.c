@@ -26,6 +26,9 @@ extern const struct collector_kind pubsub_kind;
 #ifdef QREL_WITH_RABBITMQ
 extern const struct collector_kind rabbitmq_kind;
 #endif
+#ifdef QREL_WITH_BEANSTALKD
+extern const struct collector_kind beanstalkd_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -48,6 +51,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_RABBITMQ
     &rabbitmq_kind,
+#endif
+#ifdef QREL_WITH_BEANSTALKD
+    &beanstalkd_kind,
 #endif
     NULL,
 };
