@@ -29,6 +29,9 @@ extern const struct collector_kind rabbitmq_kind;
 #ifdef QREL_WITH_BEANSTALKD
 extern const struct collector_kind beanstalkd_kind;
 #endif
+#ifdef QREL_WITH_RQ
+extern const struct collector_kind rq_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -54,6 +57,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_BEANSTALKD
     &beanstalkd_kind,
+#endif
+#ifdef QREL_WITH_RQ
+    &rq_kind,
 #endif
     NULL,
 };

@@ -117,27 +117,9 @@ expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
 
 # Faults, each beside the healthy source.
 down=$(free_port)
-silent_port=$(free_port)
-garbage_port=$(free_port)
-python3 - "$silent_port" "$garbage_port" <<'PY' &
-import socket, sys, threading
-def serve(port, answer):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port)); s.listen(16)
-    held = []
-    while True:
-        c, _ = s.accept()
-        if answer:
-            c.recv(4096); c.sendall(b"\x00\xffHELLO there\r\n"); c.close()
-        else:
-            held.append(c)
-threading.Thread(target=serve, args=(int(sys.argv[1]), False), daemon=True).start()
-serve(int(sys.argv[2]), True)
-PY
-PIDS+=("$!")
-for p in "$silent_port" "$garbage_port"; do
-  for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.025; done
-done
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
 $JOBS "$B" put big 1 60 4096
 cat > "$T/faults.yml" <<EOF
 sources:
