@@ -88,9 +88,10 @@ static const struct {
 
 START_TEST(test_refused)
 {
-    char *copy = xstrndup(bad[_i].text, 64);
-    size_t len = _i == 0 ? 9 : strlen(copy), used;
-    memcpy(copy, bad[_i].text, len);
+    /* The first case starts with a NUL byte: its length is given, not measured. */
+    size_t len = _i == 0 ? 9 : strlen(bad[_i].text), used;
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, bad[_i].text, len + 1);
     struct beanstalk_reply r;
     struct err e;
     ck_assert_int_eq(beanstalk_frame(copy, len, 1024, &used, &r, &e), -1);
