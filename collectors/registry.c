@@ -32,6 +32,9 @@ extern const struct collector_kind beanstalkd_kind;
 #ifdef QREL_WITH_RQ
 extern const struct collector_kind rq_kind;
 #endif
+#ifdef QREL_WITH_SIDEKIQ
+extern const struct collector_kind sidekiq_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -60,6 +63,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_RQ
     &rq_kind,
+#endif
+#ifdef QREL_WITH_SIDEKIQ
+    &sidekiq_kind,
 #endif
     NULL,
 };

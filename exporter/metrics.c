@@ -93,6 +93,9 @@ static const struct metric_family catalog[] = {
     {"qrel_lease_oldest_age_seconds", METRIC_GAUGE,
      "Seconds the longest-held in-flight message of queue has been held right now; past "
      "qrel_lease_timeout_seconds it can be delivered again while its handler still runs."},
+    {"qrel_lease_orphaned_messages", METRIC_GAUGE,
+     "Messages of queue held by a consumer that stopped sending heartbeats, where no lease gives "
+     "them back (Sidekiq without super_fetch): lost unless someone enqueues them again."},
     {"qrel_lease_timeout_seconds", METRIC_GAUGE,
      "Lease in seconds (visibility timeout, ack deadline, claim min-idle, ...) after which an "
      "unacknowledged message of queue is delivered again, from the broker or the config file."},
