@@ -35,6 +35,9 @@ extern const struct collector_kind rq_kind;
 #ifdef QREL_WITH_SIDEKIQ
 extern const struct collector_kind sidekiq_kind;
 #endif
+#ifdef QREL_WITH_CELERY
+extern const struct collector_kind celery_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -66,6 +69,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_SIDEKIQ
     &sidekiq_kind,
+#endif
+#ifdef QREL_WITH_CELERY
+    &celery_kind,
 #endif
     NULL,
 };

@@ -248,6 +248,31 @@ START_TEST(test_orphaned)
 }
 END_TEST
 
+/* ---- eta_beyond_lease ---- */
+
+START_TEST(test_eta_beyond)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "tasks", "celery");
+    metric_set_add(s, "qrel_lease_eta_beyond_messages", 2, "queue", "celery", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 3600, "queue", "celery", NULL);
+    metric_set_add(s, "qrel_lease_eta_beyond_messages", 0, "queue", "fine", NULL);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_ETA_BEYOND_LEASE, "celery");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_double_eq(f->value, 2);
+    ck_assert_str_eq(f->message,
+                     "2 messages held until an ETA or countdown beyond the lease 1h: each is "
+                     "delivered again every lease while it waits and runs once per delivery; "
+                     "raise the visibility timeout above the longest ETA, or schedule far tasks "
+                     "elsewhere (a periodic scheduler, a database)");
+    ck_assert_ptr_null(finding(r, AUDIT_ETA_BEYOND_LEASE, "fine"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- outbox_lagging ---- */
 
 START_TEST(test_outbox_lagging)
@@ -607,7 +632,7 @@ START_TEST(test_config)
          "x.yml:2:20: disabled_rules: want rule names (dead_letter_queue_not_empty, "
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
-         "claim_window_too_short, orphaned_messages), got \"no_dlq\""},
+         "claim_window_too_short, orphaned_messages, eta_beyond_lease), got \"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
          "outbox_lag)"},
@@ -633,6 +658,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_margin_below_2_message);
     tcase_add_test(t, test_stale_claims);
     tcase_add_test(t, test_orphaned);
+    tcase_add_test(t, test_eta_beyond);
     tcase_add_test(t, test_outbox_lagging);
     tcase_add_test(t, test_dedup_window);
     tcase_add_test(t, test_no_dead_letter_queue);
