@@ -38,6 +38,9 @@ extern const struct collector_kind sidekiq_kind;
 #ifdef QREL_WITH_CELERY
 extern const struct collector_kind celery_kind;
 #endif
+#ifdef QREL_WITH_BULLMQ
+extern const struct collector_kind bullmq_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -72,6 +75,9 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_CELERY
     &celery_kind,
+#endif
+#ifdef QREL_WITH_BULLMQ
+    &bullmq_kind,
 #endif
     NULL,
 };
