@@ -99,8 +99,9 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
 qrel polls message brokers and application tables for queue depth,
 oldest-message age, consumer lag in seconds, the lease margin (lease
 divided by how long messages are really held), redeliveries and dead
-letters, for Redis streams, PostgreSQL, Amazon SQS, RabbitMQ, Kafka, NATS
-JetStream and Google Pub/Sub.
+letters, for Redis streams, PostgreSQL (tables and job runners), Amazon SQS,
+RabbitMQ, Kafka, NATS JetStream, Google Pub/Sub, Sidekiq, BullMQ, Celery, RQ
+and beanstalkd.
 qrel_exporter serves them to Prometheus (qrel-exporter.service); qrel check
 turns them into findings with a Nagios-style exit status. Alert rules and
 Grafana dashboards are in /usr/share/qrel.")
