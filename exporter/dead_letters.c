@@ -274,6 +274,14 @@ struct metric_set *dead_letters_run(struct dead_letter_join *j, const struct dea
         note_error(j, &e);
     } else {
         j->logged_error[0] = '\0';
+        if (log_enabled(LOG_DEBUG)) {
+            char read[32], ids[32], total[32];
+            snprintf(read, sizeof read, "%zu", r.read);
+            snprintf(ids, sizeof ids, "%zu", r.nids);
+            snprintf(total, sizeof total, "%zu", r.total);
+            log_kv(LOG_DEBUG, "dead letters classified", "source", j->broker->name, "queue",
+                   j->queue, "read", read, "with_id", ids, "total", total, NULL);
+        }
     }
     const char *f = "qrel_dead_letter_classified_messages", *q = j->queue;
     const char *dq = r.dead_letter_queue;

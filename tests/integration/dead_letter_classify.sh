@@ -9,7 +9,8 @@
 # --config.check and the join (reason query) but not the sources; PostgreSQL stopped leaves
 # Redis' series served while the classification is absent and counted (reason connect), and back
 # up classifies again; the old dead_letter_classify block is refused with the new form filled
-# in; the password of the DSN appears in no output, page or log.
+# in; a Kafka dead-letter topic (kafka_mock) classifies by a JSON key or a header without moving
+# any offset; the password of the DSN appears in no output, page or log.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -200,6 +201,76 @@ expect_eq "--config.check exit status for dead_letter_classify" "$rc_old" 1
 sed 's/^/     /' "$T/old.out"
 expect_cmd "the old block is refused at its position with the new form filled in" grep -qF \
   "old.yml:9:11: dead_letter_classify: moved to the top level, reading the table through a postgres source of this file: dead_letters: [{source: cache, queue: orders, id_field: order, work_table: {source: <postgres source>, table: confirmation_claims, id_column: order_id, done_column: sent_at}}]" "$T/old.out"
+
+# Kafka: a dead-letter topic read at offsets by a consumer that never joins a group nor commits,
+# ids from a JSON key of the record's value (with dots) or from a header. kafka_mock is librdkafka's
+# mock cluster (tests/peers/kafka_mock.c). orders.dlq: done 1, "0002" and 3; not done 4 (open
+# claim) and 5 (no claim); unknown: a value that is not JSON and one without the key. payments.dlq
+# by header "order-id", read 3 at most: done 1, unknown the record without the header and the one
+# beyond the cap, not done 4.
+MOCK=$QREL_BUILD_DIR/tests/kafka_mock
+[ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
+kp1=$(free_port); kp2=$(free_port)
+"$MOCK" -p "$kp1,$kp2" -t orders:1 -t orders.dlq:2 -t payments:1 -t payments.dlq:1 \
+  -r 'orders.dlq:0::{"order": {"id": 1}, "reason": "max_deliveries"}' \
+  -r 'orders.dlq:0::{"order": {"id": "0002"}}' -r 'orders.dlq:0::{"order": {"id": 4}}' \
+  -r 'orders.dlq:0::not json' -r 'orders.dlq:1::{"order": {"id": 5}}' \
+  -r 'orders.dlq:1::{"order": {}}' -r 'orders.dlq:1::{"order": {"id": 3}}' \
+  -r 'payments.dlq:0:order-id=1:x' -r 'payments.dlq:0::x' -r 'payments.dlq:0:order-id=4:x' \
+  -r 'payments.dlq:0:order-id=2:x' -r 'payments:0::{}' -c mailer:orders:0:0 -c mailer:payments:0:0 \
+  > "$T/mock.out" 2> "$T/mock.log" &
+PIDS+=("$!")
+for _ in $(seq 1 200); do grep -q '^BOOTSTRAP=' "$T/mock.out" && break; sleep 0.05; done
+KBOOT=$(sed -n 's/^BOOTSTRAP=//p' "$T/mock.out")
+expect_cmd "kafka_mock started" test -n "$KBOOT"
+cat > "$T/kafka.yml" <<YML
+sources:
+  - name: bus
+    kind: kafka
+    bootstrap_servers: $KBOOT
+    groups:
+      - name: mailer
+        topics: [orders, payments]
+        dead_letter_topic: "{topic}.dlq"
+  - name: shop
+    kind: postgres
+    dsn_file: $T/shop.dsn
+    claim_tables:
+      - {table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at,
+         done_at_column: sent_at, in_flight_window: 2m}
+dead_letters:
+  - source: bus
+    queue: orders
+    id_field: order.id
+    work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}
+  - source: bus
+    queue: payments
+    id_field: header:order-id
+    max_entries: 3
+    work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}
+YML
+for n in 1 2; do
+  "$QREL" scrape --config.file="$T/kafka.yml" > "$T/k$n.txt" 2> "$T/k$n.log"
+  ko='source="bus",kind="kafka",queue="orders",dead_letter_queue="orders.dlq"'
+  expect_metric "$T/k$n.txt" 1 qrel_collector_up 'source="bus"'
+  expect_metric "$T/k$n.txt" 7 qrel_dead_letter_messages "$ko"
+  expect_metric "$T/k$n.txt" 3 qrel_dead_letter_classified_messages "$ko" 'work="done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$ko" 'work="not_done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$ko" 'work="unknown"'
+  kp='queue="payments",dead_letter_queue="payments.dlq"'
+  expect_metric "$T/k$n.txt" 1 qrel_dead_letter_classified_messages "$kp" 'work="done"'
+  expect_metric "$T/k$n.txt" 1 qrel_dead_letter_classified_messages "$kp" 'work="not_done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$kp" 'work="unknown"'
+  # Reading moved no offset: the group's lag is what its commit at 0 says, scrape after scrape.
+  expect_metric "$T/k$n.txt" 1 qrel_queue_messages 'queue="payments"' 'group="mailer"' 'state="ready"'
+done
+# A dead-letter topic's id_field that cannot be a JSON key: refused at its position.
+sed 's/id_field: order.id/id_field: order..id/' "$T/kafka.yml" > "$T/kbad.yml"
+rc_k=0
+"$EXPORTER" --config.file="$T/kbad.yml" --config.check > "$T/kbad.out" 2>&1 || rc_k=$?
+expect_eq "--config.check exit status for a bad kafka id_field" "$rc_k" 1
+expect_cmd "the bad id_field is named at its position" grep -qF \
+  'kbad.yml:18:15: id_field: want a JSON key with dots between nested keys (order.id) or header:NAME, got "order..id"' "$T/kbad.out"
 
 for f in "$T"/*.txt "$T"/*.log "$T"/*.out "$T/landing.html"; do
   if grep -q "$secret" "$f"; then not_ok "the DSN's password appears in $(basename "$f")"; fi
