@@ -412,7 +412,9 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         sc->sets[sc->nsets++] = meta;
         pthread_mutex_unlock(&st->mu);
     }
-    run_joins(s, sc);
+    /* The landing page (max_age) shows no classification and must not cost a read per view. */
+    if (!o || o->max_age <= 0)
+        run_joins(s, sc);
     return sc;
 }
 
