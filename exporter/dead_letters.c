@@ -60,20 +60,23 @@ void dead_letter_split_of(const struct dead_letter_read *r, const enum dead_lett
 
 /* ---- configuration ---- */
 
-/* "a, b" of the kinds that offer a hook, for messages that say what would do. */
-static void kinds_with(struct buf *b, int broker)
+/* "a, b" of the kinds that offer a hook, for messages that say what would do. malloc'd. */
+static char *kinds_with(int broker)
 {
+    struct buf b;
+    buf_init(&b);
     size_t n = 0;
     for (size_t i = 0; i < collector_kind_count(); i++) {
         const struct collector_kind *k = collector_kind_at(i);
         if (broker ? k->dead_letter_ids == NULL : k->work_done == NULL)
             continue;
         if (n++)
-            buf_puts(b, ", ");
-        buf_puts(b, k->name);
+            buf_puts(&b, ", ");
+        buf_puts(&b, k->name);
     }
     if (n == 0)
-        buf_puts(b, "none in this build");
+        buf_puts(&b, "none in this build");
+    return buf_steal(&b);
 }
 
 static struct collector *find_source(const struct sources *s, struct cfg_node *map, const char *key,
@@ -138,14 +141,12 @@ static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t i
     if (!j->broker)
         goto out;
     if (!j->broker->kind->dead_letter_ids) {
-        struct buf b;
-        buf_init(&b);
-        kinds_with(&b, 1);
+        char *k = kinds_with(1);
         cfg_error(e, cfg_at(map, "source"),
                   "source: \"%s\" is a %s source, whose dead letters cannot be read without side "
                   "effects, so the exporter does not classify them (kinds it classifies: %s)",
-                  source, j->broker->kind->name, b.data);
-        buf_free(&b);
+                  source, j->broker->kind->name, k);
+        free(k);
         goto out;
     }
     if (j->broker->kind->dead_letter_validate &&
@@ -160,14 +161,12 @@ static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t i
     if (!j->work)
         goto out;
     if (!j->work->kind->work_done || !j->work->kind->work_table_configure) {
-        struct buf b;
-        buf_init(&b);
-        kinds_with(&b, 0);
+        char *k = kinds_with(0);
         cfg_error(e, cfg_at(wt, "source"),
                   "source: \"%s\" is a %s source; want a source that can tell which ids are done "
                   "(of kind %s)",
-                  work_source, j->work->kind->name, b.data);
-        buf_free(&b);
+                  work_source, j->work->kind->name, k);
+        free(k);
         goto out;
     }
     j->table = j->work->kind->work_table_configure(j->work, wt, wwhere, e);

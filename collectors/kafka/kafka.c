@@ -1054,6 +1054,45 @@ static void wake_fetchers(struct state *st, const struct deadline *dl,
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Waits for the next message of the assigned partitions, at most 100 ms at a time: 0 with *m
+ * set (NULL when none came), or -1 on the deadline, a broker error that waiting will not cure,
+ * or a fetch error. The end of a partition's log and an offset out of range (records deleted
+ * since ListOffsets) are messages, not errors: they end that partition's read. */
+static int poll_fetch(struct state *st, const struct deadline *dl, rd_kafka_message_t **m,
+                      struct err *e)
+{
+    *m = NULL;
+    int ms = slice_ms(dl, 100);
+    if (ms <= 0)
+        return timed_out(st, "Fetch", e);
+    rd_kafka_message_t *got = rd_kafka_consumer_poll(st->rk, ms);
+    if (!got)
+        return fatal_pending(st, "Fetch", e);
+    if (got->err && got->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+        got->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
+        got->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+        char what[300];
+        if (got->rkt)
+            snprintf(what, sizeof what, "Fetch \"%s\" partition %d", rd_kafka_topic_name(got->rkt),
+                     (int)got->partition);
+        else
+            snprintf(what, sizeof what, "Fetch");
+        int rc = call_error(st, what, got->err, rd_kafka_message_errstr(got), e);
+        rd_kafka_message_destroy(got);
+        return rc;
+    }
+    *m = got;
+    return 0;
+}
+
+static void pause_one(struct state *st, const char *topic, int32_t partition)
+{
+    rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(one, topic, partition);
+    rd_kafka_pause_partitions(st->rk, one);
+    rd_kafka_topic_partition_list_destroy(one);
+}
+
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
  * offset; each partition is paused as soon as the record at its need's end (or the end of the
  * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
@@ -1085,29 +1124,12 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
     size_t left = n;
     int rc = 0;
     while (left && rc == 0) {
-        int ms = slice_ms(dl, 100);
-        if (ms <= 0) {
-            rc = timed_out(st, "Fetch", e);
-            break;
-        }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(st->rk, ms);
-        if (!m) {
-            rc = fatal_pending(st, "Fetch", e);
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
             continue;
-        }
         struct need *nd =
             m->rkt ? round_find(sc, round, n, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
-        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-            m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
-            m->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-            char what[300];
-            if (m->rkt)
-                snprintf(what, sizeof what, "Fetch \"%s\" partition %d",
-                         rd_kafka_topic_name(m->rkt), (int)m->partition);
-            else
-                snprintf(what, sizeof what, "Fetch");
-            rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
-        } else if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
+        if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
             /* The end of the log (nothing readable left: compacted away, transaction markers)
              * or a record deleted since ListOffsets: no more timestamps. */
             if (!m->err) {
@@ -1126,10 +1148,7 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
             }
             nd->done = 1;
             left--;
-            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(one, rd_kafka_topic_name(m->rkt), m->partition);
-            rd_kafka_pause_partitions(st->rk, one);
-            rd_kafka_topic_partition_list_destroy(one);
+            pause_one(st, rd_kafka_topic_name(m->rkt), m->partition);
         }
         rd_kafka_message_destroy(m);
     }
@@ -1401,29 +1420,15 @@ static int read_dead_letters(struct state *st, const struct deadline *dl,
     wake_fetchers(st, dl, l);
     size_t left = n;
     while (left && rc == 0) {
-        int ms = slice_ms(dl, 100);
-        if (ms <= 0) {
-            rc = timed_out(st, "Fetch", e);
-            break;
-        }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(st->rk, ms);
-        if (!m) {
-            rc = fatal_pending(st, "Fetch", e);
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
             continue;
-        }
         struct dl_part *dp = NULL;
         if (m->rkt && strcmp(rd_kafka_topic_name(m->rkt), td->md->topic) == 0)
             for (size_t i = 0; i < n && !dp; i++)
                 if (parts[i].id == m->partition)
                     dp = &parts[i];
-        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-            m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
-            m->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-            char what[300];
-            snprintf(what, sizeof what, "Fetch \"%s\" partition %d", td->md->topic,
-                     (int)m->partition);
-            rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
-        } else if (dp && !dp->done) {
+        if (dp && !dp->done) {
             if (!m->err && m->offset >= dp->from && m->offset <= dp->until)
                 add_dead_letter(m, id_field, out);
             /* The end of the log (transaction markers, records deleted since ListOffsets) ends
@@ -1431,10 +1436,7 @@ static int read_dead_letters(struct state *st, const struct deadline *dl,
             if (m->err || m->offset >= dp->until) {
                 dp->done = 1;
                 left--;
-                rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(one, td->md->topic, m->partition);
-                rd_kafka_pause_partitions(st->rk, one);
-                rd_kafka_topic_partition_list_destroy(one);
+                pause_one(st, td->md->topic, m->partition);
             }
         }
         rd_kafka_message_destroy(m);
