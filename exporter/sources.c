@@ -58,7 +58,9 @@ int collector_lock(struct collector *c, const struct deadline *dl, struct err *e
     if (rc == 0)
         return 0;
     if (rc == ETIMEDOUT)
-        return err_set(e, ERR_TIMEOUT, "still in use by an earlier collection at the deadline");
+        return err_set(
+            e, ERR_TIMEOUT,
+            "the source was still in use (a collection or a dead-letter join) at the deadline");
     return err_set(e, ERR_INTERNAL, "cannot lock the source (error %d)", rc);
 }
 
