@@ -64,6 +64,9 @@ static const struct metric_family catalog[] = {
     {"qrel_dead_letter_classified_messages", METRIC_GAUGE,
      "Messages in dead_letter_queue (fed by queue) by whether the linked dedup or claim table "
      "records their work: done (a replay repeats work), not_done or unknown."},
+    {"qrel_dead_letter_classify_errors_total", METRIC_COUNTER,
+     "Failed classifications of the dead letters of queue (the dead_letters: join) since the "
+     "exporter started, by reason; the queue's classified series are absent while it fails."},
     {"qrel_dead_letter_messages", METRIC_GAUGE,
      "Messages in dead_letter_queue, the dead-letter queue of queue: deliveries the broker gave up "
      "on, which need an owner to inspect and replay or drop them."},

@@ -10,9 +10,9 @@
  * The number of round trips per scrape does not grow with the number of streams: SCAN rounds
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XREVRANGE / XLEN. Ages are
- * computed against the server's TIME, because entry ids carry the server's clock, not ours. A
- * stream with dead_letter_classify reads its dead-letter entries in that last pipeline and then
- * asks PostgreSQL about their ids (redis_stream/dlq_classify.c), once per dead-letter stream.
+ * computed against the server's TIME, because entry ids carry the server's clock, not ours. For
+ * the core's dead-letter join (exporter/dead_letters.h) a dead-letter stream's entries are read,
+ * up to a cap, with XLEN and XRANGE in a pipeline of their own (dead_letter_ids below).
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
@@ -20,6 +20,7 @@
 #include "redis_stream.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@
 #include "common/redis.h"
 #include "config.h"
 #include "log.h"
-#include "dlq_classify.h"
 #include "common/secret.h"
 #include "util.h"
 
@@ -381,8 +381,7 @@ struct stream_spec {
     char **groups; /* NULL: every group */
     size_t ngroups;
     struct redis_stream_policy pol;
-    char *dlq_tmpl;                /* dead_letter_stream, NULL when not configured */
-    struct dlq_classify *classify; /* dead_letter_classify, NULL when not configured */
+    char *dlq_tmpl; /* dead_letter_stream, NULL when not configured */
 };
 
 struct state {
@@ -411,7 +410,6 @@ static void destroy(struct collector *c)
         free(sp->pattern);
         cfg_strv_free(sp->groups);
         free(sp->dlq_tmpl);
-        dlq_classify_free(sp->classify);
     }
     free(st->specs);
     free(st->address);
@@ -435,6 +433,41 @@ static const char *const stream_keys[] = {
     "dead_letter_classify",
     NULL,
 };
+
+/* dead_letter_classify was a block of a stream entry with a connection of its own; it is now the
+ * top-level dead_letters list, joined by the core with a postgres source of the file. The error
+ * shows the new form with the block's own values, ready to paste. */
+static int refuse_classify(struct collector *c, const struct stream_spec *sp,
+                           struct cfg_node *block, struct err *e)
+{
+    struct err ig;
+    char *table = NULL, *id_column = NULL, *done = NULL, *id_field = NULL;
+    long long max = 0;
+    cfg_get_str(block, "table", 0, &table, &ig);
+    cfg_get_str(block, "id_column", 0, &id_column, &ig);
+    cfg_get_str(block, "done_column", 0, &done, &ig);
+    cfg_get_str(block, "id_field", 0, &id_field, &ig);
+    if (cfg_get_int(block, "max_entries", 0, 1, 1000000, &max, &ig))
+        max = 0;
+    char extra[64] = "", done_kv[200] = "";
+    if (max > 0)
+        snprintf(extra, sizeof extra, ", max_entries: %lld", max);
+    if (done)
+        snprintf(done_kv, sizeof done_kv, ", done_column: %.120s", done);
+    cfg_error(e, block,
+              "dead_letter_classify: moved to the top level, reading the table through a postgres "
+              "source of this file: dead_letters: [{source: %s, queue: %.120s, id_field: %.60s%s, "
+              "work_table: {source: "
+              "<postgres source>, table: %.120s, id_column: %.60s%s}}]",
+              c->name, sp->name ? sp->name : "<a stream of the pattern>",
+              id_field ? id_field : "<id_field>", extra, table ? table : "<table>",
+              id_column ? id_column : "<id_column>", done_kv);
+    free(table);
+    free(id_column);
+    free(done);
+    free(id_field);
+    return -1;
+}
 
 static int configure_stream(struct collector *c, struct state *st, struct cfg_node *item,
                             size_t index, struct err *e)
@@ -501,17 +534,8 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     struct cfg_node *block = NULL;
     if (cfg_get_node(item, "dead_letter_classify", CFG_MAP, &block, e))
         return -1;
-    if (block) {
-        if (!sp->dlq_tmpl)
-            return cfg_error(e, cfg_at(item, "dead_letter_classify"),
-                             "dead_letter_classify: needs dead_letter_stream (the stream whose "
-                             "entries it classifies)");
-        char bwhere[480];
-        snprintf(bwhere, sizeof bwhere, "dead_letter_classify of %s", where);
-        sp->classify = dlq_classify_configure(block, bwhere, e);
-        if (!sp->classify)
-            return -1;
-    }
+    if (block)
+        return refuse_classify(c, sp, block, e);
     return cfg_finish(item, where, e);
 }
 
@@ -722,9 +746,6 @@ struct dlq {
     long long len;
     int found, found_last;
     struct redis_stream_id first, last;
-    struct dlq_classify *classify; /* of the first stream naming it that has a block; or NULL */
-    struct dlq_tally tally;        /* the entries' ids, when classify */
-    struct dlq_split split;        /* what classify made of them, after the pipeline */
 };
 
 struct scrape {
@@ -743,8 +764,6 @@ static void scrape_free(struct scrape *sc)
     names_free(&sc->names);
     free(sc->t);
     free(sc->groups);
-    for (size_t i = 0; i < sc->ndlqs; i++)
-        dlq_tally_free(&sc->dlqs[i].tally);
     free(sc->dlqs);
     memset(sc, 0, sizeof *sc);
 }
@@ -1052,12 +1071,6 @@ static int read_groups(struct state *st, struct redis_pipe *p, const struct dead
     }
     if (sc->ndlqs)
         sc->dlqs = xcalloc(sc->ndlqs, sizeof *sc->dlqs);
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct target *t = &sc->t[i];
-        struct dlq_classify *cl = st->specs[t->spec].classify;
-        if (t->dlq_slot != NONE && cl && !sc->dlqs[t->dlq_slot].classify)
-            sc->dlqs[t->dlq_slot].classify = cl;
-    }
     names_drop_index(&sc->names);
     return 0;
 }
@@ -1113,14 +1126,8 @@ static void add_details(const struct state *st, const struct scrape *sc, struct 
             }
         }
         if (t->dlq_owner) {
-            /* With dead_letter_classify the entries themselves are read, up to max_entries: the
-             * first of them is the oldest all the same. */
-            const struct dlq_classify *cl = sc->dlqs[t->dlq_slot].classify;
-            char count[24] = "1";
-            if (cl)
-                *put_u64(count, (uint64_t)dlq_classify_max_entries(cl)) = '\0';
             redis_pipe_addv(p, "XLEN", t->dlq, NULL);
-            redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", count, NULL);
+            redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", "1", NULL);
             redis_pipe_addv(p, "XREVRANGE", t->dlq, "+", "-", "COUNT", "1", NULL);
         }
     }
@@ -1331,12 +1338,10 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
     case W_DLQ_RANGE: {
         w->step = W_DLQ_LAST;
         struct dlq *d = &w->sc->dlqs[t->dlq_slot];
-        const char *count = d->classify ? "max_entries" : "1";
         if (redis_reply_is_error(r, NULL))
-            return query_error(conn, r, e, 300, "XRANGE \"%s\" - + COUNT %s", t->dlq, count);
-        if (redis_stream_parse_first_entry(r, &d->found, &d->first, e) ||
-            (d->classify && dlq_tally_add(&d->tally, dlq_classify_id_field(d->classify), r, e)))
-            return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT %s", t->dlq, count);
+            return query_error(conn, r, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
+        if (redis_stream_parse_first_entry(r, &d->found, &d->first, e))
+            return parse_error(conn, e, 300, "XRANGE \"%s\" - + COUNT 1", t->dlq);
         return 0;
     }
     case W_DLQ_LAST: {
@@ -1378,33 +1383,6 @@ static int read_details(struct state *st, struct redis_pipe *p, const struct dea
     return due;
 }
 
-/* Step 4, for dead-letter streams with dead_letter_classify only: one PostgreSQL statement each
- * (after the Redis round trip, under the same deadline), then the split for every stream that
- * names one and has a block of its own. All three values are emitted, zeros included, so that a
- * dashboard shows the split as it is. */
-static int classify_dlqs(struct collector *c, const struct state *st, const struct deadline *dl,
-                         struct scrape *sc, struct metric_set *out, struct err *e)
-{
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct target *t = &sc->t[i];
-        struct dlq *d = t->dlq_owner ? &sc->dlqs[t->dlq_slot] : NULL;
-        if (d && d->classify &&
-            dlq_classify_run(d->classify, c->name, t->dlq, &d->tally, d->len, dl, &d->split, e))
-            return -1;
-    }
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct target *t = &sc->t[i];
-        if (t->missing || t->dlq_slot == NONE || !st->specs[t->spec].classify)
-            continue;
-        const struct dlq_split *v = &sc->dlqs[t->dlq_slot].split;
-        const char *q = t->name, *dq = t->dlq, *f = "qrel_dead_letter_classified_messages";
-        ADD(out, f, v->done, "queue", q, "dead_letter_queue", dq, "work", "done");
-        ADD(out, f, v->not_done, "queue", q, "dead_letter_queue", dq, "work", "not_done");
-        ADD(out, f, v->unknown, "queue", q, "dead_letter_queue", dq, "work", "unknown");
-    }
-    return 0;
-}
-
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
@@ -1423,7 +1401,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct redis_stats before = *redis_conn_stats(st->conn);
     p = redis_pipe_new();
     if (resolve_targets(c, st, p, dl, &sc, e) || read_groups(st, p, dl, &sc, &now_ms, e) ||
-        read_details(st, p, dl, &sc, now_ms, out, e) || classify_dlqs(c, st, dl, &sc, out, e))
+        read_details(st, p, dl, &sc, now_ms, out, e))
         goto out;
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
@@ -1447,20 +1425,121 @@ out:
     return rc;
 }
 
-/* --config.check: what can be verified without Redis, the tables of dead_letter_classify. */
-static int check(struct collector *c, const struct deadline *dl, struct err *e)
+/* ---- the dead-letter join's broker side (collector.h) ---- */
+
+/* The first entry of streams that has queue: by name, else by a pattern it matches (SCAN's glob,
+ * which fnmatch reads alike for names). NULL when none. */
+static const struct stream_spec *spec_of(const struct state *st, const char *queue)
+{
+    for (size_t i = 0; i < st->nspecs; i++)
+        if (st->specs[i].name && strcmp(st->specs[i].name, queue) == 0)
+            return &st->specs[i];
+    for (size_t i = 0; i < st->nspecs; i++)
+        if (st->specs[i].pattern && fnmatch(st->specs[i].pattern, queue, 0) == 0)
+            return &st->specs[i];
+    return NULL;
+}
+
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    (void)id_field; /* any field name of an entry */
+    const struct stream_spec *sp = spec_of(c->priv, queue);
+    if (!sp)
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: source \"%s\" watches no stream \"%s\" (by name or pattern)",
+                         c->name, queue);
+    if (!sp->dlq_tmpl)
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: stream \"%s\" of source \"%s\" has no dead_letter_stream", queue,
+                         c->name);
+    return 0;
+}
+
+struct dl_run {
+    const char *id_field;
+    struct dead_letter_read *out;
+};
+
+/* Reply 0 is XLEN, reply 1 the XRANGE of the dead-letter stream. */
+static int dl_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct dl_run *run = ctx;
+    if (redis_reply_is_error(r, NULL)) {
+        int n = (int)(r->len > 300 ? 300 : r->len);
+        return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 ? "XLEN" : "XRANGE", n, r->str);
+    }
+    if (i == 0) {
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+            return err_set(e, ERR_PROTOCOL, "XLEN: want an integer >= 0, got %s",
+                           redis_reply_type_name(r));
+        run->out->total = (size_t)r->integer;
+        return 0;
+    }
+    if (redis_stream_dead_letter_ids(r, run->id_field, run->out, e))
+        return err_prefix(e, "XRANGE");
+    return 0;
+}
+
+int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
+                                 struct dead_letter_read *out, struct err *e)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "want an array of entries, got %s",
+                       redis_reply_type_name(r));
+    size_t flen = strlen(id_field);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 2 || !is_string(x->element[0]))
+            return err_set(e, ERR_PROTOCOL, "entry %zu: want [id, fields], got %s", i + 1,
+                           !x || x->type != REDIS_REPLY_ARRAY ? redis_reply_type_name(x)
+                           : x->elements != 2                 ? "another number of elements"
+                                                              : "an id that is not a string");
+        const redisReply *f = x->element[1];
+        const redisReply *v = NULL;
+        if (f && f->type == REDIS_REPLY_ARRAY)
+            for (size_t j = 0; j + 1 < f->elements && !v; j += 2)
+                if (is_string(f->element[j]) && f->element[j]->len == flen &&
+                    memcmp(f->element[j]->str, id_field, flen) == 0)
+                    v = f->element[j + 1];
+        if (is_string(v))
+            dead_letter_read_add(out, v->str, v->len);
+        else
+            dead_letter_read_add(out, NULL, 0);
+    }
+    return 0;
+}
+
+static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
+                           const struct deadline *dl, struct dead_letter_read *out, struct err *e)
 {
     struct state *st = c->priv;
-    for (size_t i = 0; i < st->nspecs; i++) {
-        const struct stream_spec *sp = &st->specs[i];
-        if (!sp->classify)
-            continue;
-        char what[300];
-        snprintf(what, sizeof what, "%s \"%.200s\"", sp->name ? "stream" : "pattern",
-                 sp->name ? sp->name : sp->pattern);
-        if (dlq_classify_check(sp->classify, c->name, what, dl, e))
+    const struct stream_spec *sp = spec_of(st, queue);
+    if (!sp || !sp->dlq_tmpl)
+        return err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
+    out->dead_letter_queue = redis_stream_dlq_name(sp->dlq_tmpl, queue);
+    if (!st->conn) {
+        st->conn = redis_conn_open(c->name, st->address, st->username, st->password, st->db, dl, e);
+        if (!st->conn)
             return -1;
     }
+    char count[24];
+    *put_u64(count, (uint64_t)max) = '\0';
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "XLEN", out->dead_letter_queue, NULL);
+    redis_pipe_addv(p, "XRANGE", out->dead_letter_queue, "-", "+", "COUNT", count, NULL);
+    struct dl_run run = {id_field, out};
+    int rc = redis_pipe_exec_each(st->conn, p, dl, st->max_reply_bytes, dl_reply, &run, e);
+    redis_pipe_free(p);
+    if (rc) {
+        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(st->conn),
+                   out->dead_letter_queue);
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+        return -1;
+    }
+    if (out->total < out->read)
+        out->total = out->read; /* added between XLEN and XRANGE */
     return 0;
 }
 
@@ -1468,4 +1547,5 @@ const struct collector_kind redis_stream_kind = {.name = "redis_stream",
                                                  .configure = configure,
                                                  .collect = collect,
                                                  .destroy = destroy,
-                                                 .check = check};
+                                                 .dead_letter_validate = dead_letter_validate,
+                                                 .dead_letter_ids = dead_letter_ids};

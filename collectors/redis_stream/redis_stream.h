@@ -12,6 +12,7 @@
 
 #include <hiredis.h>
 
+#include "collector.h"
 #include "err.h"
 
 /* A stream entry id "<ms>-<seq>": ms is the server's clock when the entry was added (for ids
@@ -80,6 +81,13 @@ double redis_stream_age_seconds(int64_t now_ms, uint64_t ms);
 
 /* dead_letter_stream with every "{stream}" replaced by the stream's name. malloc'd. */
 char *redis_stream_dlq_name(const char *tmpl, const char *stream);
+
+/* Adds the entries of an `XRANGE <dlq> - + COUNT n` reply ([[id, [field, value, ...]], ...]) to
+ * out for the dead-letter join, the value of each entry's first field named id_field as its id.
+ * ERR_PROTOCOL (without a prefix: the caller names the command) when the reply is not an array of
+ * [id, fields] pairs. */
+int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
+                                 struct dead_letter_read *out, struct err *e);
 
 /* The per-group settings that come from the config file. */
 struct redis_stream_policy {
