@@ -110,6 +110,8 @@ static int cmp_queue(const void *a, const void *b)
 
 static struct queue *find_queue(struct scrape *sc, const char *name)
 {
+    if (sc->n == 0) /* bsearch may not be handed a NULL array, even an empty one */
+        return NULL;
     struct queue key = {0};
     key.name = (char *)name;
     return bsearch(&key, sc->q, sc->n, sizeof *sc->q, cmp_queue);
