@@ -32,6 +32,13 @@ struct collector_kind {
      * live server — tables and columns exist, permissions suffice — for --config.check. Errors
      * name the source and the object, never a secret. */
     int (*check)(struct collector *c, const struct deadline *dl, struct err *e);
+    /* Optional (NULL: no hints): what to change when an audit rule fires on a queue of this kind,
+     * as a clause the rule's message ends with (no trailing period), or NULL for rules the kind
+     * has nothing to add to. rule is the rule's name as the `rule` label spells it (e.g.
+     * "no_dead_letter_queue"); the text is static. Today only no_dead_letter_queue asks, and a
+     * kind without a hint for it is not audited by that rule (it has no dead-letter queue to
+     * set up). */
+    const char *(*audit_hint)(const char *rule);
 };
 
 struct collector {

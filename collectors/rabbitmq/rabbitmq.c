@@ -926,5 +926,17 @@ out:
     return rc;
 }
 
-const struct collector_kind rabbitmq_kind = {
-    .name = "rabbitmq", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
+               "delivery limit";
+    return NULL;
+}
+
+const struct collector_kind rabbitmq_kind = {.name = "rabbitmq",
+                                             .configure = configure,
+                                             .collect = collect,
+                                             .destroy = destroy,
+                                             .audit_hint = audit_hint};

@@ -1464,8 +1464,18 @@ static int check(struct collector *c, const struct deadline *dl, struct err *e)
     return 0;
 }
 
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "have the consumers move given-up entries to a stream and name it in "
+               "dead_letter_stream";
+    return NULL;
+}
+
 const struct collector_kind redis_stream_kind = {.name = "redis_stream",
                                                  .configure = configure,
                                                  .collect = collect,
                                                  .destroy = destroy,
-                                                 .check = check};
+                                                 .check = check,
+                                                 .audit_hint = audit_hint};
