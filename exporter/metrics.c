@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashtab.h"
 #include "util.h"
 
 /* Sorted by name (strcmp order): metric_catalog_find relies on it and check_metrics verifies it.
@@ -351,10 +352,7 @@ struct metric_set {
     struct arena records; /* struct sample_rec, sample i at offset i * sizeof */
     struct arena values;  /* uint32 string offsets, one run per sample */
     struct arena strings; /* a varint (length << 1 | escape flag), the bytes, a NUL */
-    uint32_t *slots;      /* the string hash table: offset + 1, 0 when free */
-    unsigned char *tags;  /* the top byte of each slot's hash: most probes need no string */
-    size_t nslots;        /* a power of two */
-    size_t nstrings;
+    struct hashtab index; /* string offsets by hash */
     uint32_t last_values[METRIC_MAX_LABELS]; /* of the previous add, by position; NONE: unset */
     struct schema *schemas;
     size_t nschemas;
@@ -399,84 +397,26 @@ static const char *str_at(const struct metric_set *s, uint32_t off, size_t *len,
     return (const char *)p;
 }
 
-/* Word-at-a-time multiplicative hash with a final mix: label strings are short. The last 1-7
- * bytes are read as two overlapping 4-byte words (or three single bytes) rather than copied to
- * a zeroed word, which would stall on store forwarding. */
-static uint64_t str_hash(const char *p, size_t n)
+/* The hash a string was interned with, for the index when it grows. */
+static uint64_t string_hash_of(const void *ctx, uint32_t off)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
-    }
-    uint64_t w = 0;
-    if (n >= 4) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + n - 4, 4);
-        w = (uint64_t)hi << 32 | lo;
-    } else if (n) {
-        const unsigned char *u = (const unsigned char *)p;
-        w = (uint64_t)u[0] << 16 | (uint64_t)u[n / 2] << 8 | u[n - 1];
-    }
-    h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
-static unsigned char hash_tag(uint64_t h)
-{
-    return (unsigned char)(h >> 56);
-}
-
-static void slots_alloc(struct metric_set *s, size_t nslots)
-{
-    s->nslots = nslots;
-    s->slots = xcalloc(nslots, sizeof *s->slots);
-    s->tags = xmalloc(nslots);
-}
-
-/* Doubles the hash table once it is 3/4 full, so that probes stay short. */
-static void slots_grow(struct metric_set *s)
-{
-    uint32_t *old = s->slots;
-    size_t nold = s->nslots;
-    free(s->tags);
-    slots_alloc(s, nold * 2);
-    for (size_t k = 0; k < nold; k++) {
-        if (!old[k])
-            continue;
-        size_t len;
-        int escape;
-        const char *p = str_at(s, old[k] - 1, &len, &escape);
-        uint64_t h = str_hash(p, len);
-        size_t i = (size_t)h & (s->nslots - 1);
-        while (s->slots[i])
-            i = (i + 1) & (s->nslots - 1);
-        s->slots[i] = old[k];
-        s->tags[i] = hash_tag(h);
-    }
-    free(old);
+    size_t len;
+    int escape;
+    const char *p = str_at(ctx, off, &len, &escape);
+    return hashtab_hash(p, len, 0);
 }
 
 /* Finds or stores the string p[0, len) (no NUL inside); -1 when the arena is full. */
 static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off)
 {
-    uint64_t h = str_hash(p, len);
-    unsigned char tag = hash_tag(h);
-    size_t i = (size_t)h & (s->nslots - 1);
-    for (; s->slots[i]; i = (i + 1) & (s->nslots - 1)) {
-        if (s->tags[i] != tag)
-            continue;
+    struct hashtab_probe probe;
+    for (uint32_t o = hashtab_first(&s->index, hashtab_hash(p, len, 0), &probe); o != HASHTAB_END;
+         o = hashtab_next(&s->index, &probe)) {
         size_t l;
         int escape;
-        const char *q = str_at(s, s->slots[i] - 1, &l, &escape);
+        const char *q = str_at(s, o, &l, &escape);
         if (l == len && memcmp(q, p, len) == 0) {
-            *off = s->slots[i] - 1;
+            *off = o;
             return 0;
         }
     }
@@ -497,10 +437,8 @@ static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off
     memcpy(dst, head, nhead);
     memcpy(dst + nhead, p, len);
     dst[nhead + len] = '\0';
-    s->slots[i] = *off + 1; /* *off < ARENA_LIMIT: the block holds at least one byte */
-    s->tags[i] = tag;
-    if (++s->nstrings > s->nslots / 4 * 3)
-        slots_grow(s);
+    /* *off < ARENA_LIMIT == HASHTAB_END: the block holds at least one byte */
+    hashtab_add(&s->index, &probe, *off, string_hash_of, s);
     return 0;
 }
 
@@ -537,7 +475,6 @@ struct metric_set *metric_set_new(const char *source, const char *kind)
     struct metric_set *s = xcalloc(1, sizeof *s);
     s->source = NONE;
     s->kind = NONE;
-    slots_alloc(s, 64);
     for (size_t i = 0; i < METRIC_MAX_LABELS; i++)
         s->last_values[i] = NONE;
     buf_init(&s->scratch);
@@ -556,8 +493,7 @@ void metric_set_free(struct metric_set *s)
     arena_free(&s->records);
     arena_free(&s->values);
     arena_free(&s->strings);
-    free(s->slots);
-    free(s->tags);
+    hashtab_free(&s->index);
     free(s->schemas);
     free(s->schema_names);
     free(s->runs);
@@ -980,7 +916,8 @@ size_t metric_set_bytes(const struct metric_set *s)
     if (!s)
         return 0;
     return sizeof *s + arena_bytes(&s->records) + arena_bytes(&s->values) +
-           arena_bytes(&s->strings) + s->nslots * (sizeof *s->slots + sizeof *s->tags) +
+           arena_bytes(&s->strings) +
+           s->index.nslots * (sizeof *s->index.slots + sizeof *s->index.tags) +
            s->schemas_cap * sizeof *s->schemas + s->schema_names_cap * sizeof *s->schema_names +
            s->runs_cap * sizeof *s->runs + s->scratch.cap + (s->error ? strlen(s->error) + 1 : 0) +
            (s->dyn ? sizeof *s->dyn + s->dyn->cap * (sizeof *s->dyn->fams + sizeof *s->dyn->schema)

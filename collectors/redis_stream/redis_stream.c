@@ -29,6 +29,7 @@
 #include "collector.h"
 #include "common/redis.h"
 #include "config.h"
+#include "hashtab.h"
 #include "log.h"
 #include "dlq_classify.h"
 #include "common/secret.h"
@@ -592,8 +593,7 @@ struct names {
     struct arena_block *blocks;
     struct name *v; /* by id */
     size_t n, cap;
-    size_t *slots; /* id + 1, 0 when empty; nslots is a power of 2 */
-    size_t nslots;
+    struct hashtab index; /* ids by name */
 };
 
 static const char *arena_copy(struct names *t, const char *s, size_t len)
@@ -622,44 +622,26 @@ static const char *arena_copy(struct names *t, const char *s, size_t len)
     return p;
 }
 
-static uint64_t hash_bytes(const char *s, size_t len)
+static uint64_t name_hash_of(const void *ctx, uint32_t id)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
-static size_t names_slot(const struct names *t, const char *s, size_t len)
-{
-    size_t mask = t->nslots - 1, i = (size_t)hash_bytes(s, len) & mask;
-    for (;; i = (i + 1) & mask) {
-        size_t id = t->slots[i];
-        if (!id)
-            return i;
-        const struct name *nm = &t->v[id - 1];
-        if (nm->len == len && memcmp(nm->s, s, len) == 0)
-            return i;
-    }
+    const struct names *t = ctx;
+    return hashtab_hash(t->v[id].s, t->v[id].len, 0);
 }
 
 /* The id of the len bytes at s, added when new (then *added = 1 when added is not NULL). Ids are
  * stable; pointers into t->v are not once another name is added. */
 static size_t names_intern(struct names *t, const char *s, size_t len, int *added)
 {
-    if ((t->n + 1) * 2 > t->nslots) {
-        size_t nslots = t->nslots ? t->nslots * 2 : 64;
-        free(t->slots);
-        t->slots = xcalloc(nslots, sizeof *t->slots);
-        t->nslots = nslots;
-        for (size_t id = 0; id < t->n; id++)
-            t->slots[names_slot(t, t->v[id].s, t->v[id].len)] = id + 1;
-    }
-    size_t i = names_slot(t, s, len);
+    struct hashtab_probe p;
+    for (uint32_t id = hashtab_first(&t->index, hashtab_hash(s, len, 0), &p); id != HASHTAB_END;
+         id = hashtab_next(&t->index, &p))
+        if (t->v[id].len == len && memcmp(t->v[id].s, s, len) == 0) {
+            if (added)
+                *added = 0;
+            return id;
+        }
     if (added)
-        *added = !t->slots[i];
-    if (t->slots[i])
-        return t->slots[i] - 1;
+        *added = 1;
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
         t->v = xrealloc(t->v, t->cap * sizeof *t->v);
@@ -669,18 +651,17 @@ static size_t names_intern(struct names *t, const char *s, size_t len, int *adde
     nm->len = len;
     nm->pat = nm->dlq = NONE;
     nm->chosen = nm->is_dlq = 0;
-    t->slots[i] = ++t->n;
-    return t->n - 1;
+    hashtab_add(&t->index, &p, (uint32_t)t->n, name_hash_of, t);
+    return t->n++;
 }
 
 /* The table is needed only while targets and groups are resolved; the strings stay. */
 static void names_drop_index(struct names *t)
 {
-    free(t->slots);
+    hashtab_free(&t->index);
     free(t->v);
-    t->slots = NULL;
     t->v = NULL;
-    t->n = t->cap = t->nslots = 0;
+    t->n = t->cap = 0;
 }
 
 static void names_free(struct names *t)
