@@ -1,0 +1,149 @@
+/* redis_stream/config.c: the keys of a `kind: redis_stream` source (scrape.h) and its state's
+ * life. Every key of a mapping is read with its getter before any combination is checked or a
+ * missing key is reported, then cfg_finish names a misspelt key with the known ones. No I/O. */
+#include "scrape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/secret.h"
+#include "config.h"
+#include "util.h"
+
+#define DEFAULT_MAX_STREAMS 10000
+#define DEFAULT_PENDING_SCAN_LIMIT 1000
+
+void redis_stream_destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    redis_conn_close(st->conn);
+    for (size_t i = 0; i < st->nspecs; i++) {
+        struct stream_spec *sp = &st->specs[i];
+        free(sp->name);
+        free(sp->pattern);
+        cfg_strv_free(sp->groups);
+        free(sp->dlq_tmpl);
+        dlq_classify_free(sp->classify);
+    }
+    free(st->specs);
+    free(st->address);
+    free(st->username);
+    secret_free(st->password);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure_stream(struct collector *c, struct state *st, struct cfg_node *item,
+                            size_t index, struct err *e)
+{
+    if (cfg_expect(item, CFG_MAP, "each entry of streams", e))
+        return -1;
+    st->specs = xrealloc(st->specs, (st->nspecs + 1) * sizeof *st->specs);
+    struct stream_spec *sp = &st->specs[st->nspecs++];
+    memset(sp, 0, sizeof *sp);
+    sp->pol.claim_min_idle = -1;
+
+    struct cfg_node *groups_node = NULL, *idle = NULL, *max_deliveries = NULL, *block = NULL;
+    if (cfg_get_str(item, "name", 0, &sp->name, e) ||
+        cfg_get_str(item, "pattern", 0, &sp->pattern, e) ||
+        cfg_get_node(item, "groups", CFG_SEQ, &groups_node, e) ||
+        cfg_get_strlist(item, "groups", &sp->groups, &sp->ngroups, e) ||
+        cfg_get_duration(item, "claim_min_idle", -1.0, &sp->pol.claim_min_idle, e) ||
+        cfg_get_node(item, "claim_min_idle", CFG_SCALAR, &idle, e) ||
+        cfg_get_node(item, "max_deliveries", CFG_SCALAR, &max_deliveries, e) ||
+        (max_deliveries &&
+         cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &sp->pol.max_deliveries, e)) ||
+        cfg_get_str(item, "dead_letter_stream", 0, &sp->dlq_tmpl, e) ||
+        cfg_get_node(item, "dead_letter_classify", CFG_MAP, &block, e))
+        return -1;
+    int one = !sp->name != !sp->pattern;
+    const char *key = sp->name ? "name" : "pattern";
+    const char *val = sp->name ? sp->name : sp->pattern;
+    char where[400];
+    if (one)
+        snprintf(where, sizeof where, "%s \"%s\" of source \"%s\"", sp->name ? "stream" : "pattern",
+                 val, c->name);
+    else
+        snprintf(where, sizeof where, "entry %zu of streams of source \"%s\"", index + 1, c->name);
+    if (cfg_finish(item, where, e))
+        return -1;
+
+    if (!one)
+        return cfg_error(e, item, "want exactly one of name and pattern in each entry of streams");
+    if (!*val)
+        return cfg_error(e, cfg_at(item, key), "%s: want a non-empty string", key);
+    for (size_t i = 0; i + 1 < st->nspecs; i++) {
+        const char *other = sp->name ? st->specs[i].name : st->specs[i].pattern;
+        if (other && strcmp(other, val) == 0)
+            return cfg_error(e, cfg_at(item, key), "%s: \"%s\" is listed twice", key, val);
+    }
+    if (groups_node && sp->ngroups == 0)
+        return cfg_error(e, groups_node,
+                         "groups: want at least one group name (leave groups out for every group)");
+    if (idle && sp->pol.claim_min_idle <= 0)
+        return cfg_error(e, idle, "claim_min_idle: want a duration above 0");
+    if (!idle)
+        sp->pol.claim_min_idle = -1;
+    if (sp->dlq_tmpl && !*sp->dlq_tmpl)
+        return cfg_error(e, cfg_at(item, "dead_letter_stream"),
+                         "dead_letter_stream: want a non-empty stream name");
+    if (block) {
+        if (!sp->dlq_tmpl)
+            return cfg_error(e, cfg_at(item, "dead_letter_classify"),
+                             "dead_letter_classify: needs dead_letter_stream (the stream whose "
+                             "entries it classifies)");
+        char bwhere[480];
+        snprintf(bwhere, sizeof bwhere, "dead_letter_classify of %s", where);
+        sp->classify = dlq_classify_configure(block, bwhere, e);
+        if (!sp->classify)
+            return -1;
+    }
+    return 0;
+}
+
+int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    struct cfg_node *streams = NULL;
+    long long db, max_response_bytes;
+    if (cfg_get_str(map, "address", 0, &st->address, e) ||
+        cfg_get_str(map, "username", 0, &st->username, e) ||
+        secret_get(map, "password", 0, &st->password, e) ||
+        cfg_get_int(map, "db", 0, 0, 1000000, &db, e) ||
+        cfg_get_int(map, "max_streams", DEFAULT_MAX_STREAMS, 1, 10000000, &st->max_streams, e) ||
+        cfg_get_int(map, "pending_scan_limit", DEFAULT_PENDING_SCAN_LIMIT, 1, 1000000,
+                    &st->pending_scan_limit, e) ||
+        cfg_refuse_renamed(map, "max_reply_bytes", "max_response_bytes", NULL, e) ||
+        cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_RESPONSE_BYTES, 4096,
+                    (long long)1 << 40, &max_response_bytes, e) ||
+        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || cfg_finish(map, where, e))
+        return -1;
+    st->db = (long)db;
+    st->max_response_bytes = (size_t)max_response_bytes;
+
+    if (!st->address) /* no typo elsewhere: the key is simply missing */
+        return cfg_get_str(map, "address", 1, &st->address, e);
+    struct redis_address a;
+    struct err ae;
+    if (redis_address_parse(st->address, &a, &ae))
+        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
+    redis_address_free(&a);
+    if (st->username && !st->password)
+        return cfg_error(e, cfg_at(map, "username"),
+                         "username: needs password_file or password_env (Redis authenticates a "
+                         "user with a password)");
+    if (!streams || streams->n == 0)
+        return cfg_error(e, streams ? streams : map,
+                         "streams: want a list of at least one {name: ...} or {pattern: ...}");
+    for (size_t i = 0; i < streams->n; i++)
+        if (configure_stream(c, st, streams->items[i], i, e))
+            return -1;
+    return 0;
+}
