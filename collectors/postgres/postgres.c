@@ -56,7 +56,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     for (size_t s = 0; s < NSECTIONS; s++)
         if (cfg_get_node(map, sections[s]->key, CFG_SEQ, &lists[s], e))
             return -1;
-    if (pg_params_configure(&st->params, map, c->name, e))
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    /* Every key of the source is read by now: a misspelt one is reported before an entry's
+     * error. */
+    if (pg_params_configure(&st->params, map, c->name, e) || cfg_finish(map, where, e))
         return -1;
 
     for (size_t s = 0; s < NSECTIONS; s++) {
@@ -89,10 +93,6 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         }
     }
     if (st->nitems == 0) {
-        char where[300];
-        snprintf(where, sizeof where, "source \"%s\"", c->name);
-        if (cfg_finish(map, where, e))
-            return -1;
         struct buf b;
         buf_init(&b);
         for (size_t s = 0; s < NSECTIONS; s++)
