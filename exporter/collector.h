@@ -1,6 +1,6 @@
 /* collector.h: THE contract between the core and a collector kind.
  *
- * A kind is one `const struct collector_kind` (collectors/<kind>.c) listed in the registry.
+ * A kind is one `const struct collector_kind` (collectors/<kind>/<kind>.c) listed in the registry.
  * configure() parses and validates the kind's own keys (no I/O); collect() talks to the broker
  * and fills a metric set; destroy() frees the kind's state. The core owns the common keys
  * (name, kind, timeout) and runs collect() on its own thread under a deadline:

@@ -3,8 +3,8 @@
  *
  * This file owns the source-level keys (connection and secrets, read by pg_params_configure),
  * the connection (kept across scrapes, dropped after any error) and the walk over the sections;
- * each section (collectors/pg_<section>.c) knows its own items. Before a section's samples are
- * added, the metric set's kind label becomes the section's, so `kind` says what a series
+ * each section (collectors/postgres/<section>.c) knows its own items. Before a section's samples
+ * are added, the metric set's kind label becomes the section's, so `kind` says what a series
  * describes while qrel_collector_up{kind="postgres"} names the source. */
 #include <stdio.h>
 #include <stdlib.h>
