@@ -4,7 +4,7 @@
  * names that families defined elsewhere (a postgres source's queries) and labels must follow.
  * A new family is one row here and one in docs/metrics.md (tests/integration/metric_docs.sh
  * compares them). The storage of samples is metrics.c. */
-#include "metrics.h"
+#include "metric_catalog.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 /* Sorted by name (strcmp order): metric_catalog_find relies on it and check_metrics verifies it.
  * HELP says what the value is, in which unit, and what to do about it; the labels source and kind
  * are on every collector series and are documented once in docs/metrics.md. */
-static const struct metric_family catalog[] = {
+const struct metric_family metric_catalog_rows[] = {
     {"qrel_audit_failed", METRIC_GAUGE,
      "1 for each reliability rule (label rule, with its severity) that the current configuration "
      "of queue breaks; the series disappears once the configuration is fixed."},
@@ -106,7 +106,9 @@ static const struct metric_family catalog[] = {
      "Age in seconds of the data behind this source's values (cache age, cloud metric delay)."},
 };
 
-#define CATALOG_LEN (sizeof catalog / sizeof catalog[0])
+#define CATALOG_LEN (sizeof metric_catalog_rows / sizeof metric_catalog_rows[0])
+
+const size_t metric_catalog_len = CATALOG_LEN;
 
 _Static_assert(CATALOG_LEN < UINT16_MAX, "a metric set keeps family indexes in uint16");
 
@@ -117,9 +119,9 @@ const struct metric_family *metric_catalog_find(const char *name)
     size_t lo = 0, hi = CATALOG_LEN;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(name, catalog[mid].name);
+        int c = strcmp(name, metric_catalog_rows[mid].name);
         if (c == 0)
-            return &catalog[mid];
+            return &metric_catalog_rows[mid];
         if (c < 0)
             hi = mid;
         else
@@ -135,7 +137,7 @@ size_t metric_catalog_count(void)
 
 const struct metric_family *metric_catalog_at(size_t i)
 {
-    return i < CATALOG_LEN ? &catalog[i] : NULL;
+    return i < CATALOG_LEN ? &metric_catalog_rows[i] : NULL;
 }
 
 /* ASCII only on purpose: isalpha() depends on the locale, label names must not. */

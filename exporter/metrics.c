@@ -24,10 +24,11 @@
 #include <string.h>
 
 #include "hashtab.h"
+#include "metric_catalog.h"
 #include "util.h"
 
-/* Family indexes below this are the catalogue's (metric_catalog.c). */
-#define CATALOG_LEN metric_catalog_count()
+/* Family indexes below this are the catalogue's rows (metric_catalog.c). */
+#define CATALOG_LEN metric_catalog_len
 
 /* ---- arenas ---- */
 
@@ -375,7 +376,7 @@ static uint16_t *schema_slot(struct metric_set *s, size_t fi)
 /* The family behind family index fi, which the set holds. */
 static const struct metric_family *family_at(const struct metric_set *s, size_t fi)
 {
-    return fi < CATALOG_LEN ? metric_catalog_at(fi) : s->dyn->fams[fi - CATALOG_LEN];
+    return fi < CATALOG_LEN ? &metric_catalog_rows[fi] : s->dyn->fams[fi - CATALOG_LEN];
 }
 
 /* The schema for these validated label names: one the set has (they are few), or a new one. */
@@ -541,14 +542,14 @@ int metric_set_add(struct metric_set *s, const char *family, double value, ...)
     va_start(ap, value);
     size_t n = read_pairs(ap, names, values);
     va_end(ap);
-    return add_sample(s, f, (size_t)(f - metric_catalog_at(0)), value, names, values, n);
+    return add_sample(s, f, (size_t)(f - metric_catalog_rows), value, names, values, n);
 }
 
 /* The family index of f in s: its catalogue index when f points into the catalogue, else its
  * dynamic index, registering f (validated once) on first sight. -1 with the set's error set. */
 static int dyn_index(struct metric_set *s, const struct metric_family *f, size_t *fi)
 {
-    const struct metric_family *catalog = metric_catalog_at(0);
+    const struct metric_family *catalog = metric_catalog_rows;
     /* relational < on unrelated pointers is undefined */
     uintptr_t at = (uintptr_t)f, base = (uintptr_t)catalog;
     if (at >= base && at < base + CATALOG_LEN * sizeof *catalog) {
