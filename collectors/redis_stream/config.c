@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/secret.h"
 #include "config.h"
 #include "util.h"
 
@@ -29,9 +28,7 @@ void redis_stream_destroy(struct collector *c)
         dlq_classify_free(sp->classify);
     }
     free(st->specs);
-    free(st->address);
-    free(st->username);
-    secret_free(st->password);
+    redis_settings_free(&st->rs);
     free(st);
     c->priv = NULL;
 }
@@ -112,33 +109,14 @@ int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     struct cfg_node *streams = NULL;
-    long long db, max_response_bytes;
-    if (cfg_get_str(map, "address", 0, &st->address, e) ||
-        cfg_get_str(map, "username", 0, &st->username, e) ||
-        secret_get(map, "password", 0, &st->password, e) ||
-        cfg_get_int(map, "db", 0, 0, 1000000, &db, e) ||
+    if (cfg_refuse_renamed(map, "max_reply_bytes", "max_response_bytes", NULL, e) ||
+        redis_settings_read(map, &st->rs, e) ||
         cfg_get_int(map, "max_streams", DEFAULT_MAX_STREAMS, 1, 10000000, &st->max_streams, e) ||
         cfg_get_int(map, "pending_scan_limit", DEFAULT_PENDING_SCAN_LIMIT, 1, 1000000,
                     &st->pending_scan_limit, e) ||
-        cfg_refuse_renamed(map, "max_reply_bytes", "max_response_bytes", NULL, e) ||
-        cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_RESPONSE_BYTES, 4096,
-                    (long long)1 << 40, &max_response_bytes, e) ||
-        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || cfg_finish(map, where, e))
+        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || cfg_finish(map, where, e) ||
+        redis_settings_check(map, &st->rs, e))
         return -1;
-    st->db = (long)db;
-    st->max_response_bytes = (size_t)max_response_bytes;
-
-    if (!st->address) /* no typo elsewhere: the key is simply missing */
-        return cfg_get_str(map, "address", 1, &st->address, e);
-    struct redis_address a;
-    struct err ae;
-    if (redis_address_parse(st->address, &a, &ae))
-        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
-    redis_address_free(&a);
-    if (st->username && !st->password)
-        return cfg_error(e, cfg_at(map, "username"),
-                         "username: needs password_file or password_env (Redis authenticates a "
-                         "user with a password)");
     if (!streams || streams->n == 0)
         return cfg_error(e, streams ? streams : map,
                          "streams: want a list of at least one {name: ...} or {pattern: ...}");

@@ -123,7 +123,7 @@ static int scan_patterns(struct collector *c, struct state *st, struct redis_pip
         }
         if (na == 0)
             break;
-        if (redis_pipe_exec_each(st->conn, p, dl, st->max_response_bytes, scan_reply, &run, e))
+        if (redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, scan_reply, &run, e))
             goto out;
     }
     if (run.capped && !st->warned_cap) {
@@ -267,7 +267,7 @@ int redis_stream_read_groups(struct state *st, struct redis_pipe *p, const struc
     for (size_t i = 0; i < sc->n; i++)
         redis_pipe_addv(p, "XINFO", "GROUPS", sc->t[i].name, NULL);
     struct groups_run run = {st, sc, 0};
-    if (redis_pipe_exec_each(st->conn, p, dl, st->max_response_bytes, groups_reply, &run, e))
+    if (redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, groups_reply, &run, e))
         return -1;
     *now_ms = run.now_ms;
     if (sc->ngroups < sc->groups_cap) {
@@ -558,7 +558,7 @@ int redis_stream_read_details(struct state *st, struct redis_pipe *p, const stru
     w.now_ms = now_ms;
     w.step = W_TARGET;
     if (redis_pipe_len(p) &&
-        redis_pipe_exec_each(st->conn, p, dl, st->max_response_bytes, details_reply, &w, e))
+        redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, details_reply, &w, e))
         return -1;
     int due = walk_next(&w, e);
     if (due > 0)

@@ -62,7 +62,8 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 
     memset(&sc, 0, sizeof sc);
     if (!st->conn) {
-        st->conn = redis_conn_open(c->name, st->address, st->username, st->password, st->db, dl, e);
+        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
+                                   st->rs.db, dl, e);
         if (!st->conn)
             return -1;
     }

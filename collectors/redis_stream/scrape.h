@@ -10,6 +10,7 @@
 
 #include "collector.h"
 #include "common/redis.h"
+#include "common/redis_settings.h"
 #include "dlq_classify.h"
 #include "hashtab.h"
 #include "redis_stream.h"
@@ -29,13 +30,10 @@ struct stream_spec {
 };
 
 struct state {
-    char *address;
-    char *username;
-    char *password; /* wiped on destroy */
-    long db;
+    struct redis_settings
+        rs; /* address, username, password (wiped on destroy), db, max_response_bytes */
     long long max_streams;
     long long pending_scan_limit;
-    size_t max_response_bytes;
     struct stream_spec *specs;
     size_t nspecs;
     struct redis_conn *conn; /* kept between scrapes, dropped after any error */
