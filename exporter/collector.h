@@ -1,6 +1,6 @@
 /* collector.h: THE contract between the core and a collector kind.
  *
- * A kind is one `const struct collector_kind` (collectors/<kind>.c) listed in the registry.
+ * A kind is one `const struct collector_kind` (collectors/<kind>/<kind>.c) listed in the registry.
  * configure() parses and validates the kind's own keys (no I/O); collect() talks to the broker
  * and fills a metric set; destroy() frees the kind's state. The core owns the common keys
  * (name, kind, timeout) and runs collect() on its own thread under a deadline:
@@ -74,6 +74,13 @@ struct collector_kind {
     int (*work_table_check)(struct collector *c, void *table, const struct deadline *dl,
                             struct err *e);
     void (*work_table_free)(void *table);
+    /* Optional (NULL: no hints): what to change when an audit rule fires on a queue of this kind,
+     * as a clause the rule's message ends with (no trailing period), or NULL for rules the kind
+     * has nothing to add to. rule is the rule's name as the `rule` label spells it (e.g.
+     * "no_dead_letter_queue"); the text is static. Today only no_dead_letter_queue asks, and a
+     * kind without a hint for it is not audited by that rule (it has no dead-letter queue to
+     * set up). */
+    const char *(*audit_hint)(const char *rule);
 };
 
 struct collector {

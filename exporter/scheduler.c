@@ -221,8 +221,10 @@ static void *worker_main(void *p)
         rc = c->kind->collect(c, &a->dl, set, &e);
         collector_unlock(c);
     }
-    if (rc == 0 && metric_set_error(set)) {
-        /* A collector emitted a bad sample: a bug, reported instead of half-served. */
+    if (metric_set_error(set)) {
+        /* A bad sample is a programming error, and the set remembers the first one: kinds do not
+         * check metric_set_add, the collection fails here, named as internal, instead of being
+         * half-served. It wins over the kind's own error, which may only be a consequence. */
         err_set(&e, ERR_INTERNAL, "%s", metric_set_error(set));
         rc = -1;
     }

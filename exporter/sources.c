@@ -15,7 +15,7 @@
 #include "config.h"
 #include "util.h"
 
-/* Source names become the `source` label and, later, /probe?target= values, so they are kept to
+/* Source names become the `source` label and /probe?target= values, so they are kept to
  * characters that need no escaping anywhere. */
 static int source_name_valid(const char *s)
 {

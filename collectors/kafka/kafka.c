@@ -1489,9 +1489,19 @@ out:
     return rc;
 }
 
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "have the consumers publish given-up records to a dead-letter topic and name "
+               "it in dead_letter_topic";
+    return NULL;
+}
+
 const struct collector_kind kafka_kind = {.name = "kafka",
                                           .configure = configure,
                                           .collect = collect,
                                           .destroy = destroy,
                                           .dead_letter_validate = dead_letter_validate,
-                                          .dead_letter_ids = dead_letter_ids};
+                                          .dead_letter_ids = dead_letter_ids,
+                                          .audit_hint = audit_hint};

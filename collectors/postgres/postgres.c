@@ -3,8 +3,8 @@
  *
  * This file owns the source-level keys (connection and secrets, read by pg_params_configure),
  * the connection (kept across scrapes, dropped after any error) and the walk over the sections;
- * each section (collectors/pg_<section>.c) knows its own items. Before a section's samples are
- * added, the metric set's kind label becomes the section's, so `kind` says what a series
+ * each section (collectors/postgres/<section>.c) knows its own items. Before a section's samples
+ * are added, the metric set's kind label becomes the section's, so `kind` says what a series
  * describes while qrel_collector_up{kind="postgres"} names the source. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +58,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     for (size_t s = 0; s < NSECTIONS; s++)
         if (cfg_get_node(map, sections[s]->key, CFG_SEQ, &lists[s], e))
             return -1;
-    if (pg_params_configure(&st->params, map, c->name, e))
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    /* Every key of the source is read by now: a misspelt one is reported before an entry's
+     * error. */
+    if (pg_params_configure(&st->params, map, c->name, e) || cfg_finish(map, where, e))
         return -1;
 
     for (size_t s = 0; s < NSECTIONS; s++) {
@@ -91,10 +95,6 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         }
     }
     if (st->nitems == 0) {
-        char where[300];
-        snprintf(where, sizeof where, "source \"%s\"", c->name);
-        if (cfg_finish(map, where, e))
-            return -1;
         struct buf b;
         buf_init(&b);
         for (size_t s = 0; s < NSECTIONS; s++)
