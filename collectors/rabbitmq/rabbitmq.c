@@ -15,7 +15,6 @@
  * Every request is a GET: a monitoring user can never change anything. */
 #include "rabbitmq.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "common/glob.h"
 #include "common/http.h"
 #include "common/json.h"
 #include "common/promtext.h"
@@ -449,7 +449,7 @@ static int selected(const struct state *st, const char *name)
     for (size_t i = 0; i < st->nqueues; i++)
         if (strcmp(st->queues[i], name) == 0)
             return 1;
-    return st->pattern && fnmatch(st->pattern, name, 0) == 0;
+    return st->pattern && glob_match(st->pattern, name);
 }
 
 /* GET url from the management API (auth) or the plugin (no auth), within dl. what names it in
