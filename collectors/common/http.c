@@ -97,13 +97,14 @@ int http_url_validate(const char *url, const struct cfg_node *at, const char *ke
 int http_base_url(struct cfg_node *map, const char *key, const char *def, char **out, struct err *e)
 {
     *out = NULL;
-    if (cfg_get_nonempty(map, key, out, e))
-        return -1;
-    if (!*out) {
+    int rc = cfg_get_nonempty(map, key, out, e);
+    if (rc == 0 && !*out) {
         *out = def ? xstrdup(def) : NULL;
         return 0;
     }
-    if (http_url_validate(*out, cfg_at(map, key), key, e)) {
+    if (rc == 0)
+        rc = http_url_validate(*out, cfg_at(map, key), key, e);
+    if (rc) { /* cfg_get_nonempty leaves an empty value allocated: *out is NULL on failure */
         free(*out);
         *out = NULL;
         return -1;
