@@ -106,9 +106,6 @@ static int configure_group(struct kafka_settings *s, const char *source, struct 
     s->specs = xrealloc(s->specs, (s->nspecs + 1) * sizeof *s->specs);
     struct kafka_group_spec *sp = &s->specs[s->nspecs++];
     memset(sp, 0, sizeof *sp);
-    char where[300];
-    snprintf(where, sizeof where, "entry %zu of groups of source \"%s\"", index + 1, source);
-
     struct cfg_node *topics_node = NULL;
     if (cfg_get_str(item, "name", 0, &sp->name, e) ||
         cfg_get_str(item, "pattern", 0, &sp->pattern, e) ||
@@ -119,10 +116,26 @@ static int configure_group(struct kafka_settings *s, const char *source, struct 
         cfg_get_str(item, "topic_regex", 0, &sp->topic_regex, e) ||
         cfg_get_positive_duration(item, "max_poll_interval", -1.0, &sp->max_poll_interval, e) ||
         cfg_get_nonempty(item, "dead_letter_topic", &sp->dlq_tmpl, e) ||
-        cfg_get_bool(item, "per_partition", 0, &sp->per_partition, e) || cfg_finish(item, where, e))
+        cfg_get_bool(item, "per_partition", 0, &sp->per_partition, e))
+        return -1;
+    /* messages name the entry by what selects its groups, when that is clear */
+    char where[300];
+    int nsel = (sp->name != NULL) + (sp->pattern != NULL) + (sp->regex != NULL);
+    if (nsel == 1)
+        snprintf(where, sizeof where, "group %s \"%.100s\" of source \"%s\"",
+                 sp->name      ? "name"
+                 : sp->pattern ? "pattern"
+                               : "regex",
+                 sp->name      ? sp->name
+                 : sp->pattern ? sp->pattern
+                               : sp->regex,
+                 source);
+    else
+        snprintf(where, sizeof where, "entry %zu of groups of source \"%s\"", index + 1, source);
+    if (cfg_finish(item, where, e))
         return -1;
 
-    if ((sp->name != NULL) + (sp->pattern != NULL) + (sp->regex != NULL) != 1)
+    if (nsel != 1)
         return cfg_error(e, item,
                          "want exactly one of name, pattern and regex in each entry of groups");
     if (sp->name && !*sp->name)

@@ -155,6 +155,11 @@ START_TEST(pattern_glob_regex)
                         "(it has \"(\"): topic_pattern is a glob (*, ?, [...]); write "
                         "topic_regex: for a regular expression");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{topics: [t], tpics: [u]}]\n",
+                        "qrel.yml:2:24: unknown key \"tpics\" in entry 1 of groups of source "
+                        "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
+                        "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g, pattern: \"m*\", topics: [t]}]\n",
                         "qrel.yml:2:10: want exactly one of name, pattern and regex in each "
                         "entry of groups");
@@ -164,7 +169,7 @@ START_TEST(pattern_glob_regex)
                         "in each entry of groups (the topics whose lag the group is measured on)");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g, topic_regx: \"t.*\"}]\n",
-                        "qrel.yml:2:20: unknown key \"topic_regx\" in entry 1 of groups of source "
+                        "qrel.yml:2:20: unknown key \"topic_regx\" in group name \"g\" of source "
                         "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
                         "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
 
