@@ -4,7 +4,6 @@
  * and hand-made documents. */
 #include "pubsub/pubsub.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +128,9 @@ void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out)
     metric_set_add(out, "qrel_retry_horizon_seconds", pubsub_retry_horizon(s), "queue", s->id,
                    NULL);
     metric_set_add(out, "qrel_queue_info", 1.0, "queue", s->id, "dead_letter_queue",
-                   s->dead_letter_topic ? pubsub_topic_id(s->dead_letter_topic) : "", "exactly_once",
-                   s->exactly_once ? "true" : "false", "ordered", s->ordered ? "true" : "false",
-                   NULL);
+                   s->dead_letter_topic ? pubsub_topic_id(s->dead_letter_topic) : "",
+                   "exactly_once", s->exactly_once ? "true" : "false", "ordered",
+                   s->ordered ? "true" : "false", NULL);
 }
 
 void pubsub_monitoring_free(struct pubsub_monitoring *m)

@@ -9,7 +9,6 @@
  * it is optional and every value read from it says how old it is (qrel_sample_age_seconds). */
 #include "pubsub.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -15,7 +15,6 @@
  * bounded by the source's timeout like any other. */
 #include "sqs.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
