@@ -37,7 +37,7 @@ char *kafka_dlq_name(const char *tmpl, const char *topic);
 
 /* The reason for a librdkafka error code: connect (transport, resolve, all brokers down, TLS),
  * auth (SASL, authorization), timeout, protocol (a reply that cannot be parsed), limit (a reply
- * larger than max_reply_bytes), query for every other error the broker answered. text is
+ * larger than max_response_bytes), query for every other error the broker answered. text is
  * librdkafka's message, which tells "Invalid response size" (limit) from other transport
  * errors; it may be NULL. */
 enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text);

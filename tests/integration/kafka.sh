@@ -6,7 +6,8 @@
 # newest ages. Then the faults, each beside the healthy source, under a 4 s scrape-timeout header:
 # nothing listening (connect), a listener that never answers (timeout), one that answers junk,
 # SASL against a broker without SASL (auth, and the password appears nowhere), and a group
-# pattern on a broker without ListGroups (query, "list the groups by name").
+# regex on a broker without ListGroups (query, "list the groups by name"). Keys of earlier
+# releases (flat tls_* keys, max_reply_bytes, a regex as pattern) are refused naming the new ones.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -93,7 +94,7 @@ sources:
       - name: audit
         topics: [orders, missing-topic]
       - name: billing
-        topic_pattern: "pay.*"
+        topic_pattern: "pay*"
         dead_letter_topic: "{topic}.dlq"
   - name: down
     kind: kafka
@@ -118,7 +119,7 @@ sources:
   - name: patterns
     kind: kafka
     bootstrap_servers: $BOOT
-    groups: [{pattern: "mail.*", topics: [orders]}]
+    groups: [{regex: "mail.*", topics: [orders]}]
 YML
 start_exporter "$T/qrel.yml"
 
@@ -225,6 +226,24 @@ expect_metric "$T/m2.txt" 2 qrel_collector_errors_total 'source="down"' 'reason=
 # Nothing was committed by the exporter: mailer's offsets are as the peer left them.
 expect_cmd "the exporter committed nothing (mailer still 10 behind)" \
   grep -q "^qrel_queue_messages{source=\"stream\",kind=\"kafka\",queue=\"orders\",group=\"mailer\",state=\"ready\"} 10$" "$T/m2.txt"
+
+# Spellings of earlier releases fail --config.check with the new name, not a silent change.
+old_spelling() { # old_spelling WHAT KEY-LINES... : the source with those lines, checked
+  local what=$1 want=$2; shift 2
+  { printf 'sources:\n  - name: old\n    kind: kafka\n    bootstrap_servers: %s\n' "$BOOT"
+    printf '    %s\n' "$@"; } > "$T/old.yml"
+  expect_cmd "$what" bash -c "'$EXPORTER' --config.file='$T/old.yml' --config.check 2>&1 | grep -qF -- '$want'"
+}
+old_spelling "tls_ca_file is refused naming tls_config.ca_file" \
+  'old.yml:5:5: "tls_ca_file" is now called "tls_config.ca_file"' \
+  "tls_ca_file: $T/ca.pem" 'groups: [{name: mailer, topics: [orders]}]'
+old_spelling "max_reply_bytes is refused naming max_response_bytes" \
+  'old.yml:5:5: "max_reply_bytes" is now called "max_response_bytes"' \
+  'max_reply_bytes: 1000000' 'groups: [{name: mailer, topics: [orders]}]'
+old_spelling "a regex written as topic_pattern is refused naming topic_regex" \
+  'old.yml:5:45: topic_pattern: "pay.*" looks like a regular expression' \
+  'groups: [{name: billing, topic_pattern: "pay.*"}]'
+expect_cmd "the message points to topic_regex" grep -q 'write topic_regex: for a regular expression' <("$EXPORTER" --config.file="$T/old.yml" --config.check 2>&1)
 
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do

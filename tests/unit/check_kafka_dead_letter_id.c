@@ -84,7 +84,7 @@ END_TEST
     "sources:\n  - name: bus\n    kind: kafka\n    bootstrap_servers: 127.0.0.1:9092\n"            \
     "    groups:\n      - name: mailer\n        topics: [orders]\n"                                \
     "        dead_letter_topic: \"{topic}.dlq\"\n"                                                 \
-    "      - name: audit\n        topic_pattern: \"pay.*\"\n"                                      \
+    "      - name: audit\n        topic_regex: \"pay.*\"\n"                                        \
     "        dead_letter_topic: pay.dlq\n"                                                         \
     "      - name: plain\n        topics: [plain]\n"                                               \
     "dead_letters:\n"
