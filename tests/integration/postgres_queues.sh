@@ -125,10 +125,8 @@ for lock in postgres:2 other:1; do
   LOCKERS+=($!)
   PIDS+=($!)
 done
-for _ in $(seq 1 100); do
-  [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 2 ] && break
-  sleep 0.05
-done
+two_locks() { [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 2 ]; }
+wait_for 15 "the two advisory locks to be granted" two_locks || true
 
 cat > "$T/qrel.yml" <<YML
 sources:
