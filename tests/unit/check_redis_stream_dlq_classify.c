@@ -6,7 +6,7 @@
  * fed what they meet in practice: an XRANGE reply in the shape of the demo's dead-letter stream
  * (recorded from redis-server 7.0.15), ids spelt the ways producers spell them, and identifiers
  * that need quoting. Talking to Redis and PostgreSQL is left to
- * tests/integration/dead_letter_classify.sh. */
+ * tests/integration/redis_stream_dlq_classify.sh. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
