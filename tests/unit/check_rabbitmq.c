@@ -14,29 +14,14 @@
 
 extern const struct collector_kind rabbitmq_kind;
 
-/* Recorded (columns as the collector asks for them), with the consumer of the integration test
- * connected; the last object is a queue declared a moment before (no stats yet). */
-static const char queues_json[] =
-    "[{\"arguments\":{\"x-dead-letter-exchange\":\"orders.dlx\",\"x-dead-letter-routing-key\":"
-    "\"orders\"},\"effective_policy_definition\":{},\"head_message_timestamp\":1795953440,"
-    "\"message_stats\":{\"redeliver\":3},\"messages\":2,\"messages_ready\":0,"
-    "\"messages_unacknowledged\":2,\"name\":\"orders\",\"vhost\":\"/\"},"
-    "{\"arguments\":{\"x-queue-type\":\"quorum\"},\"effective_policy_definition\":"
-    "{\"dead-letter-exchange\":\"jobs.dlx\",\"delivery-limit\":2},\"message_stats\":"
-    "{\"redeliver\":2},\"messages\":0,\"messages_ready\":0,\"messages_unacknowledged\":0,"
-    "\"name\":\"jobs\",\"vhost\":\"/\"},"
-    "{\"arguments\":[],\"effective_policy_definition\":[],\"head_message_timestamp\":null,"
-    "\"message_stats\":[],\"messages\":1,\"messages_ready\":1,\"messages_unacknowledged\":0,"
-    "\"name\":\"plain.dlq\",\"vhost\":\"v2\"},"
-    "{\"arguments\":{\"x-consumer-timeout\":60000,\"x-dead-letter-exchange\":\"\","
-    "\"x-delivery-limit\":5},\"effective_policy_definition\":{\"delivery-limit\":9,"
-    "\"dead-letter-exchange\":\"ignored\"},\"name\":\"fresh\",\"vhost\":\"/\"}]";
-
+/* Recorded (tests/fixtures/rabbitmq; columns as the collector asks for them), with the consumer of
+ * the integration test connected; the last object is a queue declared a moment before (no stats
+ * yet). */
 static json_t *load(void)
 {
     json_error_t je;
-    json_t *doc = json_loads(queues_json, 0, &je);
-    ck_assert_ptr_nonnull(doc);
+    json_t *doc = json_load_file(QREL_FIXTURES "/rabbitmq/queues-3.10.8.json", 0, &je);
+    ck_assert_msg(doc != NULL, "the fixture: %s", je.text);
     return doc;
 }
 

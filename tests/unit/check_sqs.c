@@ -157,19 +157,20 @@ END_TEST
 
 /* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
  * 1 ready, 2 in flight, 1 delayed. */
-static const char attrs_orders[] =
-    "{\"Attributes\":{\"QueueArn\":\"arn:aws:sqs:us-east-1:000000000000:orders\","
-    "\"VisibilityTimeout\":\"2\",\"DelaySeconds\":\"0\",\"MaximumMessageSize\":\"1048576\","
-    "\"MessageRetentionPeriod\":\"345600\",\"ReceiveMessageWaitTimeSeconds\":\"0\","
-    "\"ApproximateNumberOfMessages\":\"1\",\"ApproximateNumberOfMessagesNotVisible\":\"2\","
-    "\"ApproximateNumberOfMessagesDelayed\":\"1\",\"CreatedTimestamp\":\"1795966449\","
-    "\"LastModifiedTimestamp\":\"1795966449\",\"SqsManagedSseEnabled\":\"true\","
-    "\"RedrivePolicy\":\"{\\\"deadLetterTargetArn\\\":\\\"arn:aws:sqs:us-east-1:000000000000:"
-    "orders-dlq\\\",\\\"maxReceiveCount\\\":\\\"2\\\"}\"}}";
+static json_t *attrs_orders(void)
+{
+    size_t len = 0;
+    char *text =
+        util_read_file(QREL_FIXTURES "/sqs/get-queue-attributes-fauxqs-2.4.1.json", 65536, &len);
+    ck_assert_msg(text != NULL, "cannot read the fixture");
+    json_t *d = doc(text);
+    free(text);
+    return d;
+}
 
 START_TEST(test_attributes_recorded)
 {
-    json_t *d = doc(attrs_orders);
+    json_t *d = attrs_orders();
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
