@@ -1,7 +1,8 @@
 # servers.sh: throwaway servers on free loopback ports for the integration tests and the
 # benchmarks (sourced, not run): redis-server, a PostgreSQL cluster (initdb + pg_ctl), nats-server
 # with JetStream, librdkafka's mock cluster, the fauxqs SQS emulator, Google's Pub/Sub emulator,
-# Prometheus and tests/lib/http_stub.py. RabbitMQ nodes have their own file, rabbitmq.sh.
+# Prometheus, tests/lib/http_stub.py and tests/lib/tcp_stub.py. RabbitMQ nodes have their own
+# file, rabbitmq.sh.
 #
 # Every starter keeps its files under $T (set by the caller before the first start), returns once
 # the server answers, and says which server did not start otherwise. servers_stop stops all that
@@ -214,5 +215,16 @@ start_http_stub() {
   python3 "$QREL_LIB_DIR/http_stub.py" --mode "$mode" --port-file "$pf" "$@" >"$pf.log" 2>&1 &
   PIDS+=("$!")
   wait_for -i 0.025 30 "the http stub ($mode) to write its port" port_file "$pf" "$var" \
+    || { cat "$pf.log" >&2; return 1; }
+}
+
+# start_tcp_stub VAR MODE: a loopback TCP peer below any protocol (tests/lib/tcp_stub.py: silent,
+# garbage); its port goes to VAR, stopped on exit.
+start_tcp_stub() {
+  local var=$1 mode=$2 pf
+  pf=$T/tcp-$mode-$RANDOM.port
+  python3 "$QREL_LIB_DIR/tcp_stub.py" --mode "$mode" --port-file "$pf" >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for -i 0.025 30 "the tcp stub ($mode) to write its port" port_file "$pf" "$var" \
     || { cat "$pf.log" >&2; return 1; }
 }
