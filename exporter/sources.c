@@ -78,13 +78,13 @@ static void kinds_list(struct buf *b)
     }
 }
 
-static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
+int sources_configure(const struct sources *s, struct collector *c, struct cfg_node *map,
+                      struct err *e)
 {
     if (cfg_expect(map, CFG_MAP, "each entry of sources", e))
         return -1;
     char *name = NULL, *kind = NULL;
     struct cfg_node *kind_node = NULL;
-    struct collector *c = NULL;
     int rc = -1;
 
     if (cfg_get_str(map, "name", 1, &name, e))
@@ -113,8 +113,6 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
         buf_free(&b);
         goto out;
     }
-    c = xcalloc(1, sizeof *c);
-    pthread_mutex_init(&c->use, NULL);
     c->name = name;
     name = NULL;
     c->kind = k;
@@ -134,15 +132,24 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     if (cfg_finish(map, where, e))
         goto out;
-    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
-    s->items[s->n++] = c;
-    c = NULL;
     rc = 0;
 out:
-    collector_free(c);
     free(name);
     free(kind);
     return rc;
+}
+
+static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
+{
+    struct collector *c = xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->use, NULL); /* the dead-letter join and collect() take turns on it */
+    if (sources_configure(s, c, map, e)) {
+        collector_free(c);
+        return -1;
+    }
+    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
+    s->items[s->n++] = c;
+    return 0;
 }
 
 static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct err *e)

@@ -31,6 +31,13 @@ struct sources *sources_load(const char *path, struct err *e);
 /* The same from text (tests); name is used in messages. */
 struct sources *sources_load_string(const char *name, const char *text, struct err *e);
 void sources_free(struct sources *s); /* destroys every collector; NULL is fine */
+/* Configures c (zeroed by the caller) from one entry of `sources:`, as every source is: the core's
+ * keys (name, checked against the sources of s so far; kind; timeout, default s->timeout;
+ * min_interval), the kind's configure(), then cfg_finish for the keys nobody read. On failure c
+ * may hold a name, a kind and what configure() made: the caller destroys it either way. Public
+ * so that the kinds' unit tests configure through this code rather than a copy of it. */
+int sources_configure(const struct sources *s, struct collector *c, struct cfg_node *map,
+                      struct err *e);
 struct collector *sources_find(const struct sources *s, const char *name);
 
 #endif

@@ -14,27 +14,8 @@
 MOCK=$QREL_BUILD_DIR/tests/kafka_mock
 [ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
 
-# start_mock OUTVAR ARGS...: runs kafka_mock on two free ports, sets OUTVAR to the bootstrap list.
-start_mock() {
-  local var=$1 p1 p2 out; shift
-  p1=$(free_port); p2=$(free_port)
-  out=$T/mock-$p1.out
-  "$MOCK" -p "$p1,$p2" "$@" >"$out" 2>"$T/mock-$p1.log" &
-  PIDS+=("$!")
-  for _ in $(seq 1 200); do
-    if grep -q '^BOOTSTRAP=' "$out"; then
-      printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "kafka_mock did not start:" >&2
-  cat "$T/mock-$p1.log" >&2
-  return 1
-}
-
 T0=$(( $(now_ms) - 600000 )) # the first record is 10 minutes old
-start_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 \
+start_kafka_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 \
   -m "orders:0:10:$T0:1000" -m "orders:1:6:$((T0 + 100000)):1000" \
   -m "orders:2:4:$((T0 + 200000)):1000" \
   -m "orders.dlq:0:3:$((T0 + 50000)):5000" -m "orders.dlq:1:2:$((T0 + 10000)):5000" \
@@ -68,10 +49,7 @@ time.sleep(3600)
 PY
 PIDS+=("$!")
 for port in "$HANG" "$JUNK"; do
-  for _ in $(seq 1 100); do
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$port" 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_for 30 "the faulty peer on port $port to listen" port_open "$port" || true
 done
 
 secret='sasl-Secret-5521-horse'

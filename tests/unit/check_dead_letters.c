@@ -8,7 +8,7 @@
  * meet in practice: an XRANGE reply in the shape of the demo's dead-letter stream (recorded from
  * redis-server 7.0.15), ids spelt the ways producers spell them, and identifiers that need
  * quoting. Talking to Redis, Kafka and PostgreSQL is left to
- * tests/integration/dead_letter_classify.sh. */
+ * tests/integration/dead_letters.sh. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * dead letter carries its id (a JSON key of the value, with dots for nesting, or a header), and
  * for the kafka kind's load-time check of a `dead_letters:` entry (the queue must be a topic of a
  * group entry with a dead_letter_topic; id_field one of the forms). Reading a dead-letter topic
- * is left to tests/integration/dead_letter_classify.sh (librdkafka's mock cluster). */
+ * is left to tests/integration/dead_letters.sh (librdkafka's mock cluster). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

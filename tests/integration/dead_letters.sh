@@ -150,15 +150,11 @@ expect_metric "$T/down-cli.txt" 8 qrel_dead_letter_messages "$o"
 as_postgres "$PGBIN/pg_ctl" -D "$T/pg-$PGP/data" -l "$T/pg-$PGP/server.log" -w -t 30 \
   -o "-c listen_addresses=127.0.0.1 -p $PGP -k $T/pg-$PGP -c fsync=off" start >/dev/null
 up_again() {
-  local _
-  for _ in $(seq 1 40); do
-    scrape "$T/up.txt"
-    [ -n "$(mval "$T/up.txt" qrel_dead_letter_classified_messages "$o" 'work="not_done"')" ] && return 0
-    sleep 0.25
-  done
-  return 1
+  scrape "$T/up.txt"
+  [ -n "$(mval "$T/up.txt" qrel_dead_letter_classified_messages "$o" 'work="not_done"')" ]
 }
-expect_cmd "classified again once PostgreSQL is back (within 10 s)" up_again
+expect_cmd "classified again once PostgreSQL is back (within 10 s)" \
+  wait_for -i 0.25 10 "the classification of source cache" up_again
 expect_metric "$T/up.txt" 2 qrel_dead_letter_classified_messages "$o" 'work="not_done"'
 stop_exporter
 
