@@ -75,12 +75,16 @@ enum pgq_col {
     PGQ_COL_MAX_DELIVERIES,
     PGQ_COL_LEASE_AGE,
     PGQ_COL_LEASE_TIMEOUT,
+    PGQ_COL_HORIZON,   /* the retry horizon the runner's retry settings give, seconds */
+    PGQ_COL_HEARTBEAT, /* 1 when the lease is a renewable heartbeat (pg-boss 12) */
+    PGQ_COL_DLQ,       /* text: the queue's own dead-letter queue, NULL when it has none */
     PGQ_NCOLS
 };
 
-/* One row of the aggregate: v[k] valid when has[k] (the queue column is the string). */
+/* One row of the aggregate: v[k] valid when has[k] (the queue and dlq columns are strings). */
 struct pgq_row {
     const char *queue;
+    const char *dlq; /* NULL: the preset's dead_letter_queue label */
     double v[PGQ_NCOLS];
     int has[PGQ_NCOLS];
 };
@@ -122,9 +126,12 @@ static const struct pgq_preset *pgq_preset_find(const char *name)
  * Every inner query yields: queue text, st char ('r','i','d','x'), age (seconds since the job
  * was enqueued), redel (delivered more than once), dead_age (seconds since it was given up on),
  * maxdel (deliveries allowed), held (seconds a worker has held it), lease (seconds a hold may
- * last). @S is replaced by the quoted schema. NULL where the runner records nothing. */
+ * last), hz (the retry horizon, seconds), hb (the lease is a heartbeat), dlq (the queue's own
+ * dead-letter queue). @S is replaced by the quoted schema. NULL where the runner records
+ * nothing; NONE fills the last three for the runners that have none of them. */
 #define EP "EXTRACT(EPOCH FROM now())"
 #define AGE(col) "(" EP " - EXTRACT(EPOCH FROM " col "))"
+#define NONE ", NULL::float8 AS hz, NULL::bool AS hb, NULL::text AS dlq "
 
 /* The SQL below is laid out by hand: clang-format cannot break strings joined with macros. */
 /* clang-format off */
@@ -138,7 +145,7 @@ static const struct pgq_preset *pgq_preset_find(const char *name)
     "WHEN j.run_at > now() THEN 'd' ELSE 'r' END AS st, "                                       \
     AGE("j.created_at") " AS age, j.attempts > 1 AS redel, "                                    \
     AGE("j.updated_at") " AS dead_age, j.max_attempts::float8 AS maxdel, "                      \
-    AGE("j.locked_at") " AS held, 14400::float8 AS lease FROM " from
+    AGE("j.locked_at") " AS held, 14400::float8 AS lease" NONE "FROM " from
 static const char graphile_rows[] =
     GRAPHILE_ROWS("@S._private_jobs j "
                   "LEFT JOIN @S._private_job_queues q ON q.id = j.job_queue_id",
@@ -147,33 +154,73 @@ static const char graphile_rows[] =
  * name, which works too but joins the tasks table for nothing). */
 static const char graphile_legacy_rows[] = GRAPHILE_ROWS("@S.jobs j", "j.queue_name");
 
-/* pg-boss 10: retry_count grows when a job is fetched again, so > 0 means a redelivery; a job
- * may be delivered retry_limit + 1 times; active jobs past started_on + expire_in are failed by
- * the maintenance loop: that is the lease. pg-boss keeps completed jobs for days, so the waiting
- * jobs (state < 'active', the predicate of pg-boss's own fetch index) and the active and failed
- * ones (an index the docs suggest) are read in two branches, each able to use its index. */
-#define PG_BOSS_ROWS                                                                            \
-    "SELECT name AS queue, "                                                                    \
-    "CASE WHEN state = 'active' THEN 'i' WHEN state = 'failed' THEN 'x' "                        \
-    "WHEN start_after > now() THEN 'd' ELSE 'r' END AS st, "                                    \
-    AGE("created_on") " AS age, retry_count > 0 AS redel, "                                     \
-    AGE("completed_on") " AS dead_age, (retry_limit + 1)::float8 AS maxdel, "                   \
-    AGE("started_on") " AS held, EXTRACT(EPOCH FROM expire_in)::float8 AS lease FROM @S.job "
-static const char pg_boss_rows[] =
-    PG_BOSS_ROWS "WHERE state < 'active' "
-    "UNION ALL " PG_BOSS_ROWS "WHERE state IN ('active', 'failed')";
+/* pg-boss 10, 11 and 12 (one template; what differs is passed in): retry_count grows when a job
+ * is fetched again, so > 0 means a redelivery; a job may be delivered retry_limit + 1 times;
+ * active jobs past started_on + the lease are failed by the maintenance loop. The job table is
+ * partitioned by queue (job_common plus one table per queue created with a partition): reading
+ * the parent reads them all in this one statement. Waiting jobs (state < 'active', the
+ * predicate of pg-boss's fetch index), active and failed jobs are three branches, each able to
+ * use an index. A queue whose queue row names a dead_letter queue has its failed jobs copied
+ * there by pg-boss: its dead jobs are that queue's pending jobs (as SQS's RedrivePolicy), and
+ * its own failed rows, the originals, are not counted twice. Every queue of the queue table gets
+ * a row (with the horizon its retry settings give), so an empty queue reports zeros.
+ *   LEASE:  the lease of a job, seconds; HELD: when its current hold began; BLOCKED: extra
+ *   CASE arms for jobs waiting on something else; HB: whether the lease is a heartbeat;
+ *   QLEASE: a queue row's lease per attempt; DELAY(c): the upper bound of the delay before
+ *   retry c + 1 (pg-boss adds up to 100 % jitter: the bound takes all of it). */
+#define BOSS_ROWS(LEASE, HELD, BLOCKED, HB)                                                     \
+    "SELECT j.name AS queue, "                                                                  \
+    "CASE WHEN j.state = 'active' THEN 'i' WHEN j.state = 'failed' THEN 'x' " BLOCKED           \
+    "WHEN j.start_after > now() THEN 'd' ELSE 'r' END AS st, "                                  \
+    AGE("j.created_on") " AS age, j.retry_count > 0 AS redel, "                                 \
+    AGE("j.completed_on") " AS dead_age, (j.retry_limit + 1)::float8 AS maxdel, "               \
+    AGE(HELD) " AS held, (" LEASE ")::float8 AS lease, NULL::float8 AS hz, " HB " AS hb, "      \
+    "NULL::text AS dlq FROM @S.job j "
+#define BOSS_ALL(LEASE, HELD, BLOCKED, HB, QLEASE, DELAY)                                       \
+    BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state < 'active' "                             \
+    "UNION ALL " BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state = 'active' "                \
+    "UNION ALL " BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state = 'failed' AND NOT EXISTS " \
+    "(SELECT 1 FROM @S.queue dq WHERE dq.name = j.name AND dq.dead_letter IS NOT NULL) "        \
+    "UNION ALL SELECT q.name, 'x', NULL, NULL, " AGE("d.created_on") ", NULL, NULL, NULL, "     \
+    "NULL, NULL, q.dead_letter FROM @S.queue q JOIN @S.job d ON d.name = q.dead_letter "        \
+    "AND d.state < 'completed' "                                                                \
+    "UNION ALL SELECT q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "                       \
+    "(q.retry_limit + 1) * (" QLEASE ") + (SELECT COALESCE(sum(" DELAY "), 0) "                 \
+    "FROM generate_series(0, q.retry_limit - 1) AS c), NULL, q.dead_letter FROM @S.queue q"
+/* 10: expire_in is an interval; the queue row's expire_seconds may be NULL (15 min then). */
+static const char boss10_rows[] =
+    BOSS_ALL("EXTRACT(EPOCH FROM j.expire_in)", "j.started_on", "", "false",
+             "COALESCE(q.expire_seconds, 900)",
+             "CASE WHEN q.retry_backoff THEN q.retry_delay * 2 ^ LEAST(16, c + 1) "
+             "ELSE q.retry_delay END");
+/* 11: expire_seconds, and a cap on the backoff. */
+#define BOSS11_DELAY                                                                            \
+    "CASE WHEN q.retry_backoff THEN LEAST(COALESCE(q.retry_delay_max::float8, 'Infinity'), "    \
+    "GREATEST(q.retry_delay, 1) * 2 ^ LEAST(16, c + 1)) ELSE q.retry_delay END"
+static const char boss11_rows[] =
+    BOSS_ALL("j.expire_seconds", "j.started_on", "", "false", "q.expire_seconds", BOSS11_DELAY);
+/* 12: a job with heartbeat_seconds is failed when its worker has not beaten for that long:
+ * that is its lease, and its hold is measured from the last beat (a job past it is about to
+ * be expired: it shows as a hold older than the lease). Jobs blocked on dependencies wait. */
+static const char boss12_rows[] =
+    BOSS_ALL("COALESCE(j.heartbeat_seconds, j.expire_seconds)",
+             "CASE WHEN j.heartbeat_seconds IS NULL THEN j.started_on "
+             "ELSE COALESCE(j.heartbeat_on, j.started_on) END",
+             "WHEN j.blocked THEN 'd' ", "j.heartbeat_seconds IS NOT NULL", "q.expire_seconds",
+             BOSS11_DELAY);
 
 /* pg-boss 9 (detected: its columns are camel case folded to lower case): the same rules, with
- * 'expired' (the lease ran out on the last attempt) dead like 'failed'. Its internal completion
- * jobs (__state__completed__<queue> and the like) are not the application's work. */
+ * 'expired' (the lease ran out on the last attempt) dead like 'failed'; no queue table. Its
+ * internal completion jobs (__state__completed__<queue> and the like) are not the application's
+ * work. */
 #define PG_BOSS_9_ROWS                                                                          \
     "SELECT name AS queue, "                                                                    \
     "CASE WHEN state = 'active' THEN 'i' WHEN state IN ('failed', 'expired') THEN 'x' "         \
     "WHEN startafter > now() THEN 'd' ELSE 'r' END AS st, "                                     \
     AGE("createdon") " AS age, retrycount > 0 AS redel, "                                       \
     AGE("completedon") " AS dead_age, (retrylimit + 1)::float8 AS maxdel, "                     \
-    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease FROM @S.job "     \
-    "WHERE name NOT LIKE '\\_\\_state\\_\\_%' AND "
+    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease" NONE             \
+    "FROM @S.job WHERE name NOT LIKE '\\_\\_state\\_\\_%' AND "
 static const char pg_boss_9_rows[] =
     PG_BOSS_9_ROWS "state < 'active' "
     "UNION ALL " PG_BOSS_9_ROWS "state IN ('active', 'failed', 'expired')";
@@ -187,7 +234,7 @@ static const char river_rows[] =
     "WHEN 'discarded' THEN 'x' ELSE 'd' END AS st, "
     AGE("created_at") " AS age, attempt > 1 AS redel, "
     AGE("finalized_at") " AS dead_age, max_attempts::float8 AS maxdel, "
-    AGE("attempted_at") " AS held, NULL::float8 AS lease "
+    AGE("attempted_at") " AS held, NULL::float8 AS lease" NONE
     "FROM @S.river_job "
     "WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled', 'discarded')";
 
@@ -199,7 +246,7 @@ static const char oban_rows[] =
     "WHEN 'discarded' THEN 'x' ELSE 'd' END AS st, "
     AGE("inserted_at") " AS age, attempt > 1 AS redel, "
     AGE("discarded_at") " AS dead_age, max_attempts::float8 AS maxdel, "
-    AGE("attempted_at") " AS held, NULL::float8 AS lease "
+    AGE("attempted_at") " AS held, NULL::float8 AS lease" NONE
     "FROM @S.oban_jobs "
     "WHERE state IN ('available', 'scheduled', 'executing', 'retryable', 'discarded')";
 
@@ -217,7 +264,7 @@ static const char que_rows[] =
     "WHEN run_at > now() THEN 'd' ELSE 'r' END AS st, "
     AGE("run_at") " AS age, error_count > 0 AS redel, "
     AGE("expired_at") " AS dead_age, NULL::float8 AS maxdel, "
-    "NULL::float8 AS held, NULL::float8 AS lease "
+    "NULL::float8 AS held, NULL::float8 AS lease" NONE
     "FROM @S.que_jobs WHERE finished_at IS NULL";
 
 /* GoodJob 3.x/4.x, its own scopes: queued (performed_at and finished_at NULL, scheduled_at
@@ -229,12 +276,12 @@ static const char good_job_rows[] =
     "WHEN EXTRACT(EPOCH FROM scheduled_at) > " EP " THEN 'd' ELSE 'r' END AS st, "
     AGE("created_at") " AS age, executions_count > 1 AS redel, "
     "NULL::float8 AS dead_age, NULL::float8 AS maxdel, "
-    AGE("performed_at") " AS held, NULL::float8 AS lease "
+    AGE("performed_at") " AS held, NULL::float8 AS lease" NONE
     "FROM @S.good_jobs WHERE finished_at IS NULL "
     /* two branches, so that each can use a partial index: GoodJob's own on unfinished jobs,
      * and for the discarded ones the index the docs suggest */
-    "UNION ALL SELECT queue_name, 'x', NULL, NULL, " AGE("finished_at") ", NULL, NULL, NULL "
-    "FROM @S.good_jobs WHERE finished_at IS NOT NULL AND error IS NOT NULL";
+    "UNION ALL SELECT queue_name, 'x', NULL, NULL, " AGE("finished_at") ", NULL, NULL, NULL, "
+    "NULL, NULL, NULL FROM @S.good_jobs WHERE finished_at IS NOT NULL AND error IS NOT NULL";
 
 /* Solid Queue 1.x: a job's state is which execution table holds it. Claimed and failed
  * executions carry no queue name: it comes from the job. Retries are new jobs (Active Job), so
@@ -242,22 +289,23 @@ static const char good_job_rows[] =
 static const char solid_queue_rows[] =
     "SELECT e.queue_name AS queue, 'r' AS st, " AGE("j.created_at") " AS age, "
     "NULL::bool AS redel, NULL::float8 AS dead_age, NULL::float8 AS maxdel, "
-    "NULL::float8 AS held, NULL::float8 AS lease "
+    "NULL::float8 AS held, NULL::float8 AS lease" NONE
     "FROM @S.solid_queue_ready_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id "
     "UNION ALL SELECT j.queue_name, 'i', " AGE("j.created_at") ", NULL, NULL, NULL, "
-    AGE("e.created_at") ", NULL "
+    AGE("e.created_at") ", NULL, NULL, NULL, NULL "
     "FROM @S.solid_queue_claimed_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id "
-    "UNION ALL SELECT queue_name, 'd', NULL, NULL, NULL, NULL, NULL, NULL "
+    "UNION ALL SELECT queue_name, 'd', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
     "FROM @S.solid_queue_scheduled_executions "
-    "UNION ALL SELECT queue_name, 'd', NULL, NULL, NULL, NULL, NULL, NULL "
+    "UNION ALL SELECT queue_name, 'd', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
     "FROM @S.solid_queue_blocked_executions "
-    "UNION ALL SELECT j.queue_name, 'x', NULL, NULL, " AGE("e.created_at") ", NULL, NULL, NULL "
+    "UNION ALL SELECT j.queue_name, 'x', NULL, NULL, " AGE("e.created_at") ", NULL, NULL, NULL, "
+    "NULL, NULL, NULL "
     "FROM @S.solid_queue_failed_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id";
 
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
  * empty (its counts are then 0). */
-static const char no_job[] =
-    ", NULL, NULL::float8, NULL::bool, NULL::float8, NULL::float8, NULL::float8, NULL::float8";
+static const char no_job[] = ", NULL, NULL::float8, NULL::bool, NULL::float8, NULL::float8, "
+                             "NULL::float8, NULL::float8, NULL::float8, NULL::bool, NULL::text";
 
 /* The aggregate over any preset's rows: one result row per queue, columns as enum pgq_col. */
 static const char aggregate_head[] =
@@ -268,7 +316,37 @@ static const char aggregate_head[] =
     "GREATEST(max(dead_age) FILTER (WHERE st = 'x'), 0)::float8, "
     "max(maxdel) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, "
     "GREATEST(max(held) FILTER (WHERE st = 'i'), 0)::float8, "
-    "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8 FROM (";
+    "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
+    "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, max(dlq) FROM (";
+
+/* ---- handler latency: the finished jobs that keep their start and end ----
+ *
+ * One statement per scrape for the presets that keep both: queue, the jobs finished within the
+ * window ($1, an interval) and bounded by now() (a row stamped in the future is not in it), and
+ * their duration (end - start, seconds). Only jobs finished successfully: a failed attempt's
+ * duration is often the lease that ended it. Each reads a runner's own index where it has one:
+ * pg-boss 12's (name, completed_on), River's (state, finalized_at). graphile-worker deletes a
+ * job when it succeeds, Que and Solid Queue keep no start time: none for them. */
+#define DUR(end, start) "(EXTRACT(EPOCH FROM " end ") - EXTRACT(EPOCH FROM " start "))"
+#define WINDOW(col, now) col " > " now " - $1::interval AND " col " <= " now
+static const char boss_done[] =
+    "SELECT name AS queue, " DUR("completed_on", "started_on") " AS d FROM @S.job "
+    "WHERE state = 'completed' AND " WINDOW("completed_on", "now()");
+static const char boss9_done[] =
+    "SELECT name AS queue, " DUR("completedon", "startedon") " AS d FROM @S.job "
+    "WHERE state = 'completed' AND " WINDOW("completedon", "now()")
+    " AND name NOT LIKE '\\_\\_state\\_\\_%'";
+static const char river_done[] =
+    "SELECT queue, " DUR("finalized_at", "attempted_at") " AS d FROM @S.river_job "
+    "WHERE state = 'completed' AND " WINDOW("finalized_at", "now()");
+/* Oban and GoodJob keep UTC in `timestamp` columns: compared with UTC now, so an index on the
+ * column can serve the range. */
+static const char oban_done[] =
+    "SELECT queue, " DUR("completed_at", "attempted_at") " AS d FROM @S.oban_jobs "
+    "WHERE state = 'completed' AND " WINDOW("completed_at", "timezone('UTC', now())");
+static const char good_job_done[] =
+    "SELECT queue_name AS queue, " DUR("finished_at", "performed_at") " AS d FROM @S.good_jobs "
+    "WHERE error IS NULL AND " WINDOW("finished_at", "timezone('UTC', now())");
 
 /* clang-format on */
 struct queues {
@@ -280,16 +358,33 @@ struct queues {
     long long max_deliveries; /* declared; 0 = not declared */
     double lease_timeout;     /* visibility_timeout / job_timeout declared; < 0 = not declared */
     char *what;               /* queues preset "river" (schema "public") */
-    /* Layout found on the live database (graphile-worker), 0 until detected. */
+    double window;            /* seconds of finished jobs the handler quantiles cover */
+    char window_param[64];    /* the same as an interval parameter */
+    /* Layout found on the live database (graphile-worker, pg-boss), 0 until detected. */
     int layout;
-    char *sql; /* the built statement for job presets, NULL until built */
+    char *sql;      /* the built statement for job presets, NULL until built */
+    char *done_sql; /* the handler-latency statement, NULL until built or where none */
 };
 
-enum { LAYOUT_UNKNOWN, LAYOUT_CURRENT, LAYOUT_LEGACY };
-
-static const char *const keys[] = {
-    "preset", "schema", "queues", "max_deliveries", "visibility_timeout", "job_timeout", NULL,
+/* The layouts: graphile-worker before 0.14 is LEGACY; pg-boss is one of the BOSS ones. */
+enum {
+    LAYOUT_UNKNOWN,
+    LAYOUT_CURRENT,
+    LAYOUT_LEGACY,
+    LAYOUT_BOSS9,
+    LAYOUT_BOSS10,
+    LAYOUT_BOSS11,
+    LAYOUT_BOSS12,
 };
+
+/* The handler quantiles, in the order of the latency statement's columns. */
+static const char *const pgq_quantiles[] = {"0.5", "0.9", "0.99", "1"};
+#define PGQ_NQ 4
+#define PGQ_P99 2
+/* The default `window` of finished jobs the quantiles cover. */
+#define PGQ_DEFAULT_WINDOW 300.0
+/* Holds and durations below 1 ms count as 1 ms in the margin (as for claim tables). */
+#define PGQ_MIN_DENOMINATOR 0.001
 
 static void destroy(void *item)
 {
@@ -301,6 +396,7 @@ static void destroy(void *item)
     free(q->filter_param);
     free(q->what);
     free(q->sql);
+    free(q->done_sql);
     free(q);
 }
 
@@ -328,13 +424,25 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     struct queues *q = xcalloc(1, sizeof *q);
     char where[400];
     char *preset = NULL;
+    struct cfg_node *pnode = NULL, *snode = NULL, *qnode = NULL, *mnode = NULL, *vnode = NULL,
+                    *jnode = NULL, *wnode = NULL;
     q->lease_timeout = -1.0;
     snprintf(where, sizeof where, "an entry of queues of source \"%s\"", source);
 
+    /* Every key is looked up before anything is validated, so that an unknown key is reported
+     * with the full list of known ones whatever else is wrong (policy P2). */
+    if (cfg_get_node(item, "preset", CFG_SCALAR, &pnode, e) ||
+        cfg_get_node(item, "schema", CFG_SCALAR, &snode, e) ||
+        cfg_get_node(item, "queues", CFG_SEQ, &qnode, e) ||
+        cfg_get_node(item, "max_deliveries", CFG_SCALAR, &mnode, e) ||
+        cfg_get_node(item, "visibility_timeout", CFG_NULL, &vnode, e) ||
+        cfg_get_node(item, "job_timeout", CFG_NULL, &jnode, e) ||
+        cfg_get_node(item, "window", CFG_SCALAR, &wnode, e))
+        goto fail;
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
     if (!preset) {
-        if (cfg_finish_keys(item, keys, where, e))
+        if (cfg_finish(item, where, e))
             goto fail;
         cfg_error(e, item,
                   "preset: required in each entry of queues (one of pgmq, "
@@ -343,7 +451,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     }
     q->preset = pgq_preset_find(preset);
     if (!q->preset) {
-        cfg_error(e, cfg_at(item, "preset"),
+        cfg_error(e, pnode,
                   "preset: want one of pgmq, graphile_worker, pg_boss, river, oban, que, "
                   "good_job, solid_queue, got \"%s\"",
                   preset);
@@ -352,54 +460,52 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     if (cfg_get_str(item, "schema", 0, &q->schema, e))
         goto fail;
     if (q->schema && !*q->schema) {
-        cfg_error(e, cfg_at(item, "schema"), "schema: want a non-empty string");
+        cfg_error(e, snode, "schema: want a non-empty string");
         goto fail;
     }
     if (!q->schema)
         q->schema = xstrdup(q->preset->schema);
 
-    struct cfg_node *n = NULL;
-    if (cfg_get_node(item, "queues", CFG_SEQ, &n, e) ||
-        cfg_get_strlist(item, "queues", &q->queues, &q->nqueues, e))
+    if (cfg_get_strlist(item, "queues", &q->queues, &q->nqueues, e))
         goto fail;
-    if (n && q->nqueues == 0) {
-        cfg_error(e, n, "queues: want at least one queue name (leave the key out for all)");
+    if (qnode && q->nqueues == 0) {
+        cfg_error(e, qnode, "queues: want at least one queue name (leave the key out for all)");
         goto fail;
     }
     for (size_t i = 0; i < q->nqueues; i++) {
         if (!*q->queues[i]) {
-            cfg_error(e, n->items[i], "queues: want non-empty names");
+            cfg_error(e, qnode->items[i], "queues: want non-empty names");
             goto fail;
         }
         for (size_t j = 0; j < i; j++)
             if (strcmp(q->queues[i], q->queues[j]) == 0) {
-                cfg_error(e, n->items[i], "queues: \"%s\" is listed twice", q->queues[i]);
+                cfg_error(e, qnode->items[i], "queues: \"%s\" is listed twice", q->queues[i]);
                 goto fail;
             }
     }
     if (q->nqueues)
         q->filter_param = pgq_array_literal(q->queues, q->nqueues);
 
-    if (cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e))
+    if (mnode && cfg_get_int(item, "max_deliveries", 0, 1, 1000000, &q->max_deliveries, e))
         goto fail;
-    if (n && cfg_get_int(item, "max_deliveries", 0, 1, 1000000, &q->max_deliveries, e))
+    if (cfg_get_positive_duration(item, "window", PGQ_DEFAULT_WINDOW, &q->window, e))
         goto fail;
+    pg_interval_param(q->window_param, sizeof q->window_param, q->window);
 
     /* The declared lease: visibility_timeout for pgmq, job_timeout for runners that keep no
      * lease of their own; the other key is refused with the reason. */
-    const char *lease_key = q->preset->id == PGQ_PGMQ ? "visibility_timeout" : "job_timeout";
-    const char *other_key = q->preset->id == PGQ_PGMQ ? "job_timeout" : "visibility_timeout";
-    if (cfg_get_node(item, other_key, CFG_NULL, &n, e))
-        goto fail;
+    int pgmq = q->preset->id == PGQ_PGMQ;
+    const char *lease_key = pgmq ? "visibility_timeout" : "job_timeout";
+    const char *other_key = pgmq ? "job_timeout" : "visibility_timeout";
+    struct cfg_node *n = pgmq ? jnode : vnode;
     if (n) {
         cfg_error(e, n, "%s: not a key of preset \"%s\"%s", other_key, q->preset->name,
-                  q->preset->id == PGQ_PGMQ ? " (its lease is visibility_timeout)"
-                                            : " (job runners take job_timeout)");
+                  pgmq ? " (its lease is visibility_timeout)" : " (job runners take job_timeout)");
         goto fail;
     }
     if (cfg_get_node(item, lease_key, CFG_SCALAR, &n, e))
         goto fail;
-    if (n && q->preset->id != PGQ_PGMQ && !(q->preset->flags & PGQ_JOB_TIMEOUT)) {
+    if (n && !pgmq && !(q->preset->flags & PGQ_JOB_TIMEOUT)) {
         cfg_error(e, n, "job_timeout: preset \"%s\" records each job's lease itself",
                   q->preset->name);
         goto fail;
@@ -436,36 +542,40 @@ static void put_with_schema(struct buf *b, const char *tmpl, const char *schema)
     buf_puts(b, p);
 }
 
-/* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
- * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
-static char *pgq_jobs_sql(enum pgq_preset_id id, const char *schema, int legacy, int filtered)
+/* The per-job rows of a preset in the layout found (pure). */
+static const char *pgq_rows(enum pgq_preset_id id, int layout)
 {
-    const char *rows = NULL;
     switch (id) {
     case PGQ_GRAPHILE_WORKER:
-        rows = legacy ? graphile_legacy_rows : graphile_rows;
-        break;
+        return layout == LAYOUT_LEGACY ? graphile_legacy_rows : graphile_rows;
     case PGQ_PG_BOSS:
-        rows = legacy ? pg_boss_9_rows : pg_boss_rows;
-        break;
+        return layout == LAYOUT_BOSS9    ? pg_boss_9_rows
+               : layout == LAYOUT_BOSS10 ? boss10_rows
+               : layout == LAYOUT_BOSS11 ? boss11_rows
+                                         : boss12_rows;
     case PGQ_RIVER:
-        rows = river_rows;
-        break;
+        return river_rows;
     case PGQ_OBAN:
-        rows = oban_rows;
-        break;
+        return oban_rows;
     case PGQ_QUE:
-        rows = que_rows;
-        break;
+        return que_rows;
     case PGQ_GOOD_JOB:
-        rows = good_job_rows;
-        break;
+        return good_job_rows;
     case PGQ_SOLID_QUEUE:
-        rows = solid_queue_rows;
-        break;
+        return solid_queue_rows;
     case PGQ_PGMQ:
-        return NULL;
+        break;
     }
+    return NULL;
+}
+
+/* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
+ * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
+static char *pgq_jobs_sql(enum pgq_preset_id id, const char *schema, int layout, int filtered)
+{
+    const char *rows = pgq_rows(id, layout);
+    if (!rows)
+        return NULL;
     char *qs = pg_quote_ident(schema);
     struct buf b;
     buf_init(&b);
@@ -482,9 +592,46 @@ static char *pgq_jobs_sql(enum pgq_preset_id id, const char *schema, int legacy,
     return buf_steal(&b);
 }
 
+/* The handler-latency statement of a preset, or NULL where the runner keeps no finished job
+ * with its start and end: one row per queue with jobs finished within the window $1 (and in the
+ * item's queues, $2): queue, count, then the quantiles of enum order pgq_quantiles. Pure. */
+static char *pgq_done_sql(enum pgq_preset_id id, const char *schema, int layout, int filtered)
+{
+    const char *rows = NULL;
+    switch (id) {
+    case PGQ_PG_BOSS:
+        rows = layout == LAYOUT_BOSS9 ? boss9_done : boss_done;
+        break;
+    case PGQ_RIVER:
+        rows = river_done;
+        break;
+    case PGQ_OBAN:
+        rows = oban_done;
+        break;
+    case PGQ_GOOD_JOB:
+        rows = good_job_done;
+        break;
+    default:
+        return NULL;
+    }
+    char *qs = pg_quote_ident(schema);
+    struct buf b;
+    buf_init(&b);
+    buf_puts(&b, "SELECT queue, n, q[1], q[2], q[3], q[4] FROM (SELECT queue::text, "
+                 "count(*)::float8 AS n, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP "
+                 "(ORDER BY GREATEST(d, 0)) AS q FROM (");
+    put_with_schema(&b, rows, qs);
+    buf_puts(&b, ") AS done");
+    if (filtered)
+        buf_puts(&b, " WHERE queue = ANY ($2::text[])");
+    buf_puts(&b, " GROUP BY 1) AS s ORDER BY 1");
+    free(qs);
+    return buf_steal(&b);
+}
+
 /* ---- reading the aggregate ---- */
 
-/* Parses the aggregate's rows into *rows (malloc'd, *n of them; queue strings point into r). */
+/* Parses the aggregate's rows into *rows (malloc'd, *n of them; strings point into r). */
 static int parse_rows(struct queues *q, struct pg_conn *c, PGresult *r, struct pgq_row **rows,
                       size_t *n, struct err *e)
 {
@@ -497,7 +644,8 @@ static int parse_rows(struct queues *q, struct pg_conn *c, PGresult *r, struct p
     struct pgq_row *v = xcalloc(nt ? (size_t)nt : 1, sizeof *v);
     for (int i = 0; i < nt; i++) {
         v[i].queue = PQgetvalue(r, i, PGQ_COL_QUEUE);
-        for (int k = 1; k < PGQ_NCOLS; k++) {
+        v[i].dlq = PQgetisnull(r, i, PGQ_COL_DLQ) ? NULL : PQgetvalue(r, i, PGQ_COL_DLQ);
+        for (int k = 1; k < PGQ_COL_DLQ; k++) {
             v[i].has[k] = !PQgetisnull(r, i, k);
             if (v[i].has[k] && pg_cell_double(r, i, k, &v[i].v[k])) {
                 pg_error(c, e, ERR_PROTOCOL, "%s: column %d of queue \"%s\" is not a number",
@@ -512,47 +660,124 @@ static int parse_rows(struct queues *q, struct pg_conn *c, PGresult *r, struct p
     return 0;
 }
 
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (metric_set_add(__VA_ARGS__, NULL))                                                     \
-            return -1;                                                                             \
-    } while (0)
+/* What the latency statement said about one queue. */
+struct pgq_done {
+    int has; /* jobs finished within the window */
+    double n;
+    double q[PGQ_NQ];
+};
+
+/* lease / the worst of (handler p99, oldest current hold), each where known; 0 and *out
+ * untouched when there is no lease or nothing to divide by. Where the lease is a heartbeat the
+ * handler's length does not matter (the worker renews it while it runs): only the hold, the
+ * time since the last beat, counts. Pure. */
+static int pgq_margin(double lease, const struct pgq_done *d, int heartbeat, int has_hold,
+                      double hold, double *out)
+{
+    int has_p99 = d && d->has && !heartbeat;
+    if (!(lease > 0) || (!has_p99 && !has_hold))
+        return 0;
+    double worst = PGQ_MIN_DENOMINATOR;
+    if (has_p99 && d->q[PGQ_P99] > worst)
+        worst = d->q[PGQ_P99];
+    if (has_hold && hold > worst)
+        worst = hold;
+    *out = lease / worst;
+    return 1;
+}
 
 /* Adds the series of one queue. Which families appear depends on what the preset records (its
- * flags) and on what the config declares; nothing is made up. Pure. */
-static int pgq_emit(const struct pgq_preset *p, const struct pgq_row *row, long long max_deliveries,
-                    double lease_timeout, struct metric_set *out)
+ * flags) and on what the config declares; nothing is made up. d: the queue's finished jobs, NULL
+ * for a preset without them. metric_set_add failures are programming errors the set remembers
+ * (policy P1): nothing to check here. Pure. */
+static void pgq_emit(const struct pgq_preset *p, const struct pgq_row *row,
+                     const struct pgq_done *d, long long max_deliveries, double lease_timeout,
+                     struct metric_set *out)
 {
     const char *qn = row->queue;
-    ADD(out, "qrel_queue_messages", row->v[PGQ_COL_READY], "queue", qn, "state", "ready");
-    ADD(out, "qrel_queue_messages", row->v[PGQ_COL_IN_FLIGHT], "queue", qn, "state", "in_flight");
-    ADD(out, "qrel_queue_messages", row->v[PGQ_COL_DELAYED], "queue", qn, "state", "delayed");
+    metric_set_add(out, "qrel_queue_messages", row->v[PGQ_COL_READY], "queue", qn, "state", "ready",
+                   NULL);
+    metric_set_add(out, "qrel_queue_messages", row->v[PGQ_COL_IN_FLIGHT], "queue", qn, "state",
+                   "in_flight", NULL);
+    metric_set_add(out, "qrel_queue_messages", row->v[PGQ_COL_DELAYED], "queue", qn, "state",
+                   "delayed", NULL);
     /* No ready or in-flight message: nothing waits, so the oldest is 0 s old (as SQS says). */
-    ADD(out, "qrel_queue_oldest_message_age_seconds",
-        row->has[PGQ_COL_OLDEST_AGE] ? row->v[PGQ_COL_OLDEST_AGE] : 0.0, "queue", qn);
+    metric_set_add(out, "qrel_queue_oldest_message_age_seconds",
+                   row->has[PGQ_COL_OLDEST_AGE] ? row->v[PGQ_COL_OLDEST_AGE] : 0.0, "queue", qn,
+                   NULL);
     if (p->flags & PGQ_HAS_REDELIVERED)
-        ADD(out, "qrel_messages_redelivered", row->v[PGQ_COL_REDELIVERED], "queue", qn);
+        metric_set_add(out, "qrel_messages_redelivered", row->v[PGQ_COL_REDELIVERED], "queue", qn,
+                       NULL);
     if (p->flags & PGQ_HAS_DEAD) {
-        ADD(out, "qrel_dead_letter_messages", row->v[PGQ_COL_DEAD], "queue", qn,
-            "dead_letter_queue", p->dead_letter_queue);
-        ADD(out, "qrel_dead_letter_oldest_age_seconds",
-            row->has[PGQ_COL_DEAD_AGE] ? row->v[PGQ_COL_DEAD_AGE] : 0.0, "queue", qn,
-            "dead_letter_queue", p->dead_letter_queue);
+        const char *dlq = row->dlq ? row->dlq : p->dead_letter_queue;
+        metric_set_add(out, "qrel_dead_letter_messages", row->v[PGQ_COL_DEAD], "queue", qn,
+                       "dead_letter_queue", dlq, NULL);
+        metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
+                       row->has[PGQ_COL_DEAD_AGE] ? row->v[PGQ_COL_DEAD_AGE] : 0.0, "queue", qn,
+                       "dead_letter_queue", dlq, NULL);
     }
     if (max_deliveries > 0)
-        ADD(out, "qrel_max_deliveries", (double)max_deliveries, "queue", qn);
+        metric_set_add(out, "qrel_max_deliveries", (double)max_deliveries, "queue", qn, NULL);
     else if ((p->flags & PGQ_HAS_MAX_DELIVERIES) && row->has[PGQ_COL_MAX_DELIVERIES])
-        ADD(out, "qrel_max_deliveries", row->v[PGQ_COL_MAX_DELIVERIES], "queue", qn);
+        metric_set_add(out, "qrel_max_deliveries", row->v[PGQ_COL_MAX_DELIVERIES], "queue", qn,
+                       NULL);
     /* The hold age: read from the runner's lock column, or for pgmq derived from vt and the
      * declared visibility timeout (the collector put it into the rows). */
-    if ((p->flags & PGQ_HAS_LEASE_AGE) || (p->id == PGQ_PGMQ && lease_timeout > 0))
-        ADD(out, "qrel_lease_oldest_age_seconds",
-            row->has[PGQ_COL_LEASE_AGE] ? row->v[PGQ_COL_LEASE_AGE] : 0.0, "queue", qn);
+    int has_hold = (p->flags & PGQ_HAS_LEASE_AGE) || (p->id == PGQ_PGMQ && lease_timeout > 0);
+    double hold = row->has[PGQ_COL_LEASE_AGE] ? row->v[PGQ_COL_LEASE_AGE] : 0.0;
+    if (has_hold)
+        metric_set_add(out, "qrel_lease_oldest_age_seconds", hold, "queue", qn, NULL);
+    double lease = -1.0;
     if (lease_timeout > 0)
-        ADD(out, "qrel_lease_timeout_seconds", lease_timeout, "queue", qn);
+        lease = lease_timeout;
     else if ((p->flags & PGQ_HAS_LEASE_TIMEOUT) && row->has[PGQ_COL_LEASE_TIMEOUT])
-        ADD(out, "qrel_lease_timeout_seconds", row->v[PGQ_COL_LEASE_TIMEOUT], "queue", qn);
-    return 0;
+        lease = row->v[PGQ_COL_LEASE_TIMEOUT];
+    if (lease > 0)
+        metric_set_add(out, "qrel_lease_timeout_seconds", lease, "queue", qn, NULL);
+    if (d && d->has)
+        for (int i = 0; i < PGQ_NQ; i++)
+            metric_set_add(out, "qrel_handler_duration_seconds", d->q[i], "queue", qn, "quantile",
+                           pgq_quantiles[i], NULL);
+    /* The hold counts only when something is held now (an empty queue's 0 is no evidence). */
+    double margin;
+    int heartbeat = row->has[PGQ_COL_HEARTBEAT] && row->v[PGQ_COL_HEARTBEAT] > 0;
+    if (pgq_margin(lease, d, heartbeat, has_hold && row->v[PGQ_COL_IN_FLIGHT] > 0, hold, &margin))
+        metric_set_add(out, "qrel_lease_margin_ratio", margin, "queue", qn, NULL);
+    if (row->has[PGQ_COL_HORIZON])
+        metric_set_add(out, "qrel_retry_horizon_seconds", row->v[PGQ_COL_HORIZON], "queue", qn,
+                       NULL);
+}
+
+/* Runs the latency statement: *done gets one entry per aggregate row (matched by queue name,
+ * both ordered by queue). */
+static int run_done(struct queues *q, struct pg_conn *c, const struct deadline *dl,
+                    const struct pgq_row *rows, size_t n, struct pgq_done *done, struct err *e)
+{
+    const char *params[2] = {q->window_param, q->filter_param};
+    PGresult *r = NULL;
+    if (pg_query(c, dl, q->what, q->done_sql, q->filter_param ? 2 : 1, params, &r, e))
+        return -1;
+    int rc = 0;
+    if (PQnfields(r) != 2 + PGQ_NQ) {
+        rc = pg_error(c, e, ERR_PROTOCOL, "%s: want %d columns of finished jobs, got %d", q->what,
+                      2 + PGQ_NQ, PQnfields(r));
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *name = PQgetvalue(r, i, 0);
+        for (size_t k = 0; k < n; k++) {
+            if (strcmp(rows[k].queue, name) != 0)
+                continue;
+            done[k].has = pg_cell_double(r, i, 1, &done[k].n) == 0;
+            for (int j = 0; j < PGQ_NQ && done[k].has; j++)
+                if (pg_cell_double(r, i, 2 + j, &done[k].q[j]))
+                    done[k].has = 0;
+            break;
+        }
+    }
+out:
+    PQclear(r);
+    return rc;
 }
 
 static int run_aggregate(struct queues *q, struct pg_conn *c, const struct deadline *dl,
@@ -561,19 +786,24 @@ static int run_aggregate(struct queues *q, struct pg_conn *c, const struct deadl
 {
     PGresult *r = NULL;
     struct pgq_row *rows = NULL;
+    struct pgq_done *done = NULL;
     size_t n = 0;
     int rc = -1;
     if (pg_query(c, dl, q->what, sql, nparams, params, &r, e))
         return -1;
     if (parse_rows(q, c, r, &rows, &n, e))
         goto out;
+    /* The finished jobs are read after the pending ones, so a job that finishes in between is
+     * seen at most once as in flight and once as done, never lost from both. */
+    done = xcalloc(n ? n : 1, sizeof *done);
+    if (q->done_sql && n && run_done(q, c, dl, rows, n, done, e))
+        goto out;
     for (size_t i = 0; i < n; i++)
-        if (pgq_emit(q->preset, &rows[i], q->max_deliveries, q->lease_timeout, out)) {
-            err_set(e, ERR_INTERNAL, "%s: %s", q->what, metric_set_error(out));
-            goto out;
-        }
+        pgq_emit(q->preset, &rows[i], q->done_sql ? &done[i] : NULL, q->max_deliveries,
+                 q->lease_timeout, out);
     rc = 0;
 out:
+    free(done);
     free(rows);
     PQclear(r);
     return rc;
@@ -649,7 +879,8 @@ static int collect_pgmq(struct queues *q, struct pg_conn *c, const struct deadli
                 "enqueued_at") " AS age, "
                                "read_ct > 1 AS redel, NULL::float8 AS dead_age, NULL::float8 AS "
                                "maxdel, "
-                               "%s AS held, NULL::float8 AS lease FROM %s.%s UNION ALL SELECT %s%s",
+                               "%s AS held, NULL::float8 AS lease" NONE
+                               "FROM %s.%s UNION ALL SELECT %s%s",
             i ? " UNION ALL " : "", lit, held, qs, qt, lit, no_job);
         free(qt);
         PQfreemem(lit);
@@ -665,9 +896,11 @@ out:
 
 /* ---- job presets ---- */
 
-/* Two presets have an older layout still in use: graphile-worker before 0.14 (one jobs table,
- * no _private_jobs) and pg-boss 9 (retrycount instead of retry_count). Which one a database has
- * is asked once and remembered (check() asks again, and so does the scrape after a failure). */
+/* Two presets have layouts that changed across the versions in use. graphile-worker before
+ * 0.14 has one jobs table (no _private_jobs). pg-boss is told apart by its job table's columns:
+ * 9 and older have camel-case names folded to lower case (retrycount), 10 has expire_in (an
+ * interval), 11 expire_seconds, 12 heartbeat_seconds too. Which one a database has is asked
+ * once and remembered (check() asks again, and so does the scrape after a failure). */
 static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadline *dl,
                          struct err *e)
 {
@@ -676,11 +909,10 @@ static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
         sql = "SELECT to_regclass(format('%I._private_jobs', $1::text)) IS NOT NULL, "
               "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL";
     else if (q->preset->id == PGQ_PG_BOSS)
-        sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = "
-              "to_regclass(format('%I.job', $1::text)) AND attname = 'retry_count' AND "
-              "NOT attisdropped), EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = "
-              "to_regclass(format('%I.job', $1::text)) AND attname = 'retrycount' AND "
-              "NOT attisdropped)";
+        sql = "SELECT COALESCE(string_agg(attname::text, ',' ORDER BY attname), '') "
+              "FROM pg_catalog.pg_attribute WHERE attrelid = "
+              "to_regclass(format('%I.job', $1::text)) AND NOT attisdropped AND attname IN "
+              "('retrycount', 'expire_in', 'expire_seconds', 'heartbeat_seconds')";
     if (!sql) {
         q->layout = LAYOUT_CURRENT;
         return 0;
@@ -689,21 +921,52 @@ static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
     const char *params[1] = {q->schema};
     if (pg_query(c, dl, q->what, sql, 1, params, &r, e))
         return -1;
-    int current = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    int legacy = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
-    PQclear(r);
-    if (!current && !legacy) {
-        if (q->preset->id == PGQ_GRAPHILE_WORKER)
-            return pg_error(c, e, ERR_QUERY,
-                            "%s: neither table \"%s._private_jobs\" (graphile-worker >= 0.14) "
-                            "nor \"%s.jobs\" exists",
-                            q->what, q->schema, q->schema);
-        /* let the column check say what is missing */
-        current = 1;
+    int layout = LAYOUT_UNKNOWN;
+    if (PQntuples(r) == 1 && q->preset->id == PGQ_GRAPHILE_WORKER) {
+        if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+            layout = LAYOUT_CURRENT;
+        else if (strcmp(PQgetvalue(r, 0, 1), "t") == 0)
+            layout = LAYOUT_LEGACY;
+    } else if (PQntuples(r) == 1) {
+        const char *cols = PQgetvalue(r, 0, 0);
+        /* no job table, or none of these columns: the column check says what is missing */
+        layout = strstr(cols, "heartbeat_seconds") ? LAYOUT_BOSS12
+                 : strstr(cols, "expire_seconds")  ? LAYOUT_BOSS11
+                 : strstr(cols, "expire_in")       ? LAYOUT_BOSS10
+                 : strstr(cols, "retrycount")      ? LAYOUT_BOSS9
+                                                   : LAYOUT_BOSS12;
     }
-    q->layout = current ? LAYOUT_CURRENT : LAYOUT_LEGACY;
-    free(q->sql);
-    q->sql = NULL;
+    PQclear(r);
+    if (layout == LAYOUT_UNKNOWN)
+        return pg_error(c, e, ERR_QUERY,
+                        "%s: neither table \"%s._private_jobs\" (graphile-worker >= 0.14) "
+                        "nor \"%s.jobs\" exists",
+                        q->what, q->schema, q->schema);
+    if (layout != q->layout) {
+        free(q->sql);
+        free(q->done_sql);
+        q->sql = q->done_sql = NULL;
+    }
+    q->layout = layout;
+    return 0;
+}
+
+/* The scrape of a job preset: the aggregate, then the finished jobs. check() runs it too. */
+static int collect_jobs(struct queues *q, struct pg_conn *c, const struct deadline *dl,
+                        struct metric_set *out, struct err *e)
+{
+    if (q->layout == LAYOUT_UNKNOWN && detect_layout(q, c, dl, e))
+        return -1;
+    if (!q->sql) {
+        q->sql = pgq_jobs_sql(q->preset->id, q->schema, q->layout, q->filter_param != NULL);
+        q->done_sql = pgq_done_sql(q->preset->id, q->schema, q->layout, q->filter_param != NULL);
+    }
+    const char *params[1] = {q->filter_param};
+    if (run_aggregate(q, c, dl, q->sql, q->filter_param ? 1 : 0, q->filter_param ? params : NULL,
+                      out, e)) {
+        q->layout = LAYOUT_UNKNOWN; /* the runner may have been upgraded: look again */
+        return -1;
+    }
     return 0;
 }
 
@@ -714,25 +977,14 @@ static int collect(void *item, struct pg_conn *c, const struct deadline *dl, str
     metric_set_set_kind(out, q->preset->kind_label);
     if (q->preset->id == PGQ_PGMQ)
         return collect_pgmq(q, c, dl, out, e);
-    if (q->layout == LAYOUT_UNKNOWN && detect_layout(q, c, dl, e))
-        return -1;
-    if (!q->sql)
-        q->sql = pgq_jobs_sql(q->preset->id, q->schema, q->layout == LAYOUT_LEGACY,
-                              q->filter_param != NULL);
-    const char *params[1] = {q->filter_param};
-    if (run_aggregate(q, c, dl, q->sql, q->filter_param ? 1 : 0, q->filter_param ? params : NULL,
-                      out, e)) {
-        q->layout = LAYOUT_UNKNOWN; /* the runner may have been upgraded: look again */
-        return -1;
-    }
-    return 0;
+    return collect_jobs(q, c, dl, out, e);
 }
 
 /* ---- check ---- */
 
 struct table_check {
     const char *table;
-    struct pg_column cols[8];
+    struct pg_column cols[12];
     size_t n;
 };
 
@@ -762,17 +1014,36 @@ static const struct table_check checks_graphile_legacy[] = {
       {"locked_at", T}},
      7},
 };
-static const struct table_check checks_pg_boss[] = {
+/* pg-boss 10-12: the job table (its partitions inherit the columns) and the queue table the
+ * dead-letter queue and the retry settings come from. */
+#define BOSS_JOB_COLS                                                                              \
+    {"name", A}, {"state", A}, {"start_after", T}, {"created_on", T}, {"completed_on", T},         \
+        {"started_on", T}, {"retry_count", N},                                                     \
+    {                                                                                              \
+        "retry_limit", N                                                                           \
+    }
+#define BOSS_QUEUE_COLS                                                                            \
+    {"name", A}, {"dead_letter", A}, {"retry_limit", N}, {"retry_delay", N}, {"retry_backoff", A}, \
+    {                                                                                              \
+        "expire_seconds", N                                                                        \
+    }
+static const struct table_check checks_boss10[] = {
+    {"job", {BOSS_JOB_COLS, {"expire_in", A}}, 9},
+    {"queue", {BOSS_QUEUE_COLS}, 6},
+};
+static const struct table_check checks_boss11[] = {
+    {"job", {BOSS_JOB_COLS, {"expire_seconds", N}}, 9},
+    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
+};
+static const struct table_check checks_boss12[] = {
     {"job",
-     {{"name", A},
-      {"state", A},
-      {"start_after", T},
-      {"created_on", T},
-      {"completed_on", T},
-      {"started_on", T},
-      {"retry_count", N},
-      {"retry_limit", N}},
-     8},
+     {BOSS_JOB_COLS,
+      {"expire_seconds", N},
+      {"heartbeat_seconds", N},
+      {"heartbeat_on", T},
+      {"blocked", A}},
+     12},
+    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
 };
 static const struct table_check checks_pg_boss_9[] = {
     {"job",
@@ -783,8 +1054,9 @@ static const struct table_check checks_pg_boss_9[] = {
       {"completedon", T},
       {"startedon", T},
       {"retrycount", N},
-      {"retrylimit", N}},
-     8},
+      {"retrylimit", N},
+      {"expirein", A}},
+     9},
 };
 static const struct table_check checks_river[] = {
     {"river_job",
@@ -805,8 +1077,9 @@ static const struct table_check checks_oban[] = {
       {"max_attempts", N},
       {"inserted_at", T},
       {"attempted_at", T},
-      {"discarded_at", T}},
-     7},
+      {"discarded_at", T},
+      {"completed_at", T}},
+     8},
 };
 static const struct table_check checks_que[] = {
     {"que_jobs",
@@ -891,32 +1164,56 @@ static int check_pgmq(struct queues *q, struct pg_conn *c, const struct deadline
     return rc;
 }
 
+/* The columns of the layout found, then the scrape's own statements (into a set thrown
+ * away), so that --config.check fails on whatever a scrape would fail on; the column check
+ * comes first because it names the missing column, which the server's message may not. */
+static int check_jobs(struct queues *q, struct pg_conn *c, const struct deadline *dl, struct err *e)
+{
+    int rc = 0;
+    if (detect_layout(q, c, dl, e))
+        return -1;
+    switch (q->preset->id) {
+    case PGQ_GRAPHILE_WORKER:
+        rc = q->layout == LAYOUT_LEGACY ? CHECK(checks_graphile_legacy) : CHECK(checks_graphile);
+        break;
+    case PGQ_PG_BOSS:
+        rc = q->layout == LAYOUT_BOSS9    ? CHECK(checks_pg_boss_9)
+             : q->layout == LAYOUT_BOSS10 ? CHECK(checks_boss10)
+             : q->layout == LAYOUT_BOSS11 ? CHECK(checks_boss11)
+                                          : CHECK(checks_boss12);
+        break;
+    case PGQ_RIVER:
+        rc = CHECK(checks_river);
+        break;
+    case PGQ_OBAN:
+        rc = CHECK(checks_oban);
+        break;
+    case PGQ_QUE:
+        rc = CHECK(checks_que);
+        break;
+    case PGQ_GOOD_JOB:
+        rc = CHECK(checks_good_job);
+        break;
+    case PGQ_SOLID_QUEUE:
+        rc = CHECK(checks_solid_queue);
+        break;
+    case PGQ_PGMQ:
+        break;
+    }
+    if (rc)
+        return -1;
+    struct metric_set *scratch = metric_set_new("check", q->preset->kind_label);
+    rc = collect_jobs(q, c, dl, scratch, e);
+    metric_set_free(scratch);
+    return rc;
+}
+
 static int check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
 {
     struct queues *q = item;
-    switch (q->preset->id) {
-    case PGQ_PGMQ:
+    if (q->preset->id == PGQ_PGMQ)
         return check_pgmq(q, c, dl, e);
-    case PGQ_GRAPHILE_WORKER:
-        if (detect_layout(q, c, dl, e))
-            return -1;
-        return q->layout == LAYOUT_LEGACY ? CHECK(checks_graphile_legacy) : CHECK(checks_graphile);
-    case PGQ_PG_BOSS:
-        if (detect_layout(q, c, dl, e))
-            return -1;
-        return q->layout == LAYOUT_LEGACY ? CHECK(checks_pg_boss_9) : CHECK(checks_pg_boss);
-    case PGQ_RIVER:
-        return CHECK(checks_river);
-    case PGQ_OBAN:
-        return CHECK(checks_oban);
-    case PGQ_QUE:
-        return CHECK(checks_que);
-    case PGQ_GOOD_JOB:
-        return CHECK(checks_good_job);
-    case PGQ_SOLID_QUEUE:
-        return CHECK(checks_solid_queue);
-    }
-    return 0;
+    return check_jobs(q, c, dl, e);
 }
 
 const struct pg_section_kind pg_queues_section = {
