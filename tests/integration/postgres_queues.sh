@@ -8,9 +8,8 @@
 # the database runs with a non-UTC TimeZone to prove they are read as UTC. Also: a held Que
 # advisory lock counts as in flight (one in another database does not); pg-boss 9's layout is
 # detected beside pg-boss 10's; the queues filter (a listed queue without jobs gives zeros);
-# --config.check passing and naming a missing table; promtool on the output. With
-# QREL_REAL_RUNNERS=1 and node/npm present (and the npm registry reachable), the real
-# graphile-worker and pg-boss migrations are run too, and scraped and checked.
+# --config.check passing and naming a missing table; promtool on the output. The real runners
+# (pg-boss 9-12, graphile-worker), driven through their own APIs, are postgres_queues_live.sh.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -276,59 +275,5 @@ expect_eq "--config.check exit status with a missing table" "$rc" 1
 expect_cmd "--config.check names source, preset and table" grep -qF \
   "postgres \"jobs\" 127.0.0.1:$P/postgres: queues preset \"river\" (schema \"nowhere\"): table \"nowhere.river_job\" does not exist" \
   "$T/check.out"
-
-# The real runners' own migrations, when asked for and node is here (CI may lack it).
-real_runners=0
-if [ "${QREL_REAL_RUNNERS:-0}" = 1 ]; then
-  mkdir -p "$T/npm"
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "SKIPPED: the real graphile-worker and pg-boss migrations (node and npm are not installed)" >&2
-  elif ! (cd "$T/npm" && npm init -y >/dev/null && npm install --silent graphile-worker pg-boss >/dev/null); then
-    echo "SKIPPED: the real graphile-worker and pg-boss migrations (npm install failed)" >&2
-  else
-    real_runners=1
-    v() { (cd "$T/npm" && node -p "require('./node_modules/$1/package.json').version"); }
-    echo "real runners: graphile-worker $(v graphile-worker), pg-boss $(v pg-boss)"
-  fi
-fi
-if [ "$real_runners" = 1 ]; then
-  psql_do "CREATE DATABASE real" >/dev/null
-  cat > "$T/npm/mig.js" <<'JS'
-const { runMigrations } = require("graphile-worker");
-const PgBoss = require("pg-boss");
-(async () => {
-  await runMigrations({ connectionString: process.argv[2] });
-  const boss = new PgBoss({ connectionString: process.argv[2] });
-  await boss.start();
-  await boss.createQueue("billing");
-  await boss.stop({ graceful: false, wait: true });
-})().catch((e) => { console.error(e); process.exit(1); });
-JS
-  (cd "$T/npm" && node mig.js "postgresql://postgres@127.0.0.1:$P/real")
-  psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$P" -U postgres -d real >/dev/null <<'SQL'
-SELECT graphile_worker.add_job('send', '{}', queue_name := 'mail');
-INSERT INTO pgboss.job (name, state, created_on, started_on, expire_in) VALUES
-  ('billing', 'active', now() - interval '80 s', now() - interval '70 s', interval '2 min');
-SQL
-  cat > "$T/real.yml" <<YML
-sources:
-  - name: real
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: real
-    queues:
-      - preset: graphile_worker
-      - preset: pg_boss
-YML
-  "$QREL" scrape --config.file="$T/real.yml" > "$T/real.txt"
-  check_queue "$T/real.txt" pg_jobs mail 1 0 0 0 0
-  check_queue "$T/real.txt" pg_jobs billing 0 1 0 80 0
-  age "$T/real.txt" qrel_lease_oldest_age_seconds 70 'queue="billing"'
-  rc=0
-  "$EXPORTER" --config.file="$T/real.yml" --config.check > "$T/check-real.out" 2>&1 || rc=$?
-  expect_eq "--config.check on the real migrations" "$rc" 0
-fi
 
 finish
