@@ -239,16 +239,20 @@ static const char river_rows[] =
     "WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled', 'discarded')";
 
 /* Oban: like River (states listed for its (state, queue, ...) index); timestamps are
- * `timestamp` in UTC. */
-static const char oban_rows[] =
-    "SELECT queue, "
-    "CASE state WHEN 'available' THEN 'r' WHEN 'executing' THEN 'i' "
-    "WHEN 'discarded' THEN 'x' ELSE 'd' END AS st, "
-    AGE("inserted_at") " AS age, attempt > 1 AS redel, "
-    AGE("discarded_at") " AS dead_age, max_attempts::float8 AS maxdel, "
-    AGE("attempted_at") " AS held, NULL::float8 AS lease" NONE
-    "FROM @S.oban_jobs "
-    "WHERE state IN ('available', 'scheduled', 'executing', 'retryable', 'discarded')";
+ * `timestamp` in UTC. Oban's migration V14 added 'suspended' (held until resumed: it waits, like
+ * a scheduled job); an older schema's state type has no such value, and naming it would fail, so
+ * the layout is detected (LEGACY: before V14). */
+#define OBAN_ROWS(suspended)                                                                    \
+    "SELECT queue, "                                                                            \
+    "CASE state WHEN 'available' THEN 'r' WHEN 'executing' THEN 'i' "                           \
+    "WHEN 'discarded' THEN 'x' ELSE 'd' END AS st, "                                            \
+    AGE("inserted_at") " AS age, attempt > 1 AS redel, "                                        \
+    AGE("discarded_at") " AS dead_age, max_attempts::float8 AS maxdel, "                        \
+    AGE("attempted_at") " AS held, NULL::float8 AS lease" NONE                                  \
+    "FROM @S.oban_jobs "                                                                        \
+    "WHERE state IN ('available', " suspended "'scheduled', 'executing', 'retryable', 'discarded')"
+static const char oban_rows[] = OBAN_ROWS("'suspended', ");
+static const char oban_legacy_rows[] = OBAN_ROWS("");
 
 /* Que 1.x/2.x: a worker holds a job by a session advisory lock on its id (one bigint key:
  * classid is the high half, objid the low one, objsubid 1), which pg_locks shows to everyone
@@ -366,7 +370,8 @@ struct queues {
     char *done_sql; /* the handler-latency statement, NULL until built or where none */
 };
 
-/* The layouts: graphile-worker before 0.14 is LEGACY; pg-boss is one of the BOSS ones. */
+/* The layouts: graphile-worker before 0.14 and Oban before V14 are LEGACY; pg-boss is one of
+ * the BOSS ones. */
 enum {
     LAYOUT_UNKNOWN,
     LAYOUT_CURRENT,
@@ -556,7 +561,7 @@ static const char *pgq_rows(enum pgq_preset_id id, int layout)
     case PGQ_RIVER:
         return river_rows;
     case PGQ_OBAN:
-        return oban_rows;
+        return layout == LAYOUT_LEGACY ? oban_legacy_rows : oban_rows;
     case PGQ_QUE:
         return que_rows;
     case PGQ_GOOD_JOB:
@@ -896,11 +901,12 @@ out:
 
 /* ---- job presets ---- */
 
-/* Two presets have layouts that changed across the versions in use. graphile-worker before
- * 0.14 has one jobs table (no _private_jobs). pg-boss is told apart by its job table's columns:
- * 9 and older have camel-case names folded to lower case (retrycount), 10 has expire_in (an
- * interval), 11 expire_seconds, 12 heartbeat_seconds too. Which one a database has is asked
- * once and remembered (check() asks again, and so does the scrape after a failure). */
+/* Three presets have layouts that changed across the versions in use. graphile-worker before
+ * 0.14 has one jobs table (no _private_jobs). Oban before V14 has no 'suspended' state. pg-boss is
+ * told apart by its job table's columns: 9 and older have camel-case names folded to lower case
+ * (retrycount), 10 has expire_in (an interval), 11 expire_seconds, 12 heartbeat_seconds too. Which
+ * one a database has is asked once and remembered (check() asks again, and so does the scrape after
+ * a failure). */
 static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadline *dl,
                          struct err *e)
 {
@@ -908,6 +914,11 @@ static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
     if (q->preset->id == PGQ_GRAPHILE_WORKER)
         sql = "SELECT to_regclass(format('%I._private_jobs', $1::text)) IS NOT NULL, "
               "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL";
+    else if (q->preset->id == PGQ_OBAN)
+        sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_enum e JOIN pg_catalog.pg_type t ON "
+              "t.oid = e.enumtypid JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace "
+              "WHERE n.nspname = $1 AND t.typname = 'oban_job_state' AND "
+              "e.enumlabel = 'suspended')";
     else if (q->preset->id == PGQ_PG_BOSS)
         sql = "SELECT COALESCE(string_agg(attname::text, ',' ORDER BY attname), '') "
               "FROM pg_catalog.pg_attribute WHERE attrelid = "
@@ -922,7 +933,9 @@ static int detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
     if (pg_query(c, dl, q->what, sql, 1, params, &r, e))
         return -1;
     int layout = LAYOUT_UNKNOWN;
-    if (PQntuples(r) == 1 && q->preset->id == PGQ_GRAPHILE_WORKER) {
+    if (PQntuples(r) == 1 && q->preset->id == PGQ_OBAN) {
+        layout = strcmp(PQgetvalue(r, 0, 0), "t") == 0 ? LAYOUT_CURRENT : LAYOUT_LEGACY;
+    } else if (PQntuples(r) == 1 && q->preset->id == PGQ_GRAPHILE_WORKER) {
         if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
             layout = LAYOUT_CURRENT;
         else if (strcmp(PQgetvalue(r, 0, 1), "t") == 0)
