@@ -158,32 +158,37 @@ static const char graphile_legacy_rows[] = GRAPHILE_ROWS("@S.jobs j", "j.queue_n
  * is fetched again, so > 0 means a redelivery; a job may be delivered retry_limit + 1 times;
  * active jobs past started_on + the lease are failed by the maintenance loop. The job table is
  * partitioned by queue (job_common plus one table per queue created with a partition): reading
- * the parent reads them all in this one statement. Waiting jobs (state < 'active', the
- * predicate of pg-boss's fetch index), active and failed jobs are three branches, each able to
- * use an index. A queue whose queue row names a dead_letter queue has its failed jobs copied
- * there by pg-boss: its dead jobs are that queue's pending jobs (as SQS's RedrivePolicy), and
- * its own failed rows, the originals, are not counted twice. Every queue of the queue table gets
- * a row (with the horizon its retry settings give), so an empty queue reports zeros.
+ * the parent reads them all in this one statement. Every job belongs to a row of the queue
+ * table (a foreign key), so the jobs are read per queue from there, which lets pg-boss's
+ * (name, ...) indexes serve each branch: waiting jobs (state < 'active', its fetch index), then
+ * active and failed ones (12's live-state index; 10 and 11 have none: see the docs). A queue
+ * whose row names a dead_letter queue has its failed jobs copied there by pg-boss: its dead jobs
+ * are that queue's waiting jobs (as SQS's RedrivePolicy), and its own failed rows, the
+ * originals, are not counted again. Every queue gets a row with the horizon its retry settings
+ * give, so an empty queue reports zeros.
  *   LEASE:  the lease of a job, seconds; HELD: when its current hold began; BLOCKED: extra
  *   CASE arms for jobs waiting on something else; HB: whether the lease is a heartbeat;
  *   QLEASE: a queue row's lease per attempt; DELAY(c): the upper bound of the delay before
  *   retry c + 1 (pg-boss adds up to 100 % jitter: the bound takes all of it). */
+/* Waiting jobs, said twice: `< 'active'` is the predicate of 10's and 11's fetch index, the list
+ * is implied by the predicate of 12's live-state index (the planner proves neither from the
+ * other). */
+#define BOSS_WAITING(t) t ".state < 'active' AND " t ".state IN ('created', 'retry')"
 #define BOSS_ROWS(LEASE, HELD, BLOCKED, HB)                                                     \
-    "SELECT j.name AS queue, "                                                                  \
-    "CASE WHEN j.state = 'active' THEN 'i' WHEN j.state = 'failed' THEN 'x' " BLOCKED           \
+    "SELECT q.name AS queue, "                                                                  \
+    "CASE WHEN j.state = 'active' THEN 'i' "                                                    \
+    "WHEN j.state = 'failed' THEN CASE WHEN q.dead_letter IS NULL THEN 'x' END " BLOCKED        \
     "WHEN j.start_after > now() THEN 'd' ELSE 'r' END AS st, "                                  \
     AGE("j.created_on") " AS age, j.retry_count > 0 AS redel, "                                 \
     AGE("j.completed_on") " AS dead_age, (j.retry_limit + 1)::float8 AS maxdel, "               \
     AGE(HELD) " AS held, (" LEASE ")::float8 AS lease, NULL::float8 AS hz, " HB " AS hb, "      \
-    "NULL::text AS dlq FROM @S.job j "
+    "NULL::text AS dlq FROM @S.queue q JOIN @S.job j ON j.name = q.name "
 #define BOSS_ALL(LEASE, HELD, BLOCKED, HB, QLEASE, DELAY)                                       \
-    BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state < 'active' "                             \
-    "UNION ALL " BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state = 'active' "                \
-    "UNION ALL " BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state = 'failed' AND NOT EXISTS " \
-    "(SELECT 1 FROM @S.queue dq WHERE dq.name = j.name AND dq.dead_letter IS NOT NULL) "        \
+    BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE " BOSS_WAITING("j") " "                          \
+    "UNION ALL " BOSS_ROWS(LEASE, HELD, BLOCKED, HB) "WHERE j.state IN ('active', 'failed') "   \
     "UNION ALL SELECT q.name, 'x', NULL, NULL, " AGE("d.created_on") ", NULL, NULL, NULL, "     \
     "NULL, NULL, q.dead_letter FROM @S.queue q JOIN @S.job d ON d.name = q.dead_letter "        \
-    "AND d.state < 'completed' "                                                                \
+    "AND " BOSS_WAITING("d") " "                                                                \
     "UNION ALL SELECT q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "                       \
     "(q.retry_limit + 1) * (" QLEASE ") + (SELECT COALESCE(sum(" DELAY "), 0) "                 \
     "FROM generate_series(0, q.retry_limit - 1) AS c), NULL, q.dead_letter FROM @S.queue q"
@@ -329,13 +334,15 @@ static const char aggregate_head[] =
  * window ($1, an interval) and bounded by now() (a row stamped in the future is not in it), and
  * their duration (end - start, seconds). Only jobs finished successfully: a failed attempt's
  * duration is often the lease that ended it. Each reads a runner's own index where it has one:
- * pg-boss 12's (name, completed_on), River's (state, finalized_at). graphile-worker deletes a
+ * pg-boss 12's (name, completed_on), queue by queue from its queue table; River's (state,
+ * finalized_at); GoodJob's (finished_at). graphile-worker deletes a
  * job when it succeeds, Que and Solid Queue keep no start time: none for them. */
 #define DUR(end, start) "(EXTRACT(EPOCH FROM " end ") - EXTRACT(EPOCH FROM " start "))"
 #define WINDOW(col, now) col " > " now " - $1::interval AND " col " <= " now
 static const char boss_done[] =
-    "SELECT name AS queue, " DUR("completed_on", "started_on") " AS d FROM @S.job "
-    "WHERE state = 'completed' AND " WINDOW("completed_on", "now()");
+    "SELECT q.name AS queue, " DUR("j.completed_on", "j.started_on") " AS d FROM @S.queue q "
+    "JOIN @S.job j ON j.name = q.name "
+    "WHERE j.state = 'completed' AND " WINDOW("j.completed_on", "now()");
 static const char boss9_done[] =
     "SELECT name AS queue, " DUR("completedon", "startedon") " AS d FROM @S.job "
     "WHERE state = 'completed' AND " WINDOW("completedon", "now()")
@@ -446,9 +453,11 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
         goto fail;
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
+    if (preset)
+        snprintf(where, sizeof where, "queues preset \"%s\" of source \"%s\"", preset, source);
+    if (cfg_finish(item, where, e))
+        goto fail;
     if (!preset) {
-        if (cfg_finish(item, where, e))
-            goto fail;
         cfg_error(e, item,
                   "preset: required in each entry of queues (one of pgmq, "
                   "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue)");
@@ -523,9 +532,6 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
             goto fail;
         }
     }
-    snprintf(where, sizeof where, "queues preset \"%s\" of source \"%s\"", q->preset->name, source);
-    if (cfg_finish(item, where, e))
-        goto fail;
     q->what = xasprintf("queues preset \"%s\" (schema \"%s\")", q->preset->name, q->schema);
     free(preset);
     return q;

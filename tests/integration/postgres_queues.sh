@@ -47,7 +47,9 @@ INSERT INTO graphile_worker._private_jobs (task_id, job_queue_id, run_at, attemp
   (1, 1, now() - interval '5 h', 1, 25, now() - interval '6 h', now(), now() - interval '5 h'),
   (1, 1, now(), 0, 25, now() - interval '30 s', now(), NULL);
 
--- pg-boss: billing (watched) and reports (filtered out).
+-- pg-boss: billing (watched) and reports (filtered out); every job's queue has its queue row
+-- (pg-boss's foreign key), with no retry settings (so no retry horizon).
+INSERT INTO pgboss.queue (name) VALUES ('billing'), ('reports');
 INSERT INTO pgboss.job (name, state, start_after, created_on, retry_count, retry_limit, started_on, expire_in, completed_on) VALUES
   ('billing', 'created', now() - interval '1 s', now() - interval '50 s', 0, 2, NULL, interval '15 min', NULL),
   ('billing', 'retry', now() + interval '30 s', now() - interval '60 s', 1, 2, NULL, interval '15 min', NULL),
