@@ -1,13 +1,14 @@
 /* check_postgres_queues.c: unit tests for the queues section of a postgres source
- * (collectors/postgres/queues.c): pgmq and the job-runner presets.
+ * (collectors/postgres/queues*.c): pgmq and the job-runner presets.
  *
- * The section keeps everything but its pg_section_kind static, as collectors do; the test
- * includes its source to reach the statement builder and the emitter directly (the library's
- * copy of the object is then never linked in: this file defines the symbol it would supply).
+ * The section keeps what its files do not share static, as collectors do; the test includes
+ * all four sources to reach the statement builders and the emitter directly (the library's
+ * copies of the objects are then never linked in: this file defines every symbol they would
+ * supply).
  * Configuration errors are compared with the exact messages a user reads. Which families a
- * preset's queue gets is decided by pgq_emit from what the runner records and what the config
- * declares, so it is tested per preset here; the state mapping itself is SQL, run against real
- * schemas by tests/integration/postgres_queues.sh. */
+ * preset's queue gets is decided by queues_emit_queue from what the runner records and what the
+ * config declares, so it is tested per preset here; the state mapping itself is SQL, run against
+ * real schemas by tests/integration/postgres_queues.sh. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@
 #include <string.h>
 
 #include "../../collectors/postgres/queues.c"
+#include "../../collectors/postgres/queues_check.c"
+#include "../../collectors/postgres/queues_emit.c"
+#include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
 
 static struct queues *configured(const char *list)
@@ -134,9 +138,9 @@ END_TEST
 START_TEST(test_jobs_sql)
 {
     /* pgmq's statement is built per scrape from the queue list, not here. */
-    ck_assert_ptr_null(pgq_jobs_sql(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_jobs(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
 
-    char *s = pgq_jobs_sql(PGQ_RIVER, "my\"schema", LAYOUT_CURRENT, 0);
+    char *s = queues_sql_jobs(PGQ_RIVER, "my\"schema", LAYOUT_CURRENT, 0);
     /* the states are listed, so that River's (state, queue, ...) index skips completed jobs */
     ck_assert_ptr_nonnull(strstr(s, "FROM \"my\"\"schema\".river_job WHERE state IN ('available', "
                                     "'pending', 'retryable', 'running', 'scheduled', 'discarded')) "
@@ -147,23 +151,23 @@ START_TEST(test_jobs_sql)
     free(s);
 
     /* Filtered: listed queues always get a row, and only they do. */
-    s = pgq_jobs_sql(PGQ_OBAN, "public", LAYOUT_CURRENT, 1);
+    s = queues_sql_jobs(PGQ_OBAN, "public", LAYOUT_CURRENT, 1);
     ck_assert_ptr_nonnull(strstr(s, " UNION ALL SELECT unnest($1::text[]), NULL, NULL::float8, "));
     ck_assert_ptr_nonnull(
         strstr(s, ") AS jobs WHERE queue = ANY ($1::text[]) GROUP BY 1 ORDER BY 1"));
     free(s);
 
-    s = pgq_jobs_sql(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_CURRENT, 0);
+    s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_CURRENT, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\"._private_jobs j LEFT JOIN "
                                     "\"graphile_worker\"._private_job_queues q"));
     free(s);
-    s = pgq_jobs_sql(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_LEGACY, 0);
+    s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_LEGACY, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j"));
     ck_assert_ptr_null(strstr(s, "_private"));
     free(s);
 
     /* pg-boss 9: lower-cased camel case, expired is dead, internal completion jobs left out */
-    s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
+    s = queues_sql_jobs(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
     ck_assert_ptr_nonnull(strstr(s, "retrycount > 0 AS redel"));
     ck_assert_ptr_nonnull(strstr(s, "WHEN state IN ('failed', 'expired') THEN 'x'"));
     ck_assert_ptr_nonnull(
@@ -177,7 +181,7 @@ START_TEST(test_jobs_sql)
                                         "(COALESCE(j.heartbeat_seconds, j.expire_seconds))::float8 "
                                         "AS lease"};
     for (size_t i = 0; i < 3; i++) {
-        s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", boss[i], 0);
+        s = queues_sql_jobs(PGQ_PG_BOSS, "pgboss", boss[i], 0);
         ck_assert_ptr_nonnull(strstr(s, "j.retry_count > 0 AS redel"));
         ck_assert_ptr_nonnull(strstr(s, lease[i]));
         /* read queue by queue from the queue table, so the (name, ...) indexes serve */
@@ -196,7 +200,7 @@ START_TEST(test_jobs_sql)
         free(s);
     }
 
-    s = pgq_jobs_sql(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0);
+    s = queues_sql_jobs(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0);
     /* every table of the schema qualified */
     ck_assert_ptr_null(strstr(s, " solid_queue_"));
     ck_assert_ptr_nonnull(strstr(s, "\"public\".solid_queue_failed_executions e"));
@@ -272,7 +276,7 @@ START_TEST(test_emit_job_presets)
         ck_assert_ptr_nonnull(p);
         struct metric_set *s = metric_set_new("db", p->kind_label);
         struct pgq_row r = full_row();
-        pgq_emit(p, &r, NULL, 0, -1.0, s);
+        queues_emit_queue(p, &r, NULL, 0, -1.0, s);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "ready", NULL) == 1);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "in_flight", NULL) == 2);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "delayed", NULL) == 3);
@@ -292,7 +296,7 @@ START_TEST(test_emit_job_presets)
 
         /* Declared values win over (or stand in for) what the table records. */
         s = metric_set_new("db", p->kind_label);
-        pgq_emit(p, &r, NULL, 4, 45.0, s);
+        queues_emit_queue(p, &r, NULL, 4, 45.0, s);
         ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 4);
         ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 45);
         metric_set_free(s);
@@ -305,7 +309,7 @@ START_TEST(test_emit_pgmq)
     const struct pgq_preset *p = pgq_preset_find("pgmq");
     struct pgq_row r = full_row();
     struct metric_set *s = metric_set_new("db", "pgmq");
-    pgq_emit(p, &r, NULL, 0, -1.0, s);
+    queues_emit_queue(p, &r, NULL, 0, -1.0, s);
     /* The archive is acknowledged history, not dead letters; pgmq keeps no read time, so the
      * hold age needs the declared visibility timeout; it keeps no max reads. */
     ck_assert_uint_eq(count_family(s, "qrel_dead_letter_messages"), 0);
@@ -317,7 +321,7 @@ START_TEST(test_emit_pgmq)
     metric_set_free(s);
 
     s = metric_set_new("db", "pgmq");
-    pgq_emit(p, &r, NULL, 3, 30.0, s);
+    queues_emit_queue(p, &r, NULL, 3, 30.0, s);
     ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "q", NULL) == 9);
     ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 30);
     ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 3);
@@ -333,7 +337,7 @@ START_TEST(test_emit_empty_queue)
     r.has[PGQ_COL_READY] = r.has[PGQ_COL_IN_FLIGHT] = r.has[PGQ_COL_DELAYED] = 1;
     r.has[PGQ_COL_REDELIVERED] = r.has[PGQ_COL_DEAD] = 1;
     struct metric_set *s = metric_set_new("db", "pg_jobs");
-    pgq_emit(p, &r, NULL, 0, -1.0, s);
+    queues_emit_queue(p, &r, NULL, 0, -1.0, s);
     ck_assert(value_of(s, "qrel_queue_oldest_message_age_seconds", "queue", "idle", NULL) == 0);
     ck_assert(value_of(s, "qrel_dead_letter_oldest_age_seconds", "queue", "idle", NULL) == 0);
     ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "idle", NULL) == 0);
@@ -346,28 +350,28 @@ END_TEST
 START_TEST(test_done_sql)
 {
     /* Only the runners that keep finished jobs with their start and end. */
-    ck_assert_ptr_null(pgq_done_sql(PGQ_GRAPHILE_WORKER, "g", LAYOUT_CURRENT, 0));
-    ck_assert_ptr_null(pgq_done_sql(PGQ_QUE, "public", LAYOUT_CURRENT, 0));
-    ck_assert_ptr_null(pgq_done_sql(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0));
-    ck_assert_ptr_null(pgq_done_sql(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_GRAPHILE_WORKER, "g", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_QUE, "public", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
     /* the window is bounded by now(): a row stamped in the future is not in it */
-    char *s = pgq_done_sql(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS12, 1);
+    char *s = queues_sql_done(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS12, 1);
     ck_assert_ptr_nonnull(strstr(s, "WHERE j.state = 'completed' AND j.completed_on > now() - "
                                     "$1::interval AND j.completed_on <= now()) AS done WHERE "
                                     "queue = ANY ($2::text[]) GROUP BY 1"));
     ck_assert_ptr_nonnull(strstr(s, "percentile_cont(ARRAY[0.5, 0.9, 0.99, 1])"));
     free(s);
-    s = pgq_done_sql(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
+    s = queues_sql_done(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
     ck_assert_ptr_nonnull(strstr(s, "completedon <= now()"));
     ck_assert_ptr_null(strstr(s, "$2"));
     free(s);
-    s = pgq_done_sql(PGQ_OBAN, "public", LAYOUT_CURRENT, 0);
+    s = queues_sql_done(PGQ_OBAN, "public", LAYOUT_CURRENT, 0);
     ck_assert_ptr_nonnull(strstr(s, "completed_at <= timezone('UTC', now())"));
     free(s);
-    s = pgq_done_sql(PGQ_RIVER, "public", LAYOUT_CURRENT, 0);
+    s = queues_sql_done(PGQ_RIVER, "public", LAYOUT_CURRENT, 0);
     ck_assert_ptr_nonnull(strstr(s, "finalized_at <= now()"));
     free(s);
-    s = pgq_done_sql(PGQ_GOOD_JOB, "public", LAYOUT_CURRENT, 0);
+    s = queues_sql_done(PGQ_GOOD_JOB, "public", LAYOUT_CURRENT, 0);
     ck_assert_ptr_nonnull(strstr(s, "WHERE error IS NULL AND finished_at >"));
     free(s);
 }
@@ -379,7 +383,7 @@ START_TEST(test_margin_and_latency)
     struct pgq_row r = full_row(); /* in flight 2, hold 9, lease 10 */
     struct pgq_done d = {.has = 1, .n = 7, .q = {1, 2, 4, 5}};
     struct metric_set *s = metric_set_new("db", "pg_jobs");
-    pgq_emit(p, &r, &d, 0, -1.0, s);
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
     ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.5", NULL) == 1);
     ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.99", NULL) == 4);
     ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "1", NULL) == 5);
@@ -394,7 +398,7 @@ START_TEST(test_margin_and_latency)
     r.v[PGQ_COL_HORIZON] = 123;
     r.dlq = "q_dlq";
     s = metric_set_new("db", "pg_jobs");
-    pgq_emit(p, &r, &d, 0, -1.0, s);
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
     ck_assert(value_of(s, "qrel_lease_margin_ratio", "queue", "q", NULL) == 2.5);
     ck_assert(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) == 123);
     ck_assert(value_of(s, "qrel_dead_letter_messages", "dead_letter_queue", "q_dlq", NULL) == 6);
@@ -405,7 +409,7 @@ START_TEST(test_margin_and_latency)
     r.has[PGQ_COL_HEARTBEAT] = 1;
     r.v[PGQ_COL_HEARTBEAT] = 1;
     s = metric_set_new("db", "pg_jobs");
-    pgq_emit(p, &r, &d, 0, -1.0, s);
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
     ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
     ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 4);
     metric_set_free(s);
@@ -415,14 +419,14 @@ START_TEST(test_margin_and_latency)
     r = full_row();
     r.has[PGQ_COL_LEASE_TIMEOUT] = 0;
     s = metric_set_new("db", "pg_jobs");
-    pgq_emit(p, &r, &none, 0, -1.0, s);
+    queues_emit_queue(p, &r, &none, 0, -1.0, s);
     ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 0);
     ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
     metric_set_free(s);
 
     /* below 1 ms counts as 1 ms */
     double m = 0;
-    ck_assert_int_eq(pgq_margin(2.0, NULL, 0, 1, 0.0, &m), 1);
+    ck_assert_int_eq(queues_emit_margin(2.0, NULL, 0, 1, 0.0, &m), 1);
     ck_assert(m == 2000);
 }
 END_TEST
