@@ -140,6 +140,9 @@ int queues_emit_run(struct queues *q, struct pg_conn *c, const struct deadline *
 void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
                        const struct pgq_done *d, long long max_deliveries, double lease_timeout,
                        struct metric_set *out);
+/* The total delay of the runner's default retry policy over max_attempts deliveries, or -1 where
+ * it is not known (every runner but River and Oban). Pure. */
+double queues_emit_backoff(enum pgq_preset_id id, long long max_attempts);
 /* lease / the worst of (p99, hold); 0 when there is none to give. Pure. */
 int queues_emit_margin(double lease, const struct pgq_done *d, int heartbeat, int has_hold,
                        double hold, double *out);

@@ -2,6 +2,7 @@
  * the aggregate's row per queue, matched with the queue's finished jobs, gives the families the
  * preset records and the entry declares (nothing is made up), the lease margin among them.
  * metric_set_add failures are programming errors the set remembers (policy P1): not checked. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,28 @@ int queues_emit_margin(double lease, const struct pgq_done *d, int heartbeat, in
         worst = hold;
     *out = lease / worst;
     return 1;
+}
+
+/* The longest a runner's default retry policy waits, in total, between the max_attempts
+ * deliveries of a job (jitter taken at its upper bound), or -1 for a runner whose delays are not
+ * known here. River's default policy waits attempt^4 s (+/- 10 %) after failed attempt n
+ * (internal/retrypolicy/default.go); Oban's default backoff waits 15 + 2^n s (+ up to 10 %),
+ * with n scaled onto 1..20 when max_attempts is above 20 (Oban.Worker.backoff/1). A worker
+ * with its own retry policy or backoff/1 makes this wrong: see the docs. Pure. */
+double queues_emit_backoff(enum pgq_preset_id id, long long max_attempts)
+{
+    if (id != PGQ_RIVER && id != PGQ_OBAN)
+        return -1.0;
+    double sum = 0;
+    for (long long n = 1; n < max_attempts; n++) {
+        if (id == PGQ_RIVER) {
+            sum += 1.1 * pow((double)n, 4);
+        } else {
+            double c = max_attempts <= 20 ? (double)n : round((double)n / max_attempts * 20);
+            sum += 1.1 * (15 + pow(2, c));
+        }
+    }
+    return sum;
 }
 
 /* Adds the series of one queue. Which families appear depends on what the preset records (its
@@ -117,9 +140,18 @@ void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
     if (queues_emit_margin(lease, d, heartbeat, has_hold && row->v[PGQ_COL_IN_FLIGHT] > 0, hold,
                            &margin))
         metric_set_add(out, "qrel_lease_margin_ratio", margin, "queue", qn, NULL);
+    /* The horizon: pg-boss's from its queue row (the statement worked it out); River's and
+     * Oban's from their default backoff, the deliveries allowed and a declared job_timeout. */
+    double maxdel = max_deliveries > 0                 ? (double)max_deliveries
+                    : row->has[PGQ_COL_MAX_DELIVERIES] ? row->v[PGQ_COL_MAX_DELIVERIES]
+                                                       : 0;
+    double backoff = queues_emit_backoff(p->id, (long long)maxdel);
     if (row->has[PGQ_COL_HORIZON])
         metric_set_add(out, "qrel_retry_horizon_seconds", row->v[PGQ_COL_HORIZON], "queue", qn,
                        NULL);
+    else if (backoff >= 0 && lease_timeout > 0 && maxdel > 0)
+        metric_set_add(out, "qrel_retry_horizon_seconds", maxdel * lease_timeout + backoff, "queue",
+                       qn, NULL);
 }
 
 /* Runs the latency statement: *done gets one entry per aggregate row (matched by queue name,

@@ -266,6 +266,9 @@ check_queue "$T/m.txt" pg_jobs default 1 1 2 100 1
 o='kind="pg_jobs",queue="default"'
 quantiles "$T/m.txt" default 3.5 4.7 4.97 5
 margin "$T/m.txt" default 60
+# River's default retry policy: 25 deliveries x the 60 s job_timeout + 1.1 x sum of n^4 for the
+# 24 retries (1,763,020 s, jitter at its upper bound)
+approx "$T/m.txt" 1940822 qrel_retry_horizon_seconds "$o"
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 1000 "$o"
 expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
@@ -277,6 +280,7 @@ check_queue "$T/m.txt" pg_jobs events 1 1 2 45 0
 o='kind="pg_jobs",queue="events"'
 quantiles "$T/m.txt" events 2 2.8 2.98 3
 expect_absent "$T/m.txt" qrel_lease_margin_ratio "$o"
+expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" # no job_timeout: no horizon
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 300 "$o"
 expect_metric "$T/m.txt" 20 qrel_max_deliveries "$o"

@@ -424,6 +424,27 @@ START_TEST(test_margin_and_latency)
     ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
     metric_set_free(s);
 
+    /* River's and Oban's default backoff (jitter at its upper bound), with a declared lease:
+     * 3 deliveries x 60 s + River 1.1 x (1 + 16), Oban 1.1 x (15 + 2) + 1.1 x (15 + 4) */
+    ck_assert(fabs(queues_emit_backoff(PGQ_RIVER, 3) - 18.7) < 1e-9);
+    ck_assert(fabs(queues_emit_backoff(PGQ_OBAN, 3) - 39.6) < 1e-9);
+    ck_assert(queues_emit_backoff(PGQ_OBAN, 1) == 0);
+    ck_assert(queues_emit_backoff(PGQ_GOOD_JOB, 3) < 0);
+    /* Oban above 20 attempts scales the exponent onto 1..20: with 40, retry n waits
+     * 15 + 2^round(n / 2): 1.1 x (39 x 15 + 3 x 2^20 - 4) */
+    ck_assert(fabs(queues_emit_backoff(PGQ_OBAN, 40) - 1.1 * (39 * 15 + 3 * 1048576 - 4)) < 1e-6);
+    const struct pgq_preset *river = pgq_preset_find("river");
+    r = full_row();
+    r.v[PGQ_COL_MAX_DELIVERIES] = 3;
+    s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(river, &r, NULL, 0, 60.0, s);
+    ck_assert(fabs(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) - 198.7) < 1e-9);
+    metric_set_free(s);
+    s = metric_set_new("db", "pg_jobs"); /* no job_timeout: no lease, no horizon */
+    queues_emit_queue(river, &r, NULL, 0, -1.0, s);
+    ck_assert_uint_eq(count_family(s, "qrel_retry_horizon_seconds"), 0);
+    metric_set_free(s);
+
     /* below 1 ms counts as 1 ms */
     double m = 0;
     ck_assert_int_eq(queues_emit_margin(2.0, NULL, 0, 1, 0.0, &m), 1);

@@ -115,7 +115,7 @@ async function graphile() {
       "SELECT (SELECT attempts FROM graphile_worker._private_jobs WHERE id = $1 AND locked_at IS NULL) AS a, " +
       "(SELECT count(*) FROM graphile_worker._private_jobs) AS n", [boom.id]));
     if (r.rows[0].a === 1 && Number(r.rows[0].n) === 1) break;
-    if (i > 200) throw new Error("graphile-worker did not run boom and quick");
+    if (i > 600) throw new Error("graphile-worker did not run boom and quick in 30 s");
     await sleep(50);
   }
   await utils.addJob("hang", {}, { queueName: "mail" });
