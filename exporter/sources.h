@@ -1,5 +1,5 @@
 /* sources.h: the loaded configuration file: global settings and one configured collector per
- * entry under `sources:`.
+ * entry under `sources:`, and the `dead_letters:` joins between them.
  *
  * Loading is all-or-nothing: a file with any error yields no sources and an error naming
  * file:line:col, so a reload can keep the running configuration untouched. */
@@ -10,6 +10,7 @@
 
 #include "audit.h"
 #include "collector.h"
+#include "dead_letters.h"
 #include "err.h"
 
 #define SOURCES_DEFAULT_TIMEOUT 10.0
@@ -22,6 +23,7 @@ struct sources {
     struct audit_config audit;    /* the optional `audit:` section (rule thresholds) */
     struct collector **items;     /* each configured by its kind */
     size_t n;
+    struct dead_letters dead_letters; /* the top-level `dead_letters:` joins */
 };
 
 /* Reads, validates and configures everything in path. NULL with e set on any error. */

@@ -13,7 +13,8 @@
  * (its first and its last records), capped by max_lag_fetches, in rounds that each start with a
  * ListOffsets to the leaders involved (see wake_fetchers). Every call is bounded by the
  * scrape's deadline. The librdkafka handle is kept between scrapes and destroyed after any
- * error, so no thread outlives a failure. */
+ * error, so no thread outlives a failure. For the core's dead-letter join, a dead-letter topic's
+ * records are read from the log start with the same consumer (dead_letter_ids, at the end). */
 #include "kafka.h"
 
 #include <errno.h>
@@ -1053,6 +1054,45 @@ static void wake_fetchers(struct state *st, const struct deadline *dl,
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Waits for the next message of the assigned partitions, at most 100 ms at a time: 0 with *m
+ * set (NULL when none came), or -1 on the deadline, a broker error that waiting will not cure,
+ * or a fetch error. The end of a partition's log and an offset out of range (records deleted
+ * since ListOffsets) are messages, not errors: they end that partition's read. */
+static int poll_fetch(struct state *st, const struct deadline *dl, rd_kafka_message_t **m,
+                      struct err *e)
+{
+    *m = NULL;
+    int ms = slice_ms(dl, 100);
+    if (ms <= 0)
+        return timed_out(st, "Fetch", e);
+    rd_kafka_message_t *got = rd_kafka_consumer_poll(st->rk, ms);
+    if (!got)
+        return fatal_pending(st, "Fetch", e);
+    if (got->err && got->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+        got->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
+        got->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+        char what[300];
+        if (got->rkt)
+            snprintf(what, sizeof what, "Fetch \"%s\" partition %d", rd_kafka_topic_name(got->rkt),
+                     (int)got->partition);
+        else
+            snprintf(what, sizeof what, "Fetch");
+        int rc = call_error(st, what, got->err, rd_kafka_message_errstr(got), e);
+        rd_kafka_message_destroy(got);
+        return rc;
+    }
+    *m = got;
+    return 0;
+}
+
+static void pause_one(struct state *st, const char *topic, int32_t partition)
+{
+    rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(one, topic, partition);
+    rd_kafka_pause_partitions(st->rk, one);
+    rd_kafka_topic_partition_list_destroy(one);
+}
+
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
  * offset; each partition is paused as soon as the record at its need's end (or the end of the
  * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
@@ -1084,29 +1124,12 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
     size_t left = n;
     int rc = 0;
     while (left && rc == 0) {
-        int ms = slice_ms(dl, 100);
-        if (ms <= 0) {
-            rc = timed_out(st, "Fetch", e);
-            break;
-        }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(st->rk, ms);
-        if (!m) {
-            rc = fatal_pending(st, "Fetch", e);
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
             continue;
-        }
         struct need *nd =
             m->rkt ? round_find(sc, round, n, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
-        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-            m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
-            m->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-            char what[300];
-            if (m->rkt)
-                snprintf(what, sizeof what, "Fetch \"%s\" partition %d",
-                         rd_kafka_topic_name(m->rkt), (int)m->partition);
-            else
-                snprintf(what, sizeof what, "Fetch");
-            rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
-        } else if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
+        if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
             /* The end of the log (nothing readable left: compacted away, transaction markers)
              * or a record deleted since ListOffsets: no more timestamps. */
             if (!m->err) {
@@ -1125,10 +1148,7 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
             }
             nd->done = 1;
             left--;
-            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(one, rd_kafka_topic_name(m->rkt), m->partition);
-            rd_kafka_pause_partitions(st->rk, one);
-            rd_kafka_topic_partition_list_destroy(one);
+            pause_one(st, rd_kafka_topic_name(m->rkt), m->partition);
         }
         rd_kafka_message_destroy(m);
     }
@@ -1297,5 +1317,191 @@ out:
     return rc;
 }
 
-const struct collector_kind kafka_kind = {
-    .name = "kafka", .configure = configure, .collect = collect, .destroy = destroy};
+/* ---- the dead-letter join's broker side (collector.h) ----
+ * The dead-letter topic is read at offsets by the same consumer that reads lag in seconds: it is
+ * assigned partitions directly, never joins a group and never commits, so reading changes no
+ * offset of anyone's. */
+
+/* The first entry of groups that measures topic (listed, or matched by topic_pattern) and has a
+ * dead_letter_topic; NULL when none. */
+static const struct group_spec *spec_of_topic(const struct state *st, const char *topic)
+{
+    for (size_t i = 0; i < st->nspecs; i++) {
+        const struct group_spec *sp = &st->specs[i];
+        if (!sp->dlq_tmpl)
+            continue;
+        for (size_t k = 0; k < sp->ntopics; k++)
+            if (strcmp(sp->topics[k], topic) == 0)
+                return sp;
+        if (sp->has_topic_re && regexec(&sp->topic_re, topic, 0, NULL, 0) == 0)
+            return sp;
+    }
+    return NULL;
+}
+
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    char why[300];
+    if (kafka_id_field_check(id_field, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    if (!spec_of_topic(c->priv, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: no entry of groups of source \"%s\" measures topic \"%s\" with "
+                         "a dead_letter_topic",
+                         c->name, queue);
+    return 0;
+}
+
+/* One partition of the dead-letter topic: the offsets to read. */
+struct dl_part {
+    int32_t id;
+    int64_t from, until;
+    int done;
+};
+
+static void add_dead_letter(const rd_kafka_message_t *m, const char *id_field,
+                            struct dead_letter_read *out)
+{
+    const char *header = kafka_id_field_header(id_field);
+    if (header) {
+        rd_kafka_headers_t *h = NULL;
+        const void *v = NULL;
+        size_t size = 0;
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            rd_kafka_header_get_last(h, header, &v, &size) == RD_KAFKA_RESP_ERR_NO_ERROR && v)
+            dead_letter_read_add(out, v, size);
+        else
+            dead_letter_read_add(out, NULL, 0);
+        return;
+    }
+    char *id = NULL;
+    size_t len = 0;
+    kafka_json_id(m->payload, m->len, id_field, &id, &len);
+    dead_letter_read_add(out, id, len);
+    free(id);
+}
+
+/* Reads the records of every partition from its log start, max in all, each partition paused
+ * once its last planned offset (or the end of the log) is seen. */
+static int read_dead_letters(struct state *st, const struct deadline *dl,
+                             const struct topic_data *td, const char *id_field, size_t max,
+                             struct dead_letter_read *out, struct err *e)
+{
+    int np = td->md->partition_cnt;
+    struct dl_part *parts = xcalloc(np ? (size_t)np : 1, sizeof *parts);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np ? np : 1);
+    size_t n = 0, budget = max;
+    for (int p = 0; p < np; p++) {
+        if (td->high[p] <= td->low[p])
+            continue;
+        uint64_t size = (uint64_t)(td->high[p] - td->low[p]);
+        out->total += (size_t)size;
+        if (budget == 0)
+            continue;
+        uint64_t take = size < budget ? size : budget;
+        budget -= (size_t)take;
+        parts[n].id = td->md->partitions[p].id;
+        parts[n].from = td->low[p];
+        parts[n].until = td->low[p] + (int64_t)take - 1;
+        rd_kafka_topic_partition_list_add(l, td->md->topic, parts[n].id)->offset = td->low[p];
+        n++;
+    }
+    int rc = 0;
+    if (n == 0)
+        goto out;
+    rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    if (!err)
+        err = rd_kafka_resume_partitions(st->rk, l);
+    if (err) {
+        rc = call_error(st, "assign", err, NULL, e);
+        goto out;
+    }
+    wake_fetchers(st, dl, l);
+    size_t left = n;
+    while (left && rc == 0) {
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
+            continue;
+        struct dl_part *dp = NULL;
+        if (m->rkt && strcmp(rd_kafka_topic_name(m->rkt), td->md->topic) == 0)
+            for (size_t i = 0; i < n && !dp; i++)
+                if (parts[i].id == m->partition)
+                    dp = &parts[i];
+        if (dp && !dp->done) {
+            if (!m->err && m->offset >= dp->from && m->offset <= dp->until)
+                add_dead_letter(m, id_field, out);
+            /* The end of the log (transaction markers, records deleted since ListOffsets) ends
+             * the partition's read as its last planned offset does. */
+            if (m->err || m->offset >= dp->until) {
+                dp->done = 1;
+                left--;
+                pause_one(st, td->md->topic, m->partition);
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    err = rd_kafka_assign(st->rk, NULL);
+    if (rc == 0 && err)
+        rc = call_error(st, "unassign", err, NULL, e);
+out:
+    rd_kafka_topic_partition_list_destroy(l);
+    free(parts);
+    return rc;
+}
+
+static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
+                           const struct deadline *dl, struct dead_letter_read *out, struct err *e)
+{
+    struct state *st = c->priv;
+    const struct group_spec *sp = spec_of_topic(st, queue);
+    if (!sp)
+        return err_set(e, ERR_CONFIG, "topic \"%.200s\" has no dead_letter_topic", queue);
+    out->dead_letter_queue = kafka_dlq_name(sp->dlq_tmpl, queue);
+    /* As collect(): stop waiting a little before the core does, to say what was waited for. */
+    struct deadline inner = *dl;
+    if (deadline_remaining_ms(dl) > 1000)
+        inner.at_ms -= 150;
+    dl = &inner;
+    clear_error(st);
+    if (!st->rk && open_handle(st, e))
+        return -1;
+    struct scrape sc;
+    memset(&sc, 0, sizeof sc);
+    int rc = -1;
+    if (read_metadata(st, dl, &sc, e))
+        goto out;
+    size_t ti = topic_find(&sc, out->dead_letter_queue);
+    if (ti == SIZE_MAX) {
+        rc = 0; /* not created yet: nothing was dead-lettered */
+        goto out;
+    }
+    sc.topics[ti].wanted = 1;
+    if (read_watermarks(st, dl, &sc, e))
+        goto out;
+    rc = read_dead_letters(st, dl, &sc.topics[ti], id_field, max, out, e);
+out:
+    scrape_free(&sc);
+    if (rc) {
+        err_prefix(e, "dead-letter topic \"%.200s\"", out->dead_letter_queue);
+        drop_handle(st);
+    }
+    return rc;
+}
+
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "have the consumers publish given-up records to a dead-letter topic and name "
+               "it in dead_letter_topic";
+    return NULL;
+}
+
+const struct collector_kind kafka_kind = {.name = "kafka",
+                                          .configure = configure,
+                                          .collect = collect,
+                                          .destroy = destroy,
+                                          .dead_letter_validate = dead_letter_validate,
+                                          .dead_letter_ids = dead_letter_ids,
+                                          .audit_hint = audit_hint};

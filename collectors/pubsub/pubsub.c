@@ -708,5 +708,16 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
-const struct collector_kind pubsub_kind = {
-    .name = "pubsub", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "add a deadLetterPolicy with maxDeliveryAttempts";
+    return NULL;
+}
+
+const struct collector_kind pubsub_kind = {.name = "pubsub",
+                                           .configure = configure,
+                                           .collect = collect,
+                                           .destroy = destroy,
+                                           .audit_hint = audit_hint};

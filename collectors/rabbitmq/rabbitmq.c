@@ -28,6 +28,7 @@
 #include "common/promtext.h"
 #include "common/secret.h"
 #include "config.h"
+#include "hashtab.h"
 #include "log.h"
 #include "util.h"
 
@@ -215,55 +216,47 @@ struct qrec {
 struct qtab {
     struct qrec *v;
     size_t n, cap;
-    size_t *slots; /* index + 1; 0 is empty */
-    size_t nslots;
+    struct hashtab index; /* records by (vhost, name) */
 };
 
+/* The vhost's hash seeds the name's, so ("a", "bc") and ("ab", "c") hash apart. */
 static uint64_t qhash(const char *vhost, const char *name)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a over vhost, NUL, name */
-    for (const char *p = vhost;; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        if (!*p)
-            break;
-    }
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return h;
+    return hashtab_hash(name, strlen(name), hashtab_hash(vhost, strlen(vhost), 0));
 }
 
-static size_t qtab_slot(const struct qtab *t, const char *vhost, const char *name)
+static uint64_t qrec_hash_of(const void *ctx, uint32_t id)
 {
-    size_t mask = t->nslots - 1, i = (size_t)qhash(vhost, name) & mask;
-    for (;; i = (i + 1) & mask) {
-        size_t id = t->slots[i];
-        if (!id || (strcmp(t->v[id - 1].name, name) == 0 && strcmp(t->v[id - 1].vhost, vhost) == 0))
-            return i;
-    }
+    const struct qtab *t = ctx;
+    return qhash(t->v[id].vhost, t->v[id].name);
+}
+
+/* The index of (vhost, name), or NONE; p (when not NULL) is left where it would be added. */
+static size_t qtab_search(const struct qtab *t, const char *vhost, const char *name,
+                          struct hashtab_probe *p)
+{
+    struct hashtab_probe local;
+    if (!p)
+        p = &local;
+    for (uint32_t id = hashtab_first(&t->index, qhash(vhost, name), p); id != HASHTAB_END;
+         id = hashtab_next(&t->index, p))
+        if (strcmp(t->v[id].name, name) == 0 && strcmp(t->v[id].vhost, vhost) == 0)
+            return id;
+    return NONE;
 }
 
 static size_t qtab_find(const struct qtab *t, const char *vhost, const char *name)
 {
-    if (!t->nslots)
-        return NONE;
-    size_t id = t->slots[qtab_slot(t, vhost, name)];
-    return id ? id - 1 : NONE;
+    return qtab_search(t, vhost, name, NULL);
 }
 
 /* The record of (vhost, name), added (zeroed, strings copied) when new. */
 static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name)
 {
-    if ((t->n + 1) * 2 > t->nslots) {
-        size_t nslots = t->nslots ? t->nslots * 2 : 64;
-        free(t->slots);
-        t->slots = xcalloc(nslots, sizeof *t->slots);
-        t->nslots = nslots;
-        for (size_t i = 0; i < t->n; i++)
-            t->slots[qtab_slot(t, t->v[i].vhost, t->v[i].name)] = i + 1;
-    }
-    size_t s = qtab_slot(t, vhost, name);
-    if (t->slots[s])
-        return &t->v[t->slots[s] - 1];
+    struct hashtab_probe p;
+    size_t id = qtab_search(t, vhost, name, &p);
+    if (id != NONE)
+        return &t->v[id];
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
         t->v = xrealloc(t->v, t->cap * sizeof *t->v);
@@ -273,7 +266,8 @@ static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name
     r->vhost = xstrdup(vhost);
     r->name = xstrdup(name);
     r->delivery_limit = r->consumer_timeout_ms = -1;
-    t->slots[s] = ++t->n;
+    hashtab_add(&t->index, &p, (uint32_t)t->n, qrec_hash_of, t);
+    t->n++;
     return r;
 }
 
@@ -286,7 +280,7 @@ static void qtab_free(struct qtab *t)
         free(t->v[i].dlrk);
     }
     free(t->v);
-    free(t->slots);
+    hashtab_free(&t->index);
     memset(t, 0, sizeof *t);
 }
 
@@ -926,5 +920,17 @@ out:
     return rc;
 }
 
-const struct collector_kind rabbitmq_kind = {
-    .name = "rabbitmq", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
+               "delivery limit";
+    return NULL;
+}
+
+const struct collector_kind rabbitmq_kind = {.name = "rabbitmq",
+                                             .configure = configure,
+                                             .collect = collect,
+                                             .destroy = destroy,
+                                             .audit_hint = audit_hint};

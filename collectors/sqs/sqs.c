@@ -1077,5 +1077,16 @@ out:
     return rc;
 }
 
-const struct collector_kind sqs_kind = {
-    .name = "sqs", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "add a RedrivePolicy with a dead-letter queue and maxReceiveCount";
+    return NULL;
+}
+
+const struct collector_kind sqs_kind = {.name = "sqs",
+                                        .configure = configure,
+                                        .collect = collect,
+                                        .destroy = destroy,
+                                        .audit_hint = audit_hint};

@@ -138,7 +138,7 @@ if [ -n "$orders" ]; then
 else
   not_ok "the dead-letter stream orders.dlq holds no order"
 fi
-# And qrel says so: dead_letter_classify finds the dead-lettered orders done in the claim table.
+# And qrel says so: the dead_letters join finds the dead-lettered orders done in the claim table.
 classified() { query "qrel_dead_letter_classified_messages{source=\"shop-redis\",queue=\"orders\",dead_letter_queue=\"orders.dlq\",work=\"$1\"}"; }
 cd_done=$(classified "done")
 if gt "$cd_done" 0; then ok "qrel_dead_letter_classified_messages{work=\"done\"} = $cd_done > 0 during the incident"; else not_ok "qrel_dead_letter_classified_messages{work=\"done\"} during the incident: got '$cd_done', want > 0"; fi
