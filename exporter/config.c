@@ -862,12 +862,3 @@ int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *ne
     }
     return 0;
 }
-
-int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where, struct err *e)
-{
-    struct cfg_node *n;
-    struct err ignored;
-    for (const char *const *k = keys; *k; k++)
-        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
-    return cfg_finish(map, where, e);
-}

@@ -86,11 +86,6 @@ int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def,
 int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,
                        const char *note, struct err *e);
 
-/* Marks every key of the NULL-terminated list as known, then runs cfg_finish: a misspelt key is
- * reported, with the known keys, before the "missing" message it would otherwise cause. */
-int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where,
-                    struct err *e);
-
 /* Fails on the first key of map that no getter asked for:
  *   qrel.yml:9:5: unknown key "adress" in source "cache" (known keys: address, db, ...)
  * where is the phrase after "in". */
