@@ -33,6 +33,7 @@ struct collection {
     struct err err;
     struct metric_set *set;
     double duration;
+    int64_t queued_ms;   /* monotonic; when handed to the pool */
     int64_t finished_ms; /* monotonic; when done */
 };
 
@@ -228,6 +229,7 @@ static void end_unstarted_locked(struct scheduler *s, struct source_state *st,
     col->done = 1;
     col->rc = -1;
     col->finished_ms = deadline_now_ms();
+    col->duration = (double)(col->finished_ms - col->queued_ms) / 1000.0; /* all of it waiting */
     err_set(&col->err, ERR_TIMEOUT,
             "collection not started before the deadline: all %zu collection threads were busy "
             "(--collector.concurrency)",
@@ -338,6 +340,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
     a->col = col;
     a->dl = dl;
     col->arg = a;
+    col->queued_ms = deadline_now_ms();
     scheduler_ref(s);
     /* A source that failed last time may hang until its deadline: healthy ones go first. */
     struct pool_job job = {.run = worker_run,

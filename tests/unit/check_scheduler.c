@@ -418,6 +418,8 @@ START_TEST(test_queued_past_the_deadline_is_not_started)
     ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "timeout"), 1);
     ck_assert_int_eq(a->calls, 0);
     ck_assert_int_eq(b->calls, 0);
+    /* Its duration is the time it waited: the whole budget. */
+    ck_assert_double_ge(find(sc, "a", "qrel_collector_duration_seconds", NULL, NULL), 0.45);
     struct scheduler_status st;
     scheduler_status_at(s, 1, &st);
     ck_assert_int_eq(st.up, 0);
