@@ -417,8 +417,10 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     for (struct addrinfo *r = res; !host[0] && r; r = r->ai_next)
         if (r->ai_family == AF_INET6)
             pick = r;
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* poll(), not select(): with a connection per source, an exporter of 1,000 sources holds
+     * socket numbers above FD_SETSIZE (1024), and select-based MHD drops such connections. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (pick->ai_family == AF_INET6)
         flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "app.h"
 #include "flags.h"
@@ -80,6 +81,18 @@ static const char *flag(const char *name)
     return flags_find(flags, NFLAGS, name)->value;
 }
 
+/* Each source keeps a connection open, so 1,000 sources need more descriptors than the soft
+ * limit services often start with (1024); the hard limit is what the administrator allows. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_kv(LOG_WARN, "cannot raise the open file limit to its hard limit", NULL);
+}
+
 /* --collector.concurrency: a whole number within the pool's limits. */
 static int parse_concurrency(const char *v, size_t *out)
 {
@@ -152,6 +165,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    raise_fd_limit();
     struct pool *pool = pool_new(concurrency, &e);
     struct app *a = pool ? app_new(flag("config.file"), pool, &e) : NULL;
     if (!a) {
