@@ -233,7 +233,10 @@ for shape in healthy hanging; do
       "$(fmt "$first_s" %.3f)" "$first_up" "$(fmt "$med" %.3f)" "$(fmt "$max" %.3f)" \
       "$(fmt "$upm" %.0f)" "$thr_peak" "$thr_end" "$(fmt "$rss" '%.1f' | awk '{ printf "%.1f", $1 / 1024 }')" \
       "$fd_peak" "$fd_end" "$new"
-    grep -E 'not started' "$T/exporter.log" | head -1 | sed 's/^/#   first "not started" log line: /' >&2 || true
+    printf '#   %s %s: measured scrapes (s/up): %s\n' "$shape" "$conc" \
+      "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
+    nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)
+    printf '#   %s %s: "not started" log lines: %s\n' "$shape" "$conc" "$nsl"
   done
   if [ "$shape" = hanging ]; then
     kill -CONT "$(cat "$T/redis-$STUCK/redis.pid")"

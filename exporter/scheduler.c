@@ -75,6 +75,7 @@ struct worker_arg {
 struct scrape_entry {
     struct source_state *st;
     struct collection *col; /* NULL when skipped for back-off */
+    int submitted;
     struct deadline dl;
     int64_t started_ms;
     struct metric_set *meta; /* this scrape's meta series for the source */
@@ -313,6 +314,12 @@ static void worker_run(void *p)
     free(a);
 }
 
+/* Called with st->mu held: the last attempt failed, so this one may hang until its deadline. */
+static int failing_locked(const struct source_state *st)
+{
+    return st->failures > 0 || st->last_up == 0;
+}
+
 /* Called with st->mu held. Starts a collection, or returns the running one. */
 static struct collection *start_or_join_locked(struct scheduler *s, struct source_state *st,
                                                struct deadline dl, double max_age)
@@ -347,7 +354,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
                            .expire = worker_expire,
                            .arg = a,
                            .start_by_ms = dl.at_ms,
-                           .priority = st->failures > 0 || st->last_up == 0};
+                           .priority = failing_locked(st)};
     if (pool_submit(s->pool, &job, &col->job_id, &col->err) != 0) {
         scheduler_unref(s);
         free(a);
@@ -409,9 +416,19 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         en->st = st;
         en->started_ms = now;
         en->dl.at_ms = now + (int64_t)(budget * 1000.0);
-        pthread_mutex_lock(&st->mu);
-        en->col = start_or_join_locked(s, st, en->dl, o ? o->max_age : 0);
-        pthread_mutex_unlock(&st->mu);
+    }
+    /* Healthy sources are handed to the pool first: an idle thread takes the first job it is
+     * given, so a source that may hang must not be that job. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sc->n; i++) {
+            struct scrape_entry *en = &sc->entries[i];
+            pthread_mutex_lock(&en->st->mu);
+            if (!en->submitted && (pass == 1 || !failing_locked(en->st))) {
+                en->col = start_or_join_locked(s, en->st, en->dl, o ? o->max_age : 0);
+                en->submitted = 1;
+            }
+            pthread_mutex_unlock(&en->st->mu);
+        }
     }
 
     for (size_t i = 0; i < sc->n; i++) {
