@@ -175,7 +175,9 @@ static void collection_unref_locked(struct collection *col)
 }
 
 /* Called with st->mu held: the source failed this attempt. backoff is 0 for an attempt that
- * never started (the pool was busy): that is no reason to ask the source less often. */
+ * never started (the pool was busy): that is no reason to ask a healthy source less often, but a
+ * source already failing keeps the back-off it had reached, else the sources that hang would
+ * take the pool's threads again at every scrape. */
 static void note_failure_locked(struct source_state *st, enum err_code code, const char *msg,
                                 int count, int backoff)
 {
@@ -185,7 +187,7 @@ static void note_failure_locked(struct source_state *st, enum err_code code, con
         if (backoff)
             st->failures++;
     }
-    if (backoff) {
+    if (backoff || st->failures > 0) {
         double wait = SCHEDULER_BACKOFF_BASE * pow(2.0, st->failures - 1);
         if (wait > SCHEDULER_BACKOFF_CAP)
             wait = SCHEDULER_BACKOFF_CAP;

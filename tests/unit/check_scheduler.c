@@ -473,6 +473,46 @@ START_TEST(test_failing_sources_wait_behind_healthy_ones)
 }
 END_TEST
 
+START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
+{
+    struct err e;
+    struct pool *pool = pool_new(1, &e);
+    struct sources *src = new_sources();
+    struct fake *bad = add_source(src, "bad", 10);
+    struct fake *hog = add_source(src, "hog", 10);
+    bad->fail = 1;
+    struct scheduler *s = scheduler_new(src, pool);
+    struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    scheduler_scrape_free(sc);
+
+    /* Past bad's back-off: hog (healthy, first) holds the thread, bad is not started. */
+    sleep_ms(600);
+    pthread_mutex_lock(&hog->mu);
+    hog->sleep_ms = 1500;
+    pthread_mutex_unlock(&hog->mu);
+    sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(sc);
+    struct pool_stats ps;
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.expired, 1);
+
+    /* bad was failing: it is backed off again instead of queueing behind hog at every scrape. */
+    o.only = "bad";
+    int64_t t0 = deadline_now_ms();
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_lt(deadline_now_ms() - t0, 100);
+    ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.expired, 1);
+    ck_assert_int_eq(bad->calls, 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    pool_free(pool);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -489,6 +529,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, test_pool_bounds_running_collections);
     tcase_add_test(tc, test_queued_past_the_deadline_is_not_started);
     tcase_add_test(tc, test_failing_sources_wait_behind_healthy_ones);
+    tcase_add_test(tc, test_a_failing_source_not_started_keeps_its_back_off);
     suite_add_tcase(s, tc);
     return s;
 }
