@@ -70,6 +70,7 @@ struct worker_arg {
     struct source_state *st;
     struct collection *col;
     struct deadline dl;
+    int64_t start_by_ms; /* later than this, starting could only time out */
 };
 
 struct scrape_entry {
@@ -264,8 +265,8 @@ static void worker_run(void *p)
     struct collection *col = a->col;
     struct collector *c = a->st->c;
     pthread_mutex_lock(&a->st->mu);
-    if (deadline_expired(&a->dl)) {
-        /* Taken by a thread just as the deadline passed: starting now could only time out. */
+    if (deadline_now_ms() >= a->start_by_ms) {
+        /* Taken by a thread just as its start-by passed: starting now could only time out. */
         pthread_mutex_unlock(&a->st->mu);
         worker_expire(a);
         return;
@@ -348,6 +349,13 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
     a->st = st;
     a->col = col;
     a->dl = dl;
+    /* A collection that starts just before its deadline fails and backs off a healthy source:
+     * it must have a tenth of its budget, or 50 ms, left to be started at all. */
+    int64_t margin = (dl.at_ms - deadline_now_ms()) / 10;
+    if (margin < 0)
+        margin = 0;
+    a->start_by_ms =
+        dl.at_ms - (margin < SCHEDULER_START_MARGIN_MS ? margin : SCHEDULER_START_MARGIN_MS);
     col->arg = a;
     col->queued_ms = deadline_now_ms();
     scheduler_ref(s);
@@ -355,7 +363,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
     struct pool_job job = {.run = worker_run,
                            .expire = worker_expire,
                            .arg = a,
-                           .start_by_ms = dl.at_ms,
+                           .start_by_ms = a->start_by_ms,
                            .priority = failing_locked(st)};
     if (pool_submit(s->pool, &job, &col->job_id, &col->err) != 0) {
         scheduler_unref(s);

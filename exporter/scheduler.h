@@ -24,6 +24,7 @@
 
 #define SCHEDULER_BACKOFF_BASE 0.5
 #define SCHEDULER_BACKOFF_CAP 30.0
+#define SCHEDULER_START_MARGIN_MS 50 /* a collection starts with at least this much time left */
 
 struct scheduler;
 
