@@ -317,10 +317,11 @@ static void worker_run(void *p)
     free(a);
 }
 
-/* Called with st->mu held: the last attempt failed, so this one may hang until its deadline. */
+/* Called with st->mu held: the last attempt failed, so this one may hang until its deadline.
+ * Not `last_up == 0`: a source that was merely not started (the pool was full) is no suspect. */
 static int failing_locked(const struct source_state *st)
 {
-    return st->failures > 0 || st->last_up == 0;
+    return st->failures > 0;
 }
 
 /* Called with st->mu held. Starts a collection, or returns the running one. */
