@@ -5,9 +5,9 @@
  * condition variable until the collection is done or the scrape's deadline for that source
  * passes; it never waits longer, which is what keeps a hung broker, or a queue of collections
  * behind busy pool threads, from holding the HTTP response past Prometheus's timeout. A job not
- * started by that deadline is taken out of the queue and reported as not started; it does not
- * back off, since the source itself did nothing wrong. Jobs hold a reference on the scheduler,
- * so a reload never frees a collector under them. */
+ * started by that deadline is taken out of the queue and reported as not started; a healthy
+ * source does not back off for that, since it did nothing wrong. Jobs hold a reference on the
+ * scheduler, so a reload never frees a collector under them. */
 #include "scheduler.h"
 
 #include <math.h>

@@ -10,7 +10,8 @@
  * collection per source (an instance never runs twice at once); a failing source backs off
  * (doubling from 0.5 s, capped at 30 s) and is tried again after that, never disabled for good.
  * A collection still waiting for a pool thread at its deadline is reported up 0 with the reason
- * "not started before the deadline" (counted as a timeout, without back-off).
+ * "not started before the deadline" (counted as a timeout; a healthy source does not back off for
+ * it). Sources whose last attempt failed are handed to the pool after the others.
  * Each source's latest successful collection is kept until the next one succeeds, for the
  * landing page (scheduler_opts.max_age) and min_interval: at most one extra set per source. */
 #ifndef QREL_SCHEDULER_H
