@@ -146,11 +146,11 @@ expect_cmd "the log names the unknown host" \
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="slow"'
 expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="slow"' 'reason="timeout"'
 active=1
-for _ in $(seq 1 40); do
+none_active() {
   active=$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'qrel' AND state = 'active'")
-  [ "$active" = 0 ] && break
-  sleep 0.05
-done
+  [ "$active" = 0 ]
+}
+wait_for 2 "no qrel query active on the server" none_active || true
 expect_eq "qrel queries still running on the server 2 s after the timeout" "$active" 0
 expect_cmd "the server log shows the cancel" grep -q 'canceling statement due to user request' "$T/pg-$P/server.log"
 
