@@ -12,12 +12,13 @@
 struct app {
     pthread_mutex_t mu; /* guards current and the reload fields; reloads are serialised by it */
     struct scheduler *current;
+    struct pool *pool;
     char *path;
     int last_reload_ok;
     double last_reload_success;
 };
 
-struct app *app_new(const char *config_path, struct err *e)
+struct app *app_new(const char *config_path, struct pool *pool, struct err *e)
 {
     struct sources *src = sources_load(config_path, e);
     if (!src)
@@ -25,7 +26,8 @@ struct app *app_new(const char *config_path, struct err *e)
     struct app *a = xcalloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
     a->path = xstrdup(config_path);
-    a->current = scheduler_new(src);
+    a->pool = pool;
+    a->current = scheduler_new(src, pool);
     a->last_reload_ok = 1;
     a->last_reload_success = util_wall_now();
     return a;
@@ -53,7 +55,7 @@ int app_reload(struct app *a, struct err *e)
         return -1;
     }
     struct scheduler *old = a->current;
-    a->current = scheduler_new(src);
+    a->current = scheduler_new(src, a->pool);
     a->last_reload_ok = 1;
     a->last_reload_success = util_wall_now();
     size_t n = src->n;

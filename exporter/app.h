@@ -12,8 +12,9 @@
 
 struct app;
 
-/* Loads path; NULL with e set when the first load fails. */
-struct app *app_new(const char *config_path, struct err *e);
+/* Loads path; NULL with e set when the first load fails. Every scheduler collects on pool, which
+ * the caller frees after app_free. */
+struct app *app_new(const char *config_path, struct pool *pool, struct err *e);
 void app_free(struct app *a);
 int app_reload(struct app *a, struct err *e);
 /* The current scheduler with a reference the caller drops with scheduler_unref. */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "audit.h"
@@ -21,6 +22,7 @@
 #include "landing.h"
 #include "log.h"
 #include "scheduler.h"
+#include "sd.h"
 #include "util.h"
 
 #define HTTP_CONNECTION_LIMIT 128
@@ -33,6 +35,7 @@ struct http_server {
     char *telemetry_path;
     const struct webconfig *web;
     char bound[300];
+    char advertise[300];
 };
 
 int http_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
@@ -286,6 +289,19 @@ static enum MHD_Result serve_landing(struct http_server *h, struct MHD_Connectio
     return send_text(conn, MHD_HTTP_OK, "text/html; charset=utf-8", buf_steal(&b), len);
 }
 
+/* http_sd: the sources of the running configuration, so a reload reaches Prometheus at its next
+ * refresh. */
+static enum MHD_Result serve_sd(struct http_server *h, struct MHD_Connection *conn)
+{
+    struct scheduler *s = app_acquire(h->app);
+    struct buf b;
+    buf_init(&b);
+    sd_render(&b, scheduler_sources(s), h->advertise);
+    scheduler_unref(s);
+    size_t len = b.len;
+    return send_text(conn, MHD_HTTP_OK, "application/json", buf_steal(&b), len);
+}
+
 static enum MHD_Result serve_reload(struct http_server *h, struct MHD_Connection *conn)
 {
     struct err e;
@@ -349,6 +365,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return is_get(method) ? serve_scrape(h, conn, NULL) : send_405(conn, "GET, HEAD");
     if (strcmp(url, "/probe") == 0)
         return is_get(method) ? serve_probe(h, conn) : send_405(conn, "GET, HEAD");
+    if (strcmp(url, "/sd") == 0)
+        return is_get(method) ? serve_sd(h, conn) : send_405(conn, "GET, HEAD");
     if (strcmp(url, "/-/healthy") == 0)
         return is_get(method) ? send_plain(conn, MHD_HTTP_OK, "Healthy")
                               : send_405(conn, "GET, HEAD");
@@ -399,8 +417,10 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     for (struct addrinfo *r = res; !host[0] && r; r = r->ai_next)
         if (r->ai_family == AF_INET6)
             pick = r;
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* poll(), not select(): with a connection per source, an exporter of 1,000 sources holds
+     * socket numbers above FD_SETSIZE (1024), and select-based MHD drops such connections. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (pick->ai_family == AF_INET6)
         flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
 
@@ -448,12 +468,26 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
         snprintf(h->bound, sizeof h->bound, "[%s]:%u", host, bound_port);
     else
         snprintf(h->bound, sizeof h->bound, "%s:%u", host, bound_port);
+    char hostname[256] = "localhost";
+    if (gethostname(hostname, sizeof hostname) != 0)
+        snprintf(hostname, sizeof hostname, "localhost");
+    hostname[sizeof hostname - 1] = '\0';
+    if (sd_advertise_address(o->advertise_address, host, bound_port, hostname, h->advertise,
+                             sizeof h->advertise, e) != 0) {
+        http_stop(h);
+        return NULL;
+    }
     return h;
 }
 
 const char *http_bound_address(const struct http_server *h)
 {
     return h->bound;
+}
+
+const char *http_advertise_address(const struct http_server *h)
+{
+    return h->advertise;
 }
 
 void http_stop(struct http_server *h)
