@@ -327,7 +327,9 @@ static int configure_props(struct state *st, struct cfg_node *map, struct err *e
 {
     for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++) {
         char *v = NULL;
-        if (cfg_get_nonempty(map, prop_keys[i].key, &v, e))
+        int is_path = strstr(prop_keys[i].key, "_file") != NULL;
+        if (is_path ? cfg_get_path(map, prop_keys[i].key, &v, e)
+                    : cfg_get_nonempty(map, prop_keys[i].key, &v, e))
             return -1;
         if (v)
             add_prop(st, prop_keys[i].prop, v);

@@ -75,6 +75,10 @@ struct cfg_node *cfg_at(struct cfg_node *map, const char *key);
 /* cfg_get_str for an optional key whose value, when present, must not be empty:
  *   FILE:L:C: KEY: want a non-empty string */
 int cfg_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e);
+/* cfg_get_nonempty for a path another library opens later (a CA file for libcurl): when the path
+ * exists it must be a regular file, since a FIFO there would hang that library's open:
+ *   FILE:L:C: KEY: "PATH" is not a regular file */
+int cfg_get_path(struct cfg_node *map, const char *key, char **out, struct err *e);
 /* cfg_get_duration for a key whose value, when present, must be above 0:
  *   FILE:L:C: KEY: want a duration above 0 */
 int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,

@@ -23,6 +23,7 @@ struct collection {
     int done;
     int rc;
     int timeout_counted; /* a scrape already counted this one as a timeout */
+    int64_t deadline_ms; /* monotonic; the source's own deadline for this collection */
     struct err err;
     struct metric_set *set;
     double duration;
@@ -83,6 +84,8 @@ double scheduler_budget(double source_timeout, double scrape_timeout, double off
 {
     if (scrape_timeout <= 0)
         return source_timeout;
+    if (scrape_timeout < SCHEDULER_SCRAPE_TIMEOUT_FLOOR)
+        scrape_timeout = SCHEDULER_SCRAPE_TIMEOUT_FLOOR;
     double budget = scrape_timeout - offset;
     /* An offset as large as the timeout itself would leave nothing; keep a fair share instead. */
     if (budget < scrape_timeout * 0.5)
@@ -274,6 +277,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
         return NULL;
     struct collection *col = xcalloc(1, sizeof *col);
     col->refs = 2; /* the worker and this scrape */
+    col->deadline_ms = dl.at_ms;
     struct worker_arg *a = xcalloc(1, sizeof *a);
     a->s = s;
     a->st = st;
@@ -347,8 +351,12 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         en->st = st;
         en->started_ms = now;
         en->dl.at_ms = now + (int64_t)(budget * 1000.0);
+        /* The collection runs under the source's own timeout whatever this scrape's header
+         * says: the header bounds how long this scrape waits, never what the source may take,
+         * so one client asking for 1 ns cannot fail the source for everyone. */
+        struct deadline own = {now + (int64_t)(st->c->timeout * 1000.0)};
         pthread_mutex_lock(&st->mu);
-        en->col = start_or_join_locked(s, st, en->dl, o ? o->max_age : 0);
+        en->col = start_or_join_locked(s, st, own, o ? o->max_age : 0);
         pthread_mutex_unlock(&st->mu);
     }
 
@@ -359,7 +367,11 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         int up = 0;
         if (en->col) {
             wait_locked(st, en->col, en->dl);
-            if (!en->col->done && !en->col->timeout_counted) {
+            /* Late by the source's own timeout: a source failure. Late only because this
+             * scrape's header left less time: up 0 in this answer, but no error counted and
+             * no back-off, since the collection may well finish in time for the next one. */
+            if (!en->col->done && !en->col->timeout_counted &&
+                deadline_now_ms() >= en->col->deadline_ms) {
                 char msg[200];
                 snprintf(msg, sizeof msg, "collection did not finish within %.3fs",
                          (double)(en->dl.at_ms - en->started_ms) / 1000.0);

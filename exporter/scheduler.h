@@ -21,6 +21,8 @@
 
 #define SCHEDULER_BACKOFF_BASE 0.5
 #define SCHEDULER_BACKOFF_CAP 30.0
+/* X-Prometheus-Scrape-Timeout-Seconds below this is taken as this: a scrape cannot ask for less. */
+#define SCHEDULER_SCRAPE_TIMEOUT_FLOOR 0.5
 
 struct scheduler;
 
@@ -60,7 +62,9 @@ struct scheduler_status {
 size_t scheduler_source_count(const struct scheduler *s);
 void scheduler_status_at(struct scheduler *s, size_t i, struct scheduler_status *out);
 
-/* The deadline rule, exposed for tests: seconds a source may take in a scrape. */
+/* The deadline rule, exposed for tests: seconds a scrape waits for a source. The header is raised
+ * to SCHEDULER_SCRAPE_TIMEOUT_FLOOR first. A source whose collection outlives this wait but not
+ * its own timeout is up 0 in that scrape only: no error is counted and no back-off starts. */
 double scheduler_budget(double source_timeout, double scrape_timeout, double offset);
 
 #endif

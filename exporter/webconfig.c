@@ -36,7 +36,7 @@ static int read_pem(const char *base, struct cfg_node *map, const char *key, cha
     free(rel);
     *out = util_read_file(path, WEBCONFIG_MAX_PEM, NULL);
     if (!*out) {
-        cfg_error(e, at, "%s: cannot read \"%s\": %s", key, path, strerror(errno));
+        cfg_error(e, at, "%s: cannot read \"%s\": %s", key, path, util_read_error(errno));
         free(path);
         return -1;
     }

@@ -111,6 +111,9 @@ START_TEST(test_budget)
     ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);   /* header minus offset */
     ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);     /* the source timeout is shorter */
     ck_assert_double_eq(scheduler_budget(10, 0.6, 0.5), 0.3); /* never less than half */
+    /* A header below the floor counts as the floor (0.5 s), then the rule above. */
+    ck_assert_double_eq(scheduler_budget(10, 1e-9, 0.5), 0.25);
+    ck_assert_double_eq(scheduler_budget(10, 4.9e-324, 0.5), 0.25);
 }
 END_TEST
 
@@ -132,7 +135,8 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_up", NULL, NULL), 1);
     ck_assert_double_eq(find(sc, "fast", "qrel_queue_messages", "state", "ready"), 7);
     ck_assert_double_eq(find(sc, "slow", "qrel_queue_messages", "state", "ready"), -1);
-    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    /* Late only for this scrape's short header, not for the source's own 10 s: not counted. */
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_uint_eq(scheduler_scrape_failed(sc), 1);
     scheduler_scrape_free(sc);
@@ -140,6 +144,45 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
      * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
     scheduler_unref(s);
     sleep_ms(3000);
+}
+END_TEST
+
+/* A collection late by the source's own timeout is a failure: counted, and it backs off. */
+START_TEST(test_late_by_own_timeout_is_counted)
+{
+    struct sources *src = new_sources();
+    struct fake *slow = add_source(src, "slow", 0.3);
+    slow->sleep_ms = 1000;
+    struct scheduler *s = scheduler_new(src);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    sleep_ms(1000);
+}
+END_TEST
+
+/* Scrapes with a tiny header leave the source healthy: the next plain scrape joins or starts a
+ * collection that succeeds, with no error counted and no back-off. */
+START_TEST(test_tiny_header_does_not_fail_the_source)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    f->sleep_ms = 400;
+    struct scheduler *s = scheduler_new(src);
+    /* The first waits 0.25 s for a 0.4 s collection: up 0 in that answer only. */
+    struct scheduler_opts tiny = {.scrape_timeout = 1e-9, .only = NULL};
+    struct scheduler_scrape *first = scheduler_scrape(s, &tiny);
+    ck_assert_double_eq(find(first, "a", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(first);
+    struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &plain);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "timeout"), 0);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
 }
 END_TEST
 
@@ -323,6 +366,8 @@ static Suite *scheduler_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_hung_source_does_not_hold_the_scrape);
+    tcase_add_test(tc, test_late_by_own_timeout_is_counted);
+    tcase_add_test(tc, test_tiny_header_does_not_fail_the_source);
     tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
     tcase_add_test(tc, test_only_collects_one_source);
