@@ -125,6 +125,11 @@ static const char *quote(char *dst, size_t cap, const char *s)
     return dst;
 }
 
+const char *cfg_quote(char *dst, size_t cap, const char *s)
+{
+    return quote(dst, cap, s);
+}
+
 static int verror_at(struct err *e, const char *file, int line, int col, const char *fmt,
                      va_list ap)
 {

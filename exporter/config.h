@@ -93,6 +93,10 @@ int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *w
  * where is the phrase after "in". */
 int cfg_finish(struct cfg_node *map, const char *where, struct err *e);
 
+/* s as a double-quoted string for a message: quotes, backslashes and control bytes escaped, cut
+ * with "..." to fit cap (at least 16). Returns dst. */
+const char *cfg_quote(char *dst, size_t cap, const char *s);
+
 /* Prometheus duration syntax; 0 on success. */
 int cfg_parse_duration(const char *s, double *seconds);
 

@@ -17,6 +17,7 @@ struct http_opts {
     const char *listen_address; /* "host:port", ":port", "[v6]:port"; port 0 picks a free one */
     const char *telemetry_path;
     const struct webconfig *web; /* TLS and basic auth, or NULL; must outlive the server */
+    int enable_lifecycle;        /* serve POST /-/reload (--web.enable-lifecycle) */
 };
 
 struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e);

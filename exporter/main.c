@@ -4,6 +4,7 @@
  * (reload) and SIGTERM/SIGINT (stop) never interrupt a collection or an HTTP thread. */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,8 @@ static struct flag flags[] = {
     {"web.config.file", FLAG_STRING, NULL,
      "Web configuration file (TLS and basic auth, the exporter-toolkit format).", NULL, 0},
     {"web.telemetry-path", FLAG_STRING, "/metrics", "Path under which to expose metrics.", NULL, 0},
+    {"web.enable-lifecycle", FLAG_BOOL, "false",
+     "Enable reload via HTTP request (POST /-/reload); SIGHUP always reloads.", NULL, 0},
     {"log.level", FLAG_STRING, "info", "Only log messages at or above: debug, info, warn, error.",
      NULL, 0},
     {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
@@ -35,7 +38,8 @@ static struct flag flags[] = {
 static const char usage[] =
     "usage: qrel_exporter [flags]\n\n"
     "Serves message-queue reliability metrics (queue depth and age, lease margin, redeliveries,\n"
-    "dead letters) for Prometheus. Reload the configuration with SIGHUP or POST /-/reload.";
+    "dead letters) for Prometheus. Reload the configuration with SIGHUP (or POST /-/reload with\n"
+    "--web.enable-lifecycle).";
 
 /* --config.check: the file first (no I/O), then each source whose kind can verify itself
  * against the live server (tables and columns exist) under the source's timeout. */
@@ -69,6 +73,18 @@ static int config_check(const char *path)
 static const char *flag(const char *name)
 {
     return flags_find(flags, NFLAGS, name)->value;
+}
+
+/* Every HTTP connection holds a descriptor, and the server accepts up to HTTP_MAX_CONNECTIONS:
+ * the soft limit (often 1024) is raised to the hard one so the limits in http.c are the ones
+ * that apply. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 int main(int argc, char **argv)
@@ -117,6 +133,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
 
     struct webconfig *web = NULL;
     if (flag("web.config.file")) {
@@ -132,11 +149,13 @@ int main(int argc, char **argv)
         webconfig_free(web);
         return 1;
     }
-    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path"), web};
+    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path"), web,
+                           flags_bool(flags_find(flags, NFLAGS, "web.enable-lifecycle"))};
     struct http_server *h = http_start(a, &ho, &e);
     if (!h) {
         log_kv(LOG_ERROR, "cannot start the HTTP server", "err", e.msg, NULL);
-        app_free(a);
+        if (app_quit(a) == 0)
+            app_free(a);
         webconfig_free(web);
         return 1;
     }
@@ -149,14 +168,25 @@ int main(int argc, char **argv)
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
+            /* On the reload thread: a file that hangs must not keep this loop from SIGTERM. */
             log_kv(LOG_INFO, "SIGHUP received, reloading", NULL);
-            app_reload(a, &e);
+            app_request_reload(a);
             continue;
         }
         log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
         break;
     }
+    /* First the reload thread (which also releases any POST /-/reload waiting on it), then the
+     * server, which waits for its connection threads. */
+    int reload_stuck = app_quit(a) != 0;
     http_stop(h);
+    if (reload_stuck) {
+        /* The reload thread is blocked in the file system and still uses the app: leave it to
+         * the process exit instead of freeing under it. */
+        log_kv(LOG_WARN, "a reload is still reading the configuration; exiting without it", NULL);
+        webconfig_free(web);
+        return 0;
+    }
     app_free(a);
     webconfig_free(web);
     return 0;

@@ -148,6 +148,24 @@ void scheduler_unref(struct scheduler *s)
     free(s);
 }
 
+void scheduler_inherit(struct scheduler *s, struct scheduler *old)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct source_state *st = &s->st[i];
+        for (size_t j = 0; old && j < old->n; j++) {
+            struct source_state *o = &old->st[j];
+            if (strcmp(o->c->name, st->c->name) != 0 || o->c->kind != st->c->kind)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            memcpy(st->errors, o->errors, sizeof st->errors);
+            st->has_success = o->has_success;
+            st->last_success = o->last_success;
+            pthread_mutex_unlock(&o->mu);
+            break;
+        }
+    }
+}
+
 const struct sources *scheduler_sources(const struct scheduler *s)
 {
     return s->src;

@@ -30,6 +30,10 @@ struct scheduler *scheduler_new(struct sources *src); /* takes ownership of src 
 void scheduler_ref(struct scheduler *s);
 void scheduler_unref(struct scheduler *s); /* frees with the last reference; NULL is fine */
 const struct sources *scheduler_sources(const struct scheduler *s);
+/* Carries each source's error counters and last success over from old (the configuration a
+ * reload replaces) to s, matched by name and kind, so counters stay monotonic across reloads.
+ * Call before s serves any scrape. */
+void scheduler_inherit(struct scheduler *s, struct scheduler *old);
 
 struct scheduler_opts {
     double scrape_timeout; /* X-Prometheus-Scrape-Timeout-Seconds, 0 when absent */
