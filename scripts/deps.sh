@@ -10,6 +10,8 @@ packages=(
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
+  # fuzzing (tests/fuzz): clang and its libFuzzer runtime
+  clang libclang-rt-14-dev
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
