@@ -1,10 +1,11 @@
 /* registry.c: the static table of collector kinds this build has. The list IS this table: a new
- * kind is one file in collectors/ and one row here (behind its CMake option). */
+ * kind is one folder collectors/<kind>/, one qrel_kind() line in collectors/CMakeLists.txt (which
+ * defines QREL_WITH_<KIND> here when the kind is built) and one row in each list below. */
 #include <string.h>
 
 #include "collector.h"
 
-#ifdef QREL_WITH_REDIS
+#ifdef QREL_WITH_REDIS_STREAM
 extern const struct collector_kind redis_stream_kind;
 #endif
 #ifdef QREL_WITH_POSTGRES
@@ -13,15 +14,21 @@ extern const struct collector_kind postgres_kind;
 #ifdef QREL_WITH_KAFKA
 extern const struct collector_kind kafka_kind;
 #endif
-#ifdef QREL_WITH_HTTP
+#ifdef QREL_WITH_SQS
 extern const struct collector_kind sqs_kind;
+#endif
+#ifdef QREL_WITH_NATS
 extern const struct collector_kind nats_kind;
+#endif
+#ifdef QREL_WITH_PUBSUB
 extern const struct collector_kind pubsub_kind;
+#endif
+#ifdef QREL_WITH_RABBITMQ
 extern const struct collector_kind rabbitmq_kind;
 #endif
 
 static const struct collector_kind *const kinds[] = {
-#ifdef QREL_WITH_REDIS
+#ifdef QREL_WITH_REDIS_STREAM
     &redis_stream_kind,
 #endif
 #ifdef QREL_WITH_POSTGRES
@@ -30,10 +37,16 @@ static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_KAFKA
     &kafka_kind,
 #endif
-#ifdef QREL_WITH_HTTP
+#ifdef QREL_WITH_SQS
     &sqs_kind,
+#endif
+#ifdef QREL_WITH_NATS
     &nats_kind,
+#endif
+#ifdef QREL_WITH_PUBSUB
     &pubsub_kind,
+#endif
+#ifdef QREL_WITH_RABBITMQ
     &rabbitmq_kind,
 #endif
     NULL,

@@ -945,6 +945,26 @@ int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def,
     return 0;
 }
 
+int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,
+                       const char *note, struct err *e)
+{
+    if (!map || map->kind != CFG_MAP)
+        return 0;
+    for (size_t i = 0; i < map->n; i++) {
+        const struct cfg_pair *p = &map->pairs[i];
+        if (strcmp(p->key, old_key) != 0)
+            continue;
+        char q1[CFG_QUOTE_MAX], q2[CFG_QUOTE_MAX];
+        struct cfg_node at = {0};
+        at.file = map->file;
+        at.line = p->line;
+        at.col = p->col;
+        return cfg_error(e, &at, "%s is now called %s%s%s", quote(q1, sizeof q1, old_key),
+                         quote(q2, sizeof q2, new_key), note ? ": " : "", note ? note : "");
+    }
+    return 0;
+}
+
 int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where, struct err *e)
 {
     struct cfg_node *n;

@@ -83,6 +83,13 @@ int cfg_get_path(struct cfg_node *map, const char *key, char **out, struct err *
  *   FILE:L:C: KEY: want a duration above 0 */
 int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,
                               struct err *e);
+/* A key that an earlier release spelt old_key and this one new_key: present, it is an error at the
+ * old key that names the new one (and note, when not NULL, says what else changed):
+ *   qrel.yml:9:5: "max_reply_bytes" is now called "max_response_bytes"
+ * Returns 0 when old_key is absent. The old key is not added to the known keys. */
+int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,
+                       const char *note, struct err *e);
+
 /* Marks every key of the NULL-terminated list as known, then runs cfg_finish: a misspelt key is
  * reported, with the known keys, before the "missing" message it would otherwise cause. */
 int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where,

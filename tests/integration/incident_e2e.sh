@@ -19,7 +19,7 @@ elapsed() { echo "$((($(now_ms) - t0) / 1000))s"; }
 WORKLOAD=$QREL_BUILD_DIR/qrel_demo_workload
 for need in "$WORKLOAD" "$QREL_SOURCE_DIR/alerts/qrel-alerts.yml"; do
   if [ ! -e "$need" ]; then
-    not_ok "missing $need (the workload needs QREL_WITH_REDIS and QREL_WITH_POSTGRES)"
+    not_ok "missing $need (the workload needs QREL_WITH_REDIS_STREAM and QREL_WITH_POSTGRES)"
     finish
   fi
 done

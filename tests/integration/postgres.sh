@@ -7,7 +7,7 @@
 # pg_sleep) answered within Prometheus' 2 s timeout with reason timeout, and cancelled on the
 # server; a session that cannot write (a view whose function updates a table: reason query, the
 # row unchanged); --config.check and `qrel scrape` naming a missing column; promtool on the
-# output; the database stopped (reason connect). Also runs check_pg's live cases on the server.
+# output; the database stopped (reason connect). Also runs check_postgres's live cases on the server.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -52,10 +52,10 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public, app TO qrel_mon, qrel_dsn;
 SQL
 inserted_ms=$(now_ms)
 
-# check_pg's live cases (read-only session, statement_timeout, cancel at the deadline) need a
+# check_postgres's live cases (read-only session, statement_timeout, cancel at the deadline) need a
 # server: this one.
-expect_cmd "check_pg against the live server" \
-  env PGTEST_PORT="$P" CK_FORK=no CK_VERBOSITY=silent "$QREL_BUILD_DIR/tests/check_pg"
+expect_cmd "check_postgres against the live server" \
+  env PGTEST_PORT="$P" CK_FORK=no CK_VERBOSITY=silent "$QREL_BUILD_DIR/tests/check_postgres"
 
 outbox='{table: outbox, created_at_column: created_at, published_at_column: published_at}'
 cat > "$T/qrel.yml" <<YML

@@ -761,6 +761,27 @@ END_TEST
 
 /* ---- misc API edges ---- */
 
+START_TEST(test_renamed_key)
+{
+    /* An old spelling is refused at its own position, naming the new one; absent, nothing. */
+    struct err e;
+    struct cfg_doc *d = parse_ok("a: 1\n  \nmax_reply_bytes: 5\n");
+    struct cfg_node *root = cfg_doc_root(d);
+    ck_assert_int_eq(cfg_refuse_renamed(root, "max_reply_bytes", "max_response_bytes", NULL, &e),
+                     -1);
+    ck_assert_str_eq(e.msg, "x.yml:3:1: \"max_reply_bytes\" is now called \"max_response_bytes\"");
+    ck_assert_int_eq(cfg_refuse_renamed(root, "pattern", "regex", "pattern is a glob now", &e), 0);
+    cfg_doc_free(d);
+    d = parse_ok("pattern: 'a.*'\n");
+    ck_assert_int_eq(
+        cfg_refuse_renamed(cfg_doc_root(d), "pattern", "regex", "pattern is a glob now", &e), -1);
+    ck_assert_str_eq(e.msg,
+                     "x.yml:1:1: \"pattern\" is now called \"regex\": pattern is a glob now");
+    ck_assert_int_eq(cfg_refuse_renamed(NULL, "a", "b", NULL, &e), 0);
+    cfg_doc_free(d);
+}
+END_TEST
+
 START_TEST(test_absent_section)
 {
     /* A NULL map stands for an absent section: every key is absent, finish passes. */
@@ -871,6 +892,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(tc, test_empty_documents, 0,
                         (int)(sizeof empty_docs / sizeof empty_docs[0]));
     tcase_add_test(tc, test_absent_section);
+    tcase_add_test(tc, test_renamed_key);
     tcase_add_test(tc, test_long_value_is_cut);
     suite_add_tcase(s, tc);
 

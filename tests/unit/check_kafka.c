@@ -1,4 +1,4 @@
-/* check_kafka.c: unit tests for the `kafka` kind: the pure parts (collectors/kafka_calc.c),
+/* check_kafka.c: unit tests for the `kafka` kind: the pure parts (collectors/kafka/calc.c),
  * configure() through cfg_parse_string with exact messages, and one collection against a port
  * nothing listens on, which must fail with reason connect before its deadline and leave no
  * librdkafka handle or thread behind (run under valgrind or ASan, this also checks the error
@@ -16,7 +16,7 @@
 #include "collector.h"
 #include "config.h"
 #include "deadline.h"
-#include "kafka.h"
+#include "kafka/kafka.h"
 #include "metrics.h"
 #include "util.h"
 

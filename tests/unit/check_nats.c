@@ -1,4 +1,4 @@
-/* check_nats.c: unit tests for collectors/nats.c.
+/* check_nats.c: unit tests for collectors/nats/nats.c.
  *
  * The parser is fed a /jsz?streams=true&consumers=true&config=true document recorded from
  * nats-server 2.9.10 (tests/fixtures/nats/jsz-2.9.10.json; only store_dir was replaced, it named
@@ -17,7 +17,7 @@
 #include "common/json.h"
 #include "config.h"
 #include "metrics.h"
-#include "nats.h"
+#include "nats/nats.h"
 #include "util.h"
 #include "kind_config.h"
 

@@ -1,4 +1,4 @@
-/* check_pubsub.c: unit tests for collectors/pubsub.c and collectors/pubsub_auth.c.
+/* check_pubsub.c: unit tests for collectors/pubsub/pubsub.c and collectors/pubsub/auth.c.
  *
  * A subscription recorded from Google's Pub/Sub emulator 0.8.20 (tests/fixtures/pubsub) and
  * hand-made variants feed the subscription parser; timeSeries.list pages in the documented shape
@@ -20,8 +20,8 @@
 #include "common/json.h"
 #include "config.h"
 #include "metrics.h"
-#include "pubsub.h"
-#include "pubsub_auth.h"
+#include "pubsub/pubsub.h"
+#include "pubsub/auth.h"
 #include "util.h"
 #include "kind_config.h"
 

@@ -1,7 +1,7 @@
-/* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq.c: reading queue objects
- * recorded from RabbitMQ 3.10.8's GET /api/queues (stats present and absent, empty proplists
- * written as [], settings from arguments and from policy), the delivery-limit mapping, topic
- * matching and binding routing, and configure()'s messages. Talking to a broker is left to
+/* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq/rabbitmq.c: reading queue
+ * objects recorded from RabbitMQ 3.10.8's GET /api/queues (stats present and absent, empty
+ * proplists written as [], settings from arguments and from policy), the delivery-limit mapping,
+ * topic matching and binding routing, and configure()'s messages. Talking to a broker is left to
  * tests/integration/rabbitmq.sh, which runs a real one. */
 #include <check.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "collector.h"
 #include "config.h"
-#include "rabbitmq.h"
+#include "rabbitmq/rabbitmq.h"
 
 extern const struct collector_kind rabbitmq_kind;
 

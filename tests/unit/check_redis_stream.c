@@ -1,4 +1,4 @@
-/* check_redis_stream.c: unit tests for collectors/redis_stream.c and the pure parts of
+/* check_redis_stream.c: unit tests for collectors/redis_stream/redis_stream.c and the pure parts of
  * collectors/common/redis.c (address parsing).
  *
  * The parsers are fed replies recorded from redis-server 7.0.15 as raw RESP bytes, turned into
@@ -26,7 +26,7 @@
 #include "config.h"
 #include "deadline.h"
 #include "metrics.h"
-#include "redis_stream.h"
+#include "redis_stream/redis_stream.h"
 #include "util.h"
 #include "kind_config.h"
 

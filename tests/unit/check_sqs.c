@@ -1,4 +1,4 @@
-/* check_sqs.c: unit tests for collectors/sqs.c and collectors/sqs_cloudwatch.c.
+/* check_sqs.c: unit tests for collectors/sqs/sqs.c and collectors/sqs/cloudwatch.c.
  *
  * The parsers are fed answers recorded from fauxqs 2.4.1 (which echoes RedrivePolicy as it was
  * set, maxReceiveCount as a string) and variants in AWS's documented shapes (a number), plus
@@ -13,7 +13,7 @@
 #include "collector.h"
 #include "common/json.h"
 #include "config.h"
-#include "sqs.h"
+#include "sqs/sqs.h"
 #include "util.h"
 #include "kind_config.h"
 

@@ -1,5 +1,5 @@
-/* redis_dlq_classify.h: `dead_letter_classify`, the block of a redis_stream entry that sorts the
- * entries of its dead-letter stream by whether their work was done.
+/* redis_stream/dlq_classify.h: `dead_letter_classify`, the block of a redis_stream entry that sorts
+ * the entries of its dead-letter stream by whether their work was done.
  *
  * A dead-letter stream holds what the consumers gave up on, which is not the work that did not
  * happen: after a lease-expiry storm it is full of entries whose effect (the email) was made,

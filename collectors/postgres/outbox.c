@@ -1,4 +1,4 @@
-/* pg_outbox.c: the `outboxes` section of a postgres source (kind label `outbox`).
+/* postgres/outbox.c: the `outboxes` section of a postgres source (kind label `outbox`).
  *
  * A transactional outbox is a table the application writes its events to in the same
  * transaction as its data; a relay publishes the rows to the broker and marks them. Its health

@@ -1,7 +1,7 @@
 /* kafka.h: the pure parts of the `kafka` kind, exposed for unit tests.
  *
- * The collector itself is `kafka_kind` (listed in registry.c, collectors/kafka.c). What is
- * declared here (collectors/kafka_calc.c) does no I/O: it turns offsets and record timestamps
+ * The collector itself is `kafka_kind` (listed in registry.c, collectors/kafka/kafka.c). What is
+ * declared here (collectors/kafka/calc.c) does no I/O: it turns offsets and record timestamps
  * into the values of the series and librdkafka's error codes into qrel's reasons, so the edge
  * cases (no commit, a commit behind the log start or past the end, records that are gone) are
  * tested without a broker. */

@@ -1,4 +1,4 @@
-/* check_promtext.c: unit tests for collectors/common/promtext.c, the strict reader of the
+/* check_common_promtext.c: unit tests for collectors/common/promtext.c, the strict reader of the
  * Prometheus text format, on text recorded from rabbitmq_prometheus 3.10.8
  * (/metrics/detailed?family=queue_coarse_metrics) and hand-made variants: escapes, NaN and
  * infinities, comments, timestamps, a missing final newline, and what must be refused. */

@@ -1,4 +1,4 @@
-/* sqs_cloudwatch.c: the age of the oldest message of SQS queues, from CloudWatch.
+/* sqs/cloudwatch.c: the age of the oldest message of SQS queues, from CloudWatch.
  *
  * The SQS API has no such figure; SQS publishes it to CloudWatch as AWS/SQS
  * ApproximateAgeOfOldestMessage (dimension QueueName), one datum a minute. GetMetricData (AWS JSON

@@ -1,4 +1,4 @@
-/* pg_dedup.c: the `dedup_tables` section of a postgres source (kind label `dedup_table`).
+/* postgres/dedup.c: the `dedup_tables` section of a postgres source (kind label `dedup_table`).
  *
  * A consumer that makes its effect idempotent records each message id it has handled, with a
  * unique key, in the same transaction as the effect; a second delivery of the id is then refused
@@ -68,7 +68,7 @@ static void dedup_destroy(void *item)
     free(d);
 }
 
-/* ---- the statement and its values (pure; tests/unit/check_pg_sections.c) ---- */
+/* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
 /* The one statement of a table: one row of three float8 columns,
  *   handled     messages handled within the window ($1, an interval)

@@ -1,5 +1,5 @@
-/* check_pg_sections.c: unit tests for the dedup_tables and claim_tables sections of a postgres
- * source (collectors/pg_dedup.c, collectors/pg_claim.c).
+/* check_postgres_sections.c: unit tests for the dedup_tables and claim_tables sections of a
+ * postgres source (collectors/postgres/dedup.c, collectors/postgres/claim.c).
  *
  * The sections keep everything but their pg_section_kind static, as collectors do; the test
  * includes their source so it can reach the statement builders and the arithmetic directly (the
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/pg_claim.c"
-#include "../../collectors/pg_dedup.c"
+#include "../../collectors/postgres/claim.c"
+#include "../../collectors/postgres/dedup.c"
 #include "section_item.h"
 
 /* ---- dedup_tables: configuration ---- */

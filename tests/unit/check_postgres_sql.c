@@ -1,6 +1,7 @@
-/* check_pg_sql.c: unit tests for the `queries` section of a postgres source (collectors/pg_sql.c).
+/* check_postgres_sql.c: unit tests for the `queries` section of a postgres source
+ * (collectors/postgres/sql.c).
  *
- * Like check_pg_sections.c, the test includes the section's source to reach its state. What a
+ * Like check_postgres_sections.c, the test includes the section's source to reach its state. What a
  * user reads is pinned whole: configuration errors with file:line:col, and the SQL actually sent
  * (the user's statement wrapped so that it stays one read-only SELECT with a row cap). Running
  * queries against a server is tests/integration/postgres_sql.sh. */
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/pg_sql.c"
+#include "../../collectors/postgres/sql.c"
 #include "section_item.h"
 
 START_TEST(test_configure_full)

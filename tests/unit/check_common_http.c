@@ -1,5 +1,5 @@
-/* check_http.c: the shared HTTP client (collectors/common/http.c) against an in-process loopback
- * server.
+/* check_common_http.c: the shared HTTP client (collectors/common/http.c) against an in-process
+ * loopback server.
  *
  * A thread plays the server: it accepts, reads one whole request (headers and Content-Length
  * body), keeps every byte it received, and answers as the test asked: a status with a body, a

@@ -1,4 +1,4 @@
-/* check_redis_dlq_classify.c: unit tests for collectors/redis_dlq_classify.c, the
+/* check_redis_stream/dlq_classify.c: unit tests for collectors/redis_stream/dlq_classify.c, the
  * dead_letter_classify block of a redis_stream entry.
  *
  * The block's configuration goes through the redis_stream kind's configure() as the core runs
@@ -17,7 +17,7 @@
 
 #include "collector.h"
 #include "config.h"
-#include "redis_dlq_classify.h"
+#include "redis_stream/dlq_classify.h"
 #include "kind_config.h"
 
 extern const struct collector_kind redis_stream_kind;

@@ -1,4 +1,4 @@
-/* pubsub_auth.h: the credentials of a `pubsub` source: a service-account key (an OAuth 2.0 JWT
+/* pubsub/auth.h: the credentials of a `pubsub` source: a service-account key (an OAuth 2.0 JWT
  * bearer grant signed RS256 with OpenSSL, the access token cached until shortly before it
  * expires), a token file re-read on every scrape, or nothing (the emulator).
  *

@@ -1,4 +1,4 @@
-/* sqs.h: `kind: sqs` (collectors/sqs.c) and its CloudWatch part (collectors/sqs_cloudwatch.c).
+/* sqs.h: `kind: sqs` (collectors/sqs/sqs.c) and its CloudWatch part (collectors/sqs/cloudwatch.c).
  *
  * The collector itself is `sqs_kind` (listed in registry.c). What is declared here is shared by
  * the two files, and the pure parts (no I/O) are exposed for tests/unit/check_sqs.c: turning
@@ -97,7 +97,7 @@ int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *se
                  const char *target, const char *what, const char *body, const struct deadline *dl,
                  json_t **doc, int *missing_queue, struct err *e);
 
-/* ---- CloudWatch (sqs_cloudwatch.c) ---- */
+/* ---- CloudWatch (sqs/cloudwatch.c) ---- */
 
 /* GetMetricData takes at most 500 queries per call. */
 #define SQS_CW_MAX_QUERIES 500

@@ -1,4 +1,4 @@
-/* pg_sql.c: the `queries` section of a postgres source (kind label `sql`): the escape hatch.
+/* postgres/sql.c: the `queries` section of a postgres source (kind label `sql`): the escape hatch.
  *
  * Where no section knows an application's tables, the user writes the SELECT and says which
  * columns are values and which are labels; each row becomes one sample per configured metric.

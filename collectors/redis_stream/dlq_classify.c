@@ -1,4 +1,5 @@
-/* redis_dlq_classify.c: `dead_letter_classify` of a redis_stream entry (see the header for why).
+/* redis_stream/dlq_classify.c: `dead_letter_classify` of a redis_stream entry (see the header for
+ * why).
  *
  * Redis gives the ids (the XRANGE reply, read in the redis_stream pipeline), PostgreSQL says which
  * were done: one statement per dead-letter stream and scrape, whatever the number of entries,
@@ -7,7 +8,7 @@
  * do. Ids are put in the column's canonical text form first, so that the ids the server returns
  * (column::text) are found again whatever way the producer spelt them ("007", an uppercase
  * uuid). */
-#include "redis_dlq_classify.h"
+#include "dlq_classify.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -18,9 +19,7 @@
 #include "common/redis.h"
 #include "util.h"
 
-#ifdef QREL_WITH_POSTGRES
 #include "common/pg.h"
-#endif
 
 /* Ids longer than this are not ids anyone indexes: counted as unknown, kept out of the query. */
 #define DLQ_ID_MAX_BYTES 1024
@@ -260,8 +259,6 @@ int dlq_tally_add(struct dlq_tally *t, const char *id_field, const redisReply *r
     }
     return 0;
 }
-
-#ifdef QREL_WITH_POSTGRES
 
 struct dlq_classify {
     char *table; /* as in the config: "t" or "schema.t" */
@@ -563,72 +560,3 @@ int dlq_classify_run(struct dlq_classify *c, const char *source, const char *dlq
     map_free(&m);
     return rc ? fail(c, e) : 0;
 }
-
-#else /* !QREL_WITH_POSTGRES: the block is refused at configure time */
-
-struct dlq_classify {
-    int unused;
-};
-
-char *dlq_classify_sql(const char *table, const char *id_column, const char *done_column,
-                       enum dlq_id_kind kind)
-{
-    (void)table;
-    (void)id_column;
-    (void)done_column;
-    (void)kind;
-    return NULL;
-}
-
-struct dlq_classify *dlq_classify_configure(struct cfg_node *block, const char *where,
-                                            struct err *e)
-{
-    (void)where;
-    cfg_error(e, block,
-              "dead_letter_classify: this build of qrel has no PostgreSQL support "
-              "(-DQREL_WITH_POSTGRES=OFF)");
-    return NULL;
-}
-
-void dlq_classify_free(struct dlq_classify *c)
-{
-    free(c);
-}
-
-long long dlq_classify_max_entries(const struct dlq_classify *c)
-{
-    (void)c;
-    return 1;
-}
-
-const char *dlq_classify_id_field(const struct dlq_classify *c)
-{
-    (void)c;
-    return "";
-}
-
-int dlq_classify_run(struct dlq_classify *c, const char *source, const char *dlq,
-                     const struct dlq_tally *t, long long xlen, const struct deadline *dl,
-                     struct dlq_split *out, struct err *e)
-{
-    (void)c;
-    (void)source;
-    (void)dlq;
-    (void)t;
-    (void)xlen;
-    (void)dl;
-    memset(out, 0, sizeof *out);
-    return err_set(e, ERR_INTERNAL, "dead_letter_classify: built without PostgreSQL");
-}
-
-int dlq_classify_check(struct dlq_classify *c, const char *source, const char *what,
-                       const struct deadline *dl, struct err *e)
-{
-    (void)c;
-    (void)source;
-    (void)what;
-    (void)dl;
-    return err_set(e, ERR_INTERNAL, "dead_letter_classify: built without PostgreSQL");
-}
-
-#endif

@@ -1,5 +1,5 @@
-/* pubsub_auth.c: service-account JWT grant, token cache and token file. See pubsub_auth.h. */
-#include "pubsub_auth.h"
+/* pubsub/auth.c: service-account JWT grant, token cache and token file. See pubsub/auth.h. */
+#include "auth.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -1,4 +1,5 @@
-/* check_json.c: the path-naming JSON getters and the RFC 3339 parser of collectors/common. */
+/* check_common_json.c: the path-naming JSON getters and the RFC 3339 parser of collectors/common.
+ */
 #include <check.h>
 #include <math.h>
 #include <string.h>

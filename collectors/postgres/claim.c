@@ -1,4 +1,4 @@
-/* pg_claim.c: the `claim_tables` section of a postgres source (kind label `claim_table`).
+/* postgres/claim.c: the `claim_tables` section of a postgres source (kind label `claim_table`).
  *
  * An effect outside the database (an email, a card charge) cannot share a transaction with a
  * dedup row, so the consumer claims the message first: a row (id, claimed_at, done_at NULL),
@@ -70,7 +70,7 @@ static void claim_destroy(void *item)
     free(c);
 }
 
-/* ---- the statement and its values (pure; tests/unit/check_pg_sections.c) ---- */
+/* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
 /* The one statement of a claim table: one row of eight float8 columns,
  *   in_flight, stale   open claims (done_at IS NULL) claimed within / before the in-flight

@@ -1,4 +1,4 @@
-/* pg_queues.c: the `queues` section of a postgres source: queue and job tables of the runners
+/* postgres/queues.c: the `queues` section of a postgres source: queue and job tables of the runners
  * that keep their work in PostgreSQL, each read through a preset that knows its layout.
  *
  * pgmq (kind label pgmq) keeps one table per queue and lists them in pgmq.meta; the job runners

@@ -1,4 +1,4 @@
-/* kafka_calc.c: the pure parts of the `kafka` kind (kafka.h): lag from offsets, ages, names and
+/* kafka/calc.c: the pure parts of the `kafka` kind (kafka.h): lag from offsets, ages, names and
  * error reasons. No I/O, so unit tests cover every edge case without a broker. */
 #include "kafka.h"
 

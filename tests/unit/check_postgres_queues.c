@@ -1,5 +1,5 @@
-/* check_pg_queues.c: unit tests for the queues section of a postgres source
- * (collectors/pg_queues.c): pgmq and the job-runner presets.
+/* check_postgres_queues.c: unit tests for the queues section of a postgres source
+ * (collectors/postgres/queues.c): pgmq and the job-runner presets.
  *
  * The section keeps everything but its pg_section_kind static, as collectors do; the test
  * includes its source to reach the statement builder and the emitter directly (the library's
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/pg_queues.c"
+#include "../../collectors/postgres/queues.c"
 #include "section_item.h"
 
 static struct queues *configured(const char *list)

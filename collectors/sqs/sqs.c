@@ -7,7 +7,7 @@
  * attributes already fetched when the DLQ is itself selected, else from one GetQueueAttributes
  * on its URL (GetQueueUrl cached), once per scrape however many queues share it. Optionally
  * CloudWatch adds the age of the oldest message, which the SQS API does not have
- * (sqs_cloudwatch.c).
+ * (sqs/cloudwatch.c).
  *
  * Only read-only actions are called. ReceiveMessage never is: receiving changes the queue (it
  * hides the message and counts a receive towards maxReceiveCount). Calls run one after another

@@ -20,7 +20,7 @@
 #include "common/json.h"
 #include "config.h"
 #include "log.h"
-#include "pubsub_auth.h"
+#include "auth.h"
 #include "util.h"
 
 #define DEFAULT_ENDPOINT "https://pubsub.googleapis.com"

@@ -12,7 +12,7 @@
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XREVRANGE / XLEN. Ages are
  * computed against the server's TIME, because entry ids carry the server's clock, not ours. A
  * stream with dead_letter_classify reads its dead-letter entries in that last pipeline and then
- * asks PostgreSQL about their ids (redis_dlq_classify.c), once per dead-letter stream.
+ * asks PostgreSQL about their ids (redis_stream/dlq_classify.c), once per dead-letter stream.
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
@@ -30,7 +30,7 @@
 #include "common/redis.h"
 #include "config.h"
 #include "log.h"
-#include "redis_dlq_classify.h"
+#include "dlq_classify.h"
 #include "common/secret.h"
 #include "util.h"
 

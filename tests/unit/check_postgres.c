@@ -1,4 +1,4 @@
-/* check_pg.c: unit tests for collectors/common/pg.c, postgres.c and the outbox section.
+/* check_postgres.c: unit tests for collectors/common/pg.c, postgres.c and the outbox section.
  *
  * Configuration errors are user-facing, so they are compared with the exact message a user sees
  * (through sources_load_string, as the exporter loads a file). The scrubber, identifier quoting
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/pg.h"
-#include "postgres.h"
+#include "postgres/postgres.h"
 #include "sources.h"
 
 static char tmpdir[256];
@@ -22,7 +22,7 @@ static char tmpdir[256];
 static void setup_tmpdir(void)
 {
     const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/check_pg.XXXXXX", base && *base ? base : "/tmp");
+    snprintf(tmpdir, sizeof tmpdir, "%s/check_postgres.XXXXXX", base && *base ? base : "/tmp");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
