@@ -26,6 +26,21 @@ extern const struct collector_kind pubsub_kind;
 #ifdef QREL_WITH_RABBITMQ
 extern const struct collector_kind rabbitmq_kind;
 #endif
+#ifdef QREL_WITH_BEANSTALKD
+extern const struct collector_kind beanstalkd_kind;
+#endif
+#ifdef QREL_WITH_RQ
+extern const struct collector_kind rq_kind;
+#endif
+#ifdef QREL_WITH_SIDEKIQ
+extern const struct collector_kind sidekiq_kind;
+#endif
+#ifdef QREL_WITH_CELERY
+extern const struct collector_kind celery_kind;
+#endif
+#ifdef QREL_WITH_BULLMQ
+extern const struct collector_kind bullmq_kind;
+#endif
 
 static const struct collector_kind *const kinds[] = {
 #ifdef QREL_WITH_REDIS_STREAM
@@ -48,6 +63,21 @@ static const struct collector_kind *const kinds[] = {
 #endif
 #ifdef QREL_WITH_RABBITMQ
     &rabbitmq_kind,
+#endif
+#ifdef QREL_WITH_BEANSTALKD
+    &beanstalkd_kind,
+#endif
+#ifdef QREL_WITH_RQ
+    &rq_kind,
+#endif
+#ifdef QREL_WITH_SIDEKIQ
+    &sidekiq_kind,
+#endif
+#ifdef QREL_WITH_CELERY
+    &celery_kind,
+#endif
+#ifdef QREL_WITH_BULLMQ
+    &bullmq_kind,
 #endif
     NULL,
 };

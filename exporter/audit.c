@@ -30,6 +30,8 @@ static const struct {
                                                        AUDIT_WARNING},
     [AUDIT_NO_DEAD_LETTER_QUEUE] = {"no_dead_letter_queue", AUDIT_WARNING},
     [AUDIT_CLAIM_WINDOW_TOO_SHORT] = {"claim_window_too_short", AUDIT_WARNING},
+    [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL},
+    [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING},
 };
 
 const char *audit_rule_name(enum audit_rule r)
@@ -145,6 +147,8 @@ enum fam {
     F_DEDUP_WINDOW,   /* qrel_dedup_window_seconds */
     F_HORIZON,        /* qrel_retry_horizon_seconds */
     F_CLAIM_WINDOW,   /* qrel_claim_in_flight_window_seconds */
+    F_ORPHANED,       /* qrel_lease_orphaned_messages */
+    F_ETA_BEYOND,     /* qrel_lease_eta_beyond_messages */
     F_COUNT
 };
 
@@ -165,6 +169,8 @@ static const char *const fam_names[F_COUNT] = {
     [F_DEDUP_WINDOW] = "qrel_dedup_window_seconds",
     [F_HORIZON] = "qrel_retry_horizon_seconds",
     [F_CLAIM_WINDOW] = "qrel_claim_in_flight_window_seconds",
+    [F_ORPHANED] = "qrel_lease_orphaned_messages",
+    [F_ETA_BEYOND] = "qrel_lease_eta_beyond_messages",
 };
 
 struct rec {
@@ -311,6 +317,8 @@ static void entry_take(struct entry *en, const struct rec *r)
     case F_DEAD:
     case F_STALE:
     case F_OUTBOX:
+    case F_ORPHANED:
+    case F_ETA_BEYOND:
         en->v[f] += r->v;
         break;
     case F_MARGIN:
@@ -470,6 +478,37 @@ static void rule_stale(struct audit_ctx *x, struct entry *en)
     buf_puts(&m, "): the attempts died between claim and done, so their effects may never have "
                  "happened; check each one and fix what stops the attempts");
     add_finding(x, AUDIT_STALE_CLAIMS, en, 1, n, 0, &m);
+}
+
+static void rule_orphaned(struct audit_ctx *x, struct entry *en)
+{
+    if (!en->has[F_ORPHANED] || !(en->v[F_ORPHANED] > 0))
+        return;
+    struct buf m;
+    buf_init(&m);
+    double n = en->v[F_ORPHANED];
+    buf_printf(&m,
+               "%.0f message%s held by a consumer that stopped sending heartbeats, with no lease "
+               "to give %s back: the work is lost unless it is enqueued again; find what killed "
+               "the process, and use a fetch that gives jobs back (a lease) where there is one",
+               n, plural(n), n == 1 ? "it" : "them");
+    add_finding(x, AUDIT_ORPHANED_MESSAGES, en, 1, n, 0, &m);
+}
+
+static void rule_eta_beyond(struct audit_ctx *x, struct entry *en)
+{
+    if (!en->has[F_ETA_BEYOND] || !(en->v[F_ETA_BEYOND] > 0))
+        return;
+    struct buf m;
+    buf_init(&m);
+    double n = en->v[F_ETA_BEYOND];
+    buf_printf(&m, "%.0f message%s held until an ETA or countdown beyond the lease", n, plural(n));
+    if (en->has[F_LEASE])
+        put_secs(&m, " ", en->v[F_LEASE]);
+    buf_puts(&m, ": each is delivered again every lease while it waits and runs once per "
+                 "delivery; raise the visibility timeout above the longest ETA, or schedule far "
+                 "tasks elsewhere (a periodic scheduler, a database)");
+    add_finding(x, AUDIT_ETA_BEYOND_LEASE, en, 1, n, 0, &m);
 }
 
 static void rule_outbox(struct audit_ctx *x, struct entry *en)
@@ -788,6 +827,10 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
             rule_dedup(&x, en);
         if (!cfg->disabled[AUDIT_CLAIM_WINDOW_TOO_SHORT])
             rule_claim_window(&x, en);
+        if (!cfg->disabled[AUDIT_ORPHANED_MESSAGES])
+            rule_orphaned(&x, en);
+        if (!cfg->disabled[AUDIT_ETA_BEYOND_LEASE])
+            rule_eta_beyond(&x, en);
     }
     if (!cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]) {
         for (size_t i = 0, j; i < x.nentries; i = j) {

@@ -84,6 +84,10 @@ static const struct metric_family catalog[] = {
     {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
      "configured window, from the start and finish times a table records."},
+    {"qrel_lease_eta_beyond_messages", METRIC_GAUGE,
+     "Messages of queue delivered and held unacknowledged until an ETA or countdown that lies "
+     "beyond the lease (Celery's visibility timeout): each is delivered again every lease while "
+     "it waits, and runs once per delivery."},
     {"qrel_lease_expiries_total", METRIC_COUNTER,
      "Lease expiries on queue counted by the broker (visibility timeout, ack deadline or TTR ran "
      "out): each one redelivers a message whose handler may still be running."},
@@ -93,6 +97,9 @@ static const struct metric_family catalog[] = {
     {"qrel_lease_oldest_age_seconds", METRIC_GAUGE,
      "Seconds the longest-held in-flight message of queue has been held right now; past "
      "qrel_lease_timeout_seconds it can be delivered again while its handler still runs."},
+    {"qrel_lease_orphaned_messages", METRIC_GAUGE,
+     "Messages of queue held by a consumer that stopped sending heartbeats, where no lease gives "
+     "them back (Sidekiq without super_fetch): lost unless someone enqueues them again."},
     {"qrel_lease_timeout_seconds", METRIC_GAUGE,
      "Lease in seconds (visibility timeout, ack deadline, claim min-idle, ...) after which an "
      "unacknowledged message of queue is delivered again, from the broker or the config file."},

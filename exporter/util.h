@@ -51,4 +51,9 @@ void util_utf8_sanitize(struct buf *out, const char *src, size_t len);
 /* Wall-clock now in seconds since the epoch (CLOCK_REALTIME). */
 double util_wall_now(void);
 
+/* An RFC 3339 date-time ("2024-05-01T10:00:00.25Z", "…+02:00"; 't', 'z' and a space for 'T'
+ * too) as seconds since the epoch, fraction kept. 0, or -1 when s is not one. Pure: no time zone
+ * database, no timegm (not POSIX). */
+int util_parse_rfc3339(const char *s, double *epoch);
+
 #endif

@@ -10,9 +10,9 @@ packages=(
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
+  rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
   # fuzzing (tests/fuzz): clang and its libFuzzer runtime
   clang libclang-rt-14-dev
-  rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
 )
@@ -46,7 +46,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start their services where an init system runs; the tests start their own
 # servers on free ports, so stop any that came up to keep the machine quiet.
-for svc in redis-server postgresql prometheus prometheus-redis-exporter rabbitmq-server nats-server; do
+for svc in redis-server postgresql prometheus prometheus-redis-exporter rabbitmq-server nats-server beanstalkd; do
   if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
     "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
   fi

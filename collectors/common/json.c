@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 json_t *json_parse_body(const char *body, size_t len, const char *what, struct err *e)
 {
     json_error_t je;
@@ -201,68 +203,7 @@ int json_expect_array(const json_t *v, const char *ctx, struct err *e)
     return json_is_array(v) ? 0 : wrong(ctx, NULL, "a list", v, e);
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's civil algorithm):
- * timegm() is not POSIX. */
-static long long days_from_civil(long long y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (long long)doe - 719468;
-}
-
-static int digits(const char **p, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)(*p)[i]))
-            return -1;
-        v = v * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = v;
-    return 0;
-}
-
 int json_parse_rfc3339(const char *s, double *epoch)
 {
-    int Y, M, D, h, m, sec;
-    const char *p = s;
-    if (!s || digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' ||
-        digits(&p, 2, &D) || (*p != 'T' && *p != 't' && *p != ' '))
-        return -1;
-    p++;
-    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' || digits(&p, 2, &sec))
-        return -1;
-    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-        return -1;
-    double frac = 0, scale = 0.1;
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p))
-            return -1;
-        while (isdigit((unsigned char)*p)) {
-            frac += (*p - '0') * scale;
-            scale /= 10;
-            p++;
-        }
-    }
-    long offset = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p++ == '-' ? -1 : 1, oh, om;
-        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om))
-            return -1;
-        offset = sign * (oh * 3600L + om * 60L);
-    } else {
-        return -1;
-    }
-    if (*p)
-        return -1;
-    long long days = days_from_civil(Y, (unsigned)M, (unsigned)D);
-    *epoch = (double)(days * 86400 + h * 3600LL + m * 60LL + sec - offset) + frac;
-    return 0;
+    return util_parse_rfc3339(s, epoch);
 }

@@ -237,3 +237,21 @@ start_http_stub() {
   echo "http stub ($mode) did not start: $(cat "$pf.log")" >&2
   return 1
 }
+
+# start_tcp_stub VAR MODE: a loopback TCP peer below any protocol (tests/lib/tcp_stub.py: silent,
+# garbage); its port goes to VAR, stopped on exit.
+start_tcp_stub() {
+  local var=$1 mode=$2 pf
+  pf=$T/tcp-$mode-$RANDOM.port
+  python3 "$QREL_SOURCE_DIR/tests/lib/tcp_stub.py" --mode "$mode" --port-file "$pf" >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if [ -s "$pf" ]; then
+      printf -v "$var" '%s' "$(cat "$pf")"
+      return 0
+    fi
+    sleep 0.025
+  done
+  echo "tcp stub ($mode) did not start: $(cat "$pf.log")" >&2
+  return 1
+}

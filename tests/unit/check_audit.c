@@ -210,6 +210,69 @@ START_TEST(test_stale_claims)
 }
 END_TEST
 
+/* ---- orphaned_messages ---- */
+
+START_TEST(test_orphaned)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "jobs", "sidekiq");
+    metric_set_add(s, "qrel_lease_orphaned_messages", 1, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "mail", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "mail", "dead_letter_queue", "dead",
+                   NULL);
+    metric_set_add(s, "qrel_lease_orphaned_messages", 0, "queue", "fine", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "fine", "dead_letter_queue", "dead",
+                   NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_ORPHANED_MESSAGES, "mail");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_CRITICAL);
+    ck_assert_double_eq(f->value, 1);
+    ck_assert_str_eq(f->message,
+                     "1 message held by a consumer that stopped sending heartbeats, with no lease "
+                     "to give it back: the work is lost unless it is enqueued again; find what "
+                     "killed the process, and use a fetch that gives jobs back (a lease) where "
+                     "there is one");
+    audit_report_free(r);
+    col_free(&c);
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_ORPHANED_MESSAGES] = 1;
+    s = col_set(&c, "jobs", "sidekiq");
+    metric_set_add(s, "qrel_lease_orphaned_messages", 2, "queue", "mail", NULL);
+    r = run(&c, &cfg);
+    ck_assert_ptr_null(finding(r, AUDIT_ORPHANED_MESSAGES, "mail"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- eta_beyond_lease ---- */
+
+START_TEST(test_eta_beyond)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "tasks", "celery");
+    metric_set_add(s, "qrel_lease_eta_beyond_messages", 2, "queue", "celery", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 3600, "queue", "celery", NULL);
+    metric_set_add(s, "qrel_lease_eta_beyond_messages", 0, "queue", "fine", NULL);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_ETA_BEYOND_LEASE, "celery");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_double_eq(f->value, 2);
+    ck_assert_str_eq(f->message,
+                     "2 messages held until an ETA or countdown beyond the lease 1h: each is "
+                     "delivered again every lease while it waits and runs once per delivery; "
+                     "raise the visibility timeout above the longest ETA, or schedule far tasks "
+                     "elsewhere (a periodic scheduler, a database)");
+    ck_assert_ptr_null(finding(r, AUDIT_ETA_BEYOND_LEASE, "fine"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- outbox_lagging ---- */
 
 START_TEST(test_outbox_lagging)
@@ -569,7 +632,7 @@ START_TEST(test_config)
          "x.yml:2:20: disabled_rules: want rule names (dead_letter_queue_not_empty, "
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
-         "claim_window_too_short), got \"no_dlq\""},
+         "claim_window_too_short, orphaned_messages, eta_beyond_lease), got \"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
          "outbox_lag)"},
@@ -594,6 +657,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_margin_boundaries);
     tcase_add_test(t, test_margin_below_2_message);
     tcase_add_test(t, test_stale_claims);
+    tcase_add_test(t, test_orphaned);
+    tcase_add_test(t, test_eta_beyond);
     tcase_add_test(t, test_outbox_lagging);
     tcase_add_test(t, test_dedup_window);
     tcase_add_test(t, test_no_dead_letter_queue);

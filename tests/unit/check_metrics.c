@@ -26,6 +26,8 @@ static const struct {
     {"qrel_redeliveries_total", METRIC_COUNTER},
     {"qrel_messages_redelivered", METRIC_GAUGE},
     {"qrel_lease_expiries_total", METRIC_COUNTER},
+    {"qrel_lease_orphaned_messages", METRIC_GAUGE},
+    {"qrel_lease_eta_beyond_messages", METRIC_GAUGE},
     {"qrel_dedup_handled_messages", METRIC_GAUGE},
     {"qrel_dedup_duplicates_total", METRIC_COUNTER},
     {"qrel_dead_letter_messages", METRIC_GAUGE},

@@ -1,0 +1,328 @@
+/* beanstalkd.c: `kind: beanstalkd`, the reliability of beanstalkd tubes.
+ *
+ * A reserved beanstalkd job is leased for its TTR (time to run): a worker that neither deletes,
+ * releases, buries nor touches it in time loses it, and the job is ready again for another worker
+ * (a "timeout", which beanstalkd counts per job and server-wide). Jobs that keep failing are
+ * buried by the workers: the buried list of a tube is its dead-letter queue.
+ *
+ * A scrape is three pipelined round trips whatever the number of tubes, all of them read-only:
+ *   1. `stats` (job-timeouts) and, unless tubes are named, `list-tubes`;
+ *   2. per tube `stats-tube` (depth by state, buried), and `use` + `peek-ready` + `peek-buried`
+ *      for the ids of the job at the head of the ready and buried lists (`use` only changes which
+ *      tube this connection's peeks look at);
+ *   3. `stats-job` of those heads: their age, TTR, reserves and timeouts.
+ * What beanstalkd cannot tell (see docs/kinds/beanstalkd.md): the held time of reserved jobs
+ * (no command lists them), so there is no lease margin; and peek-ready returns the most urgent
+ * job, which is the oldest ready job only among jobs of the same priority. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "beanstalkd.h"
+#include "collector.h"
+#include "common/beanstalk.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#define DEAD_LETTER_LABEL "buried"
+
+struct tube {
+    char *name;
+    int exists; /* stats-tube answered OK */
+    double ready, reserved, delayed, buried;
+    unsigned long long ready_id, buried_id; /* 0: none */
+    int has_ready_job, has_buried_job;
+    double ready_age, ready_ttr, buried_age, buried_ttr;
+};
+
+struct state {
+    char *address;
+    char **tubes; /* configured names, NULL: every tube */
+    size_t ntubes;
+    long long max_response_bytes;
+    struct beanstalk_conn *conn;
+};
+
+struct scrape {
+    struct state *st;
+    double job_timeouts;
+    struct tube *t;
+    size_t n;
+    char **listed; /* list-tubes */
+    size_t nlisted;
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    beanstalk_conn_close(st->conn);
+    free(st->address);
+    cfg_strv_free(st->tubes);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    /* Every key is read before any is judged, so a misspelt key is reported as unknown. */
+    if (cfg_get_nonempty(map, "address", &st->address, e) ||
+        cfg_get_strlist(map, "tubes", &st->tubes, &st->ntubes, e) ||
+        cfg_get_int(map, "max_response_bytes", (long long)BEANSTALK_DEFAULT_MAX_RESPONSE_BYTES,
+                    1024, (long long)1 << 32, &st->max_response_bytes, e) ||
+        cfg_finish(map, where, e))
+        return -1;
+    if (!st->address)
+        return cfg_get_str(map, "address", 1, &st->address, e);
+    char *host = NULL;
+    int port;
+    struct err ae;
+    if (beanstalk_address_parse(st->address, &host, &port, &ae)) {
+        free(host);
+        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
+    }
+    free(host);
+    struct cfg_node *list = cfg_at(map, "tubes");
+    for (size_t i = 0; i < st->ntubes; i++)
+        if (!beanstalkd_tube_name_valid(st->tubes[i]))
+            return cfg_error(e, list->kind == CFG_SEQ ? list->items[i] : list,
+                             "tubes: want a beanstalkd tube name (letters, digits, -+/;.$_(), "
+                             "at most 200 bytes, not starting with '-'), got \"%s\"",
+                             st->tubes[i]);
+    if (st->tubes && st->ntubes == 0)
+        return cfg_error(e, list, "tubes: want at least one tube, or leave the key out for all");
+    return 0;
+}
+
+/* ---- round 1: stats, list-tubes ---- */
+
+static int on_round1(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    if (strcmp(r->status, "OK") != 0)
+        return err_set(e, ERR_PROTOCOL, "%s: want OK, got \"%s\"",
+                       index == 0 ? "stats" : "list-tubes", r->line);
+    if (index == 0) {
+        static const char *const keys[] = {"job-timeouts"};
+        return beanstalkd_parse_stats(r->body, keys, &sc->job_timeouts, 1, e)
+                   ? err_prefix(e, "stats")
+                   : 0;
+    }
+    if (beanstalkd_parse_list(r->body, &sc->listed, &sc->nlisted, e))
+        return err_prefix(e, "list-tubes");
+    return 0;
+}
+
+/* ---- round 2: per tube stats-tube, use, peek-ready, peek-buried ---- */
+
+#define ROUND2_PER_TUBE 4
+
+static unsigned long long found_id(const struct beanstalk_reply *r)
+{
+    /* "FOUND <id> <bytes>": beanstalk_frame checked that both numbers are there. */
+    return strtoull(r->line + 6, NULL, 10);
+}
+
+static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    struct tube *t = &sc->t[index / ROUND2_PER_TUBE];
+    switch (index % ROUND2_PER_TUBE) {
+    case 0:
+        if (strcmp(r->status, "NOT_FOUND") == 0)
+            return 0; /* a tube exists only while it has jobs or watchers: empty */
+        if (strcmp(r->status, "OK") != 0)
+            return err_set(e, ERR_PROTOCOL, "stats-tube %s: want OK, got \"%s\"", t->name, r->line);
+        static const char *const keys[] = {"current-jobs-ready", "current-jobs-reserved",
+                                           "current-jobs-delayed", "current-jobs-buried"};
+        double v[4];
+        if (beanstalkd_parse_stats(r->body, keys, v, 4, e))
+            return err_prefix(e, "stats-tube %s", t->name);
+        t->exists = 1;
+        t->ready = v[0];
+        t->reserved = v[1];
+        t->delayed = v[2];
+        t->buried = v[3];
+        return 0;
+    case 1:
+        if (strcmp(r->status, "USING") != 0)
+            return err_set(e, ERR_PROTOCOL, "use %s: want USING, got \"%s\"", t->name, r->line);
+        return 0;
+    default: {
+        int ready = index % ROUND2_PER_TUBE == 2;
+        if (strcmp(r->status, "NOT_FOUND") == 0)
+            return 0;
+        if (strcmp(r->status, "FOUND") != 0)
+            return err_set(e, ERR_PROTOCOL, "%s: want FOUND or NOT_FOUND, got \"%s\"",
+                           ready ? "peek-ready" : "peek-buried", r->line);
+        if (ready)
+            t->ready_id = found_id(r);
+        else
+            t->buried_id = found_id(r);
+        return 0;
+    }
+    }
+}
+
+/* ---- round 3: stats-job of the heads ---- */
+
+struct round3 {
+    struct scrape *sc;
+    size_t *tube_of; /* per command: the tube */
+    int *is_ready;   /* per command: the ready head (1) or the buried head (0) */
+};
+
+static int on_round3(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+{
+    struct round3 *r3 = ctx;
+    struct tube *t = &r3->sc->t[r3->tube_of[index]];
+    if (strcmp(r->status, "NOT_FOUND") == 0)
+        return 0; /* deleted or moved since the peek: its age is left out this time */
+    if (strcmp(r->status, "OK") != 0)
+        return err_set(e, ERR_PROTOCOL, "stats-job: want OK, got \"%s\"", r->line);
+    static const char *const keys[] = {"age", "ttr"};
+    double v[2];
+    if (beanstalkd_parse_stats(r->body, keys, v, 2, e))
+        return err_prefix(e, "stats-job");
+    if (r3->is_ready[index]) {
+        t->has_ready_job = 1;
+        t->ready_age = v[0];
+        t->ready_ttr = v[1];
+    } else {
+        t->has_buried_job = 1;
+        t->buried_age = v[0];
+        t->buried_ttr = v[1];
+    }
+    return 0;
+}
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->t[i].name);
+    free(sc->t);
+    cfg_strv_free(sc->listed);
+}
+
+static int run(struct collector *c, struct scrape *sc, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    size_t max = (size_t)st->max_response_bytes;
+    const char *r1[] = {"stats", "list-tubes"};
+    if (beanstalk_exec(st->conn, r1, st->tubes ? 1 : 2, dl, max, on_round1, sc, e))
+        return -1;
+    char **names = st->tubes ? st->tubes : sc->listed;
+    sc->n = st->tubes ? st->ntubes : sc->nlisted;
+    sc->t = xcalloc(sc->n ? sc->n : 1, sizeof *sc->t);
+    for (size_t i = 0; i < sc->n; i++) {
+        if (!beanstalkd_tube_name_valid(names[i]))
+            return err_set(e, ERR_PROTOCOL, "list-tubes: a tube name beanstalkd would not take");
+        sc->t[i].name = xstrdup(names[i]);
+    }
+
+    size_t n2 = sc->n * ROUND2_PER_TUBE;
+    char **cmds = xcalloc(n2 ? n2 : 1, sizeof *cmds);
+    for (size_t i = 0; i < sc->n; i++) {
+        cmds[i * ROUND2_PER_TUBE] = xasprintf("stats-tube %s", sc->t[i].name);
+        cmds[i * ROUND2_PER_TUBE + 1] = xasprintf("use %s", sc->t[i].name);
+        cmds[i * ROUND2_PER_TUBE + 2] = xstrdup("peek-ready");
+        cmds[i * ROUND2_PER_TUBE + 3] = xstrdup("peek-buried");
+    }
+    int rc = beanstalk_exec(st->conn, (const char *const *)cmds, n2, dl, max, on_round2, sc, e);
+    for (size_t i = 0; i < n2; i++)
+        free(cmds[i]);
+    free(cmds);
+    if (rc)
+        return -1;
+
+    size_t n3 = 0;
+    cmds = xcalloc(sc->n * 2 + 1, sizeof *cmds);
+    struct round3 r3 = {sc, xcalloc(sc->n * 2 + 1, sizeof(size_t)),
+                        xcalloc(sc->n * 2 + 1, sizeof(int))};
+    for (size_t i = 0; i < sc->n; i++) {
+        if (sc->t[i].ready_id) {
+            r3.tube_of[n3] = i;
+            r3.is_ready[n3] = 1;
+            cmds[n3++] = xasprintf("stats-job %llu", sc->t[i].ready_id);
+        }
+        if (sc->t[i].buried_id) {
+            r3.tube_of[n3] = i;
+            r3.is_ready[n3] = 0;
+            cmds[n3++] = xasprintf("stats-job %llu", sc->t[i].buried_id);
+        }
+    }
+    rc = beanstalk_exec(st->conn, (const char *const *)cmds, n3, dl, max, on_round3, &r3, e);
+    for (size_t i = 0; i < n3; i++)
+        free(cmds[i]);
+    free(cmds);
+    free(r3.tube_of);
+    free(r3.is_ready);
+    return rc;
+}
+
+static void emit(const struct scrape *sc, struct metric_set *out)
+{
+    /* Server-wide: beanstalkd counts TTR expiries per job and in all, not per tube. */
+    metric_set_add(out, "qrel_lease_expiries_total", sc->job_timeouts, NULL);
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct tube *t = &sc->t[i];
+        const char *q = t->name;
+        metric_set_add(out, "qrel_queue_messages", t->ready, "queue", q, "state", "ready", NULL);
+        metric_set_add(out, "qrel_queue_messages", t->reserved, "queue", q, "state", "in_flight",
+                       NULL);
+        metric_set_add(out, "qrel_queue_messages", t->delayed, "queue", q, "state", "delayed",
+                       NULL);
+        metric_set_add(out, "qrel_dead_letter_messages", t->buried, "queue", q, "dead_letter_queue",
+                       DEAD_LETTER_LABEL, NULL);
+        if (t->has_ready_job)
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", t->ready_age, "queue", q,
+                           NULL);
+        if (t->has_buried_job)
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", t->buried_age, "queue", q,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        /* TTR is set per job: the head's stands for the tube (ready first, else buried). */
+        if (t->has_ready_job || t->has_buried_job)
+            metric_set_add(out, "qrel_lease_timeout_seconds",
+                           t->has_ready_job ? t->ready_ttr : t->buried_ttr, "queue", q, NULL);
+    }
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn && !(st->conn = beanstalk_conn_open(c->name, st->address, dl, e)))
+        return -1;
+    unsigned long long before = beanstalk_conn_round_trips(st->conn);
+    struct scrape sc = {0};
+    sc.st = st;
+    int rc = run(c, &sc, dl, e);
+    if (rc == 0) {
+        emit(&sc, out);
+        if (log_enabled(LOG_DEBUG)) {
+            char tubes[32], rts[32];
+            snprintf(tubes, sizeof tubes, "%zu", sc.n);
+            snprintf(rts, sizeof rts, "%llu", beanstalk_conn_round_trips(st->conn) - before);
+            log_kv(LOG_DEBUG, "beanstalkd collection done", "source", c->name, "tubes", tubes,
+                   "round_trips", rts, NULL);
+        }
+    } else {
+        beanstalk_conn_close(st->conn);
+        st->conn = NULL;
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind beanstalkd_kind = {
+    .name = "beanstalkd",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+};

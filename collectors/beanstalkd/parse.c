@@ -1,0 +1,124 @@
+/* parse.c: beanstalkd's YAML replies (list-tubes, stats, stats-tube, stats-job), read without a
+ * YAML library: beanstalkd writes one flat level, one "- item" or "key: value" per line, after a
+ * "---" line, and nothing else. Anything else is not beanstalkd and is refused. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "beanstalkd.h"
+#include "config.h"
+#include "util.h"
+
+/* Calls line_fn for each line after the "---" header. */
+static int each_line(const char *body, int (*line_fn)(void *, const char *, size_t, struct err *),
+                     void *ctx, struct err *e)
+{
+    if (strncmp(body, "---\n", 4) != 0)
+        return err_set(e, ERR_PROTOCOL, "a stats body that does not start with \"---\"");
+    const char *p = body + 4;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len && line_fn(ctx, p, len, e))
+            return -1;
+        p += len + (nl ? 1 : 0);
+    }
+    return 0;
+}
+
+struct list_ctx {
+    char **v;
+    size_t n;
+};
+
+static int list_line(void *vctx, const char *line, size_t len, struct err *e)
+{
+    struct list_ctx *l = vctx;
+    if (len < 3 || line[0] != '-' || line[1] != ' ')
+        return err_set(e, ERR_PROTOCOL, "a list line that is not \"- item\": \"%.*s\"",
+                       (int)(len > 80 ? 80 : len), line);
+    l->v = xrealloc(l->v, (l->n + 2) * sizeof *l->v);
+    l->v[l->n++] = xstrndup(line + 2, len - 2);
+    l->v[l->n] = NULL;
+    return 0;
+}
+
+int beanstalkd_parse_list(const char *body, char ***out, size_t *n, struct err *e)
+{
+    struct list_ctx l = {NULL, 0};
+    *out = NULL;
+    *n = 0;
+    if (each_line(body, list_line, &l, e)) {
+        cfg_strv_free(l.v);
+        return -1;
+    }
+    if (!l.v)
+        l.v = xcalloc(1, sizeof *l.v);
+    *out = l.v;
+    *n = l.n;
+    return 0;
+}
+
+struct stats_ctx {
+    const char *const *keys;
+    double *vals;
+    size_t n;
+    unsigned char *seen;
+};
+
+static int stats_line(void *vctx, const char *line, size_t len, struct err *e)
+{
+    struct stats_ctx *s = vctx;
+    const char *colon = memchr(line, ':', len);
+    if (!colon || colon == line || (size_t)(colon - line) + 1 >= len || colon[1] != ' ')
+        return err_set(e, ERR_PROTOCOL, "a stats line that is not \"key: value\": \"%.*s\"",
+                       (int)(len > 80 ? 80 : len), line);
+    size_t klen = (size_t)(colon - line);
+    for (size_t i = 0; i < s->n; i++) {
+        if (strlen(s->keys[i]) != klen || memcmp(line, s->keys[i], klen) != 0)
+            continue;
+        char num[64];
+        size_t vlen = len - klen - 2;
+        if (vlen == 0 || vlen >= sizeof num)
+            return err_set(e, ERR_PROTOCOL, "%s: want a number", s->keys[i]);
+        memcpy(num, colon + 2, vlen);
+        num[vlen] = '\0';
+        char *end;
+        errno = 0;
+        double v = strtod(num, &end);
+        if (errno || *end || end == num || !(v >= 0) || num[0] == '-' || num[0] == '+')
+            return err_set(e, ERR_PROTOCOL, "%s: want a number, got \"%s\"", s->keys[i], num);
+        s->vals[i] = v;
+        s->seen[i] = 1;
+    }
+    return 0;
+}
+
+int beanstalkd_parse_stats(const char *body, const char *const *keys, double *vals, size_t n,
+                           struct err *e)
+{
+    unsigned char seen[64] = {0};
+    if (n > sizeof seen)
+        return err_set(e, ERR_INTERNAL, "too many stats keys");
+    struct stats_ctx s = {keys, vals, n, seen};
+    if (each_line(body, stats_line, &s, e))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!seen[i])
+            return err_set(e, ERR_PROTOCOL, "stats without %s", keys[i]);
+    return 0;
+}
+
+int beanstalkd_tube_name_valid(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 200 || name[0] == '-')
+        return 0;
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("-+/;.$_()", c)))
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,471 @@
+/* bullmq.c: `kind: bullmq`, the reliability of BullMQ (Node.js) queues in Redis.
+ *
+ * BullMQ keeps a queue under `<prefix>:<queue>:`: `wait` (a list, jobs taken from the right),
+ * `paused` and `prioritized` (jobs waiting too), `active` (the jobs a worker is running, each
+ * locked by `<id>:lock` for the Worker's lockDuration and renewed while it runs), `delayed` (a
+ * sorted set: scheduled jobs and retries waiting for their backoff), `failed` (given up: the
+ * dead-letter queue, scored by when), the `events` stream, and a hash per job (`<prefix>:<queue>:
+ * <id>`: timestamp, processedOn, attemptsMade, ...). A job whose lock was not renewed in time
+ * (a worker that died or blocked its event loop) is found by another worker's stalled check,
+ * moved back to wait and announced by a `stalled` event: that is a lease expiry.
+ *
+ * A scrape is two or three pipelined round trips whatever the number of queues (plus SCAN pages
+ * when queues are not named): per queue the list and set sizes, the oldest waiting job, the
+ * active jobs, the first and last failed job, and the events since the last scrape; then the job
+ * hashes of the oldest waiting and the active jobs. Stalled events are counted from the stream
+ * as they arrive, so qrel_lease_expiries_total counts from the exporter's start. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bullmq.h"
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_settings.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_LOCK_DURATION 30.0 /* the Worker's lockDuration default */
+#define DEFAULT_MAX_ACTIVE 1000
+#define DEFAULT_MAX_QUEUES 1000
+#define EVENTS_PER_SCRAPE "10000"
+#define DEAD_LETTER_LABEL "failed"
+#define ROUND2_PER_QUEUE 11
+
+/* What is kept between scrapes: where each queue's events were read up to. */
+struct cursor {
+    char *queue;
+    char *last_id; /* NULL until the first scrape has found the stream's end */
+    double stalled_total;
+};
+
+struct state {
+    struct redis_settings rs;
+    char *prefix;
+    char **queues;
+    size_t nqueues;
+    double lock_duration;
+    long long max_active, max_queues;
+    struct cursor *cursors;
+    size_t ncursors;
+    struct redis_conn *conn;
+    struct redis_pipe *pipe;
+};
+
+struct queue {
+    char *name;
+    struct cursor *cur;
+    double wait, paused, prioritized, active, delayed, failed;
+    char *head_id;
+    int has_head_age, has_failed;
+    double head_age, failed_first, failed_last; /* scores: epoch ms */
+    double hold, retried_active;
+    int has_hold;
+    char *new_last_id;
+    double new_stalled; /* counted this scrape; added to the cursor's total once it succeeds */
+};
+
+struct job_ref {
+    size_t queue;
+    int head; /* 1: the oldest waiting job; 0: an active job */
+    char *id;
+};
+
+struct scrape {
+    struct state *st;
+    double now_ms;
+    struct queue *q;
+    size_t n;
+    struct job_ref *jobs;
+    size_t njobs;
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    redis_conn_close(st->conn);
+    redis_pipe_free(st->pipe);
+    redis_settings_free(&st->rs);
+    free(st->prefix);
+    cfg_strv_free(st->queues);
+    for (size_t i = 0; i < st->ncursors; i++) {
+        free(st->cursors[i].queue);
+        free(st->cursors[i].last_id);
+    }
+    free(st->cursors);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    if (redis_settings_read(map, &st->rs, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
+        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+        cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
+                                  e) ||
+        cfg_get_int(map, "max_active_jobs", DEFAULT_MAX_ACTIVE, 1, 1000000, &st->max_active, e) ||
+        cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
+        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e))
+        return -1;
+    if (!st->prefix)
+        st->prefix = xstrdup("bull");
+    if (st->queues && st->nqueues == 0)
+        return cfg_error(e, cfg_at(map, "queues"),
+                         "queues: want at least one queue, or leave the key out for all");
+    st->pipe = redis_pipe_new();
+    return 0;
+}
+
+static struct cursor *cursor_for(struct state *st, const char *queue)
+{
+    for (size_t i = 0; i < st->ncursors; i++)
+        if (strcmp(st->cursors[i].queue, queue) == 0)
+            return &st->cursors[i];
+    st->cursors = xrealloc(st->cursors, (st->ncursors + 1) * sizeof *st->cursors);
+    struct cursor *cur = &st->cursors[st->ncursors++];
+    memset(cur, 0, sizeof *cur);
+    cur->queue = xstrdup(queue);
+    return cur;
+}
+
+static int want(const redisReply *r, int type, const char *what, const char *queue, struct err *e)
+{
+    if (r->type == type)
+        return 0;
+    return err_set(e, ERR_PROTOCOL, "queue %s: %s: unexpected %s%s%s", queue, what,
+                   redis_reply_type_name(r), r->type == REDIS_REPLY_ERROR ? ": " : "",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "");
+}
+
+/* ---- queue discovery: SCAN <prefix>:*:meta ---- */
+
+struct scan {
+    char *cursor;
+    char **names;
+    size_t n;
+    const char *prefix;
+    double now_ms;
+};
+
+static int on_scan(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scan *s = ctx;
+    if (index == 0) { /* TIME */
+        if (want(r, REDIS_REPLY_ARRAY, "TIME", "-", e) || r->elements != 2)
+            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
+        s->now_ms =
+            strtod(r->element[0]->str, NULL) * 1000 + strtod(r->element[1]->str, NULL) / 1e3;
+        return 0;
+    }
+    if (want(r, REDIS_REPLY_ARRAY, "SCAN", "*", e) || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "SCAN: want a cursor and a list of keys");
+    free(s->cursor);
+    s->cursor = xstrdup(r->element[0]->str);
+    const redisReply *keys = r->element[1];
+    for (size_t i = 0; i < keys->elements; i++) {
+        const redisReply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            continue;
+        char *name = bullmq_queue_of_meta_key(k->str, k->len, s->prefix);
+        if (!name)
+            continue;
+        s->names = xrealloc(s->names, (s->n + 2) * sizeof *s->names);
+        s->names[s->n++] = name;
+        s->names[s->n] = NULL;
+    }
+    return 0;
+}
+
+/* ---- round 2: per queue ---- */
+
+static void add_job(struct scrape *sc, size_t q, int head, const char *id)
+{
+    sc->jobs = xrealloc(sc->jobs, (sc->njobs + 1) * sizeof *sc->jobs);
+    sc->jobs[sc->njobs].queue = q;
+    sc->jobs[sc->njobs].head = head;
+    sc->jobs[sc->njobs].id = xstrdup(id);
+    sc->njobs++;
+}
+
+static int on_events(struct queue *q, const redisReply *r, int first, struct err *e)
+{
+    if (want(r, REDIS_REPLY_ARRAY, first ? "XREVRANGE events" : "XRANGE events", q->name, e))
+        return -1;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *ent = r->element[i];
+        if (ent->type != REDIS_REPLY_ARRAY || ent->elements != 2 ||
+            ent->element[0]->type != REDIS_REPLY_STRING ||
+            ent->element[1]->type != REDIS_REPLY_ARRAY)
+            return err_set(e, ERR_PROTOCOL, "queue %s: events: want stream entries", q->name);
+        free(q->new_last_id);
+        q->new_last_id = xstrdup(ent->element[0]->str);
+        if (first)
+            continue; /* only where the stream ends: counting starts from here */
+        const redisReply *f = ent->element[1];
+        const char *names[64], *values[64];
+        size_t nf = 0;
+        for (size_t k = 0; k + 1 < f->elements && nf < 64; k += 2, nf++) {
+            names[nf] = f->element[k]->type == REDIS_REPLY_STRING ? f->element[k]->str : NULL;
+            values[nf] =
+                f->element[k + 1]->type == REDIS_REPLY_STRING ? f->element[k + 1]->str : NULL;
+        }
+        if (bullmq_is_stalled_event(names, values, nf))
+            q->new_stalled++;
+    }
+    return 0;
+}
+
+static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    size_t qi = index / ROUND2_PER_QUEUE;
+    struct queue *q = &sc->q[qi];
+    size_t k = index % ROUND2_PER_QUEUE;
+    static const char *const counts[] = {"LLEN wait",   "LLEN paused",   "ZCARD prioritized",
+                                         "LLEN active", "ZCARD delayed", "ZCARD failed"};
+    if (k < 6) {
+        if (want(r, REDIS_REPLY_INTEGER, counts[k], q->name, e))
+            return -1;
+        double *dst[] = {&q->wait,   &q->paused,  &q->prioritized,
+                         &q->active, &q->delayed, &q->failed};
+        *dst[k] = (double)r->integer;
+        return 0;
+    }
+    if (k == 6) { /* LINDEX wait -1 */
+        if (r->type == REDIS_REPLY_NIL)
+            return 0;
+        if (want(r, REDIS_REPLY_STRING, "LINDEX wait", q->name, e))
+            return -1;
+        add_job(sc, qi, 1, r->str);
+        return 0;
+    }
+    if (k == 7) { /* LRANGE active */
+        if (want(r, REDIS_REPLY_ARRAY, "LRANGE active", q->name, e))
+            return -1;
+        for (size_t i = 0; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                add_job(sc, qi, 0, r->element[i]->str);
+        return 0;
+    }
+    if (k == 8 || k == 9) { /* ZRANGE / ZREVRANGE failed 0 0 WITHSCORES */
+        if (want(r, REDIS_REPLY_ARRAY, "ZRANGE failed", q->name, e))
+            return -1;
+        if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+            q->has_failed = 1;
+            *(k == 8 ? &q->failed_first : &q->failed_last) = strtod(r->element[1]->str, NULL);
+        }
+        return 0;
+    }
+    return on_events(q, r, k == 10 && !q->cur->last_id, e);
+}
+
+/* ---- round 3: job hashes ---- */
+
+static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    const struct job_ref *j = &sc->jobs[index];
+    struct queue *q = &sc->q[j->queue];
+    if (want(r, REDIS_REPLY_ARRAY, "HMGET job", q->name, e))
+        return -1;
+    /* timestamp, processedOn, attemptsMade; all nil for a job removed meanwhile */
+    const redisReply *ts = r->elements > 0 ? r->element[0] : NULL;
+    const redisReply *on = r->elements > 1 ? r->element[1] : NULL;
+    const redisReply *att = r->elements > 2 ? r->element[2] : NULL;
+    if (j->head) {
+        if (ts && ts->type == REDIS_REPLY_STRING) {
+            double t = strtod(ts->str, NULL);
+            q->has_head_age = 1;
+            q->head_age = sc->now_ms > t ? (sc->now_ms - t) / 1000 : 0;
+        }
+        return 0;
+    }
+    if (on && on->type == REDIS_REPLY_STRING) {
+        double t = strtod(on->str, NULL);
+        double hold = sc->now_ms > t ? (sc->now_ms - t) / 1000 : 0;
+        if (!q->has_hold || hold > q->hold)
+            q->hold = hold;
+        q->has_hold = 1;
+    }
+    if (att && att->type == REDIS_REPLY_STRING && strtod(att->str, NULL) > 0)
+        q->retried_active++;
+    return 0;
+}
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        free(sc->q[i].name);
+        free(sc->q[i].new_last_id);
+    }
+    free(sc->q);
+    for (size_t i = 0; i < sc->njobs; i++)
+        free(sc->jobs[i].id);
+    free(sc->jobs);
+}
+
+static int run(struct state *st, struct scrape *sc, const struct deadline *dl, struct err *e)
+{
+    struct redis_pipe *p = st->pipe;
+    size_t max = st->rs.max_response_bytes;
+    struct scan s = {0};
+    s.prefix = st->prefix;
+    char *match = xasprintf("%s:*:meta", st->prefix);
+    int rc = -1;
+    /* Round 1: TIME, and the SCAN pages when queues are not named. */
+    do {
+        redis_pipe_reset(p);
+        if (!s.cursor)
+            redis_pipe_addv(p, "TIME", NULL);
+        if (!st->queues)
+            redis_pipe_addv(p, "SCAN", s.cursor ? s.cursor : "0", "MATCH", match, "COUNT", "1000",
+                            NULL);
+        if (redis_pipe_exec_each(st->conn, p, dl, max, on_scan, &s, e))
+            goto out;
+        if (!s.cursor)
+            s.cursor = xstrdup("0");
+    } while (!st->queues && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
+    sc->now_ms = s.now_ms;
+
+    char **names = st->queues ? st->queues : s.names;
+    sc->n = st->queues ? st->nqueues : s.n;
+    sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
+    char stop[32];
+    snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
+    redis_pipe_reset(p);
+    for (size_t i = 0; i < sc->n; i++) {
+        struct queue *q = &sc->q[i];
+        q->name = xstrdup(names[i]);
+        q->cur = cursor_for(st, names[i]);
+        char *base = xasprintf("%s:%s:", st->prefix, names[i]);
+        static const char *const suffix[] = {"wait",   "paused",  "prioritized",
+                                             "active", "delayed", "failed"};
+        static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
+        char *key[6];
+        for (int k = 0; k < 6; k++) {
+            key[k] = xasprintf("%s%s", base, suffix[k]);
+            redis_pipe_addv(p, cmd[k], key[k], NULL);
+        }
+        redis_pipe_addv(p, "LINDEX", key[0], "-1", NULL);
+        redis_pipe_addv(p, "LRANGE", key[3], "0", stop, NULL);
+        redis_pipe_addv(p, "ZRANGE", key[5], "0", "0", "WITHSCORES", NULL);
+        redis_pipe_addv(p, "ZREVRANGE", key[5], "0", "0", "WITHSCORES", NULL);
+        char *events = xasprintf("%sevents", base);
+        if (q->cur->last_id) {
+            char *from = xasprintf("(%s", q->cur->last_id);
+            redis_pipe_addv(p, "XRANGE", events, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
+            free(from);
+        } else {
+            redis_pipe_addv(p, "XREVRANGE", events, "+", "-", "COUNT", "1", NULL);
+        }
+        free(events);
+        for (int k = 0; k < 6; k++)
+            free(key[k]);
+        free(base);
+    }
+    if (sc->n && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, sc, e))
+        goto out;
+
+    redis_pipe_reset(p);
+    for (size_t i = 0; i < sc->njobs; i++) {
+        char *key =
+            xasprintf("%s:%s:%s", st->prefix, sc->q[sc->jobs[i].queue].name, sc->jobs[i].id);
+        redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
+        free(key);
+    }
+    if (sc->njobs && redis_pipe_exec_each(st->conn, p, dl, max, on_round3, sc, e))
+        goto out;
+    rc = 0;
+out:
+    free(match);
+    free(s.cursor);
+    cfg_strv_free(s.names);
+    return rc;
+}
+
+static void emit(const struct scrape *sc, struct metric_set *out)
+{
+    double lock = sc->st->lock_duration;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct queue *q = &sc->q[i];
+        const char *n = q->name;
+        metric_set_add(out, "qrel_queue_messages", q->wait + q->paused + q->prioritized, "queue", n,
+                       "state", "ready", NULL);
+        metric_set_add(out, "qrel_queue_messages", q->active, "queue", n, "state", "in_flight",
+                       NULL);
+        metric_set_add(out, "qrel_queue_messages", q->delayed, "queue", n, "state", "delayed",
+                       NULL);
+        metric_set_add(out, "qrel_dead_letter_messages", q->failed, "queue", n, "dead_letter_queue",
+                       DEAD_LETTER_LABEL, NULL);
+        metric_set_add(out, "qrel_lease_timeout_seconds", lock, "queue", n, NULL);
+        metric_set_add(out, "qrel_lease_expiries_total", q->cur->stalled_total, "queue", n, NULL);
+        metric_set_add(out, "qrel_messages_redelivered", q->retried_active, "queue", n, NULL);
+        if (q->has_head_age)
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
+                           NULL);
+        if (q->has_hold)
+            metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
+        if (q->has_failed) {
+            double first = sc->now_ms > q->failed_first ? (sc->now_ms - q->failed_first) / 1000 : 0;
+            double last = sc->now_ms > q->failed_last ? (sc->now_ms - q->failed_last) / 1000 : 0;
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", first, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+            metric_set_add(out, "qrel_dead_letter_newest_age_seconds", last, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        }
+    }
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
+                                                  st->rs.password, st->rs.db, dl, e)))
+        return -1;
+    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
+    struct scrape sc = {0};
+    sc.st = st;
+    int rc = run(st, &sc, dl, e);
+    if (rc == 0) {
+        /* The events were counted; remember where they end for the next scrape. */
+        for (size_t i = 0; i < sc.n; i++) {
+            struct queue *q = &sc.q[i];
+            q->cur->stalled_total += q->new_stalled;
+            if (!q->cur->last_id)
+                q->cur->last_id = xstrdup(q->new_last_id ? q->new_last_id : "0-0");
+            else if (q->new_last_id) {
+                free(q->cur->last_id);
+                q->cur->last_id = xstrdup(q->new_last_id);
+            }
+        }
+        emit(&sc, out);
+        if (log_enabled(LOG_DEBUG)) {
+            char queues[32], rts[32];
+            snprintf(queues, sizeof queues, "%zu", sc.n);
+            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
+            log_kv(LOG_DEBUG, "bullmq collection done", "source", c->name, "queues", queues,
+                   "round_trips", rts, NULL);
+        }
+    } else {
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind bullmq_kind = {
+    .name = "bullmq",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+};

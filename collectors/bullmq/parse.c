@@ -1,0 +1,23 @@
+/* parse.c: BullMQ's key names and events (see bullmq.h). */
+#include <string.h>
+
+#include "bullmq.h"
+#include "util.h"
+
+char *bullmq_queue_of_meta_key(const char *key, size_t len, const char *prefix)
+{
+    static const char suffix[] = ":meta";
+    size_t plen = strlen(prefix), slen = sizeof suffix - 1;
+    if (len <= plen + 1 + slen || memcmp(key, prefix, plen) != 0 || key[plen] != ':' ||
+        memcmp(key + len - slen, suffix, slen) != 0)
+        return NULL;
+    return xstrndup(key + plen + 1, len - plen - 1 - slen);
+}
+
+int bullmq_is_stalled_event(const char *const *names, const char *const *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (names[i] && values[i] && strcmp(names[i], "event") == 0)
+            return strcmp(values[i], "stalled") == 0;
+    return 0;
+}

@@ -1,0 +1,274 @@
+/* celery.c: `kind: celery`, the reliability of Celery queues on kombu's Redis transport.
+ *
+ * kombu keeps each queue as a list (LPUSH, BRPOP from the right) plus, for priorities, sub-lists
+ * named `<queue>\x06\x16<step>` (steps 3, 6 and 9; priority 0 stays in the plain list). A message
+ * a worker has taken but not acknowledged is kept in the hash `unacked` (delivery tag ->
+ * [message, exchange, routing_key]) and the sorted set `unacked_index` (delivery tag -> when it
+ * was delivered). Once an entry is older than the transport's visibility_timeout (1 h by
+ * default), any worker puts the message back on its queue and it is delivered again: that is
+ * Celery's lease. A task with an ETA or countdown is taken at once and held unacknowledged until
+ * its time; when that lies beyond delivery + visibility_timeout, it is delivered again every
+ * visibility_timeout while it waits, and runs once per delivery (Celery's best-known duplicate
+ * trap). qrel counts those.
+ *
+ * A scrape is one pipelined round trip whatever the number of queues: TIME, HGETALL unacked,
+ * ZRANGE unacked_index WITHSCORES and four LLENs per queue. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "celery.h"
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_settings.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_VISIBILITY_TIMEOUT 3600.0 /* kombu's Redis transport */
+#define PRIORITY_SEP "\x06\x16"
+static const char *const priority_steps[] = {"3", "6", "9"}; /* kombu's PRIORITY_STEPS above 0 */
+#define NSTEPS 3
+
+struct state {
+    struct redis_settings rs;
+    char **queues;
+    size_t nqueues;
+    char *prefix; /* kombu's global_keyprefix, "" when none */
+    double visibility_timeout;
+    struct redis_conn *conn;
+    struct redis_pipe *pipe;
+};
+
+struct queue {
+    double ready, in_flight, eta_beyond, redelivered, hold;
+};
+
+/* An unacked entry's delivery time, by tag, from unacked_index (read before the hash). */
+struct delivery {
+    char *tag;
+    double at;
+};
+
+struct scrape {
+    struct state *st;
+    double now;
+    struct queue *q; /* parallel to st->queues */
+    struct delivery *d;
+    size_t nd;
+    double unattributed; /* unacked entries whose routing key is no watched queue */
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    redis_conn_close(st->conn);
+    redis_pipe_free(st->pipe);
+    redis_settings_free(&st->rs);
+    cfg_strv_free(st->queues);
+    free(st->prefix);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    if (redis_settings_read(map, &st->rs, e) ||
+        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+        cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
+        cfg_get_positive_duration(map, "visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT,
+                                  &st->visibility_timeout, e) ||
+        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e))
+        return -1;
+    if (!st->prefix)
+        st->prefix = xstrdup("");
+    if (!st->queues) { /* Celery's default queue */
+        st->queues = xcalloc(2, sizeof *st->queues);
+        st->queues[0] = xstrdup("celery");
+        st->nqueues = 1;
+    }
+    if (st->nqueues == 0)
+        return cfg_error(e, cfg_at(map, "queues"), "queues: want at least one queue");
+    st->pipe = redis_pipe_new();
+    return 0;
+}
+
+static int cmp_delivery(const void *a, const void *b)
+{
+    return strcmp(((const struct delivery *)a)->tag, ((const struct delivery *)b)->tag);
+}
+
+static int want_array(const redisReply *r, const char *what, struct err *e)
+{
+    if (r->type == REDIS_REPLY_ARRAY)
+        return 0;
+    return err_set(e, ERR_PROTOCOL, "%s: want a list, got %s%s%s", what, redis_reply_type_name(r),
+                   r->type == REDIS_REPLY_ERROR ? ": " : "",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "");
+}
+
+static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
+{
+    const struct state *st = sc->st;
+    if (want_array(r, "HGETALL unacked", e))
+        return -1;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *tag = r->element[i], *val = r->element[i + 1];
+        if (tag->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "HGETALL unacked: want strings");
+        struct celery_unacked u;
+        if (celery_parse_unacked(val->str, val->len, &u, e))
+            return -1;
+        size_t qi = st->nqueues;
+        for (size_t k = 0; k < st->nqueues; k++)
+            if (strcmp(st->queues[k], u.routing_key) == 0)
+                qi = k;
+        celery_unacked_free(&u);
+        if (qi == st->nqueues) {
+            sc->unattributed++;
+            continue;
+        }
+        struct queue *q = &sc->q[qi];
+        struct delivery key = {tag->str, 0};
+        const struct delivery *d = bsearch(&key, sc->d, sc->nd, sizeof *sc->d, cmp_delivery);
+        q->in_flight++;
+        q->redelivered += u.redelivered;
+        if (!d)
+            continue; /* acknowledged between the two reads: kombu removes both at once */
+        double hold = sc->now > d->at ? sc->now - d->at : 0;
+        if (hold > q->hold)
+            q->hold = hold;
+        if (u.eta >= 0 && u.eta - d->at > st->visibility_timeout)
+            q->eta_beyond++;
+    }
+    return 0;
+}
+
+/* Replies in pipeline order: TIME, ZRANGE unacked_index, HGETALL unacked, then NSTEPS + 1 LLENs
+ * per queue. The index comes first so the hash's entries can find their delivery times. */
+static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    if (index == 0) {
+        if (want_array(r, "TIME", e))
+            return -1;
+        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
+        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
+        return 0;
+    }
+    if (index == 1) {
+        if (want_array(r, "ZRANGE unacked_index", e))
+            return -1;
+        sc->d = xcalloc(r->elements / 2 + 1, sizeof *sc->d);
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            if (r->element[i]->type != REDIS_REPLY_STRING ||
+                r->element[i + 1]->type != REDIS_REPLY_STRING)
+                return err_set(e, ERR_PROTOCOL, "ZRANGE unacked_index: want strings");
+            sc->d[sc->nd].tag = xstrdup(r->element[i]->str);
+            sc->d[sc->nd].at = strtod(r->element[i + 1]->str, NULL);
+            sc->nd++;
+        }
+        qsort(sc->d, sc->nd, sizeof *sc->d, cmp_delivery);
+        return 0;
+    }
+    if (index == 2)
+        return on_unacked(sc, r, e);
+    size_t qi = (index - 3) / (NSTEPS + 1);
+    if (r->type != REDIS_REPLY_INTEGER)
+        return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer, got %s",
+                       sc->st->queues[qi], redis_reply_type_name(r));
+    sc->q[qi].ready += (double)r->integer;
+    return 0;
+}
+
+static void emit(const struct scrape *sc, struct metric_set *out)
+{
+    const struct state *st = sc->st;
+    for (size_t i = 0; i < st->nqueues; i++) {
+        const struct queue *q = &sc->q[i];
+        const char *n = st->queues[i];
+        metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
+        metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
+                       NULL);
+        metric_set_add(out, "qrel_lease_timeout_seconds", st->visibility_timeout, "queue", n, NULL);
+        metric_set_add(out, "qrel_messages_redelivered", q->redelivered, "queue", n, NULL);
+        metric_set_add(out, "qrel_lease_eta_beyond_messages", q->eta_beyond, "queue", n, NULL);
+        if (q->in_flight > 0) {
+            metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
+            if (q->hold > 0)
+                metric_set_add(out, "qrel_lease_margin_ratio", st->visibility_timeout / q->hold,
+                               "queue", n, NULL);
+        }
+    }
+}
+
+static void scrape_free(struct scrape *sc)
+{
+    free(sc->q);
+    for (size_t i = 0; i < sc->nd; i++)
+        free(sc->d[i].tag);
+    free(sc->d);
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
+                                                  st->rs.password, st->rs.db, dl, e)))
+        return -1;
+    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
+    struct scrape sc = {0};
+    sc.st = st;
+    sc.q = xcalloc(st->nqueues, sizeof *sc.q);
+    struct redis_pipe *p = st->pipe;
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "TIME", NULL);
+    char *k = xasprintf("%sunacked_index", st->prefix);
+    redis_pipe_addv(p, "ZRANGE", k, "0", "-1", "WITHSCORES", NULL);
+    free(k);
+    k = xasprintf("%sunacked", st->prefix);
+    redis_pipe_addv(p, "HGETALL", k, NULL);
+    free(k);
+    for (size_t i = 0; i < st->nqueues; i++) {
+        k = xasprintf("%s%s", st->prefix, st->queues[i]);
+        redis_pipe_addv(p, "LLEN", k, NULL);
+        free(k);
+        for (int s = 0; s < NSTEPS; s++) {
+            k = xasprintf("%s%s" PRIORITY_SEP "%s", st->prefix, st->queues[i], priority_steps[s]);
+            redis_pipe_addv(p, "LLEN", k, NULL);
+            free(k);
+        }
+    }
+    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, on_reply, &sc, e);
+    if (rc == 0) {
+        emit(&sc, out);
+        if (log_enabled(LOG_DEBUG)) {
+            char rts[32], other[32];
+            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
+            snprintf(other, sizeof other, "%.0f", sc.unattributed);
+            log_kv(LOG_DEBUG, "celery collection done", "source", c->name, "round_trips", rts,
+                   "unacked_of_other_queues", other, NULL);
+        }
+    } else {
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind celery_kind = {
+    .name = "celery",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+};

@@ -1,0 +1,382 @@
+/* rq.c: `kind: rq`, the reliability of RQ (Python) queues in Redis.
+ *
+ * RQ keeps a queue as a list of job ids (rq:queue:<q>, enqueued at the right, taken from the
+ * left), a hash per job (rq:job:<id>: enqueued_at, started_at, ended_at, timeout, ...) and sorted
+ * sets per queue for the jobs in other states: rq:wip:<q> (StartedJobRegistry: running),
+ * rq:scheduled:<q> and rq:deferred:<q> (waiting for a time or for other jobs), rq:failed:<q>
+ * (FailedJobRegistry: given up, the dead-letter queue). A running job's lease is its timeout: the
+ * worker kills a job that runs longer, and a job whose worker died stays in rq:wip until its
+ * expiry, then goes to the failed registry (or back to the queue with retries left).
+ *
+ * A scrape is three pipelined round trips whatever the number of queues, all read-only:
+ *   1. TIME (ages use Redis's clock) and, unless queues are named, SMEMBERS rq:queues;
+ *   2. per queue LLEN, four ZCARDs, LINDEX 0 (the oldest ready job), ZRANGE of rq:wip (at most
+ *      max_in_flight_jobs) and the first and last failed job;
+ *   3. HMGET of those jobs' times and timeout. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_settings.h"
+#include "config.h"
+#include "log.h"
+#include "rq.h"
+#include "util.h"
+
+#define QUEUE_PREFIX "rq:queue:"
+#define DEFAULT_TIMEOUT 180.0 /* RQ's Queue.DEFAULT_TIMEOUT */
+#define DEFAULT_MAX_IN_FLIGHT 1000
+#define DEAD_LETTER_LABEL "failed"
+#define ROUND2_PER_QUEUE 9
+
+struct state {
+    struct redis_settings rs;
+    char **queues; /* configured names, NULL: every queue in rq:queues */
+    size_t nqueues;
+    double default_timeout;
+    long long max_in_flight;
+    struct redis_conn *conn;
+    struct redis_pipe *pipe;
+};
+
+/* What a job's HMGET is for. */
+enum job_role { JOB_HEAD, JOB_RUNNING, JOB_FAILED_FIRST, JOB_FAILED_LAST };
+
+struct job {
+    size_t queue;
+    enum job_role role;
+    char *id;
+};
+
+struct queue {
+    char *name;
+    double ready, running, scheduled, deferred, failed;
+    int has_head_age, has_failed_oldest, has_failed_newest;
+    double head_age, failed_oldest, failed_newest;
+    struct rq_hold *holds;
+    size_t nholds;
+};
+
+struct scrape {
+    struct state *st;
+    double now;
+    char **listed;
+    size_t nlisted;
+    struct queue *q;
+    size_t n;
+    struct job *jobs;
+    size_t njobs;
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    redis_conn_close(st->conn);
+    redis_pipe_free(st->pipe);
+    redis_settings_free(&st->rs);
+    cfg_strv_free(st->queues);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    if (redis_settings_read(map, &st->rs, e) ||
+        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+        cfg_get_positive_duration(map, "default_timeout", DEFAULT_TIMEOUT, &st->default_timeout,
+                                  e) ||
+        cfg_get_int(map, "max_in_flight_jobs", DEFAULT_MAX_IN_FLIGHT, 1, 1000000,
+                    &st->max_in_flight, e) ||
+        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e))
+        return -1;
+    if (st->queues && st->nqueues == 0)
+        return cfg_error(e, cfg_at(map, "queues"),
+                         "queues: want at least one queue, or leave the key out for all");
+    for (size_t i = 0; i < st->nqueues; i++)
+        if (!*st->queues[i])
+            return cfg_error(e, cfg_at(map, "queues"), "queues: want non-empty names");
+    st->pipe = redis_pipe_new();
+    return 0;
+}
+
+/* ---- replies ---- */
+
+static int want_type(const redisReply *r, int type, const char *what, struct err *e)
+{
+    if (r->type == type)
+        return 0;
+    static const char *const names[] = {[REDIS_REPLY_STRING] = "a string",
+                                        [REDIS_REPLY_ARRAY] = "a list",
+                                        [REDIS_REPLY_INTEGER] = "an integer"};
+    return err_set(e, ERR_PROTOCOL, "%s: want %s, got %s%s%s", what, names[type],
+                   redis_reply_type_name(r), r->type == REDIS_REPLY_ERROR ? ": " : "",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "");
+}
+
+static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    if (index == 0) { /* TIME: seconds, microseconds */
+        if (want_type(r, REDIS_REPLY_ARRAY, "TIME", e))
+            return -1;
+        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
+        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
+        return 0;
+    }
+    if (want_type(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:queues", e))
+        return -1;
+    sc->listed = xcalloc(r->elements + 1, sizeof *sc->listed);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *k = r->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "SMEMBERS rq:queues: want strings");
+        /* Members are queue keys; anything else in the set is not RQ's and is passed over. */
+        if (strncmp(k->str, QUEUE_PREFIX, strlen(QUEUE_PREFIX)) != 0 ||
+            !k->str[strlen(QUEUE_PREFIX)])
+            continue;
+        sc->listed[sc->nlisted++] = xstrdup(k->str + strlen(QUEUE_PREFIX));
+    }
+    return 0;
+}
+
+static void add_job(struct scrape *sc, size_t q, enum job_role role, const char *id)
+{
+    sc->jobs = xrealloc(sc->jobs, (sc->njobs + 1) * sizeof *sc->jobs);
+    sc->jobs[sc->njobs].queue = q;
+    sc->jobs[sc->njobs].role = role;
+    sc->jobs[sc->njobs].id = xstrdup(id);
+    sc->njobs++;
+}
+
+static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    size_t qi = index / ROUND2_PER_QUEUE;
+    struct queue *q = &sc->q[qi];
+    static const char *const what[ROUND2_PER_QUEUE] = {
+        "LLEN rq:queue",     "ZCARD rq:wip",     "ZCARD rq:scheduled",
+        "ZCARD rq:deferred", "ZCARD rq:failed",  "LINDEX rq:queue",
+        "ZRANGE rq:wip",     "ZRANGE rq:failed", "ZREVRANGE rq:failed"};
+    size_t k = index % ROUND2_PER_QUEUE;
+    if (k < 5) {
+        if (want_type(r, REDIS_REPLY_INTEGER, what[k], e))
+            return err_prefix(e, "queue %s", q->name);
+        double *dst[] = {&q->ready, &q->running, &q->scheduled, &q->deferred, &q->failed};
+        *dst[k] = (double)r->integer;
+        return 0;
+    }
+    if (k == 5) {
+        if (r->type == REDIS_REPLY_NIL)
+            return 0;
+        if (want_type(r, REDIS_REPLY_STRING, what[k], e))
+            return err_prefix(e, "queue %s", q->name);
+        add_job(sc, qi, JOB_HEAD, r->str);
+        return 0;
+    }
+    if (want_type(r, REDIS_REPLY_ARRAY, what[k], e))
+        return err_prefix(e, "queue %s", q->name);
+    enum job_role role = k == 6 ? JOB_RUNNING : k == 7 ? JOB_FAILED_FIRST : JOB_FAILED_LAST;
+    for (size_t i = 0; i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "queue %s: %s: want job ids", q->name, what[k]);
+        add_job(sc, qi, role, r->element[i]->str);
+    }
+    return 0;
+}
+
+static const char *field(const redisReply *r, size_t i)
+{
+    return i < r->elements && r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : NULL;
+}
+
+static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    const struct job *j = &sc->jobs[index];
+    struct queue *q = &sc->q[j->queue];
+    if (want_type(r, REDIS_REPLY_ARRAY, "HMGET rq:job", e))
+        return -1;
+    /* enqueued_at, started_at, ended_at, timeout; a job whose hash expired meanwhile is all nil. */
+    double t;
+    switch (j->role) {
+    case JOB_HEAD:
+        if (rq_parse_time(field(r, 0), &t) == 0) {
+            q->has_head_age = 1;
+            q->head_age = sc->now > t ? sc->now - t : 0;
+        }
+        return 0;
+    case JOB_RUNNING: {
+        if (rq_parse_time(field(r, 1), &t) != 0)
+            return 0; /* registered, not started yet */
+        double timeout = 0;
+        int limited = rq_job_timeout(field(r, 3), sc->st->default_timeout, &timeout);
+        if (limited < 0)
+            return err_set(e, ERR_PROTOCOL, "queue %s: job %s: timeout \"%s\" is not a number",
+                           q->name, j->id, field(r, 3));
+        q->holds = xrealloc(q->holds, (q->nholds + 1) * sizeof *q->holds);
+        q->holds[q->nholds].timeout = limited ? timeout : 0;
+        q->holds[q->nholds].held = sc->now > t ? sc->now - t : 0;
+        q->nholds++;
+        return 0;
+    }
+    case JOB_FAILED_FIRST:
+    case JOB_FAILED_LAST:
+        if (rq_parse_time(field(r, 2), &t) == 0) {
+            double age = sc->now > t ? sc->now - t : 0;
+            if (j->role == JOB_FAILED_FIRST) {
+                q->has_failed_oldest = 1;
+                q->failed_oldest = age;
+            } else {
+                q->has_failed_newest = 1;
+                q->failed_newest = age;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        free(sc->q[i].name);
+        free(sc->q[i].holds);
+    }
+    free(sc->q);
+    for (size_t i = 0; i < sc->njobs; i++)
+        free(sc->jobs[i].id);
+    free(sc->jobs);
+    cfg_strv_free(sc->listed);
+}
+
+static int run(struct state *st, struct scrape *sc, const struct deadline *dl, struct err *e)
+{
+    struct redis_pipe *p = st->pipe;
+    size_t max = st->rs.max_response_bytes;
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "TIME", NULL);
+    if (!st->queues)
+        redis_pipe_addv(p, "SMEMBERS", "rq:queues", NULL);
+    if (redis_pipe_exec_each(st->conn, p, dl, max, on_round1, sc, e))
+        return -1;
+
+    char **names = st->queues ? st->queues : sc->listed;
+    sc->n = st->queues ? st->nqueues : sc->nlisted;
+    sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
+    char stop[32];
+    snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
+    redis_pipe_reset(p);
+    for (size_t i = 0; i < sc->n; i++) {
+        sc->q[i].name = xstrdup(names[i]);
+        char *queue = xasprintf(QUEUE_PREFIX "%s", names[i]);
+        char *wip = xasprintf("rq:wip:%s", names[i]);
+        char *scheduled = xasprintf("rq:scheduled:%s", names[i]);
+        char *deferred = xasprintf("rq:deferred:%s", names[i]);
+        char *failed = xasprintf("rq:failed:%s", names[i]);
+        redis_pipe_addv(p, "LLEN", queue, NULL);
+        redis_pipe_addv(p, "ZCARD", wip, NULL);
+        redis_pipe_addv(p, "ZCARD", scheduled, NULL);
+        redis_pipe_addv(p, "ZCARD", deferred, NULL);
+        redis_pipe_addv(p, "ZCARD", failed, NULL);
+        redis_pipe_addv(p, "LINDEX", queue, "0", NULL);
+        redis_pipe_addv(p, "ZRANGE", wip, "0", stop, NULL);
+        redis_pipe_addv(p, "ZRANGE", failed, "0", "0", NULL);
+        redis_pipe_addv(p, "ZREVRANGE", failed, "0", "0", NULL);
+        free(queue);
+        free(wip);
+        free(scheduled);
+        free(deferred);
+        free(failed);
+    }
+    if (sc->n && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, sc, e))
+        return -1;
+
+    redis_pipe_reset(p);
+    for (size_t i = 0; i < sc->njobs; i++) {
+        char *key = xasprintf("rq:job:%s", sc->jobs[i].id);
+        redis_pipe_addv(p, "HMGET", key, "enqueued_at", "started_at", "ended_at", "timeout", NULL);
+        free(key);
+    }
+    if (sc->njobs && redis_pipe_exec_each(st->conn, p, dl, max, on_round3, sc, e))
+        return -1;
+    return 0;
+}
+
+static void emit(const struct scrape *sc, struct metric_set *out)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct queue *q = &sc->q[i];
+        const char *n = q->name;
+        metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
+        metric_set_add(out, "qrel_queue_messages", q->running, "queue", n, "state", "in_flight",
+                       NULL);
+        metric_set_add(out, "qrel_queue_messages", q->scheduled + q->deferred, "queue", n, "state",
+                       "delayed", NULL);
+        metric_set_add(out, "qrel_dead_letter_messages", q->failed, "queue", n, "dead_letter_queue",
+                       DEAD_LETTER_LABEL, NULL);
+        if (q->has_head_age)
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
+                           NULL);
+        if (q->has_failed_oldest)
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", q->failed_oldest, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        if (q->has_failed_newest)
+            metric_set_add(out, "qrel_dead_letter_newest_age_seconds", q->failed_newest, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        if (q->nholds) {
+            double oldest, margin = 0, timeout = 0;
+            int has_margin = rq_lease(q->holds, q->nholds, &oldest, &margin, &timeout);
+            metric_set_add(out, "qrel_lease_oldest_age_seconds", oldest, "queue", n, NULL);
+            if (has_margin) {
+                metric_set_add(out, "qrel_lease_timeout_seconds", timeout, "queue", n, NULL);
+                metric_set_add(out, "qrel_lease_margin_ratio", margin, "queue", n, NULL);
+            }
+        }
+    }
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
+                                                  st->rs.password, st->rs.db, dl, e)))
+        return -1;
+    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
+    struct scrape sc = {0};
+    sc.st = st;
+    int rc = run(st, &sc, dl, e);
+    if (rc == 0) {
+        emit(&sc, out);
+        if (log_enabled(LOG_DEBUG)) {
+            char queues[32], rts[32];
+            snprintf(queues, sizeof queues, "%zu", sc.n);
+            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
+            log_kv(LOG_DEBUG, "rq collection done", "source", c->name, "queues", queues,
+                   "round_trips", rts, NULL);
+        }
+    } else {
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind rq_kind = {
+    .name = "rq",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+};

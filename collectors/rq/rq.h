@@ -1,0 +1,28 @@
+/* rq.h: the pure parts of `kind: rq` (parse.c): RQ's timestamps and what one queue's figures
+ * become, kept apart from the Redis I/O so the unit tests can feed them recorded values. */
+#ifndef QREL_RQ_H
+#define QREL_RQ_H
+
+#include <stddef.h>
+
+/* RQ 1.x writes times as utcformat(): "2026-12-01T15:07:16.512345Z". Returns 0 with *epoch set,
+ * -1 when s is empty or not such a time. */
+int rq_parse_time(const char *s, double *epoch);
+
+/* RQ's job timeout field: seconds; absent (NULL or "") means the queue's default, which RQ keeps
+ * in the worker process, not in Redis (180 s unless the application changed it); "-1" means no
+ * limit. Returns 1 with *seconds set, 0 for no limit, -1 when the field is not a number. */
+int rq_job_timeout(const char *field, double default_timeout, double *seconds);
+
+/* One job held by a worker: its timeout (<= 0: none) and how long it has been held. */
+struct rq_hold {
+    double timeout, held;
+};
+
+/* The lease figures of a queue's in-flight jobs: the longest hold, and the smallest ratio of a
+ * job's timeout to its hold with that job's timeout. Jobs without a timeout or not yet held for
+ * any time do not bound the margin. Returns 1 when a margin exists, 0 when none does (then only
+ * *oldest is set), and 0 with *oldest = 0 for n == 0. */
+int rq_lease(const struct rq_hold *h, size_t n, double *oldest, double *margin, double *timeout);
+
+#endif

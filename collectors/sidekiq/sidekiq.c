@@ -1,0 +1,449 @@
+/* sidekiq.c: `kind: sidekiq`, the reliability of Sidekiq (Ruby) queues in Redis.
+ *
+ * Sidekiq keeps each queue as a list of job JSON (`queue:<q>`, pushed at the left and taken from
+ * the right, so the oldest job is at index -1), the names of the queues in the set `queues`, jobs
+ * waiting for a time in the sorted sets `schedule` (scheduled ahead) and `retry` (failed, retried
+ * later), given-up jobs in `dead`, and for each running process (`processes`) a hash with its
+ * heartbeat (`beat`, every 5 s) and a hash of the jobs it is working on (`<identity>:workers` in
+ * 6.x, `<identity>:work` in 7.x) with when each started (`run_at`). Every key may carry a
+ * namespace prefix (redis-namespace).
+ *
+ * Sidekiq OSS takes jobs with BRPOP and has no lease: a job held by a process that dies is lost,
+ * not delivered again. So there is no lease margin; instead the jobs held by a process whose
+ * heartbeat stopped (older than stale_after, before Sidekiq's 60 s expiry removes its keys) are
+ * counted as orphaned.
+ *
+ * A scrape is two pipelined round trips whatever the number of queues and processes:
+ *   1. TIME, SMEMBERS queues (unless named) and processes, ZCARD and ZRANGE (at most
+ *      max_set_entries) of schedule, retry and dead;
+ *   2. per queue LLEN and LINDEX -1; per process HGET beat and HGETALL of both work hashes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_settings.h"
+#include "config.h"
+#include "log.h"
+#include "sidekiq.h"
+#include "util.h"
+
+#define DEFAULT_MAX_SET_ENTRIES 10000
+#define DEFAULT_STALE_AFTER 20.0 /* four missed heartbeats */
+#define DEAD_LETTER_LABEL "dead"
+
+struct state {
+    struct redis_settings rs;
+    char *ns; /* "" or "<namespace>:" */
+    char **queues;
+    size_t nqueues;
+    long long max_set_entries;
+    double stale_after;
+    struct redis_conn *conn;
+    struct redis_pipe *pipe;
+};
+
+struct queue {
+    char *name;
+    double ready, scheduled, retrying, dead, in_flight, orphaned;
+    int has_head, has_dead_range, has_hold;
+    double head_age, dead_min, dead_max, hold;
+};
+
+struct scrape {
+    struct state *st;
+    double now;
+    struct queue *q; /* sorted by name */
+    size_t n;
+    char **processes;
+    size_t nprocesses;
+    double set_totals[3]; /* ZCARD schedule, retry, dead */
+    double set_read[3];
+    int process_stale; /* of the process whose replies are being read */
+};
+
+static void destroy(struct collector *c)
+{
+    struct state *st = c->priv;
+    if (!st)
+        return;
+    redis_conn_close(st->conn);
+    redis_pipe_free(st->pipe);
+    redis_settings_free(&st->rs);
+    free(st->ns);
+    cfg_strv_free(st->queues);
+    free(st);
+    c->priv = NULL;
+}
+
+static int configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    c->priv = st;
+    char where[200], *ns = NULL;
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    if (redis_settings_read(map, &st->rs, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
+        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+        cfg_get_int(map, "max_set_entries", DEFAULT_MAX_SET_ENTRIES, 1, 10000000,
+                    &st->max_set_entries, e) ||
+        cfg_get_positive_duration(map, "stale_after", DEFAULT_STALE_AFTER, &st->stale_after, e) ||
+        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e)) {
+        free(ns);
+        return -1;
+    }
+    st->ns = ns && *ns ? xasprintf("%s:", ns) : xstrdup("");
+    free(ns);
+    if (st->queues && st->nqueues == 0)
+        return cfg_error(e, cfg_at(map, "queues"),
+                         "queues: want at least one queue, or leave the key out for all");
+    st->pipe = redis_pipe_new();
+    return 0;
+}
+
+/* ---- queues by name ---- */
+
+static int cmp_queue(const void *a, const void *b)
+{
+    return strcmp(((const struct queue *)a)->name, ((const struct queue *)b)->name);
+}
+
+static struct queue *find_queue(struct scrape *sc, const char *name)
+{
+    struct queue key = {0};
+    key.name = (char *)name;
+    return bsearch(&key, sc->q, sc->n, sizeof *sc->q, cmp_queue);
+}
+
+/* Adds name unless present; keeps the array sorted (queues are few: an insertion is cheap). */
+static struct queue *add_queue(struct scrape *sc, const char *name)
+{
+    struct queue *q = find_queue(sc, name);
+    if (q)
+        return q;
+    sc->q = xrealloc(sc->q, (sc->n + 1) * sizeof *sc->q);
+    size_t i = sc->n;
+    while (i > 0 && strcmp(sc->q[i - 1].name, name) > 0) {
+        sc->q[i] = sc->q[i - 1];
+        i--;
+    }
+    memset(&sc->q[i], 0, sizeof sc->q[i]);
+    sc->q[i].name = xstrdup(name);
+    sc->n++;
+    return &sc->q[i];
+}
+
+/* The queue a job of a set belongs to: an unnamed queue when queues are named is passed over. */
+static struct queue *queue_for(struct scrape *sc, const char *name)
+{
+    return sc->st->queues ? find_queue(sc, name) : add_queue(sc, name);
+}
+
+/* ---- round 1 ---- */
+
+enum { R1_TIME, R1_PROCESSES, R1_ZCARD, R1_SETS = R1_ZCARD + 3, R1_QUEUES = R1_SETS + 3 };
+
+static int want_array(const redisReply *r, const char *what, struct err *e)
+{
+    if (r->type == REDIS_REPLY_ARRAY)
+        return 0;
+    return err_set(e, ERR_PROTOCOL, "%s: want a list, got %s%s%s", what, redis_reply_type_name(r),
+                   r->type == REDIS_REPLY_ERROR ? ": " : "",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "");
+}
+
+static int on_set_entry(struct scrape *sc, int set, const redisReply *job, const redisReply *score,
+                        struct err *e)
+{
+    static const char *const names[] = {"schedule", "retry", "dead"};
+    char *queue;
+    double enqueued;
+    if (job->type != REDIS_REPLY_STRING ||
+        sidekiq_parse_job(job->str, job->len, &queue, &enqueued, e))
+        return job->type != REDIS_REPLY_STRING
+                   ? err_set(e, ERR_PROTOCOL, "%s: want job strings", names[set])
+                   : err_prefix(e, "%s", names[set]);
+    struct queue *q = queue_for(sc, queue);
+    free(queue);
+    if (!q)
+        return 0;
+    if (set == 0) {
+        q->scheduled++;
+    } else if (set == 1) {
+        q->scheduled++;
+        q->retrying++;
+    } else {
+        double died = score && score->type == REDIS_REPLY_STRING ? strtod(score->str, NULL) : 0;
+        q->dead++;
+        if (!q->has_dead_range || died < q->dead_min)
+            q->dead_min = died;
+        if (!q->has_dead_range || died > q->dead_max)
+            q->dead_max = died;
+        q->has_dead_range = 1;
+    }
+    return 0;
+}
+
+static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    if (index == R1_TIME) {
+        if (want_array(r, "TIME", e))
+            return -1;
+        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
+        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
+        return 0;
+    }
+    if (index == R1_PROCESSES || index == R1_QUEUES) {
+        const char *what = index == R1_QUEUES ? "SMEMBERS queues" : "SMEMBERS processes";
+        if (want_array(r, what, e))
+            return -1;
+        for (size_t i = 0; i < r->elements; i++) {
+            if (r->element[i]->type != REDIS_REPLY_STRING)
+                return err_set(e, ERR_PROTOCOL, "%s: want strings", what);
+            if (index == R1_QUEUES) {
+                add_queue(sc, r->element[i]->str);
+            } else {
+                sc->processes = xrealloc(sc->processes, (sc->nprocesses + 2) * sizeof(char *));
+                sc->processes[sc->nprocesses++] = xstrdup(r->element[i]->str);
+                sc->processes[sc->nprocesses] = NULL;
+            }
+        }
+        return 0;
+    }
+    if (index < R1_SETS) {
+        if (r->type != REDIS_REPLY_INTEGER)
+            return err_set(e, ERR_PROTOCOL, "ZCARD: want an integer, got %s",
+                           redis_reply_type_name(r));
+        sc->set_totals[index - R1_ZCARD] = (double)r->integer;
+        return 0;
+    }
+    int set = (int)(index - R1_SETS);
+    if (want_array(r, "ZRANGE", e))
+        return -1;
+    size_t step = set == 2 ? 2 : 1; /* the dead set is read WITHSCORES */
+    for (size_t i = 0; i + step <= r->elements; i += step) {
+        if (on_set_entry(sc, set, r->element[i], step == 2 ? r->element[i + 1] : NULL, e))
+            return -1;
+        sc->set_read[set]++;
+    }
+    return 0;
+}
+
+/* ---- round 2 ---- */
+
+struct r2 {
+    struct scrape *sc;
+    size_t nqueue_cmds; /* 2 per queue, then 3 per process */
+};
+
+static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
+{
+    if (want_array(r, "HGETALL work", e))
+        return -1;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *v = r->element[i + 1];
+        char *queue;
+        double run_at;
+        if (v->type != REDIS_REPLY_STRING || sidekiq_parse_work(v->str, v->len, &queue, &run_at, e))
+            return v->type != REDIS_REPLY_STRING
+                       ? err_set(e, ERR_PROTOCOL, "HGETALL work: want strings")
+                       : -1;
+        struct queue *q = queue_for(sc, queue);
+        free(queue);
+        if (!q)
+            continue;
+        double hold = sc->now > run_at ? sc->now - run_at : 0;
+        q->in_flight++;
+        if (sc->process_stale)
+            q->orphaned++;
+        if (!q->has_hold || hold > q->hold)
+            q->hold = hold;
+        q->has_hold = 1;
+    }
+    return 0;
+}
+
+static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct r2 *x = ctx;
+    struct scrape *sc = x->sc;
+    if (index < x->nqueue_cmds) {
+        struct queue *q = &sc->q[index / 2];
+        if (index % 2 == 0) {
+            if (r->type != REDIS_REPLY_INTEGER)
+                return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer", q->name);
+            q->ready = (double)r->integer;
+            return 0;
+        }
+        if (r->type == REDIS_REPLY_NIL)
+            return 0;
+        char *queue;
+        double enqueued;
+        if (r->type != REDIS_REPLY_STRING ||
+            sidekiq_parse_job(r->str, r->len, &queue, &enqueued, e))
+            return r->type != REDIS_REPLY_STRING
+                       ? err_set(e, ERR_PROTOCOL, "queue %s: LINDEX: want a job", q->name)
+                       : err_prefix(e, "queue %s", q->name);
+        free(queue);
+        if (enqueued >= 0) {
+            q->has_head = 1;
+            q->head_age = sc->now > enqueued ? sc->now - enqueued : 0;
+        }
+        return 0;
+    }
+    size_t k = (index - x->nqueue_cmds) % 3;
+    if (k == 0) { /* HGET <identity> beat: absent once the process's keys expired */
+        double beat = r->type == REDIS_REPLY_STRING ? strtod(r->str, NULL) : 0;
+        sc->process_stale = r->type == REDIS_REPLY_STRING && sc->now - beat > sc->st->stale_after;
+        return 0;
+    }
+    return on_work_hash(sc, r, e);
+}
+
+static void scrape_free(struct scrape *sc)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->q[i].name);
+    free(sc->q);
+    cfg_strv_free(sc->processes);
+}
+
+static char *key(const struct state *st, const char *a, const char *b)
+{
+    return xasprintf("%s%s%s", st->ns, a, b ? b : "");
+}
+
+static int run(struct state *st, struct scrape *sc, const struct deadline *dl, struct err *e)
+{
+    struct redis_pipe *p = st->pipe;
+    size_t max = st->rs.max_response_bytes;
+    char stop[32];
+    snprintf(stop, sizeof stop, "%lld", st->max_set_entries - 1);
+    static const char *const sets[] = {"schedule", "retry", "dead"};
+    char *k;
+
+    for (size_t i = 0; i < st->nqueues; i++)
+        add_queue(sc, st->queues[i]);
+    redis_pipe_reset(p);
+    redis_pipe_addv(p, "TIME", NULL);
+    redis_pipe_addv(p, "SMEMBERS", k = key(st, "processes", NULL), NULL);
+    free(k);
+    for (int s = 0; s < 3; s++) {
+        redis_pipe_addv(p, "ZCARD", k = key(st, sets[s], NULL), NULL);
+        free(k);
+    }
+    for (int s = 0; s < 3; s++) {
+        k = key(st, sets[s], NULL);
+        if (s == 2)
+            redis_pipe_addv(p, "ZRANGE", k, "0", stop, "WITHSCORES", NULL);
+        else
+            redis_pipe_addv(p, "ZRANGE", k, "0", stop, NULL);
+        free(k);
+    }
+    if (!st->queues) {
+        redis_pipe_addv(p, "SMEMBERS", k = key(st, "queues", NULL), NULL);
+        free(k);
+    }
+    if (redis_pipe_exec_each(st->conn, p, dl, max, on_round1, sc, e))
+        return -1;
+
+    redis_pipe_reset(p);
+    for (size_t i = 0; i < sc->n; i++) {
+        k = key(st, "queue:", sc->q[i].name);
+        redis_pipe_addv(p, "LLEN", k, NULL);
+        redis_pipe_addv(p, "LINDEX", k, "-1", NULL);
+        free(k);
+    }
+    for (size_t i = 0; i < sc->nprocesses; i++) {
+        redis_pipe_addv(p, "HGET", k = key(st, sc->processes[i], NULL), "beat", NULL);
+        free(k);
+        redis_pipe_addv(p, "HGETALL", k = key(st, sc->processes[i], ":workers"), NULL);
+        free(k);
+        redis_pipe_addv(p, "HGETALL", k = key(st, sc->processes[i], ":work"), NULL);
+        free(k);
+    }
+    struct r2 x = {sc, sc->n * 2};
+    if (redis_pipe_len(p) && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, &x, e))
+        return -1;
+    return 0;
+}
+
+static void emit(const struct scrape *sc, struct metric_set *out)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct queue *q = &sc->q[i];
+        const char *n = q->name;
+        metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
+        metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
+                       NULL);
+        metric_set_add(out, "qrel_queue_messages", q->scheduled, "queue", n, "state", "delayed",
+                       NULL);
+        metric_set_add(out, "qrel_messages_redelivered", q->retrying, "queue", n, NULL);
+        metric_set_add(out, "qrel_dead_letter_messages", q->dead, "queue", n, "dead_letter_queue",
+                       DEAD_LETTER_LABEL, NULL);
+        if (q->has_head)
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
+                           NULL);
+        if (q->has_dead_range) {
+            double oldest = sc->now > q->dead_min ? sc->now - q->dead_min : 0;
+            double newest = sc->now > q->dead_max ? sc->now - q->dead_max : 0;
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", oldest, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+            metric_set_add(out, "qrel_dead_letter_newest_age_seconds", newest, "queue", n,
+                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        }
+        if (q->has_hold)
+            metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
+        metric_set_add(out, "qrel_lease_orphaned_messages", q->orphaned, "queue", n, NULL);
+    }
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
+                                                  st->rs.password, st->rs.db, dl, e)))
+        return -1;
+    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
+    struct scrape sc = {0};
+    sc.st = st;
+    int rc = run(st, &sc, dl, e);
+    if (rc == 0) {
+        emit(&sc, out);
+        for (int s = 0; s < 3; s++)
+            if (sc.set_read[s] < sc.set_totals[s]) {
+                char read[32], total[32];
+                snprintf(read, sizeof read, "%.0f", sc.set_read[s]);
+                snprintf(total, sizeof total, "%.0f", sc.set_totals[s]);
+                log_kv(LOG_WARN, "sidekiq set larger than max_set_entries: counts are partial",
+                       "source", c->name, "set",
+                       s == 0   ? "schedule"
+                       : s == 1 ? "retry"
+                                : "dead",
+                       "read", read, "total", total, NULL);
+            }
+        if (log_enabled(LOG_DEBUG)) {
+            char queues[32], rts[32];
+            snprintf(queues, sizeof queues, "%zu", sc.n);
+            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
+            log_kv(LOG_DEBUG, "sidekiq collection done", "source", c->name, "queues", queues,
+                   "round_trips", rts, NULL);
+        }
+    } else {
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+    }
+    scrape_free(&sc);
+    return rc;
+}
+
+const struct collector_kind sidekiq_kind = {
+    .name = "sidekiq",
+    .configure = configure,
+    .collect = collect,
+    .destroy = destroy,
+};

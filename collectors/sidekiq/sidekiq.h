@@ -1,0 +1,22 @@
+/* sidekiq.h: the pure parts of `kind: sidekiq` (parse.c): what qrel reads out of the JSON that
+ * Sidekiq 6 and 7 keep in Redis, apart from the Redis I/O so the unit tests can feed recorded
+ * values. */
+#ifndef QREL_SIDEKIQ_H
+#define QREL_SIDEKIQ_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/* A job as Sidekiq serialises it (queue lists, the schedule, retry and dead sets, and the
+ * payload of a job being worked on): its queue and, where present, enqueued_at (epoch seconds;
+ * -1 when absent, as for a job that was never enqueued yet). *queue is malloc'd. */
+int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueued_at,
+                      struct err *e);
+
+/* One entry of a process's work hash (`<identity>:workers` in 6.x, `<identity>:work` in 7.x):
+ * {"queue": "...", "payload": <the job, as a JSON string (6.x) or object>, "run_at": epoch}.
+ * *queue is malloc'd; *run_at is when the job started. */
+int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at, struct err *e);
+
+#endif

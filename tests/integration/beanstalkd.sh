@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The beanstalkd collector against a real beanstalkd (Debian's), driven by its Ruby client
+# (beaneater, from Debian) as producers and workers use it: jobs ready, one held by a live worker,
+# one delayed, one buried by a worker that gave up, one whose worker overran its TTR (a timeout:
+# the job is ready again). Every series is asserted exactly (ages within the time the test took);
+# a named tube that does not exist reads as empty; round trips per scrape are 3 whatever the
+# number of tubes; a scrape sends no command that changes a job (the server's cmd-* counters);
+# `qrel check` names the buried job. Faults: down (connect), silent (timeout, within the source
+# timeout), garbage (protocol), a body over max_response_bytes (limit), each while a healthy
+# source still reports; bad configs fail --config.check with file:line:col.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+JOBS="ruby $QREL_SOURCE_DIR/tests/peers/beanstalkd/jobs.rb"
+
+# start_beanstalkd VAR: a beanstalkd on a free loopback port.
+start_beanstalkd() {
+  local var=$1 port
+  port=$(free_port)
+  beanstalkd -l 127.0.0.1 -p "$port" &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      printf -v "$var" '%s' "$port"
+      return 0
+    fi
+    sleep 0.025
+  done
+  echo "beanstalkd on port $port did not start" >&2
+  return 1
+}
+
+start_beanstalkd BP
+B=127.0.0.1:$BP
+t0=$(date +%s)
+$JOBS "$B" put emails 4 60
+$JOBS "$B" put_delayed emails 3600
+$JOBS "$B" bury emails
+$JOBS "$B" hold emails 60 "$T/held" &
+PIDS+=("$!")
+$JOBS "$B" put short 1 1
+$JOBS "$B" overrun short 2.5
+for _ in $(seq 1 200); do [ -s "$T/held" ] && break; sleep 0.05; done
+[ -s "$T/held" ] || not_ok "the holding worker reserved a job"
+
+cat > "$T/all.yml" <<EOF
+sources:
+  - name: tubes
+    kind: beanstalkd
+    address: $B
+EOF
+stats_before=$($JOBS "$B" stats)
+$QREL scrape --config.file="$T/all.yml" --log.level=debug > "$T/all.prom" 2> "$T/all.log"
+stats_after=$($JOBS "$B" stats)
+elapsed=$(( $(date +%s) - t0 + 1 ))
+
+expect_metric "$T/all.prom" 1 qrel_collector_up 'source="tubes"'
+expect_metric "$T/all.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$T/all.prom" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
+expect_metric "$T/all.prom" 1 qrel_queue_messages 'queue="emails"' 'state="delayed"'
+expect_metric "$T/all.prom" 1 qrel_dead_letter_messages 'queue="emails"' 'dead_letter_queue="buried"'
+expect_metric "$T/all.prom" 60 qrel_lease_timeout_seconds 'queue="emails"'
+expect_between "emails oldest ready age" \
+  "$(mval "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "emails oldest buried age" \
+  "$(mval "$T/all.prom" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
+# The overrun job timed out and is ready again; its TTR of 1 s is the tube's lease.
+expect_metric "$T/all.prom" 1 qrel_queue_messages 'queue="short"' 'state="ready"'
+expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="short"' 'state="in_flight"'
+expect_metric "$T/all.prom" 0 qrel_dead_letter_messages 'queue="short"'
+expect_metric "$T/all.prom" 1 qrel_lease_timeout_seconds 'queue="short"'
+expect_absent "$T/all.prom" qrel_dead_letter_oldest_age_seconds 'queue="short"'
+expect_metric "$T/all.prom" 1 qrel_lease_expiries_total 'kind="beanstalkd"'
+expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
+expect_absent "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="default"'
+expect_eq "round trips for 3 tubes" \
+  "$(sed -nE 's/.*beanstalkd collection done.* round_trips=([0-9]+).*/\1/p' "$T/all.log")" 3
+
+# Read-only: no command that changes a job or a tube was counted by the server during the scrape.
+for c in cmd_put cmd_reserve cmd_reserve_with_timeout cmd_delete cmd_release cmd_bury cmd_kick \
+  cmd_touch cmd_watch cmd_ignore cmd_pause_tube total_jobs; do
+  expect_eq "server $c unchanged by a scrape" \
+    "$(awk -v k="$c" '$1 == k { print $2 }' <<<"$stats_after")" \
+    "$(awk -v k="$c" '$1 == k { print $2 }' <<<"$stats_before")"
+done
+
+# Named tubes: one that does not exist (beanstalkd drops empty tubes) reads as empty.
+cat > "$T/named.yml" <<EOF
+sources:
+  - name: tubes
+    kind: beanstalkd
+    address: $B
+    tubes: [emails, never-used]
+EOF
+$QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
+expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
+expect_metric "$T/named.prom" 0 qrel_dead_letter_messages 'queue="never-used"'
+expect_absent "$T/named.prom" qrel_queue_messages 'queue="default"'
+
+# qrel check: the buried job is a dead letter (CRITICAL, exit 2).
+rc=0
+$QREL check --config.file="$T/named.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check exit status with a buried job" "$rc" 2
+if grep -q '^CRITICAL tubes emails: dead-letter queue buried holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
+  ok "qrel check names the buried job of emails"
+else
+  not_ok "qrel check names the buried job of emails: $(cat "$T/check.txt")"
+fi
+
+# Round trips do not grow with tubes: 40 more tubes, still 3.
+$JOBS "$B" spread t 40
+$QREL scrape --config.file="$T/all.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
+expect_eq "round trips for 43 tubes" \
+  "$(sed -nE 's/.*beanstalkd collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
+expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
+
+# Faults, each beside the healthy source.
+down=$(free_port)
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
+$JOBS "$B" put big 1 60 4096
+cat > "$T/faults.yml" <<EOF
+sources:
+  - name: healthy
+    kind: beanstalkd
+    address: $B
+    tubes: [emails]
+  - name: down
+    kind: beanstalkd
+    address: 127.0.0.1:$down
+  - name: silent
+    kind: beanstalkd
+    address: 127.0.0.1:$silent_port
+    timeout: 1s
+  - name: garbage
+    kind: beanstalkd
+    address: 127.0.0.1:$garbage_port
+  - name: capped
+    kind: beanstalkd
+    address: $B
+    tubes: [big]
+    max_response_bytes: 1024
+EOF
+start_exporter "$T/faults.yml"
+s0=$(now_ms)
+scrape "$T/faults.prom"
+took=$(( $(now_ms) - s0 ))
+expect_between "scrape with a silent source (ms)" "$took" 0 1900
+expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+expect_metric "$T/faults.prom" 2 qrel_queue_messages 'source="healthy"' 'queue="emails"' 'state="ready"'
+for s in down:connect silent:timeout garbage:protocol capped:limit; do
+  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
+  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
+done
+stop_exporter
+
+# Bad configuration: file:line:col and what was expected, exit 1.
+badcheck() { # badcheck WHAT WANT_MESSAGE YAML
+  printf '%s\n' "$3" > "$T/bad.yml"
+  rc=0
+  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
+  expect_eq "$1: exit status" "$rc" 1
+  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
+}
+badcheck "address without host" 'bad.yml:4:14: address: want "host:port", got ":11300"' \
+  "sources:
+  - name: b
+    kind: beanstalkd
+    address: :11300"
+badcheck "tube name with a space" 'bad.yml:5:13: tubes: want a beanstalkd tube name' \
+  "sources:
+  - name: b
+    kind: beanstalkd
+    address: 127.0.0.1
+    tubes: [a b, c]"
+badcheck "misspelt key" 'bad.yml:5:5: unknown key "tube" in source "b" (known keys:' \
+  "sources:
+  - name: b
+    kind: beanstalkd
+    address: 127.0.0.1
+    tube: [a]"
+badcheck "missing address" 'missing required key "address"' \
+  "sources:
+  - name: b
+    kind: beanstalkd"
+
+finish

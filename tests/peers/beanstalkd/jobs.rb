@@ -1,0 +1,40 @@
+# jobs.rb: drives a real beanstalkd through its Ruby client (beaneater, from Debian) the way
+# producers and workers use it, for tests/integration/beanstalkd.sh:
+#   ruby jobs.rb ADDR put TUBE N [TTR [BYTES]]   put N jobs (priority 100; a body of BYTES bytes)
+#   ruby jobs.rb ADDR spread PREFIX N            put one job into each of the tubes PREFIX1..PREFIXN
+#   ruby jobs.rb ADDR put_delayed TUBE DELAY     put one job delayed by DELAY seconds
+#   ruby jobs.rb ADDR bury TUBE                  reserve the next job and bury it (given up)
+#   ruby jobs.rb ADDR hold TUBE SECONDS FLAG     reserve the next job, touch FLAG, hold it, then release
+#   ruby jobs.rb ADDR overrun TUBE SECONDS       reserve the next job and sleep past its TTR
+#   ruby jobs.rb ADDR stats                      print the server's stats as "key value" lines
+require "beaneater"
+
+addr, cmd, *args = ARGV
+bs = Beaneater.new(addr)
+case cmd
+when "put"
+  tube, n, ttr, bytes = args[0], args[1].to_i, (args[2] || 60).to_i, args[3]&.to_i
+  n.times { |i| bs.tubes[tube].put(bytes ? "x" * bytes : "#{tube}-#{i}", pri: 100, ttr: ttr) }
+when "spread"
+  (1..args[1].to_i).each { |i| bs.tubes["#{args[0]}#{i}"].put("job", pri: 100, ttr: 30) }
+when "put_delayed"
+  bs.tubes[args[0]].put("#{args[0]}-later", pri: 100, ttr: 60, delay: args[1].to_i)
+when "bury"
+  bs.tubes.watch!(args[0])
+  bs.tubes.reserve(5).bury
+when "hold"
+  bs.tubes.watch!(args[0])
+  job = bs.tubes.reserve(5)
+  File.write(args[2], job.id.to_s)
+  sleep args[1].to_f
+  job.release
+when "overrun"
+  bs.tubes.watch!(args[0])
+  bs.tubes.reserve(5)
+  sleep args[1].to_f
+when "stats"
+  bs.stats.keys.each { |k| puts "#{k} #{bs.stats[k]}" }
+else
+  abort "jobs.rb: unknown command #{cmd}"
+end
+bs.close

@@ -1,0 +1,59 @@
+/* check_bullmq.c: unit tests for collectors/bullmq/parse.c: queue names from the `meta` keys
+ * BullMQ 6.7 creates (as the integration test's SCAN finds them), and stalled events as BullMQ
+ * writes them to a queue's events stream. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bullmq/bullmq.h"
+
+static char *queue_of(const char *key, const char *prefix)
+{
+    return bullmq_queue_of_meta_key(key, strlen(key), prefix);
+}
+
+START_TEST(test_meta_keys)
+{
+    char *q = queue_of("bull:email:meta", "bull");
+    ck_assert_str_eq(q, "email");
+    free(q);
+    q = queue_of("bull:a:b:meta", "bull"); /* a queue name may hold ':' */
+    ck_assert_str_eq(q, "a:b");
+    free(q);
+    q = queue_of("myapp:email:meta", "myapp");
+    ck_assert_str_eq(q, "email");
+    free(q);
+    ck_assert_ptr_null(queue_of("bull::meta", "bull"));
+    ck_assert_ptr_null(queue_of("bull:meta", "bull"));
+    ck_assert_ptr_null(queue_of("bullx:email:meta", "bull"));
+    ck_assert_ptr_null(queue_of("bull:email:metadata", "bull"));
+    ck_assert_ptr_null(queue_of("other:email:meta", "bull"));
+}
+END_TEST
+
+START_TEST(test_stalled)
+{
+    /* As recorded: XRANGE bull:cpu:events after a worker blocked past its lock. */
+    const char *stalled_n[] = {"event", "jobId"}, *stalled_v[] = {"stalled", "1"};
+    const char *waiting_n[] = {"event", "jobId", "prev"}, *waiting_v[] = {"waiting", "1", "active"};
+    ck_assert(bullmq_is_stalled_event(stalled_n, stalled_v, 2));
+    ck_assert(!bullmq_is_stalled_event(waiting_n, waiting_v, 3));
+    const char *odd_n[] = {"jobId", "event"}, *odd_v[] = {"stalled", "completed"};
+    ck_assert(!bullmq_is_stalled_event(odd_n, odd_v, 2)); /* the field, not any value */
+    ck_assert(!bullmq_is_stalled_event(NULL, NULL, 0));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("bullmq");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, test_meta_keys);
+    tcase_add_test(tc, test_stalled);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,155 @@
+/* check_common_beanstalk.c: unit tests for the reply framing of collectors/common/beanstalk.c on
+ * replies recorded from beanstalkd 1.12 (tests/fixtures/beanstalkd/) and hand-made variants:
+ * replies split at every byte, pipelined replies back to back, and what is not beanstalkd. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/beanstalk.h"
+#include "util.h"
+
+static char *fixture(const char *name, size_t *len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/beanstalkd/%s", QREL_FIXTURES, name);
+    char *text = util_read_file(path, 1 << 20, len);
+    ck_assert_msg(text != NULL, "fixture %s", path);
+    return text;
+}
+
+START_TEST(test_recorded_stats_tube)
+{
+    size_t len, used;
+    char *text = fixture("stats-tube-emails-1.12.txt", &len);
+    struct beanstalk_reply r;
+    struct err e;
+    ck_assert_int_eq(beanstalk_frame(text, len, 1024, &used, &r, &e), 1);
+    ck_assert_str_eq(r.status, "OK");
+    ck_assert_uint_eq(used, len);
+    ck_assert_uint_eq(r.body_len, strlen(r.body));
+    ck_assert_ptr_nonnull(strstr(r.body, "current-jobs-buried: 1\n"));
+    free(text);
+}
+END_TEST
+
+START_TEST(test_every_split_needs_more)
+{
+    /* Any prefix of a reply is "need more", never an error or a short reply. */
+    size_t len, used;
+    char *text = fixture("stats-1.12.txt", &len);
+    for (size_t cut = 0; cut < len; cut++) {
+        char *copy = xstrndup(text, cut);
+        struct beanstalk_reply r;
+        struct err e;
+        ck_assert_int_eq(beanstalk_frame(copy, cut, 1024, &used, &r, &e), 0);
+        free(copy);
+    }
+    free(text);
+}
+END_TEST
+
+START_TEST(test_pipelined)
+{
+    char text[] = "USING emails\r\nFOUND 7 5\r\nhello\r\nNOT_FOUND\r\n";
+    size_t len = strlen(text), off = 0, used;
+    struct beanstalk_reply r;
+    struct err e;
+    ck_assert_int_eq(beanstalk_frame(text, len, 1024, &used, &r, &e), 1);
+    ck_assert_str_eq(r.status, "USING");
+    ck_assert_str_eq(r.line, "USING emails");
+    ck_assert_ptr_null(r.body);
+    off += used;
+    ck_assert_int_eq(beanstalk_frame(text + off, len - off, 1024, &used, &r, &e), 1);
+    ck_assert_str_eq(r.status, "FOUND");
+    ck_assert_str_eq(r.body, "hello");
+    ck_assert_str_eq(r.line, "FOUND 7 5");
+    off += used;
+    ck_assert_int_eq(beanstalk_frame(text + off, len - off, 1024, &used, &r, &e), 1);
+    ck_assert_str_eq(r.status, "NOT_FOUND");
+    ck_assert_uint_eq(off + used, len);
+}
+END_TEST
+
+static const struct {
+    const char *text;
+    const char *msg;
+} bad[] = {
+    {"\x00\xffHELLO\r\n", "a reply line with a NUL byte"},
+    {"ok 5\r\n", "a reply that does not start with a status word"},
+    {"OK\r\n", "OK without a body size"},
+    {"OK -1\r\n", "OK without a body size"},
+    {"FOUND 5\r\nhello\r\n", "FOUND without a job id"},
+    {"OK 2\r\nabcd\r\n", "a body that does not end in CRLF after 2 bytes"},
+    {"OK 2\nab\r\n", "a reply line that does not end in CRLF"},
+    {"USING caf\xc3\xa9\r\n", "a reply line with a byte that is not printable ASCII"},
+    {"A_VERY_LONG_STATUS_WORD_INDEED\r\n", "a reply that does not start with a status word"},
+};
+
+START_TEST(test_refused)
+{
+    /* The first case starts with a NUL byte: its length is given, not measured. */
+    size_t len = _i == 0 ? 9 : strlen(bad[_i].text), used;
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, bad[_i].text, len + 1);
+    struct beanstalk_reply r;
+    struct err e;
+    ck_assert_int_eq(beanstalk_frame(copy, len, 1024, &used, &r, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_str_eq(e.msg, bad[_i].msg);
+    free(copy);
+}
+END_TEST
+
+START_TEST(test_long_line)
+{
+    char line[100];
+    memset(line, 'A', sizeof line);
+    size_t used;
+    struct beanstalk_reply r;
+    struct err e;
+    ck_assert_int_eq(beanstalk_frame(line, sizeof line, 32, &used, &r, &e), -1);
+    ck_assert_str_eq(e.msg, "a reply line longer than 32 bytes");
+    ck_assert_int_eq(beanstalk_frame(line, 20, 32, &used, &r, &e), 0);
+}
+END_TEST
+
+START_TEST(test_address)
+{
+    char *host;
+    int port;
+    struct err e;
+    ck_assert_int_eq(beanstalk_address_parse("127.0.0.1", &host, &port, &e), 0);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_int_eq(port, 11300);
+    free(host);
+    ck_assert_int_eq(beanstalk_address_parse("[::1]:4000", &host, &port, &e), 0);
+    ck_assert_str_eq(host, "::1");
+    ck_assert_int_eq(port, 4000);
+    free(host);
+    ck_assert_int_eq(beanstalk_address_parse(":11300", &host, &port, &e), -1);
+    ck_assert_str_eq(e.msg, "want \"host:port\", got \":11300\"");
+    ck_assert_int_eq(beanstalk_address_parse("::1", &host, &port, &e), -1);
+    ck_assert_int_eq(beanstalk_address_parse("h:0", &host, &port, &e), -1);
+    ck_assert_str_eq(e.msg, "want a port from 1 to 65535, got \"0\"");
+    ck_assert_ptr_null(host);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("common_beanstalk");
+    TCase *tc = tcase_create("frame");
+    tcase_add_test(tc, test_recorded_stats_tube);
+    tcase_add_test(tc, test_every_split_needs_more);
+    tcase_add_test(tc, test_pipelined);
+    tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
+    tcase_add_test(tc, test_long_line);
+    tcase_add_test(tc, test_address);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
