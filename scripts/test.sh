@@ -6,7 +6,7 @@
 #   4. integration tests against real servers the tests start on loopback (redis-server,
 #      Prometheus' promtool),
 #   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-fuzz), their saved crash
-#      inputs replayed, then each run for QREL_FUZZ_SECONDS (default 20; set it higher to fuzz
+#      inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher to fuzz
 #      longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. an ASan+UBSan build running unit and integration tests again.
 # Ends with one line "tests: N passed, M failed" and exits non-zero when anything failed.
@@ -73,8 +73,8 @@ else
   fail build
 fi
 
-step "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-20} s per target)"
-fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis)
+step "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target)"
+fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
 if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_WERROR=ON \
      -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
    cmake --build build-fuzz -j "$jobs" --target "${fuzz_targets[@]}" >/dev/null; then
