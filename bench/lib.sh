@@ -1,5 +1,9 @@
-# bench/lib.sh: measurement helpers shared by the benchmarks (sourced, not run).
+# bench/lib.sh: measurement helpers shared by the benchmarks (sourced, not run). The servers they
+# measure against, free_port and wait_for come from the tests' own tests/lib.
 # shellcheck shell=bash
+
+# shellcheck source=../tests/lib/servers.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/servers.sh"
 
 # median of the numbers on stdin, one a line ("nan" when there are none)
 median() {
@@ -18,11 +22,11 @@ cpu_ticks() {
 # hwm_kib PID: peak resident set size in KiB (VmHWM)
 hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 
-# free_port: a loopback TCP port nothing listens on now
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-    || shuf -i 20000-32000 -n 1
-}
-
 # fmt VALUE PRINTF-FORMAT: the value formatted, or "-" when it is empty, "nan" or "-"
 fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") print "-"; else printf f, x }'; }
+
+# listening: true once qrel_exporter has logged its address in $T/exporter.log; sets ADDR to it
+listening() {
+  ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+  [ -n "$ADDR" ]
+}

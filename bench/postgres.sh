@@ -111,6 +111,8 @@ command -v "$SQLE_BIN" >/dev/null || die "$SQLE_BIN not found (apt-get install p
 # takes tens of milliseconds to start
 PSQL=psql
 [ ! -x "$PG_BIN/psql" ] || PSQL=$PG_BIN/psql
+# shellcheck disable=SC2034 # the server programs tests/lib/servers.sh runs
+PGBIN=$PG_BIN
 if [ "$(id -u)" -eq 0 ]; then
   command -v runuser >/dev/null || die "runuser not found (initdb refuses to run as root)"
   id postgres >/dev/null 2>&1 || die "no postgres user to run the server as (initdb refuses root)"
@@ -122,7 +124,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-pgbench.XXXXXX")
 chmod 755 "$T"          # the server runs as postgres and must reach its directory and socket
 PGD=$T/pg
 PG_PORT=
-PG_UP=0
 EXP_PID=
 export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
 
@@ -136,9 +137,7 @@ cleanup() {
     kill "$EXP_PID" 2>/dev/null || true
     wait "$EXP_PID" 2>/dev/null || true
   fi
-  if [ "$PG_UP" = 1 ]; then
-    as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
-  fi
+  PG_STOP_MODE=immediate servers_stop
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -147,10 +146,6 @@ trap 'echo "postgres.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# as_pg CMD...: runs CMD as the postgres user when we are root (initdb and pg_ctl refuse root)
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
 
 # psql as the superuser / as ROLE, over TCP like the exporters
 pq() { "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
@@ -286,7 +281,7 @@ elif cmd == 'ages':
 PY
 
 logtool() { python3 "$T/logtool.py" "$@"; }
-LOG_JSON=$PGD/log/server.json
+LOG_JSON= # set by start_pg
 log_offset() { if [ -f "$LOG_JSON" ]; then stat -c %s "$LOG_JSON"; else echo 0; fi; }
 # the logging collector writes through a pipe: give it a moment before reading the file
 log_settle() { sleep 0.3; }
@@ -295,19 +290,12 @@ log_settle() { sleep 0.3; }
 
 PGSS=1
 start_pg() {
-  PG_PORT=$(free_port)
-  install -d -m 700 "$PGD"
-  [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$PGD"
-  as_pg "$PG_BIN/initdb" -D "$PGD/data" -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8 \
-    >"$T/initdb.log" 2>&1 || { cat "$T/initdb.log" >&2; die "initdb failed"; }
   # Loading speed (the data is thrown away), the statement log, and no autovacuum (the script
   # vacuums and analyzes each load itself, and nothing writes while it measures, so autovacuum
-  # could only disturb the timings); the rest is PostgreSQL's defaults. pg_stat_statements is tried first; without it the log gives the database time.
-  cat >> "$PGD/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = $PG_PORT
-unix_socket_directories = '$PGD'
-fsync = off
+  # could only disturb the timings); the rest is PostgreSQL's defaults (tests/lib/servers.sh sets
+  # the address, port, socket directory and fsync = off). pg_stat_statements is tried first;
+  # without it the log gives the database time.
+  cat > "$T/postgresql.conf" <<CONF
 synchronous_commit = off
 full_page_writes = off
 wal_level = minimal
@@ -317,7 +305,7 @@ shared_buffers = 512MB
 maintenance_work_mem = 512MB
 logging_collector = on
 log_destination = 'stderr,jsonlog'
-log_directory = '$PGD/log'
+log_directory = 'log'
 log_filename = 'server.log'
 log_rotation_size = 0
 log_timezone = 'UTC'
@@ -327,24 +315,19 @@ autovacuum = off
 CONF
   if [ "$PGSS" = 1 ]; then
     printf '%s\n' "shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track_planning = on" \
-      >> "$PGD/data/postgresql.conf"
+      >> "$T/postgresql.conf"
   fi
-  if ! as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/server.log" -w -t 60 start >/dev/null 2>&1; then
+  if ! PG_CONF=$T/postgresql.conf start_postgres PG_PORT; then
     if [ "$PGSS" = 1 ]; then
       progress "the server did not start with pg_stat_statements: trying without it (database time from the log)"
       PGSS=0
-      rm -rf "$PGD/data" "$PGD/log"
       start_pg
       return
     fi
-    die "the PostgreSQL server did not start (see $PGD/server.log)"
+    die "the PostgreSQL server did not start"
   fi
-  PG_UP=1
-  for _ in $(seq 1 100); do
-    "$PSQL" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c 'SELECT 1' >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "the PostgreSQL server on port $PG_PORT does not answer"
+  PGD=$PG_DIR
+  LOG_JSON=$PGD/data/log/server.json
 }
 
 setup_db() {
@@ -489,12 +472,7 @@ YML
   "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>>"$T/exporter.log" &
   EXP_PID=$!
   ADDR=
-  for _ in $(seq 1 100); do
-    ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
-    [ -n "$ADDR" ] && break
-    kill -0 "$EXP_PID" 2>/dev/null || break
-    sleep 0.05
-  done
+  wait_for 5 "qrel_exporter to log its listening address" listening_or_gone || true
   [ -n "$ADDR" ] || die "qrel_exporter did not start"
 }
 
@@ -512,6 +490,8 @@ scrape_to() {
   curl -s --max-time 120 -o "$out" -w '%{time_total}' -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' \
     "http://$ADDR/metrics" || { echo "scrape of $ADDR failed" >&2; return 1; }
 }
+
+listening_or_gone() { listening || ! kill -0 "$EXP_PID" 2>/dev/null; }
 
 qrel_up() { grep -Eq '^qrel_collector_up\{[^}]*source="bench"[^}]*\} 1$' "$1"; }
 
@@ -729,6 +709,12 @@ write_sqle_config() {
   } > "$T/sqle.yml"
 }
 
+sqle_ran() { # true once the queries have run (ok=1), or the exporter has exited
+  if curl -s --max-time 5 -o "$T/body.txt" "http://$ADDR/metrics" 2>/dev/null &&
+    grep -q '^sql_exporter_last_scrape_failed' "$T/body.txt"; then ok=1; return 0; fi
+  ! kill -0 "$EXP_PID" 2>/dev/null
+}
+
 run_sqle() {
   local n=$1 i s e t c0 c1 up=0 off0 snap calls ms ok
   write_sqle_config
@@ -739,12 +725,7 @@ run_sqle() {
   EXP_PID=$!
   # wait for its first run of the job (the failure gauge appears when the queries have run)
   ok=0
-  for _ in $(seq 1 600); do
-    if curl -s --max-time 5 -o "$T/body.txt" "http://$ADDR/metrics" 2>/dev/null &&
-       grep -q '^sql_exporter_last_scrape_failed' "$T/body.txt"; then ok=1; break; fi
-    kill -0 "$EXP_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_for -i 0.1 60 "prometheus-sql-exporter to run its queries" sqle_ran || true
   [ "$ok" = 1 ] || die "prometheus-sql-exporter did not start or never ran its queries"
   for ((i = 0; i < WARMUP; i++)); do scrape_to "$T/body.txt" >/dev/null; done
   progress "  sql_exporter: $SCRAPES scrapes spread over its ${SQLE_INTERVAL} s interval"

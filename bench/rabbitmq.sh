@@ -127,14 +127,15 @@ PY
     --data-binary @"$T/defs.json" --max-time 600 > /dev/null
 }
 
+queues_with_stats() { # queues_with_stats N: at least N queues have stats (sets got)
+  got=$(curl -fsS -u guest:guest "$API/queues?columns=messages&disable_stats=true&enable_queue_totals=true" | grep -o '"messages"' | wc -l)
+  [ "$got" -ge "$1" ]
+}
+
 # wait_stats N: until /api/queues shows N+1 queues with stats
 wait_stats() {
   local want=$(($1 + 1)) got
-  for _ in $(seq 1 120); do
-    got=$(curl -fsS -u guest:guest "$API/queues?columns=messages&disable_stats=true&enable_queue_totals=true" | grep -o '"messages"' | wc -l)
-    [ "$got" -ge "$want" ] && return 0
-    sleep 1
-  done
+  wait_for -i 1 120 "$want queues with stats" queues_with_stats "$want" && return 0
   die "only $got of $want queues have stats after 120 s"
 }
 
@@ -177,11 +178,9 @@ qrel_row() {
   : > "$T/exporter.log"
   "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>> "$T/exporter.log" &
   EXP_PID=$!
-  for _ in $(seq 1 100); do
-    addr=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
-    [ -n "$addr" ] && break
-    sleep 0.05
-  done
+  ADDR=
+  wait_for 5 "qrel_exporter to log its listening address" listening || true
+  addr=$ADDR
   [ -n "$addr" ] || die "qrel_exporter did not start"
   : > "$T/times"
   : > "$T/cpus"

@@ -94,7 +94,7 @@ EXP_PID=
 cleanup() {
   local rc=$?
   if [ "$rc" -ne 0 ]; then
-    for f in "$T/exporter.log" "$T/redis/redis.log"; do
+    for f in "$T/exporter.log" "$T/redis-$REDIS_PORT/redis.log"; do
       [ -s "$f" ] && { echo "--- last lines of $(basename "$f"):" >&2; tail -15 "$f" >&2; }
     done
   fi
@@ -102,9 +102,7 @@ cleanup() {
     kill "$EXP_PID" 2>/dev/null || true
     wait "$EXP_PID" 2>/dev/null || true
   fi
-  if [ -n "$REDIS_PORT" ]; then
-    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  fi
+  servers_stop
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -147,17 +145,6 @@ declare -A RES   # RES[N,exporter,metric]
 
 # ---- Redis and the workload ----
 
-start_redis() {
-  REDIS_PORT=$(free_port)
-  mkdir -p "$T/redis"
-  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --pidfile "$T/redis/redis.pid" \
-    --dir "$T/redis" --logfile "$T/redis/redis.log" --save '' --appendonly no >/dev/null
-  for _ in $(seq 1 100); do
-    if rcli ping 2>/dev/null | grep -q PONG; then return 0; fi
-    sleep 0.05
-  done
-  die "redis-server on port $REDIS_PORT did not start"
-}
 
 # All entry ids are chosen here rather than with `*`, so the XCLAIM and the floor's XRANGE can
 # name them: entry k of every stream is BASE_MS-k (BASE_MS = when the script started), which is
@@ -258,11 +245,7 @@ YML
       "$QREL_BIN" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 2>>"$T/exporter.log" &
       EXP_PID=$!
       ADDR=
-      for _ in $(seq 1 100); do
-        ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
-        [ -n "$ADDR" ] && break
-        sleep 0.05
-      done
+      wait_for 5 "qrel_exporter to log its listening address" listening || true
       hdr=(-H 'X-Prometheus-Scrape-Timeout-Seconds: 30')
       ;;
     redis_exporter)
@@ -270,10 +253,7 @@ YML
       "$RE_BIN" --redis.addr="redis://127.0.0.1:$REDIS_PORT" --web.listen-address="$ADDR" \
         --check-streams="${STREAM_PREFIX}*" 2>>"$T/exporter.log" &
       EXP_PID=$!
-      for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://$ADDR/" && break
-        sleep 0.05
-      done
+      wait_for 5 "$name to answer on $ADDR" curl -s -o /dev/null "http://$ADDR/" || true
       ;;
   esac
   if [ -z "$ADDR" ] || ! curl -s -o /dev/null "http://$ADDR/metrics" --max-time 120; then
@@ -377,7 +357,7 @@ run_floor() {
 
 QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
 RE_VERSION=$("$RE_BIN" --version 2>&1 | sed -nE 's/.*msg="Redis Metrics Exporter ([^ ]+).*/\1/p' | head -1 || true)
-start_redis
+start_redis REDIS_PORT || die "redis-server did not start"
 REDIS_VERSION=$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')
 
 echo "# qrel redis_streams benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector.h"
 #include "util.h"
 
 /* ---- rule and status names ---- */
@@ -557,29 +558,13 @@ static void rule_dedup(struct audit_ctx *x, struct entry *en)
     add_finding(x, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, en, 1, window, horizon, &m);
 }
 
-/* Kinds whose broker (or whose consumers, by convention) can dead-letter, with the setting that
- * does it. Kinds not listed (pgmq, nats, celery, sql, tables) have no dead-letter queue to ask
- * for, and kinds that always report one (pg_jobs) never reach the rule. */
-static const char *dead_letter_hint(const char *kind)
+/* What to change, from the kind that reported the queue (collector.h, audit_hint): a kind whose
+ * broker (or whose consumers, by convention) can dead-letter names the setting that does it;
+ * kinds without one (or not in this build) have no dead-letter queue to ask for. */
+static const char *kind_hint(const char *kind, enum audit_rule rule)
 {
-    static const char *const hints[][2] = {
-        {"sqs", "add a RedrivePolicy with a dead-letter queue and maxReceiveCount"},
-        {"rabbitmq", "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
-                     "delivery limit"},
-        {"pubsub", "add a deadLetterPolicy with maxDeliveryAttempts"},
-        {"kafka", "have the consumers publish given-up records to a dead-letter topic and name "
-                  "it in dead_letter_topic"},
-        {"redis_stream", "have the consumers move given-up entries to a stream and name it in "
-                         "dead_letter_stream"},
-        {"sidekiq", "keep the dead set enabled"},
-        {"bullmq", "keep failed jobs (removeOnFail: false)"},
-        {"rq", "keep the failed job registry"},
-        {"beanstalkd", "bury jobs that keep failing"},
-    };
-    for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
-        if (strcmp(kind, hints[i][0]) == 0)
-            return hints[i][1];
-    return NULL;
+    const struct collector_kind *k = collector_kind_find(kind);
+    return k && k->audit_hint ? k->audit_hint(audit_rule_name(rule)) : NULL;
 }
 
 static int cmp_dlq(const void *pa, const void *pb)
@@ -601,7 +586,7 @@ static int is_dead_letter_queue(const struct audit_ctx *x, const char *source, c
 static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
 {
     struct entry *first = &x->entries[from];
-    const char *hint = dead_letter_hint(first->kind);
+    const char *hint = kind_hint(first->kind, AUDIT_NO_DEAD_LETTER_QUEUE);
     if (!hint || is_dead_letter_queue(x, first->source, first->queue))
         return;
     int depth = 0;

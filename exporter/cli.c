@@ -217,7 +217,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "check") == 0)
         return cmd_check(argc, argv);
     if (strcmp(argv[1], "metrics") == 0) {
-        /* The catalogue is the public API; docs and (later) dashboards are checked against it. */
+        /* The catalogue is the public API; docs and dashboards are checked against it. */
         for (size_t i = 0; i < metric_catalog_count(); i++) {
             const struct metric_family *f = metric_catalog_at(i);
             printf("%s\t%s\t%s\n", f->name,

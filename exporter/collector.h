@@ -1,6 +1,6 @@
 /* collector.h: THE contract between the core and a collector kind.
  *
- * A kind is one `const struct collector_kind` (collectors/<kind>.c) listed in the registry.
+ * A kind is one `const struct collector_kind` (collectors/<kind>/<kind>.c) listed in the registry.
  * configure() parses and validates the kind's own keys (no I/O); collect() talks to the broker
  * and fills a metric set; destroy() frees the kind's state. The core owns the common keys
  * (name, kind, timeout) and runs collect() on its own thread under a deadline:
@@ -13,6 +13,7 @@
 #ifndef QREL_COLLECTOR_H
 #define QREL_COLLECTOR_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -21,6 +22,20 @@
 #include "metrics.h"
 
 struct collector;
+
+/* What a broker source read from the dead-letter queue of one of its queues, for the core's
+ * dead-letter join (exporter/dead_letters.h): the id of each dead letter that carried one. */
+struct dead_letter_read {
+    char *dead_letter_queue; /* its name (the dead_letter_queue label), malloc'd; NULL: none */
+    char **ids;              /* malloc'd, NUL-terminated copies; add with dead_letter_read_add */
+    size_t nids, cap;
+    size_t read;       /* dead letters read, with an id or without */
+    size_t without_id; /* of them, without the id (absent, empty, or holding a NUL byte) */
+    size_t total; /* dead letters in the queue, when known (else = read); beyond read: unknown */
+};
+
+/* What a work table says of one id (work_done). */
+enum dead_letter_work { DL_WORK_UNKNOWN, DL_WORK_NOT_DONE, DL_WORK_DONE };
 
 struct collector_kind {
     const char *name; /* `kind:` in the config and the kind label of qrel_collector_up */
@@ -32,6 +47,40 @@ struct collector_kind {
      * live server — tables and columns exist, permissions suffice — for --config.check. Errors
      * name the source and the object, never a secret. */
     int (*check)(struct collector *c, const struct deadline *dl, struct err *e);
+
+    /* Optional, the broker side of the dead-letter join: only for kinds that can read their dead
+     * letters WITHOUT side effects (no receive count raised, no redelivered flag set), since the
+     * exporter reads them on every scrape.
+     * dead_letter_validate (at load, no I/O): 0 when queue is one this source watches and has a
+     * dead-letter queue for, as far as the configuration tells, and id_field is a form the kind
+     * reads; else -1 with e set by cfg_error at the entry's "queue" or "id_field" node.
+     * dead_letter_ids: reads at most max dead letters of queue's dead-letter queue, taking each
+     * one's id from id_field, under the deadline, on the source's connection. Called with the
+     * collector locked (collector_lock), never while collect() runs. */
+    int (*dead_letter_validate)(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e);
+    int (*dead_letter_ids)(struct collector *c, const char *queue, const char *id_field, size_t max,
+                           const struct deadline *dl, struct dead_letter_read *out, struct err *e);
+
+    /* Optional, the other side: a kind that can say which ids are done in a table it reaches.
+     * work_table_configure (at load, no I/O) parses the work_table mapping's own keys (the core
+     * has read `source`) and calls cfg_finish on it; NULL with e set. work_done sets work[i] for
+     * each of the n ids, under the deadline, on the source's connection, with the collector
+     * locked; work_table_check verifies the table for --config.check. */
+    void *(*work_table_configure)(struct collector *c, struct cfg_node *map, const char *where,
+                                  struct err *e);
+    int (*work_done)(struct collector *c, void *table, const char *const *ids, size_t n,
+                     const struct deadline *dl, enum dead_letter_work *work, struct err *e);
+    int (*work_table_check)(struct collector *c, void *table, const struct deadline *dl,
+                            struct err *e);
+    void (*work_table_free)(void *table);
+    /* Optional (NULL: no hints): what to change when an audit rule fires on a queue of this kind,
+     * as a clause the rule's message ends with (no trailing period), or NULL for rules the kind
+     * has nothing to add to. rule is the rule's name as the `rule` label spells it (e.g.
+     * "no_dead_letter_queue"); the text is static. Today only no_dead_letter_queue asks, and a
+     * kind without a hint for it is not audited by that rule (it has no dead-letter queue to
+     * set up). */
+    const char *(*audit_hint)(const char *rule);
 };
 
 struct collector {
@@ -41,7 +90,18 @@ struct collector {
     void *priv;          /* the kind's state */
     double min_interval; /* seconds; 0: collect on every scrape. Else a result younger than this
                           * is served again, with qrel_sample_age_seconds saying how old it is */
+    pthread_mutex_t use; /* held by whoever talks through the instance: collect() or a join hook */
 };
+
+/* Takes c->use, waiting no later than the deadline: -1 (ERR_TIMEOUT in e) when it passes first,
+ * as when a collection that outlived its scrape still holds the connection (exporter/sources.c). */
+int collector_lock(struct collector *c, const struct deadline *dl, struct err *e);
+void collector_unlock(struct collector *c);
+
+/* Adds the len bytes at id to r as a dead letter read (r->read counts it): an empty id or one
+ * holding a NUL byte counts as without_id (exporter/dead_letters.c). */
+void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len);
+void dead_letter_read_free(struct dead_letter_read *r); /* frees the members */
 
 /* collectors/registry.c: the kinds this build has. */
 const struct collector_kind *collector_kind_find(const char *name);

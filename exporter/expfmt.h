@@ -44,5 +44,9 @@ void expfmt_escape_label_value(struct buf *out, const char *v); /* \\ \" \n */
 void expfmt_escape_help(struct buf *out, const char *help, enum expfmt_format f);
 /* Shortest text that reads back as v; "+Inf", "-Inf", "NaN". */
 void expfmt_format_value(struct buf *out, double v);
+/* The same written to p, which has room for EXPFMT_VALUE_MAX bytes (no NUL added); returns the
+ * length. Longest: "-" + 17 digits + "." + "e-308" and change. */
+#define EXPFMT_VALUE_MAX 32
+size_t expfmt_value_to(char *p, double v);
 
 #endif

@@ -42,7 +42,8 @@ static const char usage[] =
     "--web.enable-lifecycle).";
 
 /* --config.check: the file first (no I/O), then each source whose kind can verify itself
- * against the live server (tables and columns exist) under the source's timeout. */
+ * against the live server (tables and columns exist) under the source's timeout, then the work
+ * tables of the dead_letters joins. */
 static int config_check(const char *path)
 {
     struct err e;
@@ -63,6 +64,11 @@ static int config_check(const char *path)
             fprintf(stderr, "%s: source \"%s\": %s\n", path, c->name, e.msg);
             failed = 1;
         }
+    }
+    err_clear(&e);
+    if (dead_letters_check(&s->dead_letters, &e) != 0) {
+        fprintf(stderr, "%s: %s\n", path, e.msg);
+        failed = 1;
     }
     if (!failed)
         printf("%s: OK, %zu source%s\n", path, s->n, s->n == 1 ? "" : "s");

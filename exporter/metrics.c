@@ -1,8 +1,5 @@
-/* metrics.c: the metric catalogue and the metric set (see metrics.h).
- *
- * The catalogue below is the project's public API: every name, type and HELP text a user can see.
- * It is one sorted static array so that lookups are a binary search and the exposition writer can
- * emit families in name order by walking it.
+/* metrics.c: the metric set (see metrics.h), the storage of one collection's samples; the
+ * catalogue of families it accepts is metric_catalog.c.
  *
  * A set may hold hundreds of thousands of samples (a Redis with many streams and groups), built
  * and thrown away on every scrape, so it is laid out for size and for few allocations:
@@ -26,205 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashtab.h"
+#include "metric_catalog.h"
 #include "util.h"
 
-/* Sorted by name (strcmp order): metric_catalog_find relies on it and check_metrics verifies it.
- * HELP says what the value is, in which unit, and what to do about it; the labels source and kind
- * are on every collector series and are documented once in docs/metrics.md. */
-static const struct metric_family catalog[] = {
-    {"qrel_audit_failed", METRIC_GAUGE,
-     "1 for each reliability rule (label rule, with its severity) that the current configuration "
-     "of queue breaks; the series disappears once the configuration is fixed."},
-    {"qrel_build_info", METRIC_GAUGE,
-     "Always 1; the version and revision labels identify the qrel build that is running."},
-    {"qrel_claim_in_flight_window_seconds", METRIC_GAUGE,
-     "Seconds a claim of the claim table queue counts as in flight (a later delivery defers to "
-     "it); a crashed attempt is taken over only by a delivery after that, which the "
-     "claim_window_too_short audit rule checks against the lease and the deliveries allowed."},
-    {"qrel_claims", METRIC_GAUGE,
-     "Rows of the claim table queue by state: in_flight (claimed, not done, younger than the "
-     "in-flight window), stale (older, the attempt is presumed dead) or done."},
-    {"qrel_collector_duration_seconds", METRIC_GAUGE,
-     "Seconds the last collection of this source took; compare with the source's timeout."},
-    {"qrel_collector_errors_total", METRIC_COUNTER,
-     "Failed collections of this source since the exporter started, by reason (config, connect, "
-     "timeout, auth, protocol, query, limit, internal); the log has the details."},
-    {"qrel_collector_last_success_timestamp_seconds", METRIC_GAUGE,
-     "Unix time in seconds of the last successful collection of this source."},
-    {"qrel_collector_up", METRIC_GAUGE,
-     "1 if the last collection of this source succeeded, 0 if it failed (see "
-     "qrel_collector_errors_total and the log for why)."},
-    {"qrel_config_last_reload_success_timestamp_seconds", METRIC_GAUGE,
-     "Unix time in seconds of the last successful load of the configuration file."},
-    {"qrel_config_last_reload_successful", METRIC_GAUGE,
-     "1 if the last load of the configuration file succeeded, 0 if it failed (the log says why)."},
-    {"qrel_consumer_lag_seconds", METRIC_GAUGE,
-     "Age in seconds of the oldest entry of queue not yet consumed by group (0 when it has caught "
-     "up): how far behind the group is, in time."},
-    {"qrel_dead_letter_classified_messages", METRIC_GAUGE,
-     "Messages in dead_letter_queue (fed by queue) by whether the linked dedup or claim table "
-     "records their work: done (a replay repeats work), not_done or unknown."},
-    {"qrel_dead_letter_messages", METRIC_GAUGE,
-     "Messages in dead_letter_queue, the dead-letter queue of queue: deliveries the broker gave up "
-     "on, which need an owner to inspect and replay or drop them."},
-    {"qrel_dead_letter_newest_age_seconds", METRIC_GAUGE,
-     "Age in seconds of the newest message in dead_letter_queue, the dead-letter queue of queue: "
-     "how long ago something was last dead-lettered. Kafka dead-letter topics do not shrink when "
-     "read, so their size cannot tell whether dead-lettering goes on; this can."},
-    {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE,
-     "Age in seconds of the oldest message in dead_letter_queue, the dead-letter queue of queue."},
-    {"qrel_dedup_duplicates_total", METRIC_COUNTER,
-     "Deliveries that the dedup table of queue refused as already handled, where the table "
-     "records them: each one is a duplicate the broker made."},
-    {"qrel_dedup_handled_messages", METRIC_GAUGE,
-     "Messages the dedup table of queue recorded as handled within its window."},
-    {"qrel_dedup_window_seconds", METRIC_GAUGE,
-     "Seconds a dedup key of queue is remembered (table retention, SQS FIFO 5 minutes, NATS "
-     "duplicate window); it must exceed qrel_retry_horizon_seconds."},
-    {"qrel_handler_duration_seconds", METRIC_SUMMARY,
-     "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
-     "configured window, from the start and finish times a table records."},
-    {"qrel_lease_eta_beyond_messages", METRIC_GAUGE,
-     "Messages of queue delivered and held unacknowledged until an ETA or countdown that lies "
-     "beyond the lease (Celery's visibility timeout): each is delivered again every lease while "
-     "it waits, and runs once per delivery."},
-    {"qrel_lease_expiries_total", METRIC_COUNTER,
-     "Lease expiries on queue counted by the broker (visibility timeout, ack deadline or TTR ran "
-     "out): each one redelivers a message whose handler may still be running."},
-    {"qrel_lease_margin_ratio", METRIC_GAUGE,
-     "Lease timeout of queue divided by the longer of the handler p99 (where known) and the oldest "
-     "current hold; below 1, leases expire under running handlers and duplicates are being made."},
-    {"qrel_lease_oldest_age_seconds", METRIC_GAUGE,
-     "Seconds the longest-held in-flight message of queue has been held right now; past "
-     "qrel_lease_timeout_seconds it can be delivered again while its handler still runs."},
-    {"qrel_lease_orphaned_messages", METRIC_GAUGE,
-     "Messages of queue held by a consumer that stopped sending heartbeats, where no lease gives "
-     "them back (Sidekiq without super_fetch): lost unless someone enqueues them again."},
-    {"qrel_lease_timeout_seconds", METRIC_GAUGE,
-     "Lease in seconds (visibility timeout, ack deadline, claim min-idle, ...) after which an "
-     "unacknowledged message of queue is delivered again, from the broker or the config file."},
-    {"qrel_max_deliveries", METRIC_GAUGE,
-     "Deliveries of one message of queue the broker allows before it dead-letters the message."},
-    {"qrel_messages_redelivered", METRIC_GAUGE,
-     "Messages of queue now pending that have been delivered more than once: evidence that "
-     "leases expired or handlers failed."},
-    {"qrel_outbox_oldest_pending_age_seconds", METRIC_GAUGE,
-     "Age in seconds of the oldest unpublished row of the outbox table queue; growth means the "
-     "relay is stuck."},
-    {"qrel_outbox_pending_messages", METRIC_GAUGE,
-     "Rows of the outbox table queue that the relay has not published yet."},
-    {"qrel_queue_info", METRIC_GAUGE,
-     "Always 1; the labels state delivery settings of queue that are not numbers: "
-     "dead_letter_queue (empty when none), exactly_once and ordered (true or false)."},
-    {"qrel_queue_messages", METRIC_GAUGE,
-     "Messages in queue (per consumer group where the kind has groups) by state: ready, in_flight "
-     "(delivered, not acknowledged) or delayed (scheduled or waiting to retry)."},
-    {"qrel_queue_oldest_message_age_seconds", METRIC_GAUGE,
-     "Age in seconds of the oldest message of queue not yet acknowledged."},
-    {"qrel_redeliveries_total", METRIC_COUNTER,
-     "Redeliveries of messages of queue as counted by the broker (cumulative, resets when the "
-     "broker's counter does)."},
-    {"qrel_retry_horizon_seconds", METRIC_GAUGE,
-     "Seconds from a message's first delivery to the last retry the broker will make (max "
-     "deliveries times the lease, plus backoff); the dedup window must be longer."},
-    {"qrel_sample_age_seconds", METRIC_GAUGE,
-     "Age in seconds of the data behind this source's values (cache age, cloud metric delay)."},
-};
-
-#define CATALOG_LEN (sizeof catalog / sizeof catalog[0])
-
-const struct metric_family *metric_catalog_find(const char *name)
-{
-    if (!name)
-        return NULL;
-    size_t lo = 0, hi = CATALOG_LEN;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(name, catalog[mid].name);
-        if (c == 0)
-            return &catalog[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
-}
-
-size_t metric_catalog_count(void)
-{
-    return CATALOG_LEN;
-}
-
-const struct metric_family *metric_catalog_at(size_t i)
-{
-    return i < CATALOG_LEN ? &catalog[i] : NULL;
-}
-
-/* ASCII only on purpose: isalpha() depends on the locale, label names must not. */
-static int is_name_start(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-int metric_label_name_valid(const char *name)
-{
-    if (!name || !is_name_start(name[0]))
-        return 0;
-    if (name[0] == '_' && name[1] == '_')
-        return 0; /* reserved for Prometheus' internal labels */
-    for (const char *p = name + 1; *p; p++) {
-        if (!is_name_start(*p) && !(*p >= '0' && *p <= '9'))
-            return 0;
-    }
-    return 1;
-}
-
-/* Family names: [a-zA-Z_:][a-zA-Z0-9_:]* (colons are allowed by Prometheus, meant for recording
- * rules, and harmless here). */
-static int is_family_name(const char *name)
-{
-    if (!name || !(is_name_start(name[0]) || name[0] == ':'))
-        return 0;
-    for (const char *p = name + 1; *p; p++) {
-        if (!is_name_start(*p) && *p != ':' && !(*p >= '0' && *p <= '9'))
-            return 0;
-    }
-    return 1;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
-int metric_family_validate(const char *name, enum metric_type type, const char *help, char *why,
-                           size_t cap)
-{
-    const char *msg = NULL;
-    if (!name || !*name)
-        msg = "the name is empty";
-    else if (!is_family_name(name))
-        msg = "the name must match [a-zA-Z_:][a-zA-Z0-9_:]*";
-    else if (metric_catalog_find(name))
-        msg = "the name is taken by one of qrel's own families";
-    else if (strncmp(name, "qrel_", 5) == 0)
-        msg = "names starting with qrel_ are reserved for qrel's own families";
-    else if (type != METRIC_GAUGE && type != METRIC_COUNTER)
-        msg = "the type must be gauge or counter";
-    else if (type == METRIC_COUNTER && (!ends_with(name, "_total") || strlen(name) == 6))
-        msg = "a counter's name must end in _total";
-    else if (type != METRIC_COUNTER && ends_with(name, "_total"))
-        msg = "a gauge's name must not end in _total (the suffix marks counters)";
-    else if (!help || !*help)
-        msg = "the help text is empty";
-    if (!msg)
-        return 0;
-    if (why && cap)
-        snprintf(why, cap, "%s", msg);
-    return -1;
-}
+/* Family indexes below this are the catalogue's rows (metric_catalog.c). */
+#define CATALOG_LEN metric_catalog_len
 
 /* ---- arenas ---- */
 
@@ -323,7 +127,6 @@ struct sample_rec {
     uint16_t schema;
 };
 
-_Static_assert(CATALOG_LEN <= UINT16_MAX, "family indexes are uint16");
 _Static_assert(ARENA_CHUNK % sizeof(struct sample_rec) == 0, "sample i is at i * 16");
 
 struct schema {
@@ -358,10 +161,7 @@ struct metric_set {
     struct arena records; /* struct sample_rec, sample i at offset i * sizeof */
     struct arena values;  /* uint32 string offsets, one run per sample */
     struct arena strings; /* a varint (length << 1 | escape flag), the bytes, a NUL */
-    uint32_t *slots;      /* the string hash table: offset + 1, 0 when free */
-    unsigned char *tags;  /* the top byte of each slot's hash: most probes need no string */
-    size_t nslots;        /* a power of two */
-    size_t nstrings;
+    struct hashtab index; /* string offsets by hash */
     uint32_t last_values[METRIC_MAX_LABELS]; /* of the previous add, by position; NONE: unset */
     struct schema *schemas;
     size_t nschemas;
@@ -369,8 +169,8 @@ struct metric_set {
     uint32_t *schema_names; /* string offsets */
     size_t nschema_names;
     size_t schema_names_cap;
-    uint16_t family_schema[CATALOG_LEN]; /* last schema added with each family, + 1; 0: none */
-    uint16_t last_index;                 /* the family index of last_family (in the padding) */
+    uint16_t *family_schema; /* by catalogue index: last schema added with it, + 1; 0: none */
+    uint16_t last_index;     /* the family index of last_family (in the padding) */
     const struct metric_family *last_family;
     struct dyn_families *dyn; /* families from outside the catalogue; NULL until the first */
     char *error;              /* the first programming error, or NULL */
@@ -406,84 +206,26 @@ static const char *str_at(const struct metric_set *s, uint32_t off, size_t *len,
     return (const char *)p;
 }
 
-/* Word-at-a-time multiplicative hash with a final mix: label strings are short. The last 1-7
- * bytes are read as two overlapping 4-byte words (or three single bytes) rather than copied to
- * a zeroed word, which would stall on store forwarding. */
-static uint64_t str_hash(const char *p, size_t n)
+/* The hash a string was interned with, for the index when it grows. */
+static uint64_t string_hash_of(const void *ctx, uint32_t off)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
-    }
-    uint64_t w = 0;
-    if (n >= 4) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + n - 4, 4);
-        w = (uint64_t)hi << 32 | lo;
-    } else if (n) {
-        const unsigned char *u = (const unsigned char *)p;
-        w = (uint64_t)u[0] << 16 | (uint64_t)u[n / 2] << 8 | u[n - 1];
-    }
-    h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
-static unsigned char hash_tag(uint64_t h)
-{
-    return (unsigned char)(h >> 56);
-}
-
-static void slots_alloc(struct metric_set *s, size_t nslots)
-{
-    s->nslots = nslots;
-    s->slots = xcalloc(nslots, sizeof *s->slots);
-    s->tags = xmalloc(nslots);
-}
-
-/* Doubles the hash table once it is 3/4 full, so that probes stay short. */
-static void slots_grow(struct metric_set *s)
-{
-    uint32_t *old = s->slots;
-    size_t nold = s->nslots;
-    free(s->tags);
-    slots_alloc(s, nold * 2);
-    for (size_t k = 0; k < nold; k++) {
-        if (!old[k])
-            continue;
-        size_t len;
-        int escape;
-        const char *p = str_at(s, old[k] - 1, &len, &escape);
-        uint64_t h = str_hash(p, len);
-        size_t i = (size_t)h & (s->nslots - 1);
-        while (s->slots[i])
-            i = (i + 1) & (s->nslots - 1);
-        s->slots[i] = old[k];
-        s->tags[i] = hash_tag(h);
-    }
-    free(old);
+    size_t len;
+    int escape;
+    const char *p = str_at(ctx, off, &len, &escape);
+    return hashtab_hash(p, len, 0);
 }
 
 /* Finds or stores the string p[0, len) (no NUL inside); -1 when the arena is full. */
 static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off)
 {
-    uint64_t h = str_hash(p, len);
-    unsigned char tag = hash_tag(h);
-    size_t i = (size_t)h & (s->nslots - 1);
-    for (; s->slots[i]; i = (i + 1) & (s->nslots - 1)) {
-        if (s->tags[i] != tag)
-            continue;
+    struct hashtab_probe probe;
+    for (uint32_t o = hashtab_first(&s->index, hashtab_hash(p, len, 0), &probe); o != HASHTAB_END;
+         o = hashtab_next(&s->index, &probe)) {
         size_t l;
         int escape;
-        const char *q = str_at(s, s->slots[i] - 1, &l, &escape);
+        const char *q = str_at(s, o, &l, &escape);
         if (l == len && memcmp(q, p, len) == 0) {
-            *off = s->slots[i] - 1;
+            *off = o;
             return 0;
         }
     }
@@ -504,10 +246,8 @@ static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off
     memcpy(dst, head, nhead);
     memcpy(dst + nhead, p, len);
     dst[nhead + len] = '\0';
-    s->slots[i] = *off + 1; /* *off < ARENA_LIMIT: the block holds at least one byte */
-    s->tags[i] = tag;
-    if (++s->nstrings > s->nslots / 4 * 3)
-        slots_grow(s);
+    /* *off < ARENA_LIMIT == HASHTAB_END: the block holds at least one byte */
+    hashtab_add(&s->index, &probe, *off, string_hash_of, s);
     return 0;
 }
 
@@ -544,7 +284,7 @@ struct metric_set *metric_set_new(const char *source, const char *kind)
     struct metric_set *s = xcalloc(1, sizeof *s);
     s->source = NONE;
     s->kind = NONE;
-    slots_alloc(s, 64);
+    s->family_schema = xcalloc(CATALOG_LEN, sizeof *s->family_schema);
     for (size_t i = 0; i < METRIC_MAX_LABELS; i++)
         s->last_values[i] = NONE;
     buf_init(&s->scratch);
@@ -563,8 +303,8 @@ void metric_set_free(struct metric_set *s)
     arena_free(&s->records);
     arena_free(&s->values);
     arena_free(&s->strings);
-    free(s->slots);
-    free(s->tags);
+    hashtab_free(&s->index);
+    free(s->family_schema);
     free(s->schemas);
     free(s->schema_names);
     free(s->runs);
@@ -636,7 +376,7 @@ static uint16_t *schema_slot(struct metric_set *s, size_t fi)
 /* The family behind family index fi, which the set holds. */
 static const struct metric_family *family_at(const struct metric_set *s, size_t fi)
 {
-    return fi < CATALOG_LEN ? &catalog[fi] : s->dyn->fams[fi - CATALOG_LEN];
+    return fi < CATALOG_LEN ? &metric_catalog_rows[fi] : s->dyn->fams[fi - CATALOG_LEN];
 }
 
 /* The schema for these validated label names: one the set has (they are few), or a new one. */
@@ -802,16 +542,17 @@ int metric_set_add(struct metric_set *s, const char *family, double value, ...)
     va_start(ap, value);
     size_t n = read_pairs(ap, names, values);
     va_end(ap);
-    return add_sample(s, f, (size_t)(f - catalog), value, names, values, n);
+    return add_sample(s, f, (size_t)(f - metric_catalog_rows), value, names, values, n);
 }
 
 /* The family index of f in s: its catalogue index when f points into the catalogue, else its
  * dynamic index, registering f (validated once) on first sight. -1 with the set's error set. */
 static int dyn_index(struct metric_set *s, const struct metric_family *f, size_t *fi)
 {
-    uintptr_t at = (uintptr_t)f, base = (uintptr_t)catalog; /* relational < on unrelated
-                                                             * pointers is undefined */
-    if (at >= base && at < base + sizeof catalog) {
+    const struct metric_family *catalog = metric_catalog_rows;
+    /* relational < on unrelated pointers is undefined */
+    uintptr_t at = (uintptr_t)f, base = (uintptr_t)catalog;
+    if (at >= base && at < base + CATALOG_LEN * sizeof *catalog) {
         *fi = (size_t)(f - catalog);
         return 0;
     }
@@ -986,8 +727,9 @@ size_t metric_set_bytes(const struct metric_set *s)
 {
     if (!s)
         return 0;
-    return sizeof *s + arena_bytes(&s->records) + arena_bytes(&s->values) +
-           arena_bytes(&s->strings) + s->nslots * (sizeof *s->slots + sizeof *s->tags) +
+    return sizeof *s + CATALOG_LEN * sizeof *s->family_schema + arena_bytes(&s->records) +
+           arena_bytes(&s->values) + arena_bytes(&s->strings) +
+           s->index.nslots * (sizeof *s->index.slots + sizeof *s->index.tags) +
            s->schemas_cap * sizeof *s->schemas + s->schema_names_cap * sizeof *s->schema_names +
            s->runs_cap * sizeof *s->runs + s->scratch.cap + (s->error ? strlen(s->error) + 1 : 0) +
            (s->dyn ? sizeof *s->dyn + s->dyn->cap * (sizeof *s->dyn->fams + sizeof *s->dyn->schema)

@@ -5,14 +5,17 @@
  * cfg_finish, so a misspelt key is an error wherever it stands. */
 #include "sources.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "config.h"
 #include "util.h"
 
-/* Source names become the `source` label and, later, /probe?target= values, so they are kept to
+/* Source names become the `source` label and /probe?target= values, so they are kept to
  * characters that need no escaping anywhere. */
 static int source_name_valid(const char *s)
 {
@@ -33,8 +36,37 @@ static void collector_free(struct collector *c)
         return;
     if (c->kind && c->kind->destroy)
         c->kind->destroy(c);
+    pthread_mutex_destroy(&c->use);
     free(c->name);
     free(c);
+}
+
+int collector_lock(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    /* POSIX's timed lock waits on the wall clock: the monotonic time left becomes a wall-clock
+     * point now (a clock step while waiting moves it, which costs one slow scrape at most). */
+    int64_t left = deadline_remaining_ms(dl);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(left / 1000);
+    ts.tv_nsec += (long)(left % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    int rc = pthread_mutex_timedlock(&c->use, &ts);
+    if (rc == 0)
+        return 0;
+    if (rc == ETIMEDOUT)
+        return err_set(
+            e, ERR_TIMEOUT,
+            "the source was still in use (a collection or a dead-letter join) at the deadline");
+    return err_set(e, ERR_INTERNAL, "cannot lock the source (error %d)", rc);
+}
+
+void collector_unlock(struct collector *c)
+{
+    pthread_mutex_unlock(&c->use);
 }
 
 static void kinds_list(struct buf *b)
@@ -46,13 +78,13 @@ static void kinds_list(struct buf *b)
     }
 }
 
-static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
+int sources_configure(const struct sources *s, struct collector *c, struct cfg_node *map,
+                      struct err *e)
 {
     if (cfg_expect(map, CFG_MAP, "each entry of sources", e))
         return -1;
     char *name = NULL, *kind = NULL;
     struct cfg_node *kind_node = NULL;
-    struct collector *c = NULL;
     int rc = -1;
 
     if (cfg_get_str(map, "name", 1, &name, e))
@@ -83,7 +115,6 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
         buf_free(&b);
         goto out;
     }
-    c = xcalloc(1, sizeof *c);
     c->name = name;
     name = NULL;
     c->kind = k;
@@ -103,15 +134,24 @@ static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     if (cfg_finish(map, where, e))
         goto out;
-    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
-    s->items[s->n++] = c;
-    c = NULL;
     rc = 0;
 out:
-    collector_free(c);
     free(name);
     free(kind);
     return rc;
+}
+
+static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
+{
+    struct collector *c = xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->use, NULL); /* the dead-letter join and collect() take turns on it */
+    if (sources_configure(s, c, map, e)) {
+        collector_free(c);
+        return -1;
+    }
+    s->items = xrealloc(s->items, (s->n + 1) * sizeof *s->items);
+    s->items[s->n++] = c;
+    return 0;
 }
 
 static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct err *e)
@@ -146,6 +186,11 @@ static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct er
     for (size_t i = 0; list && i < list->n; i++)
         if (load_source(s, list->items[i], e))
             goto fail;
+    /* After the sources: its entries name them, wherever the list stands in the file. */
+    struct cfg_node *dead = NULL;
+    if (cfg_get_node(root, "dead_letters", CFG_SEQ, &dead, e) ||
+        dead_letters_load(&s->dead_letters, dead, s, e))
+        goto fail;
     if (cfg_finish(root, "the top level", e))
         goto fail;
     return s;
@@ -178,6 +223,7 @@ void sources_free(struct sources *s)
 {
     if (!s)
         return;
+    dead_letters_free(&s->dead_letters); /* first: it refers to the collectors */
     for (size_t i = 0; i < s->n; i++)
         collector_free(s->items[i]);
     free(s->items);

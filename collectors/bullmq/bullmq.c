@@ -55,7 +55,7 @@ struct state {
 
 struct queue {
     char *name;
-    struct cursor *cur;
+    size_t cur; /* index into st->cursors, which grows (a pointer would not survive) */
     double wait, paused, prioritized, active, delayed, failed;
     char *head_id;
     int has_head_age, has_failed;
@@ -123,16 +123,16 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     return 0;
 }
 
-static struct cursor *cursor_for(struct state *st, const char *queue)
+static size_t cursor_for(struct state *st, const char *queue)
 {
     for (size_t i = 0; i < st->ncursors; i++)
         if (strcmp(st->cursors[i].queue, queue) == 0)
-            return &st->cursors[i];
+            return i;
     st->cursors = xrealloc(st->cursors, (st->ncursors + 1) * sizeof *st->cursors);
-    struct cursor *cur = &st->cursors[st->ncursors++];
+    struct cursor *cur = &st->cursors[st->ncursors];
     memset(cur, 0, sizeof *cur);
     cur->queue = xstrdup(queue);
-    return cur;
+    return st->ncursors++;
 }
 
 static int want(const redisReply *r, int type, const char *what, const char *queue, struct err *e)
@@ -264,7 +264,7 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
         }
         return 0;
     }
-    return on_events(q, r, k == 10 && !q->cur->last_id, e);
+    return on_events(q, r, !sc->st->cursors[q->cur].last_id, e);
 }
 
 /* ---- round 3: job hashes ---- */
@@ -363,8 +363,9 @@ static int run(struct state *st, struct scrape *sc, const struct deadline *dl, s
         redis_pipe_addv(p, "ZRANGE", key[5], "0", "0", "WITHSCORES", NULL);
         redis_pipe_addv(p, "ZREVRANGE", key[5], "0", "0", "WITHSCORES", NULL);
         char *events = xasprintf("%sevents", base);
-        if (q->cur->last_id) {
-            char *from = xasprintf("(%s", q->cur->last_id);
+        const struct cursor *cur = &st->cursors[q->cur];
+        if (cur->last_id) {
+            char *from = xasprintf("(%s", cur->last_id);
             redis_pipe_addv(p, "XRANGE", events, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
             free(from);
         } else {
@@ -410,7 +411,8 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         metric_set_add(out, "qrel_dead_letter_messages", q->failed, "queue", n, "dead_letter_queue",
                        DEAD_LETTER_LABEL, NULL);
         metric_set_add(out, "qrel_lease_timeout_seconds", lock, "queue", n, NULL);
-        metric_set_add(out, "qrel_lease_expiries_total", q->cur->stalled_total, "queue", n, NULL);
+        metric_set_add(out, "qrel_lease_expiries_total", sc->st->cursors[q->cur].stalled_total,
+                       "queue", n, NULL);
         metric_set_add(out, "qrel_messages_redelivered", q->retried_active, "queue", n, NULL);
         if (q->has_head_age)
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
@@ -443,12 +445,13 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {
             struct queue *q = &sc.q[i];
-            q->cur->stalled_total += q->new_stalled;
-            if (!q->cur->last_id)
-                q->cur->last_id = xstrdup(q->new_last_id ? q->new_last_id : "0-0");
+            struct cursor *cur = &st->cursors[q->cur];
+            cur->stalled_total += q->new_stalled;
+            if (!cur->last_id)
+                cur->last_id = xstrdup(q->new_last_id ? q->new_last_id : "0-0");
             else if (q->new_last_id) {
-                free(q->cur->last_id);
-                q->cur->last_id = xstrdup(q->new_last_id);
+                free(cur->last_id);
+                cur->last_id = xstrdup(q->new_last_id);
             }
         }
         emit(&sc, out);
@@ -467,9 +470,18 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "keep failed jobs (removeOnFail: false)";
+    return NULL;
+}
+
 const struct collector_kind bullmq_kind = {
     .name = "bullmq",
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
+    .audit_hint = audit_hint,
 };

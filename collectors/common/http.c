@@ -94,6 +94,27 @@ int http_url_validate(const char *url, const struct cfg_node *at, const char *ke
     return 0;
 }
 
+int http_base_url(struct cfg_node *map, const char *key, const char *def, char **out, struct err *e)
+{
+    *out = NULL;
+    int rc = cfg_get_nonempty(map, key, out, e);
+    if (rc == 0 && !*out) {
+        *out = def ? xstrdup(def) : NULL;
+        return 0;
+    }
+    if (rc == 0)
+        rc = http_url_validate(*out, cfg_at(map, key), key, e);
+    if (rc) { /* cfg_get_nonempty leaves an empty value allocated: *out is NULL on failure */
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    size_t n = strlen(*out);
+    while (n > 0 && (*out)[n - 1] == '/')
+        (*out)[--n] = '\0';
+    return 0;
+}
+
 /* ------------------------------------------------------------------ client */
 
 struct http_client *http_client_new(const char *source, const struct http_config *cfg)

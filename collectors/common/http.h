@@ -40,6 +40,13 @@ struct http_config {
 int http_config_parse(struct cfg_node *map, struct http_config *out, struct err *e);
 void http_config_free(struct http_config *c);
 
+/* Reads the base URL under key (the URL the kind appends its paths to): a non-empty http:// or
+ * https:// URL as http_url_validate wants it, trailing slashes dropped so "<base>/api/..." has
+ * one. Absent: *out is a copy of def, or NULL when def is NULL (the caller says what is missing).
+ * 0 or -1 with a file:line:col error. */
+int http_base_url(struct cfg_node *map, const char *key, const char *def, char **out,
+                  struct err *e);
+
 /* Checks a configured base URL: http:// or https:// with a host, no user:password@ (credentials
  * belong in username / password_file), no query or fragment. The error quotes no part of the
  * URL when it holds credentials. at is the node errors point to. */

@@ -830,9 +830,10 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
         run->got_bytes = 1;
         c->stats.bytes_read += (size_t)r;
         if ((size_t)r > max_bytes - nread)
-            return err_set(e, ERR_LIMIT,
-                           "%s: the replies to %zu commands exceeded %zu bytes (max_reply_bytes)",
-                           c->label, p->n, max_bytes);
+            return err_set(
+                e, ERR_LIMIT,
+                "%s: the replies to %zu commands exceeded %zu bytes (max_response_bytes)", c->label,
+                p->n, max_bytes);
         nread += (size_t)r;
         /* Fed in slices: after each reply the reader moves what is left of its buffer to the
          * front, which costs the size of what it was fed. */
@@ -868,7 +869,7 @@ static int exec_each(struct redis_conn *c, struct redis_pipe *p, const struct de
                      size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
 {
     if (!max_bytes)
-        max_bytes = REDIS_DEFAULT_MAX_REPLY_BYTES;
+        max_bytes = REDIS_DEFAULT_MAX_RESPONSE_BYTES;
     if (c->broken || !c->ctx)
         return err_set(e, ERR_CONNECT, "%s: connection unusable after an earlier error", c->label);
     if (p->n == 0 && !c->prelude_pending)

@@ -25,8 +25,8 @@
 #include "deadline.h"
 #include "err.h"
 
-/* 64 MiB: the default cap on the bytes read back for one pipeline (max_reply_bytes). */
-#define REDIS_DEFAULT_MAX_REPLY_BYTES ((size_t)64 * 1024 * 1024)
+/* 64 MiB: the default cap on the bytes read back for one pipeline (max_response_bytes). */
+#define REDIS_DEFAULT_MAX_RESPONSE_BYTES ((size_t)64 * 1024 * 1024)
 #define REDIS_DEFAULT_PORT 6379
 
 /* A parsed `address:` value. Accepted forms: "host:port", "host" (port 6379), "[v6addr]:port",

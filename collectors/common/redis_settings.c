@@ -15,7 +15,7 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
         cfg_get_str(map, "username", 0, &s->username, e) ||
         secret_get(map, "password", 0, &s->password, e) ||
         cfg_get_int(map, "db", 0, 0, 1000000, &db, e) ||
-        cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_REPLY_BYTES, 4096,
+        cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_RESPONSE_BYTES, 4096,
                     (long long)1 << 40, &max, e))
         return -1;
     s->db = (long)db;

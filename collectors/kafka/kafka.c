@@ -8,17 +8,17 @@
  *
  * Per scrape: one Metadata request; ListOffsets (latest and earliest) batched per leader broker;
  * one OffsetFetch per group (ListConsumerGroupOffsets with the partitions named, which every
- * broker and librdkafka's mock support); ListGroups only when a group is given by pattern; then
- * one small fetch per lagging partition and two per non-empty partition of a dead-letter topic
+ * broker and librdkafka's mock support); ListGroups only when a group is given by pattern or regex;
+ * then one small fetch per lagging partition and two per non-empty partition of a dead-letter topic
  * (its first and its last records), capped by max_lag_fetches, in rounds that each start with a
  * ListOffsets to the leaders involved (see wake_fetchers). Every call is bounded by the
  * scrape's deadline. The librdkafka handle is kept between scrapes and destroyed after any
- * error, so no thread outlives a failure. */
+ * error, so no thread outlives a failure. For the core's dead-letter join, a dead-letter topic's
+ * records are read from the log start with the same consumer (dead_letter_ids, at the end). */
 #include "kafka.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,44 +26,13 @@
 
 #include "collector.h"
 #include "config.h"
+#include "kafka/settings.h"
 #include "log.h"
-#include "common/secret.h"
 #include "util.h"
-
-#define DEFAULT_MAX_LAG_FETCHES 1000
-#define DEFAULT_MAX_REPLY_BYTES 100000000LL
-#define DEFAULT_CLIENT_GROUP "qrel-monitor"
-
-/* ---- configuration ---- */
-
-struct group_spec {
-    char *name; /* exactly one of name and pattern */
-    char *pattern;
-    regex_t group_re;
-    int has_group_re;
-    char **topics; /* exactly one of topics and topic_pattern */
-    size_t ntopics;
-    char *topic_pattern;
-    regex_t topic_re;
-    int has_topic_re;
-    double max_poll_interval; /* seconds; <= 0: not configured */
-    char *dlq_tmpl;           /* dead_letter_topic, NULL when not configured */
-    int per_partition;
-};
 
 struct state {
     const char *source;
-    char *bootstrap;
-    /* librdkafka properties, in pairs: what the config keys map to, secrets included (values of
-     * sasl.password and ssl.key.password are wiped on destroy) */
-    char **props;
-    size_t nprops;
-    long long max_lag_fetches;
-    long long max_reply_bytes;
-    char *client_group;
-    double timeout;
-    struct group_spec *specs;
-    size_t nspecs;
+    struct kafka_settings cfg; /* what the config says (settings.c) */
 
     rd_kafka_t *rk; /* kept between scrapes, destroyed after any error */
     pthread_mutex_t mu;
@@ -71,20 +40,6 @@ struct state {
     char last_errstr[400];
     int warned_cap;
 };
-
-static void wipe_str(char *s)
-{
-    if (!s)
-        return;
-    volatile char *p = s;
-    while (*p)
-        *p++ = 0;
-}
-
-static int is_secret_prop(const char *key)
-{
-    return strstr(key, "password") || strstr(key, "secret") || strstr(key, "oauthbearer");
-}
 
 static void drop_handle(struct state *st)
 {
@@ -102,271 +57,10 @@ static void destroy(struct collector *c)
     if (!st)
         return;
     drop_handle(st);
-    for (size_t i = 0; i < st->nspecs; i++) {
-        struct group_spec *sp = &st->specs[i];
-        free(sp->name);
-        free(sp->pattern);
-        if (sp->has_group_re)
-            regfree(&sp->group_re);
-        cfg_strv_free(sp->topics);
-        free(sp->topic_pattern);
-        if (sp->has_topic_re)
-            regfree(&sp->topic_re);
-        free(sp->dlq_tmpl);
-    }
-    free(st->specs);
-    for (size_t i = 0; i + 1 < st->nprops; i += 2) {
-        if (is_secret_prop(st->props[i]))
-            wipe_str(st->props[i + 1]);
-        free(st->props[i]);
-        free(st->props[i + 1]);
-    }
-    free(st->props);
-    free(st->bootstrap);
-    free(st->client_group);
+    kafka_settings_free(&st->cfg);
     pthread_mutex_destroy(&st->mu);
     free(st);
     c->priv = NULL;
-}
-
-static void add_prop(struct state *st, const char *key, char *value_owned)
-{
-    st->props = xrealloc(st->props, (st->nprops + 2) * sizeof *st->props);
-    st->props[st->nprops++] = xstrdup(key);
-    st->props[st->nprops++] = value_owned;
-}
-
-static int compile_re(struct cfg_node *at, const char *key, const char *pattern, regex_t *re,
-                      struct err *e)
-{
-    char *full = kafka_full_regex(pattern);
-    int rc = regcomp(re, full, REG_EXTENDED | REG_NOSUB);
-    free(full);
-    if (rc) {
-        char why[200];
-        regerror(rc, re, why, sizeof why);
-        return cfg_error(e, at, "%s: want a regular expression (POSIX extended): %s", key, why);
-    }
-    return 0;
-}
-
-static const char *const source_keys[] = {
-    "bootstrap_servers",
-    "security_protocol",
-    "sasl_mechanism",
-    "sasl_username",
-    "sasl_password_file",
-    "sasl_password_env",
-    "tls_ca_file",
-    "tls_cert_file",
-    "tls_key_file",
-    "tls_key_password_file",
-    "tls_key_password_env",
-    "tls_verify_hostname",
-    "librdkafka",
-    "client_group_id",
-    "max_lag_fetches",
-    "max_reply_bytes",
-    "groups",
-    NULL,
-};
-static const char *const group_keys[] = {
-    "name",          "pattern", "topics", "topic_pattern", "max_poll_interval", "dead_letter_topic",
-    "per_partition", NULL,
-};
-
-static int configure_group(struct collector *c, struct state *st, struct cfg_node *item,
-                           size_t index, struct err *e)
-{
-    if (cfg_expect(item, CFG_MAP, "each entry of groups", e))
-        return -1;
-    st->specs = xrealloc(st->specs, (st->nspecs + 1) * sizeof *st->specs);
-    struct group_spec *sp = &st->specs[st->nspecs++];
-    memset(sp, 0, sizeof *sp);
-    char where[300];
-    snprintf(where, sizeof where, "entry %zu of groups of source \"%s\"", index + 1, c->name);
-
-    if (cfg_get_str(item, "name", 0, &sp->name, e) ||
-        cfg_get_str(item, "pattern", 0, &sp->pattern, e))
-        return -1;
-    if (!sp->name == !sp->pattern) {
-        if (!sp->name && cfg_finish_keys(item, group_keys, where, e))
-            return -1;
-        return cfg_error(e, item, "want exactly one of name and pattern in each entry of groups");
-    }
-    const char *key = sp->name ? "name" : "pattern";
-    const char *val = sp->name ? sp->name : sp->pattern;
-    if (!*val)
-        return cfg_error(e, cfg_at(item, key), "%s: want a non-empty string", key);
-    if (sp->pattern) {
-        if (compile_re(cfg_at(item, "pattern"), "pattern", sp->pattern, &sp->group_re, e))
-            return -1;
-        sp->has_group_re = 1;
-    }
-
-    struct cfg_node *topics_node = NULL;
-    if (cfg_get_node(item, "topics", CFG_SEQ, &topics_node, e) ||
-        cfg_get_strlist(item, "topics", &sp->topics, &sp->ntopics, e) ||
-        cfg_get_str(item, "topic_pattern", 0, &sp->topic_pattern, e))
-        return -1;
-    if (!topics_node == !sp->topic_pattern) {
-        if (!topics_node && !sp->topic_pattern && cfg_finish_keys(item, group_keys, where, e))
-            return -1;
-        return cfg_error(e, item,
-                         "want exactly one of topics and topic_pattern in each entry of groups "
-                         "(the topics whose lag the group is measured on)");
-    }
-    if (topics_node && sp->ntopics == 0)
-        return cfg_error(e, topics_node, "topics: want at least one topic name");
-    for (size_t i = 0; i < sp->ntopics; i++)
-        if (!*sp->topics[i])
-            return cfg_error(e, topics_node->items[i], "topics: want non-empty topic names");
-    if (sp->topic_pattern) {
-        if (!*sp->topic_pattern)
-            return cfg_error(e, cfg_at(item, "topic_pattern"),
-                             "topic_pattern: want a non-empty regular expression");
-        if (compile_re(cfg_at(item, "topic_pattern"), "topic_pattern", sp->topic_pattern,
-                       &sp->topic_re, e))
-            return -1;
-        sp->has_topic_re = 1;
-    }
-
-    if (cfg_get_positive_duration(item, "max_poll_interval", -1.0, &sp->max_poll_interval, e) ||
-        cfg_get_nonempty(item, "dead_letter_topic", &sp->dlq_tmpl, e) ||
-        cfg_get_bool(item, "per_partition", 0, &sp->per_partition, e))
-        return -1;
-    snprintf(where, sizeof where, "group %s \"%s\" of source \"%s\"", sp->name ? "name" : "pattern",
-             val, c->name);
-    return cfg_finish(item, where, e);
-}
-
-/* Builds a librdkafka configuration from the state. Used by configure (to have librdkafka
- * check every value before the first scrape) and by each new handle. errstr never holds a
- * secret: librdkafka's messages for the keys whose values are secret do not quote the value. */
-static rd_kafka_conf_t *build_conf(const struct state *st, char *errstr, size_t cap,
-                                   const char **bad_key)
-{
-    char num[32];
-    long long fetch_max = st->max_reply_bytes / 2 < 1048576 ? st->max_reply_bytes / 2 : 1048576;
-    long long fetch_part = fetch_max < 65536 ? fetch_max : 65536;
-    int timeout_ms = (int)(st->timeout * 1000.0);
-    if (timeout_ms < 1000)
-        timeout_ms = 1000;
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    struct {
-        const char *k;
-        const char *v;
-    } fixed[] = {
-        {"bootstrap.servers", st->bootstrap},
-        {"client.id", "qrel"},
-        /* A group id is needed by assign() in librdkafka 2.0; nothing joins or commits it. */
-        {"group.id", st->client_group},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "true"},
-        {"auto.offset.reset", "error"},
-        /* A round's next fetch waits for the broker's reply to the one in flight, which a
-         * partition at the end of its log holds for fetch.wait.max.ms. */
-        {"fetch.wait.max.ms", "10"},
-        {"fetch.error.backoff.ms", "100"},
-        /* Counted over the one queue all partitions deliver to: at or above it librdkafka 2.0.2
-         * stops fetching every partition until its broker thread's next 1 s tick. Librdkafka's
-         * default, so only the bytes bound (queued.max.messages.kbytes) and the pauses limit
-         * what is read ahead. */
-        {"queued.min.messages", "100000"},
-        {"log.connection.close", "false"},
-        {"log_level", "4"},
-    };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, errstr, cap) != RD_KAFKA_CONF_OK) {
-            *bad_key = fixed[i].k;
-            goto fail;
-        }
-    struct {
-        const char *k;
-        long long v;
-    } nums[] = {
-        {"receive.message.max.bytes", st->max_reply_bytes},
-        {"fetch.max.bytes", fetch_max},
-        {"fetch.message.max.bytes", fetch_part},
-        {"socket.connection.setup.timeout.ms", timeout_ms},
-        {"api.version.request.timeout.ms", timeout_ms},
-    };
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        snprintf(num, sizeof num, "%lld", nums[i].v);
-        if (rd_kafka_conf_set(conf, nums[i].k, num, errstr, cap) != RD_KAFKA_CONF_OK) {
-            *bad_key = nums[i].k;
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i + 1 < st->nprops; i += 2)
-        if (rd_kafka_conf_set(conf, st->props[i], st->props[i + 1], errstr, cap) !=
-            RD_KAFKA_CONF_OK) {
-            *bad_key = st->props[i];
-            goto fail;
-        }
-    return conf;
-fail:
-    rd_kafka_conf_destroy(conf);
-    return NULL;
-}
-
-/* The config keys that map one-to-one to librdkafka properties. */
-static const struct {
-    const char *key, *prop;
-} prop_keys[] = {
-    {"security_protocol", "security.protocol"},
-    {"sasl_mechanism", "sasl.mechanisms"},
-    {"sasl_username", "sasl.username"},
-    {"tls_ca_file", "ssl.ca.location"},
-    {"tls_cert_file", "ssl.certificate.location"},
-    {"tls_key_file", "ssl.key.location"},
-};
-
-static int configure_props(struct state *st, struct cfg_node *map, struct err *e)
-{
-    for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++) {
-        char *v = NULL;
-        int is_path = strstr(prop_keys[i].key, "_file") != NULL;
-        if (is_path ? cfg_get_path(map, prop_keys[i].key, &v, e)
-                    : cfg_get_nonempty(map, prop_keys[i].key, &v, e))
-            return -1;
-        if (v)
-            add_prop(st, prop_keys[i].prop, v);
-    }
-    char *pw = NULL;
-    if (secret_get(map, "sasl_password", 0, &pw, e))
-        return -1;
-    if (pw)
-        add_prop(st, "sasl.password", pw);
-    if (secret_get(map, "tls_key_password", 0, &pw, e))
-        return -1;
-    if (pw)
-        add_prop(st, "ssl.key.password", pw);
-    int verify = 1;
-    if (cfg_get_bool(map, "tls_verify_hostname", 1, &verify, e))
-        return -1;
-    if (!verify)
-        add_prop(st, "ssl.endpoint.identification.algorithm", xstrdup("none"));
-
-    /* Any other librdkafka property, as written: for what the keys above do not cover. Secrets
-     * stay out of it: they belong in *_file keys, and the file would quote them. */
-    struct cfg_node *extra = NULL;
-    if (cfg_get_node(map, "librdkafka", CFG_MAP, &extra, e))
-        return -1;
-    for (size_t i = 0; extra && i < extra->n; i++) {
-        struct cfg_pair *p = &extra->pairs[i];
-        p->known = 1;
-        if (p->value->kind != CFG_SCALAR)
-            return cfg_error(e, p->value, "librdkafka: %s: want a string value", p->key);
-        if (is_secret_prop(p->key))
-            return cfg_error(e, p->value,
-                             "librdkafka: %s: secrets cannot be given here; use "
-                             "sasl_password_file or tls_key_password_file",
-                             p->key);
-        add_prop(st, p->key, xstrdup(p->value->scalar ? p->value->scalar : ""));
-    }
-    return 0;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -375,52 +69,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     pthread_mutex_init(&st->mu, NULL);
     c->priv = st;
     st->source = c->name;
-    st->timeout = c->timeout;
-
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
-    struct cfg_node *groups = NULL;
-    if (cfg_get_str(map, "bootstrap_servers", 0, &st->bootstrap, e) ||
-        cfg_get_node(map, "groups", CFG_SEQ, &groups, e))
-        return -1;
-    if ((!st->bootstrap || !groups) && cfg_finish_keys(map, source_keys, where, e))
-        return -1;
-    if (!st->bootstrap)
-        return cfg_get_str(map, "bootstrap_servers", 1, &st->bootstrap, e);
-    if (!*st->bootstrap || strchr(st->bootstrap, '@') || strstr(st->bootstrap, "://"))
-        return cfg_error(e, cfg_at(map, "bootstrap_servers"),
-                         "bootstrap_servers: want host:port[,host:port...] (no URL, no "
-                         "credentials)");
-    if (configure_props(st, map, e) ||
-        cfg_get_int(map, "max_lag_fetches", DEFAULT_MAX_LAG_FETCHES, 0, 1000000,
-                    &st->max_lag_fetches, e) ||
-        cfg_get_int(map, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, 65536, 1000000000,
-                    &st->max_reply_bytes, e) ||
-        cfg_get_nonempty(map, "client_group_id", &st->client_group, e))
-        return -1;
-    if (!st->client_group)
-        st->client_group = xstrdup(DEFAULT_CLIENT_GROUP);
-
-    char errstr[512];
-    const char *bad = NULL;
-    rd_kafka_conf_t *conf = build_conf(st, errstr, sizeof errstr, &bad);
-    if (!conf) {
-        const char *k = "librdkafka";
-        for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++)
-            if (strcmp(prop_keys[i].prop, bad) == 0)
-                k = prop_keys[i].key;
-        return cfg_error(e, cfg_at(map, k), "%s: librdkafka refuses it: %s", k,
-                         is_secret_prop(bad) ? "invalid value" : errstr);
-    }
-    rd_kafka_conf_destroy(conf);
-
-    if (!groups || groups->n == 0)
-        return cfg_error(e, groups ? groups : map,
-                         "groups: want a list of at least one {name: ..., topics: [...]}");
-    for (size_t i = 0; i < groups->n; i++)
-        if (configure_group(c, st, groups->items[i], i, e))
-            return -1;
-    return 0;
+    return kafka_settings_read(&st->cfg, c->name, c->timeout, map, e);
 }
 
 /* ---- the librdkafka handle ---- */
@@ -468,10 +117,10 @@ static int open_handle(struct state *st, struct err *e)
 {
     char errstr[512];
     const char *bad = NULL;
-    rd_kafka_conf_t *conf = build_conf(st, errstr, sizeof errstr, &bad);
+    rd_kafka_conf_t *conf = kafka_settings_conf(&st->cfg, errstr, sizeof errstr, &bad);
     if (!conf)
         return err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
-                       is_secret_prop(bad) ? "invalid value" : errstr);
+                       kafka_settings_is_secret(bad) ? "invalid value" : errstr);
     rd_kafka_conf_set_opaque(conf, st);
     rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_log_cb(conf, on_log);
@@ -701,7 +350,8 @@ out:
     return rc;
 }
 
-static int is_dlq_of_spec(const struct group_spec *sp, const struct scrape *sc, const char *name)
+static int is_dlq_of_spec(const struct kafka_group_spec *sp, const struct scrape *sc,
+                          const char *name)
 {
     if (!sp->dlq_tmpl)
         return 0;
@@ -709,7 +359,7 @@ static int is_dlq_of_spec(const struct group_spec *sp, const struct scrape *sc, 
         const struct topic_data *td = &sc->topics[i];
         if (!td->md || strcmp(td->md->topic, name) == 0)
             continue;
-        if (sp->has_topic_re && regexec(&sp->topic_re, td->md->topic, 0, NULL, 0))
+        if (!sp->topics && !kafka_spec_topic_match(sp, td->md->topic))
             continue;
         char *d = kafka_dlq_name(sp->dlq_tmpl, td->md->topic);
         int same = strcmp(d, name) == 0;
@@ -720,7 +370,7 @@ static int is_dlq_of_spec(const struct group_spec *sp, const struct scrape *sc, 
     return 0;
 }
 
-static void add_target(struct scrape *sc, const struct group_spec *sp, size_t spec,
+static void add_target(struct scrape *sc, const struct kafka_group_spec *sp, size_t spec,
                        const char *group, size_t topic)
 {
     sc->t = xrealloc(sc->t, (sc->n + 1) * sizeof *sc->t);
@@ -746,7 +396,7 @@ static void add_target(struct scrape *sc, const struct group_spec *sp, size_t sp
     }
 }
 
-static void add_group_targets(struct scrape *sc, const struct group_spec *sp, size_t spec,
+static void add_group_targets(struct scrape *sc, const struct kafka_group_spec *sp, size_t spec,
                               const char *group)
 {
     if (sp->topics) {
@@ -761,8 +411,7 @@ static void add_group_targets(struct scrape *sc, const struct group_spec *sp, si
         const struct topic_data *td = &sc->topics[ti];
         /* Internal topics (__consumer_offsets, __transaction_state) are nobody's queue. */
         if (!td->md || strncmp(td->md->topic, "__", 2) == 0 ||
-            regexec(&sp->topic_re, td->md->topic, 0, NULL, 0) ||
-            is_dlq_of_spec(sp, sc, td->md->topic))
+            !kafka_spec_topic_match(sp, td->md->topic) || is_dlq_of_spec(sp, sc, td->md->topic))
             continue;
         add_target(sc, sp, spec, group, ti);
     }
@@ -774,12 +423,12 @@ static int resolve_targets(struct state *st, const struct deadline *dl, struct s
     char **listed = NULL;
     size_t nlisted = 0;
     int need_list = 0;
-    for (size_t i = 0; i < st->nspecs; i++)
-        need_list |= st->specs[i].pattern != NULL;
+    for (size_t i = 0; i < st->cfg.nspecs; i++)
+        need_list |= st->cfg.specs[i].name == NULL;
     if (need_list && list_groups(st, dl, &listed, &nlisted, e))
         return -1;
-    for (size_t i = 0; i < st->nspecs; i++) {
-        const struct group_spec *sp = &st->specs[i];
+    for (size_t i = 0; i < st->cfg.nspecs; i++) {
+        const struct kafka_group_spec *sp = &st->cfg.specs[i];
         if (sp->name) {
             add_group_targets(sc, sp, i, sp->name);
             continue;
@@ -788,7 +437,7 @@ static int resolve_targets(struct state *st, const struct deadline *dl, struct s
             int dup = 0; /* a group a named entry (or an earlier pattern) already reports */
             for (size_t j = 0; j < sc->n && !dup; j++)
                 dup = strcmp(sc->t[j].group, listed[k]) == 0;
-            if (!dup && !regexec(&sp->group_re, listed[k], 0, NULL, 0))
+            if (!dup && kafka_spec_group_match(sp, listed[k]))
                 add_group_targets(sc, sp, i, listed[k]);
         }
     }
@@ -971,7 +620,7 @@ static size_t add_need(struct state *st, struct scrape *sc, size_t topic, int32_
             sc->needs[i].until = until;
         return i;
     }
-    if ((long long)sc->nneeds >= st->max_lag_fetches) {
+    if ((long long)sc->nneeds >= st->cfg.max_lag_fetches) {
         sc->capped = 1;
         return SIZE_MAX;
     }
@@ -1055,6 +704,45 @@ static void wake_fetchers(struct state *st, const struct deadline *dl,
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Waits for the next message of the assigned partitions, at most 100 ms at a time: 0 with *m
+ * set (NULL when none came), or -1 on the deadline, a broker error that waiting will not cure,
+ * or a fetch error. The end of a partition's log and an offset out of range (records deleted
+ * since ListOffsets) are messages, not errors: they end that partition's read. */
+static int poll_fetch(struct state *st, const struct deadline *dl, rd_kafka_message_t **m,
+                      struct err *e)
+{
+    *m = NULL;
+    int ms = slice_ms(dl, 100);
+    if (ms <= 0)
+        return timed_out(st, "Fetch", e);
+    rd_kafka_message_t *got = rd_kafka_consumer_poll(st->rk, ms);
+    if (!got)
+        return fatal_pending(st, "Fetch", e);
+    if (got->err && got->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+        got->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
+        got->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+        char what[300];
+        if (got->rkt)
+            snprintf(what, sizeof what, "Fetch \"%s\" partition %d", rd_kafka_topic_name(got->rkt),
+                     (int)got->partition);
+        else
+            snprintf(what, sizeof what, "Fetch");
+        int rc = call_error(st, what, got->err, rd_kafka_message_errstr(got), e);
+        rd_kafka_message_destroy(got);
+        return rc;
+    }
+    *m = got;
+    return 0;
+}
+
+static void pause_one(struct state *st, const char *topic, int32_t partition)
+{
+    rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(one, topic, partition);
+    rd_kafka_pause_partitions(st->rk, one);
+    rd_kafka_topic_partition_list_destroy(one);
+}
+
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
  * offset; each partition is paused as soon as the record at its need's end (or the end of the
  * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
@@ -1086,29 +774,12 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
     size_t left = n;
     int rc = 0;
     while (left && rc == 0) {
-        int ms = slice_ms(dl, 100);
-        if (ms <= 0) {
-            rc = timed_out(st, "Fetch", e);
-            break;
-        }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(st->rk, ms);
-        if (!m) {
-            rc = fatal_pending(st, "Fetch", e);
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
             continue;
-        }
         struct need *nd =
             m->rkt ? round_find(sc, round, n, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
-        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-            m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET &&
-            m->err != RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-            char what[300];
-            if (m->rkt)
-                snprintf(what, sizeof what, "Fetch \"%s\" partition %d",
-                         rd_kafka_topic_name(m->rkt), (int)m->partition);
-            else
-                snprintf(what, sizeof what, "Fetch");
-            rc = call_error(st, what, m->err, rd_kafka_message_errstr(m), e);
-        } else if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
+        if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
             /* The end of the log (nothing readable left: compacted away, transaction markers)
              * or a record deleted since ListOffsets: no more timestamps. */
             if (!m->err) {
@@ -1127,10 +798,7 @@ static int fetch_round(struct state *st, const struct deadline *dl, struct scrap
             }
             nd->done = 1;
             left--;
-            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(one, rd_kafka_topic_name(m->rkt), m->partition);
-            rd_kafka_pause_partitions(st->rk, one);
-            rd_kafka_topic_partition_list_destroy(one);
+            pause_one(st, rd_kafka_topic_name(m->rkt), m->partition);
         }
         rd_kafka_message_destroy(m);
     }
@@ -1158,16 +826,12 @@ static int fetch_records(struct state *st, const struct deadline *dl, struct scr
     return rc;
 }
 
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (metric_set_add(__VA_ARGS__, NULL))                                                     \
-            return err_set(e, ERR_INTERNAL, "kafka: %s", metric_set_error(out));                   \
-    } while (0)
-
-static int emit_target(const struct state *st, const struct scrape *sc, const struct target *t,
-                       int64_t now_ms, struct metric_set *out, struct err *e)
+/* The series of one group on one topic. A failed add is remembered by the set (P1: the core
+ * fails the collection with it), so nothing here checks it. */
+static void emit_target(const struct state *st, const struct scrape *sc, const struct target *t,
+                        int64_t now_ms, struct metric_set *out)
 {
-    const struct group_spec *sp = &st->specs[t->spec];
+    const struct kafka_group_spec *sp = &st->cfg.specs[t->spec];
     const struct topic_data *td = &sc->topics[t->topic];
     const char *q = td->md->topic, *g = t->group;
     int64_t ready = 0, oldest = INT64_MAX;
@@ -1188,35 +852,37 @@ static int emit_target(const struct state *st, const struct scrape *sc, const st
         if (sp->per_partition) {
             char part[16];
             snprintf(part, sizeof part, "%d", (int)td->md->partitions[p].id);
-            ADD(out, "qrel_queue_messages", (double)lag, "queue", q, "group", g, "partition", part,
-                "state", "ready");
+            metric_set_add(out, "qrel_queue_messages", (double)lag, "queue", q, "group", g,
+                           "partition", part, "state", "ready", NULL);
             if (lag == 0 || ts >= 0)
-                ADD(out, "qrel_consumer_lag_seconds", lag ? kafka_age_seconds(now_ms, ts) : 0.0,
-                    "queue", q, "group", g, "partition", part);
+                metric_set_add(out, "qrel_consumer_lag_seconds",
+                               lag ? kafka_age_seconds(now_ms, ts) : 0.0, "queue", q, "group", g,
+                               "partition", part, NULL);
         }
     }
-    ADD(out, "qrel_queue_messages", (double)ready, "queue", q, "group", g, "state", "ready");
+    metric_set_add(out, "qrel_queue_messages", (double)ready, "queue", q, "group", g, "state",
+                   "ready", NULL);
     if (complete) {
         double age = oldest == INT64_MAX ? 0.0 : kafka_age_seconds(now_ms, oldest);
-        ADD(out, "qrel_consumer_lag_seconds", age, "queue", q, "group", g);
-        ADD(out, "qrel_queue_oldest_message_age_seconds", age, "queue", q, "group", g);
+        metric_set_add(out, "qrel_consumer_lag_seconds", age, "queue", q, "group", g, NULL);
+        metric_set_add(out, "qrel_queue_oldest_message_age_seconds", age, "queue", q, "group", g,
+                       NULL);
     }
     if (sp->max_poll_interval > 0)
-        ADD(out, "qrel_lease_timeout_seconds", sp->max_poll_interval, "queue", q, "group", g);
-    return 0;
+        metric_set_add(out, "qrel_lease_timeout_seconds", sp->max_poll_interval, "queue", q,
+                       "group", g, NULL);
 }
 
-static int emit_dlq(const struct scrape *sc, size_t i, int64_t now_ms, struct metric_set *out,
-                    struct err *e)
+static void emit_dlq(const struct scrape *sc, size_t i, int64_t now_ms, struct metric_set *out)
 {
     const struct target *t = &sc->t[i];
     if (!t->dlq_name)
-        return 0;
+        return;
     const char *q = sc->topics[t->topic].md->topic;
     for (size_t j = 0; j < i; j++) /* one set of series per topic and dead-letter topic */
         if (sc->t[j].topic == t->topic && sc->t[j].dlq_name &&
             strcmp(sc->t[j].dlq_name, t->dlq_name) == 0)
-            return 0;
+            return;
     int64_t size = 0, oldest = INT64_MAX, newest = INT64_MIN;
     int complete = 1, newest_complete = 1;
     if (t->dlq != SIZE_MAX) {
@@ -1238,15 +904,16 @@ static int emit_dlq(const struct scrape *sc, size_t i, int64_t now_ms, struct me
                 newest = sc->needs[k].last_ts;
         }
     }
-    ADD(out, "qrel_dead_letter_messages", (double)size, "queue", q, "dead_letter_queue",
-        t->dlq_name);
+    metric_set_add(out, "qrel_dead_letter_messages", (double)size, "queue", q, "dead_letter_queue",
+                   t->dlq_name, NULL);
     if (complete && oldest != INT64_MAX)
-        ADD(out, "qrel_dead_letter_oldest_age_seconds", kafka_age_seconds(now_ms, oldest), "queue",
-            q, "dead_letter_queue", t->dlq_name);
+        metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
+                       kafka_age_seconds(now_ms, oldest), "queue", q, "dead_letter_queue",
+                       t->dlq_name, NULL);
     if (newest_complete && newest >= 0)
-        ADD(out, "qrel_dead_letter_newest_age_seconds", kafka_age_seconds(now_ms, newest), "queue",
-            q, "dead_letter_queue", t->dlq_name);
-    return 0;
+        metric_set_add(out, "qrel_dead_letter_newest_age_seconds",
+                       kafka_age_seconds(now_ms, newest), "queue", q, "dead_letter_queue",
+                       t->dlq_name, NULL);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
@@ -1274,16 +941,17 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (sc.capped && !st->warned_cap) {
         st->warned_cap = 1;
         char cap[32];
-        snprintf(cap, sizeof cap, "%lld", st->max_lag_fetches);
+        snprintf(cap, sizeof cap, "%lld", st->cfg.max_lag_fetches);
         log_kv(LOG_WARN,
                "more lagging partitions than max_lag_fetches: lag in seconds left out for some "
                "topics",
                "source", c->name, "max_lag_fetches", cap, NULL);
     }
     int64_t now_ms = (int64_t)(util_wall_now() * 1000.0);
-    for (size_t i = 0; i < sc.n; i++)
-        if (emit_target(st, &sc, &sc.t[i], now_ms, out, e) || emit_dlq(&sc, i, now_ms, out, e))
-            goto out;
+    for (size_t i = 0; i < sc.n; i++) {
+        emit_target(st, &sc, &sc.t[i], now_ms, out);
+        emit_dlq(&sc, i, now_ms, out);
+    }
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
         char targets[32], fetches[32];
@@ -1299,5 +967,192 @@ out:
     return rc;
 }
 
-const struct collector_kind kafka_kind = {
-    .name = "kafka", .configure = configure, .collect = collect, .destroy = destroy};
+/* ---- the dead-letter join's broker side (collector.h) ----
+ * The dead-letter topic is read at offsets by the same consumer that reads lag in seconds: it is
+ * assigned partitions directly, never joins a group and never commits, so reading changes no
+ * offset of anyone's. */
+
+/* The first entry of groups that measures topic (listed, or matched by topic_pattern or
+ * topic_regex) and has a
+ * dead_letter_topic; NULL when none. */
+static const struct kafka_group_spec *spec_of_topic(const struct state *st, const char *topic)
+{
+    for (size_t i = 0; i < st->cfg.nspecs; i++) {
+        const struct kafka_group_spec *sp = &st->cfg.specs[i];
+        if (!sp->dlq_tmpl)
+            continue;
+        for (size_t k = 0; k < sp->ntopics; k++)
+            if (strcmp(sp->topics[k], topic) == 0)
+                return sp;
+        if (kafka_spec_topic_match(sp, topic))
+            return sp;
+    }
+    return NULL;
+}
+
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    char why[300];
+    if (kafka_id_field_check(id_field, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    if (!spec_of_topic(c->priv, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: no entry of groups of source \"%s\" measures topic \"%s\" with "
+                         "a dead_letter_topic",
+                         c->name, queue);
+    return 0;
+}
+
+/* One partition of the dead-letter topic: the offsets to read. */
+struct dl_part {
+    int32_t id;
+    int64_t from, until;
+    int done;
+};
+
+static void add_dead_letter(const rd_kafka_message_t *m, const char *id_field,
+                            struct dead_letter_read *out)
+{
+    const char *header = kafka_id_field_header(id_field);
+    if (header) {
+        rd_kafka_headers_t *h = NULL;
+        const void *v = NULL;
+        size_t size = 0;
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            rd_kafka_header_get_last(h, header, &v, &size) == RD_KAFKA_RESP_ERR_NO_ERROR && v)
+            dead_letter_read_add(out, v, size);
+        else
+            dead_letter_read_add(out, NULL, 0);
+        return;
+    }
+    char *id = NULL;
+    size_t len = 0;
+    kafka_json_id(m->payload, m->len, id_field, &id, &len);
+    dead_letter_read_add(out, id, len);
+    free(id);
+}
+
+/* Reads the records of every partition from its log start, max in all, each partition paused
+ * once its last planned offset (or the end of the log) is seen. */
+static int read_dead_letters(struct state *st, const struct deadline *dl,
+                             const struct topic_data *td, const char *id_field, size_t max,
+                             struct dead_letter_read *out, struct err *e)
+{
+    int np = td->md->partition_cnt;
+    struct dl_part *parts = xcalloc(np ? (size_t)np : 1, sizeof *parts);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np ? np : 1);
+    size_t n = 0, budget = max;
+    for (int p = 0; p < np; p++) {
+        if (td->high[p] <= td->low[p])
+            continue;
+        uint64_t size = (uint64_t)(td->high[p] - td->low[p]);
+        out->total += (size_t)size;
+        if (budget == 0)
+            continue;
+        uint64_t take = size < budget ? size : budget;
+        budget -= (size_t)take;
+        parts[n].id = td->md->partitions[p].id;
+        parts[n].from = td->low[p];
+        parts[n].until = td->low[p] + (int64_t)take - 1;
+        rd_kafka_topic_partition_list_add(l, td->md->topic, parts[n].id)->offset = td->low[p];
+        n++;
+    }
+    int rc = 0;
+    if (n == 0)
+        goto out;
+    rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    if (!err)
+        err = rd_kafka_resume_partitions(st->rk, l);
+    if (err) {
+        rc = call_error(st, "assign", err, NULL, e);
+        goto out;
+    }
+    wake_fetchers(st, dl, l);
+    size_t left = n;
+    while (left && rc == 0) {
+        rd_kafka_message_t *m = NULL;
+        if ((rc = poll_fetch(st, dl, &m, e)) != 0 || !m)
+            continue;
+        struct dl_part *dp = NULL;
+        if (m->rkt && strcmp(rd_kafka_topic_name(m->rkt), td->md->topic) == 0)
+            for (size_t i = 0; i < n && !dp; i++)
+                if (parts[i].id == m->partition)
+                    dp = &parts[i];
+        if (dp && !dp->done) {
+            if (!m->err && m->offset >= dp->from && m->offset <= dp->until)
+                add_dead_letter(m, id_field, out);
+            /* The end of the log (transaction markers, records deleted since ListOffsets) ends
+             * the partition's read as its last planned offset does. */
+            if (m->err || m->offset >= dp->until) {
+                dp->done = 1;
+                left--;
+                pause_one(st, td->md->topic, m->partition);
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    err = rd_kafka_assign(st->rk, NULL);
+    if (rc == 0 && err)
+        rc = call_error(st, "unassign", err, NULL, e);
+out:
+    rd_kafka_topic_partition_list_destroy(l);
+    free(parts);
+    return rc;
+}
+
+static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
+                           const struct deadline *dl, struct dead_letter_read *out, struct err *e)
+{
+    struct state *st = c->priv;
+    const struct kafka_group_spec *sp = spec_of_topic(st, queue);
+    if (!sp)
+        return err_set(e, ERR_CONFIG, "topic \"%.200s\" has no dead_letter_topic", queue);
+    out->dead_letter_queue = kafka_dlq_name(sp->dlq_tmpl, queue);
+    /* As collect(): stop waiting a little before the core does, to say what was waited for. */
+    struct deadline inner = *dl;
+    if (deadline_remaining_ms(dl) > 1000)
+        inner.at_ms -= 150;
+    dl = &inner;
+    clear_error(st);
+    if (!st->rk && open_handle(st, e))
+        return -1;
+    struct scrape sc;
+    memset(&sc, 0, sizeof sc);
+    int rc = -1;
+    if (read_metadata(st, dl, &sc, e))
+        goto out;
+    size_t ti = topic_find(&sc, out->dead_letter_queue);
+    if (ti == SIZE_MAX) {
+        rc = 0; /* not created yet: nothing was dead-lettered */
+        goto out;
+    }
+    sc.topics[ti].wanted = 1;
+    if (read_watermarks(st, dl, &sc, e))
+        goto out;
+    rc = read_dead_letters(st, dl, &sc.topics[ti], id_field, max, out, e);
+out:
+    scrape_free(&sc);
+    if (rc) {
+        err_prefix(e, "dead-letter topic \"%.200s\"", out->dead_letter_queue);
+        drop_handle(st);
+    }
+    return rc;
+}
+
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "have the consumers publish given-up records to a dead-letter topic and name "
+               "it in dead_letter_topic";
+    return NULL;
+}
+
+const struct collector_kind kafka_kind = {.name = "kafka",
+                                          .configure = configure,
+                                          .collect = collect,
+                                          .destroy = destroy,
+                                          .dead_letter_validate = dead_letter_validate,
+                                          .dead_letter_ids = dead_letter_ids,
+                                          .audit_hint = audit_hint};

@@ -37,7 +37,7 @@ char *kafka_dlq_name(const char *tmpl, const char *topic);
 
 /* The reason for a librdkafka error code: connect (transport, resolve, all brokers down, TLS),
  * auth (SASL, authorization), timeout, protocol (a reply that cannot be parsed), limit (a reply
- * larger than max_reply_bytes), query for every other error the broker answered. text is
+ * larger than max_response_bytes), query for every other error the broker answered. text is
  * librdkafka's message, which tells "Invalid response size" (limit) from other transport
  * errors; it may be NULL. */
 enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text);
@@ -45,5 +45,20 @@ enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text);
 /* A regular expression of the config (POSIX extended) that must match the whole name:
  * kafka_full_regex("mail.*") is "^(mail.*)$". malloc'd. */
 char *kafka_full_regex(const char *pattern);
+
+/* ---- the id of a dead letter, for the core's dead-letter join (collectors/kafka/dead_letter_id.c)
+ * id_field is "header:NAME" (a record header) or a key of the record's value parsed as JSON, with
+ * dots for nesting ("order.id" in {"order": {"id": 17}}). */
+
+/* 0 when id_field is one of those forms; else -1 with a short reason in why (cap bytes). */
+int kafka_id_field_check(const char *id_field, char *why, size_t cap);
+
+/* The header name of a "header:NAME" id_field, or NULL for a JSON key. */
+const char *kafka_id_field_header(const char *id_field);
+
+/* The id at the dotted path in the JSON value (len bytes): a string as it is, an integer in
+ * decimal. malloc'd into *out with its length in *outlen; *out = NULL when the value is not JSON,
+ * the path is absent, or its value is of another type (a dead letter without an id). */
+void kafka_json_id(const char *value, size_t len, const char *path, char **out, size_t *outlen);
 
 #endif

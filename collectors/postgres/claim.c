@@ -47,14 +47,6 @@ struct claim {
     char window_param[64];
 };
 
-static const char *const claim_keys[] = {
-    "table",          "name",
-    "id_column",      "claimed_at_column",
-    "done_at_column", "in_flight_window",
-    "lease_timeout",  "max_deliveries",
-    "window",         NULL,
-};
-
 static void claim_destroy(void *item)
 {
     struct claim *c = item;
@@ -162,12 +154,17 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
     char where[400];
     snprintf(where, sizeof where, "a claim_table of source \"%s\"", source);
 
+    struct cfg_node *n = NULL;
     if (cfg_get_nonempty(item, "table", &c->table, e) ||
         cfg_get_nonempty(item, "name", &c->name, e) ||
         cfg_get_nonempty(item, "id_column", &c->id, e) ||
         cfg_get_nonempty(item, "claimed_at_column", &c->claimed_at, e) ||
         cfg_get_nonempty(item, "done_at_column", &c->done_at, e) ||
-        cfg_get_positive_duration(item, "in_flight_window", 0, &c->in_flight_window, e))
+        cfg_get_positive_duration(item, "in_flight_window", 0, &c->in_flight_window, e) ||
+        cfg_get_positive_duration(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
+        cfg_get_positive_duration(item, "lease_timeout", 0, &c->lease, e) ||
+        cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e) ||
+        (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)))
         goto fail;
     const char *missing = !c->table                  ? "table"
                           : !c->id                   ? "id_column"
@@ -175,9 +172,14 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
                           : !c->done_at              ? "done_at_column"
                           : c->in_flight_window <= 0 ? "in_flight_window"
                                                      : NULL;
+    if (!c->name && c->table)
+        c->name = xstrdup(c->table);
+    if (!missing) /* else a claim_table: the entry is not one yet */
+        snprintf(where, sizeof where, "claim_table \"%s\" of source \"%s\"", c->name, source);
+    if (cfg_finish(item, where, e))
+        goto fail;
     if (missing) {
-        if (cfg_finish_keys(item, claim_keys, where, e) == 0)
-            cfg_error(e, item, "%s: required in each entry of claim_tables", missing);
+        cfg_error(e, item, "%s: required in each entry of claim_tables", missing);
         goto fail;
     }
     char *qtable = pg_table_sql(c->table);
@@ -187,23 +189,12 @@ static void *claim_configure(struct cfg_node *item, const char *source, struct e
         goto fail;
     }
     free(qtable);
-    if (!c->name)
-        c->name = xstrdup(c->table);
-    snprintf(where, sizeof where, "claim_table \"%s\" of source \"%s\"", c->name, source);
     if (strcmp(c->claimed_at, c->done_at) == 0) {
         cfg_error(e, cfg_at(item, "done_at_column"),
                   "done_at_column: want a column other than claimed_at_column (\"%s\")",
                   c->claimed_at);
         goto fail;
     }
-
-    struct cfg_node *n = NULL;
-    if (cfg_get_positive_duration(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
-        cfg_get_positive_duration(item, "lease_timeout", 0, &c->lease, e) ||
-        cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e) ||
-        (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)) ||
-        cfg_finish(item, where, e))
-        goto fail;
 
     c->sql = claim_sql(c);
     c->what = xasprintf("claim_table \"%s\"", c->name);
@@ -217,14 +208,15 @@ fail:
 
 /* ---- collection ---- */
 
-static int claim_add(struct metric_set *out, const char *family, double v, const char *queue,
-                     const char *lname, const char *lvalue, struct err *e)
+/* The result is not checked: a failed add is a programming error the set remembers, and the
+ * scheduler fails the collection with it (collector.h). */
+static void claim_add(struct metric_set *out, const char *family, double v, const char *queue,
+                      const char *lname, const char *lvalue)
 {
-    int r = lname ? metric_set_add(out, family, v, "queue", queue, lname, lvalue, NULL)
-                  : metric_set_add(out, family, v, "queue", queue, NULL);
-    if (r)
-        return err_set(e, ERR_INTERNAL, "%s", metric_set_error(out));
-    return 0;
+    if (lname)
+        metric_set_add(out, family, v, "queue", queue, lname, lvalue, NULL);
+    else
+        metric_set_add(out, family, v, "queue", queue, NULL);
 }
 
 static int claim_collect(void *item, struct pg_conn *conn, const struct deadline *dl,
@@ -254,26 +246,23 @@ static int claim_collect(void *item, struct pg_conn *conn, const struct deadline
     struct claim_values v;
     claim_values(c->lease, c->max_deliveries, &row, &v);
     const char *q = c->name;
-    if (claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight", e) ||
-        claim_add(out, "qrel_claims", row.stale, q, "state", "stale", e) ||
-        claim_add(out, "qrel_claims", row.done, q, "state", "done", e) ||
-        claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL, e) ||
-        claim_add(out, "qrel_claim_in_flight_window_seconds", c->in_flight_window, q, NULL, NULL,
-                  e))
-        goto out;
+    claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight");
+    claim_add(out, "qrel_claims", row.stale, q, "state", "stale");
+    claim_add(out, "qrel_claims", row.done, q, "state", "done");
+    claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL);
+    claim_add(out, "qrel_claim_in_flight_window_seconds", c->in_flight_window, q, NULL, NULL);
     if (row.has_q)
         for (int i = 0; i < CLAIM_NQ; i++)
-            if (claim_add(out, "qrel_handler_duration_seconds", row.q[i], q, "quantile",
-                          claim_quantile_labels[i], e))
-                goto out;
-    if ((c->lease > 0 &&
-         claim_add(out, "qrel_lease_timeout_seconds", c->lease, q, NULL, NULL, e)) ||
-        (v.has_margin && claim_add(out, "qrel_lease_margin_ratio", v.margin, q, NULL, NULL, e)) ||
-        (c->max_deliveries > 0 &&
-         claim_add(out, "qrel_max_deliveries", (double)c->max_deliveries, q, NULL, NULL, e)) ||
-        (v.has_horizon &&
-         claim_add(out, "qrel_retry_horizon_seconds", v.horizon, q, NULL, NULL, e)))
-        goto out;
+            claim_add(out, "qrel_handler_duration_seconds", row.q[i], q, "quantile",
+                      claim_quantile_labels[i]);
+    if (c->lease > 0)
+        claim_add(out, "qrel_lease_timeout_seconds", c->lease, q, NULL, NULL);
+    if (v.has_margin)
+        claim_add(out, "qrel_lease_margin_ratio", v.margin, q, NULL, NULL);
+    if (c->max_deliveries > 0)
+        claim_add(out, "qrel_max_deliveries", (double)c->max_deliveries, q, NULL, NULL);
+    if (v.has_horizon)
+        claim_add(out, "qrel_retry_horizon_seconds", v.horizon, q, NULL, NULL);
     rc = 0;
 out:
     PQclear(r);

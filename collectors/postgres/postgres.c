@@ -3,8 +3,8 @@
  *
  * This file owns the source-level keys (connection and secrets, read by pg_params_configure),
  * the connection (kept across scrapes, dropped after any error) and the walk over the sections;
- * each section (collectors/pg_<section>.c) knows its own items. Before a section's samples are
- * added, the metric set's kind label becomes the section's, so `kind` says what a series
+ * each section (collectors/postgres/<section>.c) knows its own items. Before a section's samples
+ * are added, the metric set's kind label becomes the section's, so `kind` says what a series
  * describes while qrel_collector_up{kind="postgres"} names the source. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "collector.h"
 #include "postgres.h"
 #include "util.h"
+#include "work_table.h"
 
 static const struct pg_section_kind *const sections[] = {
     &pg_dedup_section, &pg_claim_section, &pg_outbox_section, &pg_queues_section, &pg_sql_section,
@@ -28,7 +29,8 @@ struct state {
     struct pg_params params;
     struct item *items;
     size_t nitems;
-    struct pg_conn *conn; /* kept between scrapes, dropped after any error */
+    struct pg_conn *conn;   /* kept between scrapes, dropped after any error */
+    unsigned long conn_gen; /* counts connections made, so a work table knows a new one */
 };
 
 static void destroy(struct collector *c)
@@ -56,7 +58,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     for (size_t s = 0; s < NSECTIONS; s++)
         if (cfg_get_node(map, sections[s]->key, CFG_SEQ, &lists[s], e))
             return -1;
-    if (pg_params_configure(&st->params, map, c->name, e))
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    /* Every key of the source is read by now: a misspelt one is reported before an entry's
+     * error. */
+    if (pg_params_configure(&st->params, map, c->name, e) || cfg_finish(map, where, e))
         return -1;
 
     for (size_t s = 0; s < NSECTIONS; s++) {
@@ -89,10 +95,6 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         }
     }
     if (st->nitems == 0) {
-        char where[300];
-        snprintf(where, sizeof where, "source \"%s\"", c->name);
-        if (cfg_finish(map, where, e))
-            return -1;
         struct buf b;
         buf_init(&b);
         for (size_t s = 0; s < NSECTIONS; s++)
@@ -107,8 +109,10 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 static int ensure_conn(struct collector *c, struct state *st, const struct deadline *dl,
                        struct err *e)
 {
-    if (!st->conn)
+    if (!st->conn) {
         st->conn = pg_connect(&st->params, c->name, dl, e);
+        st->conn_gen++;
+    }
     return st->conn ? 0 : -1;
 }
 
@@ -180,10 +184,54 @@ static int check(struct collector *c, const struct deadline *dl, struct err *e)
     return -1;
 }
 
+/* ---- the work table of a dead-letter join (work_table.h), on the kept connection ---- */
+
+static void *wt_configure(struct collector *c, struct cfg_node *map, const char *where,
+                          struct err *e)
+{
+    (void)c;
+    return work_table_configure(map, where, e);
+}
+
+static int wt_done(struct collector *c, void *table, const char *const *ids, size_t n,
+                   const struct deadline *dl, enum dead_letter_work *work, struct err *e)
+{
+    struct state *st = c->priv;
+    if (ensure_conn(c, st, dl, e))
+        return -1;
+    if (work_table_run(table, st->conn, st->conn_gen, ids, n, dl, work, e)) {
+        pg_close(st->conn);
+        st->conn = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* A connection of its own, as check() has. */
+static int wt_check(struct collector *c, void *table, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    struct pg_conn *conn = pg_connect(&st->params, c->name, dl, e);
+    if (!conn)
+        return -1;
+    int rc = work_table_check(table, conn, dl, e);
+    pg_close(conn);
+    return rc;
+}
+
+static void wt_free(void *table)
+{
+    work_table_free(table);
+}
+
 const struct collector_kind postgres_kind = {
     .name = "postgres",
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
     .check = check,
+    .work_table_configure = wt_configure,
+    .work_done = wt_done,
+    .work_table_check = wt_check,
+    .work_table_free = wt_free,
 };

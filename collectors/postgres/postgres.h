@@ -2,10 +2,10 @@
  *
  * One postgres source is one connection to one database; under it the config lists what to
  * watch, each list handled by a section: `dedup_tables` (kind label dedup_table), `claim_tables`
- * (claim_table), `outboxes` (outbox); later `queues` (pgmq, pg_jobs) and `queries` (sql).
+ * (claim_table), `outboxes` (outbox), `queues` (pgmq, pg_jobs) and `queries` (sql).
  * postgres.c owns the connection and the source-level keys and walks the sections; each section
- * (collectors/pg_<section>.c) parses its items and queries them. Before a section's samples are
- * added the metric set's kind label is switched to the section's kind_label, so the series say
+ * (collectors/postgres/<section>.c) parses its items and queries them. Before a section's samples
+ * are added the metric set's kind label is switched to the section's kind_label, so the series say
  * what they describe while qrel_collector_up{kind="postgres"} names the source. */
 #ifndef QREL_POSTGRES_H
 #define QREL_POSTGRES_H

@@ -9,7 +9,6 @@
  * it is optional and every value read from it says how old it is (qrel_sample_age_seconds). */
 #include "pubsub.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,233 +24,7 @@
 
 #define DEFAULT_ENDPOINT "https://pubsub.googleapis.com"
 #define DEFAULT_MONITORING_ENDPOINT "https://monitoring.googleapis.com"
-#define DEFAULT_ACK_DEADLINE 10.0
-#define DEFAULT_RETENTION (7 * 86400.0)
-#define DEFAULT_MAX_DELIVERY_ATTEMPTS 5
-#define DEFAULT_MIN_BACKOFF 10.0
-#define DEFAULT_MAX_BACKOFF 600.0
 #define MAX_PAGES 1000
-
-const char *const pubsub_metric_types[PUBSUB_METRIC_COUNT] = {
-    "pubsub.googleapis.com/subscription/num_undelivered_messages",
-    "pubsub.googleapis.com/subscription/oldest_unacked_message_age",
-    "pubsub.googleapis.com/subscription/expired_ack_deadlines_count",
-};
-
-/* ---- pure parsing (pubsub.h) ---- */
-
-double pubsub_duration(const char *s)
-{
-    if (!s || !*s)
-        return -1;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || strcmp(end, "s") != 0 || !(v >= 0) || v > 1e12)
-        return -1;
-    return v;
-}
-
-static int duration_field(const json_t *obj, const char *ctx, const char *key, double def,
-                          double *out, struct err *e)
-{
-    const char *s = NULL;
-    int rc = json_get_string(obj, ctx, key, &s, e);
-    if (rc < 0)
-        return -1;
-    *out = def;
-    if (rc == 0)
-        return 0;
-    *out = pubsub_duration(s);
-    if (*out < 0) {
-        char path[300];
-        json_path_key(path, sizeof path, ctx, key);
-        return err_set(e, ERR_PROTOCOL, "%s: want a duration like \"10s\", got \"%.40s\"", path, s);
-    }
-    return 0;
-}
-
-int pubsub_sub_parse(const json_t *sub, const char *ctx, struct pubsub_sub *out, struct err *e)
-{
-    memset(out, 0, sizeof *out);
-    char path[300];
-    json_t *dlp = NULL, *rp = NULL;
-    double v;
-    if (json_expect_object(sub, ctx, e) || json_need_string(sub, ctx, "name", &out->name, e) ||
-        json_get_string(sub, ctx, "topic", &out->topic, e) < 0)
-        return -1;
-    const char *slash = strrchr(out->name, '/');
-    out->id = slash ? slash + 1 : out->name;
-    out->ack_deadline = DEFAULT_ACK_DEADLINE;
-    int has = json_get_numeric(sub, ctx, "ackDeadlineSeconds", &v, e);
-    if (has < 0)
-        return -1;
-    if (has)
-        out->ack_deadline = v;
-    if (duration_field(sub, ctx, "messageRetentionDuration", DEFAULT_RETENTION, &out->retention,
-                       e) ||
-        json_get_bool(sub, ctx, "enableExactlyOnceDelivery", &out->exactly_once, e) < 0 ||
-        json_get_bool(sub, ctx, "enableMessageOrdering", &out->ordered, e) < 0 ||
-        json_get_object(sub, ctx, "deadLetterPolicy", &dlp, e) < 0 ||
-        json_get_object(sub, ctx, "retryPolicy", &rp, e) < 0)
-        return -1;
-    if (dlp) {
-        json_path_key(path, sizeof path, ctx, "deadLetterPolicy");
-        has = json_get_numeric(dlp, path, "maxDeliveryAttempts", &v, e);
-        if (has < 0 ||
-            json_get_string(dlp, path, "deadLetterTopic", &out->dead_letter_topic, e) < 0)
-            return -1;
-        /* The API leaves maxDeliveryAttempts out when it is the default, 5. */
-        out->max_delivery_attempts = has ? (long long)v : DEFAULT_MAX_DELIVERY_ATTEMPTS;
-        if (out->dead_letter_topic && !*out->dead_letter_topic)
-            out->dead_letter_topic = NULL;
-    }
-    if (rp) {
-        json_path_key(path, sizeof path, ctx, "retryPolicy");
-        out->has_retry_policy = 1;
-        if (duration_field(rp, path, "minimumBackoff", DEFAULT_MIN_BACKOFF, &out->min_backoff, e) ||
-            duration_field(rp, path, "maximumBackoff", DEFAULT_MAX_BACKOFF, &out->max_backoff, e))
-            return -1;
-    }
-    return 0;
-}
-
-double pubsub_retry_horizon(const struct pubsub_sub *s)
-{
-    if (!s->dead_letter_topic)
-        return s->retention;
-    double t = 0, backoff = s->min_backoff;
-    for (long long k = 1; k <= s->max_delivery_attempts; k++) {
-        t += s->ack_deadline;
-        if (k < s->max_delivery_attempts && s->has_retry_policy) {
-            t += backoff < s->max_backoff ? backoff : s->max_backoff;
-            backoff *= 2;
-        }
-    }
-    return t < s->retention ? t : s->retention;
-}
-
-static const char *topic_id(const char *topic)
-{
-    const char *slash = strrchr(topic, '/');
-    return slash ? slash + 1 : topic;
-}
-
-void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out)
-{
-    metric_set_add(out, "qrel_lease_timeout_seconds", s->ack_deadline, "queue", s->id, NULL);
-    if (s->dead_letter_topic)
-        metric_set_add(out, "qrel_max_deliveries", (double)s->max_delivery_attempts, "queue", s->id,
-                       NULL);
-    metric_set_add(out, "qrel_retry_horizon_seconds", pubsub_retry_horizon(s), "queue", s->id,
-                   NULL);
-    metric_set_add(out, "qrel_queue_info", 1.0, "queue", s->id, "dead_letter_queue",
-                   s->dead_letter_topic ? topic_id(s->dead_letter_topic) : "", "exactly_once",
-                   s->exactly_once ? "true" : "false", "ordered", s->ordered ? "true" : "false",
-                   NULL);
-}
-
-void pubsub_monitoring_free(struct pubsub_monitoring *m)
-{
-    for (size_t i = 0; i < m->n; i++) {
-        free(m->v[i].subscription);
-        free(m->v[i].points);
-    }
-    free(m->v);
-    free(m->next_page_token);
-    memset(m, 0, sizeof *m);
-}
-
-const struct pubsub_series *pubsub_monitoring_find(const struct pubsub_monitoring *m,
-                                                   const char *subscription,
-                                                   enum pubsub_metric metric)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (m->v[i].metric == metric && strcmp(m->v[i].subscription, subscription) == 0)
-            return &m->v[i];
-    return NULL;
-}
-
-static int parse_point(const json_t *p, const char *ctx, struct pubsub_point *out, struct err *e)
-{
-    char ipath[300], vpath[300];
-    json_t *interval, *value;
-    const char *end;
-    double v;
-    json_path_key(ipath, sizeof ipath, ctx, "interval");
-    json_path_key(vpath, sizeof vpath, ctx, "value");
-    if (json_expect_object(p, ctx, e) || json_need_object(p, ctx, "interval", &interval, e) ||
-        json_need_string(interval, ipath, "endTime", &end, e) ||
-        json_need_object(p, ctx, "value", &value, e))
-        return -1;
-    if (json_parse_rfc3339(end, &out->end)) {
-        char tpath[320];
-        json_path_key(tpath, sizeof tpath, ipath, "endTime");
-        return err_set(e, ERR_PROTOCOL, "%s: want an RFC 3339 time, got \"%.40s\"", tpath, end);
-    }
-    /* int64Value comes as a decimal string (protobuf JSON), doubleValue as a number. */
-    int rc = json_get_numeric(value, vpath, "int64Value", &v, e);
-    if (rc == 0)
-        rc = json_get_number(value, vpath, "doubleValue", &v, e);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        return err_set(e, ERR_PROTOCOL, "%s: want int64Value or doubleValue", vpath);
-    out->value = v;
-    return 0;
-}
-
-int pubsub_monitoring_parse(const json_t *doc, struct pubsub_monitoring *m, struct err *e)
-{
-    json_t *list = NULL;
-    const char *token = NULL;
-    free(m->next_page_token);
-    m->next_page_token = NULL;
-    if (json_expect_object(doc, "$", e) || json_get_array(doc, "$", "timeSeries", &list, e) < 0 ||
-        json_get_string(doc, "$", "nextPageToken", &token, e) < 0)
-        return -1;
-    if (token && *token)
-        m->next_page_token = xstrdup(token);
-    char ctx[64], mpath[96], rpath[96], lpath[128], ppath[96], ipath[128];
-    for (size_t i = 0; list && i < json_array_size(list); i++) {
-        const json_t *ts = json_array_get(list, i);
-        json_t *metric, *resource, *labels, *points;
-        const char *type, *sub;
-        json_path_index(ctx, sizeof ctx, "$.timeSeries", i);
-        json_path_key(mpath, sizeof mpath, ctx, "metric");
-        json_path_key(rpath, sizeof rpath, ctx, "resource");
-        json_path_key(lpath, sizeof lpath, rpath, "labels");
-        json_path_key(ppath, sizeof ppath, ctx, "points");
-        if (json_expect_object(ts, ctx, e) || json_need_object(ts, ctx, "metric", &metric, e) ||
-            json_need_string(metric, mpath, "type", &type, e))
-            return -1;
-        int which = -1;
-        for (int k = 0; k < PUBSUB_METRIC_COUNT; k++)
-            if (strcmp(type, pubsub_metric_types[k]) == 0)
-                which = k;
-        if (which < 0)
-            continue;
-        if (json_need_object(ts, ctx, "resource", &resource, e) ||
-            json_need_object(resource, rpath, "labels", &labels, e) ||
-            json_need_string(labels, lpath, "subscription_id", &sub, e) ||
-            json_need_array(ts, ctx, "points", &points, e))
-            return -1;
-        size_t n = json_array_size(points);
-        struct pubsub_point *pts = n ? xcalloc(n, sizeof *pts) : NULL;
-        for (size_t k = 0; k < n; k++) {
-            json_path_index(ipath, sizeof ipath, ppath, k);
-            if (parse_point(json_array_get(points, k), ipath, &pts[k], e)) {
-                free(pts);
-                return -1;
-            }
-        }
-        m->v = xrealloc(m->v, (m->n + 1) * sizeof *m->v);
-        m->v[m->n++] = (struct pubsub_series){.subscription = xstrdup(sub),
-                                              .metric = (enum pubsub_metric)which,
-                                              .points = pts,
-                                              .n = n};
-    }
-    return 0;
-}
 
 /* ---- configuration ---- */
 
@@ -296,49 +69,32 @@ static void destroy(struct collector *c)
     c->priv = NULL;
 }
 
-static const char *const source_keys[] = {
-    "project",          "subscriptions",       "endpoint",
-    "monitoring",       "monitoring_endpoint", "monitoring_window",
-    "credentials_file", "credentials_env",     "token_file",
-    "tls_config",       "max_response_bytes",  NULL,
-};
-
-static int url_key(struct cfg_node *map, const char *key, const char *def, char **out,
-                   struct err *e)
-{
-    if (cfg_get_nonempty(map, key, out, e))
-        return -1;
-    if (!*out) {
-        *out = xstrdup(def);
-        return 0;
-    }
-    if (http_url_validate(*out, cfg_at(map, key), key, e))
-        return -1;
-    size_t n = strlen(*out);
-    while (n > 0 && (*out)[n - 1] == '/')
-        (*out)[--n] = '\0';
-    return 0;
-}
-
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = xcalloc(1, sizeof *st);
     c->priv = st;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
-    struct cfg_node *subs = NULL;
-    if (cfg_get_nonempty(map, "project", &st->project, e))
+    /* every key read first, so a misspelt one is reported with the known keys; the credential
+     * keys are only marked here, pubsub_auth_configure reads them once the rest is valid */
+    struct cfg_node *subs = NULL, *unused = NULL;
+    if (cfg_get_nonempty(map, "project", &st->project, e) ||
+        cfg_get_node(map, "subscriptions", CFG_SEQ, &subs, e) ||
+        cfg_get_strlist(map, "subscriptions", &st->subscriptions, &st->nsubscriptions, e) ||
+        http_base_url(map, "endpoint", DEFAULT_ENDPOINT, &st->endpoint, e) ||
+        http_base_url(map, "monitoring_endpoint", DEFAULT_MONITORING_ENDPOINT,
+                      &st->monitoring_endpoint, e) ||
+        cfg_get_bool(map, "monitoring", 0, &st->monitoring, e) ||
+        cfg_get_positive_duration(map, "monitoring_window", 600, &st->monitoring_window, e) ||
+        http_config_parse(map, &st->http, e) ||
+        cfg_get_node(map, "credentials_file", CFG_NULL, &unused, e) ||
+        cfg_get_node(map, "credentials_env", CFG_NULL, &unused, e) ||
+        cfg_get_node(map, "token_file", CFG_NULL, &unused, e) || cfg_finish(map, where, e))
         return -1;
-    if (!st->project) {
-        if (cfg_finish_keys(map, source_keys, where, e))
-            return -1;
+    if (!st->project)
         return cfg_error(e, map, "project: want the Google Cloud project id");
-    }
     if (strchr(st->project, '/'))
         return cfg_error(e, cfg_at(map, "project"), "project: want a project id, without \"/\"");
-    if (cfg_get_node(map, "subscriptions", CFG_SEQ, &subs, e) ||
-        cfg_get_strlist(map, "subscriptions", &st->subscriptions, &st->nsubscriptions, e))
-        return -1;
     if (subs && st->nsubscriptions == 0)
         return cfg_error(e, subs,
                          "subscriptions: want at least one name (leave subscriptions out for "
@@ -354,14 +110,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                              "projects/PROJECT/subscriptions/ID, got \"%s\"",
                              s);
     }
-    if (url_key(map, "endpoint", DEFAULT_ENDPOINT, &st->endpoint, e) ||
-        url_key(map, "monitoring_endpoint", DEFAULT_MONITORING_ENDPOINT, &st->monitoring_endpoint,
-                e) ||
-        cfg_get_bool(map, "monitoring", 0, &st->monitoring, e) ||
-        cfg_get_positive_duration(map, "monitoring_window", 600, &st->monitoring_window, e) ||
-        http_config_parse(map, &st->http, e) || pubsub_auth_configure(map, &st->auth, e))
-        return -1;
-    return cfg_finish_keys(map, source_keys, where, e);
+    return pubsub_auth_configure(map, &st->auth, e);
 }
 
 /* ---- collection ---- */
@@ -663,7 +412,7 @@ static int monitoring_series(struct collector *c, struct state *st, const struct
                 (!have_age || v > age))
                 age = v, have_age = 1;
         }
-        const char *dlq = topic_id(s->dead_letter_topic);
+        const char *dlq = pubsub_topic_id(s->dead_letter_topic);
         if (have)
             metric_set_add(out, "qrel_dead_letter_messages", size, "queue", s->id,
                            "dead_letter_queue", dlq, NULL);
@@ -708,5 +457,16 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
-const struct collector_kind pubsub_kind = {
-    .name = "pubsub", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "add a deadLetterPolicy with maxDeliveryAttempts";
+    return NULL;
+}
+
+const struct collector_kind pubsub_kind = {.name = "pubsub",
+                                           .configure = configure,
+                                           .collect = collect,
+                                           .destroy = destroy,
+                                           .audit_hint = audit_hint};

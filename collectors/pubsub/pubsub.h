@@ -1,4 +1,5 @@
-/* pubsub.h: the pure parts of the `pubsub` kind, exposed for unit tests.
+/* pubsub.h: the pure parts of the `pubsub` kind (collectors/pubsub/parse.c), exposed for unit
+ * tests.
  *
  * The collector is `pubsub_kind` (registry.c). What is declared here does no I/O: it reads a
  * subscription as the Pub/Sub REST API (v1) returns it and a Cloud Monitoring timeSeries.list
@@ -38,6 +39,9 @@ double pubsub_duration(const char *s);
  * capped by the retention; without one, the retention (Pub/Sub retries until the message
  * expires). */
 double pubsub_retry_horizon(const struct pubsub_sub *s);
+
+/* The last segment of a resource name ("projects/p/topics/orders" -> "orders"). */
+const char *pubsub_topic_id(const char *topic);
 
 /* Adds the configuration series of one subscription (lease, max deliveries, retry horizon and
  * the qrel_queue_info series). */

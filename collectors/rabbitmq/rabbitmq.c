@@ -15,7 +15,6 @@
  * Every request is a GET: a monitoring user can never change anything. */
 #include "rabbitmq.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,11 +22,13 @@
 #include <string.h>
 
 #include "collector.h"
+#include "common/glob.h"
 #include "common/http.h"
 #include "common/json.h"
 #include "common/promtext.h"
 #include "common/secret.h"
 #include "config.h"
+#include "hashtab.h"
 #include "log.h"
 #include "util.h"
 
@@ -39,163 +40,6 @@
 #define AUTO_INTERVAL_MIN 60.0
 #define AUTO_INTERVAL_FACTOR 200.0
 #define NONE ((size_t)-1)
-
-/* ---- pure parts (rabbitmq.h) ---- */
-
-/* An object the management API may write as [] when it is empty (Erlang's empty proplist): the
- * queue's arguments, its effective policy definition, message_stats of a queue without
- * activity. An empty list is an empty object. */
-static int settings_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
-                           struct err *e)
-{
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (!v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
-        return 0;
-    return json_get_object(obj, ctx, key, out, e) < 0 ? -1 : 0;
-}
-
-/* A setting that may come from the queue's arguments (x-NAME) or its policy (NAME): the
- * argument wins, as in the broker. */
-static int setting_string(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
-                          const char *name, const char **out, struct err *e)
-{
-    char xname[64];
-    snprintf(xname, sizeof xname, "x-%s", name);
-    *out = NULL;
-    int rc = args ? json_get_string(args, actx, xname, out, e) : 0;
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    return pol && json_get_string(pol, pctx, name, out, e) < 0 ? -1 : 0;
-}
-
-static int setting_number(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
-                          const char *name, double *out, struct err *e)
-{
-    char xname[64];
-    snprintf(xname, sizeof xname, "x-%s", name);
-    *out = -1;
-    int rc = args ? json_get_numeric(args, actx, xname, out, e) : 0;
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    return pol && json_get_numeric(pol, pctx, name, out, e) < 0 ? -1 : 0;
-}
-
-int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
-                         struct rabbitmq_queue *out, struct err *e)
-{
-    memset(out, 0, sizeof *out);
-    out->delivery_limit = out->consumer_timeout_ms = -1;
-    if (json_expect_object(obj, ctx, e) || json_need_string(obj, ctx, "name", &out->name, e) ||
-        json_need_string(obj, ctx, "vhost", &out->vhost, e))
-        return -1;
-    double messages = 0;
-    int rc = json_get_number(obj, ctx, "messages", &messages, e);
-    if (rc < 0)
-        return -1;
-    if (rc == 1) {
-        out->has_stats = 1;
-        if (json_need_number(obj, ctx, "messages_ready", &out->ready, e) ||
-            json_need_number(obj, ctx, "messages_unacknowledged", &out->unacked, e))
-            return -1;
-    }
-    if (!with_meta)
-        return 0;
-
-    rc = json_get_number(obj, ctx, "head_message_timestamp", &out->head_ts, e);
-    if (rc < 0)
-        return -1;
-    out->has_head_ts = rc == 1;
-    json_t *stats = NULL;
-    char sctx[300];
-    json_path_key(sctx, sizeof sctx, ctx, "message_stats");
-    if (settings_object(obj, ctx, "message_stats", &stats, e) ||
-        (stats && json_get_number(stats, sctx, "redeliver", &out->redeliver, e) < 0))
-        return -1;
-
-    json_t *args = NULL, *pol = NULL;
-    char actx[300], pctx[300];
-    json_path_key(actx, sizeof actx, ctx, "arguments");
-    json_path_key(pctx, sizeof pctx, ctx, "effective_policy_definition");
-    if (settings_object(obj, ctx, "arguments", &args, e) ||
-        settings_object(obj, ctx, "effective_policy_definition", &pol, e))
-        return -1;
-    if (setting_string(args, pol, actx, pctx, "dead-letter-exchange", &out->dlx, e) ||
-        setting_string(args, pol, actx, pctx, "dead-letter-routing-key", &out->dlrk, e) ||
-        setting_number(args, pol, actx, pctx, "delivery-limit", &out->delivery_limit, e) ||
-        setting_number(args, pol, actx, pctx, "consumer-timeout", &out->consumer_timeout_ms, e))
-        return -1;
-    return 0;
-}
-
-double rabbitmq_max_deliveries(double delivery_limit)
-{
-    return delivery_limit < 0 ? -1 : delivery_limit + 1;
-}
-
-#define TOPIC_MAX_WORDS 128
-
-struct words {
-    const char *w[TOPIC_MAX_WORDS];
-    size_t len[TOPIC_MAX_WORDS];
-    size_t n;
-};
-
-/* Splits on '.'; -1 when there are more words than a topic key sensibly has. */
-static int split_words(const char *s, struct words *out)
-{
-    out->n = 0;
-    for (;;) {
-        if (out->n == TOPIC_MAX_WORDS)
-            return -1;
-        const char *dot = strchr(s, '.');
-        out->w[out->n] = s;
-        out->len[out->n++] = dot ? (size_t)(dot - s) : strlen(s);
-        if (!dot)
-            return 0;
-        s = dot + 1;
-    }
-}
-
-static int word_is(const struct words *w, size_t i, const char *lit)
-{
-    return w->len[i] == strlen(lit) && memcmp(w->w[i], lit, w->len[i]) == 0;
-}
-
-static int match_from(const struct words *p, size_t pi, const struct words *k, size_t ki)
-{
-    if (pi == p->n)
-        return ki == k->n;
-    if (word_is(p, pi, "#")) {
-        for (size_t skip = ki; skip <= k->n; skip++)
-            if (match_from(p, pi + 1, k, skip))
-                return 1;
-        return 0;
-    }
-    if (ki == k->n)
-        return 0;
-    if (!word_is(p, pi, "*") &&
-        (p->len[pi] != k->len[ki] || memcmp(p->w[pi], k->w[ki], p->len[pi]) != 0))
-        return 0;
-    return match_from(p, pi + 1, k, ki + 1);
-}
-
-int rabbitmq_topic_match(const char *pattern, const char *key)
-{
-    struct words p, k;
-    if (split_words(pattern, &p) || split_words(key, &k))
-        return 0;
-    return match_from(&p, 0, &k, 0);
-}
-
-int rabbitmq_binding_routes(const char *type, const char *binding_key, const char *key)
-{
-    if (strcmp(type, "direct") == 0)
-        return strcmp(binding_key, key) == 0;
-    if (strcmp(type, "topic") == 0)
-        return rabbitmq_topic_match(binding_key, key);
-    return 1; /* fanout, headers and plugin types: every bound queue */
-}
 
 /* ---- queue tables: (vhost, name) -> record, with a hash index ---- */
 
@@ -215,55 +59,47 @@ struct qrec {
 struct qtab {
     struct qrec *v;
     size_t n, cap;
-    size_t *slots; /* index + 1; 0 is empty */
-    size_t nslots;
+    struct hashtab index; /* records by (vhost, name) */
 };
 
+/* The vhost's hash seeds the name's, so ("a", "bc") and ("ab", "c") hash apart. */
 static uint64_t qhash(const char *vhost, const char *name)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a over vhost, NUL, name */
-    for (const char *p = vhost;; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        if (!*p)
-            break;
-    }
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return h;
+    return hashtab_hash(name, strlen(name), hashtab_hash(vhost, strlen(vhost), 0));
 }
 
-static size_t qtab_slot(const struct qtab *t, const char *vhost, const char *name)
+static uint64_t qrec_hash_of(const void *ctx, uint32_t id)
 {
-    size_t mask = t->nslots - 1, i = (size_t)qhash(vhost, name) & mask;
-    for (;; i = (i + 1) & mask) {
-        size_t id = t->slots[i];
-        if (!id || (strcmp(t->v[id - 1].name, name) == 0 && strcmp(t->v[id - 1].vhost, vhost) == 0))
-            return i;
-    }
+    const struct qtab *t = ctx;
+    return qhash(t->v[id].vhost, t->v[id].name);
+}
+
+/* The index of (vhost, name), or NONE; p (when not NULL) is left where it would be added. */
+static size_t qtab_search(const struct qtab *t, const char *vhost, const char *name,
+                          struct hashtab_probe *p)
+{
+    struct hashtab_probe local;
+    if (!p)
+        p = &local;
+    for (uint32_t id = hashtab_first(&t->index, qhash(vhost, name), p); id != HASHTAB_END;
+         id = hashtab_next(&t->index, p))
+        if (strcmp(t->v[id].name, name) == 0 && strcmp(t->v[id].vhost, vhost) == 0)
+            return id;
+    return NONE;
 }
 
 static size_t qtab_find(const struct qtab *t, const char *vhost, const char *name)
 {
-    if (!t->nslots)
-        return NONE;
-    size_t id = t->slots[qtab_slot(t, vhost, name)];
-    return id ? id - 1 : NONE;
+    return qtab_search(t, vhost, name, NULL);
 }
 
 /* The record of (vhost, name), added (zeroed, strings copied) when new. */
 static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name)
 {
-    if ((t->n + 1) * 2 > t->nslots) {
-        size_t nslots = t->nslots ? t->nslots * 2 : 64;
-        free(t->slots);
-        t->slots = xcalloc(nslots, sizeof *t->slots);
-        t->nslots = nslots;
-        for (size_t i = 0; i < t->n; i++)
-            t->slots[qtab_slot(t, t->v[i].vhost, t->v[i].name)] = i + 1;
-    }
-    size_t s = qtab_slot(t, vhost, name);
-    if (t->slots[s])
-        return &t->v[t->slots[s] - 1];
+    struct hashtab_probe p;
+    size_t id = qtab_search(t, vhost, name, &p);
+    if (id != NONE)
+        return &t->v[id];
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
         t->v = xrealloc(t->v, t->cap * sizeof *t->v);
@@ -273,7 +109,8 @@ static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name
     r->vhost = xstrdup(vhost);
     r->name = xstrdup(name);
     r->delivery_limit = r->consumer_timeout_ms = -1;
-    t->slots[s] = ++t->n;
+    hashtab_add(&t->index, &p, (uint32_t)t->n, qrec_hash_of, t);
+    t->n++;
     return r;
 }
 
@@ -286,7 +123,7 @@ static void qtab_free(struct qtab *t)
         free(t->v[i].dlrk);
     }
     free(t->v);
-    free(t->slots);
+    hashtab_free(&t->index);
     memset(t, 0, sizeof *t);
 }
 
@@ -350,30 +187,6 @@ static void destroy(struct collector *c)
     c->priv = NULL;
 }
 
-static char *trim_slash(char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '/')
-        s[--n] = '\0';
-    return s;
-}
-
-static const char *const source_keys[] = {
-    "url",
-    "username",
-    "password_file",
-    "password_env",
-    "vhosts",
-    "queues",
-    "queue_pattern",
-    "consumer_timeout",
-    "prometheus_url",
-    "metadata_interval",
-    "tls_config",
-    "max_response_bytes",
-    NULL,
-};
-
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = xcalloc(1, sizeof *st);
@@ -382,60 +195,41 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
 
+    /* every key read first, so a misspelt one is reported with the known keys */
+    struct cfg_node *vhosts = NULL, *queues = NULL, *timeout = NULL;
+    if (http_base_url(map, "url", NULL, &st->url, e) ||
+        http_base_url(map, "prometheus_url", NULL, &st->prometheus_url, e) ||
+        cfg_get_str(map, "username", 0, &st->username, e) ||
+        secret_get(map, "password", 0, &st->password, e) ||
+        cfg_get_node(map, "vhosts", CFG_SEQ, &vhosts, e) ||
+        cfg_get_strlist(map, "vhosts", &st->vhosts, &st->nvhosts, e) ||
+        cfg_get_node(map, "queues", CFG_SEQ, &queues, e) ||
+        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+        cfg_get_nonempty(map, "queue_pattern", &st->pattern, e) ||
+        cfg_get_node(map, "consumer_timeout", CFG_SCALAR, &timeout, e) ||
+        (timeout &&
+         cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
+        cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
+        http_config_parse(map, &st->http, e) || cfg_finish(map, where, e))
+        return -1;
+
     if (c->min_interval > 0)
         return cfg_error(e, cfg_at(map, "min_interval"),
                          "min_interval: not for kind rabbitmq, which keeps depth fresh on every "
                          "scrape and caches the costly part itself: use metadata_interval");
-    if (cfg_get_str(map, "url", 0, &st->url, e))
-        return -1;
-    if (!st->url) {
-        for (const char *const *k = source_keys; *k; k++) {
-            struct cfg_node *n;
-            struct err ignored;
-            cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
-        }
-        if (cfg_finish(map, where, e))
-            return -1;
+    if (!st->url)
         return cfg_get_str(map, "url", 1, &st->url, e);
-    }
-    if (http_url_validate(st->url, cfg_at(map, "url"), "url", e))
-        return -1;
-    trim_slash(st->url);
-    if (cfg_get_str(map, "prometheus_url", 0, &st->prometheus_url, e))
-        return -1;
-    if (st->prometheus_url) {
-        if (http_url_validate(st->prometheus_url, cfg_at(map, "prometheus_url"), "prometheus_url",
-                              e))
-            return -1;
-        trim_slash(st->prometheus_url);
-    }
-    if (cfg_get_str(map, "username", 1, &st->username, e) ||
-        secret_get(map, "password", 1, &st->password, e))
-        return -1;
-
-    struct cfg_node *n = NULL;
-    if (cfg_get_node(map, "vhosts", CFG_SEQ, &n, e) ||
-        cfg_get_strlist(map, "vhosts", &st->vhosts, &st->nvhosts, e))
-        return -1;
-    if (n && st->nvhosts == 0)
-        return cfg_error(e, n,
+    if (!st->username)
+        return cfg_get_str(map, "username", 1, &st->username, e);
+    if (!st->password)
+        return secret_get(map, "password", 1, &st->password, e);
+    if (vhosts && st->nvhosts == 0)
+        return cfg_error(e, vhosts,
                          "vhosts: want at least one vhost (leave vhosts out for every vhost)");
-    if (cfg_get_node(map, "queues", CFG_SEQ, &n, e) ||
-        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e))
-        return -1;
-    if (n && st->nqueues == 0)
-        return cfg_error(e, n,
+    if (queues && st->nqueues == 0)
+        return cfg_error(e, queues,
                          "queues: want at least one queue name (leave queues out for every "
                          "queue)");
-    if (cfg_get_nonempty(map, "queue_pattern", &st->pattern, e))
-        return -1;
-    if (cfg_get_node(map, "consumer_timeout", CFG_SCALAR, &n, e))
-        return -1;
-    if (n && cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e))
-        return -1;
-    if (cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
-        http_config_parse(map, &st->http, e))
-        return -1;
     st->client = http_client_new(c->name, &st->http);
     return 0;
 }
@@ -449,7 +243,7 @@ static int selected(const struct state *st, const char *name)
     for (size_t i = 0; i < st->nqueues; i++)
         if (strcmp(st->queues[i], name) == 0)
             return 1;
-    return st->pattern && fnmatch(st->pattern, name, 0) == 0;
+    return st->pattern && glob_match(st->pattern, name);
 }
 
 /* GET url from the management API (auth) or the plugin (no auth), within dl. what names it in
@@ -769,60 +563,59 @@ out:
     return rc;
 }
 
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (metric_set_add(__VA_ARGS__, NULL))                                                     \
-            return err_set(e, ERR_INTERNAL, "rabbitmq: %s", metric_set_error(out));                \
-    } while (0)
-
-static int emit_queue(const struct state *st, const struct qrec *d, const struct qtab *depth,
-                      const struct meta *m, struct metric_set *out, struct err *e)
+/* The series of one queue. A failed add is remembered by the set, which the core checks after
+ * collect(), so nothing here checks it. */
+static void emit_queue(const struct state *st, const struct qrec *d, const struct qtab *depth,
+                       const struct meta *m, struct metric_set *out)
 {
     const char *q = d->name, *v = d->vhost;
-    ADD(out, "qrel_queue_messages", d->ready, "queue", q, "vhost", v, "state", "ready");
-    ADD(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state", "in_flight");
+    metric_set_add(out, "qrel_queue_messages", d->ready, "queue", q, "vhost", v, "state", "ready",
+                   NULL);
+    metric_set_add(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state",
+                   "in_flight", NULL);
     size_t mi = m ? qtab_find(&m->q, v, q) : NONE;
     const struct qrec *mq = mi != NONE ? &m->q.v[mi] : NULL;
 
     double lease =
         mq && mq->consumer_timeout_ms > 0 ? mq->consumer_timeout_ms / 1000.0 : st->consumer_timeout;
     if (lease > 0)
-        ADD(out, "qrel_lease_timeout_seconds", lease, "queue", q, "vhost", v);
+        metric_set_add(out, "qrel_lease_timeout_seconds", lease, "queue", q, "vhost", v, NULL);
     if (!mq)
-        return 0; /* declared since the last refresh: depth only until the next one */
+        return; /* declared since the last refresh: depth only until the next one */
 
     /* Oldest message: empty now means 0 now; else the head's timestamp as of the sample. */
     if (d->ready + d->unacked == 0)
-        ADD(out, "qrel_queue_oldest_message_age_seconds", 0.0, "queue", q, "vhost", v);
+        metric_set_add(out, "qrel_queue_oldest_message_age_seconds", 0.0, "queue", q, "vhost", v,
+                       NULL);
     else if (mq->has_head_ts)
-        ADD(out, "qrel_queue_oldest_message_age_seconds", fmax(0.0, m->wall - mq->head_ts), "queue",
-            q, "vhost", v);
+        metric_set_add(out, "qrel_queue_oldest_message_age_seconds",
+                       fmax(0.0, m->wall - mq->head_ts), "queue", q, "vhost", v, NULL);
     double maxd = rabbitmq_max_deliveries(mq->delivery_limit);
     if (maxd > 0) {
-        ADD(out, "qrel_max_deliveries", maxd, "queue", q, "vhost", v);
+        metric_set_add(out, "qrel_max_deliveries", maxd, "queue", q, "vhost", v, NULL);
         if (lease > 0)
-            ADD(out, "qrel_retry_horizon_seconds", maxd * lease, "queue", q, "vhost", v);
+            metric_set_add(out, "qrel_retry_horizon_seconds", maxd * lease, "queue", q, "vhost", v,
+                           NULL);
     }
     if (mq->has_stats)
-        ADD(out, "qrel_redeliveries_total", mq->redeliver, "queue", q, "vhost", v);
+        metric_set_add(out, "qrel_redeliveries_total", mq->redeliver, "queue", q, "vhost", v, NULL);
     for (size_t i = mq->dlq0; i < mq->dlq0 + mq->ndlq; i++) {
         const char *dlq = m->dlqs[i];
         size_t di = qtab_find(depth, v, dlq);
         if (di == NONE || !depth->v[di].has_stats)
             continue; /* deleted since the refresh, or no stats yet */
         const struct qrec *dd = &depth->v[di];
-        ADD(out, "qrel_dead_letter_messages", dd->ready + dd->unacked, "queue", q, "vhost", v,
-            "dead_letter_queue", dlq);
+        metric_set_add(out, "qrel_dead_letter_messages", dd->ready + dd->unacked, "queue", q,
+                       "vhost", v, "dead_letter_queue", dlq, NULL);
         size_t dmi = qtab_find(&m->q, v, dlq);
         if (dd->ready + dd->unacked == 0)
-            ADD(out, "qrel_dead_letter_oldest_age_seconds", 0.0, "queue", q, "vhost", v,
-                "dead_letter_queue", dlq);
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", 0.0, "queue", q, "vhost", v,
+                           "dead_letter_queue", dlq, NULL);
         else if (dmi != NONE && m->q.v[dmi].has_head_ts)
-            ADD(out, "qrel_dead_letter_oldest_age_seconds",
-                fmax(0.0, m->wall - m->q.v[dmi].head_ts), "queue", q, "vhost", v,
-                "dead_letter_queue", dlq);
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
+                           fmax(0.0, m->wall - m->q.v[dmi].head_ts), "queue", q, "vhost", v,
+                           "dead_letter_queue", dlq, NULL);
     }
-    return 0;
 }
 
 /* One scrape:
@@ -899,15 +692,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             nostats++;
             continue;
         }
-        if (emit_queue(st, d, &depth, st->meta, out, e))
-            goto out;
+        emit_queue(st, d, &depth, st->meta, out);
     }
-    if (st->meta &&
+    if (st->meta)
         metric_set_add(out, "qrel_sample_age_seconds",
-                       (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0, NULL)) {
-        err_set(e, ERR_INTERNAL, "rabbitmq: %s", metric_set_error(out));
-        goto out;
-    }
+                       (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0, NULL);
     if (log_enabled(LOG_DEBUG)) {
         char nq[32], ns[32], age[32], nr[32];
         snprintf(nr, sizeof nr, "%u", st->requests);
@@ -926,5 +715,17 @@ out:
     return rc;
 }
 
-const struct collector_kind rabbitmq_kind = {
-    .name = "rabbitmq", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
+               "delivery limit";
+    return NULL;
+}
+
+const struct collector_kind rabbitmq_kind = {.name = "rabbitmq",
+                                             .configure = configure,
+                                             .collect = collect,
+                                             .destroy = destroy,
+                                             .audit_hint = audit_hint};

@@ -1,4 +1,4 @@
-/* rabbitmq.h: the pure parts of `kind: rabbitmq` (collectors/rabbitmq/rabbitmq.c), exposed for unit
+/* rabbitmq.h: the pure parts of `kind: rabbitmq` (collectors/rabbitmq/parse.c), exposed for unit
  * tests: reading one queue object of the management API, the dead-letter settings a queue ends up
  * with (queue arguments over policy), and which queues a dead-letter exchange routes to. */
 #ifndef QREL_RABBITMQ_H

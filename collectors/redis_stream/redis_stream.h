@@ -1,9 +1,10 @@
 /* redis_stream.h: the pure parts of the `redis_stream` kind, exposed for unit tests.
  *
- * The collector itself is `redis_stream_kind` (listed in registry.c). What is declared here does
- * no I/O: it turns Redis replies (as hiredis parses them) into structs and those into the values
- * of the series, so tests can feed recorded replies (pinned to Redis 7.0) and check every edge
- * case (nil lag, bad ids, wrong types) without a server. */
+ * The collector itself is `redis_stream_kind` (listed in registry.c, redis_stream/redis_stream.c).
+ * What is declared here (redis_stream/parse.c) does no I/O: it turns Redis replies (as hiredis
+ * parses them) into structs and those into the values of the series, so tests can feed recorded
+ * replies (pinned to Redis 7.0) and check every edge case (nil lag, bad ids, wrong types) without
+ * a server. */
 #ifndef QREL_REDIS_STREAM_H
 #define QREL_REDIS_STREAM_H
 
@@ -12,6 +13,7 @@
 
 #include <hiredis.h>
 
+#include "collector.h"
 #include "err.h"
 
 /* A stream entry id "<ms>-<seq>": ms is the server's clock when the entry was added (for ids
@@ -75,11 +77,34 @@ int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis
 /* Parses the reply to TIME ([seconds, microseconds] as strings) into milliseconds. */
 int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e);
 
+/* The reply to `SCAN <cursor> MATCH ... TYPE stream`: [cursor, keys]. Copies the next cursor into
+ * cursor (cursor_size bytes, NUL-terminated; a longer one is an error) and points *keys at the
+ * array of keys (borrowed from r). ERR_PROTOCOL "want [cursor, keys]"; the caller names the
+ * command. */
+int redis_stream_parse_scan(const redisReply *r, char *cursor, size_t cursor_size,
+                            const redisReply **keys, struct err *e);
+/* Key j of that array as *len bytes at the returned pointer (borrowed), or NULL when it is not a
+ * string or holds a NUL byte (such a key cannot be a C string and is not collected). */
+const char *redis_stream_scan_key(const redisReply *keys, size_t j, size_t *len);
+
+/* The reply to XLEN: an integer >= 0. ERR_PROTOCOL "want an integer >= 0, got <type>". */
+int redis_stream_parse_len(const redisReply *r, long long *len, struct err *e);
+
+/* Whether group passes a stream's `groups` filter: every group when groups is NULL. */
+int redis_stream_group_wanted(char *const *groups, size_t ngroups, const char *group);
+
 /* now_ms - ms in seconds, clamped at 0 (clock steps, ids set by hand to the future). */
 double redis_stream_age_seconds(int64_t now_ms, uint64_t ms);
 
 /* dead_letter_stream with every "{stream}" replaced by the stream's name. malloc'd. */
 char *redis_stream_dlq_name(const char *tmpl, const char *stream);
+
+/* Adds the entries of an `XRANGE <dlq> - + COUNT n` reply ([[id, [field, value, ...]], ...]) to
+ * out for the dead-letter join, the value of each entry's first field named id_field as its id.
+ * ERR_PROTOCOL (without a prefix: the caller names the command) when the reply is not an array of
+ * [id, fields] pairs. */
+int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
+                                 struct dead_letter_read *out, struct err *e);
 
 /* The per-group settings that come from the config file. */
 struct redis_stream_policy {

@@ -374,9 +374,18 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "keep the failed job registry";
+    return NULL;
+}
+
 const struct collector_kind rq_kind = {
     .name = "rq",
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
+    .audit_hint = audit_hint,
 };

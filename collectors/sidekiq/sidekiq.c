@@ -110,6 +110,8 @@ static int cmp_queue(const void *a, const void *b)
 
 static struct queue *find_queue(struct scrape *sc, const char *name)
 {
+    if (sc->n == 0) /* bsearch may not be handed a NULL array, even an empty one */
+        return NULL;
     struct queue key = {0};
     key.name = (char *)name;
     return bsearch(&key, sc->q, sc->n, sizeof *sc->q, cmp_queue);
@@ -441,9 +443,18 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "keep the dead set enabled";
+    return NULL;
+}
+
 const struct collector_kind sidekiq_kind = {
     .name = "sidekiq",
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
+    .audit_hint = audit_hint,
 };

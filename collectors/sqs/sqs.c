@@ -15,7 +15,6 @@
  * bounded by the source's timeout like any other. */
 #include "sqs.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,269 +31,6 @@
 #define LIST_PAGE 1000
 #define QUEUE_NAME_MAX 80
 
-/* ------------------------------------------------------------------ pure parsing */
-
-void sqs_redrive_free(struct sqs_redrive *r)
-{
-    if (!r)
-        return;
-    free(r->dlq_arn);
-    free(r->dlq_name);
-    free(r->dlq_account);
-    memset(r, 0, sizeof *r);
-}
-
-int sqs_arn_parse(const char *arn, char **account, char **name)
-{
-    /* arn:PARTITION:sqs:REGION:ACCOUNT:NAME */
-    const char *part[6];
-    size_t len[6];
-    const char *p = arn;
-    for (int i = 0; i < 6; i++) {
-        part[i] = p;
-        const char *colon = i < 5 ? strchr(p, ':') : NULL;
-        len[i] = colon ? (size_t)(colon - p) : strlen(p);
-        if (i < 5 && !colon)
-            return -1;
-        p = colon ? colon + 1 : p + len[i];
-    }
-    if (len[0] != 3 || memcmp(part[0], "arn", 3) != 0 || len[1] == 0 || len[2] != 3 ||
-        memcmp(part[2], "sqs", 3) != 0 || len[5] == 0 || strchr(part[5], ':') ||
-        strchr(part[5], '/'))
-        return -1;
-    *account = xstrndup(part[4], len[4]);
-    *name = xstrndup(part[5], len[5]);
-    return 0;
-}
-
-char *sqs_queue_name_from_url(const char *url)
-{
-    const char *p = strstr(url, "://");
-    p = p ? p + 3 : url;
-    p = strchr(p, '/');
-    if (!p)
-        return NULL;
-    size_t n = strcspn(p, "?#");
-    while (n > 0 && p[n - 1] == '/')
-        n--;
-    const char *start = p;
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '/')
-            start = p + i + 1;
-    size_t len = (size_t)(p + n - start);
-    return len ? xstrndup(start, len) : NULL;
-}
-
-int sqs_parse_redrive_policy(const char *text, const char *queue, struct sqs_redrive *out,
-                             struct err *e)
-{
-    memset(out, 0, sizeof *out);
-    char ctx[200];
-    snprintf(ctx, sizeof ctx, "queue \"%s\": RedrivePolicy", queue);
-    json_error_t je;
-    json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return err_set(e, ERR_PROTOCOL, "%s: not JSON (%s)", ctx, je.text);
-    int rc = -1;
-    const char *arn = NULL;
-    double max = 0;
-    if (json_expect_object(doc, ctx, e) ||
-        json_need_string(doc, ctx, "deadLetterTargetArn", &arn, e))
-        goto out;
-    int got = json_get_numeric(doc, ctx, "maxReceiveCount", &max, e);
-    if (got < 0)
-        goto out;
-    if (got == 0) {
-        err_set(e, ERR_PROTOCOL, "%s.maxReceiveCount: missing", ctx);
-        goto out;
-    }
-    if (max < 1 || max != floor(max)) {
-        err_set(e, ERR_PROTOCOL, "%s.maxReceiveCount: want a whole number >= 1, got %g", ctx, max);
-        goto out;
-    }
-    if (sqs_arn_parse(arn, &out->dlq_account, &out->dlq_name)) {
-        err_set(e, ERR_PROTOCOL,
-                "%s.deadLetterTargetArn: want an ARN like \"arn:aws:sqs:REGION:ACCOUNT:NAME\", "
-                "got \"%.120s\"",
-                ctx, arn);
-        goto out;
-    }
-    out->dlq_arn = xstrdup(arn);
-    out->max_receive_count = max;
-    rc = 0;
-out:
-    json_decref(doc);
-    if (rc)
-        sqs_redrive_free(out);
-    return rc;
-}
-
-void sqs_attrs_free(struct sqs_attrs *a)
-{
-    if (!a)
-        return;
-    free(a->arn);
-    sqs_redrive_free(&a->redrive);
-    memset(a, 0, sizeof *a);
-}
-
-/* One numeric attribute: SQS sends every attribute as a string. 1 found, 0 absent, -1 error. */
-static int num_attr(const json_t *attrs, const char *ctx, const char *key, double *out,
-                    struct err *e)
-{
-    int got = json_get_numeric(attrs, ctx, key, out, e);
-    if (got == 1 && (*out < 0 || !isfinite(*out)))
-        return err_set(e, ERR_PROTOCOL, "%s.%s: want a number >= 0, got %g", ctx, key, *out);
-    return got;
-}
-
-int sqs_parse_attributes(const json_t *doc, const char *queue, struct sqs_attrs *out, struct err *e)
-{
-    memset(out, 0, sizeof *out);
-    char ctx[200];
-    snprintf(ctx, sizeof ctx, "queue \"%s\": $", queue);
-    json_t *attrs = NULL;
-    if (json_expect_object(doc, ctx, e))
-        return -1;
-    int got = json_get_object(doc, ctx, "Attributes", &attrs, e);
-    if (got < 0)
-        return -1;
-    if (got == 0) /* SQS leaves Attributes out when it has none to give */
-        return 0;
-    snprintf(ctx, sizeof ctx, "queue \"%s\": $.Attributes", queue);
-    int r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessages", &out->ready, e)) < 0)
-        goto fail;
-    out->has_ready = r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesNotVisible", &out->in_flight, e)) < 0)
-        goto fail;
-    out->has_in_flight = r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesDelayed", &out->delayed, e)) < 0)
-        goto fail;
-    out->has_delayed = r;
-    if ((r = num_attr(attrs, ctx, "VisibilityTimeout", &out->visibility_timeout, e)) < 0)
-        goto fail;
-    out->has_visibility = r;
-    if ((r = num_attr(attrs, ctx, "DelaySeconds", &out->delay_seconds, e)) < 0)
-        goto fail;
-    if ((r = num_attr(attrs, ctx, "MessageRetentionPeriod", &out->retention, e)) < 0)
-        goto fail;
-    out->has_retention = r;
-
-    const char *s = NULL;
-    if ((r = json_get_string(attrs, ctx, "FifoQueue", &s, e)) < 0)
-        goto fail;
-    out->fifo = r == 1 && strcmp(s, "true") == 0;
-    if ((r = json_get_string(attrs, ctx, "QueueArn", &s, e)) < 0)
-        goto fail;
-    if (r == 1)
-        out->arn = xstrdup(s);
-    if ((r = json_get_string(attrs, ctx, "RedrivePolicy", &s, e)) < 0)
-        goto fail;
-    if (r == 1 && *s) { /* a policy removed with SetQueueAttributes reads back as "" */
-        if (sqs_parse_redrive_policy(s, queue, &out->redrive, e))
-            goto fail;
-        out->has_redrive = 1;
-    }
-    return 0;
-fail:
-    sqs_attrs_free(out);
-    return -1;
-}
-
-double sqs_retry_horizon(const struct sqs_attrs *a)
-{
-    if (!a->has_redrive)
-        return a->has_retention ? a->retention : -1;
-    if (!a->has_visibility)
-        return -1;
-    double h = a->delay_seconds + a->redrive.max_receive_count * a->visibility_timeout;
-    if (a->has_retention && a->retention < h)
-        h = a->retention;
-    return h;
-}
-
-/* Error types that mean our credentials or their permissions were refused. AWS sends several of
- * them with HTTP 400 rather than 401/403. */
-static int is_auth_type(const char *t)
-{
-    static const char *const auth[] = {
-        "AccessDenied",
-        "AccessDeniedException",
-        "InvalidClientTokenId",
-        "SignatureDoesNotMatch",
-        "UnrecognizedClientException",
-        "IncompleteSignature",
-        "MissingAuthenticationToken",
-        "ExpiredToken",
-        "ExpiredTokenException",
-        "InvalidSecurity",
-        "RequestExpired",
-        "AuthFailure",
-        "NotAuthorized",
-        "OptInRequired",
-        NULL,
-    };
-    for (const char *const *a = auth; *a; a++)
-        if (strcmp(t, *a) == 0)
-            return 1;
-    return 0;
-}
-
-/* Printable ASCII only, cut at cap: server text quoted in a message is there to recognise. */
-static void printable(const char *s, size_t len, char *out, size_t cap)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 4 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : ' ';
-    }
-    if (j + 4 >= cap && len > j)
-        memcpy(out + j, "...", 3), j += 3;
-    out[j] = '\0';
-}
-
-int sqs_error_from_response(long status, const char *body, size_t len, const char *what,
-                            int *missing_queue, struct err *e)
-{
-    if (missing_queue)
-        *missing_queue = 0;
-    char type[96] = "", msg[200] = "";
-    json_t *doc = body && len ? json_loadb(body, len, 0, NULL) : NULL;
-    if (json_is_object(doc)) {
-        /* "__type": "com.amazonaws.sqs#QueueDoesNotExist": the part after '#' is the code */
-        const char *t = json_string_value(json_object_get(doc, "__type"));
-        if (!t)
-            t = json_string_value(json_object_get(doc, "code"));
-        if (t) {
-            const char *hash = strrchr(t, '#');
-            t = hash ? hash + 1 : t;
-            size_t tl = strcspn(t, ":"); /* some services append ":http://internal..." */
-            printable(t, tl, type, sizeof type);
-        }
-        const char *m = json_string_value(json_object_get(doc, "message"));
-        if (!m)
-            m = json_string_value(json_object_get(doc, "Message"));
-        if (m)
-            printable(m, strlen(m), msg, sizeof msg);
-    } else if (body && len) {
-        printable(body, len, msg, sizeof msg);
-    }
-    json_decref(doc);
-
-    if (strcmp(type, "QueueDoesNotExist") == 0 ||
-        strcmp(type, "AWS.SimpleQueueService.NonExistentQueue") == 0) {
-        if (missing_queue)
-            *missing_queue = 1;
-        return err_set(e, ERR_QUERY, "%s: the queue does not exist", what);
-    }
-    enum err_code code =
-        (status == 401 || status == 403 || (type[0] && is_auth_type(type))) ? ERR_AUTH : ERR_QUERY;
-    return err_set(e, code, "%s: HTTP %ld%s%s%s%s%s", what, status, type[0] ? " " : "", type,
-                   code == ERR_AUTH ? " (the credentials were refused or lack a permission)" : "",
-                   msg[0] ? ": " : "", msg);
-}
-
 /* ------------------------------------------------------------------ requests */
 
 int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *service,
@@ -309,9 +45,10 @@ int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *se
     snprintf(sigv4, sizeof sigv4, "aws:amz:%s:%s", aws->region, service);
     const char *headers[] = {"Content-Type: application/x-amz-json-1.0", target_hdr,
                              aws->token_header, NULL};
+    char *url = xasprintf("%s/", endpoint); /* the base URL has no trailing slash */
     struct http_request req = {
         .method = "POST",
-        .url = endpoint,
+        .url = url,
         .headers = headers,
         .body = body,
         .body_len = strlen(body),
@@ -322,7 +59,9 @@ int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *se
         .accept_any_status = 1,
     };
     struct http_response resp;
-    if (http_do(aws->http, &req, dl, &resp, e))
+    int failed = http_do(aws->http, &req, dl, &resp, e);
+    free(url);
+    if (failed)
         return err_prefix(e, "%s", what);
     int rc = -1;
     if (resp.status < 200 || resp.status > 299) {
@@ -407,7 +146,7 @@ static void destroy(struct collector *c)
 static char *default_endpoint(const char *service, const char *region)
 {
     const char *suffix = strncmp(region, "cn-", 3) == 0 ? "amazonaws.com.cn" : "amazonaws.com";
-    return xasprintf("https://%s.%s.%s/", service, region, suffix);
+    return xasprintf("https://%s.%s.%s", service, region, suffix);
 }
 
 static int valid_region(const char *r)
@@ -425,30 +164,45 @@ static int is_url(const char *s)
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
+/* What the credential keys say, read before any of them is judged. */
+struct creds {
+    char *inline_id; /* access_key_id */
+    char *id_ref;    /* access_key_id_file / _env */
+    char *secret;    /* secret_access_key_file / _env */
+    char *token;     /* session_token_file / _env */
+};
+
+static void creds_free(struct creds *k)
+{
+    free(k->inline_id);
+    secret_free(k->id_ref);
+    secret_free(k->secret);
+    secret_free(k->token);
+}
+
+static int read_creds(struct cfg_node *map, struct creds *k, struct err *e)
+{
+    return cfg_get_str(map, "access_key_id", 0, &k->inline_id, e) ||
+                   secret_get(map, "access_key_id", 0, &k->id_ref, e) ||
+                   secret_get(map, "secret_access_key", 0, &k->secret, e) ||
+                   secret_get(map, "session_token", 0, &k->token, e)
+               ? -1
+               : 0;
+}
+
 /* Credentials: static keys from *_file / *_env keys, or else the standard AWS_* variables. The
  * session token falls back to AWS_SESSION_TOKEN only when the secret came from
- * AWS_SECRET_ACCESS_KEY too: a token belongs to the key it was issued with. */
-static int read_credentials(struct state *st, struct cfg_node *map, struct err *e)
+ * AWS_SECRET_ACCESS_KEY too: a token belongs to the key it was issued with. Takes what k holds. */
+static int judge_credentials(struct state *st, struct cfg_node *map, struct creds *k, struct err *e)
 {
-    char *inline_id = NULL;
-    if (cfg_get_str(map, "access_key_id", 0, &inline_id, e))
-        return -1;
-    char *id_ref = NULL;
-    if (secret_get(map, "access_key_id", 0, &id_ref, e)) {
-        free(inline_id);
-        return -1;
-    }
-    if (inline_id && id_ref) {
-        free(inline_id);
-        secret_free(id_ref);
+    if (k->inline_id && k->id_ref)
         return cfg_error(e, cfg_at(map, "access_key_id"),
                          "access_key_id: want one of access_key_id, access_key_id_file and "
                          "access_key_id_env");
-    }
-    st->access_key_id = inline_id ? inline_id : id_ref;
-
-    if (secret_get(map, "secret_access_key", 0, &st->secret_access_key, e))
-        return -1;
+    st->access_key_id = k->inline_id ? k->inline_id : k->id_ref;
+    k->inline_id = k->id_ref = NULL;
+    st->secret_access_key = k->secret;
+    k->secret = NULL;
     int secret_from_env = 0;
     if (!st->secret_access_key) {
         const char *v = getenv("AWS_SECRET_ACCESS_KEY");
@@ -462,18 +216,13 @@ static int read_credentials(struct state *st, struct cfg_node *map, struct err *
         if (v && *v)
             st->access_key_id = xstrdup(v);
     }
-    char *token = NULL;
-    if (secret_get(map, "session_token", 0, &token, e))
-        return -1;
-    if (!token && secret_from_env) {
+    if (!k->token && secret_from_env) {
         const char *v = getenv("AWS_SESSION_TOKEN");
         if (v && *v)
-            token = xstrdup(v);
+            k->token = xstrdup(v);
     }
-    if (token) {
-        st->token_header = xasprintf("X-Amz-Security-Token: %s", token);
-        secret_free(token);
-    }
+    if (k->token)
+        st->token_header = xasprintf("X-Amz-Security-Token: %s", k->token);
     if (!st->access_key_id || !st->secret_access_key)
         return cfg_error(e, map,
                          "missing AWS credentials: set access_key_id (or access_key_id_file / "
@@ -485,40 +234,76 @@ static int read_credentials(struct state *st, struct cfg_node *map, struct err *
     return 0;
 }
 
-static const char *const source_keys[] = {
-    "region",
-    "endpoint",
-    "access_key_id",
-    "access_key_id_file",
-    "access_key_id_env",
-    "secret_access_key_file",
-    "secret_access_key_env",
-    "session_token_file",
-    "session_token_env",
-    "queues",
-    "queue_name_prefix",
-    "max_queues",
-    "cloudwatch",
-    "cloudwatch_endpoint",
-    "cloudwatch_lookback",
-    "tls_config",
-    "max_response_bytes",
-    NULL,
-};
+/* The queues list: names (resolved with GetQueueUrl) and URLs, each checked. Takes queues. */
+static int judge_queues(struct state *st, struct cfg_node *map, char **queues, size_t nq,
+                        struct err *e)
+{
+    struct cfg_node *qnode = cfg_at(map, "queues");
+    int rc = 0;
+    for (size_t i = 0; i < nq && rc == 0; i++) {
+        const char *q = queues[i];
+        struct cfg_node *at = qnode->kind == CFG_SEQ && i < qnode->n ? qnode->items[i] : qnode;
+        int dup = 0;
+        for (size_t j = 0; j < i; j++)
+            dup |= strcmp(queues[j], q) == 0;
+        if (dup || !*q) {
+            rc = cfg_error(e, at,
+                           dup ? "queues: \"%s\" is listed twice"
+                               : "queues: want a queue name or URL, got \"%s\"",
+                           q);
+        } else if (is_url(q)) {
+            char *name = NULL;
+            rc = http_url_validate(q, at, "queues", e);
+            if (!rc && !(name = sqs_queue_name_from_url(q)))
+                rc = cfg_error(e, at, "queues: want a queue URL that ends in the queue's name");
+            free(name);
+            if (!rc) {
+                st->urls = xrealloc(st->urls, (st->nurls + 1) * sizeof *st->urls);
+                st->urls[st->nurls++] = xstrdup(q);
+            }
+        } else if (strlen(q) > QUEUE_NAME_MAX || strpbrk(q, "/: ")) {
+            rc = cfg_error(e, at,
+                           "queues: want a queue name (up to 80 letters, digits, '-' and '_', "
+                           "\".fifo\" at the end) or an https:// queue URL, got \"%.100s\"",
+                           q);
+        } else {
+            st->names = xrealloc(st->names, (st->nnames + 1) * sizeof *st->names);
+            st->names[st->nnames].name = xstrdup(q);
+            st->names[st->nnames++].url = NULL;
+        }
+    }
+    cfg_strv_free(queues);
+    return rc;
+}
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = xcalloc(1, sizeof *st);
     c->priv = st;
-    /* every key asked for first, so a misspelt one is reported with the known keys */
-    for (const char *const *k = source_keys; *k; k++) {
-        struct cfg_node *n;
-        struct err ignored;
-        cfg_get_node(map, *k, CFG_NULL, &n, &ignored);
+    char where[300];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+
+    /* every key read first, so a misspelt one is reported with the known keys */
+    struct creds k = {0};
+    char **queues = NULL;
+    size_t nq = 0;
+    struct cfg_node *qlist = NULL;
+    if (cfg_get_nonempty(map, "region", &st->region, e) ||
+        http_base_url(map, "endpoint", NULL, &st->endpoint, e) ||
+        http_base_url(map, "cloudwatch_endpoint", NULL, &st->cw_endpoint, e) ||
+        read_creds(map, &k, e) || cfg_get_node(map, "queues", CFG_SEQ, &qlist, e) ||
+        cfg_get_strlist(map, "queues", &queues, &nq, e) ||
+        cfg_get_str(map, "queue_name_prefix", 0, &st->prefix, e) ||
+        cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
+        cfg_get_bool(map, "cloudwatch", 0, &st->cloudwatch, e) ||
+        cfg_get_positive_duration(map, "cloudwatch_lookback", DEFAULT_CW_LOOKBACK, &st->cw_lookback,
+                                  e) ||
+        http_config_parse(map, &st->http_cfg, e) || cfg_finish(map, where, e)) {
+        creds_free(&k);
+        cfg_strv_free(queues);
+        return -1;
     }
 
-    if (cfg_get_nonempty(map, "region", &st->region, e))
-        return -1;
     if (!st->region) {
         const char *v = getenv("AWS_REGION");
         if (!v || !*v)
@@ -526,109 +311,49 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         if (v && *v)
             st->region = xstrdup(v);
     }
+    int rc = -1;
     if (!st->region) {
-        char where[300];
-        snprintf(where, sizeof where, "source \"%s\"", c->name);
-        if (cfg_finish(map, where, e))
-            return -1;
-        return cfg_error(e, map, "missing region (or the environment variable AWS_REGION)");
+        cfg_error(e, map, "missing region (or the environment variable AWS_REGION)");
+        goto out;
     }
-    if (!valid_region(st->region))
-        return cfg_error(e, cfg_at(map, "region"),
-                         "region: want a region name like \"eu-west-1\", got \"%.40s\"",
-                         st->region);
-
-    if (cfg_get_nonempty(map, "endpoint", &st->endpoint, e) ||
-        cfg_get_nonempty(map, "cloudwatch_endpoint", &st->cw_endpoint, e))
-        return -1;
-    if (st->endpoint && http_url_validate(st->endpoint, cfg_at(map, "endpoint"), "endpoint", e))
-        return -1;
-    if (st->cw_endpoint && http_url_validate(st->cw_endpoint, cfg_at(map, "cloudwatch_endpoint"),
-                                             "cloudwatch_endpoint", e))
-        return -1;
+    if (!valid_region(st->region)) {
+        cfg_error(e, cfg_at(map, "region"),
+                  "region: want a region name like \"eu-west-1\", got \"%.40s\"", st->region);
+        goto out;
+    }
     if (!st->endpoint)
         st->endpoint = default_endpoint("sqs", st->region);
     if (!st->cw_endpoint)
         st->cw_endpoint = default_endpoint("monitoring", st->region);
-
-    if (read_credentials(st, map, e))
-        return -1;
-
-    char **queues = NULL;
-    size_t nq = 0;
-    if (cfg_get_strlist(map, "queues", &queues, &nq, e))
-        return -1;
-    struct cfg_node *qnode = cfg_at(map, "queues");
-    for (size_t i = 0; i < nq; i++) {
-        const char *q = queues[i];
-        struct cfg_node *at = qnode->kind == CFG_SEQ && i < qnode->n ? qnode->items[i] : qnode;
-        int dup = 0;
-        for (size_t j = 0; j < i; j++)
-            dup |= strcmp(queues[j], q) == 0;
-        if (dup || !*q) {
-            int rc = cfg_error(e, at,
-                               dup ? "queues: \"%s\" is listed twice"
-                                   : "queues: want a queue name or URL, got \"%s\"",
-                               q);
-            cfg_strv_free(queues);
-            return rc;
-        }
-        if (is_url(q)) {
-            char *name = NULL;
-            int bad = http_url_validate(q, at, "queues", e);
-            if (!bad && !(name = sqs_queue_name_from_url(q)))
-                bad = cfg_error(e, at, "queues: want a queue URL that ends in the queue's name");
-            if (bad) {
-                cfg_strv_free(queues);
-                return -1;
-            }
-            free(name);
-            st->urls = xrealloc(st->urls, (st->nurls + 1) * sizeof *st->urls);
-            st->urls[st->nurls++] = xstrdup(q);
-        } else {
-            if (strlen(q) > QUEUE_NAME_MAX || strpbrk(q, "/: ")) {
-                int rc = cfg_error(e, at,
-                                   "queues: want a queue name (up to 80 letters, digits, '-' and "
-                                   "'_', \".fifo\" at the end) or an https:// queue URL, got "
-                                   "\"%.100s\"",
-                                   q);
-                cfg_strv_free(queues);
-                return rc;
-            }
-            st->names = xrealloc(st->names, (st->nnames + 1) * sizeof *st->names);
-            st->names[st->nnames].name = xstrdup(q);
-            st->names[st->nnames++].url = NULL;
-        }
+    if (judge_credentials(st, map, &k, e))
+        goto out;
+    int bad = judge_queues(st, map, queues, nq, e);
+    queues = NULL;
+    if (bad)
+        goto out;
+    if (qlist && nq == 0) {
+        cfg_error(e, qlist,
+                  "queues: want at least one queue name or URL (leave queues out for every "
+                  "queue)");
+        goto out;
     }
-    cfg_strv_free(queues);
-    struct cfg_node *qlist = NULL;
-    if (cfg_get_node(map, "queues", CFG_SEQ, &qlist, e))
-        return -1;
-    if (qlist && nq == 0)
-        return cfg_error(e, qlist,
-                         "queues: want at least one queue name or URL (leave queues out for "
-                         "every queue)");
-
-    if (cfg_get_str(map, "queue_name_prefix", 0, &st->prefix, e))
-        return -1;
-    if (st->prefix && (!*st->prefix || strlen(st->prefix) > QUEUE_NAME_MAX))
-        return cfg_error(e, cfg_at(map, "queue_name_prefix"),
-                         "queue_name_prefix: want 1 to 80 characters of a queue name");
+    if (st->prefix && (!*st->prefix || strlen(st->prefix) > QUEUE_NAME_MAX)) {
+        cfg_error(e, cfg_at(map, "queue_name_prefix"),
+                  "queue_name_prefix: want 1 to 80 characters of a queue name");
+        goto out;
+    }
     st->list_all = !qlist && !st->prefix;
-
-    if (cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
-        cfg_get_bool(map, "cloudwatch", 0, &st->cloudwatch, e) ||
-        cfg_get_positive_duration(map, "cloudwatch_lookback", DEFAULT_CW_LOOKBACK, &st->cw_lookback,
-                                  e))
-        return -1;
-    if (st->cw_lookback < 60)
-        return cfg_error(e, cfg_at(map, "cloudwatch_lookback"),
-                         "cloudwatch_lookback: want at least 1m (SQS publishes one datum a "
-                         "minute)");
-    if (http_config_parse(map, &st->http_cfg, e))
-        return -1;
+    if (st->cw_lookback < 60) {
+        cfg_error(e, cfg_at(map, "cloudwatch_lookback"),
+                  "cloudwatch_lookback: want at least 1m (SQS publishes one datum a minute)");
+        goto out;
+    }
     st->http = http_client_new(c->name, &st->http_cfg);
-    return 0;
+    rc = 0;
+out:
+    creds_free(&k);
+    cfg_strv_free(queues);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ collection */
@@ -942,9 +667,9 @@ static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadli
     return 0;
 }
 
-static int emit(struct metric_set *out, const struct scrape *sc)
+/* A failed add is remembered by the set, which the core checks after collect(). */
+static void emit(struct metric_set *out, const struct scrape *sc)
 {
-    int rc = 0;
     for (size_t i = 0; i < sc->n; i++) {
         const struct target *t = &sc->t[i];
         if (!t->have)
@@ -952,31 +677,30 @@ static int emit(struct metric_set *out, const struct scrape *sc)
         const struct sqs_attrs *a = &t->a;
         const char *q = t->name;
         if (a->has_ready)
-            rc |= metric_set_add(out, "qrel_queue_messages", a->ready, "queue", q, "state", "ready",
-                                 NULL);
+            metric_set_add(out, "qrel_queue_messages", a->ready, "queue", q, "state", "ready",
+                           NULL);
         if (a->has_in_flight)
-            rc |= metric_set_add(out, "qrel_queue_messages", a->in_flight, "queue", q, "state",
-                                 "in_flight", NULL);
+            metric_set_add(out, "qrel_queue_messages", a->in_flight, "queue", q, "state",
+                           "in_flight", NULL);
         if (a->has_delayed)
-            rc |= metric_set_add(out, "qrel_queue_messages", a->delayed, "queue", q, "state",
-                                 "delayed", NULL);
+            metric_set_add(out, "qrel_queue_messages", a->delayed, "queue", q, "state", "delayed",
+                           NULL);
         if (a->has_visibility)
-            rc |= metric_set_add(out, "qrel_lease_timeout_seconds", a->visibility_timeout, "queue",
-                                 q, NULL);
+            metric_set_add(out, "qrel_lease_timeout_seconds", a->visibility_timeout, "queue", q,
+                           NULL);
         if (a->has_redrive)
-            rc |= metric_set_add(out, "qrel_max_deliveries", a->redrive.max_receive_count, "queue",
-                                 q, NULL);
+            metric_set_add(out, "qrel_max_deliveries", a->redrive.max_receive_count, "queue", q,
+                           NULL);
         double h = sqs_retry_horizon(a);
         if (h >= 0)
-            rc |= metric_set_add(out, "qrel_retry_horizon_seconds", h, "queue", q, NULL);
+            metric_set_add(out, "qrel_retry_horizon_seconds", h, "queue", q, NULL);
         if (a->fifo)
-            rc |= metric_set_add(out, "qrel_dedup_window_seconds", SQS_FIFO_DEDUP_WINDOW_SECONDS,
-                                 "queue", q, NULL);
+            metric_set_add(out, "qrel_dedup_window_seconds", SQS_FIFO_DEDUP_WINDOW_SECONDS, "queue",
+                           q, NULL);
         if (t->dlq != NONE && sc->d[t->dlq].found)
-            rc |= metric_set_add(out, "qrel_dead_letter_messages", sc->d[t->dlq].depth, "queue", q,
-                                 "dead_letter_queue", a->redrive.dlq_name, NULL);
+            metric_set_add(out, "qrel_dead_letter_messages", sc->d[t->dlq].depth, "queue", q,
+                           "dead_letter_queue", a->redrive.dlq_name, NULL);
     }
-    return rc;
 }
 
 /* CloudWatch: the age of the oldest message of every collected queue and dead-letter queue. */
@@ -1013,17 +737,16 @@ static int read_cloudwatch(struct collector *c, struct scrape *sc, const struct 
             continue;
         const struct sqs_cw_datum *d = &data[j++];
         if (d->found) {
-            rc |= metric_set_add(out, "qrel_queue_oldest_message_age_seconds", d->value, "queue",
-                                 t->name, NULL);
+            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", d->value, "queue", t->name,
+                           NULL);
             double age = now - d->timestamp;
-            rc |= metric_set_add(out, "qrel_sample_age_seconds", age > 0 ? age : 0, "queue",
-                                 t->name, NULL);
+            metric_set_add(out, "qrel_sample_age_seconds", age > 0 ? age : 0, "queue", t->name,
+                           NULL);
         }
         if (t->dlq != NONE && sc->d[t->dlq].cw != NONE && data[sc->d[t->dlq].cw].found &&
             sc->d[t->dlq].found && sc->d[t->dlq].depth > 0)
-            rc |= metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
-                                 data[sc->d[t->dlq].cw].value, "queue", t->name,
-                                 "dead_letter_queue", sc->d[t->dlq].name, NULL);
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", data[sc->d[t->dlq].cw].value,
+                           "queue", t->name, "dead_letter_queue", sc->d[t->dlq].name, NULL);
     }
 out:
     free(data);
@@ -1053,10 +776,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     }
     if (read_dlqs(c, &sc, dl, e))
         goto out;
-    if (emit(out, &sc)) {
-        err_set(e, ERR_INTERNAL, "sqs: %s", metric_set_error(out));
-        goto out;
-    }
+    emit(out, &sc);
     if (st->cloudwatch && read_cloudwatch(c, &sc, dl, out, e))
         goto out;
     rc = 0;
@@ -1077,5 +797,16 @@ out:
     return rc;
 }
 
-const struct collector_kind sqs_kind = {
-    .name = "sqs", .configure = configure, .collect = collect, .destroy = destroy};
+/* What audit rules tell to change on a queue of this kind (collector.h). */
+static const char *audit_hint(const char *rule)
+{
+    if (strcmp(rule, "no_dead_letter_queue") == 0)
+        return "add a RedrivePolicy with a dead-letter queue and maxReceiveCount";
+    return NULL;
+}
+
+const struct collector_kind sqs_kind = {.name = "sqs",
+                                        .configure = configure,
+                                        .collect = collect,
+                                        .destroy = destroy,
+                                        .audit_hint = audit_hint};

@@ -1,4 +1,5 @@
-/* sqs.h: `kind: sqs` (collectors/sqs/sqs.c) and its CloudWatch part (collectors/sqs/cloudwatch.c).
+/* sqs.h: `kind: sqs` (collectors/sqs/sqs.c), its pure parts (sqs/parse.c) and CloudWatch
+ * (sqs/cloudwatch.c).
  *
  * The collector itself is `sqs_kind` (listed in registry.c). What is declared here is shared by
  * the two files, and the pure parts (no I/O) are exposed for tests/unit/check_sqs.c: turning

@@ -93,7 +93,7 @@ stop_exporter
 start_exporter "$T/live.yml" --web.enable-lifecycle
 cp "$T/bad.yml" "$T/live.yml"
 kill -HUP "$EXPORTER_PID"
-for _ in $(seq 1 50); do grep -q 'reload failed' "$T/exporter.log" && break; sleep 0.05; done
+wait_for 10 "the exporter to log 'reload failed'" grep -q 'reload failed' "$T/exporter.log" || true
 scrape "$T/m2.txt"
 expect_metric "$T/m2.txt" 0 qrel_config_last_reload_successful
 expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="cache"'

@@ -36,14 +36,6 @@ alert_state() {
 rule_state() {
   curl -fsS "$API/rules?type=alert" | jq -r --arg n "$1" '[.data.groups[].rules[] | select(.name == $n) | .state] | first // empty'
 }
-# wait_for SECONDS CMD...: polls CMD every 0.5 s until it succeeds; false when time runs out.
-wait_for() {
-  local until=$(($(now_ms) + $1 * 1000)); shift
-  until "$@"; do
-    [ "$(now_ms)" -lt "$until" ] || return 1
-    sleep 0.5
-  done
-}
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 > b + 0) }'; }
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
 
@@ -61,28 +53,25 @@ PIDS+=("$WORKLOAD_PID")
 
 sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
 started() { grep -q 'phase=normal' "$T/workload.log"; }
-expect_cmd "the workload starts (and creates its tables)" wait_for 10 started
+expect_cmd "the workload starts (and creates its tables)" wait_for -i 0.5 10 "phase=normal in the workload log" started
 # The bundled config matches the tables the workload made: every table and column exists.
 expect_cmd "demo/qrel-demo.yml passes --config.check against the live servers" \
   "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 start_exporter "$T/qrel.yml"
 
-PP=$(free_port)
 mkdir -p "$T/prom"
 sed "s/\${EXPORTER_ADDRESS}/$ADDR/" "$QREL_SOURCE_DIR/demo/prometheus.yml" > "$T/prom/prometheus.yml"
 ln -s "$QREL_SOURCE_DIR/alerts" "$T/prom/alerts"
-prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
-  --web.listen-address="127.0.0.1:$PP" > "$T/prometheus.log" 2>&1 &
-PIDS+=($!)
+start_prometheus PP "$T/prom/prometheus.yml"
 API=http://127.0.0.1:$PP/api/v1
 
 # ---- quiet ----
 # The first scrape comes 5-6 s after Prometheus starts; the claim table's margin appears once
 # claims are done, the workload's first ones within a second.
 up_is_1() { [ "$(query 'up{job="qrel"}' 2>/dev/null)" = 1 ]; }
-expect_cmd "Prometheus scrapes qrel (job qrel up)" wait_for 30 up_is_1
+expect_cmd "Prometheus scrapes qrel (job qrel up)" wait_for -i 0.5 30 "up 1 for job qrel" up_is_1
 pg_margin_seen() { [ -n "$(query 'qrel_lease_margin_ratio{source="shop-db",queue="orders"}' 2>/dev/null)" ]; }
-expect_cmd "the claim table's margin reaches Prometheus" wait_for 20 pg_margin_seen
+expect_cmd "the claim table's margin reaches Prometheus" wait_for -i 0.5 20 "the margin of shop-db orders" pg_margin_seen
 sleep 5 # two or more rule evaluations (2 s apart) over the quiet series
 echo "     quiet phase checked at $(elapsed)"
 for a in QrelDeadLetterQueueNotEmpty QrelLeaseMarginCritical; do
@@ -97,7 +86,7 @@ expect_eq "collectors up" "$(query 'min(qrel_collector_up)')" 1
 # ---- incident ----
 redis-cli -p "$RP" SET "$CONTROL" incident >/dev/null
 t_incident=$(now_ms)
-expect_cmd "the workload announces the incident" wait_for 5 grep -q 'phase=incident' "$T/workload.log"
+expect_cmd "the workload announces the incident" wait_for -i 0.5 5 "phase=incident in the workload log" grep -q 'phase=incident' "$T/workload.log"
 # both_active: true once both alerts are pending or firing; says when each got there.
 declare -A seen=()
 both_active() {
@@ -114,7 +103,7 @@ both_active() {
 }
 # The first dead letter comes after 4 deliveries 3 s apart (about 10 s), then a scrape and an
 # evaluation (2 s each).
-expect_cmd "QrelDeadLetterQueueNotEmpty and QrelLeaseMarginCritical pending or firing" wait_for 45 both_active
+expect_cmd "QrelDeadLetterQueueNotEmpty and QrelLeaseMarginCritical pending or firing" wait_for -i 0.5 45 "both alerts pending or firing" both_active
 echo "     incident phase checked at $(elapsed)"
 for a in QrelDeadLetterQueueNotEmpty QrelLeaseMarginCritical; do
   s=$(alert_state "$a")
@@ -138,7 +127,7 @@ if [ -n "$orders" ]; then
 else
   not_ok "the dead-letter stream orders.dlq holds no order"
 fi
-# And qrel says so: dead_letter_classify finds the dead-lettered orders done in the claim table.
+# And qrel says so: the dead_letters join finds the dead-lettered orders done in the claim table.
 classified() { query "qrel_dead_letter_classified_messages{source=\"shop-redis\",queue=\"orders\",dead_letter_queue=\"orders.dlq\",work=\"$1\"}"; }
 cd_done=$(classified "done")
 if gt "$cd_done" 0; then ok "qrel_dead_letter_classified_messages{work=\"done\"} = $cd_done > 0 during the incident"; else not_ok "qrel_dead_letter_classified_messages{work=\"done\"} during the incident: got '$cd_done', want > 0"; fi
@@ -219,7 +208,7 @@ fi
 # The workload stops cleanly (its servers are still up), and claim-before-send held: every email
 # it sent stamped a claim of its own (redeliveries deferred instead of sending again).
 kill -TERM "$WORKLOAD_PID"
-expect_cmd "the workload stops on SIGTERM within 5 s" wait_for 5 grep -q 'stopped' "$T/workload.log"
+expect_cmd "the workload stops on SIGTERM within 5 s" wait_for -i 0.5 5 "stopped in the workload log" grep -q 'stopped' "$T/workload.log"
 rc=0
 wait "$WORKLOAD_PID" || rc=$?
 expect_eq "the workload's exit status (sanitizers report through it)" "$rc" 0

@@ -6,34 +6,16 @@
 # newest ages. Then the faults, each beside the healthy source, under a 4 s scrape-timeout header:
 # nothing listening (connect), a listener that never answers (timeout), one that answers junk,
 # SASL against a broker without SASL (auth, and the password appears nowhere), and a group
-# pattern on a broker without ListGroups (query, "list the groups by name").
+# regex on a broker without ListGroups (query, "list the groups by name"). Keys of earlier
+# releases (flat tls_* keys, max_reply_bytes, a regex as pattern) are refused naming the new ones.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 MOCK=$QREL_BUILD_DIR/tests/kafka_mock
 [ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
 
-# start_mock OUTVAR ARGS...: runs kafka_mock on two free ports, sets OUTVAR to the bootstrap list.
-start_mock() {
-  local var=$1 p1 p2 out; shift
-  p1=$(free_port); p2=$(free_port)
-  out=$T/mock-$p1.out
-  "$MOCK" -p "$p1,$p2" "$@" >"$out" 2>"$T/mock-$p1.log" &
-  PIDS+=("$!")
-  for _ in $(seq 1 200); do
-    if grep -q '^BOOTSTRAP=' "$out"; then
-      printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "kafka_mock did not start:" >&2
-  cat "$T/mock-$p1.log" >&2
-  return 1
-}
-
 T0=$(( $(now_ms) - 600000 )) # the first record is 10 minutes old
-start_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 \
+start_kafka_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 \
   -m "orders:0:10:$T0:1000" -m "orders:1:6:$((T0 + 100000)):1000" \
   -m "orders:2:4:$((T0 + 200000)):1000" \
   -m "orders.dlq:0:3:$((T0 + 50000)):5000" -m "orders.dlq:1:2:$((T0 + 10000)):5000" \
@@ -67,10 +49,7 @@ time.sleep(3600)
 PY
 PIDS+=("$!")
 for port in "$HANG" "$JUNK"; do
-  for _ in $(seq 1 100); do
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$port" 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_for 30 "the faulty peer on port $port to listen" port_open "$port" || true
 done
 
 secret='sasl-Secret-5521-horse'
@@ -93,7 +72,7 @@ sources:
       - name: audit
         topics: [orders, missing-topic]
       - name: billing
-        topic_pattern: "pay.*"
+        topic_pattern: "pay*"
         dead_letter_topic: "{topic}.dlq"
   - name: down
     kind: kafka
@@ -118,7 +97,7 @@ sources:
   - name: patterns
     kind: kafka
     bootstrap_servers: $BOOT
-    groups: [{pattern: "mail.*", topics: [orders]}]
+    groups: [{regex: "mail.*", topics: [orders]}]
 YML
 start_exporter "$T/qrel.yml"
 
@@ -225,6 +204,24 @@ expect_metric "$T/m2.txt" 2 qrel_collector_errors_total 'source="down"' 'reason=
 # Nothing was committed by the exporter: mailer's offsets are as the peer left them.
 expect_cmd "the exporter committed nothing (mailer still 10 behind)" \
   grep -q "^qrel_queue_messages{source=\"stream\",kind=\"kafka\",queue=\"orders\",group=\"mailer\",state=\"ready\"} 10$" "$T/m2.txt"
+
+# Spellings of earlier releases fail --config.check with the new name, not a silent change.
+old_spelling() { # old_spelling WHAT KEY-LINES... : the source with those lines, checked
+  local what=$1 want=$2; shift 2
+  { printf 'sources:\n  - name: old\n    kind: kafka\n    bootstrap_servers: %s\n' "$BOOT"
+    printf '    %s\n' "$@"; } > "$T/old.yml"
+  expect_cmd "$what" bash -c "'$EXPORTER' --config.file='$T/old.yml' --config.check 2>&1 | grep -qF -- '$want'"
+}
+old_spelling "tls_ca_file is refused naming tls_config.ca_file" \
+  'old.yml:5:5: "tls_ca_file" is now called "tls_config.ca_file"' \
+  "tls_ca_file: $T/ca.pem" 'groups: [{name: mailer, topics: [orders]}]'
+old_spelling "max_reply_bytes is refused naming max_response_bytes" \
+  'old.yml:5:5: "max_reply_bytes" is now called "max_response_bytes"' \
+  'max_reply_bytes: 1000000' 'groups: [{name: mailer, topics: [orders]}]'
+old_spelling "a regex written as topic_pattern is refused naming topic_regex" \
+  'old.yml:5:45: topic_pattern: "pay.*" looks like a regular expression' \
+  'groups: [{name: billing, topic_pattern: "pay.*"}]'
+expect_cmd "the message points to topic_regex" grep -q 'write topic_regex: for a regular expression' <("$EXPORTER" --config.file="$T/old.yml" --config.check 2>&1)
 
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do

@@ -11,27 +11,6 @@
 
 JSCTL="python3 $QREL_SOURCE_DIR/tests/peers/nats/jsctl.py"
 
-# start_nats VAR_CLIENT VAR_MONITOR [nats-server args...]: a JetStream server on free ports.
-start_nats() {
-  local cvar=$1 mvar=$2 cport mport dir; shift 2
-  cport=$(free_port)
-  mport=$(free_port)
-  dir=$T/nats-$cport
-  mkdir -p "$dir"
-  nats-server -a 127.0.0.1 -p "$cport" -m "$mport" -js -sd "$dir/js" -l "$dir/nats.log" "$@" &
-  PIDS+=("$!")
-  for _ in $(seq 1 200); do
-    if curl -fsS "http://127.0.0.1:$mport/healthz?js-enabled-only=true" >/dev/null 2>&1; then
-      printf -v "$cvar" '%s' "$cport"
-      printf -v "$mvar" '%s' "$mport"
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "nats-server on port $cport did not start" >&2
-  return 1
-}
-
 start_nats NP NM
 J() { $JSCTL "$NP" "$@"; }
 req() { J req "$@" >/dev/null; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `queues` section of kind: postgres against a real PostgreSQL: every preset's schema is
-# loaded from tests/fixtures/pg_queues (written from each runner's documented layout), jobs are
+# loaded from tests/fixtures/postgres/queues (written from each runner's documented layout), jobs are
 # put in every state with known ages, attempts and locks, and one `qrel scrape` must give exactly
 # the expected series per preset: counts by state, oldest ages to the second, redeliveries, dead
 # jobs, max deliveries and the lease, and no series where the runner records nothing (the pgmq
@@ -14,7 +14,7 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-FIX=$QREL_SOURCE_DIR/tests/fixtures/pg_queues
+FIX=$QREL_SOURCE_DIR/tests/fixtures/postgres/queues
 start_postgres P
 psql_do "ALTER DATABASE postgres SET timezone = 'America/New_York'"
 
@@ -125,10 +125,8 @@ for lock in postgres:2 other:1; do
   LOCKERS+=($!)
   PIDS+=($!)
 done
-for _ in $(seq 1 100); do
-  [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 2 ] && break
-  sleep 0.05
-done
+two_locks() { [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 2 ]; }
+wait_for 15 "the two advisory locks to be granted" two_locks || true
 
 cat > "$T/qrel.yml" <<YML
 sources:

@@ -17,7 +17,6 @@ sources:
 YML
 start_exporter "$T/qrel.yml"
 
-PP=$(free_port)
 mkdir -p "$T/prom"
 cat > "$T/prom/prometheus.yml" <<YML
 global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
@@ -25,18 +24,16 @@ scrape_configs:
   - job_name: qrel
     static_configs: [{targets: ['$ADDR']}]
 YML
-prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
-  --web.listen-address="127.0.0.1:$PP" > "$T/prometheus.log" 2>&1 &
-PIDS+=($!)
+start_prometheus PP "$T/prom/prometheus.yml"
 
 query() { curl -fsS "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" | jq -r '.data.result[0].value[1] // empty'; }
 # The first scrape comes 5-6 s after start (the scrape manager's tick): poll, don't sleep.
 up=""
-for _ in $(seq 1 200); do
+up_is_1() {
   up=$(query 'up{job="qrel"}' 2>/dev/null || true)
-  [ "$up" = 1 ] && break
-  sleep 0.1
-done
+  [ "$up" = 1 ]
+}
+wait_for -i 0.1 40 "Prometheus to scrape the exporter (up 1)" up_is_1 || true
 expect_eq "Prometheus sees the exporter up" "$up" 1
 expect_eq "ready messages via Prometheus" "$(query 'qrel_queue_messages{source="cache",queue="orders",group="workers",state="ready"}')" 2
 expect_eq "in-flight messages via Prometheus" "$(query 'qrel_queue_messages{state="in_flight"}')" 1

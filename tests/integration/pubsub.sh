@@ -12,17 +12,10 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 PEERS=$QREL_SOURCE_DIR/tests/peers/pubsub
-EMULATOR=${PUBSUB_EMULATOR:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
 
 # ---- the emulator ---------------------------------------------------------------------------
-if [ -x "$EMULATOR" ] && command -v java >/dev/null; then
-  EP=$(free_port)
-  "$EMULATOR" --host=127.0.0.1 --port="$EP" > "$T/emulator.out" 2>&1 &
-  PIDS+=("$!")  # the script exec()s java: this is the JVM
-  for _ in $(seq 1 200); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$EP/v1/projects/shop/topics" 2>/dev/null && break
-    sleep 0.1
-  done
+if pubsub_emulator_installed; then
+  start_pubsub_emulator EP
   API=http://127.0.0.1:$EP/v1/projects/shop
   put() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$API/$1" >/dev/null; }
   put topics/orders '{}'
@@ -70,7 +63,7 @@ YML
   expect_cmd "requests of source listed (one per name)" grep -q 'source=listed subscriptions=2 requests=3' "$T/emu.log"
   expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/emu.txt'"
 else
-  echo "SKIPPED: the Pub/Sub emulator part (no $EMULATOR or no java; CI must have google-cloud-cli-pubsub-emulator)" >&2
+  echo "SKIPPED: the Pub/Sub emulator part (no $PUBSUB_EMULATOR or no java; CI must have google-cloud-cli-pubsub-emulator)" >&2
 fi
 
 # ---- Cloud Monitoring (stub) and a Pub/Sub API stand-in -------------------------------------
@@ -116,8 +109,7 @@ start_token_stub() { # start_token_stub VAR EXPIRES_IN LOG
   python3 "$PEERS/token_stub.py" --port-file "$pf" --public-key "$T/sa.pub.pem" --email "$email" \
     --token "$token" --expires-in "$2" --log "$3" > "$pf.out" 2>&1 &
   PIDS+=("$!")
-  for _ in $(seq 1 200); do [ -s "$pf" ] && break; sleep 0.025; done
-  printf -v "$1" '%s' "$(cat "$pf")"
+  wait_for -i 0.025 30 "the token stub to write its port" port_file "$pf" "$1" || cat "$pf.out" >&2
 }
 start_token_stub TOK 3600 "$T/token.jsonl"
 start_token_stub TOKSHORT 61 "$T/token-short.jsonl"

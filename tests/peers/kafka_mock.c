@@ -2,12 +2,14 @@
  * cluster (rdkafka_mock.h), since no real broker can be installed on the test machines.
  *
  *   kafka_mock -p PORT[,PORT...] [-t TOPIC:PARTITIONS]... [-m TOPIC:PART:COUNT:FIRST_MS:STEP_MS]...
- *              [-c GROUP:TOPIC:PART:OFFSET]...
+ *              [-r TOPIC:PART:HEADER:VALUE]... [-c GROUP:TOPIC:PART:OFFSET]...
  *
  * Starts one mock broker per port (librdkafka 2.0.2 always binds 127.0.0.1:0, so this program
  * defines bind() itself and turns each such bind into the next port of -p: the tests pick free
  * ports and must know them up front), creates the topics, produces COUNT records to a partition
  * with the timestamps FIRST_MS, FIRST_MS+STEP_MS, ... (epoch milliseconds, CreateTime), commits
+ * -r records (after the -m ones) with the given value (the rest of the argument, colons included)
+ * and, when HEADER is NAME=VAL rather than empty, that header, commits
  * OFFSET for GROUP without joining it, prints BOOTSTRAP=host:port,... and runs until SIGTERM or
  * SIGINT. Everything is done before BOOTSTRAP= is printed, so a test can read it as "ready". */
 #define _GNU_SOURCE
@@ -103,9 +105,9 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
 
 int main(int argc, char **argv)
 {
-    char *topics[64], *produce[64], *commits[64];
-    int ntopics = 0, nproduce = 0, ncommits = 0, opt;
-    while ((opt = getopt(argc, argv, "p:t:m:c:")) != -1) {
+    char *topics[64], *produce[64], *commits[64], *records[64];
+    int ntopics = 0, nproduce = 0, ncommits = 0, nrecords = 0, opt;
+    while ((opt = getopt(argc, argv, "p:t:m:c:r:")) != -1) {
         switch (opt) {
         case 'p':
             for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
@@ -116,9 +118,13 @@ int main(int argc, char **argv)
             break;
         case 't':
         case 'm':
+        case 'r':
         case 'c': {
-            char **v = opt == 't' ? topics : opt == 'm' ? produce : commits;
-            int *n = opt == 't' ? &ntopics : opt == 'm' ? &nproduce : &ncommits;
+            char **v = opt == 't' ? topics : opt == 'm' ? produce : opt == 'r' ? records : commits;
+            int *n = opt == 't'   ? &ntopics
+                     : opt == 'm' ? &nproduce
+                     : opt == 'r' ? &nrecords
+                                  : &ncommits;
             if (*n == 64)
                 die("too many arguments", NULL);
             v[(*n)++] = optarg;
@@ -126,7 +132,7 @@ int main(int argc, char **argv)
         }
         default:
             fprintf(stderr, "usage: kafka_mock -p PORT[,PORT] [-t T:N] [-m T:P:COUNT:FIRST_MS:"
-                            "STEP_MS] [-c G:T:P:OFFSET]\n");
+                            "STEP_MS] [-r T:P:HEADER:VALUE] [-c G:T:P:OFFSET]\n");
             return 2;
         }
     }
@@ -153,7 +159,7 @@ int main(int argc, char **argv)
             die("cannot create topic", f[0]);
     }
 
-    if (nproduce) {
+    if (nproduce || nrecords) {
         rd_kafka_t *p = client(RD_KAFKA_PRODUCER, bootstrap, NULL);
         for (int i = 0; i < nproduce; i++) {
             char *f[5];
@@ -174,6 +180,32 @@ int main(int argc, char **argv)
                     die("produce", rd_kafka_err2str(err));
                 rd_kafka_poll(p, 0);
             }
+        }
+        for (int i = 0; i < nrecords; i++) {
+            /* Split by hand: the value keeps its colons (split() ends every field at one). */
+            char *f[4] = {records[i], NULL, NULL, NULL};
+            for (int k = 1; k < 4; k++) {
+                char *colon = strchr(f[k - 1], ':');
+                if (!colon)
+                    die("-r wants TOPIC:PART:HEADER:VALUE", records[i]);
+                *colon = '\0';
+                f[k] = colon + 1;
+            }
+            rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+            char *eq = strchr(f[2], '=');
+            if (*f[2] && !eq)
+                die("-r wants HEADER as NAME=VALUE or empty", f[2]);
+            if (eq)
+                rd_kafka_header_add(h, f[2], eq - f[2], eq + 1, -1);
+            rd_kafka_resp_err_t err = rd_kafka_producev(
+                p, RD_KAFKA_V_TOPIC(f[0]), RD_KAFKA_V_PARTITION((int)num(f[1], "bad partition")),
+                RD_KAFKA_V_VALUE(f[3], strlen(f[3])), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+            if (err) {
+                rd_kafka_headers_destroy(h);
+                die("produce", rd_kafka_err2str(err));
+            }
+            rd_kafka_poll(p, 0);
         }
         if (rd_kafka_flush(p, 10000) || rd_kafka_outq_len(p))
             die("produce", "records not delivered within 10 s");

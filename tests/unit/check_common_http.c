@@ -407,6 +407,42 @@ START_TEST(test_escape)
 }
 END_TEST
 
+/* The one base-URL reader of the HTTP kinds: checked, trailing slashes dropped, the default when
+ * absent, and the key marked known. */
+START_TEST(test_base_url)
+{
+    static const char y[] = "a: http://h:15672//\n"
+                            "b: \"\"\n"
+                            "c: ftp://h\n"
+                            "d: https://h/api/\n";
+    struct err e;
+    err_clear(&e);
+    struct cfg_doc *d = cfg_parse_string("b.yml", y, strlen(y), &e);
+    ck_assert_ptr_nonnull(d);
+    struct cfg_node *m = cfg_doc_root(d);
+    char *u = NULL;
+    ck_assert_int_eq(http_base_url(m, "a", NULL, &u, &e), 0);
+    ck_assert_str_eq(u, "http://h:15672");
+    free(u);
+    ck_assert_int_eq(http_base_url(m, "d", NULL, &u, &e), 0);
+    ck_assert_str_eq(u, "https://h/api");
+    free(u);
+    ck_assert_int_eq(http_base_url(m, "absent", NULL, &u, &e), 0);
+    ck_assert_ptr_null(u);
+    ck_assert_int_eq(http_base_url(m, "absent", "https://default.example", &u, &e), 0);
+    ck_assert_str_eq(u, "https://default.example");
+    free(u);
+    ck_assert_int_eq(http_base_url(m, "b", NULL, &u, &e), -1);
+    ck_assert_ptr_null(u);
+    ck_assert_str_eq(e.msg, "b.yml:2:4: b: want a non-empty string");
+    ck_assert_int_eq(http_base_url(m, "c", NULL, &u, &e), -1);
+    ck_assert_ptr_null(u);
+    ck_assert_str_eq(e.msg, "b.yml:3:4: c: want an http:// or https:// URL");
+    ck_assert_int_eq(cfg_finish(m, "test", &e), 0); /* every key was marked known */
+    cfg_doc_free(d);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
     Suite *s = suite_create("http");
@@ -424,6 +460,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_sigv4);
     tcase_add_test(tc, test_sigv4_needs_region_and_service);
     tcase_add_test(tc, test_escape);
+    tcase_add_test(tc, test_base_url);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "deadline.h"
 #include "kafka/kafka.h"
+#include "kafka/settings.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -103,14 +104,14 @@ START_TEST(config_errors)
 {
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g}]\n",
-                        "qrel.yml:2:10: want exactly one of topics and topic_pattern in each "
-                        "entry of groups (the topics whose lag the group is measured on)");
+                        "qrel.yml:2:10: want exactly one of topics, topic_pattern and topic_regex "
+                        "in each entry of groups (the topics whose lag the group is measured on)");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g, topics: [t], max_poll_interval: 0s}]\n",
                         "qrel.yml:2:52: max_poll_interval: want a duration above 0");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
-                        "groups: [{pattern: \"(\", topics: [t]}]\n",
-                        "qrel.yml:2:20: pattern: want a regular expression (POSIX extended): "
+                        "groups: [{regex: \"(\", topics: [t]}]\n",
+                        "qrel.yml:2:18: regex: want a regular expression (POSIX extended): "
                         "Unmatched ( or \\(");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "security_protocol: carrier_pigeon\n"
@@ -121,7 +122,7 @@ START_TEST(config_errors)
                         "librdkafka: {sasl.password: hunter2}\n"
                         "groups: [{name: g, topics: [t]}]\n",
                         "qrel.yml:2:29: librdkafka: sasl.password: secrets cannot be given "
-                        "here; use sasl_password_file or tls_key_password_file");
+                        "here; use sasl_password_file or tls_config.key_password_file");
     expect_config_error("bootstrap_servers: \"user:pw@host:9092\"\n"
                         "groups: [{name: g, topics: [t]}]\n",
                         "qrel.yml:1:20: bootstrap_servers: want host:port[,host:port...] (no "
@@ -131,6 +132,152 @@ START_TEST(config_errors)
                         "groups: [{name: g, topics: [t]}]\n",
                         "qrel.yml:2:20: sasl_password_env: environment variable "
                         "\"QREL_TEST_UNSET_VARIABLE\" is not set");
+}
+END_TEST
+
+/* pattern is a glob as in every kind; a value written as the regex it used to be is refused with
+ * a pointer to regex, so an upgraded config fails instead of matching nothing. */
+START_TEST(pattern_glob_regex)
+{
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{pattern: \"mail.*\", topics: [t]}]\n",
+                        "qrel.yml:2:20: pattern: \"mail.*\" looks like a regular expression (it "
+                        "has \".*\"): pattern is a glob (*, ?, [...]); write regex: for a regular "
+                        "expression");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{pattern: \"^mail\", topics: [t]}]\n",
+                        "qrel.yml:2:20: pattern: \"^mail\" looks like a regular expression (it "
+                        "has \"^\"): pattern is a glob (*, ?, [...]); write regex: for a regular "
+                        "expression");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, topic_pattern: \"(a|b)\"}]\n",
+                        "qrel.yml:2:35: topic_pattern: \"(a|b)\" looks like a regular expression "
+                        "(it has \"(\"): topic_pattern is a glob (*, ?, [...]); write "
+                        "topic_regex: for a regular expression");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{topics: [t], tpics: [u]}]\n",
+                        "qrel.yml:2:24: unknown key \"tpics\" in entry 1 of groups of source "
+                        "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
+                        "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, pattern: \"m*\", topics: [t]}]\n",
+                        "qrel.yml:2:10: want exactly one of name, pattern and regex in each "
+                        "entry of groups");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, topics: [t], topic_regex: \"t.*\"}]\n",
+                        "qrel.yml:2:10: want exactly one of topics, topic_pattern and topic_regex "
+                        "in each entry of groups (the topics whose lag the group is measured on)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, topic_regx: \"t.*\"}]\n",
+                        "qrel.yml:2:20: unknown key \"topic_regx\" in group name \"g\" of source "
+                        "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
+                        "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
+
+    /* what each form selects */
+    struct err e;
+    err_clear(&e);
+    const char *y = "bootstrap_servers: 127.0.0.1:9092\n"
+                    "groups:\n"
+                    "  - {pattern: \"mail?r-*\", topic_pattern: \"orders[.]*\"}\n"
+                    "  - {regex: \"mail(er)?\", topic_regex: \"pay.*\"}\n"
+                    "  - {name: billing, topics: [t]}\n";
+    struct kafka_settings set;
+    struct cfg_doc *doc = cfg_parse_string("qrel.yml", y, strlen(y), &e);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(kafka_settings_read(&set, "stream", 2.0, cfg_doc_root(doc), &e), 0);
+    ck_assert_uint_eq(set.nspecs, 3);
+    const struct kafka_group_spec *glob = &set.specs[0], *rx = &set.specs[1], *nm = &set.specs[2];
+    ck_assert(kafka_spec_group_match(glob, "mailer-1"));
+    ck_assert(!kafka_spec_group_match(glob, "mailer")); /* the glob wants the dash */
+    ck_assert(!kafka_spec_group_match(glob, "xmailer-1"));
+    ck_assert(kafka_spec_topic_match(glob, "orders.paid"));
+    ck_assert(!kafka_spec_topic_match(glob, "orders_paid"));
+    ck_assert(kafka_spec_group_match(rx, "mail"));
+    ck_assert(kafka_spec_group_match(rx, "mailer"));
+    ck_assert(!kafka_spec_group_match(rx, "mailers")); /* whole name */
+    ck_assert(kafka_spec_topic_match(rx, "payments"));
+    ck_assert(!kafka_spec_topic_match(rx, "repay"));
+    ck_assert(kafka_spec_group_match(nm, "billing"));
+    ck_assert(!kafka_spec_group_match(nm, "billing2"));
+    ck_assert(!kafka_spec_topic_match(nm, "t")); /* a list is looked up, not matched */
+    kafka_settings_free(&set);
+    cfg_doc_free(doc);
+}
+END_TEST
+
+/* The flat tls_* keys and max_reply_bytes of earlier releases are refused with their new names;
+ * tls_config is a map like the HTTP kinds' and reaches librdkafka. */
+START_TEST(renamed_keys_and_tls_config)
+{
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "tls_ca_file: /etc/ca.pem\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:1: \"tls_ca_file\" is now called \"tls_config.ca_file\": the "
+                        "TLS settings are a map, as for the HTTP kinds");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "tls_key_password_env: X\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:1: \"tls_key_password_env\" is now called "
+                        "\"tls_config.key_password_env\": the TLS settings are a map, as for the "
+                        "HTTP kinds");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "tls_verify_hostname: false\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:1: \"tls_verify_hostname\" is now called "
+                        "\"tls_config.insecure_skip_verify\": the TLS settings are a map, as for "
+                        "the HTTP kinds; insecure_skip_verify: true turns off the host name check "
+                        "and the certificate verification");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "max_reply_bytes: 1000000\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:1: \"max_reply_bytes\" is now called \"max_response_bytes\"");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "tls_config: {ca_fil: /etc/ca.pem}\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:14: unknown key \"ca_fil\" in tls_config (known keys: "
+                        "ca_file, cert_file, insecure_skip_verify, key_file, key_password_env, "
+                        "key_password_file)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "max_response_bytes: 10\n"
+                        "groups: [{name: g, topics: [t]}]\n",
+                        "qrel.yml:2:21: max_response_bytes: want an integer from 65536 to "
+                        "1000000000, got \"10\"");
+
+    struct kafka_settings set;
+    struct err e;
+    err_clear(&e);
+    const char *y = "bootstrap_servers: 127.0.0.1:9093\n"
+                    "security_protocol: ssl\n"
+                    "max_response_bytes: 200000\n"
+                    "tls_config: {ca_file: /etc/ca.pem, insecure_skip_verify: true}\n"
+                    "groups: [{name: g, topics: [t]}]\n";
+    struct cfg_doc *doc = cfg_parse_string("qrel.yml", y, strlen(y), &e);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_msg(kafka_settings_read(&set, "stream", 2.0, cfg_doc_root(doc), &e) == 0, "%s",
+                  e.msg);
+    ck_assert_int_eq(set.max_response_bytes, 200000);
+    char errstr[256];
+    const char *bad = NULL;
+    rd_kafka_conf_t *conf = kafka_settings_conf(&set, errstr, sizeof errstr, &bad);
+    ck_assert_ptr_nonnull(conf);
+    char v[256];
+    size_t n = sizeof v;
+    ck_assert_int_eq(rd_kafka_conf_get(conf, "ssl.ca.location", v, &n), RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(v, "/etc/ca.pem");
+    n = sizeof v;
+    ck_assert_int_eq(rd_kafka_conf_get(conf, "enable.ssl.certificate.verification", v, &n),
+                     RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(v, "false");
+    n = sizeof v;
+    ck_assert_int_eq(rd_kafka_conf_get(conf, "ssl.endpoint.identification.algorithm", v, &n),
+                     RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(v, "none");
+    n = sizeof v;
+    ck_assert_int_eq(rd_kafka_conf_get(conf, "receive.message.max.bytes", v, &n), RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(v, "200000");
+    rd_kafka_conf_destroy(conf);
+    kafka_settings_free(&set);
+    cfg_doc_free(doc);
 }
 END_TEST
 
@@ -196,6 +343,8 @@ int main(void)
     tcase_add_test(tc, lag_from_offsets);
     tcase_add_test(tc, ages_names_reasons);
     tcase_add_test(tc, config_errors);
+    tcase_add_test(tc, pattern_glob_regex);
+    tcase_add_test(tc, renamed_keys_and_tls_config);
     tcase_add_test(tc, down_broker_leaves_nothing_behind);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

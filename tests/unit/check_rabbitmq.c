@@ -1,8 +1,8 @@
-/* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq/rabbitmq.c: reading queue
- * objects recorded from RabbitMQ 3.10.8's GET /api/queues (stats present and absent, empty
- * proplists written as [], settings from arguments and from policy), the delivery-limit mapping,
- * topic matching and binding routing, and configure()'s messages. Talking to a broker is left to
- * tests/integration/rabbitmq.sh, which runs a real one. */
+/* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq/parse.c: reading queue
+ * objects recorded from RabbitMQ 3.10.8's GET /api/queues (tests/fixtures/rabbitmq/) (stats present
+ * and absent, empty proplists written as [], settings from arguments and from policy), the
+ * delivery-limit mapping, topic matching and binding routing, and configure()'s messages. Talking
+ * to a broker is left to tests/integration/rabbitmq.sh, which runs a real one. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,32 +11,22 @@
 #include "collector.h"
 #include "config.h"
 #include "rabbitmq/rabbitmq.h"
+#include "util.h"
 
 extern const struct collector_kind rabbitmq_kind;
 
-/* Recorded (columns as the collector asks for them), with the consumer of the integration test
- * connected; the last object is a queue declared a moment before (no stats yet). */
-static const char queues_json[] =
-    "[{\"arguments\":{\"x-dead-letter-exchange\":\"orders.dlx\",\"x-dead-letter-routing-key\":"
-    "\"orders\"},\"effective_policy_definition\":{},\"head_message_timestamp\":1795953440,"
-    "\"message_stats\":{\"redeliver\":3},\"messages\":2,\"messages_ready\":0,"
-    "\"messages_unacknowledged\":2,\"name\":\"orders\",\"vhost\":\"/\"},"
-    "{\"arguments\":{\"x-queue-type\":\"quorum\"},\"effective_policy_definition\":"
-    "{\"dead-letter-exchange\":\"jobs.dlx\",\"delivery-limit\":2},\"message_stats\":"
-    "{\"redeliver\":2},\"messages\":0,\"messages_ready\":0,\"messages_unacknowledged\":0,"
-    "\"name\":\"jobs\",\"vhost\":\"/\"},"
-    "{\"arguments\":[],\"effective_policy_definition\":[],\"head_message_timestamp\":null,"
-    "\"message_stats\":[],\"messages\":1,\"messages_ready\":1,\"messages_unacknowledged\":0,"
-    "\"name\":\"plain.dlq\",\"vhost\":\"v2\"},"
-    "{\"arguments\":{\"x-consumer-timeout\":60000,\"x-dead-letter-exchange\":\"\","
-    "\"x-delivery-limit\":5},\"effective_policy_definition\":{\"delivery-limit\":9,"
-    "\"dead-letter-exchange\":\"ignored\"},\"name\":\"fresh\",\"vhost\":\"/\"}]";
-
+/* GET /api/queues recorded from RabbitMQ 3.10.8 (columns as the collector asks for them), with the
+ * consumer of the integration test connected; the last object is a queue declared a moment
+ * before (no stats yet). */
 static json_t *load(void)
 {
+    size_t len = 0;
+    char *text = util_read_file(QREL_FIXTURES "/rabbitmq/queues-3.10.8.json", 1 << 20, &len);
+    ck_assert_msg(text != NULL, "cannot read the fixture");
     json_error_t je;
-    json_t *doc = json_loads(queues_json, 0, &je);
-    ck_assert_ptr_nonnull(doc);
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    ck_assert_msg(doc != NULL, "fixture: %s", je.text);
     return doc;
 }
 
@@ -163,6 +153,11 @@ static const struct {
 } bad_configs[] = {
     {"username: u\npassword_env: HOME\n",
      "t.yml:1:1: missing required key \"url\" in this mapping"},
+    /* a misspelt key is reported, with the known keys, before what it leaves missing */
+    {"url: http://h:15672\nusrname: u\npassword_env: HOME\n",
+     "t.yml:2:1: unknown key \"usrname\" in source \"rmq\" (known keys: consumer_timeout, "
+     "max_response_bytes, metadata_interval, password_env, password_file, prometheus_url, "
+     "queue_pattern, queues, tls_config, url, username, vhosts)"},
     {"url: ftp://x\nusername: u\npassword_env: HOME\n", NULL},
     {"url: http://h:15672\npassword_env: HOME\n",
      "t.yml:1:1: missing required key \"username\" in this mapping"},

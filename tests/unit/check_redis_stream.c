@@ -398,6 +398,91 @@ START_TEST(test_time)
 }
 END_TEST
 
+/* SCAN ... TYPE stream: the next cursor and the keys; a key that cannot be a C string is left
+ * out. */
+START_TEST(test_scan)
+{
+    struct err e = {0};
+    char cursor[24];
+    const redisReply *keys = NULL;
+    static const char raw[] = "*2\r\n$4\r\n1536\r\n*3\r\n$6\r\norders\r\n$3\r\na\0b\r\n:7\r\n";
+    redisReader *rd = redisReaderCreate(); /* resp() stops at the NUL */
+    void *reply = NULL;
+    ck_assert_int_eq(redisReaderFeed(rd, raw, sizeof raw - 1), REDIS_OK);
+    ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+    redisReaderFree(rd);
+    redisReply *r = reply;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(redis_stream_parse_scan(r, cursor, sizeof cursor, &keys, &e), 0);
+    ck_assert_str_eq(cursor, "1536");
+    ck_assert_uint_eq(keys->elements, 3);
+    size_t len = 0;
+    const char *k = redis_stream_scan_key(keys, 0, &len);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_uint_eq(len, 6);
+    ck_assert_int_eq(memcmp(k, "orders", 6), 0);
+    ck_assert_ptr_null(redis_stream_scan_key(keys, 1, &len)); /* a NUL inside */
+    ck_assert_ptr_null(redis_stream_scan_key(keys, 2, &len)); /* not a string */
+    freeReplyObject(r);
+
+    r = resp("*2\r\n$1\r\n0\r\n*0\r\n");
+    ck_assert_int_eq(redis_stream_parse_scan(r, cursor, sizeof cursor, &keys, &e), 0);
+    ck_assert_str_eq(cursor, "0");
+    ck_assert_uint_eq(keys->elements, 0);
+    freeReplyObject(r);
+
+    /* Wrong shapes, and a cursor longer than the caller's room. */
+    const char *bad[] = {"*1\r\n$1\r\n0\r\n", "*2\r\n:0\r\n*0\r\n", "*2\r\n$1\r\n0\r\n$1\r\nx\r\n",
+                         "$-1\r\n", "*2\r\n$5\r\n12345\r\n*0\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = resp(bad[i]);
+        err_clear(&e);
+        ck_assert_int_eq(redis_stream_parse_scan(r, cursor, 5, &keys, &e), -1);
+        ck_assert_int_eq(e.code, ERR_PROTOCOL);
+        ck_assert_str_eq(e.msg, "want [cursor, keys]");
+        freeReplyObject(r);
+    }
+    r = resp("*2\r\n$4\r\n1234\r\n*0\r\n"); /* exactly fits with its NUL */
+    ck_assert_int_eq(redis_stream_parse_scan(r, cursor, 5, &keys, &e), 0);
+    ck_assert_str_eq(cursor, "1234");
+    freeReplyObject(r);
+}
+END_TEST
+
+START_TEST(test_len)
+{
+    struct err e = {0};
+    long long n = -1;
+    redisReply *r = resp(":42\r\n");
+    ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), 0);
+    ck_assert_int_eq(n, 42);
+    freeReplyObject(r);
+    r = resp(":0\r\n");
+    ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), 0);
+    ck_assert_int_eq(n, 0);
+    freeReplyObject(r);
+    r = resp(":-1\r\n");
+    ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_str_eq(e.msg, "want an integer >= 0, got integer");
+    freeReplyObject(r);
+    r = resp("$2\r\n42\r\n");
+    ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), -1);
+    ck_assert_str_eq(e.msg, "want an integer >= 0, got string");
+    freeReplyObject(r);
+}
+END_TEST
+
+START_TEST(test_group_wanted)
+{
+    char *groups[] = {"workers", "audit", NULL};
+    ck_assert_int_eq(redis_stream_group_wanted(NULL, 0, "anything"), 1);
+    ck_assert_int_eq(redis_stream_group_wanted(groups, 2, "audit"), 1);
+    ck_assert_int_eq(redis_stream_group_wanted(groups, 2, "worker"), 0);
+    ck_assert_int_eq(redis_stream_group_wanted(groups, 1, "audit"), 0); /* only the first n */
+}
+END_TEST
+
 /* ---- small helpers ---- */
 
 START_TEST(test_age_and_dlq_name)
@@ -946,7 +1031,7 @@ START_TEST(test_pipe_each_limits)
     ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 8, record, &seen, &e), -1);
     ck_assert_int_eq(e.code, ERR_LIMIT);
     ck_assert_ptr_nonnull(
-        strstr(e.msg, ": the replies to 3 commands exceeded 8 bytes (max_reply_bytes)"));
+        strstr(e.msg, ": the replies to 3 commands exceeded 8 bytes (max_response_bytes)"));
     redis_conn_close(c);
     fake_stop(&s);
 
@@ -1170,6 +1255,9 @@ static int collect_once(const char *details_replies, struct err *e, size_t *nsam
     struct cfg_node *seq = NULL;
     ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
     struct collector c = {.name = "cache", .kind = &redis_stream_kind, .timeout = 5};
+    struct cfg_node *core_key; /* read by the core (sources.c) before the kind */
+    ck_assert_int_eq(cfg_get_node(seq->items[0], "name", CFG_SCALAR, &core_key, e), 0);
+    ck_assert_int_eq(cfg_get_node(seq->items[0], "kind", CFG_SCALAR, &core_key, e), 0);
     ck_assert_msg(redis_stream_kind.configure(&c, seq->items[0], e) == 0, "%s", e->msg);
     struct metric_set *set = metric_set_new("cache", "redis_stream");
     struct deadline dl = deadline_in(5);
@@ -1304,8 +1392,8 @@ static const struct {
      "x.yml:5:18: max_streams: want an integer from 1 to 10000000, got \"0\""},
     {SRC "    address: h:1\n    pending_scan_limit: lots\n    streams: [{name: a}]\n",
      "x.yml:5:25: pending_scan_limit: want an integer from 1 to 1000000, got \"lots\""},
-    {SRC "    address: h:1\n    max_reply_bytes: 100\n    streams: [{name: a}]\n",
-     "x.yml:5:22: max_reply_bytes: want an integer from 4096 to 1099511627776, got \"100\""},
+    {SRC "    address: h:1\n    max_response_bytes: 100\n    streams: [{name: a}]\n",
+     "x.yml:5:25: max_response_bytes: want an integer from 4096 to 1099511627776, got \"100\""},
     {SRC "    address: h:1\n    username: qrel\n    streams: [{name: a}]\n",
      "x.yml:5:15: username: needs password_file or password_env (Redis authenticates a user "
      "with a password)"},
@@ -1315,14 +1403,17 @@ static const struct {
      "x.yml:5:19: password_env: environment variable \"QREL_TEST_EMPTY_VARIABLE\" is empty"},
     {SRC "    address: h:1\n    password_file: a\n    password_env: B\n    streams: [{name: a}]\n",
      "x.yml:6:19: password_env: want either password_file or password_env, not both"},
+    /* The key's earlier name is refused, naming the new one. */
+    {SRC "    address: h:1\n    max_reply_bytes: 1048576\n    streams: [{name: a}]\n",
+     "x.yml:5:5: \"max_reply_bytes\" is now called \"max_response_bytes\""},
     /* A missing required key next to a misspelt one: the typo is what the user must see. */
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
      "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
      "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
@@ -1330,7 +1421,7 @@ static const struct {
      "pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, db, kind, "
-     "max_reply_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
 };
 
@@ -1356,7 +1447,7 @@ START_TEST(test_config_good)
                            "    db: 3\n"
                            "    max_streams: 50\n"
                            "    pending_scan_limit: 10\n"
-                           "    max_reply_bytes: 1048576\n"
+                           "    max_response_bytes: 1048576\n"
                            "    streams:\n"
                            "      - name: orders\n"
                            "        groups: [mailer]\n"
@@ -1449,6 +1540,9 @@ static Suite *redis_stream_suite(void)
     tcase_add_loop_test(tc, test_pending_bad, 0, N(bad_pending));
     tcase_add_test(tc, test_first_entry);
     tcase_add_test(tc, test_time);
+    tcase_add_test(tc, test_scan);
+    tcase_add_test(tc, test_len);
+    tcase_add_test(tc, test_group_wanted);
     tcase_add_test(tc, test_age_and_dlq_name);
     tcase_add_test(tc, test_values_worked_example);
     tcase_add_test(tc, test_values_edges);

@@ -22,6 +22,7 @@ static void sleep_ms(long ms)
 struct fake {
     int sleep_ms; /* how long collect takes (it ignores the deadline, like a stuck library) */
     int fail;     /* fail with ERR_CONNECT */
+    int bad_add;  /* add a sample of a family the catalogue does not know first */
     int calls;    /* collect calls so far */
     pthread_mutex_t mu;
 };
@@ -32,11 +33,13 @@ static int fake_collect(struct collector *c, const struct deadline *dl, struct m
     struct fake *f = c->priv;
     pthread_mutex_lock(&f->mu);
     f->calls++;
-    int delay = f->sleep_ms, fail = f->fail;
+    int delay = f->sleep_ms, fail = f->fail, bad_add = f->bad_add;
     pthread_mutex_unlock(&f->mu);
     (void)dl;
     if (delay)
         sleep_ms(delay);
+    if (bad_add) /* not checked, as kinds do not: the scheduler notices */
+        metric_set_add(out, "qrel_no_such_family", 1, "queue", "q", NULL);
     if (fail)
         return err_set(e, ERR_CONNECT, "connection refused");
     metric_set_add(out, "qrel_queue_messages", 7, "queue", "q", "state", "ready", NULL);
@@ -265,6 +268,35 @@ START_TEST(test_failure_counts_backs_off_and_recovers)
 }
 END_TEST
 
+/* A failed metric add is a programming error: the kind does not check it, the scheduler fails
+ * the collection as internal with the set's first error, even when the kind then returned 0 or
+ * failed for a reason of its own. */
+START_TEST(test_failed_metric_add_fails_the_collection_as_internal)
+{
+    for (int fail = 0; fail <= 1; fail++) {
+        struct sources *src = new_sources();
+        struct fake *f = add_source(src, "a", 10);
+        f->bad_add = 1;
+        f->fail = fail;
+        struct scheduler *s = scheduler_new(src);
+        struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+        struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+        ck_assert_int_eq(f->calls, 1);
+        ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
+        ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "internal"), 1);
+        ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "connect"), 0);
+        ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), -1);
+        ck_assert_uint_eq(scheduler_scrape_failed(sc), 1);
+        scheduler_scrape_free(sc);
+        struct scheduler_status st;
+        scheduler_status_at(s, 0, &st);
+        ck_assert_int_eq(st.up, 0);
+        ck_assert_str_eq(st.last_error, "unknown metric family \"qrel_no_such_family\"");
+        scheduler_unref(s);
+    }
+}
+END_TEST
+
 START_TEST(test_only_collects_one_source)
 {
     struct sources *src = new_sources();
@@ -370,6 +402,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, test_tiny_header_does_not_fail_the_source);
     tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
+    tcase_add_test(tc, test_failed_metric_add_fails_the_collection_as_internal);
     tcase_add_test(tc, test_only_collects_one_source);
     tcase_add_test(tc, test_min_interval_serves_a_recent_result_again);
     tcase_add_test(tc, test_max_age_serves_the_latest_success);

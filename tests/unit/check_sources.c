@@ -29,8 +29,8 @@ static const struct bad_case bad[] = {
     {"global:\n  scrape_timeout: 1s\n",
      "x.yml:2:3: unknown key \"scrape_timeout\" in global (known keys: scrape_timeout_offset, "
      "timeout)"},
-    {"source:\n  - name: a\n",
-     "x.yml:1:1: unknown key \"source\" in the top level (known keys: audit, global, sources)"},
+    {"source:\n  - name: a\n", "x.yml:1:1: unknown key \"source\" in the top level (known keys: "
+                               "audit, dead_letters, global, sources)"},
     {"sources:\n  name: a\n", "x.yml:2:3: sources: want a list, got a mapping"},
     {"sources:\n  - just-a-string\n",
      "x.yml:2:5: each entry of sources: want a mapping, got a string"},

@@ -1,4 +1,5 @@
-/* check_sqs.c: unit tests for collectors/sqs/sqs.c and collectors/sqs/cloudwatch.c.
+/* check_sqs.c: unit tests for collectors/sqs/parse.c, collectors/sqs/cloudwatch.c and sqs.c's
+ * configure().
  *
  * The parsers are fed answers recorded from fauxqs 2.4.1 (which echoes RedrivePolicy as it was
  * set, maxReceiveCount as a string) and variants in AWS's documented shapes (a number), plus
@@ -156,20 +157,21 @@ END_TEST
 /* ---- GetQueueAttributes ---- */
 
 /* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
- * 1 ready, 2 in flight, 1 delayed. */
-static const char attrs_orders[] =
-    "{\"Attributes\":{\"QueueArn\":\"arn:aws:sqs:us-east-1:000000000000:orders\","
-    "\"VisibilityTimeout\":\"2\",\"DelaySeconds\":\"0\",\"MaximumMessageSize\":\"1048576\","
-    "\"MessageRetentionPeriod\":\"345600\",\"ReceiveMessageWaitTimeSeconds\":\"0\","
-    "\"ApproximateNumberOfMessages\":\"1\",\"ApproximateNumberOfMessagesNotVisible\":\"2\","
-    "\"ApproximateNumberOfMessagesDelayed\":\"1\",\"CreatedTimestamp\":\"1795966449\","
-    "\"LastModifiedTimestamp\":\"1795966449\",\"SqsManagedSseEnabled\":\"true\","
-    "\"RedrivePolicy\":\"{\\\"deadLetterTargetArn\\\":\\\"arn:aws:sqs:us-east-1:000000000000:"
-    "orders-dlq\\\",\\\"maxReceiveCount\\\":\\\"2\\\"}\"}}";
+ * 1 ready, 2 in flight, 1 delayed (tests/fixtures/sqs/, as it came over the wire). */
+static json_t *recorded_attrs(void)
+{
+    size_t len = 0;
+    char *text =
+        util_read_file(QREL_FIXTURES "/sqs/get-queue-attributes-fauxqs-2.4.1.json", 1 << 20, &len);
+    ck_assert_msg(text != NULL, "cannot read the fixture");
+    json_t *d = doc(text);
+    free(text);
+    return d;
+}
 
 START_TEST(test_attributes_recorded)
 {
-    json_t *d = doc(attrs_orders);
+    json_t *d = recorded_attrs();
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
@@ -463,6 +465,13 @@ static const struct {
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
           "    queue_prefix: x\n",
      "x.yml:7:5: unknown key \"queue_prefix\" in source \"aws\" (known keys: access_key_id, "
+     "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
+     "endpoint, kind, max_queues, max_response_bytes, min_interval, name, queue_name_prefix, "
+     "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
+     "session_token_file, timeout, tls_config)"},
+    /* a misspelt key is reported, with the known keys, before the region it leaves missing */
+    {HEAD "    regoin: eu-west-1\n",
+     "x.yml:4:5: unknown key \"regoin\" in source \"aws\" (known keys: access_key_id, "
      "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
      "endpoint, kind, max_queues, max_response_bytes, min_interval, name, queue_name_prefix, "
      "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "

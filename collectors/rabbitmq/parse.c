@@ -1,0 +1,164 @@
+/* rabbitmq/parse.c: the pure parts of `kind: rabbitmq` (rabbitmq.h): one queue object of the
+ * management API, the dead-letter settings it ends up with, and AMQP routing of a dead-lettered
+ * message. No I/O: tests/unit/check_rabbitmq.c feeds it replies recorded from a real broker. */
+#include "rabbitmq/rabbitmq.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json.h"
+
+/* An object the management API may write as [] when it is empty (Erlang's empty proplist): the
+ * queue's arguments, its effective policy definition, message_stats of a queue without
+ * activity. An empty list is an empty object. */
+static int settings_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
+                           struct err *e)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
+        return 0;
+    return json_get_object(obj, ctx, key, out, e) < 0 ? -1 : 0;
+}
+
+/* A setting that may come from the queue's arguments (x-NAME) or its policy (NAME): the
+ * argument wins, as in the broker. */
+static int setting_string(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
+                          const char *name, const char **out, struct err *e)
+{
+    char xname[64];
+    snprintf(xname, sizeof xname, "x-%s", name);
+    *out = NULL;
+    int rc = args ? json_get_string(args, actx, xname, out, e) : 0;
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    return pol && json_get_string(pol, pctx, name, out, e) < 0 ? -1 : 0;
+}
+
+static int setting_number(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
+                          const char *name, double *out, struct err *e)
+{
+    char xname[64];
+    snprintf(xname, sizeof xname, "x-%s", name);
+    *out = -1;
+    int rc = args ? json_get_numeric(args, actx, xname, out, e) : 0;
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    return pol && json_get_numeric(pol, pctx, name, out, e) < 0 ? -1 : 0;
+}
+
+int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
+                         struct rabbitmq_queue *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->delivery_limit = out->consumer_timeout_ms = -1;
+    if (json_expect_object(obj, ctx, e) || json_need_string(obj, ctx, "name", &out->name, e) ||
+        json_need_string(obj, ctx, "vhost", &out->vhost, e))
+        return -1;
+    double messages = 0;
+    int rc = json_get_number(obj, ctx, "messages", &messages, e);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        out->has_stats = 1;
+        if (json_need_number(obj, ctx, "messages_ready", &out->ready, e) ||
+            json_need_number(obj, ctx, "messages_unacknowledged", &out->unacked, e))
+            return -1;
+    }
+    if (!with_meta)
+        return 0;
+
+    rc = json_get_number(obj, ctx, "head_message_timestamp", &out->head_ts, e);
+    if (rc < 0)
+        return -1;
+    out->has_head_ts = rc == 1;
+    json_t *stats = NULL;
+    char sctx[300];
+    json_path_key(sctx, sizeof sctx, ctx, "message_stats");
+    if (settings_object(obj, ctx, "message_stats", &stats, e) ||
+        (stats && json_get_number(stats, sctx, "redeliver", &out->redeliver, e) < 0))
+        return -1;
+
+    json_t *args = NULL, *pol = NULL;
+    char actx[300], pctx[300];
+    json_path_key(actx, sizeof actx, ctx, "arguments");
+    json_path_key(pctx, sizeof pctx, ctx, "effective_policy_definition");
+    if (settings_object(obj, ctx, "arguments", &args, e) ||
+        settings_object(obj, ctx, "effective_policy_definition", &pol, e))
+        return -1;
+    if (setting_string(args, pol, actx, pctx, "dead-letter-exchange", &out->dlx, e) ||
+        setting_string(args, pol, actx, pctx, "dead-letter-routing-key", &out->dlrk, e) ||
+        setting_number(args, pol, actx, pctx, "delivery-limit", &out->delivery_limit, e) ||
+        setting_number(args, pol, actx, pctx, "consumer-timeout", &out->consumer_timeout_ms, e))
+        return -1;
+    return 0;
+}
+
+double rabbitmq_max_deliveries(double delivery_limit)
+{
+    return delivery_limit < 0 ? -1 : delivery_limit + 1;
+}
+
+#define TOPIC_MAX_WORDS 128
+
+struct words {
+    const char *w[TOPIC_MAX_WORDS];
+    size_t len[TOPIC_MAX_WORDS];
+    size_t n;
+};
+
+/* Splits on '.'; -1 when there are more words than a topic key sensibly has. */
+static int split_words(const char *s, struct words *out)
+{
+    out->n = 0;
+    for (;;) {
+        if (out->n == TOPIC_MAX_WORDS)
+            return -1;
+        const char *dot = strchr(s, '.');
+        out->w[out->n] = s;
+        out->len[out->n++] = dot ? (size_t)(dot - s) : strlen(s);
+        if (!dot)
+            return 0;
+        s = dot + 1;
+    }
+}
+
+static int word_is(const struct words *w, size_t i, const char *lit)
+{
+    return w->len[i] == strlen(lit) && memcmp(w->w[i], lit, w->len[i]) == 0;
+}
+
+static int match_from(const struct words *p, size_t pi, const struct words *k, size_t ki)
+{
+    if (pi == p->n)
+        return ki == k->n;
+    if (word_is(p, pi, "#")) {
+        for (size_t skip = ki; skip <= k->n; skip++)
+            if (match_from(p, pi + 1, k, skip))
+                return 1;
+        return 0;
+    }
+    if (ki == k->n)
+        return 0;
+    if (!word_is(p, pi, "*") &&
+        (p->len[pi] != k->len[ki] || memcmp(p->w[pi], k->w[ki], p->len[pi]) != 0))
+        return 0;
+    return match_from(p, pi + 1, k, ki + 1);
+}
+
+int rabbitmq_topic_match(const char *pattern, const char *key)
+{
+    struct words p, k;
+    if (split_words(pattern, &p) || split_words(key, &k))
+        return 0;
+    return match_from(&p, 0, &k, 0);
+}
+
+int rabbitmq_binding_routes(const char *type, const char *binding_key, const char *key)
+{
+    if (strcmp(type, "direct") == 0)
+        return strcmp(binding_key, key) == 0;
+    if (strcmp(type, "topic") == 0)
+        return rabbitmq_topic_match(binding_key, key);
+    return 1; /* fanout, headers and plugin types: every bound queue */
+}

@@ -1,0 +1,48 @@
+/* redis_stream/output.c: the series of one scrape (scrape.h), from the values parse.c computed.
+ * metric_set_add's result is not checked: a failed add is a programming error the set
+ * remembers, and the scheduler fails the collection with it (collector.h). */
+#include "scrape.h"
+
+void redis_stream_emit_group(struct metric_set *out, const char *q, const char *g,
+                             const struct redis_stream_group_values *v)
+{
+    if (v->has_ready)
+        metric_set_add(out, "qrel_queue_messages", v->ready, "queue", q, "group", g, "state",
+                       "ready", NULL);
+    metric_set_add(out, "qrel_queue_messages", v->in_flight, "queue", q, "group", g, "state",
+                   "in_flight", NULL);
+    metric_set_add(out, "qrel_consumer_lag_seconds", v->consumer_lag_seconds, "queue", q, "group",
+                   g, NULL);
+    metric_set_add(out, "qrel_queue_oldest_message_age_seconds", v->oldest_message_age_seconds,
+                   "queue", q, "group", g, NULL);
+    if (v->has_lease_timeout)
+        metric_set_add(out, "qrel_lease_timeout_seconds", v->lease_timeout_seconds, "queue", q,
+                       "group", g, NULL);
+    metric_set_add(out, "qrel_lease_oldest_age_seconds", v->lease_oldest_age_seconds, "queue", q,
+                   "group", g, NULL);
+    if (v->has_lease_margin)
+        metric_set_add(out, "qrel_lease_margin_ratio", v->lease_margin_ratio, "queue", q, "group",
+                       g, NULL);
+    if (v->has_max_deliveries)
+        metric_set_add(out, "qrel_max_deliveries", v->max_deliveries, "queue", q, "group", g, NULL);
+    if (v->has_retry_horizon)
+        metric_set_add(out, "qrel_retry_horizon_seconds", v->retry_horizon_seconds, "queue", q,
+                       "group", g, NULL);
+    metric_set_add(out, "qrel_messages_redelivered", v->messages_redelivered, "queue", q, "group",
+                   g, NULL);
+}
+
+void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
+                           int64_t now_ms)
+{
+    metric_set_add(out, "qrel_dead_letter_messages", (double)d->len, "queue", t->name,
+                   "dead_letter_queue", t->dlq, NULL);
+    if (d->found)
+        metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
+                       redis_stream_age_seconds(now_ms, d->first.ms), "queue", t->name,
+                       "dead_letter_queue", t->dlq, NULL);
+    if (d->found_last)
+        metric_set_add(out, "qrel_dead_letter_newest_age_seconds",
+                       redis_stream_age_seconds(now_ms, d->last.ms), "queue", t->name,
+                       "dead_letter_queue", t->dlq, NULL);
+}

@@ -1,0 +1,413 @@
+/* redis_stream/parse.c: the pure parts of the `redis_stream` kind (redis_stream.h): Redis replies,
+ * as hiredis parses them, into structs, and those into the values of the series. No I/O, so the
+ * unit tests feed recorded replies and every edge case without a server. */
+#include "redis_stream.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/redis.h"
+#include "util.h"
+
+int redis_stream_parse_id(const char *s, size_t len, struct redis_stream_id *out)
+{
+    uint64_t part[2] = {0, 0};
+    size_t i = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t start = i;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (part[k] > UINT64_MAX / 10 || (part[k] == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+                return -1;
+            part[k] = part[k] * 10 + d;
+            i++;
+        }
+        if (i == start)
+            return -1;
+        if (k == 0) {
+            if (i >= len || s[i] != '-')
+                return -1;
+            i++;
+        }
+    }
+    if (i != len)
+        return -1;
+    out->ms = part[0];
+    out->seq = part[1];
+    return 0;
+}
+
+static int is_string(const redisReply *r)
+{
+    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+static int key_is(const redisReply *k, const char *name)
+{
+    size_t n = strlen(name);
+    return k->len == n && memcmp(k->str, name, n) == 0;
+}
+
+/* Server text quoted in a message is cut short: it is there to recognise, not to store. */
+#define SHOWN(r) (int)((r)->len > 64 ? 64 : (r)->len), (r)->str
+
+int redis_stream_groups_count(const redisReply *r, const char *stream, size_t *n, struct err *e)
+{
+    *n = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "XINFO GROUPS \"%s\": want an array, got %s", stream,
+                       redis_reply_type_name(r));
+    *n = r->elements;
+    return 0;
+}
+
+/* The message of a bad group: who it is is formatted only here, on failure, never for the
+ * thousands of groups that are fine. */
+static int group_error(struct err *e, const char *stream, size_t i,
+                       const struct redis_stream_group *g, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int group_error(struct err *e, const char *stream, size_t i,
+                       const struct redis_stream_group *g, const char *fmt, ...)
+{
+    char who[160], what[300];
+    if (g->name)
+        snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group \"%.*s\"", stream, (int)g->name_len,
+                 g->name);
+    else
+        snprintf(who, sizeof who, "XINFO GROUPS \"%s\": group %zu", stream, i + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return err_set(e, ERR_PROTOCOL, "%s: %s", who, what);
+}
+
+int redis_stream_parse_group(const redisReply *r, size_t i, const char *stream,
+                             struct redis_stream_group *g, struct err *e)
+{
+    memset(g, 0, sizeof *g);
+    const redisReply *f =
+        r && r->type == REDIS_REPLY_ARRAY && i < r->elements ? r->element[i] : NULL;
+    if (!f || f->type != REDIS_REPLY_ARRAY || f->elements % 2)
+        return group_error(e, stream, i, g, "want a flat array of keys and values, got %s",
+                           f && f->type == REDIS_REPLY_ARRAY ? "an odd number of elements"
+                                                             : redis_reply_type_name(f));
+    /* The name first, so the other messages can say which group is wrong. A name with a NUL
+     * byte ends there: what follows could not be passed on as a C string anyway. */
+    for (size_t j = 0; j + 1 < f->elements; j += 2)
+        if (!g->name && is_string(f->element[j]) && key_is(f->element[j], "name") &&
+            is_string(f->element[j + 1])) {
+            g->name = f->element[j + 1]->str;
+            g->name_len = strnlen(g->name, f->element[j + 1]->len);
+        }
+    int have_consumers = 0, have_pending = 0, have_last = 0;
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        const redisReply *k = f->element[j], *v = f->element[j + 1];
+        if (!is_string(k))
+            return group_error(e, stream, i, g, "key %zu: want a string, got %s", j / 2 + 1,
+                               redis_reply_type_name(k));
+        const char *field = NULL;
+        if (key_is(k, "name")) {
+            if (!is_string(v)) {
+                field = "name";
+                goto want_string;
+            }
+        } else if (key_is(k, "consumers") || key_is(k, "pending")) {
+            field = key_is(k, "pending") ? "pending" : "consumers";
+            if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0)
+                return group_error(e, stream, i, g, "field \"%s\": want an integer >= 0, got %s",
+                                   field, redis_reply_type_name(v));
+            if (field[0] == 'p') {
+                g->pending = v->integer;
+                have_pending = 1;
+            } else {
+                g->consumers = v->integer;
+                have_consumers = 1;
+            }
+        } else if (key_is(k, "last-delivered-id")) {
+            field = "last-delivered-id";
+            if (!is_string(v))
+                goto want_string;
+            if (redis_stream_parse_id(v->str, v->len, &g->last_delivered))
+                return group_error(e, stream, i, g,
+                                   "field \"%s\": want an id like \"1700000000000-0\", got "
+                                   "\"%.*s\"",
+                                   field, SHOWN(v));
+            have_last = 1;
+        } else if (key_is(k, "entries-read") || key_is(k, "lag")) {
+            int is_lag = key_is(k, "lag");
+            field = is_lag ? "lag" : "entries-read";
+            if (v && v->type == REDIS_REPLY_NIL)
+                continue; /* unknown to the server: leave has_* at 0 */
+            if (!v || v->type != REDIS_REPLY_INTEGER || v->integer < 0)
+                return group_error(e, stream, i, g,
+                                   "field \"%s\": want an integer >= 0 or nil, got %s", field,
+                                   redis_reply_type_name(v));
+            if (is_lag) {
+                g->has_lag = 1;
+                g->lag = v->integer;
+            } else {
+                g->has_entries_read = 1;
+                g->entries_read = v->integer;
+            }
+        }
+        continue;
+    want_string:
+        return group_error(e, stream, i, g, "field \"%s\": want a string, got %s", field,
+                           redis_reply_type_name(v));
+    }
+    const char *missing = !g->name          ? "name"
+                          : !have_consumers ? "consumers"
+                          : !have_pending   ? "pending"
+                          : !have_last      ? "last-delivered-id"
+                                            : NULL;
+    if (missing)
+        return group_error(e, stream, i, g, "field \"%s\" is missing", missing);
+    return 0;
+}
+
+int redis_stream_parse_pending(const redisReply *r, const char *stream, const char *group,
+                               struct redis_stream_pending *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "XPENDING \"%s\" \"%s\": want an array, got %s", stream,
+                       group, redis_reply_type_name(r));
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 4)
+            return err_set(e, ERR_PROTOCOL,
+                           "XPENDING \"%s\" \"%s\": entry %zu: want [id, consumer, idle, "
+                           "deliveries], got %s",
+                           stream, group, i + 1,
+                           x && x->type == REDIS_REPLY_ARRAY ? "another number of elements"
+                                                             : redis_reply_type_name(x));
+        const redisReply *id = x->element[0], *idle = x->element[2], *cnt = x->element[3];
+        struct redis_stream_id sid;
+        if (!is_string(id))
+            return err_set(e, ERR_PROTOCOL,
+                           "XPENDING \"%s\" \"%s\": entry %zu: field \"id\": want a string, got %s",
+                           stream, group, i + 1, redis_reply_type_name(id));
+        if (redis_stream_parse_id(id->str, id->len, &sid))
+            return err_set(e, ERR_PROTOCOL,
+                           "XPENDING \"%s\" \"%s\": entry %zu: field \"id\": want an id like "
+                           "\"1700000000000-0\", got \"%.*s\"",
+                           stream, group, i + 1, SHOWN(id));
+        if (!idle || idle->type != REDIS_REPLY_INTEGER || idle->integer < 0)
+            return err_set(e, ERR_PROTOCOL,
+                           "XPENDING \"%s\" \"%s\": entry %zu: field \"idle\": want an integer "
+                           ">= 0, got %s",
+                           stream, group, i + 1, redis_reply_type_name(idle));
+        if (!cnt || cnt->type != REDIS_REPLY_INTEGER || cnt->integer < 0)
+            return err_set(e, ERR_PROTOCOL,
+                           "XPENDING \"%s\" \"%s\": entry %zu: field \"deliveries\": want an "
+                           "integer >= 0, got %s",
+                           stream, group, i + 1, redis_reply_type_name(cnt));
+        /* XPENDING orders by id, but the minimum costs nothing and does not rely on it. */
+        if (!out->has_oldest || sid.ms < out->oldest.ms ||
+            (sid.ms == out->oldest.ms && sid.seq < out->oldest.seq))
+            out->oldest = sid;
+        out->has_oldest = 1;
+        if (idle->integer > out->max_idle_ms)
+            out->max_idle_ms = idle->integer;
+        if (cnt->integer > 1)
+            out->redelivered++;
+        out->scanned++;
+    }
+    return 0;
+}
+
+int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,
+                                   struct err *e)
+{
+    *found = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "want an array, got %s", redis_reply_type_name(r));
+    if (r->elements == 0)
+        return 0;
+    const redisReply *x = r->element[0];
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 1 || !is_string(x->element[0]))
+        return err_set(e, ERR_PROTOCOL, "entry 1: want [id, fields], got %s",
+                       redis_reply_type_name(x));
+    if (redis_stream_parse_id(x->element[0]->str, x->element[0]->len, id))
+        return err_set(e, ERR_PROTOCOL,
+                       "entry 1: want an id like \"1700000000000-0\", got \"%.*s\"",
+                       SHOWN(x->element[0]));
+    *found = 1;
+    return 0;
+}
+
+/* A decimal number of at most 18 digits (TIME's fields), strictly. */
+static int parse_small_uint(const redisReply *r, int64_t *out)
+{
+    if (!is_string(r) || r->len == 0 || r->len > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < r->len; i++) {
+        if (r->str[i] < '0' || r->str[i] > '9')
+            return -1;
+        v = v * 10 + (r->str[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e)
+{
+    int64_t sec, usec;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return err_set(e, ERR_PROTOCOL, "TIME: want [seconds, microseconds], got %s",
+                       redis_reply_type_name(r));
+    if (parse_small_uint(r->element[0], &sec) || parse_small_uint(r->element[1], &usec) ||
+        usec >= 1000000 || sec > INT64_MAX / 1000 - 1)
+        return err_set(e, ERR_PROTOCOL, "TIME: want two decimal numbers");
+    *now_ms = sec * 1000 + usec / 1000;
+    return 0;
+}
+
+double redis_stream_age_seconds(int64_t now_ms, uint64_t ms)
+{
+    if (now_ms < 0 || ms >= (uint64_t)now_ms)
+        return 0.0;
+    return (double)((uint64_t)now_ms - ms) / 1000.0;
+}
+
+char *redis_stream_dlq_name(const char *tmpl, const char *stream)
+{
+    static const char ph[] = "{stream}";
+    struct buf b;
+    buf_init(&b);
+    for (const char *p = tmpl; *p;) {
+        if (strncmp(p, ph, sizeof ph - 1) == 0) {
+            buf_puts(&b, stream);
+            p += sizeof ph - 1;
+        } else {
+            buf_putc(&b, *p++);
+        }
+    }
+    return buf_steal(&b);
+}
+
+void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *g,
+                               const struct redis_stream_pending *pending, int undelivered_found,
+                               const struct redis_stream_id *undelivered,
+                               const struct redis_stream_policy *pol,
+                               struct redis_stream_group_values *out)
+{
+    memset(out, 0, sizeof *out);
+    out->has_ready = g->has_lag;
+    out->ready = (double)g->lag;
+    out->in_flight = (double)g->pending;
+
+    /* lag == 0 means everything was delivered, whatever an XRANGE would say. */
+    int waiting = undelivered_found && !(g->has_lag && g->lag == 0);
+    out->consumer_lag_seconds = waiting ? redis_stream_age_seconds(now_ms, undelivered->ms) : 0.0;
+
+    /* The oldest unacknowledged message is either still pending or not delivered yet. */
+    int have = 0;
+    uint64_t oldest = 0;
+    if (pending && pending->has_oldest) {
+        oldest = pending->oldest.ms;
+        have = 1;
+    }
+    if (waiting && (!have || undelivered->ms < oldest)) {
+        oldest = undelivered->ms;
+        have = 1;
+    }
+    out->oldest_message_age_seconds = have ? redis_stream_age_seconds(now_ms, oldest) : 0.0;
+
+    int held = pending && pending->scanned > 0;
+    double hold = held ? (double)pending->max_idle_ms / 1000.0 : 0.0;
+    out->lease_oldest_age_seconds = hold;
+    if (pol->claim_min_idle > 0) {
+        out->has_lease_timeout = 1;
+        out->lease_timeout_seconds = pol->claim_min_idle;
+        if (held) {
+            /* Idle is counted in whole milliseconds: a hold under 1 ms counts as 1 ms, so a
+             * message delivered this instant gives a large ratio rather than a division by 0. */
+            out->has_lease_margin = 1;
+            out->lease_margin_ratio = pol->claim_min_idle / (hold < 0.001 ? 0.001 : hold);
+        }
+    }
+    if (pol->max_deliveries > 0) {
+        out->has_max_deliveries = 1;
+        out->max_deliveries = (double)pol->max_deliveries;
+        if (pol->claim_min_idle > 0) {
+            out->has_retry_horizon = 1;
+            out->retry_horizon_seconds = (double)pol->max_deliveries * pol->claim_min_idle;
+        }
+    }
+    out->messages_redelivered = pending ? (double)pending->redelivered : 0.0;
+}
+
+int redis_stream_parse_scan(const redisReply *r, char *cursor, size_t cursor_size,
+                            const redisReply **keys, struct err *e)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_string(r->element[0]) ||
+        r->element[0]->len >= cursor_size || r->element[1]->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "want [cursor, keys]");
+    memcpy(cursor, r->element[0]->str, r->element[0]->len);
+    cursor[r->element[0]->len] = '\0';
+    *keys = r->element[1];
+    return 0;
+}
+
+const char *redis_stream_scan_key(const redisReply *keys, size_t j, size_t *len)
+{
+    const redisReply *k = keys->element[j];
+    /* A key with a NUL byte cannot be a C string; such keys are not collected. */
+    if (!is_string(k) || memchr(k->str, '\0', k->len))
+        return NULL;
+    *len = k->len;
+    return k->str;
+}
+
+int redis_stream_parse_len(const redisReply *r, long long *len, struct err *e)
+{
+    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+        return err_set(e, ERR_PROTOCOL, "want an integer >= 0, got %s", redis_reply_type_name(r));
+    *len = r->integer;
+    return 0;
+}
+
+int redis_stream_group_wanted(char *const *groups, size_t ngroups, const char *group)
+{
+    if (!groups)
+        return 1;
+    for (size_t i = 0; i < ngroups; i++)
+        if (strcmp(groups[i], group) == 0)
+            return 1;
+    return 0;
+}
+
+int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
+                                 struct dead_letter_read *out, struct err *e)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "want an array of entries, got %s",
+                       redis_reply_type_name(r));
+    size_t flen = strlen(id_field);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 2 || !is_string(x->element[0]))
+            return err_set(e, ERR_PROTOCOL, "entry %zu: want [id, fields], got %s", i + 1,
+                           !x || x->type != REDIS_REPLY_ARRAY ? redis_reply_type_name(x)
+                           : x->elements != 2                 ? "another number of elements"
+                                                              : "an id that is not a string");
+        const redisReply *f = x->element[1];
+        const redisReply *v = NULL;
+        if (f && f->type == REDIS_REPLY_ARRAY)
+            for (size_t j = 0; j + 1 < f->elements && !v; j += 2)
+                if (is_string(f->element[j]) && f->element[j]->len == flen &&
+                    memcmp(f->element[j]->str, id_field, flen) == 0)
+                    v = f->element[j + 1];
+        if (is_string(v))
+            dead_letter_read_add(out, v->str, v->len);
+        else
+            dead_letter_read_add(out, NULL, 0);
+    }
+    return 0;
+}

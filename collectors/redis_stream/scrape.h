@@ -1,0 +1,147 @@
+/* redis_stream/scrape.h: what the files of the `redis_stream` kind share, and nothing outside
+ * the folder includes: the source's configuration (config.c), one scrape's tables (scrape.c),
+ * the three pipelines that fill them (pipelines.c) and the series made of them (output.c).
+ * redis_stream.c runs the steps in order for collect(). */
+#ifndef QREL_REDIS_STREAM_SCRAPE_H
+#define QREL_REDIS_STREAM_SCRAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_settings.h"
+#include "hashtab.h"
+#include "redis_stream.h"
+
+#define NONE ((size_t)-1)
+
+/* ---- the configuration (config.c) ---- */
+
+struct stream_spec {
+    char *name; /* exactly one of name and pattern */
+    char *pattern;
+    char **groups; /* NULL: every group */
+    size_t ngroups;
+    struct redis_stream_policy pol;
+    char *dlq_tmpl; /* dead_letter_stream, NULL when not configured */
+};
+
+struct state {
+    struct redis_settings
+        rs; /* address, username, password (wiped on destroy), db, max_response_bytes */
+    long long max_streams;
+    long long pending_scan_limit;
+    struct stream_spec *specs;
+    size_t nspecs;
+    struct redis_conn *conn; /* kept between scrapes, dropped after any error */
+    int warned_cap;
+};
+
+int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e);
+void redis_stream_destroy(struct collector *c);
+
+/* ---- one scrape's tables (scrape.c) ---- */
+
+/* The strings of one scrape (stream, dead-letter and group names), each stored once in blocks
+ * that never move, so pointers into them stay valid while more are added, and found again
+ * through a hash table: a key SCAN reports twice, or a group name thousands of streams share, is
+ * stored once. Blocks and table are per scrape: nothing is kept between scrapes. */
+struct arena_block {
+    struct arena_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+#define ARENA_BLOCK_BYTES 65536
+
+struct name {
+    const char *s; /* NUL-terminated, in the arena */
+    size_t len;
+    size_t pat;           /* the first pattern (config order) that found it; NONE when none */
+    size_t dlq;           /* its slot in scrape.dlqs once XLEN/XRANGE are asked; NONE before */
+    unsigned char chosen; /* already a target */
+    unsigned char is_dlq; /* the dead-letter stream of a target (other than itself) */
+};
+
+struct names {
+    struct arena_block *blocks;
+    struct name *v; /* by id */
+    size_t n, cap;
+    struct hashtab index; /* ids by name */
+};
+
+/* The id of the len bytes at s, added when new (then *added = 1 when added is not NULL). Ids are
+ * stable; pointers into t->v are not once another name is added. */
+size_t redis_stream_names_intern(struct names *t, const char *s, size_t len, int *added);
+/* The table is needed only while targets and groups are resolved; the strings stay. */
+void redis_stream_names_drop_index(struct names *t);
+
+/* One included consumer group, as XINFO GROUPS reported it: what the series and the commands of
+ * step 3 need, nothing else. */
+struct group {
+    const char *name; /* in the scrape's arena */
+    long long pending;
+    long long lag;
+    struct redis_stream_id last_delivered;
+    int has_lag;
+};
+
+struct target {
+    const char *name; /* in the scrape's arena */
+    const char *dlq;  /* expanded dead_letter_stream (arena), or NULL */
+    size_t name_id;   /* ids in the scrape's names, while they exist */
+    size_t dlq_id;    /* NONE without a dead-letter stream */
+    size_t dlq_slot;  /* index into scrape.dlqs */
+    size_t group0;    /* this stream's groups: scrape.groups[group0 .. group0 + ngroups) */
+    size_t ngroups;
+    unsigned spec; /* index into state.specs */
+    unsigned char from_pattern;
+    unsigned char missing;   /* XINFO GROUPS said: no such key */
+    unsigned char dlq_owner; /* the first stream with this dead-letter stream: asks for it */
+};
+
+/* What a dead-letter stream's XLEN, XRANGE and XREVRANGE said, shared by the streams naming it. */
+struct dlq {
+    long long len;
+    int found, found_last;
+    struct redis_stream_id first, last;
+};
+
+struct scrape {
+    struct names names;
+    struct target *t;
+    size_t n, cap;
+    size_t missing;
+    struct group *groups;
+    size_t ngroups, groups_cap;
+    struct dlq *dlqs;
+    size_t ndlqs;
+};
+
+void redis_stream_scrape_free(struct scrape *sc);
+/* Adds name_id as the next target, with the settings of st->specs[spec]. */
+void redis_stream_target_add(struct scrape *sc, size_t name_id, size_t spec, int from_pattern);
+
+/* ---- the pipelines (pipelines.c) ---- */
+
+/* Step 1: the streams of this scrape (SCAN rounds for the patterns). */
+int redis_stream_resolve_targets(struct collector *c, struct state *st, struct redis_pipe *p,
+                                 const struct deadline *dl, struct scrape *sc, struct err *e);
+/* Step 2: TIME and XINFO GROUPS for every stream, in one pipeline. */
+int redis_stream_read_groups(struct state *st, struct redis_pipe *p, const struct deadline *dl,
+                             struct scrape *sc, int64_t *now_ms, struct err *e);
+/* Step 3: XPENDING and XRANGE per group, XLEN, XRANGE and XREVRANGE per dead-letter stream, one
+ * pipeline, read and emitted as the replies come. */
+int redis_stream_read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
+                              struct scrape *sc, int64_t now_ms, struct metric_set *out,
+                              struct err *e);
+
+/* ---- the series (output.c); failed adds are the scheduler's to report (collector.h) ---- */
+
+void redis_stream_emit_group(struct metric_set *out, const char *queue, const char *group,
+                             const struct redis_stream_group_values *v);
+void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
+                           int64_t now_ms);
+
+#endif

