@@ -18,6 +18,7 @@ struct http_opts {
     const char *telemetry_path;
     const struct webconfig *web;   /* TLS and basic auth, or NULL; must outlive the server */
     const char *advertise_address; /* host:port listed by /sd; NULL: derived (sd.h) */
+    int enable_lifecycle;          /* serve POST /-/reload (--web.enable-lifecycle) */
 };
 
 struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e);

@@ -30,6 +30,7 @@ struct collection {
     int started;         /* a pool thread took it */
     uint64_t job_id;     /* for pool_cancel while it waits */
     struct worker_arg *arg;
+    int64_t deadline_ms; /* monotonic; the source's own deadline for this collection */
     struct err err;
     struct metric_set *set;
     double duration;
@@ -97,6 +98,8 @@ double scheduler_budget(double source_timeout, double scrape_timeout, double off
 {
     if (scrape_timeout <= 0)
         return source_timeout;
+    if (scrape_timeout < SCHEDULER_SCRAPE_TIMEOUT_FLOOR)
+        scrape_timeout = SCHEDULER_SCRAPE_TIMEOUT_FLOOR;
     double budget = scrape_timeout - offset;
     /* An offset as large as the timeout itself would leave nothing; keep a fair share instead. */
     if (budget < scrape_timeout * 0.5)
@@ -161,6 +164,24 @@ void scheduler_unref(struct scheduler *s)
     sources_free(s->src);
     pthread_mutex_destroy(&s->ref_mu);
     free(s);
+}
+
+void scheduler_inherit(struct scheduler *s, struct scheduler *old)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct source_state *st = &s->st[i];
+        for (size_t j = 0; old && j < old->n; j++) {
+            struct source_state *o = &old->st[j];
+            if (strcmp(o->c->name, st->c->name) != 0 || o->c->kind != st->c->kind)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            memcpy(st->errors, o->errors, sizeof st->errors);
+            st->has_success = o->has_success;
+            st->last_success = o->last_success;
+            pthread_mutex_unlock(&o->mu);
+            break;
+        }
+    }
 }
 
 const struct sources *scheduler_sources(const struct scheduler *s)
@@ -355,6 +376,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
         return NULL;
     struct collection *col = xcalloc(1, sizeof *col);
     col->refs = 2; /* the worker and this scrape */
+    col->deadline_ms = dl.at_ms;
     struct worker_arg *a = xcalloc(1, sizeof *a);
     a->s = s;
     a->st = st;
@@ -471,7 +493,12 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
             struct scrape_entry *en = &sc->entries[i];
             pthread_mutex_lock(&en->st->mu);
             if (!en->submitted && (pass == 1 || !failing_locked(en->st))) {
-                en->col = start_or_join_locked(s, en->st, en->dl, o ? o->max_age : 0);
+                /* The collection runs under the source's own timeout whatever this scrape's
+                 * header says: the header bounds how long this scrape waits, never what the
+                 * source may take, so one client asking for 1 ns cannot fail the source for
+                 * everyone. */
+                struct deadline own = {en->started_ms + (int64_t)(en->st->c->timeout * 1000.0)};
+                en->col = start_or_join_locked(s, en->st, own, o ? o->max_age : 0);
                 en->submitted = 1;
             }
             pthread_mutex_unlock(&en->st->mu);
@@ -485,15 +512,22 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         int up = 0;
         if (en->col) {
             wait_locked(st, en->col, en->dl);
-            if (!en->col->done && !en->col->started && pool_cancel(s->pool, en->col->job_id) == 0) {
-                /* Still queued: out of the queue now, so the slot is not held for nothing. */
+            if (!en->col->done && !en->col->started && deadline_now_ms() >= en->col->deadline_ms &&
+                pool_cancel(s->pool, en->col->job_id) == 0) {
+                /* Still queued at its own deadline: out of the queue now, so the slot is not held
+                 * for nothing (queued only past a short header, it stays: the next scrape may
+                 * use it). */
                 struct worker_arg *a = en->col->arg;
                 end_unstarted_locked(s, st, en->col);
                 scheduler_unref(a->s); /* never the last: this scrape holds one */
                 free(a);
             }
-            if (!en->col->done && !en->col->timeout_counted) {
-                /* Not started yet but no longer queued: a thread took it just now. */
+            /* Late by the source's own timeout: a source failure. Late only because this
+             * scrape's header left less time: up 0 in this answer, but no error counted and
+             * no back-off, since the collection may well finish in time for the next one. (Not
+             * started yet but no longer queued: a thread took it just now.) */
+            if (!en->col->done && !en->col->timeout_counted &&
+                deadline_now_ms() >= en->col->deadline_ms) {
                 int ran = en->col->started;
                 char msg[200];
                 snprintf(msg, sizeof msg, "collection did not %s within %.3fs",

@@ -26,6 +26,8 @@
 #define SCHEDULER_BACKOFF_BASE 0.5
 #define SCHEDULER_BACKOFF_CAP 30.0
 #define SCHEDULER_START_MARGIN_MS 50 /* a collection starts with at least this much time left */
+/* X-Prometheus-Scrape-Timeout-Seconds below this is taken as this: a scrape cannot ask for less. */
+#define SCHEDULER_SCRAPE_TIMEOUT_FLOOR 0.5
 
 struct scheduler;
 
@@ -35,6 +37,10 @@ struct scheduler *scheduler_new(struct sources *src, struct pool *pool);
 void scheduler_ref(struct scheduler *s);
 void scheduler_unref(struct scheduler *s); /* frees with the last reference; NULL is fine */
 const struct sources *scheduler_sources(const struct scheduler *s);
+/* Carries each source's error counters and last success over from old (the configuration a
+ * reload replaces) to s, matched by name and kind, so counters stay monotonic across reloads.
+ * Call before s serves any scrape. */
+void scheduler_inherit(struct scheduler *s, struct scheduler *old);
 
 struct scheduler_opts {
     double scrape_timeout; /* X-Prometheus-Scrape-Timeout-Seconds, 0 when absent */
@@ -67,7 +73,9 @@ struct scheduler_status {
 size_t scheduler_source_count(const struct scheduler *s);
 void scheduler_status_at(struct scheduler *s, size_t i, struct scheduler_status *out);
 
-/* The deadline rule, exposed for tests: seconds a source may take in a scrape. */
+/* The deadline rule, exposed for tests: seconds a scrape waits for a source. The header is raised
+ * to SCHEDULER_SCRAPE_TIMEOUT_FLOOR first. A source whose collection outlives this wait but not
+ * its own timeout is up 0 in that scrape only: no error is counted and no back-off starts. */
 double scheduler_budget(double source_timeout, double scrape_timeout, double offset);
 
 #endif

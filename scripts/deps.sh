@@ -6,11 +6,13 @@ set -euo pipefail
 packages=(
   # build
   cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
-  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev
+  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
+  # fuzzing (tests/fuzz): clang and its libFuzzer runtime
+  clang libclang-rt-14-dev
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
 )

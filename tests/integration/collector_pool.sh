@@ -2,7 +2,7 @@
 # The collection pool against real Redis servers: with --collector.concurrency=1 and one server
 # stopped (SIGSTOP: connections accepted, never answered), the stuck source holds the only thread
 # until its deadline, the sources queued behind it are reported up 0 as "not started", and the
-# scrape still ends by Prometheus' timeout. The next scrape serves them: they did not back off,
+# scrape still ends by the sources' deadline. The next scrape serves them: they did not back off,
 # and a source that failed last time waits behind the healthy ones. Each source keeps its
 # connection between scrapes.
 # shellcheck source=../lib/common.sh
@@ -13,9 +13,9 @@ start_redis STUCK
 for q in a b; do redis-cli -p "$OK" XGROUP CREATE "$q" g 0 MKSTREAM >/dev/null; done
 cat > "$T/qrel.yml" <<YML
 sources:
-  - {name: stuck, kind: redis_stream, address: "127.0.0.1:$STUCK", streams: [{name: a}]}
-  - {name: ok1, kind: redis_stream, address: "127.0.0.1:$OK", streams: [{name: a}]}
-  - {name: ok2, kind: redis_stream, address: "127.0.0.1:$OK", streams: [{name: b}]}
+  - {name: stuck, kind: redis_stream, address: "127.0.0.1:$STUCK", streams: [{name: a}], timeout: 1s}
+  - {name: ok1, kind: redis_stream, address: "127.0.0.1:$OK", streams: [{name: a}], timeout: 1s}
+  - {name: ok2, kind: redis_stream, address: "127.0.0.1:$OK", streams: [{name: b}], timeout: 1s}
 YML
 
 out=$("$EXPORTER" --config.file="$T/qrel.yml" --collector.concurrency=0 2>&1) && rc=0 || rc=$?
@@ -24,10 +24,12 @@ expect_eq "and says what it wants" "$out" 'qrel_exporter: --collector.concurrenc
 
 kill -STOP "$(cat "$T/redis-$STUCK/redis.pid")"
 start_exporter "$T/qrel.yml" --collector.concurrency=1
+# The sources' own timeout (1 s) is the deadline: a scrape-timeout header would only bound the
+# wait, and a collection late only by a short header is not a failure of the source.
 t0=$(now_ms)
-scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 1'
+scrape "$T/m1.txt"
 took=$(($(now_ms) - t0))
-expect_between "scrape time with the only thread stuck (ms)" "$took" 450 950
+expect_between "scrape time with the only thread stuck (ms)" "$took" 950 1500
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="stuck"'
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="ok1"'
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="ok2"'

@@ -149,6 +149,9 @@ START_TEST(test_budget)
     ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);   /* header minus offset */
     ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);     /* the source timeout is shorter */
     ck_assert_double_eq(scheduler_budget(10, 0.6, 0.5), 0.3); /* never less than half */
+    /* A header below the floor counts as the floor (0.5 s), then the rule above. */
+    ck_assert_double_eq(scheduler_budget(10, 1e-9, 0.5), 0.25);
+    ck_assert_double_eq(scheduler_budget(10, 4.9e-324, 0.5), 0.25);
 }
 END_TEST
 
@@ -170,7 +173,8 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_up", NULL, NULL), 1);
     ck_assert_double_eq(find(sc, "fast", "qrel_queue_messages", "state", "ready"), 7);
     ck_assert_double_eq(find(sc, "slow", "qrel_queue_messages", "state", "ready"), -1);
-    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    /* Late only for this scrape's short header, not for the source's own 10 s: not counted. */
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_uint_eq(scheduler_scrape_failed(sc), 1);
     scheduler_scrape_free(sc);
@@ -178,6 +182,45 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
      * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
     scheduler_unref(s);
     sleep_ms(3000);
+}
+END_TEST
+
+/* A collection late by the source's own timeout is a failure: counted, and it backs off. */
+START_TEST(test_late_by_own_timeout_is_counted)
+{
+    struct sources *src = new_sources();
+    struct fake *slow = add_source(src, "slow", 0.3);
+    slow->sleep_ms = 1000;
+    struct scheduler *s = scheduler_new(src, P);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    sleep_ms(1000);
+}
+END_TEST
+
+/* Scrapes with a tiny header leave the source healthy: the next plain scrape joins or starts a
+ * collection that succeeds, with no error counted and no back-off. */
+START_TEST(test_tiny_header_does_not_fail_the_source)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    f->sleep_ms = 400;
+    struct scheduler *s = scheduler_new(src, P);
+    /* The first waits 0.25 s for a 0.4 s collection: up 0 in that answer only. */
+    struct scheduler_opts tiny = {.scrape_timeout = 1e-9, .only = NULL};
+    struct scheduler_scrape *first = scheduler_scrape(s, &tiny);
+    ck_assert_double_eq(find(first, "a", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(first);
+    struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &plain);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "timeout"), 0);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
 }
 END_TEST
 
@@ -433,16 +476,18 @@ START_TEST(test_queued_past_the_deadline_is_not_started)
     struct err e;
     struct pool *pool = pool_new(1, &e);
     struct sources *src = new_sources();
-    struct fake *hog = add_source(src, "hog", 10);
-    hog->sleep_ms = 1500; /* holds the only thread past the scrape's deadline */
-    struct fake *a = add_source(src, "a", 10);
-    struct fake *b = add_source(src, "b", 10);
+    /* The sources' own timeouts (0.5 s) are the deadlines here: a scrape-timeout header only
+     * bounds the wait and never fails a source (test_tiny_header_does_not_fail_the_source). */
+    struct fake *hog = add_source(src, "hog", 0.5);
+    hog->sleep_ms = 1500; /* holds the only thread past the sources' deadline */
+    struct fake *a = add_source(src, "a", 0.5);
+    struct fake *b = add_source(src, "b", 0.5);
     struct scheduler *s = scheduler_new(src, pool);
-    struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
     int64_t t0 = deadline_now_ms();
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     int64_t took = deadline_now_ms() - t0;
-    /* The scrape still ends at its deadline (1 s header minus the 0.5 s offset). */
+    /* The scrape still ends at its deadline (the sources' 0.5 s). */
     ck_assert_int_ge(took, 450);
     ck_assert_int_lt(took, 900);
     ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
@@ -510,11 +555,11 @@ START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
     struct err e;
     struct pool *pool = pool_new(1, &e);
     struct sources *src = new_sources();
-    struct fake *bad = add_source(src, "bad", 10);
-    struct fake *hog = add_source(src, "hog", 10);
+    struct fake *bad = add_source(src, "bad", 0.5);
+    struct fake *hog = add_source(src, "hog", 0.5);
     bad->fail = 1;
     struct scheduler *s = scheduler_new(src, pool);
-    struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     scheduler_scrape_free(sc);
 
@@ -553,6 +598,8 @@ static Suite *scheduler_suite(void)
     tcase_add_checked_fixture(tc, pool_setup, pool_teardown);
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_hung_source_does_not_hold_the_scrape);
+    tcase_add_test(tc, test_late_by_own_timeout_is_counted);
+    tcase_add_test(tc, test_tiny_header_does_not_fail_the_source);
     tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
     tcase_add_test(tc, test_failed_metric_add_fails_the_collection_as_internal);
