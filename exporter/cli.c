@@ -96,7 +96,9 @@ static int cmd_scrape(int argc, char **argv)
         sources_free(src);
         return 2;
     }
-    struct scheduler *s = scheduler_new(src);
+    /* One run of every source: the exporter's default pool bounds its threads the same way. */
+    struct pool *pool = pool_new(POOL_DEFAULT_THREADS, &e);
+    struct scheduler *s = scheduler_new(src, pool);
     struct scheduler_opts o = {.scrape_timeout = 0, .only = only, .max_age = 0};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     size_t n;
@@ -118,6 +120,7 @@ static int cmd_scrape(int argc, char **argv)
     }
     scheduler_scrape_free(sc);
     scheduler_unref(s);
+    pool_exit(pool);
     return failed ? 1 : 0;
 }
 
@@ -166,7 +169,9 @@ static int cmd_check(int argc, char **argv)
         printf("QREL UNKNOWN - %s\n", e.msg);
         return AUDIT_UNKNOWN;
     }
-    struct scheduler *s = scheduler_new(src);
+    /* One run of every source: the exporter's default pool bounds its threads the same way. */
+    struct pool *pool = pool_new(POOL_DEFAULT_THREADS, &e);
+    struct scheduler *s = scheduler_new(src, pool);
     /* --timeout works as Prometheus' scrape timeout does: the run ends before it. */
     struct scheduler_opts o = {.scrape_timeout = limit, .only = NULL, .max_age = 0};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -198,6 +203,7 @@ static int cmd_check(int argc, char **argv)
     audit_report_free(r);
     scheduler_scrape_free(sc);
     scheduler_unref(s);
+    pool_exit(pool);
     return rc;
 }
 

@@ -75,6 +75,10 @@ struct cfg_node *cfg_at(struct cfg_node *map, const char *key);
 /* cfg_get_str for an optional key whose value, when present, must not be empty:
  *   FILE:L:C: KEY: want a non-empty string */
 int cfg_get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e);
+/* cfg_get_nonempty for a path another library opens later (a CA file for libcurl): when the path
+ * exists it must be a regular file, since a FIFO there would hang that library's open:
+ *   FILE:L:C: KEY: "PATH" is not a regular file */
+int cfg_get_path(struct cfg_node *map, const char *key, char **out, struct err *e);
 /* cfg_get_duration for a key whose value, when present, must be above 0:
  *   FILE:L:C: KEY: want a duration above 0 */
 int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,
@@ -86,15 +90,14 @@ int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def,
 int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,
                        const char *note, struct err *e);
 
-/* Marks every key of the NULL-terminated list as known, then runs cfg_finish: a misspelt key is
- * reported, with the known keys, before the "missing" message it would otherwise cause. */
-int cfg_finish_keys(struct cfg_node *map, const char *const *keys, const char *where,
-                    struct err *e);
-
 /* Fails on the first key of map that no getter asked for:
  *   qrel.yml:9:5: unknown key "adress" in source "cache" (known keys: address, db, ...)
  * where is the phrase after "in". */
 int cfg_finish(struct cfg_node *map, const char *where, struct err *e);
+
+/* s as a double-quoted string for a message: quotes, backslashes and control bytes escaped, cut
+ * with "..." to fit cap (at least 16). Returns dst. */
+const char *cfg_quote(char *dst, size_t cap, const char *s);
 
 /* Prometheus duration syntax; 0 on success. */
 int cfg_parse_duration(const char *s, double *seconds);

@@ -4,13 +4,16 @@
  * (reload) and SIGTERM/SIGINT (stop) never interrupt a collection or an HTTP thread. */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "app.h"
 #include "flags.h"
 #include "http.h"
 #include "log.h"
+#include "pool.h"
 #include "sources.h"
 #include "version.h"
 #include "webconfig.h"
@@ -25,6 +28,16 @@ static struct flag flags[] = {
     {"web.config.file", FLAG_STRING, NULL,
      "Web configuration file (TLS and basic auth, the exporter-toolkit format).", NULL, 0},
     {"web.telemetry-path", FLAG_STRING, "/metrics", "Path under which to expose metrics.", NULL, 0},
+    {"web.advertise-address", FLAG_STRING, NULL,
+     "host:port Prometheus should scrape this exporter at, as listed by /sd (default: the listen "
+     "address, with this machine's host name when it listens on all interfaces).",
+     NULL, 0},
+    {"collector.concurrency", FLAG_STRING, "64",
+     "Most collections running at once (1 to 10000); the rest wait for a free thread and report "
+     "up 0 when their scrape deadline passes first.",
+     NULL, 0},
+    {"web.enable-lifecycle", FLAG_BOOL, "false",
+     "Enable reload via HTTP request (POST /-/reload); SIGHUP always reloads.", NULL, 0},
     {"log.level", FLAG_STRING, "info", "Only log messages at or above: debug, info, warn, error.",
      NULL, 0},
     {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
@@ -35,7 +48,8 @@ static struct flag flags[] = {
 static const char usage[] =
     "usage: qrel_exporter [flags]\n\n"
     "Serves message-queue reliability metrics (queue depth and age, lease margin, redeliveries,\n"
-    "dead letters) for Prometheus. Reload the configuration with SIGHUP or POST /-/reload.";
+    "dead letters) for Prometheus. Reload the configuration with SIGHUP (or POST /-/reload with\n"
+    "--web.enable-lifecycle).";
 
 /* --config.check: the file first (no I/O), then each source whose kind can verify itself
  * against the live server (tables and columns exist) under the source's timeout, then the work
@@ -77,6 +91,30 @@ static const char *flag(const char *name)
     return flags_find(flags, NFLAGS, name)->value;
 }
 
+/* Each source keeps a connection open and every HTTP connection holds a descriptor (up to
+ * HTTP_MAX_CONNECTIONS), so 1,000 sources and the limits in http.c need more descriptors than the
+ * soft limit services often start with (1024); the hard limit is what the administrator allows. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_kv(LOG_WARN, "cannot raise the open file limit to its hard limit", NULL);
+}
+
+/* --collector.concurrency: a whole number within the pool's limits. */
+static int parse_concurrency(const char *v, size_t *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > POOL_MAX_THREADS)
+        return -1;
+    *out = (size_t)n;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct err e;
@@ -114,6 +152,12 @@ int main(int argc, char **argv)
 
     if (flags_bool(flags_find(flags, NFLAGS, "config.check")))
         return config_check(flag("config.file"));
+    size_t concurrency;
+    if (parse_concurrency(flag("collector.concurrency"), &concurrency)) {
+        fprintf(stderr, "qrel_exporter: --collector.concurrency: want 1 to %d, got \"%s\"\n",
+                POOL_MAX_THREADS, flag("collector.concurrency"));
+        return 2;
+    }
 
     /* Block the signals we wait for before any thread exists, so every thread inherits it. */
     sigset_t sigs;
@@ -123,6 +167,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
 
     struct webconfig *web = NULL;
     if (flag("web.config.file")) {
@@ -132,38 +177,57 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    struct app *a = app_new(flag("config.file"), &e);
+    struct pool *pool = pool_new(concurrency, &e);
+    struct app *a = pool ? app_new(flag("config.file"), pool, &e) : NULL;
     if (!a) {
         log_kv(LOG_ERROR, "cannot load configuration", "err", e.msg, NULL);
+        pool_free(pool);
         webconfig_free(web);
         return 1;
     }
-    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path"), web};
+    struct http_opts ho = {flag("web.listen-address"), flag("web.telemetry-path"), web,
+                           flag("web.advertise-address"),
+                           flags_bool(flags_find(flags, NFLAGS, "web.enable-lifecycle"))};
     struct http_server *h = http_start(a, &ho, &e);
     if (!h) {
         log_kv(LOG_ERROR, "cannot start the HTTP server", "err", e.msg, NULL);
-        app_free(a);
+        if (app_quit(a) == 0)
+            app_free(a);
+        pool_free(pool);
         webconfig_free(web);
         return 1;
     }
     log_kv(LOG_INFO, "listening", "address", http_bound_address(h), "version", QREL_VERSION,
            "config", flag("config.file"), "tls", web && web->cert_pem ? "true" : "false",
-           "basic_auth", web && web->nusers ? "true" : "false", NULL);
+           "basic_auth", web && web->nusers ? "true" : "false", "advertise",
+           http_advertise_address(h), "collector_concurrency", flag("collector.concurrency"), NULL);
 
     for (;;) {
         int sig = 0;
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
+            /* On the reload thread: a file that hangs must not keep this loop from SIGTERM. */
             log_kv(LOG_INFO, "SIGHUP received, reloading", NULL);
-            app_reload(a, &e);
+            app_request_reload(a);
             continue;
         }
         log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
         break;
     }
+    /* First the reload thread (which also releases any POST /-/reload waiting on it), then the
+     * server, which waits for its connection threads. */
+    int reload_stuck = app_quit(a) != 0;
     http_stop(h);
+    if (reload_stuck) {
+        /* The reload thread is blocked in the file system and still uses the app: leave it to
+         * the process exit instead of freeing under it. */
+        log_kv(LOG_WARN, "a reload is still reading the configuration; exiting without it", NULL);
+        webconfig_free(web);
+        return 0;
+    }
     app_free(a);
+    pool_exit(pool);
     webconfig_free(web);
     return 0;
 }

@@ -1,10 +1,13 @@
 /* scheduler.c: see scheduler.h for the guarantees.
  *
- * Each collection runs on its own detached thread and is a small reference-counted object shared
- * by the scrapes waiting for it. A scrape waits on the source's condition variable until the
- * collection is done or the scrape's deadline for that source passes; it never waits longer,
- * which is what keeps a hung broker from holding the HTTP response past Prometheus's timeout.
- * Threads hold a reference on the scheduler, so a reload never frees a collector under them. */
+ * Each collection is a job of the process' collection pool (pool.h) and a small
+ * reference-counted object shared by the scrapes waiting for it. A scrape waits on the source's
+ * condition variable until the collection is done or the scrape's deadline for that source
+ * passes; it never waits longer, which is what keeps a hung broker, or a queue of collections
+ * behind busy pool threads, from holding the HTTP response past Prometheus's timeout. A job not
+ * started by that deadline is taken out of the queue and reported as not started; a healthy
+ * source does not back off for that, since it did nothing wrong. Jobs hold a reference on the
+ * scheduler, so a reload never frees a collector under them. */
 #include "scheduler.h"
 
 #include <math.h>
@@ -16,6 +19,7 @@
 
 #include "deadline.h"
 #include "log.h"
+#include "pool.h"
 #include "util.h"
 
 struct collection {
@@ -23,9 +27,14 @@ struct collection {
     int done;
     int rc;
     int timeout_counted; /* a scrape already counted this one as a timeout */
+    int started;         /* a pool thread took it */
+    uint64_t job_id;     /* for pool_cancel while it waits */
+    struct worker_arg *arg;
+    int64_t deadline_ms; /* monotonic; the source's own deadline for this collection */
     struct err err;
     struct metric_set *set;
     double duration;
+    int64_t queued_ms;   /* monotonic; when handed to the pool */
     int64_t finished_ms; /* monotonic; when done */
 };
 
@@ -50,6 +59,8 @@ struct source_state {
 struct scheduler {
     pthread_mutex_t ref_mu;
     int refs;
+    struct pool *pool;
+    size_t pool_threads; /* its size, for messages */
     struct sources *src;
     struct source_state *st;
     size_t n;
@@ -60,11 +71,13 @@ struct worker_arg {
     struct source_state *st;
     struct collection *col;
     struct deadline dl;
+    int64_t start_by_ms; /* later than this, starting could only time out */
 };
 
 struct scrape_entry {
     struct source_state *st;
     struct collection *col; /* NULL when skipped for back-off */
+    int submitted;
     struct deadline dl;
     int64_t started_ms;
     struct metric_set *meta; /* this scrape's meta series for the source */
@@ -85,6 +98,8 @@ double scheduler_budget(double source_timeout, double scrape_timeout, double off
 {
     if (scrape_timeout <= 0)
         return source_timeout;
+    if (scrape_timeout < SCHEDULER_SCRAPE_TIMEOUT_FLOOR)
+        scrape_timeout = SCHEDULER_SCRAPE_TIMEOUT_FLOOR;
     double budget = scrape_timeout - offset;
     /* An offset as large as the timeout itself would leave nothing; keep a fair share instead. */
     if (budget < scrape_timeout * 0.5)
@@ -92,11 +107,15 @@ double scheduler_budget(double source_timeout, double scrape_timeout, double off
     return budget < source_timeout ? budget : source_timeout;
 }
 
-struct scheduler *scheduler_new(struct sources *src)
+struct scheduler *scheduler_new(struct sources *src, struct pool *pool)
 {
     struct scheduler *s = xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->ref_mu, NULL);
     s->refs = 1;
+    s->pool = pool;
+    struct pool_stats ps;
+    pool_get_stats(pool, &ps);
+    s->pool_threads = ps.max_threads;
     s->src = src;
     s->n = src->n;
     s->st = xcalloc(s->n ? s->n : 1, sizeof *s->st);
@@ -147,6 +166,24 @@ void scheduler_unref(struct scheduler *s)
     free(s);
 }
 
+void scheduler_inherit(struct scheduler *s, struct scheduler *old)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct source_state *st = &s->st[i];
+        for (size_t j = 0; old && j < old->n; j++) {
+            struct source_state *o = &old->st[j];
+            if (strcmp(o->c->name, st->c->name) != 0 || o->c->kind != st->c->kind)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            memcpy(st->errors, o->errors, sizeof st->errors);
+            st->has_success = o->has_success;
+            st->last_success = o->last_success;
+            pthread_mutex_unlock(&o->mu);
+            break;
+        }
+    }
+}
+
 const struct sources *scheduler_sources(const struct scheduler *s)
 {
     return s->src;
@@ -161,19 +198,25 @@ static void collection_unref_locked(struct collection *col)
     free(col);
 }
 
-/* Called with st->mu held: the source failed this attempt. */
+/* Called with st->mu held: the source failed this attempt. backoff is 0 for an attempt that
+ * never started (the pool was busy): that is no reason to ask a healthy source less often, but a
+ * source already failing keeps the back-off it had reached, else the sources that hang would
+ * take the pool's threads again at every scrape. */
 static void note_failure_locked(struct source_state *st, enum err_code code, const char *msg,
-                                int count)
+                                int count, int backoff)
 {
     /* An attempt a scrape already counted as a timeout only updates the message when it ends. */
     if (count) {
         st->errors[code]++;
-        st->failures++;
+        if (backoff)
+            st->failures++;
     }
-    double wait = SCHEDULER_BACKOFF_BASE * pow(2.0, st->failures - 1);
-    if (wait > SCHEDULER_BACKOFF_CAP)
-        wait = SCHEDULER_BACKOFF_CAP;
-    st->backoff_until_ms = deadline_now_ms() + (int64_t)(wait * 1000);
+    if (backoff || st->failures > 0) {
+        double wait = SCHEDULER_BACKOFF_BASE * pow(2.0, st->failures - 1);
+        if (wait > SCHEDULER_BACKOFF_CAP)
+            wait = SCHEDULER_BACKOFF_CAP;
+        st->backoff_until_ms = deadline_now_ms() + (int64_t)(wait * 1000);
+    }
     st->last_up = 0;
     snprintf(st->last_error, sizeof st->last_error, "%s", msg);
 
@@ -205,11 +248,54 @@ static void note_success_locked(struct source_state *st, double duration)
     st->logged_error[0] = '\0';
 }
 
-static void *worker_main(void *p)
+/* Called with st->mu held: the collection ends without having run. Drops the job's reference;
+ * the caller then drops the job's scheduler reference and frees its argument. */
+static void end_unstarted_locked(struct scheduler *s, struct source_state *st,
+                                 struct collection *col)
+{
+    col->done = 1;
+    col->rc = -1;
+    col->finished_ms = deadline_now_ms();
+    col->duration = (double)(col->finished_ms - col->queued_ms) / 1000.0; /* all of it waiting */
+    err_set(&col->err, ERR_TIMEOUT,
+            "collection not started before the deadline: all %zu collection threads were busy "
+            "(--collector.concurrency)",
+            s->pool_threads);
+    if (!col->timeout_counted) {
+        col->timeout_counted = 1;
+        note_failure_locked(st, ERR_TIMEOUT, col->err.msg, 1, 0);
+    }
+    if (st->running == col)
+        st->running = NULL;
+    pthread_cond_broadcast(&st->cv);
+    collection_unref_locked(col);
+}
+
+/* The pool's expire callback: the job waited past its deadline. */
+static void worker_expire(void *p)
+{
+    struct worker_arg *a = p;
+    pthread_mutex_lock(&a->st->mu);
+    end_unstarted_locked(a->s, a->st, a->col);
+    pthread_mutex_unlock(&a->st->mu);
+    scheduler_unref(a->s);
+    free(a);
+}
+
+static void worker_run(void *p)
 {
     struct worker_arg *a = p;
     struct collection *col = a->col;
     struct collector *c = a->st->c;
+    pthread_mutex_lock(&a->st->mu);
+    if (deadline_now_ms() >= a->start_by_ms) {
+        /* Taken by a thread just as its start-by passed: starting now could only time out. */
+        pthread_mutex_unlock(&a->st->mu);
+        worker_expire(a);
+        return;
+    }
+    col->started = 1;
+    pthread_mutex_unlock(&a->st->mu);
     int64_t t0 = deadline_now_ms();
     struct metric_set *set = metric_set_new(c->name, c->kind->name);
     struct err e;
@@ -249,7 +335,7 @@ static void *worker_main(void *p)
         st->cached = col;
     } else {
         st->last_duration = duration;
-        note_failure_locked(st, e.code, e.msg, !col->timeout_counted);
+        note_failure_locked(st, e.code, e.msg, !col->timeout_counted, 1);
     }
     if (st->running == col)
         st->running = NULL;
@@ -260,7 +346,13 @@ static void *worker_main(void *p)
     metric_set_free(set);
     scheduler_unref(a->s);
     free(a);
-    return NULL;
+}
+
+/* Called with st->mu held: the last attempt failed, so this one may hang until its deadline.
+ * Not `last_up == 0`: a source that was merely not started (the pool was full) is no suspect. */
+static int failing_locked(const struct source_state *st)
+{
+    return st->failures > 0;
 }
 
 /* Called with st->mu held. Starts a collection, or returns the running one. */
@@ -284,26 +376,36 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
         return NULL;
     struct collection *col = xcalloc(1, sizeof *col);
     col->refs = 2; /* the worker and this scrape */
+    col->deadline_ms = dl.at_ms;
     struct worker_arg *a = xcalloc(1, sizeof *a);
     a->s = s;
     a->st = st;
     a->col = col;
     a->dl = dl;
+    /* A collection that starts just before its deadline fails and backs off a healthy source:
+     * it must have a tenth of its budget, or 50 ms, left to be started at all. */
+    int64_t margin = (dl.at_ms - deadline_now_ms()) / 10;
+    if (margin < 0)
+        margin = 0;
+    a->start_by_ms =
+        dl.at_ms - (margin < SCHEDULER_START_MARGIN_MS ? margin : SCHEDULER_START_MARGIN_MS);
+    col->arg = a;
+    col->queued_ms = deadline_now_ms();
     scheduler_ref(s);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int rc = pthread_create(&t, &attr, worker_main, a);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    /* A source that failed last time may hang until its deadline: healthy ones go first. */
+    struct pool_job job = {.run = worker_run,
+                           .expire = worker_expire,
+                           .arg = a,
+                           .start_by_ms = a->start_by_ms,
+                           .priority = failing_locked(st)};
+    if (pool_submit(s->pool, &job, &col->job_id, &col->err) != 0) {
         scheduler_unref(s);
         free(a);
+        col->arg = NULL;
         col->refs = 1;
         col->done = 1;
         col->rc = -1;
-        err_set(&col->err, ERR_INTERNAL, "cannot start a collection thread");
-        note_failure_locked(st, ERR_INTERNAL, col->err.msg, 1);
+        note_failure_locked(st, ERR_INTERNAL, col->err.msg, 1, 1);
         return col;
     }
     st->running = col;
@@ -383,9 +485,24 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         en->st = st;
         en->started_ms = now;
         en->dl.at_ms = now + (int64_t)(budget * 1000.0);
-        pthread_mutex_lock(&st->mu);
-        en->col = start_or_join_locked(s, st, en->dl, o ? o->max_age : 0);
-        pthread_mutex_unlock(&st->mu);
+    }
+    /* Healthy sources are handed to the pool first: an idle thread takes the first job it is
+     * given, so a source that may hang must not be that job. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sc->n; i++) {
+            struct scrape_entry *en = &sc->entries[i];
+            pthread_mutex_lock(&en->st->mu);
+            if (!en->submitted && (pass == 1 || !failing_locked(en->st))) {
+                /* The collection runs under the source's own timeout whatever this scrape's
+                 * header says: the header bounds how long this scrape waits, never what the
+                 * source may take, so one client asking for 1 ns cannot fail the source for
+                 * everyone. */
+                struct deadline own = {en->started_ms + (int64_t)(en->st->c->timeout * 1000.0)};
+                en->col = start_or_join_locked(s, en->st, own, o ? o->max_age : 0);
+                en->submitted = 1;
+            }
+            pthread_mutex_unlock(&en->st->mu);
+        }
     }
 
     for (size_t i = 0; i < sc->n; i++) {
@@ -395,12 +512,29 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         int up = 0;
         if (en->col) {
             wait_locked(st, en->col, en->dl);
-            if (!en->col->done && !en->col->timeout_counted) {
+            if (!en->col->done && !en->col->started && deadline_now_ms() >= en->col->deadline_ms &&
+                pool_cancel(s->pool, en->col->job_id) == 0) {
+                /* Still queued at its own deadline: out of the queue now, so the slot is not held
+                 * for nothing (queued only past a short header, it stays: the next scrape may
+                 * use it). */
+                struct worker_arg *a = en->col->arg;
+                end_unstarted_locked(s, st, en->col);
+                scheduler_unref(a->s); /* never the last: this scrape holds one */
+                free(a);
+            }
+            /* Late by the source's own timeout: a source failure. Late only because this
+             * scrape's header left less time: up 0 in this answer, but no error counted and
+             * no back-off, since the collection may well finish in time for the next one. (Not
+             * started yet but no longer queued: a thread took it just now.) */
+            if (!en->col->done && !en->col->timeout_counted &&
+                deadline_now_ms() >= en->col->deadline_ms) {
+                int ran = en->col->started;
                 char msg[200];
-                snprintf(msg, sizeof msg, "collection did not finish within %.3fs",
+                snprintf(msg, sizeof msg, "collection did not %s within %.3fs",
+                         ran ? "finish" : "start",
                          (double)(en->dl.at_ms - en->started_ms) / 1000.0);
                 en->col->timeout_counted = 1;
-                note_failure_locked(st, ERR_TIMEOUT, msg, 1);
+                note_failure_locked(st, ERR_TIMEOUT, msg, 1, ran);
             }
             up = en->col->done && en->col->rc == 0;
         }

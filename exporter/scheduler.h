@@ -1,5 +1,5 @@
-/* scheduler.h: runs the configured collectors for a scrape, in parallel, each under its own
- * deadline, and keeps each source's health between scrapes.
+/* scheduler.h: runs the configured collectors for a scrape, in parallel on a bounded pool of
+ * threads, each under its own deadline, and keeps each source's health between scrapes.
  *
  * A scheduler is one loaded configuration plus per-source run state. It is reference counted so
  * a reload can swap in a new one while scrapes (and collector threads) still use the old one.
@@ -9,6 +9,9 @@
  * a counted reason while every other source is still served; scrapes that overlap share one
  * collection per source (an instance never runs twice at once); a failing source backs off
  * (doubling from 0.5 s, capped at 30 s) and is tried again after that, never disabled for good.
+ * A collection still waiting for a pool thread at its deadline is reported up 0 with the reason
+ * "not started before the deadline" (counted as a timeout; a healthy source does not back off for
+ * it). Sources whose last attempt failed are handed to the pool after the others.
  * Each source's latest successful collection is kept until the next one succeeds, for the
  * landing page (scheduler_opts.max_age) and min_interval: at most one extra set per source. */
 #ifndef QREL_SCHEDULER_H
@@ -17,17 +20,27 @@
 #include <stddef.h>
 
 #include "metrics.h"
+#include "pool.h"
 #include "sources.h"
 
 #define SCHEDULER_BACKOFF_BASE 0.5
 #define SCHEDULER_BACKOFF_CAP 30.0
+#define SCHEDULER_START_MARGIN_MS 50 /* a collection starts with at least this much time left */
+/* X-Prometheus-Scrape-Timeout-Seconds below this is taken as this: a scrape cannot ask for less. */
+#define SCHEDULER_SCRAPE_TIMEOUT_FLOOR 0.5
 
 struct scheduler;
 
-struct scheduler *scheduler_new(struct sources *src); /* takes ownership of src */
+/* Takes ownership of src; collects on pool (see pool.h), which must outlive the scheduler and
+ * every scrape of it: free the pool last. */
+struct scheduler *scheduler_new(struct sources *src, struct pool *pool);
 void scheduler_ref(struct scheduler *s);
 void scheduler_unref(struct scheduler *s); /* frees with the last reference; NULL is fine */
 const struct sources *scheduler_sources(const struct scheduler *s);
+/* Carries each source's error counters and last success over from old (the configuration a
+ * reload replaces) to s, matched by name and kind, so counters stay monotonic across reloads.
+ * Call before s serves any scrape. */
+void scheduler_inherit(struct scheduler *s, struct scheduler *old);
 
 struct scheduler_opts {
     double scrape_timeout; /* X-Prometheus-Scrape-Timeout-Seconds, 0 when absent */
@@ -60,7 +73,9 @@ struct scheduler_status {
 size_t scheduler_source_count(const struct scheduler *s);
 void scheduler_status_at(struct scheduler *s, size_t i, struct scheduler_status *out);
 
-/* The deadline rule, exposed for tests: seconds a source may take in a scrape. */
+/* The deadline rule, exposed for tests: seconds a scrape waits for a source. The header is raised
+ * to SCHEDULER_SCRAPE_TIMEOUT_FLOOR first. A source whose collection outlives this wait but not
+ * its own timeout is up 0 in that scrape only: no error is counted and no back-off starts. */
 double scheduler_budget(double source_timeout, double scrape_timeout, double offset);
 
 #endif

@@ -92,8 +92,10 @@ int sources_configure(const struct sources *s, struct collector *c, struct cfg_n
     struct cfg_node *name_node = NULL;
     cfg_get_node(map, "name", CFG_SCALAR, &name_node, e);
     if (!source_name_valid(name)) {
+        char q[200]; /* the name is not valid, so it may hold anything: escaped */
         cfg_error(e, name_node,
-                  "name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got \"%s\"", name);
+                  "name: want letters, digits, '_', '-', '.' or ':' (1 to 128), got %s",
+                  cfg_quote(q, sizeof q, name));
         goto out;
     }
     if (sources_find(s, name)) {

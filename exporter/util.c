@@ -3,11 +3,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -152,32 +154,61 @@ char *buf_steal(struct buf *b)
 
 char *util_read_file(const char *path, size_t max, size_t *len_out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Non-blocking open and a check of what was opened: a FIFO (or a device) named as a config
+     * or secret file would otherwise block the reader for ever, and with it a reload. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        int saved = S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
+        close(fd);
+        errno = saved;
+        return NULL;
+    }
+    if (st.st_size > 0 && (size_t)st.st_size > max) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
     struct buf b;
     buf_init(&b);
     char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.len + n > max) {
-            fclose(f);
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            close(fd);
+            buf_free(&b);
+            errno = EIO;
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        if (b.len + (size_t)n > max) {
+            close(fd);
             buf_free(&b);
             errno = EFBIG;
             return NULL;
         }
-        buf_append(&b, chunk, n);
+        buf_append(&b, chunk, (size_t)n);
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        buf_free(&b);
-        errno = EIO;
-        return NULL;
-    }
+    close(fd);
     if (len_out)
         *len_out = b.len;
     return buf_steal(&b);
+}
+
+const char *util_read_error(int errnum)
+{
+    return errnum == ENODEV ? "not a regular file" : strerror(errnum);
 }
 
 void util_chomp(char *s)

@@ -35,9 +35,12 @@ void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(print
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 char *buf_steal(struct buf *b); /* never NULL; the buffer is empty afterwards */
 
-/* Reads a whole file (at most max bytes, else error). Returns a NUL-terminated malloc'd string or
- * NULL with errno set (EFBIG when larger than max). *len_out may be NULL. */
+/* Reads a whole regular file (at most max bytes, else error). Returns a NUL-terminated malloc'd
+ * string or NULL with errno set (EFBIG when larger than max, ENODEV for a FIFO, socket or device,
+ * which are refused without blocking). *len_out may be NULL. */
 char *util_read_file(const char *path, size_t max, size_t *len_out);
+/* What went wrong in util_read_file, for messages: strerror, or "not a regular file". */
+const char *util_read_error(int errnum);
 
 /* Strips trailing "\r\n", "\n" and spaces in place (for secrets read from files). */
 void util_chomp(char *s);

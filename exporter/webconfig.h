@@ -4,10 +4,13 @@
  *   tls_server_config:
  *     cert_file: server.crt      # PEM; both or neither
  *     key_file: server.key
+ *     min_version: TLS12         # TLS12 (default) or TLS13
+ *     cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...]   # AEAD suites only
  *   basic_auth_users:
  *     prometheus: $2y$10$...     # bcrypt hashes only (htpasswd -nBC 10 USER)
  *
- * Relative paths are taken from the web config file's folder. */
+ * Relative paths are taken from the web config file's folder. Without cipher_suites the server
+ * offers AES-GCM and ChaCha20-Poly1305 with ECDHE only; TLS 1.0 and 1.1 are never offered. */
 #ifndef QREL_WEBCONFIG_H
 #define QREL_WEBCONFIG_H
 
@@ -20,16 +23,28 @@ struct webconfig_user {
     char *hash; /* bcrypt */
 };
 
+struct webconfig_auth; /* verified-credentials cache and bcrypt admission, internal */
+
 struct webconfig {
     char *cert_pem; /* NULL when TLS is off */
     char *key_pem;
+    char *tls_priorities; /* a GnuTLS priority string built from min_version and cipher_suites */
     struct webconfig_user *users;
     size_t nusers;
+    struct webconfig_auth *auth;
 };
 
 struct webconfig *webconfig_load(const char *path, struct err *e);
 void webconfig_free(struct webconfig *w);
-/* 1 when user and password match a configured user. Constant time in the password compare. */
+/* 1 when user and password match a configured user. Takes the same time whether or not the user
+ * exists (an unknown user is checked against a configured hash too). */
 int webconfig_check_user(const struct webconfig *w, const char *user, const char *password);
+/* 1 when an Authorization header value carries Basic credentials of a configured user. The
+ * scheme is case-insensitive (RFC 7617); credentials with a NUL byte are refused. Successful
+ * verifications are remembered for a few minutes under a salted SHA-256 of the credentials, so
+ * a logged-in scraper costs no bcrypt per request. Thread-safe. */
+int webconfig_authorize(const struct webconfig *w, const char *authorization);
+/* The GnuTLS priority string for TLS defaults with no web config file: TLS 1.2+ and AEAD. */
+extern const char webconfig_default_priorities[];
 
 #endif

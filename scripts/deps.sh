@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   cmake gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
-  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev
+  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
@@ -14,6 +14,8 @@ packages=(
   # the Debian package (tests/integration/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
   # lintian, systemd-analyze, man pages, the postinst's adduser, readelf
   dpkg-dev lintian systemd groff-base man-db adduser binutils
+  # fuzzing (tests/fuzz): clang and its libFuzzer runtime
+  clang libclang-rt-14-dev
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter
 )

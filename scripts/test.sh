@@ -5,9 +5,13 @@
 #   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind,
 #   4. integration tests against real servers the tests start on loopback (redis-server,
 #      Prometheus' promtool),
-#   5. an ASan+UBSan build running unit and integration tests again.
+#   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-fuzz), their saved crash
+#      inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher to fuzz
+#      longer, e.g. QREL_FUZZ_SECONDS=3600),
+#   6. an ASan+UBSan build running unit and integration tests again.
 # Ends with one line "tests: N passed, M failed" and exits non-zero when anything failed.
-# QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes.
+# QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes (fuzzing
+# still runs: it is short).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,6 +71,19 @@ if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$j
 else
   cmake --build build 2>&1 | tail -30
   fail build
+fi
+
+step "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target)"
+fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
+if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_WERROR=ON \
+     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+   cmake --build build-fuzz -j "$jobs" --target "${fuzz_targets[@]}" >/dev/null; then
+  for t in "${fuzz_targets[@]}"; do
+    run "fuzz/$t" bash tests/fuzz/run.sh build-fuzz "$t"
+  done
+else
+  cmake --build build-fuzz --target "${fuzz_targets[@]}" 2>&1 | tail -30
+  fail build-fuzz
 fi
 
 if [ "${QREL_FAST:-0}" != 1 ]; then

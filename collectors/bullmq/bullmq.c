@@ -341,6 +341,10 @@ static int run(struct state *st, struct scrape *sc, const struct deadline *dl, s
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
     redis_pipe_reset(p);
+    /* Every cursor first, then pointers to them: cursor_for may move the array as it grows, so
+     * a pointer taken before the last new queue was added would dangle. */
+    for (size_t i = 0; i < sc->n; i++)
+        cursor_for(st, names[i]);
     for (size_t i = 0; i < sc->n; i++) {
         struct queue *q = &sc->q[i];
         q->name = xstrdup(names[i]);

@@ -44,9 +44,9 @@ int http_config_parse(struct cfg_node *map, struct http_config *out, struct err 
         return -1;
     if (!tls)
         return 0;
-    if (cfg_get_nonempty(tls, "ca_file", &out->ca_file, e) ||
-        cfg_get_nonempty(tls, "cert_file", &out->cert_file, e) ||
-        cfg_get_nonempty(tls, "key_file", &out->key_file, e) ||
+    if (cfg_get_path(tls, "ca_file", &out->ca_file, e) ||
+        cfg_get_path(tls, "cert_file", &out->cert_file, e) ||
+        cfg_get_path(tls, "key_file", &out->key_file, e) ||
         cfg_get_bool(tls, "insecure_skip_verify", 0, &out->insecure_skip_verify, e))
         goto fail;
     if (!out->cert_file != !out->key_file) {

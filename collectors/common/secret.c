@@ -26,7 +26,7 @@ static int from_file(struct cfg_node *map, const char *key, const char *file, ch
     if (!v)
         return cfg_error(e, cfg_at(map, key), "%s: cannot read \"%s\": %s", key, file,
                          errno == EFBIG ? "larger than " SECRET_MAX_TEXT " bytes"
-                                        : strerror(errno));
+                                        : util_read_error(errno));
     int has_nul = strlen(v) != len;
     util_chomp(v);
     if (has_nul || !*v) {

@@ -279,7 +279,9 @@ static int read_props(struct kafka_settings *s, struct cfg_node *map, struct cfg
     for (size_t i = 0; i < sizeof prop_keys / sizeof prop_keys[0]; i++) {
         struct cfg_node *in = prop_keys[i].tls ? *tls : map;
         char *v = NULL;
-        if (in && cfg_get_nonempty(in, prop_keys[i].key, &v, e))
+        /* The TLS files are opened by librdkafka: no FIFO there (cfg_get_path). */
+        if (in && (prop_keys[i].tls ? cfg_get_path(in, prop_keys[i].key, &v, e)
+                                    : cfg_get_nonempty(in, prop_keys[i].key, &v, e)))
             return -1;
         if (v)
             add_prop(s, prop_keys[i].prop, v);

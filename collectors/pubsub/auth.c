@@ -251,7 +251,7 @@ static int read_token_file(struct pubsub_auth *a, struct err *e)
     char *t = util_read_file(a->token_file, TOKEN_FILE_MAX, &len);
     if (!t)
         return err_set(e, ERR_AUTH, "token_file \"%s\": %s", a->token_file,
-                       errno == EFBIG ? "larger than 16384 bytes" : strerror(errno));
+                       errno == EFBIG ? "larger than 16384 bytes" : util_read_error(errno));
     size_t n = strlen(t);
     if (n != len) {
         wipe_free(t);

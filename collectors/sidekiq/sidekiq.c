@@ -25,6 +25,7 @@
 #include "common/redis.h"
 #include "common/redis_settings.h"
 #include "config.h"
+#include "hashtab.h"
 #include "log.h"
 #include "sidekiq.h"
 #include "util.h"
@@ -54,8 +55,9 @@ struct queue {
 struct scrape {
     struct state *st;
     double now;
-    struct queue *q; /* sorted by name */
-    size_t n;
+    struct queue *q; /* in the order met */
+    size_t n, cap;
+    struct hashtab index; /* name -> position in q */
     char **processes;
     size_t nprocesses;
     double set_totals[3]; /* ZCARD schedule, retry, dead */
@@ -101,38 +103,45 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     return 0;
 }
 
-/* ---- queues by name ---- */
+/* ---- queues by name: an array in the order met, indexed by the core's hash helper ---- */
 
-static int cmp_queue(const void *a, const void *b)
+static uint64_t queue_hash(const void *ctx, uint32_t k)
 {
-    return strcmp(((const struct queue *)a)->name, ((const struct queue *)b)->name);
+    const struct scrape *sc = ctx;
+    return hashtab_hash(sc->q[k].name, strlen(sc->q[k].name), 0);
+}
+
+/* The queue called name; added when add is set, else NULL when it is not known. The pointer is
+ * good until the next add. */
+static struct queue *lookup_queue(struct scrape *sc, const char *name, int add)
+{
+    uint64_t h = hashtab_hash(name, strlen(name), 0);
+    struct hashtab_probe p;
+    for (uint32_t k = hashtab_first(&sc->index, h, &p); k != HASHTAB_END;
+         k = hashtab_next(&sc->index, &p))
+        if (strcmp(sc->q[k].name, name) == 0)
+            return &sc->q[k];
+    if (!add)
+        return NULL;
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? 2 * sc->cap : 64;
+        sc->q = xrealloc(sc->q, sc->cap * sizeof *sc->q);
+    }
+    struct queue *q = &sc->q[sc->n];
+    memset(q, 0, sizeof *q);
+    q->name = xstrdup(name);
+    hashtab_add(&sc->index, &p, (uint32_t)sc->n++, queue_hash, sc);
+    return q;
+}
+
+static struct queue *add_queue(struct scrape *sc, const char *name)
+{
+    return lookup_queue(sc, name, 1);
 }
 
 static struct queue *find_queue(struct scrape *sc, const char *name)
 {
-    if (sc->n == 0) /* bsearch may not be handed a NULL array, even an empty one */
-        return NULL;
-    struct queue key = {0};
-    key.name = (char *)name;
-    return bsearch(&key, sc->q, sc->n, sizeof *sc->q, cmp_queue);
-}
-
-/* Adds name unless present; keeps the array sorted (queues are few: an insertion is cheap). */
-static struct queue *add_queue(struct scrape *sc, const char *name)
-{
-    struct queue *q = find_queue(sc, name);
-    if (q)
-        return q;
-    sc->q = xrealloc(sc->q, (sc->n + 1) * sizeof *sc->q);
-    size_t i = sc->n;
-    while (i > 0 && strcmp(sc->q[i - 1].name, name) > 0) {
-        sc->q[i] = sc->q[i - 1];
-        i--;
-    }
-    memset(&sc->q[i], 0, sizeof sc->q[i]);
-    sc->q[i].name = xstrdup(name);
-    sc->n++;
-    return &sc->q[i];
+    return lookup_queue(sc, name, 0);
 }
 
 /* The queue a job of a set belongs to: an unnamed queue when queues are named is passed over. */
@@ -310,6 +319,7 @@ static void scrape_free(struct scrape *sc)
     for (size_t i = 0; i < sc->n; i++)
         free(sc->q[i].name);
     free(sc->q);
+    hashtab_free(&sc->index);
     cfg_strv_free(sc->processes);
 }
 

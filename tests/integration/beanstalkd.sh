@@ -39,7 +39,7 @@ $JOBS "$B" bury emails
 $JOBS "$B" hold emails 60 "$T/held" &
 PIDS+=("$!")
 $JOBS "$B" put short 1 1
-$JOBS "$B" overrun short 2.5
+$JOBS "$B" overrun short 15
 for _ in $(seq 1 200); do [ -s "$T/held" ] && break; sleep 0.05; done
 [ -s "$T/held" ] || not_ok "the holding worker reserved a job"
 

@@ -90,7 +90,7 @@ expect_eq "families without HELP" "$(comm -23 <(sed -nE 's/^# TYPE ([^ ]+) .*/\1
 # Reload: a bad file keeps the running sources and reports 0; a good one is taken.
 cp "$T/good.yml" "$T/live.yml"
 stop_exporter
-start_exporter "$T/live.yml"
+start_exporter "$T/live.yml" --web.enable-lifecycle
 cp "$T/bad.yml" "$T/live.yml"
 kill -HUP "$EXPORTER_PID"
 wait_for 10 "the exporter to log 'reload failed'" grep -q 'reload failed' "$T/exporter.log" || true

@@ -8,9 +8,8 @@
 # the database runs with a non-UTC TimeZone to prove they are read as UTC. Also: a held Que
 # advisory lock counts as in flight (one in another database does not); pg-boss 9's layout is
 # detected beside pg-boss 10's; the queues filter (a listed queue without jobs gives zeros);
-# --config.check passing and naming a missing table; promtool on the output. With
-# QREL_REAL_RUNNERS=1 and node/npm present (and the npm registry reachable), the real
-# graphile-worker and pg-boss migrations are run too, and scraped and checked.
+# --config.check passing and naming a missing table; promtool on the output. The real runners
+# (pg-boss 9-12, graphile-worker), driven through their own APIs, are postgres_queues_live.sh.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -48,7 +47,9 @@ INSERT INTO graphile_worker._private_jobs (task_id, job_queue_id, run_at, attemp
   (1, 1, now() - interval '5 h', 1, 25, now() - interval '6 h', now(), now() - interval '5 h'),
   (1, 1, now(), 0, 25, now() - interval '30 s', now(), NULL);
 
--- pg-boss: billing (watched) and reports (filtered out).
+-- pg-boss: billing (watched) and reports (filtered out); every job's queue has its queue row
+-- (pg-boss's foreign key), with no retry settings (so no retry horizon).
+INSERT INTO pgboss.queue (name) VALUES ('billing'), ('reports');
 INSERT INTO pgboss.job (name, state, start_after, created_on, retry_count, retry_limit, started_on, expire_in, completed_on) VALUES
   ('billing', 'created', now() - interval '1 s', now() - interval '50 s', 0, 2, NULL, interval '15 min', NULL),
   ('billing', 'retry', now() + interval '30 s', now() - interval '60 s', 1, 2, NULL, interval '15 min', NULL),
@@ -74,7 +75,12 @@ INSERT INTO river_job (kind, queue, state, attempt, max_attempts, created_at, at
   ('k', 'default', 'retryable', 1, 25, now() - interval '30 s', now() - interval '20 s', now() + interval '1 min', NULL),
   ('k', 'default', 'scheduled', 0, 25, now() - interval '30 s', NULL, now() + interval '1 h', NULL),
   ('k', 'default', 'discarded', 25, 25, now() - interval '2000 s', now() - interval '1000 s', now(), now() - interval '1000 s'),
-  ('k', 'default', 'completed', 1, 25, now() - interval '5000 s', now() - interval '10 s', now(), now() - interval '5 s');
+  ('k', 'default', 'completed', 1, 25, now() - interval '5000 s', now() - interval '10 s', now(), now() - interval '5 s'),
+  -- finished within the 5 min window after 2 s; one after 50 s but 10 min ago (out of the
+  -- window); one stamped an hour ahead (clock skew: not in a window bounded by now())
+  ('k', 'default', 'completed', 1, 25, now() - interval '60 s', now() - interval '12 s', now(), now() - interval '10 s'),
+  ('k', 'default', 'completed', 1, 25, now() - interval '900 s', now() - interval '650 s', now(), now() - interval '600 s'),
+  ('k', 'default', 'completed', 1, 25, now(), now() + interval '3500 s', now(), now() + interval '3600 s');
 
 -- Oban: queue events; timestamps in UTC without a zone.
 INSERT INTO oban_jobs (worker, queue, state, attempt, inserted_at, scheduled_at, attempted_at, discarded_at, cancelled_at) VALUES
@@ -82,16 +88,22 @@ INSERT INTO oban_jobs (worker, queue, state, attempt, inserted_at, scheduled_at,
   ('W', 'events', 'executing', 1, timezone('UTC', now()) - interval '20 s', timezone('UTC', now()), timezone('UTC', now()) - interval '8 s', NULL, NULL),
   ('W', 'events', 'scheduled', 0, timezone('UTC', now()) - interval '5000 s', timezone('UTC', now()) + interval '1 h', NULL, NULL, NULL),
   ('W', 'events', 'discarded', 20, timezone('UTC', now()) - interval '900 s', timezone('UTC', now()), timezone('UTC', now()) - interval '310 s', timezone('UTC', now()) - interval '300 s', NULL),
-  ('W', 'events', 'cancelled', 1, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), NULL, NULL, timezone('UTC', now()));
+  ('W', 'events', 'cancelled', 1, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), NULL, NULL, timezone('UTC', now())),
+  ('W', 'events', 'suspended', 0, timezone('UTC', now()) - interval '7000 s', timezone('UTC', now()), NULL, NULL, NULL);
+-- Oban: finished within the window after 3 s and 1 s, and one stamped in the future.
+INSERT INTO oban_jobs (worker, queue, state, attempt, inserted_at, attempted_at, completed_at) VALUES
+  ('W', 'events', 'completed', 1, timezone('UTC', now()) - interval '60 s', timezone('UTC', now()) - interval '23 s', timezone('UTC', now()) - interval '20 s'),
+  ('W', 'events', 'completed', 1, timezone('UTC', now()) - interval '60 s', timezone('UTC', now()) - interval '31 s', timezone('UTC', now()) - interval '30 s'),
+  ('W', 'events', 'completed', 1, timezone('UTC', now()), timezone('UTC', now()) + interval '3000 s', timezone('UTC', now()) + interval '3600 s');
 
 -- Que: queue mailers; job 2 gets locked by a worker session below.
-INSERT INTO que_jobs (id, job_class, queue, run_at, error_count, expired_at, finished_at) VALUES
-  (1, 'J', 'mailers', now() - interval '30 s', 0, NULL, NULL),
-  (2, 'J', 'mailers', now() - interval '90 s', 0, NULL, NULL),
-  (3, 'J', 'mailers', now() + interval '100 s', 0, NULL, NULL),
-  (4, 'J', 'mailers', now() - interval '10 s', 2, NULL, NULL),
-  (5, 'J', 'mailers', now() - interval '800 s', 15, now() - interval '700 s', NULL),
-  (6, 'J', 'mailers', now() - interval '9000 s', 0, NULL, now());
+INSERT INTO que_jobs (id, job_class, queue, run_at, error_count, expired_at, finished_at, job_schema_version) VALUES
+  (1, 'J', 'mailers', now() - interval '30 s', 0, NULL, NULL, 2),
+  (2, 'J', 'mailers', now() - interval '90 s', 0, NULL, NULL, 2),
+  (3, 'J', 'mailers', now() + interval '100 s', 0, NULL, NULL, 2),
+  (4, 'J', 'mailers', now() - interval '10 s', 2, NULL, NULL, 2),
+  (5, 'J', 'mailers', now() - interval '800 s', 15, now() - interval '700 s', NULL, 2),
+  (6, 'J', 'mailers', now() - interval '9000 s', 0, NULL, now(), 2);
 
 -- GoodJob: queue gj.
 INSERT INTO good_jobs (queue_name, scheduled_at, performed_at, finished_at, error, created_at, updated_at, executions_count) VALUES
@@ -99,7 +111,8 @@ INSERT INTO good_jobs (queue_name, scheduled_at, performed_at, finished_at, erro
   ('gj', timezone('UTC', now()) - interval '40 s', timezone('UTC', now()) - interval '12 s', NULL, NULL, timezone('UTC', now()) - interval '40 s', timezone('UTC', now()), 2),
   ('gj', timezone('UTC', now()) + interval '1 h', NULL, NULL, NULL, timezone('UTC', now()) - interval '3000 s', timezone('UTC', now()), 0),
   ('gj', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()) - interval '250 s', timezone('UTC', now()) - interval '200 s', 'boom', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()), 3),
-  ('gj', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '8000 s', NULL, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), 1);
+  ('gj', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()) - interval '8000 s', NULL, timezone('UTC', now()) - interval '9000 s', timezone('UTC', now()), 1),
+  ('gj', timezone('UTC', now()) - interval '40 s', timezone('UTC', now()) - interval '30 s', timezone('UTC', now()) - interval '25 s', NULL, timezone('UTC', now()) - interval '40 s', timezone('UTC', now()), 1);
 
 -- Solid Queue: queue sq, one job per execution table.
 INSERT INTO solid_queue_jobs (id, queue_name, class_name, created_at, updated_at) VALUES
@@ -219,18 +232,53 @@ expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
 age "$T/m.txt" qrel_lease_oldest_age_seconds 11 "$o"
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="__state__completed__billing9"'
 
-# --- River
+# approx FILE WANT NAME labels...: a figure computed in floating point, to 1e-9.
+approx() {
+  local f=$1 want=$2 name=$3; shift 3
+  local got; got=$(mval "$f" "$name" "$@")
+  expect_cmd "$name{$*} = $want (got $got)" awk -v g="$got" -v w="$want" \
+    'BEGIN { d = g - w; exit !(g != "" && d < 1e-9 && d > -1e-9) }'
+}
+# quantiles FILE QUEUE P50 P90 P99 MAX: the handler quantiles of the finished jobs in the window.
+quantiles() {
+  local f=$1 q="kind=\"pg_jobs\",queue=\"$2\""
+  approx "$f" "$3" qrel_handler_duration_seconds "$q" 'quantile="0.5"'
+  approx "$f" "$4" qrel_handler_duration_seconds "$q" 'quantile="0.9"'
+  approx "$f" "$5" qrel_handler_duration_seconds "$q" 'quantile="0.99"'
+  approx "$f" "$6" qrel_handler_duration_seconds "$q" 'quantile="1"'
+}
+# margin FILE QUEUE LEASE: lease / max(p99, hold), from the same scrape's values (the hold moves).
+margin() {
+  local f=$1 q="kind=\"pg_jobs\",queue=\"$2\"" hold p99 got
+  hold=$(mval "$f" qrel_lease_oldest_age_seconds "$q")
+  p99=$(mval "$f" qrel_handler_duration_seconds "$q" 'quantile="0.99"')
+  got=$(mval "$f" qrel_lease_margin_ratio "$q")
+  expect_cmd "qrel_lease_margin_ratio{$q} = $3 / max(p99 $p99, hold $hold) (got $got)" \
+    awk -v m="$got" -v l="$3" -v p="$p99" -v h="$hold" \
+    'BEGIN { w = p > h ? p : h; exit !(m > 0 && (m - l / w) / m < 1e-9 && (l / w - m) / m < 1e-9) }'
+}
+
+# --- River (finished in the window after 5 s and 2 s; the 15 s hold, longer than the p99, gives
+# the margin 60 / 15)
 check_queue "$T/m.txt" pg_jobs default 1 1 2 100 1
 o='kind="pg_jobs",queue="default"'
+quantiles "$T/m.txt" default 3.5 4.7 4.97 5
+margin "$T/m.txt" default 60
+# River's default retry policy: 25 deliveries x the 60 s job_timeout + 1.1 x sum of n^4 for the
+# 24 retries (1,763,020 s, jitter at its upper bound)
+approx "$T/m.txt" 1940822 qrel_retry_horizon_seconds "$o"
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 1000 "$o"
 expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
 expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
 age "$T/m.txt" qrel_lease_oldest_age_seconds 15 "$o"
 
-# --- Oban (no lease declared: no lease timeout)
-check_queue "$T/m.txt" pg_jobs events 1 1 1 45 0
+# --- Oban (no lease declared: no lease timeout, no margin; a suspended job waits)
+check_queue "$T/m.txt" pg_jobs events 1 1 2 45 0
 o='kind="pg_jobs",queue="events"'
+quantiles "$T/m.txt" events 2 2.8 2.98 3
+expect_absent "$T/m.txt" qrel_lease_margin_ratio "$o"
+expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" # no job_timeout: no horizon
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 300 "$o"
 expect_metric "$T/m.txt" 20 qrel_max_deliveries "$o"
@@ -245,9 +293,11 @@ age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 700 "$o"
 expect_metric "$T/m.txt" 16 qrel_max_deliveries "$o"
 expect_absent "$T/m.txt" qrel_lease_oldest_age_seconds "$o"
 
-# --- GoodJob
+# --- GoodJob (one job finished without error in the window, after 5 s: margin 600 / 12 s hold)
 check_queue "$T/m.txt" pg_jobs gj 1 1 1 40 1
 o='kind="pg_jobs",queue="gj"'
+quantiles "$T/m.txt" gj 5 5 5 5
+margin "$T/m.txt" gj 600
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
 age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 200 "$o"
 expect_metric "$T/m.txt" 600 qrel_lease_timeout_seconds "$o"
@@ -274,59 +324,5 @@ expect_eq "--config.check exit status with a missing table" "$rc" 1
 expect_cmd "--config.check names source, preset and table" grep -qF \
   "postgres \"jobs\" 127.0.0.1:$P/postgres: queues preset \"river\" (schema \"nowhere\"): table \"nowhere.river_job\" does not exist" \
   "$T/check.out"
-
-# The real runners' own migrations, when asked for and node is here (CI may lack it).
-real_runners=0
-if [ "${QREL_REAL_RUNNERS:-0}" = 1 ]; then
-  mkdir -p "$T/npm"
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "SKIPPED: the real graphile-worker and pg-boss migrations (node and npm are not installed)" >&2
-  elif ! (cd "$T/npm" && npm init -y >/dev/null && npm install --silent graphile-worker pg-boss >/dev/null); then
-    echo "SKIPPED: the real graphile-worker and pg-boss migrations (npm install failed)" >&2
-  else
-    real_runners=1
-    v() { (cd "$T/npm" && node -p "require('./node_modules/$1/package.json').version"); }
-    echo "real runners: graphile-worker $(v graphile-worker), pg-boss $(v pg-boss)"
-  fi
-fi
-if [ "$real_runners" = 1 ]; then
-  psql_do "CREATE DATABASE real" >/dev/null
-  cat > "$T/npm/mig.js" <<'JS'
-const { runMigrations } = require("graphile-worker");
-const PgBoss = require("pg-boss");
-(async () => {
-  await runMigrations({ connectionString: process.argv[2] });
-  const boss = new PgBoss({ connectionString: process.argv[2] });
-  await boss.start();
-  await boss.createQueue("billing");
-  await boss.stop({ graceful: false, wait: true });
-})().catch((e) => { console.error(e); process.exit(1); });
-JS
-  (cd "$T/npm" && node mig.js "postgresql://postgres@127.0.0.1:$P/real")
-  psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$P" -U postgres -d real >/dev/null <<'SQL'
-SELECT graphile_worker.add_job('send', '{}', queue_name := 'mail');
-INSERT INTO pgboss.job (name, state, created_on, started_on, expire_in) VALUES
-  ('billing', 'active', now() - interval '80 s', now() - interval '70 s', interval '2 min');
-SQL
-  cat > "$T/real.yml" <<YML
-sources:
-  - name: real
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: real
-    queues:
-      - preset: graphile_worker
-      - preset: pg_boss
-YML
-  "$QREL" scrape --config.file="$T/real.yml" > "$T/real.txt"
-  check_queue "$T/real.txt" pg_jobs mail 1 0 0 0 0
-  check_queue "$T/real.txt" pg_jobs billing 0 1 0 80 0
-  age "$T/real.txt" qrel_lease_oldest_age_seconds 70 'queue="billing"'
-  rc=0
-  "$EXPORTER" --config.file="$T/real.yml" --config.check > "$T/check-real.out" 2>&1 || rc=$?
-  expect_eq "--config.check on the real migrations" "$rc" 0
-fi
 
 finish

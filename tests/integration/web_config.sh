@@ -29,6 +29,8 @@ expect_eq "HTTPS with the right password" "$(code -u prometheus:s3cret-scrape "$
 expect_eq "HTTPS with a wrong password" "$(code -u prometheus:nope "$url/metrics")" 401
 expect_eq "HTTPS with no credentials" "$(code "$url/-/healthy")" 401
 expect_eq "unknown user" "$(code -u someone:s3cret-scrape "$url/metrics")" 401
+expect_eq "/sd with no credentials" "$(code "$url/sd")" 401
+expect_eq "/sd with the right password" "$(code -u prometheus:s3cret-scrape "$url/sd")" 200
 expect_eq "plain HTTP is refused" "$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/metrics")" 000
 expect_cmd "WWW-Authenticate asks for Basic" bash -c \
   "curl -s -D - -o /dev/null --cacert '$T/server.crt' '$url/metrics' | grep -qi '^WWW-Authenticate: Basic realm=\"qrel\"'"

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "util.h"
 
 static struct cfg_doc *parse(const char *text, struct err *e)
 {
@@ -209,6 +211,10 @@ static const struct bad_case bad_cases[] = {
     {"a: 1\nb: \t\x01\n", G_PARSE, NULL,
      "x.yml:2:5: YAML syntax error: control characters are not allowed"},
     {"a: \xff\n", G_PARSE, NULL, "x.yml:1:4: YAML syntax error: invalid leading UTF-8 octet"},
+    /* NUL escapes: "ca\0che" would be read as "ca" by every C string after the parse */
+    {"a: \"ca\\0che\"\n", G_PARSE, NULL, "x.yml:1:4: a NUL character is not allowed in a string"},
+    {"a: [x, \"\\0\"]\n", G_PARSE, NULL, "x.yml:1:8: a NUL character is not allowed in a string"},
+    {"\"k\\0\": 1\n", G_PARSE, NULL, "x.yml:1:1: a NUL character is not allowed in a key"},
 };
 
 /* Runs one bad case: the parse or the getter must fail with exactly c->msg. */
@@ -716,6 +722,43 @@ START_TEST(test_deep_nesting)
 }
 END_TEST
 
+/* The tree's bounds: keys per mapping, items per list, values per file; each error points at
+ * the first value past the limit. */
+START_TEST(test_limits)
+{
+    struct buf b;
+    buf_init(&b);
+    for (int i = 0; i < 50001; i++)
+        buf_printf(&b, "k%d: 1\n", i);
+    struct err e;
+    ck_assert_ptr_null(parse(b.data, &e));
+    ck_assert_str_eq(e.msg, "x.yml:50001:1: more than 50000 keys in one mapping (the limit)");
+    buf_reset(&b);
+    buf_puts(&b, "a: [");
+    for (int i = 0; i < 50001; i++)
+        buf_puts(&b, "1,");
+    buf_puts(&b, "1]\n");
+    ck_assert_ptr_null(parse(b.data, &e));
+    ck_assert_str_eq(e.msg, "x.yml:1:100005: more than 50000 items in one list (the limit)");
+    /* 6 lists of 45,000 stay under the per-list bound but not under 250,000 values. */
+    buf_reset(&b);
+    for (int l = 0; l < 6; l++) {
+        buf_printf(&b, "l%d: [", l);
+        for (int i = 0; i < 45000; i++)
+            buf_puts(&b, "1,");
+        buf_puts(&b, "1]\n");
+    }
+    ck_assert_ptr_null(parse(b.data, &e));
+    ck_assert_msg(strstr(e.msg, ": more than 250000 values in the file (the limit)"), "%s", e.msg);
+    /* Just under every bound parses. */
+    buf_reset(&b);
+    for (int i = 0; i < 50000; i++)
+        buf_printf(&b, "k%d: 1\n", i);
+    cfg_doc_free(parse_ok(b.data));
+    buf_free(&b);
+}
+END_TEST
+
 /* ---- misc API edges ---- */
 
 START_TEST(test_renamed_key)
@@ -813,6 +856,13 @@ START_TEST(test_parse_file)
     snprintf(want, sizeof want, "cannot read config file \"%s\": %s", path, strerror(ENOENT));
     ck_assert_str_eq(e.msg, want);
     ck_assert_int_eq(e.code, ERR_CONFIG);
+
+    /* A FIFO is refused at once (without a writer, reading it would block for ever). */
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_ptr_null(cfg_parse_file(path, &e));
+    snprintf(want, sizeof want, "cannot read config file \"%s\": not a regular file", path);
+    ck_assert_str_eq(e.msg, want);
+    unlink(path);
 }
 END_TEST
 
@@ -850,6 +900,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_positions);
     tcase_add_test(tc, test_parse_twice_equal);
     tcase_add_test(tc, test_deep_nesting);
+    tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_parse_file);
     suite_add_tcase(s, tc);
     return s;

@@ -1,13 +1,14 @@
 /* check_postgres_queues.c: unit tests for the queues section of a postgres source
- * (collectors/postgres/queues.c): pgmq and the job-runner presets.
+ * (collectors/postgres/queues*.c): pgmq and the job-runner presets.
  *
- * The section keeps everything but its pg_section_kind static, as collectors do; the test
- * includes its source to reach the statement builder and the emitter directly (the library's
- * copy of the object is then never linked in: this file defines the symbol it would supply).
+ * The section keeps what its files do not share static, as collectors do; the test includes
+ * all four sources to reach the statement builders and the emitter directly (the library's
+ * copies of the objects are then never linked in: this file defines every symbol they would
+ * supply).
  * Configuration errors are compared with the exact messages a user reads. Which families a
- * preset's queue gets is decided by pgq_emit from what the runner records and what the config
- * declares, so it is tested per preset here; the state mapping itself is SQL, run against real
- * schemas by tests/integration/postgres_queues.sh. */
+ * preset's queue gets is decided by queues_emit_queue from what the runner records and what the
+ * config declares, so it is tested per preset here; the state mapping itself is SQL, run against
+ * real schemas by tests/integration/postgres_queues.sh. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@
 #include <string.h>
 
 #include "../../collectors/postgres/queues.c"
+#include "../../collectors/postgres/queues_check.c"
+#include "../../collectors/postgres/queues_emit.c"
+#include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
 
 static struct queues *configured(const char *list)
@@ -103,10 +107,10 @@ START_TEST(test_errors)
          "q.yml:3:19: max_deliveries: want an integer from 1 to 1000000, got \"0\""},
         {"- preset: river\n  shema: x\n",
          "q.yml:3:3: unknown key \"shema\" in queues preset \"river\" of source \"db\" (known "
-         "keys: job_timeout, max_deliveries, preset, queues, schema, visibility_timeout)"},
+         "keys: job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, window)"},
         {"- shema: x\n",
          "q.yml:2:3: unknown key \"shema\" in an entry of queues of source \"db\" (known keys: "
-         "job_timeout, max_deliveries, preset, queues, schema, visibility_timeout)"},
+         "job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, window)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct err e = {0};
@@ -134,9 +138,9 @@ END_TEST
 START_TEST(test_jobs_sql)
 {
     /* pgmq's statement is built per scrape from the queue list, not here. */
-    ck_assert_ptr_null(pgq_jobs_sql(PGQ_PGMQ, "pgmq", 0, 0));
+    ck_assert_ptr_null(queues_sql_jobs(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
 
-    char *s = pgq_jobs_sql(PGQ_RIVER, "my\"schema", 0, 0);
+    char *s = queues_sql_jobs(PGQ_RIVER, "my\"schema", LAYOUT_CURRENT, 0);
     /* the states are listed, so that River's (state, queue, ...) index skips completed jobs */
     ck_assert_ptr_nonnull(strstr(s, "FROM \"my\"\"schema\".river_job WHERE state IN ('available', "
                                     "'pending', 'retryable', 'running', 'scheduled', 'discarded')) "
@@ -147,36 +151,56 @@ START_TEST(test_jobs_sql)
     free(s);
 
     /* Filtered: listed queues always get a row, and only they do. */
-    s = pgq_jobs_sql(PGQ_OBAN, "public", 0, 1);
+    s = queues_sql_jobs(PGQ_OBAN, "public", LAYOUT_CURRENT, 1);
     ck_assert_ptr_nonnull(strstr(s, " UNION ALL SELECT unnest($1::text[]), NULL, NULL::float8, "));
     ck_assert_ptr_nonnull(
         strstr(s, ") AS jobs WHERE queue = ANY ($1::text[]) GROUP BY 1 ORDER BY 1"));
     free(s);
 
-    s = pgq_jobs_sql(PGQ_GRAPHILE_WORKER, "graphile_worker", 0, 0);
+    s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_CURRENT, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\"._private_jobs j LEFT JOIN "
                                     "\"graphile_worker\"._private_job_queues q"));
     free(s);
-    s = pgq_jobs_sql(PGQ_GRAPHILE_WORKER, "graphile_worker", 1, 0);
+    s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_LEGACY, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j"));
     ck_assert_ptr_null(strstr(s, "_private"));
     free(s);
 
     /* pg-boss 9: lower-cased camel case, expired is dead, internal completion jobs left out */
-    s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", 1, 0);
+    s = queues_sql_jobs(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
     ck_assert_ptr_nonnull(strstr(s, "retrycount > 0 AS redel"));
     ck_assert_ptr_nonnull(strstr(s, "WHEN state IN ('failed', 'expired') THEN 'x'"));
     ck_assert_ptr_nonnull(
         strstr(s, "WHERE name NOT LIKE '\\_\\_state\\_\\_%' AND state < 'active'"));
     free(s);
-    s = pgq_jobs_sql(PGQ_PG_BOSS, "pgboss", 0, 0);
-    ck_assert_ptr_nonnull(strstr(s, "retry_count > 0 AS redel"));
-    /* two branches, each matching a partial index */
-    ck_assert_ptr_nonnull(strstr(s, "FROM \"pgboss\".job WHERE state < 'active' UNION ALL "));
-    ck_assert_ptr_nonnull(strstr(s, "FROM \"pgboss\".job WHERE state IN ('active', 'failed'))"));
-    free(s);
+    /* pg-boss 10-12: waiting, active and failed jobs in branches of their own; a queue with a
+     * dead_letter queue has that queue's pending jobs as its dead ones, not its failed rows */
+    static const int boss[] = {LAYOUT_BOSS10, LAYOUT_BOSS11, LAYOUT_BOSS12};
+    static const char *const lease[] = {"(EXTRACT(EPOCH FROM j.expire_in))::float8 AS lease",
+                                        "(j.expire_seconds)::float8 AS lease",
+                                        "(COALESCE(j.heartbeat_seconds, j.expire_seconds))::float8 "
+                                        "AS lease"};
+    for (size_t i = 0; i < 3; i++) {
+        s = queues_sql_jobs(PGQ_PG_BOSS, "pgboss", boss[i], 0);
+        ck_assert_ptr_nonnull(strstr(s, "j.retry_count > 0 AS redel"));
+        ck_assert_ptr_nonnull(strstr(s, lease[i]));
+        /* read queue by queue from the queue table, so the (name, ...) indexes serve */
+        ck_assert_ptr_nonnull(strstr(s, "FROM \"pgboss\".queue q JOIN \"pgboss\".job j ON "
+                                        "j.name = q.name WHERE j.state < 'active' AND j.state IN "
+                                        "('created', 'retry') UNION ALL "));
+        ck_assert_ptr_nonnull(strstr(s, "j.name = q.name WHERE j.state IN ('active', 'failed') "
+                                        "UNION ALL "));
+        ck_assert_ptr_nonnull(
+            strstr(s, "WHEN j.state = 'failed' THEN CASE WHEN q.dead_letter IS NULL THEN 'x' END"));
+        ck_assert_ptr_nonnull(strstr(s, "JOIN \"pgboss\".job d ON d.name = q.dead_letter AND "
+                                        "d.state < 'active' AND d.state IN ('created', 'retry')"));
+        ck_assert((strstr(s, "j.blocked") != NULL) == (boss[i] == LAYOUT_BOSS12));
+        ck_assert((strstr(s, "retry_delay_max") != NULL) == (boss[i] != LAYOUT_BOSS10));
+        ck_assert_ptr_null(strstr(s, "@S"));
+        free(s);
+    }
 
-    s = pgq_jobs_sql(PGQ_SOLID_QUEUE, "public", 0, 0);
+    s = queues_sql_jobs(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0);
     /* every table of the schema qualified */
     ck_assert_ptr_null(strstr(s, " solid_queue_"));
     ck_assert_ptr_nonnull(strstr(s, "\"public\".solid_queue_failed_executions e"));
@@ -225,7 +249,7 @@ static size_t count_family(const struct metric_set *s, const char *family)
 static struct pgq_row full_row(void)
 {
     struct pgq_row r = {.queue = "q"};
-    for (int k = 1; k < PGQ_NCOLS; k++) {
+    for (int k = 1; k < PGQ_COL_HORIZON; k++) {
         r.has[k] = 1;
         r.v[k] = k == PGQ_COL_OLDEST_AGE || k == PGQ_COL_DEAD_AGE ? k * 10 : k;
     }
@@ -252,7 +276,7 @@ START_TEST(test_emit_job_presets)
         ck_assert_ptr_nonnull(p);
         struct metric_set *s = metric_set_new("db", p->kind_label);
         struct pgq_row r = full_row();
-        ck_assert_int_eq(pgq_emit(p, &r, 0, -1.0, s), 0);
+        queues_emit_queue(p, &r, NULL, 0, -1.0, s);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "ready", NULL) == 1);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "in_flight", NULL) == 2);
         ck_assert(value_of(s, "qrel_queue_messages", "state", "delayed", NULL) == 3);
@@ -272,7 +296,7 @@ START_TEST(test_emit_job_presets)
 
         /* Declared values win over (or stand in for) what the table records. */
         s = metric_set_new("db", p->kind_label);
-        ck_assert_int_eq(pgq_emit(p, &r, 4, 45.0, s), 0);
+        queues_emit_queue(p, &r, NULL, 4, 45.0, s);
         ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 4);
         ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 45);
         metric_set_free(s);
@@ -285,7 +309,7 @@ START_TEST(test_emit_pgmq)
     const struct pgq_preset *p = pgq_preset_find("pgmq");
     struct pgq_row r = full_row();
     struct metric_set *s = metric_set_new("db", "pgmq");
-    ck_assert_int_eq(pgq_emit(p, &r, 0, -1.0, s), 0);
+    queues_emit_queue(p, &r, NULL, 0, -1.0, s);
     /* The archive is acknowledged history, not dead letters; pgmq keeps no read time, so the
      * hold age needs the declared visibility timeout; it keeps no max reads. */
     ck_assert_uint_eq(count_family(s, "qrel_dead_letter_messages"), 0);
@@ -297,7 +321,7 @@ START_TEST(test_emit_pgmq)
     metric_set_free(s);
 
     s = metric_set_new("db", "pgmq");
-    ck_assert_int_eq(pgq_emit(p, &r, 3, 30.0, s), 0);
+    queues_emit_queue(p, &r, NULL, 3, 30.0, s);
     ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "q", NULL) == 9);
     ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 30);
     ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 3);
@@ -313,13 +337,118 @@ START_TEST(test_emit_empty_queue)
     r.has[PGQ_COL_READY] = r.has[PGQ_COL_IN_FLIGHT] = r.has[PGQ_COL_DELAYED] = 1;
     r.has[PGQ_COL_REDELIVERED] = r.has[PGQ_COL_DEAD] = 1;
     struct metric_set *s = metric_set_new("db", "pg_jobs");
-    ck_assert_int_eq(pgq_emit(p, &r, 0, -1.0, s), 0);
+    queues_emit_queue(p, &r, NULL, 0, -1.0, s);
     ck_assert(value_of(s, "qrel_queue_oldest_message_age_seconds", "queue", "idle", NULL) == 0);
     ck_assert(value_of(s, "qrel_dead_letter_oldest_age_seconds", "queue", "idle", NULL) == 0);
     ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "idle", NULL) == 0);
     /* no pending job, so no max_attempts to read */
     ck_assert_uint_eq(count_family(s, "qrel_max_deliveries"), 0);
     metric_set_free(s);
+}
+END_TEST
+
+START_TEST(test_done_sql)
+{
+    /* Only the runners that keep finished jobs with their start and end. */
+    ck_assert_ptr_null(queues_sql_done(PGQ_GRAPHILE_WORKER, "g", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_QUE, "public", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0));
+    ck_assert_ptr_null(queues_sql_done(PGQ_PGMQ, "pgmq", LAYOUT_CURRENT, 0));
+    /* the window is bounded by now(): a row stamped in the future is not in it */
+    char *s = queues_sql_done(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS12, 1);
+    ck_assert_ptr_nonnull(strstr(s, "WHERE j.state = 'completed' AND j.completed_on > now() - "
+                                    "$1::interval AND j.completed_on <= now()) AS done WHERE "
+                                    "queue = ANY ($2::text[]) GROUP BY 1"));
+    ck_assert_ptr_nonnull(strstr(s, "percentile_cont(ARRAY[0.5, 0.9, 0.99, 1])"));
+    free(s);
+    s = queues_sql_done(PGQ_PG_BOSS, "pgboss", LAYOUT_BOSS9, 0);
+    ck_assert_ptr_nonnull(strstr(s, "completedon <= now()"));
+    ck_assert_ptr_null(strstr(s, "$2"));
+    free(s);
+    s = queues_sql_done(PGQ_OBAN, "public", LAYOUT_CURRENT, 0);
+    ck_assert_ptr_nonnull(strstr(s, "completed_at <= timezone('UTC', now())"));
+    free(s);
+    s = queues_sql_done(PGQ_RIVER, "public", LAYOUT_CURRENT, 0);
+    ck_assert_ptr_nonnull(strstr(s, "finalized_at <= now()"));
+    free(s);
+    s = queues_sql_done(PGQ_GOOD_JOB, "public", LAYOUT_CURRENT, 0);
+    ck_assert_ptr_nonnull(strstr(s, "WHERE error IS NULL AND finished_at >"));
+    free(s);
+}
+END_TEST
+
+START_TEST(test_margin_and_latency)
+{
+    const struct pgq_preset *p = pgq_preset_find("pg_boss");
+    struct pgq_row r = full_row(); /* in flight 2, hold 9, lease 10 */
+    struct pgq_done d = {.has = 1, .n = 7, .q = {1, 2, 4, 5}};
+    struct metric_set *s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
+    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.5", NULL) == 1);
+    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.99", NULL) == 4);
+    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "1", NULL) == 5);
+    /* the hold (9 s) is worse than the p99 (4 s): 10 / 9 */
+    ck_assert(fabs(value_of(s, "qrel_lease_margin_ratio", "queue", "q", NULL) - 10.0 / 9) < 1e-9);
+    ck_assert_uint_eq(count_family(s, "qrel_retry_horizon_seconds"), 0);
+    metric_set_free(s);
+
+    /* nothing held now: the p99 alone; a horizon and a dead-letter queue of the queue's own */
+    r.v[PGQ_COL_IN_FLIGHT] = 0;
+    r.has[PGQ_COL_HORIZON] = 1;
+    r.v[PGQ_COL_HORIZON] = 123;
+    r.dlq = "q_dlq";
+    s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
+    ck_assert(value_of(s, "qrel_lease_margin_ratio", "queue", "q", NULL) == 2.5);
+    ck_assert(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) == 123);
+    ck_assert(value_of(s, "qrel_dead_letter_messages", "dead_letter_queue", "q_dlq", NULL) == 6);
+    ck_assert_uint_eq(count_family(s, "qrel_dead_letter_messages"), 1);
+    metric_set_free(s);
+
+    /* a heartbeat lease: the handler's length does not count, and with nothing held, no margin */
+    r.has[PGQ_COL_HEARTBEAT] = 1;
+    r.v[PGQ_COL_HEARTBEAT] = 1;
+    s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(p, &r, &d, 0, -1.0, s);
+    ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
+    ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 4);
+    metric_set_free(s);
+
+    /* nothing finished in the window: no quantiles; no lease: no margin */
+    struct pgq_done none = {0};
+    r = full_row();
+    r.has[PGQ_COL_LEASE_TIMEOUT] = 0;
+    s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(p, &r, &none, 0, -1.0, s);
+    ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 0);
+    ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
+    metric_set_free(s);
+
+    /* River's and Oban's default backoff (jitter at its upper bound), with a declared lease:
+     * 3 deliveries x 60 s + River 1.1 x (1 + 16), Oban 1.1 x (15 + 2) + 1.1 x (15 + 4) */
+    ck_assert(fabs(queues_emit_backoff(PGQ_RIVER, 3) - 18.7) < 1e-9);
+    ck_assert(fabs(queues_emit_backoff(PGQ_OBAN, 3) - 39.6) < 1e-9);
+    ck_assert(queues_emit_backoff(PGQ_OBAN, 1) == 0);
+    ck_assert(queues_emit_backoff(PGQ_GOOD_JOB, 3) < 0);
+    /* Oban above 20 attempts scales the exponent onto 1..20: with 40, retry n waits
+     * 15 + 2^round(n / 2): 1.1 x (39 x 15 + 3 x 2^20 - 4) */
+    ck_assert(fabs(queues_emit_backoff(PGQ_OBAN, 40) - 1.1 * (39 * 15 + 3 * 1048576 - 4)) < 1e-6);
+    const struct pgq_preset *river = pgq_preset_find("river");
+    r = full_row();
+    r.v[PGQ_COL_MAX_DELIVERIES] = 3;
+    s = metric_set_new("db", "pg_jobs");
+    queues_emit_queue(river, &r, NULL, 0, 60.0, s);
+    ck_assert(fabs(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) - 198.7) < 1e-9);
+    metric_set_free(s);
+    s = metric_set_new("db", "pg_jobs"); /* no job_timeout: no lease, no horizon */
+    queues_emit_queue(river, &r, NULL, 0, -1.0, s);
+    ck_assert_uint_eq(count_family(s, "qrel_retry_horizon_seconds"), 0);
+    metric_set_free(s);
+
+    /* below 1 ms counts as 1 ms */
+    double m = 0;
+    ck_assert_int_eq(queues_emit_margin(2.0, NULL, 0, 1, 0.0, &m), 1);
+    ck_assert(m == 2000);
 }
 END_TEST
 
@@ -335,6 +464,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_emit_job_presets);
     tcase_add_test(tc, test_emit_pgmq);
     tcase_add_test(tc, test_emit_empty_queue);
+    tcase_add_test(tc, test_done_sql);
+    tcase_add_test(tc, test_margin_and_latency);
     suite_add_tcase(s, tc);
     return s;
 }

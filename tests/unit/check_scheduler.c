@@ -1,13 +1,17 @@
 /* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, fail or succeed:
  * deadlines hold when a collector hangs, other sources are still served, overlapping scrapes
- * share one collection, failures are counted by reason and back off, then recover. */
+ * share one collection, failures are counted by reason and back off, then recover; on a bounded
+ * pool no more collections run at once than it has threads, a collection still queued at its
+ * deadline is reported as not started (without back-off), and healthy sources go first. */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "deadline.h"
+#include "pool.h"
 #include "scheduler.h"
 #include "sources.h"
 #include "util.h"
@@ -19,11 +23,32 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* The pool of the test being run (a checked fixture makes and frees it). */
+static struct pool *P;
+
+static void pool_setup(void)
+{
+    struct err e;
+    P = pool_new(16, &e);
+    ck_assert_ptr_nonnull(P);
+}
+
+static void pool_teardown(void)
+{
+    pool_free(P); /* waits for collections a test left running */
+    P = NULL;
+}
+
+/* Across all fakes: how many collect at once now and at most, and the order of calls. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static int all_running, all_peak, all_calls;
+
 struct fake {
     int sleep_ms; /* how long collect takes (it ignores the deadline, like a stuck library) */
     int fail;     /* fail with ERR_CONNECT */
     int bad_add;  /* add a sample of a family the catalogue does not know first */
     int calls;    /* collect calls so far */
+    int order;    /* all_calls when it was last called (1 = first of all) */
     pthread_mutex_t mu;
 };
 
@@ -31,13 +56,23 @@ static int fake_collect(struct collector *c, const struct deadline *dl, struct m
                         struct err *e)
 {
     struct fake *f = c->priv;
+    pthread_mutex_lock(&all_mu);
+    all_running++;
+    if (all_running > all_peak)
+        all_peak = all_running;
+    int order = ++all_calls;
+    pthread_mutex_unlock(&all_mu);
     pthread_mutex_lock(&f->mu);
     f->calls++;
+    f->order = order;
     int delay = f->sleep_ms, fail = f->fail, bad_add = f->bad_add;
     pthread_mutex_unlock(&f->mu);
     (void)dl;
     if (delay)
         sleep_ms(delay);
+    pthread_mutex_lock(&all_mu);
+    all_running--;
+    pthread_mutex_unlock(&all_mu);
     if (bad_add) /* not checked, as kinds do not: the scheduler notices */
         metric_set_add(out, "qrel_no_such_family", 1, "queue", "q", NULL);
     if (fail)
@@ -114,6 +149,9 @@ START_TEST(test_budget)
     ck_assert_double_eq(scheduler_budget(10, 2, 0.5), 1.5);   /* header minus offset */
     ck_assert_double_eq(scheduler_budget(1, 15, 0.5), 1);     /* the source timeout is shorter */
     ck_assert_double_eq(scheduler_budget(10, 0.6, 0.5), 0.3); /* never less than half */
+    /* A header below the floor counts as the floor (0.5 s), then the rule above. */
+    ck_assert_double_eq(scheduler_budget(10, 1e-9, 0.5), 0.25);
+    ck_assert_double_eq(scheduler_budget(10, 4.9e-324, 0.5), 0.25);
 }
 END_TEST
 
@@ -123,7 +161,7 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     struct fake *slow = add_source(src, "slow", 10);
     add_source(src, "fast", 10);
     slow->sleep_ms = 3000;
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
     int64_t t0 = deadline_now_ms();
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -135,7 +173,8 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_up", NULL, NULL), 1);
     ck_assert_double_eq(find(sc, "fast", "qrel_queue_messages", "state", "ready"), 7);
     ck_assert_double_eq(find(sc, "slow", "qrel_queue_messages", "state", "ready"), -1);
-    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    /* Late only for this scrape's short header, not for the source's own 10 s: not counted. */
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_double_eq(find(sc, "fast", "qrel_collector_errors_total", "reason", "timeout"), 0);
     ck_assert_uint_eq(scheduler_scrape_failed(sc), 1);
     scheduler_scrape_free(sc);
@@ -143,6 +182,45 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
      * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
     scheduler_unref(s);
     sleep_ms(3000);
+}
+END_TEST
+
+/* A collection late by the source's own timeout is a failure: counted, and it backs off. */
+START_TEST(test_late_by_own_timeout_is_counted)
+{
+    struct sources *src = new_sources();
+    struct fake *slow = add_source(src, "slow", 0.3);
+    slow->sleep_ms = 1000;
+    struct scheduler *s = scheduler_new(src, P);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    sleep_ms(1000);
+}
+END_TEST
+
+/* Scrapes with a tiny header leave the source healthy: the next plain scrape joins or starts a
+ * collection that succeeds, with no error counted and no back-off. */
+START_TEST(test_tiny_header_does_not_fail_the_source)
+{
+    struct sources *src = new_sources();
+    struct fake *f = add_source(src, "a", 10);
+    f->sleep_ms = 400;
+    struct scheduler *s = scheduler_new(src, P);
+    /* The first waits 0.25 s for a 0.4 s collection: up 0 in that answer only. */
+    struct scheduler_opts tiny = {.scrape_timeout = 1e-9, .only = NULL};
+    struct scheduler_scrape *first = scheduler_scrape(s, &tiny);
+    ck_assert_double_eq(find(first, "a", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(first);
+    struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &plain);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "timeout"), 0);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
 }
 END_TEST
 
@@ -164,7 +242,7 @@ START_TEST(test_overlapping_scrapes_share_one_collection)
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
     f->sleep_ms = 300;
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scrape_thread t[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
@@ -187,7 +265,7 @@ START_TEST(test_failure_counts_backs_off_and_recovers)
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
     f->fail = 1;
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
 
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -235,7 +313,7 @@ START_TEST(test_failed_metric_add_fails_the_collection_as_internal)
         struct fake *f = add_source(src, "a", 10);
         f->bad_add = 1;
         f->fail = fail;
-        struct scheduler *s = scheduler_new(src);
+        struct scheduler *s = scheduler_new(src, P);
         struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
         struct scheduler_scrape *sc = scheduler_scrape(s, &o);
         ck_assert_int_eq(f->calls, 1);
@@ -259,7 +337,7 @@ START_TEST(test_only_collects_one_source)
     struct sources *src = new_sources();
     struct fake *a = add_source(src, "a", 10);
     struct fake *b = add_source(src, "b", 10);
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 0, .only = "b"};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     ck_assert_uint_eq(scheduler_scrape_matched(sc), 1);
@@ -277,7 +355,7 @@ START_TEST(test_min_interval_serves_a_recent_result_again)
     struct fake *f = add_source(src, "a", 10);
     src->items[0]->min_interval = 0.4;
     add_source(src, "b", 10); /* no min_interval: asked every time, no sample age */
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
 
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -308,7 +386,7 @@ START_TEST(test_max_age_serves_the_latest_success)
 {
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
-    struct scheduler *s = scheduler_new(src);
+    struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
     struct scheduler_opts page = {.scrape_timeout = 0, .only = NULL, .max_age = 0.3};
 
@@ -348,19 +426,190 @@ START_TEST(test_max_age_serves_the_latest_success)
 }
 END_TEST
 
+static void reset_counts(void)
+{
+    pthread_mutex_lock(&all_mu);
+    all_running = all_peak = all_calls = 0;
+    pthread_mutex_unlock(&all_mu);
+}
+
+START_TEST(test_pool_bounds_running_collections)
+{
+    struct err e;
+    struct pool *pool = pool_new(4, &e);
+    struct sources *src = new_sources();
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%d", i);
+        add_source(src, name, 10)->sleep_ms = 100;
+    }
+    reset_counts();
+    struct scheduler *s = scheduler_new(src, pool);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    int64_t t0 = deadline_now_ms();
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    int64_t took = deadline_now_ms() - t0;
+    ck_assert_uint_eq(scheduler_scrape_failed(sc), 0);
+    ck_assert_int_eq(all_peak, 4);
+    /* 20 collections of 100 ms, 4 at a time: five rounds. */
+    ck_assert_int_ge(took, 480);
+    ck_assert_int_lt(took, 1500);
+    struct pool_stats ps;
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.threads, 4);
+    ck_assert_uint_eq(ps.expired, 0);
+    scheduler_scrape_free(sc);
+
+    /* The threads are kept: a second scrape starts none. */
+    sc = scheduler_scrape(s, &o);
+    ck_assert_uint_eq(scheduler_scrape_failed(sc), 0);
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.threads, 4);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    pool_free(pool);
+}
+END_TEST
+
+START_TEST(test_queued_past_the_deadline_is_not_started)
+{
+    struct err e;
+    struct pool *pool = pool_new(1, &e);
+    struct sources *src = new_sources();
+    /* The sources' own timeouts (0.5 s) are the deadlines here: a scrape-timeout header only
+     * bounds the wait and never fails a source (test_tiny_header_does_not_fail_the_source). */
+    struct fake *hog = add_source(src, "hog", 0.5);
+    hog->sleep_ms = 1500; /* holds the only thread past the sources' deadline */
+    struct fake *a = add_source(src, "a", 0.5);
+    struct fake *b = add_source(src, "b", 0.5);
+    struct scheduler *s = scheduler_new(src, pool);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    int64_t t0 = deadline_now_ms();
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    int64_t took = deadline_now_ms() - t0;
+    /* The scrape still ends at its deadline (the sources' 0.5 s). */
+    ck_assert_int_ge(took, 450);
+    ck_assert_int_lt(took, 900);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "b", "qrel_collector_up", NULL, NULL), 0);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_errors_total", "reason", "timeout"), 1);
+    ck_assert_int_eq(a->calls, 0);
+    ck_assert_int_eq(b->calls, 0);
+    /* Its duration is the time it waited: the whole budget. */
+    ck_assert_double_ge(find(sc, "a", "qrel_collector_duration_seconds", NULL, NULL), 0.45);
+    struct scheduler_status st;
+    scheduler_status_at(s, 1, &st);
+    ck_assert_int_eq(st.up, 0);
+    ck_assert_str_eq(st.last_error, "collection not started before the deadline: all 1 "
+                                    "collection threads were busy (--collector.concurrency)");
+    /* Taken out of the queue at once: nothing waits, and both count as never started. */
+    struct pool_stats ps;
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.waiting, 0);
+    ck_assert_uint_eq(ps.expired, 2);
+    scheduler_scrape_free(sc);
+
+    /* No back-off for a source that never ran: once the thread is free it is asked at once. */
+    sleep_ms(1100);
+    o.only = "a";
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(a->calls, 1);
+    ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    pool_free(pool);
+}
+END_TEST
+
+START_TEST(test_failing_sources_wait_behind_healthy_ones)
+{
+    struct err e;
+    struct pool *pool = pool_new(1, &e);
+    struct sources *src = new_sources();
+    struct fake *bad = add_source(src, "bad", 10);
+    struct fake *good = add_source(src, "good", 10);
+    bad->fail = 1;
+    struct scheduler *s = scheduler_new(src, pool);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(sc);
+
+    /* After bad's back-off, with the only thread idle: good is handed over first, though bad
+     * comes first in the configuration (an idle thread takes the first job it gets). */
+    sleep_ms(600);
+    reset_counts();
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_eq(good->order, 1);
+    ck_assert_int_eq(bad->order, 2);
+    ck_assert_int_eq(bad->calls, 2);
+    ck_assert_double_eq(find(sc, "good", "qrel_collector_up", NULL, NULL), 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    pool_free(pool);
+}
+END_TEST
+
+START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
+{
+    struct err e;
+    struct pool *pool = pool_new(1, &e);
+    struct sources *src = new_sources();
+    struct fake *bad = add_source(src, "bad", 0.5);
+    struct fake *hog = add_source(src, "hog", 0.5);
+    bad->fail = 1;
+    struct scheduler *s = scheduler_new(src, pool);
+    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    scheduler_scrape_free(sc);
+
+    /* Past bad's back-off: hog (healthy, first) holds the thread, bad is not started. */
+    sleep_ms(600);
+    pthread_mutex_lock(&hog->mu);
+    hog->sleep_ms = 1500;
+    pthread_mutex_unlock(&hog->mu);
+    sc = scheduler_scrape(s, &o);
+    ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
+    scheduler_scrape_free(sc);
+    struct pool_stats ps;
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.expired, 1);
+
+    /* bad was failing: it is backed off again instead of queueing behind hog at every scrape. */
+    o.only = "bad";
+    int64_t t0 = deadline_now_ms();
+    sc = scheduler_scrape(s, &o);
+    ck_assert_int_lt(deadline_now_ms() - t0, 100);
+    ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
+    pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.expired, 1);
+    ck_assert_int_eq(bad->calls, 1);
+    scheduler_scrape_free(sc);
+    scheduler_unref(s);
+    pool_free(pool);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
+    tcase_add_checked_fixture(tc, pool_setup, pool_teardown);
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_hung_source_does_not_hold_the_scrape);
+    tcase_add_test(tc, test_late_by_own_timeout_is_counted);
+    tcase_add_test(tc, test_tiny_header_does_not_fail_the_source);
     tcase_add_test(tc, test_overlapping_scrapes_share_one_collection);
     tcase_add_test(tc, test_failure_counts_backs_off_and_recovers);
     tcase_add_test(tc, test_failed_metric_add_fails_the_collection_as_internal);
     tcase_add_test(tc, test_only_collects_one_source);
     tcase_add_test(tc, test_min_interval_serves_a_recent_result_again);
     tcase_add_test(tc, test_max_age_serves_the_latest_success);
+    tcase_add_test(tc, test_pool_bounds_running_collections);
+    tcase_add_test(tc, test_queued_past_the_deadline_is_not_started);
+    tcase_add_test(tc, test_failing_sources_wait_behind_healthy_ones);
+    tcase_add_test(tc, test_a_failing_source_not_started_keeps_its_back_off);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,7 +5,8 @@
 #   ruby jobs.rb ADDR put_delayed TUBE DELAY     put one job delayed by DELAY seconds
 #   ruby jobs.rb ADDR bury TUBE                  reserve the next job and bury it (given up)
 #   ruby jobs.rb ADDR hold TUBE SECONDS FLAG     reserve the next job, touch FLAG, hold it, then release
-#   ruby jobs.rb ADDR overrun TUBE SECONDS       reserve the next job and sleep past its TTR
+#   ruby jobs.rb ADDR overrun TUBE SECONDS       reserve the next job and hold it past its TTR until
+#                                                the server counts the timeout (SECONDS at most)
 #   ruby jobs.rb ADDR stats                      print the server's stats as "key value" lines
 require "beaneater"
 
@@ -29,9 +30,14 @@ when "hold"
   sleep args[1].to_f
   job.release
 when "overrun"
+  # Holds the job past its TTR, until the server has counted the timeout: closing the connection
+  # earlier would release the job instead (no timeout).
   bs.tubes.watch!(args[0])
   bs.tubes.reserve(5)
-  sleep args[1].to_f
+  watcher = Beaneater.new(addr)
+  deadline = Time.now + args[1].to_f
+  sleep 0.1 until watcher.stats.job_timeouts.to_i >= 1 || Time.now > deadline
+  watcher.close
 when "stats"
   bs.stats.keys.each { |k| puts "#{k} #{bs.stats[k]}" }
 else

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# sources.sh: 1,000 sources in one qrel_exporter, with the collection pool and without it.
+#
+# Starts a few redis-servers and PostgreSQL clusters on loopback (tests/lib/common.sh), one
+# source per stream or database connection, and scrapes /metrics in two workload shapes:
+#   healthy  every server answers;
+#   hanging  one Redis server holding every 10th source is stopped (SIGSTOP): its sources'
+#            connections are accepted by the kernel and never answered, so each of those
+#            collections runs until its deadline.
+# Each shape runs with --collector.concurrency equal to the number of sources (every source on
+# its own thread at once: the behaviour before the pool) and with the default pool size. Prints
+# per run: the first scrape, the median of the measured ones, sources up, peak and final thread
+# count, peak RSS, peak and final open file descriptors, and the connections the servers
+# accepted during the measured scrapes (0 when every source keeps its connection). See
+# bench/README.md for the method and the results.
+#
+# Needs: bash, redis-server, redis-cli, PostgreSQL (initdb, pg_ctl, psql), curl, awk, python3,
+# and a built qrel_exporter (build/qrel_exporter, or QREL_BUILD_DIR, or --qrel PATH).
+set -euo pipefail
+export LC_ALL=C
+
+usage() {
+  cat <<'EOF'
+Usage: bench/sources.sh [--sources N] [--redis N] [--postgres N] [--pg-sources N]
+                        [--pool N] [--scrapes N] [--timeout S] [--qrel PATH]
+
+  --sources N      sources in the exporter (default 1000); every 10th is on the Redis server
+                   that the "hanging" shape stops
+  --redis N        healthy redis-servers (default 4), plus one for the hanging sources
+  --postgres N     PostgreSQL clusters (default 2)
+  --pg-sources N   of the healthy sources, how many are PostgreSQL ones (default 200)
+  --pool N         the pooled run's --collector.concurrency (default 64, the exporter's default)
+  --scrapes N      measured scrapes per run after the first (default 5)
+  --timeout S      X-Prometheus-Scrape-Timeout-Seconds of every scrape (default 10, Prometheus'
+                   default scrape_timeout)
+  --qrel PATH      qrel_exporter binary
+  -h, --help       this text
+
+The table goes to stdout, progress lines to stderr.
+EOF
+}
+
+NSRC=1000
+NREDIS=4
+NPG=2
+NPGSRC=200
+POOL=64
+SCRAPES=5
+TIMEOUT=10
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+QREL_BIN=""
+
+die() { echo "sources.sh: $*" >&2; exit 2; }
+need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sources) [ $# -ge 2 ] || die "--sources needs a value"; NSRC=$2; shift 2 ;;
+    --redis) [ $# -ge 2 ] || die "--redis needs a value"; NREDIS=$2; shift 2 ;;
+    --postgres) [ $# -ge 2 ] || die "--postgres needs a value"; NPG=$2; shift 2 ;;
+    --pg-sources) [ $# -ge 2 ] || die "--pg-sources needs a value"; NPGSRC=$2; shift 2 ;;
+    --pool) [ $# -ge 2 ] || die "--pool needs a value"; POOL=$2; shift 2 ;;
+    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
+    --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
+    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument \"$1\" (see --help)" ;;
+  esac
+done
+for v in "--sources $NSRC" "--redis $NREDIS" "--postgres $NPG" "--pg-sources $NPGSRC" \
+  "--pool $POOL" "--scrapes $SCRAPES" "--timeout $TIMEOUT"; do
+  need_num ${v% *} "${v#* }"
+done
+[ "$NPGSRC" -lt $((NSRC - NSRC / 10)) ] || die "--pg-sources: want fewer than the healthy sources"
+
+# shellcheck source=lib.sh
+. "$SRC_DIR/bench/lib.sh"
+export QREL_SOURCE_DIR=$SRC_DIR
+# shellcheck source=../tests/lib/common.sh
+. "$SRC_DIR/tests/lib/common.sh"
+[ -n "$QREL_BIN" ] && EXPORTER=$QREL_BIN
+[ -x "$EXPORTER" ] || die "no qrel_exporter at $EXPORTER (build first, or --qrel PATH)"
+for tool in redis-server redis-cli curl python3; do
+  command -v "$tool" >/dev/null || die "$tool not found"
+done
+[ -x "$PGBIN/initdb" ] || die "PostgreSQL's initdb not found (PGBIN)"
+say() { echo "sources.sh: $*" >&2; }
+
+# --- servers -----------------------------------------------------------------------------------
+say "starting $NREDIS+1 redis-servers and $NPG PostgreSQL clusters"
+REDIS=()
+for _ in $(seq 1 "$NREDIS"); do
+  start_redis p
+  REDIS+=("$p")
+done
+start_redis STUCK
+PG=()
+per_pg=$(((NPGSRC + NPG - 1) / NPG))
+for _ in $(seq 1 "$NPG"); do
+  start_postgres p
+  # One backend per source on this cluster, plus room for psql and the checks.
+  psql_do "ALTER SYSTEM SET max_connections = $((per_pg + 20))" >/dev/null
+  as_postgres "$PGBIN/pg_ctl" -D "$T/pg-$p/data" -w -t 30 restart >/dev/null
+  psql_do "CREATE TABLE bench_jobs (state text NOT NULL);
+           INSERT INTO bench_jobs SELECT (ARRAY['ready','running','done'])[1 + i % 3]
+           FROM generate_series(1, 30) i;" >/dev/null
+  PG+=("$p")
+done
+
+# Source i: every 10th on STUCK, then the PostgreSQL ones, the rest spread over the Redis servers.
+{
+  echo "global: {timeout: 10s}"
+  echo "sources:"
+  pg_left=$NPGSRC
+  for i in $(seq 0 $((NSRC - 1))); do
+    if [ $((i % 10)) -eq 9 ]; then
+      port=$STUCK
+    elif [ "$pg_left" -gt 0 ] && [ $((i % 5)) -eq 0 ]; then
+      pg_left=$((pg_left - 1))
+      port=${PG[$((pg_left % NPG))]}
+      printf '  - name: s%d\n    kind: postgres\n    host: 127.0.0.1\n    port: %s\n    user: postgres\n    dbname: postgres\n' "$i" "$port"
+      printf '    queries: [{name: jobs, sql: "SELECT state, count(*) AS n FROM bench_jobs GROUP BY state", labels: [state], metrics: [{name: bench_jobs, type: gauge, help: Jobs by state., value_column: n}]}]\n'
+      continue
+    else
+      port=${REDIS[$((i % NREDIS))]}
+    fi
+    printf '  - name: s%d\n    kind: redis_stream\n    address: 127.0.0.1:%s\n    streams: [{name: "q:%d"}]\n' "$i" "$port" "$i"
+    echo "XGROUP CREATE q:$i g1 0 MKSTREAM" >>"$T/fill-$port.txt"
+    echo "XADD q:$i * n 1" >>"$T/fill-$port.txt"
+    echo "XADD q:$i * n 2" >>"$T/fill-$port.txt"
+    echo "XREADGROUP GROUP g1 c1 COUNT 1 STREAMS q:$i >" >>"$T/fill-$port.txt"
+  done
+} >"$T/qrel.yml"
+[ "$pg_left" -eq 0 ] || die "could not place every PostgreSQL source (use fewer --pg-sources)"
+for f in "$T"/fill-*.txt; do
+  port=${f##*/fill-}
+  redis-cli -p "${port%.txt}" <"$f" >/dev/null
+done
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check >/dev/null || die "the generated configuration is invalid"
+
+# --- measuring ---------------------------------------------------------------------------------
+# redis_accepted: connections all the Redis servers have accepted so far (INFO stats).
+redis_accepted() {
+  local sum=0 p n
+  for p in "${REDIS[@]}"; do
+    n=$(redis-cli -p "$p" INFO stats | tr -d '\r' | awk -F: '$1 == "total_connections_received" { print $2 }')
+    sum=$((sum + n))
+  done
+  echo "$sum"
+}
+# pg_started_since EPOCH: qrel backends started after EPOCH, over all clusters.
+pg_started_since() {
+  local sum=0 p n
+  for p in "${PG[@]}"; do
+    n=$(PG_PORT=$p psql_val "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'qrel' AND backend_start > to_timestamp($1)")
+    sum=$((sum + n))
+  done
+  echo "$sum"
+}
+# sampler PID OUT: every 20 ms, "threads fds" of PID into OUT, until PID or the sampler is gone.
+sampler() {
+  local pid=$1 out=$2 th
+  while [ -d "/proc/$pid" ]; do
+    th=$(awk '$1 == "Threads:" { print $2 }' "/proc/$pid/status" 2>/dev/null) || break
+    echo "$th $(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" >>"$out"
+    sleep 0.02
+  done
+}
+# scrape_once OUT: one /metrics scrape into OUT; prints "seconds up".
+scrape_once() {
+  local t
+  t=$(curl -sS -o "$1" -w '%{time_total}' -H "X-Prometheus-Scrape-Timeout-Seconds: $TIMEOUT" \
+    --max-time $((TIMEOUT + 5)) "http://$ADDR/metrics")
+  echo "$t $(grep -c '^qrel_collector_up{.*} 1$' "$1" || true)"
+}
+
+printf '# qrel sources benchmark, %s, %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
+printf '# %s; redis-server %s; PostgreSQL %s\n' "$("$EXPORTER" --version)" \
+  "$(redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/')" "$("$PGBIN/postgres" --version | awk '{ print $3 }')"
+printf '# %d sources: %d redis_stream on %d servers, %d postgres on %d clusters, %d redis_stream on the server the hanging shape stops\n' \
+  "$NSRC" $((NSRC - NSRC / 10 - NPGSRC)) "$NREDIS" "$NPGSRC" "$NPG" $((NSRC / 10))
+printf '# each scrape: GET /metrics with X-Prometheus-Scrape-Timeout-Seconds: %s, back to back; %d measured after the first\n' "$TIMEOUT" "$SCRAPES"
+printf '# load average at start: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-8s %-12s %8s %8s %9s %8s %8s %8s %8s %8s %8s %8s %9s\n' shape concurrency first_s first_up \
+  median_s max_s up thr_peak thr_end rss_mib fd_peak fd_end new_conns
+
+for shape in healthy hanging; do
+  if [ "$shape" = hanging ]; then
+    kill -STOP "$(cat "$T/redis-$STUCK/redis.pid")"
+  fi
+  for conc in "$NSRC" "$POOL"; do
+    say "$shape, --collector.concurrency=$conc"
+    : >"$T/exporter.log"
+    "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 --log.level=info \
+      --collector.concurrency="$conc" 2>>"$T/exporter.log" &
+    EXPORTER_PID=$!
+    PIDS+=("$EXPORTER_PID")
+    ADDR=""
+    for _ in $(seq 1 100); do
+      ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
+      [ -n "$ADDR" ] && break
+      sleep 0.05
+    done
+    [ -n "$ADDR" ] || die "qrel_exporter did not start: $(cat "$T/exporter.log")"
+    samples=$T/samples-$shape-$conc.txt
+    : >"$samples"
+    sampler "$EXPORTER_PID" "$samples" &
+    sampler_pid=$!
+    read -r first_s first_up < <(scrape_once "$T/first.txt")
+    r0=$(redis_accepted)
+    t0=$(date +%s.%N)
+    times=()
+    ups=()
+    for _ in $(seq 1 "$SCRAPES"); do
+      read -r s u < <(scrape_once "$T/m.txt")
+      times+=("$s")
+      ups+=("$u")
+    done
+    # Less the connection of redis_accepted's own redis-cli to each server.
+    new=$(($(redis_accepted) - r0 - NREDIS + $(pg_started_since "$t0")))
+    thr_end=$(awk '$1 == "Threads:" { print $2 }' "/proc/$EXPORTER_PID/status")
+    fd_end=$(find "/proc/$EXPORTER_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
+    rss=$(hwm_kib "$EXPORTER_PID")
+    kill "$sampler_pid" 2>/dev/null || true
+    wait "$sampler_pid" 2>/dev/null || true
+    kill "$EXPORTER_PID"
+    wait "$EXPORTER_PID" 2>/dev/null || true
+    thr_peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$samples")
+    fd_peak=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$samples")
+    med=$(printf '%s\n' "${times[@]}" | median)
+    max=$(printf '%s\n' "${times[@]}" | sort -g | tail -1)
+    upm=$(printf '%s\n' "${ups[@]}" | median)
+    printf '%-8s %-12s %8s %8s %9s %8s %8s %8s %8s %8s %8s %8s %9s\n' "$shape" "$conc" \
+      "$(fmt "$first_s" %.3f)" "$first_up" "$(fmt "$med" %.3f)" "$(fmt "$max" %.3f)" \
+      "$(fmt "$upm" %.0f)" "$thr_peak" "$thr_end" "$(fmt "$rss" '%.1f' | awk '{ printf "%.1f", $1 / 1024 }')" \
+      "$fd_peak" "$fd_end" "$new"
+    printf '#   %s %s: measured scrapes (s/up): %s\n' "$shape" "$conc" \
+      "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
+    nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)
+    printf '#   %s %s: "not started" log lines: %s\n' "$shape" "$conc" "$nsl"
+  done
+  if [ "$shape" = hanging ]; then
+    kill -CONT "$(cat "$T/redis-$STUCK/redis.pid")"
+  fi
+done
+printf '\n# load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

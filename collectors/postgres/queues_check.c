@@ -1,0 +1,243 @@
+/* postgres/queues_check.c: --config.check for the `queues` section: the runner's layout is
+ * detected, the tables and every column its statements name are checked (so a missing column is
+ * named with the preset and schema), then the scrape's own statements run into a set thrown
+ * away, so the check fails on whatever a scrape would fail on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queues.h"
+
+struct table_check {
+    const char *table;
+    struct pg_column cols[12];
+    size_t n;
+};
+
+#define T PG_COL_TIME
+#define N PG_COL_NUMBER
+#define A PG_COL_ANY
+static const struct table_check checks_graphile[] = {
+    {"_private_jobs",
+     {{"job_queue_id", A},
+      {"run_at", T},
+      {"attempts", N},
+      {"max_attempts", N},
+      {"created_at", T},
+      {"updated_at", T},
+      {"locked_at", T}},
+     7},
+    {"_private_job_queues", {{"id", A}, {"queue_name", A}}, 2},
+};
+static const struct table_check checks_graphile_legacy[] = {
+    {"jobs",
+     {{"queue_name", A},
+      {"run_at", T},
+      {"attempts", N},
+      {"max_attempts", N},
+      {"created_at", T},
+      {"updated_at", T},
+      {"locked_at", T}},
+     7},
+};
+/* pg-boss 10-12: the job table (its partitions inherit the columns) and the queue table the
+ * dead-letter queue and the retry settings come from. */
+#define BOSS_JOB_COLS                                                                              \
+    {"name", A}, {"state", A}, {"start_after", T}, {"created_on", T}, {"completed_on", T},         \
+        {"started_on", T}, {"retry_count", N},                                                     \
+    {                                                                                              \
+        "retry_limit", N                                                                           \
+    }
+#define BOSS_QUEUE_COLS                                                                            \
+    {"name", A}, {"dead_letter", A}, {"retry_limit", N}, {"retry_delay", N}, {"retry_backoff", A}, \
+    {                                                                                              \
+        "expire_seconds", N                                                                        \
+    }
+static const struct table_check checks_boss10[] = {
+    {"job", {BOSS_JOB_COLS, {"expire_in", A}}, 9},
+    {"queue", {BOSS_QUEUE_COLS}, 6},
+};
+static const struct table_check checks_boss11[] = {
+    {"job", {BOSS_JOB_COLS, {"expire_seconds", N}}, 9},
+    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
+};
+static const struct table_check checks_boss12[] = {
+    {"job",
+     {BOSS_JOB_COLS,
+      {"expire_seconds", N},
+      {"heartbeat_seconds", N},
+      {"heartbeat_on", T},
+      {"blocked", A}},
+     12},
+    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
+};
+static const struct table_check checks_pg_boss_9[] = {
+    {"job",
+     {{"name", A},
+      {"state", A},
+      {"startafter", T},
+      {"createdon", T},
+      {"completedon", T},
+      {"startedon", T},
+      {"retrycount", N},
+      {"retrylimit", N},
+      {"expirein", A}},
+     9},
+};
+static const struct table_check checks_river[] = {
+    {"river_job",
+     {{"queue", A},
+      {"state", A},
+      {"attempt", N},
+      {"max_attempts", N},
+      {"created_at", T},
+      {"attempted_at", T},
+      {"finalized_at", T}},
+     7},
+};
+static const struct table_check checks_oban[] = {
+    {"oban_jobs",
+     {{"queue", A},
+      {"state", A},
+      {"attempt", N},
+      {"max_attempts", N},
+      {"inserted_at", T},
+      {"attempted_at", T},
+      {"discarded_at", T},
+      {"completed_at", T}},
+     8},
+};
+static const struct table_check checks_que[] = {
+    {"que_jobs",
+     {{"id", N},
+      {"queue", A},
+      {"run_at", T},
+      {"error_count", N},
+      {"finished_at", T},
+      {"expired_at", T}},
+     6},
+};
+static const struct table_check checks_good_job[] = {
+    {"good_jobs",
+     {{"queue_name", A},
+      {"scheduled_at", T},
+      {"performed_at", T},
+      {"finished_at", T},
+      {"error", A},
+      {"created_at", T},
+      {"executions_count", N}},
+     7},
+};
+static const struct table_check checks_solid_queue[] = {
+    {"solid_queue_jobs", {{"id", A}, {"queue_name", A}, {"created_at", T}}, 3},
+    {"solid_queue_ready_executions", {{"job_id", A}, {"queue_name", A}}, 2},
+    {"solid_queue_claimed_executions", {{"job_id", A}, {"created_at", T}}, 2},
+    {"solid_queue_scheduled_executions", {{"queue_name", A}}, 1},
+    {"solid_queue_blocked_executions", {{"queue_name", A}}, 1},
+    {"solid_queue_failed_executions", {{"job_id", A}, {"created_at", T}}, 2},
+};
+static const struct table_check checks_pgmq[] = {
+    {"meta", {{"queue_name", A}}, 1},
+};
+#undef T
+#undef N
+#undef A
+
+static int check_tables(struct queues *q, struct pg_conn *c, const struct deadline *dl,
+                        const struct table_check *t, size_t n, struct err *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *table = xasprintf("%s.%s", q->schema, t[i].table);
+        int rc = pg_check_columns(c, dl, q->what, table, t[i].cols, t[i].n, e);
+        free(table);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+#define CHECK(arr) check_tables(q, c, dl, arr, sizeof arr / sizeof arr[0], e)
+
+static int check_pgmq(struct queues *q, struct pg_conn *c, const struct deadline *dl, struct err *e)
+{
+    if (CHECK(checks_pgmq))
+        return -1;
+    PGresult *r = NULL;
+    if (queues_pgmq_list(q, c, dl, &r, e))
+        return -1;
+    int rc = 0;
+    /* Each listed queue must exist, else its series would silently never appear. */
+    for (size_t i = 0; i < q->nqueues && rc == 0; i++) {
+        int found = 0;
+        for (int k = 0; k < PQntuples(r) && !found; k++)
+            found = strcmp(PQgetvalue(r, k, 0), q->queues[i]) == 0;
+        if (!found)
+            rc = pg_error(c, e, ERR_QUERY, "%s: queue \"%s\" is not in \"%s.meta\"", q->what,
+                          q->queues[i], q->schema);
+    }
+    for (int k = 0; k < PQntuples(r) && rc == 0; k++) {
+        const char *name = PQgetvalue(r, k, 0);
+        char *table = xasprintf("%s.q_%s", q->schema, name);
+        struct pg_column cols[] = {
+            {"vt", PG_COL_TIME},
+            {"read_ct", PG_COL_NUMBER},
+            {"enqueued_at", PG_COL_TIME},
+        };
+        rc = pg_check_columns(c, dl, q->what, table, cols, 3, e);
+        free(table);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* The columns of the layout found, then the scrape's own statements (into a set thrown
+ * away), so that --config.check fails on whatever a scrape would fail on; the column check
+ * comes first because it names the missing column, which the server's message may not. */
+static int check_jobs(struct queues *q, struct pg_conn *c, const struct deadline *dl, struct err *e)
+{
+    int rc = 0;
+    if (queues_detect_layout(q, c, dl, e))
+        return -1;
+    switch (q->preset->id) {
+    case PGQ_GRAPHILE_WORKER:
+        rc = q->layout == LAYOUT_LEGACY ? CHECK(checks_graphile_legacy) : CHECK(checks_graphile);
+        break;
+    case PGQ_PG_BOSS:
+        rc = q->layout == LAYOUT_BOSS9    ? CHECK(checks_pg_boss_9)
+             : q->layout == LAYOUT_BOSS10 ? CHECK(checks_boss10)
+             : q->layout == LAYOUT_BOSS11 ? CHECK(checks_boss11)
+                                          : CHECK(checks_boss12);
+        break;
+    case PGQ_RIVER:
+        rc = CHECK(checks_river);
+        break;
+    case PGQ_OBAN:
+        rc = CHECK(checks_oban);
+        break;
+    case PGQ_QUE:
+        rc = CHECK(checks_que);
+        break;
+    case PGQ_GOOD_JOB:
+        rc = CHECK(checks_good_job);
+        break;
+    case PGQ_SOLID_QUEUE:
+        rc = CHECK(checks_solid_queue);
+        break;
+    case PGQ_PGMQ:
+        break;
+    }
+    if (rc)
+        return -1;
+    struct metric_set *scratch = metric_set_new("check", q->preset->kind_label);
+    rc = queues_collect_jobs(q, c, dl, scratch, e);
+    metric_set_free(scratch);
+    return rc;
+}
+
+int queues_check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
+{
+    struct queues *q = item;
+    if (q->preset->id == PGQ_PGMQ)
+        return check_pgmq(q, c, dl, e);
+    return check_jobs(q, c, dl, e);
+}

