@@ -1,5 +1,14 @@
-/* parse.c: Sidekiq's job and work JSON (see sidekiq.h), read with jansson. */
+/* parse.c: Sidekiq's job and work JSON (see sidekiq.h).
+ *
+ * A scrape reads one job per queue (its oldest) and every job of the schedule, retry and dead
+ * sets, and only two top-level members of each are wanted. Building the whole document with
+ * jansson took 70% of a scrape's instructions at 1,000 queues, so a job is first read by a scanner
+ * that walks the top-level members and skips their values without building them. Anything it
+ * does not take as plainly well-formed (an escape in a wanted member, a member twice, a top level
+ * that is not an object) goes to jansson, whose answer and message stay the reference. */
+#include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +40,158 @@ static int queue_of(json_t *obj, const char *what, char **queue, struct err *e)
     return 0;
 }
 
+/* ---- the scanner: top-level members, values skipped ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at the opening quote: past the closing one, or NULL. *escaped tells whether it had any. */
+static const char *skip_string(const char *p, const char *end, int *escaped)
+{
+    *escaped = 0;
+    for (p++; p < end; p++) {
+        if (*p == '\\') {
+            *escaped = 1;
+            p++;
+        } else if (*p == '"') {
+            return p + 1;
+        } else if ((unsigned char)*p < 0x20) {
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Past one value, or NULL. Nested values are skipped by their brackets, strings included. */
+static const char *skip_value(const char *p, const char *end)
+{
+    int esc;
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end, &esc);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                if (!(p = skip_string(p, end, &esc)))
+                    return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    const char *s = p;
+    while (p < end && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '-' ||
+                       *p == '+' || *p == '.' || *p == 'E'))
+        p++;
+    return p > s ? p : NULL;
+}
+
+struct member {
+    const char *name;
+    const char *v, *v_end; /* the value's text, NULL when absent */
+};
+
+/* 1 when json is an object whose members were walked and each wanted member met once at most
+ * with a name free of escapes; 0 otherwise (then jansson decides). */
+static int scan_members(const char *json, size_t len, struct member *want, size_t n)
+{
+    const char *p = skip_ws(json, json + len), *end = json + len;
+    if (p >= end || *p != '{')
+        return 0;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return skip_ws(p + 1, end) == end;
+    for (;;) {
+        int esc;
+        if (p >= end || *p != '"')
+            return 0;
+        const char *k = p + 1, *k_end = skip_string(p, end, &esc);
+        if (!k_end)
+            return 0;
+        size_t klen = (size_t)(k_end - 1 - k);
+        p = skip_ws(k_end, end);
+        if (p >= end || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, end);
+        const char *v = p, *v_end = skip_value(p, end);
+        if (!v_end)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            if (strlen(want[i].name) == klen && memcmp(want[i].name, k, klen) == 0) {
+                if (esc || want[i].v)
+                    return 0;
+                want[i].v = v;
+                want[i].v_end = v_end;
+            }
+        p = skip_ws(v_end, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        return p < end && *p == '}' && skip_ws(p + 1, end) == end;
+    }
+}
+
+/* A member's value as a non-empty string without escapes (malloc'd), or NULL. */
+static char *plain_string(const struct member *m)
+{
+    if (!m->v || *m->v != '"' || m->v_end - m->v < 3 ||
+        memchr(m->v, '\\', (size_t)(m->v_end - m->v)))
+        return NULL;
+    return xstrndup(m->v + 1, (size_t)(m->v_end - m->v - 2));
+}
+
+/* A member's value as a number >= 0: 1, or 0 when it is not one (absent is the caller's). */
+static int plain_number(const struct member *m, double *out)
+{
+    char num[64];
+    size_t n = (size_t)(m->v_end - m->v);
+    if (n == 0 || n >= sizeof num || *m->v == '"' || *m->v == '-')
+        return 0;
+    memcpy(num, m->v, n);
+    num[n] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(num, &end);
+    if (errno || *end || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* The fast path of sidekiq_parse_job: 1 when it could answer, 0 to ask jansson. */
+static int job_fast(const char *json, size_t len, char **queue, double *enqueued_at)
+{
+    struct member m[] = {{"queue", NULL, NULL}, {"enqueued_at", NULL, NULL}};
+    if (!scan_members(json, len, m, 2) || !(*queue = plain_string(&m[0])))
+        return 0;
+    *enqueued_at = -1;
+    if (m[1].v && !plain_number(&m[1], enqueued_at)) {
+        free(*queue);
+        *queue = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- jansson: the reference ---- */
+
 int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueued_at,
                       struct err *e)
 {
+    if (job_fast(json, len, queue, enqueued_at))
+        return 0;
     *queue = NULL;
     *enqueued_at = -1;
     json_t *v = load(json, len, "job", e);

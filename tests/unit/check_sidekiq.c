@@ -39,6 +39,31 @@ START_TEST(test_job)
 }
 END_TEST
 
+/* The scanner reads top-level members only, and hands anything unusual to jansson. */
+START_TEST(test_top_level_only)
+{
+    char *q;
+    double at;
+    struct err e;
+    const char nested[] = "{\"args\":[{\"enqueued_at\":5,\"queue\":\"x\"}, \"a]}\"],"
+                          "\"queue\":\"q\",\"enqueued_at\":7.5}";
+    ck_assert_int_eq(sidekiq_parse_job(nested, strlen(nested), &q, &at, &e), 0);
+    ck_assert_str_eq(q, "q");
+    ck_assert_double_eq(at, 7.5);
+    free(q);
+    const char escaped[] = "{\"queue\":\"a\\\"b\",\"enqueued_at\":1}";
+    ck_assert_int_eq(sidekiq_parse_job(escaped, strlen(escaped), &q, &at, &e), 0);
+    ck_assert_str_eq(q, "a\"b");
+    free(q);
+    const char null_at[] = "{\"queue\":\"q\",\"enqueued_at\":null}";
+    ck_assert_int_eq(sidekiq_parse_job(null_at, strlen(null_at), &q, &at, &e), -1);
+    ck_assert_str_eq(e.msg, "job: want \"enqueued_at\" as epoch seconds");
+    const char trailing[] = "{\"queue\":\"q\"} x";
+    ck_assert_int_eq(sidekiq_parse_job(trailing, strlen(trailing), &q, &at, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+}
+END_TEST
+
 START_TEST(test_work)
 {
     char *q;
@@ -92,6 +117,7 @@ int main(void)
     Suite *s = suite_create("sidekiq");
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_job);
+    tcase_add_test(tc, test_top_level_only);
     tcase_add_test(tc, test_work);
     tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
     suite_add_tcase(s, tc);
