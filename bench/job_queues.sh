@@ -9,8 +9,10 @@
 # For each kind and shape it prints the median and fastest collection time of `qrel scrape` (the
 # qrel_collector_duration_seconds it reports: connect, every round trip and parsing, without the
 # process start), the floor (the very commands qrel sent, captured with MONITOR during one scrape,
-# replayed as one pipeline by `redis-cli --pipe`: its fastest run less the fastest run of an
-# empty pipeline), the ratio of the fastest runs (the goal is at most 2), the commands per
+# replayed as one pipeline over an open connection by bench/pipe_floor.c, a hiredis reader that
+# only counts the replies: tighter than `redis-cli --pipe`, whose own start and closing ECHO
+# outweigh the commands at this size), the ratio of the fastest runs (the goal is at most 2), the
+# commands per
 # scrape, and the peer: prometheus-redis-exporter
 # reading the queue lengths with --check-keys (depth only; no lease, age or dead-letter figures),
 # its median scrape time. A missed goal is reported, not an error. See bench/README.md.
@@ -51,6 +53,9 @@ QREL=$BUILD/qrel
 [ -x "$QREL" ] || { echo "job_queues.sh: build qrel first ($QREL)" >&2; exit 1; }
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
+FLOOR=$T/pipe_floor
+read -ra HIREDIS <<<"$(pkg-config --cflags --libs hiredis)"
+cc -O2 -o "$FLOOR" "$root/bench/pipe_floor.c" "${HIREDIS[@]}"
 PORT=$(free_port)
 PIDS=()
 cleanup() {
@@ -173,33 +178,19 @@ print(n)
 PY
 }
 
-pipe_time() {
-  local t0 t1 out
-  t0=$EPOCHREALTIME
-  out=$(redis-cli -p "$PORT" --pipe < "$1" 2>&1)
-  t1=$EPOCHREALTIME
-  case $out in *"errors: 0,"*) ;; *) echo "pipeline failed: $out" >&2; exit 1 ;; esac
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", b - a }'
-}
-
 measure() { # measure KIND SHAPE
-  local kind=$1 shape=$2 cmds i qrel qmin floor peer keys pid addr
+  local kind=$1 shape=$2 cmds i qrel qmin floor floor_med peer keys pid addr
   cmds=$(capture "$kind")
-  : > "$T/q.txt"; : > "$T/f.txt"; : > "$T/e.txt"; : > "$T/p.txt"
-  printf '*1\r\n$4\r\nTIME\r\n' > "$T/empty.cmds"
+  : > "$T/q.txt"; : > "$T/p.txt"
   for ((i = 0; i < SCRAPES + 2; i++)); do
     "$QREL" scrape --config.file="$T/$kind.yml" |
       awk '/^qrel_collector_duration_seconds\{/ { print $NF }' > "$T/one.txt"
     [ "$i" -ge 2 ] && cat "$T/one.txt" >> "$T/q.txt"
-    pipe_time "$T/floor.cmds" >> "$T/f.txt"
-    pipe_time "$T/empty.cmds" >> "$T/e.txt"
   done
   qrel=$(median < "$T/q.txt")
-  # redis-cli's own start and its closing ECHO are a large, noisy part of a --pipe run: the
-  # fastest run of each side is taken, and the empty pipeline's is taken off.
-  floor=$(awk -v a="$(sort -g "$T/f.txt" | head -1)" -v b="$(sort -g "$T/e.txt" | head -1)" \
-    'BEGIN { d = a - b; printf "%.6f", d > 0 ? d : 0 }')
   qmin=$(sort -g "$T/q.txt" | head -1)
+  # The floor: the same commands as one pipeline on an open connection (bench/pipe_floor.c).
+  read -r floor floor_med _ < <("$FLOOR" "$PORT" "$T/floor.cmds" "$SCRAPES")
   # The peer: redis_exporter reading the queue lists' lengths.
   case $kind in
     rq) keys='rq:queue:*' ;; sidekiq) keys='queue:*' ;; celery) keys='q*' ;; bullmq) keys='bull:*:wait' ;;
@@ -216,17 +207,17 @@ measure() { # measure KIND SHAPE
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   peer=$(median < "$T/p.txt")
-  printf '| %-8s | %-7s | %9s | %9s | %9s | %5s | %8s | %9s |\n' "$kind" "$shape" \
+  printf '| %-8s | %-7s | %9s | %9s | %15s | %5s | %8s | %9s |\n' "$kind" "$shape" \
     "$(awk -v q="$qrel" 'BEGIN { printf "%.1f ms", q * 1000 }')" \
     "$(awk -v q="$qmin" 'BEGIN { printf "%.1f ms", q * 1000 }')" \
-    "$(awk -v f="$floor" 'BEGIN { printf "%.1f ms", f * 1000 }')" \
+    "$(awk -v f="$floor" -v m="$floor_med" 'BEGIN { printf "%.1f (%.1f) ms", f * 1000, m * 1000 }')" \
     "$(awk -v q="$qmin" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", q / f; else print "-" }')" \
     "$cmds" "$(awk -v p="$peer" 'BEGIN { printf "%.1f ms", p * 1000 }')"
 }
 
 echo "# $QUEUES queues per kind, $SCRAPES runs each side; redis-server $(redis-server --version | sed -nE 's/.*v=([^ ]+).*/\1/p')"
-echo "| kind     | shape   | qrel med  | qrel min  | floor min | ratio | commands | peer med  |"
-echo "|----------|---------|-----------|-----------|-----------|-------|----------|-----------|"
+echo "| kind     | shape   | qrel med  | qrel min  | floor min (med) | ratio | commands | peer med  |"
+echo "|----------|---------|-----------|-----------|-----------------|-------|----------|-----------|"
 for kind in $KINDS; do
   config "$kind"
   for shape in shallow deep; do

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashtab.h"
 #include "util.h"
 
 /* Ids longer than this are not ids anyone indexes: counted as unknown, kept out of the query. */
@@ -223,55 +224,59 @@ char *work_table_sql(const char *table, const char *id_column, const char *done_
     return sql;
 }
 
-/* ---- the distinct ids of one run ----
- * (the one table of its kind in this kind; it moves to the core's hash helper once that lands) */
+/* ---- the distinct ids of one run, indexed by the core's hash helper ---- */
 
-struct id_slot {
-    char *id; /* canonical; NULL: empty slot */
-    size_t count;
+struct id_rec {
+    char *id; /* canonical */
     int found;
     int done;
 };
 
 struct id_map {
-    struct id_slot *slots;
-    size_t nslots, n;
-    const char **keys; /* in insertion order, for the array parameter */
+    struct hashtab index;
+    struct id_rec *recs; /* room for the run's ids, never more */
+    size_t n;
+    const char **keys; /* recs[i].id in insertion order, for the array parameter */
 };
 
-static uint64_t fnv1a(const char *s)
+static uint64_t id_hash(const void *ctx, uint32_t k)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    const struct id_map *m = ctx;
+    return hashtab_hash(m->recs[k].id, strlen(m->recs[k].id), 0);
 }
 
-static struct id_slot *map_find(struct id_map *m, const char *id)
+/* The record of id, added when add is set; HASHTAB_END when absent and not added. */
+static uint32_t map_get(struct id_map *m, const char *id, int add)
 {
-    size_t mask = m->nslots - 1;
-    for (size_t i = (size_t)fnv1a(id) & mask;; i = (i + 1) & mask)
-        if (!m->slots[i].id || strcmp(m->slots[i].id, id) == 0)
-            return &m->slots[i];
+    uint64_t h = hashtab_hash(id, strlen(id), 0);
+    struct hashtab_probe p;
+    for (uint32_t k = hashtab_first(&m->index, h, &p); k != HASHTAB_END;
+         k = hashtab_next(&m->index, &p))
+        if (strcmp(m->recs[k].id, id) == 0)
+            return k;
+    if (!add)
+        return HASHTAB_END;
+    uint32_t k = (uint32_t)m->n++;
+    m->recs[k].id = xstrdup(id);
+    m->keys[k] = m->recs[k].id;
+    hashtab_add(&m->index, &p, k, id_hash, m);
+    return k;
 }
 
-/* Sized once for at most n distinct ids: never more than half full. */
 static void map_init(struct id_map *m, size_t n)
 {
-    m->nslots = 16;
-    while (m->nslots < 2 * n + 2)
-        m->nslots *= 2;
-    m->slots = xcalloc(m->nslots, sizeof *m->slots);
+    memset(m, 0, sizeof *m);
+    m->recs = xcalloc(n ? n : 1, sizeof *m->recs);
     m->keys = xcalloc(n ? n : 1, sizeof *m->keys);
-    m->n = 0;
 }
 
 static void map_free(struct id_map *m)
 {
-    for (size_t i = 0; i < m->nslots; i++)
-        free(m->slots[i].id);
-    free(m->slots);
+    for (size_t i = 0; i < m->n; i++)
+        free(m->recs[i].id);
+    free(m->recs);
     free(m->keys);
+    hashtab_free(&m->index);
 }
 
 struct work_table {
@@ -386,20 +391,16 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
 
     struct id_map m;
     map_init(&m, n);
-    /* slot of each id, NULL for one the column cannot hold (unknown) */
-    struct id_slot **of = xcalloc(n ? n : 1, sizeof *of);
+    /* record of each id, HASHTAB_END for one the column cannot hold (unknown) */
+    uint32_t *of = xcalloc(n ? n : 1, sizeof *of);
     char canon[WT_ID_MAX_BYTES + 1];
     for (size_t i = 0; i < n; i++) {
         work[i] = DL_WORK_UNKNOWN;
+        of[i] = HASHTAB_END;
         if (work_table_id_canonical(t->kind, t->typname, ids[i], strlen(ids[i]), canon,
                                     sizeof canon) < 0)
             continue;
-        struct id_slot *s = map_find(&m, canon);
-        if (!s->id) {
-            s->id = xstrdup(canon);
-            m.keys[m.n++] = s->id;
-        }
-        of[i] = s;
+        of[i] = map_get(&m, canon, 1);
     }
     /* Always asked, with no id too: a database that went away shows now, not at the incident. */
     char *array = work_table_text_array(m.keys, m.n);
@@ -415,18 +416,19 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
         for (int row = 0; row < PQntuples(r); row++) {
             if (PQgetisnull(r, row, 0))
                 continue;
-            struct id_slot *s = map_find(&m, PQgetvalue(r, row, 0));
-            if (!s->id)
+            uint32_t k = map_get(&m, PQgetvalue(r, row, 0), 0);
+            if (k == HASHTAB_END)
                 continue; /* a text form we did not send: cannot be matched to a dead letter */
-            s->found = 1;
+            m.recs[k].found = 1;
             if (!PQgetisnull(r, row, 1) && strcmp(PQgetvalue(r, row, 1), "t") == 0)
-                s->done = 1; /* several rows per id: done when any of them is */
+                m.recs[k].done = 1; /* several rows per id: done when any of them is */
         }
     PQclear(r);
     if (rc == 0)
         for (size_t i = 0; i < n; i++)
-            if (of[i])
-                work[i] = of[i]->found && of[i]->done ? DL_WORK_DONE : DL_WORK_NOT_DONE;
+            if (of[i] != HASHTAB_END)
+                work[i] =
+                    m.recs[of[i]].found && m.recs[of[i]].done ? DL_WORK_DONE : DL_WORK_NOT_DONE;
     free(of);
     map_free(&m);
     if (rc)
