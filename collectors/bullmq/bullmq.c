@@ -21,6 +21,7 @@
 #include "bullmq.h"
 #include "collector.h"
 #include "common/redis.h"
+#include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
 #include "log.h"
@@ -86,9 +87,7 @@ static void destroy(struct collector *c)
     struct state *st = c->priv;
     if (!st)
         return;
-    redis_conn_close(st->conn);
-    redis_pipe_free(st->pipe);
-    redis_settings_free(&st->rs);
+    redis_job_free(st->conn, st->pipe, &st->rs);
     free(st->prefix);
     cfg_strv_free(st->queues);
     for (size_t i = 0; i < st->ncursors; i++) {
@@ -104,21 +103,18 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = xcalloc(1, sizeof *st);
     c->priv = st;
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     if (redis_settings_read(map, &st->rs, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||
         cfg_get_int(map, "max_active_jobs", DEFAULT_MAX_ACTIVE, 1, 1000000, &st->max_active, e) ||
         cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
-        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e))
+        redis_job_finish(map, c->name, &st->rs, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("bull");
-    if (st->queues && st->nqueues == 0)
-        return cfg_error(e, cfg_at(map, "queues"),
-                         "queues: want at least one queue, or leave the key out for all");
+    if (redis_job_check_queues(map, st->queues, st->nqueues, e))
+        return -1;
     st->pipe = redis_pipe_new();
     return 0;
 }
@@ -312,8 +308,10 @@ static void scrape_free(struct scrape *sc)
     free(sc->jobs);
 }
 
-static int run(struct state *st, struct scrape *sc, const struct deadline *dl, struct err *e)
+static int run(void *arg, const struct deadline *dl, struct err *e)
 {
+    struct scrape *sc = arg;
+    struct state *st = sc->st;
     struct redis_pipe *p = st->pipe;
     size_t max = st->rs.max_response_bytes;
     struct scan s = {0};
@@ -434,13 +432,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                    struct err *e)
 {
     struct state *st = c->priv;
-    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
-                                                  st->rs.password, st->rs.db, dl, e)))
-        return -1;
-    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
     struct scrape sc = {0};
     sc.st = st;
-    int rc = run(st, &sc, dl, e);
+    unsigned long long rts = 0;
+    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &rts, e);
     if (rc == 0) {
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {
@@ -455,16 +450,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             }
         }
         emit(&sc, out);
-        if (log_enabled(LOG_DEBUG)) {
-            char queues[32], rts[32];
-            snprintf(queues, sizeof queues, "%zu", sc.n);
-            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
-            log_kv(LOG_DEBUG, "bullmq collection done", "source", c->name, "queues", queues,
-                   "round_trips", rts, NULL);
-        }
-    } else {
-        redis_conn_close(st->conn);
-        st->conn = NULL;
+        redis_job_log_done("bullmq collection done", c->name, sc.n, rts);
     }
     scrape_free(&sc);
     return rc;

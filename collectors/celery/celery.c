@@ -20,6 +20,7 @@
 #include "celery.h"
 #include "collector.h"
 #include "common/redis.h"
+#include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
 #include "log.h"
@@ -64,9 +65,7 @@ static void destroy(struct collector *c)
     struct state *st = c->priv;
     if (!st)
         return;
-    redis_conn_close(st->conn);
-    redis_pipe_free(st->pipe);
-    redis_settings_free(&st->rs);
+    redis_job_free(st->conn, st->pipe, &st->rs);
     cfg_strv_free(st->queues);
     free(st->prefix);
     free(st);
@@ -77,14 +76,12 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = xcalloc(1, sizeof *st);
     c->priv = st;
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     if (redis_settings_read(map, &st->rs, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
         cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
         cfg_get_positive_duration(map, "visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT,
                                   &st->visibility_timeout, e) ||
-        cfg_finish(map, where, e) || redis_settings_check(map, &st->rs, e))
+        redis_job_finish(map, c->name, &st->rs, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("");
@@ -218,17 +215,11 @@ static void scrape_free(struct scrape *sc)
     free(sc->d);
 }
 
-static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
-                   struct err *e)
+/* One pipeline: TIME, the unacked index and hash, and every queue's lists by priority. */
+static int run(void *arg, const struct deadline *dl, struct err *e)
 {
-    struct state *st = c->priv;
-    if (!st->conn && !(st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username,
-                                                  st->rs.password, st->rs.db, dl, e)))
-        return -1;
-    unsigned long long before = redis_conn_stats(st->conn)->round_trips;
-    struct scrape sc = {0};
-    sc.st = st;
-    sc.q = xcalloc(st->nqueues, sizeof *sc.q);
+    struct scrape *sc = arg;
+    struct state *st = sc->st;
     struct redis_pipe *p = st->pipe;
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
@@ -248,19 +239,27 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             free(k);
         }
     }
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, on_reply, &sc, e);
+    return redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, on_reply, sc, e);
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    struct scrape sc = {0};
+    sc.st = st;
+    sc.q = xcalloc(st->nqueues, sizeof *sc.q);
+    unsigned long long round_trips = 0;
+    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &round_trips, e);
     if (rc == 0) {
         emit(&sc, out);
         if (log_enabled(LOG_DEBUG)) {
             char rts[32], other[32];
-            snprintf(rts, sizeof rts, "%llu", redis_conn_stats(st->conn)->round_trips - before);
+            snprintf(rts, sizeof rts, "%llu", round_trips);
             snprintf(other, sizeof other, "%.0f", sc.unattributed);
             log_kv(LOG_DEBUG, "celery collection done", "source", c->name, "round_trips", rts,
                    "unacked_of_other_queues", other, NULL);
         }
-    } else {
-        redis_conn_close(st->conn);
-        st->conn = NULL;
     }
     scrape_free(&sc);
     return rc;

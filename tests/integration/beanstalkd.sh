@@ -116,10 +116,7 @@ expect_eq "round trips for 43 tubes" \
 expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
 
 # Faults, each beside the healthy source.
-down=$(free_port)
-silent_port='' garbage_port=''
-start_tcp_stub silent_port silent
-start_tcp_stub garbage_port garbage
+fault_ports
 $JOBS "$B" put big 1 60 4096
 cat > "$T/faults.yml" <<EOF
 sources:
@@ -127,43 +124,19 @@ sources:
     kind: beanstalkd
     address: $B
     tubes: [emails]
-  - name: down
-    kind: beanstalkd
-    address: 127.0.0.1:$down
-  - name: silent
-    kind: beanstalkd
-    address: 127.0.0.1:$silent_port
-    timeout: 1s
-  - name: garbage
-    kind: beanstalkd
-    address: 127.0.0.1:$garbage_port
+$(fault_sources beanstalkd)
   - name: capped
     kind: beanstalkd
     address: $B
     tubes: [big]
     max_response_bytes: 1024
 EOF
-start_exporter "$T/faults.yml"
-s0=$(now_ms)
-scrape "$T/faults.prom"
-took=$(( $(now_ms) - s0 ))
-expect_between "scrape with a silent source (ms)" "$took" 0 1900
-expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
+fault_scrape "$T/faults.yml" "$T/faults.prom"
 expect_metric "$T/faults.prom" 2 qrel_queue_messages 'source="healthy"' 'queue="emails"' 'state="ready"'
-for s in down:connect silent:timeout garbage:protocol capped:limit; do
-  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
-  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
-done
+expect_fault_reasons "$T/faults.prom" down:connect silent:timeout garbage:protocol capped:limit
 stop_exporter
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck() { # badcheck WHAT WANT_MESSAGE YAML
-  printf '%s\n' "$3" > "$T/bad.yml"
-  rc=0
-  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
-  expect_eq "$1: exit status" "$rc" 1
-  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
-}
 badcheck "address without host" 'bad.yml:4:14: address: want "host:port", got ":11300"' \
   "sources:
   - name: b

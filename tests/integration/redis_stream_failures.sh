@@ -96,8 +96,6 @@ expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="locked-wrong"' 
 expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="locked-right"'
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 expect_cmd "the landing page shows the auth failure" grep -q 'authentication failed' "$T/landing.html"
-for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do
-  if grep -qF -e "$wrong" -e "$secret" "$f"; then not_ok "a password appears in $(basename "$f")"; else ok "no password in $(basename "$f")"; fi
-done
+expect_no_password "$wrong" "$secret" -- "$T"/m*.txt "$T/landing.html" "$T/exporter.log"
 
 finish

@@ -108,10 +108,7 @@ kill -9 "$WORKER" 2>/dev/null || true
 pkill -9 -f "rq worker -u redis://:$secret@127.0.0.1:$RP" 2>/dev/null || true
 
 # Faults, each beside the healthy source.
-down=$(free_port)
-silent_port='' garbage_port=''
-start_tcp_stub silent_port silent
-start_tcp_stub garbage_port garbage
+fault_ports
 cat > "$T/faults.yml" <<EOF
 sources:
   - name: healthy
@@ -120,50 +117,15 @@ sources:
     username: qrel
     password_file: $T/reader.pass
     queues: [emails]
-  - name: down
-    kind: rq
-    address: 127.0.0.1:$down
-  - name: wrongpass
-    kind: rq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/wrong.pass
-  - name: silent
-    kind: rq
-    address: 127.0.0.1:$silent_port
-    timeout: 1s
-  - name: garbage
-    kind: rq
-    address: 127.0.0.1:$garbage_port
+$(fault_sources rq "127.0.0.1:$RP")
 EOF
-start_exporter "$T/faults.yml"
-s0=$(now_ms)
-scrape "$T/faults.prom"
-took=$(( $(now_ms) - s0 ))
-expect_between "scrape with a silent source (ms)" "$took" 0 1900
-expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
-for s in down:connect wrongpass:auth silent:timeout garbage:protocol; do
-  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
-  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
-done
+fault_scrape "$T/faults.yml" "$T/faults.prom"
+expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 stop_exporter
-for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/rq.log" "$T/check.txt"; do
-  if grep -qF -e "$reader" -e "$secret" "$f"; then
-    not_ok "a password appears in $(basename "$f")"
-  else
-    ok "no password in $(basename "$f")"
-  fi
-done
+expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/rq.log" "$T/check.txt"
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck() { # badcheck WHAT WANT_MESSAGE YAML
-  printf '%s\n' "$3" > "$T/bad.yml"
-  rc=0
-  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
-  expect_eq "$1: exit status" "$rc" 1
-  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
-}
 badcheck "misspelt key" 'bad.yml:5:5: unknown key "queue" in source "r" (known keys:' \
   "sources:
   - name: r

@@ -124,10 +124,7 @@ expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state=
 expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
 
 # Faults, each beside the healthy source.
-down=$(free_port)
-silent_port='' garbage_port=''
-start_tcp_stub silent_port silent
-start_tcp_stub garbage_port garbage
+fault_ports
 client push big OkJob "$(head -c 6000 /dev/zero | tr '\0' x)"
 cat > "$T/faults.yml" <<EOF2
 sources:
@@ -137,21 +134,7 @@ sources:
     username: qrel
     password_file: $T/reader.pass
     queues: [emails]
-  - name: down
-    kind: sidekiq
-    address: 127.0.0.1:$down
-  - name: wrongpass
-    kind: sidekiq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/wrong.pass
-  - name: silent
-    kind: sidekiq
-    address: 127.0.0.1:$silent_port
-    timeout: 1s
-  - name: garbage
-    kind: sidekiq
-    address: 127.0.0.1:$garbage_port
+$(fault_sources sidekiq "127.0.0.1:$RP")
   - name: capped
     kind: sidekiq
     address: 127.0.0.1:$RP
@@ -160,34 +143,13 @@ sources:
     queues: [big]
     max_response_bytes: 4096
 EOF2
-start_exporter "$T/faults.yml"
-s0=$(now_ms)
-scrape "$T/faults.prom"
-took=$(( $(now_ms) - s0 ))
-expect_between "scrape with a silent source (ms)" "$took" 0 1900
-expect_metric "$T/faults.prom" 1 qrel_collector_up 'source="healthy"'
-for s in down:connect wrongpass:auth silent:timeout garbage:protocol capped:limit; do
-  expect_metric "$T/faults.prom" 0 qrel_collector_up "source=\"${s%%:*}\""
-  expect_metric "$T/faults.prom" 1 qrel_collector_errors_total "source=\"${s%%:*}\"" "reason=\"${s#*:}\""
-done
+fault_scrape "$T/faults.yml" "$T/faults.prom"
+expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol capped:limit
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 stop_exporter
-for f in "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/sk.log" "$T/check.txt"; do
-  if grep -qF -e "$reader" -e "$secret" "$f"; then
-    not_ok "a password appears in $(basename "$f")"
-  else
-    ok "no password in $(basename "$f")"
-  fi
-done
+expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/sk.log" "$T/check.txt"
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck() { # badcheck WHAT WANT_MESSAGE YAML
-  printf '%s\n' "$3" > "$T/bad.yml"
-  rc=0
-  out=$("$EXPORTER" --config.check --config.file="$T/bad.yml" 2>&1) || rc=$?
-  expect_eq "$1: exit status" "$rc" 1
-  if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
-}
 badcheck "misspelt key" 'bad.yml:5:5: unknown key "namespaces" in source "s" (known keys:' \
   "sources:
   - name: s

@@ -13,6 +13,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-test.XXXXXX")
 chmod 755 "$T"
 # shellcheck source=servers.sh
 . "$QREL_SOURCE_DIR/tests/lib/servers.sh"
+# shellcheck source=faults.sh
+. "$QREL_SOURCE_DIR/tests/lib/faults.sh"
 CHECKS=0
 FAILS=0
 

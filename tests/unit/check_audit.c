@@ -10,6 +10,7 @@
 #include "expfmt.h"
 #include "sources.h"
 #include "util.h"
+#include "check_run.h"
 
 /* A collection under construction: up to 16 sets, freed by col_free. */
 struct col {
@@ -675,9 +676,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return check_run(suite(), CK_NORMAL);
 }

@@ -10,6 +10,7 @@
 #include "common/beanstalk.h"
 #include "config.h"
 #include "util.h"
+#include "check_run.h"
 
 /* The body of a recorded reply (the framing is check_common_beanstalk's). */
 static char *body_of(const char *name, char **whole)
@@ -127,9 +128,5 @@ int main(void)
     tcase_add_loop_test(tc, test_bad_stats, 0, sizeof bad_stats / sizeof bad_stats[0]);
     tcase_add_test(tc, test_tube_names);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bullmq/bullmq.h"
+#include "check_run.h"
 
 static char *queue_of(const char *key, const char *prefix)
 {
@@ -51,9 +52,5 @@ int main(void)
     tcase_add_test(tc, test_meta_keys);
     tcase_add_test(tc, test_stalled);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

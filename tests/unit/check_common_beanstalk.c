@@ -8,6 +8,7 @@
 
 #include "common/beanstalk.h"
 #include "util.h"
+#include "check_run.h"
 
 static char *fixture(const char *name, size_t *len)
 {
@@ -147,9 +148,5 @@ int main(void)
     tcase_add_test(tc, test_long_line);
     tcase_add_test(tc, test_address);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "common/glob.h"
+#include "check_run.h"
 
 START_TEST(test_match)
 {
@@ -42,9 +43,5 @@ int main(void)
     tcase_add_test(tc, test_match);
     tcase_add_test(tc, test_regex_syntax);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(s, CK_ENV);
 }

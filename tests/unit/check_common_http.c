@@ -21,6 +21,7 @@
 #include "common/http.h"
 #include "deadline.h"
 #include "util.h"
+#include "check_run.h"
 
 enum mode { ANSWER, HUGE, HANG };
 
@@ -467,9 +468,5 @@ static Suite *http_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(http_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(http_suite(), CK_ENV);
 }

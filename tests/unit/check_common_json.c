@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "check_run.h"
 
 static json_t *doc(const char *text)
 {
@@ -119,9 +120,5 @@ int main(void)
     tcase_add_test(tc, test_errors_name_the_path);
     tcase_add_test(tc, test_rfc3339);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(su, CK_NORMAL);
 }

@@ -10,6 +10,7 @@
 
 #include "common/promtext.h"
 #include "util.h"
+#include "check_run.h"
 
 /* Recorded, with a queue name holding a quote, a backslash and a newline added by hand. */
 static const char recorded[] =
@@ -173,9 +174,5 @@ static Suite *promtext_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(promtext_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(promtext_suite(), CK_ENV);
 }

@@ -22,6 +22,7 @@
 #include "postgres/work_table.h"
 #include "redis_stream/redis_stream.h"
 #include "sources.h"
+#include "check_run.h"
 
 static redisReply *resp(const char *raw, size_t len)
 {
@@ -434,9 +435,5 @@ static Suite *dead_letters_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dead_letters_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(dead_letters_suite(), CK_ENV);
 }

@@ -12,6 +12,7 @@
 #include "expfmt.h"
 #include "metrics.h"
 #include "util.h"
+#include "check_run.h"
 
 /* Appends "# HELP <name> <help of family>\n# TYPE <name> <type>\n" as the writer should. */
 static void expect_header(struct buf *b, const char *family, const char *header_name,
@@ -769,9 +770,5 @@ static Suite *expfmt_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(expfmt_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(expfmt_suite(), CK_NORMAL);
 }

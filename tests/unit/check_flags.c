@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "flags.h"
+#include "check_run.h"
 
 static struct flag proto[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "", NULL, 0},
@@ -76,9 +77,5 @@ int main(void)
     tcase_add_test(tc, test_defaults_and_help);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(s, CK_NORMAL);
 }

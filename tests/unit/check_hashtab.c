@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hashtab.h"
+#include "check_run.h"
 
 /* The caller's storage of the tests: keys by id. */
 struct keys {
@@ -138,9 +139,5 @@ int main(void)
     tcase_add_test(tc, test_colliding_keys_are_told_apart);
     tcase_add_test(tc, test_hash);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(s, CK_NORMAL);
 }

@@ -20,6 +20,7 @@
 #include "kafka/settings.h"
 #include "metrics.h"
 #include "util.h"
+#include "check_run.h"
 
 extern const struct collector_kind kafka_kind;
 
@@ -347,9 +348,5 @@ int main(void)
     tcase_add_test(tc, renamed_keys_and_tls_config);
     tcase_add_test(tc, down_broker_leaves_nothing_behind);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

@@ -9,6 +9,7 @@
 
 #include "kafka/kafka.h"
 #include "sources.h"
+#include "check_run.h"
 
 static const struct {
     const char *value;
@@ -129,9 +130,5 @@ int main(void)
     tcase_add_test(tc, test_id_field);
     tcase_add_loop_test(tc, test_entry, 0, N(bad_entries));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_ENV);
 }

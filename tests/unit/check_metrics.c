@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "check_run.h"
 
 /* Every family of the metric contract, with its type. */
 static const struct {
@@ -867,9 +868,5 @@ static Suite *metrics_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(metrics_suite(), CK_NORMAL);
 }

@@ -20,6 +20,7 @@
 #include "nats/nats.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_run.h"
 
 extern const struct collector_kind nats_kind;
 
@@ -380,9 +381,5 @@ static Suite *nats_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(nats_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(nats_suite(), CK_ENV);
 }

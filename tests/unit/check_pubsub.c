@@ -24,6 +24,7 @@
 #include "pubsub/auth.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_run.h"
 
 extern const struct collector_kind pubsub_kind;
 
@@ -512,9 +513,5 @@ static Suite *pubsub_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pubsub_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(pubsub_suite(), CK_ENV);
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "rabbitmq/rabbitmq.h"
 #include "util.h"
+#include "check_run.h"
 
 extern const struct collector_kind rabbitmq_kind;
 
@@ -243,9 +244,5 @@ static Suite *rabbitmq_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(rabbitmq_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(rabbitmq_suite(), CK_ENV);
 }

@@ -29,6 +29,7 @@
 #include "redis_stream/redis_stream.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_run.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -1572,9 +1573,5 @@ static Suite *redis_stream_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(redis_stream_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(redis_stream_suite(), CK_ENV);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "rq/rq.h"
+#include "check_run.h"
 
 START_TEST(test_time)
 {
@@ -64,9 +65,5 @@ int main(void)
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_lease);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

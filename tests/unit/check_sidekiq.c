@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sidekiq/sidekiq.h"
+#include "check_run.h"
 
 static const char job64[] =
     "{\"retry\":0,\"queue\":\"emails\",\"args\":[],\"class\":\"DeadJob\",\"jid\":"
@@ -121,9 +122,5 @@ int main(void)
     tcase_add_test(tc, test_work);
     tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NORMAL);
 }

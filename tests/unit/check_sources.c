@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sources.h"
+#include "check_run.h"
 
 struct bad_case {
     const char *yaml;
@@ -127,9 +128,5 @@ int main(void)
     tcase_add_loop_test(tc, test_empty_sources, 0,
                         (int)(sizeof empty_lists / sizeof empty_lists[0]));
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(su, CK_NORMAL);
 }

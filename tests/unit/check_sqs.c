@@ -17,6 +17,7 @@
 #include "sqs/sqs.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_run.h"
 
 extern const struct collector_kind sqs_kind;
 
@@ -545,9 +546,5 @@ static Suite *sqs_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sqs_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(sqs_suite(), CK_ENV);
 }
