@@ -40,7 +40,7 @@ R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/bullmq.md.
 R ACL SETUSER qrel on ">$reader" '%R~bull:*' -@all +time +scan +llen +zcard +lindex +lrange \
   +zrange +zrevrange +xrange +xrevrange +hmget >/dev/null
-bull() { (cd "$PEERS" && "$NODE" bull.mjs "$RP" "$secret" "$@"); }
+bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); } # exec: a kill reaches node
 
 t0=$(date +%s)
 bull setup > "$T/setup.log" 2>&1 &
