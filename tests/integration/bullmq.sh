@@ -40,10 +40,13 @@ R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/bullmq.md.
 R ACL SETUSER qrel on ">$reader" '%R~bull:*' -@all +time +scan +llen +zcard +lindex +lrange \
   +zrange +zrevrange +xrange +xrevrange +hmget >/dev/null
-bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); } # exec: a kill reaches node
+bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); }
+# For `bull_bg ... &`: the background subshell becomes node itself, so $! is node's pid and the
+# cleanup's kill reaches it (a subshell around it would be killed and leave node running).
+bull_bg() { cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"; }
 
 t0=$(date +%s)
-bull setup > "$T/setup.log" 2>&1 &
+bull_bg setup > "$T/setup.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 1 600); do grep -q '^ready$' "$T/setup.log" && break; sleep 0.05; done
 expect_eq "BullMQ set the scene" "$(tail -1 "$T/setup.log")" ready
@@ -97,10 +100,10 @@ EOF2
 start_exporter "$T/stall.yml"
 scrape "$T/before.prom"
 expect_metric "$T/before.prom" 0 qrel_lease_expiries_total 'queue="cpu"'
-bull stall cpu > "$T/stall.log" 2>&1 &
+bull_bg stall cpu > "$T/stall.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 1 200); do [ "$(R LLEN bull:cpu:active)" = 1 ] && break; sleep 0.05; done
-bull checker cpu > "$T/checker.log" 2>&1 &
+bull_bg checker cpu > "$T/checker.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 1 200); do R XRANGE bull:cpu:events - + | grep -qx stalled && break; sleep 0.05; done
 scrape "$T/after.prom"
