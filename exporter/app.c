@@ -40,7 +40,7 @@ static void warn_if_empty(size_t nsources, const char *path)
     if (nsources == 0)
         log_kv(LOG_WARN,
                "no sources configured: serving only the exporter's own series; add sources to "
-               "the file and reload (SIGHUP or POST /-/reload)",
+               "the file and reload (SIGHUP, or POST /-/reload with --web.enable-lifecycle)",
                "file", path, NULL);
 }
 

@@ -161,11 +161,12 @@ static void sources_table(struct buf *b, struct scheduler *s)
                     "nothing yet and serves only its own series. Add one entry per broker or "
                     "database under <code>sources:</code> in <code>");
         esc(b, scheduler_sources(s)->path);
-        buf_puts(b, "</code> (every kind and key: <code>qrel.example.yml</code>, in "
-                    "<code>/usr/share/doc/qrel/examples/</code> when installed from the package), "
-                    "check it with <code>qrel_exporter --config.check</code>, then reload: "
-                    "<code>systemctl reload qrel-exporter</code>, <code>SIGHUP</code> or "
-                    "<code>POST /-/reload</code>.</p>\n");
+        buf_puts(b,
+                 "</code> (every kind and key: <code>qrel.example.yml</code>, in "
+                 "<code>/usr/share/doc/qrel/examples/</code> when installed from the package), "
+                 "check it with <code>qrel_exporter --config.check</code>, then reload: "
+                 "<code>systemctl reload qrel-exporter</code>, <code>SIGHUP</code> or "
+                 "<code>POST /-/reload</code> (with <code>--web.enable-lifecycle</code>).</p>\n");
         return;
     }
     buf_puts(b, "<table id=\"sources\">\n<tr><th>Source</th><th>Kind</th><th>Last collection</th>"
