@@ -39,7 +39,13 @@ $JOBS "$B" bury emails
 $JOBS "$B" hold emails 60 "$T/held" &
 PIDS+=("$!")
 $JOBS "$B" put short 1 1
-$JOBS "$B" overrun short 15
+# beanstalkd 1.12 sometimes lets a fresh job's TTR pass uncounted while its holder waits (seen
+# here: 3 of 4 first tries); the holder releases it and tries again until the server has counted
+# a timeout, and the scrape must then report exactly the server's count.
+for _ in 1 2 3 4 5; do
+  $JOBS "$B" overrun short 4
+  [ "$($JOBS "$B" stats | awk '$1 == "job_timeouts" { print $2 }')" -ge 1 ] && break
+done
 for _ in $(seq 1 200); do [ -s "$T/held" ] && break; sleep 0.05; done
 [ -s "$T/held" ] || not_ok "the holding worker reserved a job"
 
@@ -70,7 +76,10 @@ expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="short"' 'state="in_fli
 expect_metric "$T/all.prom" 0 qrel_dead_letter_messages 'queue="short"'
 expect_metric "$T/all.prom" 1 qrel_lease_timeout_seconds 'queue="short"'
 expect_absent "$T/all.prom" qrel_dead_letter_oldest_age_seconds 'queue="short"'
-expect_metric "$T/all.prom" 1 qrel_lease_expiries_total 'kind="beanstalkd"'
+expect_metric "$T/all.prom" "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" \
+  qrel_lease_expiries_total 'kind="beanstalkd"'
+expect_between "the server counted the overrun's timeout" \
+  "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" 1 5
 expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
 expect_absent "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="default"'
 expect_eq "round trips for 3 tubes" \
