@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "deadline.h"
+#include "dlq_kind.h"
 #include "err.h"
 #include "metrics.h"
 
@@ -81,6 +82,11 @@ struct collector_kind {
      * kind without a hint for it is not audited by that rule (it has no dead-letter queue to
      * set up). */
     const char *(*audit_hint)(const char *rule);
+    /* Optional (NULL: `qrel dlq` cannot read this kind's dead letters): inspect and replay, see
+     * dlq_kind.h. A kind offering it also offers dead_letter_validate, which `dead_letters`
+     * entries for `qrel dlq` go through even when the kind has no dead_letter_ids (its reads
+     * have side effects, so the exporter does not classify it on every scrape). */
+    const struct dlq_kind *dlq;
 };
 
 struct collector {

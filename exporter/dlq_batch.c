@@ -1,0 +1,43 @@
+/* dlq_batch.c: the list of dead letters a kind read for `qrel dlq` (dlq_kind.h). It lives in the
+ * core so that every kind grows and frees it the same way. */
+#include "dlq_kind.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct dlq_message *dlq_batch_push(struct dlq_batch *b)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->v = xrealloc(b->v, b->cap * sizeof *b->v);
+    }
+    struct dlq_message *m = &b->v[b->n++];
+    memset(m, 0, sizeof *m);
+    m->deliveries = -1;
+    return m;
+}
+
+void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        struct dlq_message *m = &b->v[i];
+        free(m->message_id);
+        free(m->work_id);
+        if (k && k->message_free)
+            k->message_free(m->kind_data);
+        else
+            free(m->kind_data);
+    }
+    free(b->v);
+    free(b->dead_letter_queue);
+    free(b->origin);
+    if (k && k->batch_free)
+        k->batch_free(b->kind_data);
+    else
+        free(b->kind_data);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,96 @@
+/* dlq_kind.h: what a kind offers `qrel dlq` (inspect and replay a dead-letter queue).
+ *
+ * The exporter only ever reads. `qrel dlq` is the one part of qrel that writes to a broker, and
+ * only on `replay --yes`; everything it does goes through these hooks, so the command names no
+ * kind. A kind that offers them sets collector_kind.dlq (collector.h); a kind without them cannot
+ * be inspected or replayed, and `qrel dlq` says so.
+ *
+ * The order of a replay is the safety argument, and it is the core's (exporter/dlq.c), not the
+ * kind's: for each chosen message, requeue() first, remove() only after requeue() succeeded. A
+ * crash between the two leaves the message twice (once back on its queue, once still dead), a
+ * duplicate that the work table absorbs; never a loss. A second run reads the dead-letter queue
+ * again and moves nothing that was removed.
+ *
+ * Reading is allowed to change something only where the broker cannot read otherwise (SQS raises
+ * a receive count and hides the message for a while; Pub/Sub leases it; RabbitMQ marks it
+ * redelivered): the kind then says what in read_effect, and release() puts every message that was
+ * read and not removed back exactly as it can (visibility 0, ack deadline 0, nack with requeue).
+ * The core calls release() on every path out, dry runs and failures included. */
+#ifndef QREL_DLQ_KIND_H
+#define QREL_DLQ_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deadline.h"
+#include "err.h"
+
+struct collector;
+struct cfg_node;
+
+/* Why the dead letters are read: a kind may read differently for a replay (Kafka starts at the
+ * offsets its replay group committed, so a rerun skips what it already replayed). */
+enum dlq_purpose { DLQ_INSPECT, DLQ_REPLAY };
+
+/* One dead letter as the kind read it. Strings are malloc'd, NUL-terminated; the kind fills what
+ * it knows and leaves the rest NULL / -1 / 0. */
+struct dlq_message {
+    char *message_id;   /* the broker's id, as printed: stream entry id, SQS MessageId,
+                         * "partition:offset", Pub/Sub messageId, RabbitMQ message_id or a
+                         * position when it has none */
+    char *work_id;      /* the value of the entry's id_field; NULL: absent (class unknown) */
+    int64_t deliveries; /* how often it was delivered before it died; -1: unknown */
+    double dead_since;  /* unix seconds it reached the dead-letter queue (or was first sent,
+                         * where that is all the broker keeps); 0: unknown */
+    size_t body_bytes;  /* size of the body, for the report */
+    void *kind_data;    /* the kind's own: body, attributes, receipt handle, …; freed by
+                         * dlq_kind.message_free */
+};
+
+/* What read() found. The kind fills it; the core frees it with dlq_batch_free. */
+struct dlq_batch {
+    struct dlq_message *v; /* append with dlq_batch_push */
+    size_t n, cap;
+    size_t total;            /* messages in the dead-letter queue when the broker says (else n) */
+    char *dead_letter_queue; /* its name, malloc'd */
+    char *origin;    /* where a replay puts a message back (queue, stream, topic), malloc'd */
+    void *kind_data; /* the kind's state across read/requeue/remove/release (e.g. a
+                      * consumer), freed by dlq_kind.batch_free */
+};
+
+struct dlq_kind {
+    /* Reads at most max dead letters of queue's dead-letter queue (the one the source already
+     * knows: dead_letter_stream, RedrivePolicy, dead_letter_topic, …), taking each one's work id
+     * from id_field as the kind's dead_letter_validate accepted it. Under dl, with the collector
+     * locked. 0, or -1 with e set (nothing left held: the kind releases what it read). */
+    int (*read)(struct collector *c, const char *queue, const char *id_field, size_t max,
+                enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
+                struct err *e);
+    /* Puts m back on b->origin with its original body and attributes / headers / fields (SQS
+     * FIFO: its group id and a fresh dedup id). Must not remove it from the dead-letter queue. */
+    int (*requeue)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                   const struct deadline *dl, struct err *e);
+    /* Removes m from the dead-letter queue (XDEL, DeleteMessage, ack; Kafka commits its offset
+     * in the replay group). Called only after requeue(m) returned 0. */
+    int (*remove)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                  const struct deadline *dl, struct err *e);
+    /* Optional (NULL: reading changed nothing): puts back every message of b that was read and
+     * not removed, as it was (SQS visibility 0, Pub/Sub ack deadline 0, AMQP nack + requeue). */
+    int (*release)(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                   struct err *e);
+    void (*message_free)(void *kind_data); /* NULL: kind_data is plain malloc'd memory or NULL */
+    void (*batch_free)(void *kind_data);   /* likewise for dlq_batch.kind_data */
+    /* Static texts for the report and the docs. read_effect: what reading leaves changed even
+     * after release (NULL: nothing), e.g. "each read raises the message's
+     * ApproximateReceiveCount by one". cannot_replay: NULL when requeue/remove work; else why
+     * not, and replay refuses with it (requeue and remove may then be NULL). */
+    const char *read_effect;
+    const char *cannot_replay;
+};
+
+/* Appends a zeroed message to b (deliveries -1) and returns it for the kind to fill. */
+struct dlq_message *dlq_batch_push(struct dlq_batch *b);
+/* Frees b's members, each message's kind_data through k (k may be NULL when there is none). */
+void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k);
+
+#endif
