@@ -124,8 +124,8 @@ START_TEST(test_config_not_a_broker)
         load_text(SOURCES DL "  - source: shop\n    queue: orders\n    id_field: order\n" WT, &e),
         -1);
     const char *want = "x.yml:17:13: source: \"shop\" is a postgres source, whose dead letters "
-                       "cannot be read without side effects, so the exporter does not classify "
-                       "them (kinds it classifies: ";
+                       "qrel can neither classify on a scrape nor read with qrel dlq (kinds that "
+                       "can: ";
     ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
     const char *list = e.msg + strlen(want);
     ck_assert_msg(strstr(list, "redis_stream") != NULL, "%s", e.msg);
