@@ -26,49 +26,50 @@ CREATE TABLE handled (order_id text PRIMARY KEY);
 INSERT INTO handled SELECT 'o-' || i FROM generate_series(1, 6) i;
 SQL
 
-# ---- the queues: maxReceiveCount 2, a visibility timeout of 1 s so the consumer's receives come
-# round quickly
+# ---- the queues: maxReceiveCount 2
 orders_dlq=$(create orders-dlq '{}')
 orders=$(create orders "{\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy orders-dlq '"2"')}")
 pay_dlq=$(create payments-dlq '{}')
 pay=$(create payments "{\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy payments-dlq 2)}")
 
-put() { # put URL BODY ATTRIBUTES_JSON
-  sqs SendMessage "$(jq -cn --arg q "$1" --arg b "$2" --argjson a "$3" \
-    '{QueueUrl: $q, MessageBody: $b} + (if $a == {} then {} else {MessageAttributes: $a} end)')" >/dev/null
+# send_batch URL PREFIX N [EXTRA]: messages PREFIX-1..PREFIX-N with the id in the JSON body and
+# in the String attribute order_id (plus a Number and a Binary one), and EXTRA (a JSON list of
+# entries) after them, ten to a SendMessageBatch
+send_batch() {
+  jq -cn --arg q "$1" --arg p "$2" --argjson n "$3" --argjson extra "${4:-[]}" '
+    [range(1; $n + 1) | {Id: "m\(.)", MessageBody: ({order: {id: "\($p)-\(.)"}, note: "caf\u00e9 \(.)"} | tojson),
+      MessageAttributes: {order_id: {DataType: "String", StringValue: "\($p)-\(.)"},
+        seq: {DataType: "Number", StringValue: "\(.)"}, blob: {DataType: "Binary", BinaryValue: "AAECAw=="}}}]
+    + $extra | _nwise(10) | {QueueUrl: $q, Entries: .}' | while read -r batch; do
+    [ "$(sqs SendMessageBatch "$batch" | jq '.Failed | length')" -eq 0 ] || echo "SendMessageBatch failed" >&2
+  done
 }
-attrs() { # attrs ORDER_ID SEQ: a String id, a Number and a Binary attribute
-  jq -cn --arg id "$1" --arg n "$2" '{order_id: {DataType: "String", StringValue: $id},
-    seq: {DataType: "Number", StringValue: $n}, blob: {DataType: "Binary", BinaryValue: "AAECAw=="}}'
-}
-for i in $(seq 1 12); do
-  put "$orders" "{\"order\":{\"id\":\"o-$i\"},\"note\":\"caf\u00e9 $i\"}" "$(attrs "o-$i" "$i")"
-done
-put "$orders" '{"note":"no id 1"}' '{}'
-put "$orders" '{"order":{"ref":2}}' '{"seq":{"DataType":"Number","StringValue":"13"}}'
-for i in $(seq 1 10); do
-  put "$pay" "{\"order\":{\"id\":\"p-$i\"}}" "$(attrs "p-$i" "$i")"
-done
+# two without the id: none in the body, none in the attributes
+send_batch "$orders" o 12 '[{"Id": "u1", "MessageBody": "{\"note\":\"no id 1\"}"},
+  {"Id": "u2", "MessageBody": "{\"order\":{\"ref\":2}}",
+   "MessageAttributes": {"seq": {"DataType": "Number", "StringValue": "13"}}}]'
+send_batch "$pay" p 10
 
-drain() { # drain URL: receives until nothing comes back; prints how many were received
+drain() { # drain URL: receives until nothing comes back, each kept for 2 s (however slow this
+  # machine is, none comes back within the drain); prints how many were received
   local n=0 got
-  while got=$(receive "$1") && [ "$got" -gt 0 ]; do n=$((n + got)); done
+  while got=$(receive "$1" '"VisibilityTimeout":2') && [ "$got" -gt 0 ]; do n=$((n + got)); done
   echo "$n"
 }
 # A consumer that fails: two deliveries each, then the receive that finds them over
 # maxReceiveCount moves them to the dead-letter queues (as SQS does).
 expect_eq "1st delivery of the orders" "$(drain "$orders")" 14
 expect_eq "1st delivery of the payments" "$(drain "$pay")" 10
-sleep 1.3
+sleep 2.1
 expect_eq "2nd delivery of the orders" "$(drain "$orders")" 14
 expect_eq "2nd delivery of the payments" "$(drain "$pay")" 10
-sleep 1.3
+sleep 2.1
 expect_eq "3rd receive of the orders: dead-lettered instead" "$(drain "$orders")" 0
 expect_eq "3rd receive of the payments: dead-lettered instead" "$(drain "$pay")" 0
 expect_eq "orders-dlq holds them" "$(depth "$orders_dlq" ApproximateNumberOfMessages)" 14
 expect_eq "payments-dlq holds them" "$(depth "$pay_dlq" ApproximateNumberOfMessages)" 10
 # The source queue's own messages, sent after the storm: qrel must never receive them.
-for i in 1 2 3; do put "$orders" "{\"order\":{\"id\":\"live-$i\"}}" "$(attrs "live-$i" "$i")"; done
+send_batch "$orders" live 3
 
 # ---- snapshots: queue attributes, and every dead letter's id, body, attributes and sent time
 # (received with a long visibility, then made visible again at once; that raises each one's
@@ -128,7 +129,8 @@ sources:
     kind: postgres
     dsn_env: QREL_TEST_PG_DSN
     claim_tables:
-      - {table: claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at}
+      - {table: claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at,
+         in_flight_window: 1m}
 dead_letters:
   - source: aws
     queue: orders
@@ -172,8 +174,8 @@ expect_eq "inspect: deliveries min and max = the receive count before the read" 
   "$(jq -r '.deliveries | "\(.min) \(.max) \(.unknown)"' "$T/inspect.json")" "$c $c 0"
 expect_between "inspect: oldest dead_since (SentTimestamp)" "$(jq '.dead_since.oldest' "$T/inspect.json")" "$t0" "$(date +%s)"
 expect_between "inspect: newest dead_since" "$(jq '.dead_since.newest' "$T/inspect.json")" "$t0" "$(date +%s)"
-expect_cmd "inspect: says what reading changed" \
-  jq -e '.read_effect | test("ApproximateReceiveCount by one")' "$T/inspect.json"
+expect_eq "inspect: says what reading changed" \
+  "$(jq '.read_effect | test("ApproximateReceiveCount by one")' "$T/inspect.json")" true
 dlq inspect aws-attr orders > "$T/inspect-attr.json"
 expect_eq "inspect (dedup, attribute:order_id): done, not_done, unknown" \
   "$(jq -r '.classes | "\(.done) \(.not_done) \(.unknown)"' "$T/inspect-attr.json")" "6 6 2"
@@ -210,15 +212,21 @@ while page=$(sqs ReceiveMessage "{\"QueueUrl\":\"$orders\",\"MaxNumberOfMessages
   && [ "$(jq '.Messages | length' <<<"$page")" -gt 0 ]; do
   jq -c '.Messages[]' <<<"$page" >> "$T/orders.raw"
 done
-expect_eq "replayed bodies and attributes = the dead letters' (not_done ones)" \
-  "$(jq -s -S -c 'map(select(.Body | test("live") | not) | {Body, MessageAttributes}) | sort_by(.Body)' "$T/orders.raw")" \
-  "$(jq -S -c 'map(select(.Body | test("\"o-([5-9]|1[0-2])\"")) | {Body, MessageAttributes}) | sort_by(.Body)' "$T/before.json")"
+jq -s -S 'map(select(.Body | test("live") | not) | {Body, MessageAttributes}) | sort_by(.Body)' \
+  "$T/orders.raw" > "$T/replayed.json"
+jq -S 'map(select(.Body | test("\"o-([5-9]|1[0-2])\"")) | {Body, MessageAttributes}) | sort_by(.Body)' \
+  "$T/before.json" > "$T/not_done.json"
+expect_eq "replayed: 8 messages" "$(jq length "$T/replayed.json")" 8
+expect_cmd "replayed bodies and attributes = those of the not_done dead letters" \
+  cmp -s "$T/replayed.json" "$T/not_done.json"
 expect_eq "the source queue's own messages: untouched until now" \
   "$(jq -s -r 'map(select(.Body | test("live"))) | map("\(.MessageAttributes.order_id.StringValue):\(.Attributes.ApproximateReceiveCount)") | sort | join(",")' "$T/orders.raw")" \
   "live-1:1,live-2:1,live-3:1"
 
 # ---- a replay killed after a few messages, then run again: every message moved, none lost
-dlq replay aws payments --yes --rate=4/s > /dev/null 2>&1 &
+# qrel itself in the background (not a function's subshell), so that the kill reaches it
+"$QREL" dlq replay --config.file="$T/qrel.yml" --source=aws --queue=payments --yes --rate=4/s \
+  > /dev/null 2>&1 &
 pid=$!
 PIDS+=("$pid")
 moved_some() { [ "$(depth "$pay" ApproximateNumberOfMessages)" -ge 3 ]; }
@@ -226,13 +234,13 @@ wait_for -i 0.02 20 "the paced replay to move 3 payments" moved_some
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 killed_at=$(depth "$pay" ApproximateNumberOfMessages)
-left=$(($(depth "$pay_dlq" ApproximateNumberOfMessages) + $(depth "$pay_dlq" ApproximateNumberOfMessagesNotVisible)))
 expect_between "payments moved before the kill" "$killed_at" 3 9
-expect_between "payments-dlq after the kill: the rest (one more when killed between send and delete)" \
-  "$left" $((10 - killed_at)) $((11 - killed_at))
 # what the killed run held turns visible when dlq_visibility_timeout (2 s) ends
 visible_again() { [ "$(depth "$pay_dlq" ApproximateNumberOfMessagesNotVisible)" -eq 0 ]; }
 wait_for 10 "the killed replay's dead letters to turn visible" visible_again
+left=$(depth "$pay_dlq" ApproximateNumberOfMessages)
+expect_between "payments-dlq after the kill: the rest (one more when killed between send and delete)" \
+  "$left" $((10 - killed_at)) $((11 - killed_at))
 dlq replay aws payments --yes > "$T/rerun.json" || not_ok "replay after the kill exited $?"
 expect_eq "rerun: moved what the killed run left" "$(jq '.replay.moved | length' "$T/rerun.json")" "$left"
 expect_eq "payments-dlq after the rerun: empty" \
