@@ -240,7 +240,11 @@ static void list_ids(struct buf *out, const struct dlq_read *r, enum dlq_fate f,
         n++;
         if (shown == max)
             continue;
-        buf_puts(out, shown++ ? (json ? "," : ", ") : (json ? "" : " "));
+        if (!json && f == DLQ_FATE_FAILED)
+            buf_puts(out, "\n  "); /* one a line: each has its reason */
+        else
+            buf_puts(out, shown ? (json ? "," : ", ") : (json ? "" : " "));
+        shown++;
         if (json && f == DLQ_FATE_FAILED) {
             buf_puts(out, "{\"message_id\":");
             put_json(out, r->batch.v[i].message_id);
@@ -270,19 +274,16 @@ static void replay_text(struct buf *out, const struct dlq_report_ctx *x, const s
     if (o->limit)
         buf_printf(out, " --limit=%zu", o->limit);
     buf_printf(out, ": %zu chosen\n", res->chosen);
-    if (!o->yes) {
-        buf_printf(out, "dry run, nothing changed: would move %zu to ",
-                   res->n[DLQ_FATE_WOULD_MOVE]);
-        put_text(out, r->batch.origin);
-        buf_putc(out, ':');
-        list_ids(out, r, DLQ_FATE_WOULD_MOVE, -1, ALL, 0);
-        buf_puts(out, "\nrun again with --yes to move them\n");
+    enum dlq_fate f = o->yes ? DLQ_FATE_MOVED : DLQ_FATE_WOULD_MOVE;
+    buf_puts(out, o->yes ? "" : "dry run, nothing changed: ");
+    if (res->n[f] == 0) {
+        buf_puts(out, o->yes ? "moved nothing\n" : "nothing to move\n");
     } else {
-        buf_printf(out, "moved %zu to ", res->n[DLQ_FATE_MOVED]);
+        buf_printf(out, "%s %zu to ", o->yes ? "moved" : "would move", res->n[f]);
         put_text(out, r->batch.origin);
         buf_putc(out, ':');
-        list_ids(out, r, DLQ_FATE_MOVED, -1, ALL, 0);
-        buf_putc(out, '\n');
+        list_ids(out, r, f, -1, ALL, 0);
+        buf_puts(out, o->yes ? "\n" : "\nrun again with --yes to move them\n");
     }
     for (int c = DLQ_SKIP_DONE; c < DLQ_CHOICE_COUNT; c++) {
         if (!res->skipped[c])
