@@ -9,31 +9,32 @@
 
 #include "expfmt.h"
 
+/* s made valid UTF-8, in b (which the caller frees). */
+static const char *clean(struct buf *b, const char *s)
+{
+    buf_init(b);
+    util_utf8_sanitize(b, s, strlen(s));
+    return b->data ? b->data : "";
+}
+
 static void put_text(struct buf *out, const char *s)
 {
     if (!s) {
         buf_puts(out, "-");
         return;
     }
-    struct buf clean;
-    buf_init(&clean);
-    util_utf8_sanitize(&clean, s, strlen(s));
-    for (const char *p = clean.data ? clean.data : ""; *p; p++)
+    struct buf b;
+    for (const char *p = clean(&b, s); *p; p++)
         buf_putc(out, (unsigned char)*p < 0x20 ? '?' : *p);
-    buf_free(&clean);
+    buf_free(&b);
 }
 
 static void put_json(struct buf *out, const char *s)
 {
-    if (!s) {
-        buf_puts(out, "null");
-        return;
-    }
-    struct buf clean;
-    buf_init(&clean);
-    util_utf8_sanitize(&clean, s, strlen(s));
-    buf_json_string(out, clean.data ? clean.data : "");
-    buf_free(&clean);
+    struct buf b;
+    buf_json_string(out, s ? clean(&b, s) : NULL);
+    if (s)
+        buf_free(&b);
 }
 
 static void put_number(struct buf *out, int has, double v)
@@ -154,18 +155,14 @@ static void inspect_json(struct buf *out, const struct dlq_report_ctx *x, const 
                          const struct dlq_summary *s)
 {
     const struct dlq_batch *b = &r->batch;
-    buf_puts(out, "\"source\":");
-    put_json(out, x->source);
-    buf_puts(out, ",\"kind\":");
-    put_json(out, x->kind);
-    buf_puts(out, ",\"queue\":");
-    put_json(out, x->queue);
-    buf_puts(out, ",\"dead_letter_queue\":");
-    put_json(out, b->dead_letter_queue);
-    buf_puts(out, ",\"origin\":");
-    put_json(out, b->origin);
-    buf_puts(out, ",\"work_table_source\":");
-    put_json(out, x->work_source);
+    const char *const names[][2] = {
+        {"source", x->source}, {"kind", x->kind},
+        {"queue", x->queue},   {"dead_letter_queue", b->dead_letter_queue},
+        {"origin", b->origin}, {"work_table_source", x->work_source}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        buf_printf(out, "%s\"%s\":", i ? "," : "", names[i][0]);
+        put_json(out, names[i][1]);
+    }
     buf_printf(out, ",\"total\":%zu,\"read\":%zu,\"unread\":%zu", s->total, s->read,
                s->total - s->read);
     buf_puts(out, ",\"classes\":{");
