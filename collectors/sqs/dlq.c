@@ -127,19 +127,18 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
         int got = sqs_get_queue_url(c, &st->calls, queue, NULL, dl, &st->source_url, e);
         if (got <= 0) {
             if (got == 0)
-                err_set(e, ERR_QUERY, "queue \"%s\" does not exist", queue);
+                err_set(e, ERR_QUERY, "no such queue");
             goto out;
         }
     }
     int got = sqs_get_attributes(c, &st->calls, st->source_url, queue, 1, dl, &src, e);
     if (got <= 0) {
         if (got == 0)
-            err_set(e, ERR_QUERY, "queue \"%s\" does not exist", queue);
+            err_set(e, ERR_QUERY, "no such queue");
         goto out;
     }
     if (!src.has_redrive) {
-        err_set(e, ERR_QUERY,
-                "queue \"%s\" has no RedrivePolicy, so it has no dead-letter queue to read", queue);
+        err_set(e, ERR_QUERY, "no RedrivePolicy, so no dead-letter queue to read");
         goto out;
     }
     st->source_fifo = src.fifo;
@@ -148,20 +147,20 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
                             &st->dlq_url, e);
     if (got <= 0) {
         if (got == 0)
-            err_set(e, ERR_QUERY, "dead-letter queue \"%s\" of queue \"%s\" does not exist",
-                    src.redrive.dlq_name, queue);
+            err_set(e, ERR_QUERY, "its dead-letter queue \"%s\" does not exist",
+                    src.redrive.dlq_name);
         goto out;
     }
     /* A policy naming the queue itself would make read() receive the source's own messages */
     if (strcmp(st->dlq_url, st->source_url) == 0 ||
         (src.arn && strcmp(src.arn, src.redrive.dlq_arn) == 0)) {
-        err_set(e, ERR_QUERY, "queue \"%s\": its RedrivePolicy names the queue itself", queue);
+        err_set(e, ERR_QUERY, "its RedrivePolicy names the queue itself");
         goto out;
     }
     got = sqs_get_attributes(c, &st->calls, st->dlq_url, st->dlq_name, 0, dl, &dead, e);
     if (got <= 0) {
         if (got == 0)
-            err_set(e, ERR_QUERY, "dead-letter queue \"%s\" does not exist", st->dlq_name);
+            err_set(e, ERR_QUERY, "its dead-letter queue \"%s\" does not exist", st->dlq_name);
         goto out;
     }
     b->total = (size_t)(dead.ready + dead.in_flight + dead.delayed);

@@ -7,7 +7,9 @@
 # receive count raised by exactly one per read as the report says); replay moves exactly the
 # not_done messages with bodies and attributes intact; a second replay moves nothing; a replay
 # SIGKILLed after a few messages and run again ends with every message moved and none lost; the
-# source queue's own messages are never received (their receive count is still 0 at the end).
+# source queue's own messages are never received (their receive count is still 0 at the end);
+# a FIFO queue's dead letters go back each to its group; a queue without a RedrivePolicy is a
+# clear error.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/sqs.sh
@@ -31,6 +33,9 @@ orders_dlq=$(create orders-dlq '{}')
 orders=$(create orders "{\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy orders-dlq '"2"')}")
 pay_dlq=$(create payments-dlq '{}')
 pay=$(create payments "{\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy payments-dlq 2)}")
+ev_dlq=$(create events-dlq.fifo '{"FifoQueue":"true"}')
+ev=$(create events.fifo "{\"FifoQueue\":\"true\",\"ContentBasedDeduplication\":\"true\",\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy events-dlq.fifo 2)}")
+create plain '{}' >/dev/null
 
 # send_batch URL PREFIX N [EXTRA]: messages PREFIX-1..PREFIX-N with the id in the JSON body and
 # in the String attribute order_id (plus a Number and a Binary one), and EXTRA (a JSON list of
@@ -49,6 +54,11 @@ send_batch "$orders" o 12 '[{"Id": "u1", "MessageBody": "{\"note\":\"no id 1\"}"
   {"Id": "u2", "MessageBody": "{\"order\":{\"ref\":2}}",
    "MessageAttributes": {"seq": {"DataType": "Number", "StringValue": "13"}}}]'
 send_batch "$pay" p 10
+for i in 1 2 3; do # FIFO: a group each, since SQS hands out one group's messages in order
+  sqs SendMessage "$(jq -cn --arg q "$ev" --arg i "$i" '{QueueUrl: $q, MessageGroupId: "g\($i)",
+    MessageBody: ({order: {id: "e-\($i)"}} | tojson),
+    MessageAttributes: {order_id: {DataType: "String", StringValue: "e-\($i)"}}}')" >/dev/null
+done
 
 drain() { # drain URL: receives until nothing comes back, each kept for 2 s (however slow this
   # machine is, none comes back within the drain); prints how many were received
@@ -60,12 +70,15 @@ drain() { # drain URL: receives until nothing comes back, each kept for 2 s (how
 # maxReceiveCount moves them to the dead-letter queues (as SQS does).
 expect_eq "1st delivery of the orders" "$(drain "$orders")" 14
 expect_eq "1st delivery of the payments" "$(drain "$pay")" 10
+expect_eq "1st delivery of the FIFO events" "$(drain "$ev")" 3
 sleep 2.1
 expect_eq "2nd delivery of the orders" "$(drain "$orders")" 14
 expect_eq "2nd delivery of the payments" "$(drain "$pay")" 10
+expect_eq "2nd delivery of the FIFO events" "$(drain "$ev")" 3
 sleep 2.1
 expect_eq "3rd receive of the orders: dead-lettered instead" "$(drain "$orders")" 0
 expect_eq "3rd receive of the payments: dead-lettered instead" "$(drain "$pay")" 0
+expect_eq "3rd receive of the FIFO events: dead-lettered instead" "$(drain "$ev")" 0
 expect_eq "orders-dlq holds them" "$(depth "$orders_dlq" ApproximateNumberOfMessages)" 14
 expect_eq "payments-dlq holds them" "$(depth "$pay_dlq" ApproximateNumberOfMessages)" 10
 # The source queue's own messages, sent after the storm: qrel must never receive them.
@@ -116,7 +129,7 @@ sources:
     endpoint: http://127.0.0.1:$FQ/
     access_key_id: AKIDQRELDLQTEST1
     secret_access_key_env: QREL_TEST_SQS_SECRET
-    queues: [orders, payments]
+    queues: [orders, payments, events.fifo, plain]
     dlq_visibility_timeout: 2s
   - name: aws-attr
     kind: sqs
@@ -138,6 +151,14 @@ dead_letters:
     work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
   - source: aws
     queue: payments
+    id_field: order.id
+    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
+  - source: aws
+    queue: events.fifo
+    id_field: order.id
+    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
+  - source: aws
+    queue: plain
     id_field: order.id
     work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
   - source: aws-attr
@@ -253,5 +274,20 @@ expect_eq "payments after kill and rerun: every one of the 10 (none lost)" "$pay
   "p-1,p-10,p-2,p-3,p-4,p-5,p-6,p-7,p-8,p-9"
 expect_between "payments after kill and rerun: at most one duplicate (moved, killed before its delete)" \
   "$(jq -s 'length' "$T/pay.raw")" 10 11
+
+# ---- FIFO: each message back on its group, with a fresh deduplication id (content-based
+# deduplication would otherwise see the same body within 5 minutes as a duplicate of the original)
+dlq replay aws events.fifo --yes > "$T/fifo.json" || not_ok "FIFO replay exited $?"
+expect_eq "FIFO replay: moved" "$(jq -r '[.replay.moved[].work_id] | sort | join(",")' "$T/fifo.json")" "e-1,e-2,e-3"
+expect_eq "events-dlq.fifo after the replay" "$(depth "$ev_dlq" ApproximateNumberOfMessages)" 0
+expect_eq "events.fifo: each body back in its own group" \
+  "$(sqs ReceiveMessage "{\"QueueUrl\":\"$ev\",\"MaxNumberOfMessages\":10,\"AttributeNames\":[\"All\"],\"MessageAttributeNames\":[\"All\"]}" |
+    jq -r '[.Messages[] | "\(.Attributes.MessageGroupId):\(.Body | fromjson | .order.id):\(.MessageAttributes.order_id.StringValue)"] | sort | join(",")')" \
+  "g1:e-1:e-1,g2:e-2:e-2,g3:e-3:e-3"
+
+# ---- a queue without a RedrivePolicy: a clear error, exit 1
+dlq inspect aws plain > /dev/null 2> "$T/plain.err" && not_ok "inspect of a queue without a RedrivePolicy succeeded"
+expect_eq "inspect of a queue without a RedrivePolicy says why" "$(cat "$T/plain.err")" \
+  'qrel dlq: queue "plain": source "aws": no RedrivePolicy, so no dead-letter queue to read'
 
 finish
