@@ -38,7 +38,7 @@ const char *kafka_dlq_origin(const char *queue, int shared, const char *header_o
 int64_t kafka_dlq_deliveries(const void *value, size_t len)
 {
     const unsigned char *b = value;
-    if (!b || len == 0 || len > 19)
+    if (!b || len == 0 || len > 18) /* 18 digits always fit an int64 */
         return -1;
     int digits = 1;
     for (size_t i = 0; i < len && digits; i++)
