@@ -116,21 +116,9 @@ static void clear_error(struct state *st)
 
 static int open_handle(struct state *st, struct err *e)
 {
-    char errstr[512];
-    const char *bad = NULL;
-    rd_kafka_conf_t *conf = kafka_settings_conf(&st->cfg, errstr, sizeof errstr, &bad);
-    if (!conf)
-        return err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
-                       kafka_settings_is_secret(bad) ? "invalid value" : errstr);
-    rd_kafka_conf_set_opaque(conf, st);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, on_log);
-    st->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!st->rk) {
-        rd_kafka_conf_destroy(conf);
-        return err_set(e, ERR_CONFIG, "kafka: cannot create the client: %s", errstr);
-    }
-    return 0;
+    const struct kafka_client_cbs cb = {.opaque = st, .error_cb = on_error, .log_cb = on_log};
+    st->rk = kafka_settings_client(&st->cfg, RD_KAFKA_CONSUMER, NULL, &cb, e);
+    return st->rk ? 0 : -1;
 }
 
 /* The error of a failed call, with the broker error librdkafka reported meanwhile when that
@@ -1254,7 +1242,7 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     out->dead_letter_queue = kafka_dlq_name(sp->dlq_tmpl, queue);
     out->origin = xstrdup(queue);
     int shared = dlq_shared(st, queue, out->dead_letter_queue);
-    out->kind_data = kafka_replay_new(c->name, queue, out->dead_letter_queue, shared);
+    out->kind_data = kafka_replay_new(c->name, out->origin, out->dead_letter_queue, shared);
     struct scrape sc;
     memset(&sc, 0, sizeof sc);
     struct deadline inner;

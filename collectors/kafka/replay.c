@@ -24,7 +24,8 @@
 #include "util.h"
 
 struct kafka_replay {
-    char *source, *queue, *dlq_topic, *group;
+    char *source, *group;
+    const char *queue, *dlq_topic; /* the batch's origin and dead_letter_queue */
     int shared;
     rd_kafka_t *producer;
     /* The acknowledgement of the record in flight: each produce has a sequence number that the
@@ -81,8 +82,8 @@ struct kafka_replay *kafka_replay_new(const char *source, const char *queue, con
 {
     struct kafka_replay *r = xcalloc(1, sizeof *r);
     r->source = xstrdup(source);
-    r->queue = xstrdup(queue);
-    r->dlq_topic = xstrdup(dlq_topic);
+    r->queue = queue;
+    r->dlq_topic = dlq_topic;
     r->group = kafka_replay_group(queue);
     r->shared = shared;
     return r;
@@ -98,8 +99,6 @@ void kafka_replay_free(void *p)
     if (r->producer)
         rd_kafka_destroy(r->producer);
     free(r->source);
-    free(r->queue);
-    free(r->dlq_topic);
     free(r->group);
     free(r->stopped);
     free(r->stopped_at);
@@ -134,34 +133,14 @@ static int open_producer(struct kafka_replay *r, const struct kafka_settings *cf
 {
     if (r->producer)
         return 0;
-    char errstr[512];
-    const char *bad = NULL;
-    rd_kafka_conf_t *conf = kafka_settings_conf(cfg, errstr, sizeof errstr, &bad);
-    if (!conf)
-        return err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
-                       kafka_settings_is_secret(bad) ? "invalid value" : errstr);
-    static const struct {
-        const char *k, *v;
-    } replay_props[] = {
-        {"acks", "all"},
-        {"partitioner", "murmur2_random"},
-        /* One record at a time, each waited for: no batching delay. */
-        {"linger.ms", "0"},
-    };
-    for (size_t i = 0; i < sizeof replay_props / sizeof replay_props[0]; i++)
-        if (rd_kafka_conf_set(conf, replay_props[i].k, replay_props[i].v, errstr, sizeof errstr)) {
-            rd_kafka_conf_destroy(conf);
-            return err_set(e, ERR_CONFIG, "kafka: %s: %s", replay_props[i].k, errstr);
-        }
-    rd_kafka_conf_set_opaque(conf, r);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_log_cb(conf, on_log);
-    r->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!r->producer) {
-        rd_kafka_conf_destroy(conf);
-        return err_set(e, ERR_CONFIG, "kafka: cannot create the replay producer: %s", errstr);
-    }
-    return 0;
+    static const char *const replay_props[] = {
+        "acks",        "all",            /* the safety argument rests on the acknowledgement */
+        "partitioner", "murmur2_random", /* the Java clients' hash of a key */
+        "linger.ms",   "0", /* one record at a time, each waited for: no batching delay */
+        NULL};
+    const struct kafka_client_cbs cb = {.opaque = r, .log_cb = on_log, .dr_msg_cb = on_delivery};
+    r->producer = kafka_settings_client(cfg, RD_KAFKA_PRODUCER, replay_props, &cb, e);
+    return r->producer ? 0 : -1;
 }
 
 static int wait_ms(const struct deadline *dl, int max)

@@ -34,6 +34,8 @@ void kafka_dead_letter_free(void *d);
  * requeue, and the partitions a failed requeue stopped. */
 struct kafka_replay;
 
+/* queue and dlq_topic are not copied: they are the batch's origin and dead_letter_queue, which
+ * live as long as the batch's kind_data. */
 struct kafka_replay *kafka_replay_new(const char *source, const char *queue, const char *dlq_topic,
                                       int shared);
 void kafka_replay_free(void *r);

@@ -67,22 +67,14 @@ sources:
     port: $PGP
     user: postgres
     dbname: postgres
-    claim_tables:
-      - {table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at,
-         done_at_column: sent_at, in_flight_window: 2m}
+    claim_tables: [{table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at, in_flight_window: 2m}]
 dead_letters:
-  - source: bus
-    queue: orders
-    id_field: order.id
-    work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}
-  - source: bus
-    queue: invoices
-    id_field: header:invoice-id
-    work_table: {source: shop, table: processed_invoices, id_column: invoice_id}
-  - source: bus
-    queue: payments
-    id_field: header:payment-id
-    work_table: {source: shop, table: processed_payments, id_column: payment_id}
+  - {source: bus, queue: orders, id_field: order.id,
+     work_table: {source: shop, table: confirmation_claims, id_column: order_id, done_column: sent_at}}
+  - {source: bus, queue: invoices, id_field: "header:invoice-id",
+     work_table: {source: shop, table: processed_invoices, id_column: invoice_id}}
+  - {source: bus, queue: payments, id_field: "header:payment-id",
+     work_table: {source: shop, table: processed_payments, id_column: payment_id}}
 YML
 dlq() { "$QREL" dlq "$1" --config.file="$T/qrel.yml" --source=bus --format=json "${@:2}"; }
 # Everything a replay could change: the topics' records and the replay groups' offsets.
