@@ -30,7 +30,8 @@ struct kafka_replay {
     rd_kafka_t *producer;
     /* The acknowledgement of the record in flight: each produce has a sequence number that the
      * delivery callback reports back, so a late report of an abandoned record is told apart. */
-    uint64_t seq, acked_seq;
+    uint64_t seq;
+    int acked;
     rd_kafka_resp_err_t acked_err;
     /* Partitions whose requeue failed, with the first such offset: nothing after it is moved. */
     int32_t *stopped;
@@ -118,7 +119,9 @@ int kafka_replay_shared(const struct kafka_replay *r)
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     struct kafka_replay *r = opaque;
-    r->acked_seq = (uint64_t)(uintptr_t)m->_private;
+    if ((uint64_t)(uintptr_t)m->_private != r->seq)
+        return; /* one abandoned earlier, reported late */
+    r->acked = 1;
     r->acked_err = m->err;
 }
 
@@ -171,6 +174,7 @@ static int produce(struct kafka_replay *r, const char *topic, const struct kafka
                    const struct deadline *dl, struct err *e)
 {
     uint64_t seq = ++r->seq;
+    r->acked = 0;
     rd_kafka_headers_t *h = d->headers ? rd_kafka_headers_copy(d->headers) : NULL;
     rd_kafka_resp_err_t err =
         rd_kafka_producev(r->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(d->key, d->key_len),
@@ -183,7 +187,7 @@ static int produce(struct kafka_replay *r, const char *topic, const struct kafka
         return err_set(e, kafka_err_code(err, NULL), "produce to \"%.200s\": %s", topic,
                        rd_kafka_err2str(err));
     }
-    while (r->acked_seq != seq) {
+    while (!r->acked) {
         int ms = wait_ms(dl, 100);
         if (ms <= 0)
             /* It may still be written: then the next run writes it again, a duplicate. */
