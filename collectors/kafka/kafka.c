@@ -26,6 +26,7 @@
 
 #include "collector.h"
 #include "config.h"
+#include "kafka/replay.h"
 #include "kafka/settings.h"
 #include "log.h"
 #include "util.h"
@@ -115,21 +116,9 @@ static void clear_error(struct state *st)
 
 static int open_handle(struct state *st, struct err *e)
 {
-    char errstr[512];
-    const char *bad = NULL;
-    rd_kafka_conf_t *conf = kafka_settings_conf(&st->cfg, errstr, sizeof errstr, &bad);
-    if (!conf)
-        return err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
-                       kafka_settings_is_secret(bad) ? "invalid value" : errstr);
-    rd_kafka_conf_set_opaque(conf, st);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, on_log);
-    st->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!st->rk) {
-        rd_kafka_conf_destroy(conf);
-        return err_set(e, ERR_CONFIG, "kafka: cannot create the client: %s", errstr);
-    }
-    return 0;
+    const struct kafka_client_cbs cb = {.opaque = st, .error_cb = on_error, .log_cb = on_log};
+    st->rk = kafka_settings_client(&st->cfg, RD_KAFKA_CONSUMER, NULL, &cb, e);
+    return st->rk ? 0 : -1;
 }
 
 /* The error of a failed call, with the broker error librdkafka reported meanwhile when that
@@ -1011,51 +1000,74 @@ struct dl_part {
     int done;
 };
 
-static void add_dead_letter(const rd_kafka_message_t *m, const char *id_field,
-                            struct dead_letter_read *out)
+/* The last value of header name on m (NULL: absent or null). */
+static const void *header_value(const rd_kafka_message_t *m, const char *name, size_t *size)
+{
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    *size = 0;
+    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(h, name, &v, size) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return NULL;
+    return v;
+}
+
+/* The id m carries at id_field (a header or a JSON key of its value), malloc'd into *id with its
+ * length; *id = NULL when it carries none. */
+static void record_id(const rd_kafka_message_t *m, const char *id_field, char **id, size_t *len)
 {
     const char *header = kafka_id_field_header(id_field);
-    if (header) {
-        rd_kafka_headers_t *h = NULL;
-        const void *v = NULL;
-        size_t size = 0;
-        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            rd_kafka_header_get_last(h, header, &v, &size) == RD_KAFKA_RESP_ERR_NO_ERROR && v)
-            dead_letter_read_add(out, v, size);
-        else
-            dead_letter_read_add(out, NULL, 0);
+    if (!header) {
+        kafka_json_id(m->payload, m->len, id_field, id, len);
         return;
     }
+    const void *v = header_value(m, header, len);
+    *id = v ? xstrndup(v, *len) : NULL;
+}
+
+/* What read_dead_letters does with each record it read. */
+typedef void (*dead_letter_fn)(const rd_kafka_message_t *m, void *arg);
+
+struct id_read {
+    const char *id_field;
+    struct dead_letter_read *out;
+};
+
+static void add_dead_letter(const rd_kafka_message_t *m, void *arg)
+{
+    struct id_read *r = arg;
     char *id = NULL;
     size_t len = 0;
-    kafka_json_id(m->payload, m->len, id_field, &id, &len);
-    dead_letter_read_add(out, id, len);
+    record_id(m, r->id_field, &id, &len);
+    dead_letter_read_add(r->out, id, len);
     free(id);
 }
 
-/* Reads the records of every partition from its log start, max in all, each partition paused
- * once its last planned offset (or the end of the log) is seen. */
+/* Reads the records of every partition from from[p] (NULL: its log start) up to the high
+ * watermark, max in all, passing each to fn; each partition is paused once its last planned
+ * offset (or the end of the log) is seen. *total grows by the records in those ranges. */
 static int read_dead_letters(struct state *st, const struct deadline *dl,
-                             const struct topic_data *td, const char *id_field, size_t max,
-                             struct dead_letter_read *out, struct err *e)
+                             const struct topic_data *td, const int64_t *from, size_t max,
+                             size_t *total, dead_letter_fn fn, void *arg, struct err *e)
 {
     int np = td->md->partition_cnt;
     struct dl_part *parts = xcalloc(np ? (size_t)np : 1, sizeof *parts);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np ? np : 1);
     size_t n = 0, budget = max;
     for (int p = 0; p < np; p++) {
-        if (td->high[p] <= td->low[p])
+        int64_t start = from ? from[p] : td->low[p];
+        if (td->high[p] <= start)
             continue;
-        uint64_t size = (uint64_t)(td->high[p] - td->low[p]);
-        out->total += (size_t)size;
+        uint64_t size = (uint64_t)(td->high[p] - start);
+        *total += (size_t)size;
         if (budget == 0)
             continue;
         uint64_t take = size < budget ? size : budget;
         budget -= (size_t)take;
         parts[n].id = td->md->partitions[p].id;
-        parts[n].from = td->low[p];
-        parts[n].until = td->low[p] + (int64_t)take - 1;
-        rd_kafka_topic_partition_list_add(l, td->md->topic, parts[n].id)->offset = td->low[p];
+        parts[n].from = start;
+        parts[n].until = start + (int64_t)take - 1;
+        rd_kafka_topic_partition_list_add(l, td->md->topic, parts[n].id)->offset = start;
         n++;
     }
     int rc = 0;
@@ -1081,7 +1093,7 @@ static int read_dead_letters(struct state *st, const struct deadline *dl,
                     dp = &parts[i];
         if (dp && !dp->done) {
             if (!m->err && m->offset >= dp->from && m->offset <= dp->until)
-                add_dead_letter(m, id_field, out);
+                fn(m, arg);
             /* The end of the log (transaction markers, records deleted since ListOffsets) ends
              * the partition's read as its last planned offset does. */
             if (m->err || m->offset >= dp->until) {
@@ -1101,6 +1113,27 @@ out:
     return rc;
 }
 
+/* The metadata and watermarks of dead-letter topic name into sc, for dead_letter_ids and
+ * dlq_read: 0 with *ti its index, SIZE_MAX when the topic does not exist (not created yet:
+ * nothing was dead-lettered). The handle is opened when needed; *inner is dl stopped a little
+ * before the core's, so a timeout says what was waited for. */
+static int dead_letter_topic(struct state *st, const struct deadline *dl, struct deadline *inner,
+                             const char *name, struct scrape *sc, size_t *ti, struct err *e)
+{
+    *inner = *dl;
+    if (deadline_remaining_ms(dl) > 1000)
+        inner->at_ms -= 150;
+    *ti = SIZE_MAX;
+    clear_error(st);
+    if ((!st->rk && open_handle(st, e)) || read_metadata(st, inner, sc, e))
+        return -1;
+    *ti = topic_find(sc, name);
+    if (*ti == SIZE_MAX)
+        return 0;
+    sc->topics[*ti].wanted = 1;
+    return read_watermarks(st, inner, sc, e);
+}
+
 static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
                            const struct deadline *dl, struct dead_letter_read *out, struct err *e)
 {
@@ -1109,29 +1142,15 @@ static int dead_letter_ids(struct collector *c, const char *queue, const char *i
     if (!sp)
         return err_set(e, ERR_CONFIG, "topic \"%.200s\" has no dead_letter_topic", queue);
     out->dead_letter_queue = kafka_dlq_name(sp->dlq_tmpl, queue);
-    /* As collect(): stop waiting a little before the core does, to say what was waited for. */
-    struct deadline inner = *dl;
-    if (deadline_remaining_ms(dl) > 1000)
-        inner.at_ms -= 150;
-    dl = &inner;
-    clear_error(st);
-    if (!st->rk && open_handle(st, e))
-        return -1;
     struct scrape sc;
     memset(&sc, 0, sizeof sc);
-    int rc = -1;
-    if (read_metadata(st, dl, &sc, e))
-        goto out;
-    size_t ti = topic_find(&sc, out->dead_letter_queue);
-    if (ti == SIZE_MAX) {
-        rc = 0; /* not created yet: nothing was dead-lettered */
-        goto out;
-    }
-    sc.topics[ti].wanted = 1;
-    if (read_watermarks(st, dl, &sc, e))
-        goto out;
-    rc = read_dead_letters(st, dl, &sc.topics[ti], id_field, max, out, e);
-out:
+    struct deadline inner;
+    size_t ti;
+    struct id_read r = {id_field, out};
+    int rc = dead_letter_topic(st, dl, &inner, out->dead_letter_queue, &sc, &ti, e);
+    if (rc == 0 && ti != SIZE_MAX)
+        rc = read_dead_letters(st, &inner, &sc.topics[ti], NULL, max, &out->total, add_dead_letter,
+                               &r, e);
     scrape_free(&sc);
     if (rc) {
         err_prefix(e, "dead-letter topic \"%.200s\"", out->dead_letter_queue);
@@ -1139,6 +1158,142 @@ out:
     }
     return rc;
 }
+
+/* ---- `qrel dlq` (exporter/dlq_kind.h) ----
+ * Reading is the join's read (no group joined, nothing committed), from the log start for
+ * inspect and from the replay group's commits for a replay; each record is kept whole (key,
+ * value, headers) for requeue. The writing is replay.c's. */
+
+/* Whether the dead-letter topic dlq of queue also receives other topics' dead letters: a
+ * dead_letter_topic without "{topic}" on an entry that measures more than queue. */
+static int dlq_shared(const struct state *st, const char *queue, const char *dlq)
+{
+    for (size_t i = 0; i < st->cfg.nspecs; i++) {
+        const struct kafka_group_spec *sp = &st->cfg.specs[i];
+        if (!sp->dlq_tmpl || strstr(sp->dlq_tmpl, "{topic}") || strcmp(sp->dlq_tmpl, dlq))
+            continue;
+        if (!sp->topics)
+            return 1;
+        for (size_t k = 0; k < sp->ntopics; k++)
+            if (strcmp(sp->topics[k], queue))
+                return 1;
+    }
+    return 0;
+}
+
+/* A header's value as a string; NULL when absent, null, empty or holding a NUL byte. */
+static char *header_string(const rd_kafka_message_t *m, const char *name)
+{
+    size_t size;
+    const void *v = header_value(m, name, &size);
+    return v && size && !memchr(v, '\0', size) ? xstrndup(v, size) : NULL;
+}
+
+struct dlq_read_ctx {
+    const char *queue, *id_field;
+    int shared;
+    struct dlq_batch *out;
+};
+
+static void add_dlq_message(const rd_kafka_message_t *m, void *arg)
+{
+    struct dlq_read_ctx *x = arg;
+    char *origin = header_string(m, KAFKA_ORIGIN_HEADER_SPRING);
+    if (!origin)
+        origin = header_string(m, KAFKA_ORIGIN_HEADER_CONNECT);
+    /* In a shared dead-letter topic, a record whose header names another topic is that
+     * topic's dead letter, not one of queue's: neither read nor counted. (Records beyond max
+     * are counted unread, whoever's they are.) */
+    if (x->shared && origin && strcmp(origin, x->queue)) {
+        free(origin);
+        x->out->total--; /* read_dead_letters counted it */
+        return;
+    }
+    struct dlq_message *dm = dlq_batch_push(x->out);
+    char id[48];
+    snprintf(id, sizeof id, "%d:%lld", (int)m->partition, (long long)m->offset);
+    dm->message_id = xstrdup(id);
+    char *work = NULL;
+    size_t len = 0;
+    record_id(m, x->id_field, &work, &len);
+    if (work && len && !memchr(work, '\0', len))
+        dm->work_id = work;
+    else
+        free(work);
+    size_t size;
+    const void *attempts = header_value(m, KAFKA_ATTEMPTS_HEADER, &size);
+    dm->deliveries = kafka_dlq_deliveries(attempts, size);
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(m, &tt);
+    if (tt != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts > 0)
+        dm->dead_since = (double)ts / 1000.0;
+    dm->body_bytes = m->payload ? m->len : 0;
+    dm->kind_data = kafka_dead_letter_new(m, origin);
+}
+
+static int dlq_read(struct collector *c, const char *queue, const char *id_field, size_t max,
+                    enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
+                    struct err *e)
+{
+    struct state *st = c->priv;
+    const struct kafka_group_spec *sp = spec_of_topic(st, queue);
+    if (!sp)
+        return err_set(e, ERR_CONFIG, "topic \"%.200s\" has no dead_letter_topic", queue);
+    out->dead_letter_queue = kafka_dlq_name(sp->dlq_tmpl, queue);
+    out->origin = xstrdup(queue);
+    int shared = dlq_shared(st, queue, out->dead_letter_queue);
+    out->kind_data = kafka_replay_new(c->name, out->origin, out->dead_letter_queue, shared);
+    struct scrape sc;
+    memset(&sc, 0, sizeof sc);
+    struct deadline inner;
+    size_t ti;
+    int64_t *from = NULL;
+    int rc = dead_letter_topic(st, dl, &inner, out->dead_letter_queue, &sc, &ti, e);
+    if (rc || ti == SIZE_MAX)
+        goto out;
+    const struct topic_data *td = &sc.topics[ti];
+    if (purpose == DLQ_REPLAY) {
+        /* The replay group's commits on the dead-letter topic, read as any group's are. */
+        static const struct kafka_group_spec plain;
+        add_target(&sc, &plain, 0, kafka_replay_group_name(out->kind_data), ti);
+        if ((rc = read_committed(st, &inner, &sc, e)) != 0)
+            goto out;
+        int np = td->md->partition_cnt;
+        from = xcalloc(np ? (size_t)np : 1, sizeof *from);
+        for (int p = 0; p < np; p++)
+            from[p] = kafka_dlq_read_from(td->low[p], td->high[p], sc.t[0].committed[p]);
+    }
+    struct dlq_read_ctx x = {queue, id_field, shared, out};
+    rc = read_dead_letters(st, &inner, td, from, max, &out->total, add_dlq_message, &x, e);
+out:
+    free(from);
+    scrape_free(&sc);
+    if (rc) {
+        err_prefix(e, "dead-letter topic \"%.200s\"", out->dead_letter_queue);
+        drop_handle(st);
+    }
+    return rc;
+}
+
+static int dlq_requeue(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                       const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    return kafka_replay_requeue(b->kind_data, &st->cfg, m->kind_data, dl, e);
+}
+
+static int dlq_remove(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                      const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    return kafka_replay_commit(b->kind_data, &st->cfg, m->kind_data, dl, e);
+}
+
+static const struct dlq_kind kafka_dlq = {.read = dlq_read,
+                                          .requeue = dlq_requeue,
+                                          .remove = dlq_remove,
+                                          .message_free = kafka_dead_letter_free,
+                                          .batch_free = kafka_replay_free};
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const char *audit_hint(const char *rule)
@@ -1155,4 +1310,5 @@ const struct collector_kind kafka_kind = {.name = "kafka",
                                           .destroy = destroy,
                                           .dead_letter_validate = dead_letter_validate,
                                           .dead_letter_ids = dead_letter_ids,
-                                          .audit_hint = audit_hint};
+                                          .audit_hint = audit_hint,
+                                          .dlq = &kafka_dlq};

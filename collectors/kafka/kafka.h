@@ -61,4 +61,34 @@ const char *kafka_id_field_header(const char *id_field);
  * the path is absent, or its value is of another type (a dead letter without an id). */
 void kafka_json_id(const char *value, size_t len, const char *path, char **out, size_t *outlen);
 
+/* ---- `qrel dlq` on a dead-letter topic (collectors/kafka/dlq.c) ----
+ * A replay records its progress as the committed offsets of a consumer group of its own on the
+ * dead-letter topic, one per replayed topic, so that a rerun starts after what it replayed. */
+
+#define KAFKA_REPLAY_GROUP_PREFIX "qrel-dlq-replay."
+/* Headers that name the topic a dead letter came from: Spring Kafka's
+ * DeadLetterPublishingRecoverer, then Kafka Connect's errors.deadletterqueue (with
+ * errors.deadletterqueue.context.headers.enable). */
+#define KAFKA_ORIGIN_HEADER_SPRING "kafka_dlt-original-topic"
+#define KAFKA_ORIGIN_HEADER_CONNECT "__connect.errors.topic"
+/* How often a record was attempted, as Spring Kafka's retry topics count it. */
+#define KAFKA_ATTEMPTS_HEADER "retry_topic-attempts"
+
+/* The replay group of topic: KAFKA_REPLAY_GROUP_PREFIX topic. malloc'd. */
+char *kafka_replay_group(const char *topic);
+
+/* Where a replay reads a partition of the dead-letter topic from: the replay group's commit,
+ * or the log start when it has none or records before it were deleted; never past high. */
+int64_t kafka_dlq_read_from(int64_t low, int64_t high, int64_t committed);
+
+/* The topic a dead letter goes back to. A dead-letter topic of one topic (shared == 0) sends
+ * everything back to queue, whatever a header says (a Spring retry chain names its last retry
+ * topic there). A dead-letter topic shared by several topics needs the record's origin header
+ * (NULL: none): NULL when it has none, and the replay refuses that record. */
+const char *kafka_dlq_origin(const char *queue, int shared, const char *header_origin);
+
+/* The delivery count a KAFKA_ATTEMPTS_HEADER value (len bytes) carries: Spring writes a 4-byte
+ * big-endian integer, some producers decimal text. -1 when it is neither. */
+int64_t kafka_dlq_deliveries(const void *value, size_t len);
+
 #endif

@@ -237,6 +237,39 @@ fail:
     return NULL;
 }
 
+rd_kafka_t *kafka_settings_client(const struct kafka_settings *s, rd_kafka_type_t type,
+                                  const char *const *extra, const struct kafka_client_cbs *cb,
+                                  struct err *e)
+{
+    char errstr[512];
+    const char *bad = NULL;
+    rd_kafka_conf_t *conf = kafka_settings_conf(s, errstr, sizeof errstr, &bad);
+    for (size_t i = 0; conf && extra && extra[i]; i += 2)
+        if (rd_kafka_conf_set(conf, extra[i], extra[i + 1], errstr, sizeof errstr)) {
+            bad = extra[i];
+            rd_kafka_conf_destroy(conf);
+            conf = NULL;
+        }
+    if (!conf) {
+        err_set(e, ERR_CONFIG, "kafka: %s: %s", bad,
+                kafka_settings_is_secret(bad) ? "invalid value" : errstr);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, cb->opaque);
+    if (cb->error_cb)
+        rd_kafka_conf_set_error_cb(conf, cb->error_cb);
+    if (cb->log_cb)
+        rd_kafka_conf_set_log_cb(conf, cb->log_cb);
+    if (cb->dr_msg_cb)
+        rd_kafka_conf_set_dr_msg_cb(conf, cb->dr_msg_cb);
+    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        err_set(e, ERR_CONFIG, "kafka: cannot create the client: %s", errstr);
+    }
+    return rk;
+}
+
 /* The config keys that map one-to-one to librdkafka properties: the mapping they stand in (the
  * source, or tls_config) and the key there, for messages. */
 static const struct {

@@ -56,6 +56,21 @@ void kafka_settings_free(struct kafka_settings *s);
 rd_kafka_conf_t *kafka_settings_conf(const struct kafka_settings *s, char *errstr, size_t cap,
                                      const char **bad_key);
 
+/* The callbacks a client is made with (each may be NULL), and their opaque. */
+struct kafka_client_cbs {
+    void *opaque;
+    void (*error_cb)(rd_kafka_t *rk, int code, const char *reason, void *opaque);
+    void (*log_cb)(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+    void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+};
+
+/* A librdkafka client of type from s (kafka_settings_conf), with the pairs of extra (NULL-ended;
+ * may be NULL) set over it and the callbacks of cb. NULL with e set (ERR_CONFIG, naming the
+ * property and never quoting a secret's value). */
+rd_kafka_t *kafka_settings_client(const struct kafka_settings *s, rd_kafka_type_t type,
+                                  const char *const *extra, const struct kafka_client_cbs *cb,
+                                  struct err *e);
+
 /* Whether a librdkafka property holds a secret (its value is never quoted nor logged). */
 int kafka_settings_is_secret(const char *prop);
 
