@@ -113,6 +113,13 @@ double pubsub_retry_horizon(const struct pubsub_sub *s)
     return t < s->retention ? t : s->retention;
 }
 
+int pubsub_sub_ref_ok(const char *s)
+{
+    int full = strncmp(s, "projects/", 9) == 0;
+    const char *id = full ? strrchr(s, '/') + 1 : s;
+    return *s && (full ? strstr(s, "/subscriptions/") != NULL && *id : strchr(s, '/') == NULL);
+}
+
 const char *pubsub_topic_id(const char *topic)
 {
     const char *slash = strrchr(topic, '/');
