@@ -48,6 +48,10 @@ void util_chomp(char *s);
 /* Copies the valid UTF-8 of src into out; each invalid byte becomes U+FFFD. */
 void util_utf8_sanitize(struct buf *out, const char *src, size_t len);
 
+/* Appends s as a JSON string ("null" for NULL): quotes, backslashes and control characters
+ * escaped, other bytes as they are (the caller passes UTF-8). */
+void buf_json_string(struct buf *out, const char *s);
+
 /* Wall-clock now in seconds since the epoch (CLOCK_REALTIME). */
 double util_wall_now(void);
 
