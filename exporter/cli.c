@@ -397,12 +397,10 @@ static int cmd_dlq(int argc, char **argv)
     }
     /* SIGINT and SIGTERM stop a replay before its next message, and everything read is still
      * released: without SA_RESTART, so that a pacing sleep ends at once. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = dlq_on_signal;
+    struct sigaction sa = {.sa_handler = dlq_on_signal};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (const int *sig = (const int[]){SIGINT, SIGTERM, 0}; *sig; sig++)
+        sigaction(*sig, &sa, NULL);
 
     double timeout = a.timeout > 0 ? a.timeout : j->broker->timeout;
     struct deadline dl = deadline_in(timeout);

@@ -9,31 +9,32 @@
 
 #include "expfmt.h"
 
+/* s made valid UTF-8, in b (which the caller frees). */
+static const char *clean(struct buf *b, const char *s)
+{
+    buf_init(b);
+    util_utf8_sanitize(b, s, strlen(s));
+    return b->data ? b->data : "";
+}
+
 static void put_text(struct buf *out, const char *s)
 {
     if (!s) {
         buf_puts(out, "-");
         return;
     }
-    struct buf clean;
-    buf_init(&clean);
-    util_utf8_sanitize(&clean, s, strlen(s));
-    for (const char *p = clean.data ? clean.data : ""; *p; p++)
+    struct buf b;
+    for (const char *p = clean(&b, s); *p; p++)
         buf_putc(out, (unsigned char)*p < 0x20 ? '?' : *p);
-    buf_free(&clean);
+    buf_free(&b);
 }
 
 static void put_json(struct buf *out, const char *s)
 {
-    if (!s) {
-        buf_puts(out, "null");
-        return;
-    }
-    struct buf clean;
-    buf_init(&clean);
-    util_utf8_sanitize(&clean, s, strlen(s));
-    buf_json_string(out, clean.data ? clean.data : "");
-    buf_free(&clean);
+    struct buf b;
+    buf_json_string(out, s ? clean(&b, s) : NULL);
+    if (s)
+        buf_free(&b);
 }
 
 static void put_number(struct buf *out, int has, double v)
@@ -154,18 +155,14 @@ static void inspect_json(struct buf *out, const struct dlq_report_ctx *x, const 
                          const struct dlq_summary *s)
 {
     const struct dlq_batch *b = &r->batch;
-    buf_puts(out, "\"source\":");
-    put_json(out, x->source);
-    buf_puts(out, ",\"kind\":");
-    put_json(out, x->kind);
-    buf_puts(out, ",\"queue\":");
-    put_json(out, x->queue);
-    buf_puts(out, ",\"dead_letter_queue\":");
-    put_json(out, b->dead_letter_queue);
-    buf_puts(out, ",\"origin\":");
-    put_json(out, b->origin);
-    buf_puts(out, ",\"work_table_source\":");
-    put_json(out, x->work_source);
+    const char *const names[][2] = {
+        {"source", x->source}, {"kind", x->kind},
+        {"queue", x->queue},   {"dead_letter_queue", b->dead_letter_queue},
+        {"origin", b->origin}, {"work_table_source", x->work_source}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        buf_printf(out, "%s\"%s\":", i ? "," : "", names[i][0]);
+        put_json(out, names[i][1]);
+    }
     buf_printf(out, ",\"total\":%zu,\"read\":%zu,\"unread\":%zu", s->total, s->read,
                s->total - s->read);
     buf_puts(out, ",\"classes\":{");
@@ -240,7 +237,11 @@ static void list_ids(struct buf *out, const struct dlq_read *r, enum dlq_fate f,
         n++;
         if (shown == max)
             continue;
-        buf_puts(out, shown++ ? (json ? "," : ", ") : (json ? "" : " "));
+        if (!json && f == DLQ_FATE_FAILED)
+            buf_puts(out, "\n  "); /* one a line: each has its reason */
+        else
+            buf_puts(out, shown ? (json ? "," : ", ") : (json ? "" : " "));
+        shown++;
         if (json && f == DLQ_FATE_FAILED) {
             buf_puts(out, "{\"message_id\":");
             put_json(out, r->batch.v[i].message_id);
@@ -270,19 +271,16 @@ static void replay_text(struct buf *out, const struct dlq_report_ctx *x, const s
     if (o->limit)
         buf_printf(out, " --limit=%zu", o->limit);
     buf_printf(out, ": %zu chosen\n", res->chosen);
-    if (!o->yes) {
-        buf_printf(out, "dry run, nothing changed: would move %zu to ",
-                   res->n[DLQ_FATE_WOULD_MOVE]);
-        put_text(out, r->batch.origin);
-        buf_putc(out, ':');
-        list_ids(out, r, DLQ_FATE_WOULD_MOVE, -1, ALL, 0);
-        buf_puts(out, "\nrun again with --yes to move them\n");
+    enum dlq_fate f = o->yes ? DLQ_FATE_MOVED : DLQ_FATE_WOULD_MOVE;
+    buf_puts(out, o->yes ? "" : "dry run, nothing changed: ");
+    if (res->n[f] == 0) {
+        buf_puts(out, o->yes ? "moved nothing\n" : "nothing to move\n");
     } else {
-        buf_printf(out, "moved %zu to ", res->n[DLQ_FATE_MOVED]);
+        buf_printf(out, "%s %zu to ", o->yes ? "moved" : "would move", res->n[f]);
         put_text(out, r->batch.origin);
         buf_putc(out, ':');
-        list_ids(out, r, DLQ_FATE_MOVED, -1, ALL, 0);
-        buf_putc(out, '\n');
+        list_ids(out, r, f, -1, ALL, 0);
+        buf_puts(out, o->yes ? "\n" : "\nrun again with --yes to move them\n");
     }
     for (int c = DLQ_SKIP_DONE; c < DLQ_CHOICE_COUNT; c++) {
         if (!res->skipped[c])

@@ -13,20 +13,13 @@
 
 #include "util.h"
 
-struct range_ctx {
-    const char *id_field;
-    struct dlq_batch *out;
-};
-
-static int add_entries(void *ctx, size_t i, const redisReply *r, struct err *e)
+static int add_entries(const redisReply *r, const char *id_field, void *out, struct err *e)
 {
-    (void)i;
-    struct range_ctx *x = ctx;
     if (!r || r->type != REDIS_REPLY_ARRAY)
         return err_set(e, ERR_PROTOCOL, "want an array of entries, got %s",
                        redis_reply_type_name(r));
     for (size_t k = 0; k < r->elements; k++)
-        if (redis_stream_dlq_entry(r->element[k], x->id_field, dlq_batch_push(x->out), e))
+        if (redis_stream_dlq_entry(r->element[k], id_field, dlq_batch_push(out), e))
             return err_prefix(e, "entry %zu", k + 1);
     return 0;
 }
@@ -36,9 +29,8 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
                     struct err *e)
 {
     (void)purpose; /* a removed entry is gone: a rerun cannot see it again */
-    struct range_ctx x = {id_field, out};
     out->dead_letter_queue =
-        redis_stream_read_dead(c, queue, max, dl, add_entries, &x, &out->total, e);
+        redis_stream_read_dead(c, queue, id_field, max, dl, add_entries, out, &out->total, e);
     if (!out->dead_letter_queue)
         return -1;
     out->origin = xstrdup(queue);
@@ -121,13 +113,8 @@ static int dlq_remove(struct collector *c, struct dlq_batch *b, struct dlq_messa
     return 0;
 }
 
-const struct dlq_kind redis_stream_dlq = {
-    .read = dlq_read,
-    .requeue = dlq_requeue,
-    .remove = dlq_remove,
-    .release = NULL,
-    .message_free = redis_stream_fields_free,
-    .batch_free = NULL,
-    .read_effect = NULL,
-    .cannot_replay = NULL,
-};
+/* No release, read_effect or cannot_replay: reading changes nothing and every entry can go back. */
+const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
+                                          .requeue = dlq_requeue,
+                                          .remove = dlq_remove,
+                                          .message_free = redis_stream_fields_free};

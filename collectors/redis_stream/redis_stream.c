@@ -110,8 +110,9 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
 
 struct dl_run {
     size_t *total;
-    redis_reply_fn range; /* gets the XRANGE reply */
-    void *ctx;
+    redis_stream_range_fn add; /* gets the XRANGE reply */
+    const char *id_field;
+    void *out;
 };
 
 /* Reply 0 is XLEN, reply 1 the XRANGE of the dead-letter stream. */
@@ -129,14 +130,14 @@ static int dl_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         *run->total = (size_t)len;
         return 0;
     }
-    if (run->range(run->ctx, i, r, e))
+    if (run->add(r, run->id_field, run->out, e))
         return err_prefix(e, "XRANGE");
     return 0;
 }
 
-char *redis_stream_read_dead(struct collector *c, const char *queue, size_t max,
-                             const struct deadline *dl, redis_reply_fn range, void *ctx,
-                             size_t *total, struct err *e)
+char *redis_stream_read_dead(struct collector *c, const char *queue, const char *id_field,
+                             size_t max, const struct deadline *dl, redis_stream_range_fn add,
+                             void *out, size_t *total, struct err *e)
 {
     struct state *st = c->priv;
     const struct stream_spec *sp = redis_stream_spec_of(st, queue);
@@ -152,7 +153,7 @@ char *redis_stream_read_dead(struct collector *c, const char *queue, size_t max,
     struct redis_pipe *p = redis_pipe_new();
     redis_pipe_addv(p, "XLEN", dlq, NULL);
     redis_pipe_addv(p, "XRANGE", dlq, "-", "+", "COUNT", count, NULL);
-    struct dl_run run = {total, range, ctx};
+    struct dl_run run = {total, add, id_field, out};
     int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
     redis_pipe_free(p);
     if (rc) {
@@ -165,24 +166,16 @@ char *redis_stream_read_dead(struct collector *c, const char *queue, size_t max,
     return dlq;
 }
 
-struct ids_ctx {
-    const char *id_field;
-    struct dead_letter_read *out;
-};
-
-static int ids_of_range(void *ctx, size_t i, const redisReply *r, struct err *e)
+static int add_ids(const redisReply *r, const char *id_field, void *out, struct err *e)
 {
-    (void)i;
-    struct ids_ctx *x = ctx;
-    return redis_stream_dead_letter_ids(r, x->id_field, x->out, e);
+    return redis_stream_dead_letter_ids(r, id_field, out, e);
 }
 
 static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
                            const struct deadline *dl, struct dead_letter_read *out, struct err *e)
 {
-    struct ids_ctx x = {id_field, out};
     out->dead_letter_queue =
-        redis_stream_read_dead(c, queue, max, dl, ids_of_range, &x, &out->total, e);
+        redis_stream_read_dead(c, queue, id_field, max, dl, add_ids, out, &out->total, e);
     if (!out->dead_letter_queue)
         return -1;
     if (out->total < out->read)

@@ -52,15 +52,24 @@ expect_cmd "the consumers dead-letter 10 entries per stream, some emails sent (w
 kill -TERM "${WPIDS[@]}"
 wait "${WPIDS[@]}" || true
 
-# config FILE WORK_TABLE QUEUE...: a dead_letters entry per queue, each on WORK_TABLE.
+# The least Redis permissions docs/dlq.md gives: reading the dead-letter streams for inspect (and
+# dry runs), and adding to the streams and deleting from the dead-letter streams for replay.
+echo 'dlq-pw-4417' > "$T/redis.pw"
+R ACL SETUSER qrel-inspect on '>dlq-pw-4417' resetkeys '%R~orders.dlq' '%R~invoices.dlq' -@all +xlen +xrange >/dev/null
+R ACL SETUSER qrel-replay on '>dlq-pw-4417' resetkeys '%R~orders.dlq' '%R~invoices.dlq' '%W~orders' \
+  '%W~invoices' '~orders.dlq' '~invoices.dlq' -@all +xlen +xrange +xadd +xdel >/dev/null
+# config FILE REDIS_USER WORK_TABLE QUEUE...: a dead_letters entry per queue, each on WORK_TABLE,
+# the Redis source logged in as REDIS_USER ("": the default user).
 config() {
-  local file=$1 wt=$2 q
-  shift 2
+  local file=$1 user=$2 wt=$3 q
+  shift 3
   cat > "$file" <<YML
 sources:
   - name: shop-redis
     kind: redis_stream
     address: 127.0.0.1:$RP
+    ${user:+username: $user}
+    ${user:+password_file: $T/redis.pw}
     streams:
       - name: orders
         dead_letter_stream: orders.dlq
@@ -80,8 +89,10 @@ YML
     printf '  - source: shop-redis\n    queue: %s\n    id_field: order\n    work_table: %s\n' "$q" "$wt" >> "$file"
   done
 }
-config "$T/claims.yml" "{source: shop-db, table: confirmation_claims, id_column: order_id, done_column: sent_at}" orders invoices
-config "$T/dedup.yml" "{source: shop-db, table: handled_orders, id_column: order_id}" orders
+claims="{source: shop-db, table: confirmation_claims, id_column: order_id, done_column: sent_at}"
+config "$T/claims.yml" qrel-replay "$claims" orders invoices
+config "$T/inspect.yml" qrel-inspect "$claims" orders invoices
+config "$T/dedup.yml" "" "{source: shop-db, table: handled_orders, id_column: order_id}" orders
 # Every dead letter was delivered, so handled, once: a retention purge of every third order
 # gives the dedup table some not-done ones.
 psql_do "DELETE FROM handled_orders WHERE order_id % 3 = 0"
@@ -102,11 +113,11 @@ expected_split() {
 }
 # not_done_ids DLQ: the entry ids whose order has no stamped claim, sorted.
 not_done_ids() {
-  local pairs
-  pairs=$(entries "$1" | jq -r "$FIELD"' .[] | "\(.[0]) \(.[1] | field("order"))"')
-  while read -r id order; do
-    [ "$(psql_val "SELECT count(*) FROM confirmation_claims WHERE order_id = $order AND sent_at IS NOT NULL")" = 0 ] && echo "$id"
-  done <<<"$pairs" | sort
+  local values
+  values=$(entries "$1" | jq -r "$FIELD"' [.[] | "('"'"'\(.[0])'"'"', \(.[1] | field("order")))"] | join(",")')
+  [ -n "$values" ] || return 0
+  psql_val "SELECT v.id FROM (VALUES $values) AS v(id, o)
+            LEFT JOIN confirmation_claims c ON c.order_id = v.o WHERE c.sent_at IS NULL" | sort
 }
 snapshot() {
   for s in orders orders.dlq invoices invoices.dlq; do entries "$s"; done
@@ -119,7 +130,7 @@ snapshot > "$T/before.txt"
 for q in orders invoices; do
   read -r ndone nnot <<<"$(expected_split "$q.dlq" "c.sent_at IS NOT NULL")"
   n=$(R XLEN "$q.dlq")
-  DLQ inspect --config.file="$T/claims.yml" --source=shop-redis --queue="$q" --format=json > "$T/$q.json"
+  DLQ inspect --config.file="$T/inspect.yml" --source=shop-redis --queue="$q" --format=json > "$T/$q.json"
   echo "     $q.dlq: $n dead letters, $ndone done and $nnot not done by the claim table"
   expect_eq "$q: inspect's split against the claim table (done not_done unknown total read)" \
     "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.total) \(.read)"' "$T/$q.json")" \
@@ -140,7 +151,7 @@ DLQ inspect --config.file="$T/dedup.yml" --source=shop-redis --queue=orders --fo
 expect_eq "orders: inspect's split against the dedup table (done not_done unknown)" \
   "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/dedup.json")" "$ndone $nnot 0"
 expect_cmd "orders/dedup: both classes present (done $ndone, not done $nnot)" test "$ndone" -gt 0 -a "$nnot" -gt 0
-DLQ inspect --config.file="$T/claims.yml" --source=shop-redis --queue=orders --sample=2 > "$T/inspect.txt"
+DLQ inspect --config.file="$T/inspect.yml" --source=shop-redis --queue=orders --sample=2 > "$T/inspect.txt"
 sed 's/^/     /' "$T/inspect.txt"
 expect_cmd "text: the not_done line" grep -qE "^  not_done +$(jq .classes.not_done "$T/orders.json")  " "$T/inspect.txt"
 expect_eq "text: --sample=2 ids of the done class" \
@@ -153,17 +164,22 @@ expect_cmd "... and the error lists the entries there are" grep -qF \
 
 # ---- dry run -----------------------------------------------------------------------------------
 rc=0
-DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=orders --format=json > "$T/dry.json" || rc=$?
-expect_eq "dry run: exit 0" "$rc" 0
+DLQ replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders --format=json > "$T/dry.json" || rc=$?
+expect_eq "dry run (as the read-only user): exit 0" "$rc" 0
 expect_eq "dry run: would move exactly the not-done entries" \
   "$(jq -r '.replay.would_move[].message_id' "$T/dry.json" | sort)" "$(not_done_ids orders.dlq)"
 expect_eq "dry run: moved nothing, skipped the done ones" \
   "$(jq -r '"\(.replay.dry_run) \(.replay.moved | length) \(.replay.skipped.done.count)"' "$T/dry.json")" \
   "true 0 $(jq .classes.done "$T/orders.json")"
-DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=orders > "$T/dry.txt"
+DLQ replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders > "$T/dry.txt"
 expect_cmd "dry run (text) says so" grep -qE "^dry run, nothing changed: would move $(jq .classes.not_done "$T/orders.json") to orders: " "$T/dry.txt"
+# The read-only user cannot move anything: the first XADD is refused, nothing is removed.
+rc=0
+DLQ replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders --yes > "$T/noperm.txt" || rc=$?
+expect_eq "replay --yes as the read-only user: exit 1" "$rc" 1
+expect_cmd "... refused with NOPERM" grep -qE '^  [0-9]+-[0-9]+ \([0-9]+\): not put back on orders, left dead: .*NOPERM' "$T/noperm.txt"
 snapshot > "$T/after.txt"
-expect_cmd "inspect and dry runs changed nothing (4 streams, 2 tables)" cmp -s "$T/before.txt" "$T/after.txt"
+expect_cmd "inspect, dry runs and the refused replay changed nothing (4 streams, 2 tables)" cmp -s "$T/before.txt" "$T/after.txt"
 
 # ---- replay ------------------------------------------------------------------------------------
 want_moved=$(not_done_ids orders.dlq)
@@ -192,7 +208,8 @@ rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > "$T/fail.txt" || rc=$?
 sed 's/^/     /' "$T/fail.txt"
 expect_eq "replay onto a key that is no stream: exit 1" "$rc" 1
-expect_cmd "... failed ids with the reason" grep -qE '^failed 3: [0-9]+-[0-9]+ \([0-9]+\): not put back on invoices, left dead: .*WRONGTYPE' "$T/fail.txt"
+expect_eq "... failed ids, one a line with the reason" \
+  "$(grep -A3 '^failed 3:$' "$T/fail.txt" | grep -cE '^  [0-9]+-[0-9]+ \([0-9]+\): not put back on invoices, left dead: .*WRONGTYPE')" 3
 expect_cmd "... stops after 3 failures in a row" grep -qE '^not reached [0-9]+ \(stopped after failures in a row\)' "$T/fail.txt"
 expect_eq "... and invoices.dlq is untouched" "$(entries invoices.dlq)" "$before"
 R DEL invoices >/dev/null
@@ -205,11 +222,12 @@ expect_cmd "invoices: at least 4 not-done dead letters to replay ($nwant)" test 
 entries invoices.dlq | jq -c --arg ids "$want" '[.[] | select(.[0] as $i | $ids | split("\n") | index($i)) | .[1]] | sort' > "$T/want-inv.json"
 mark=$(R --json XREVRANGE invoices + - COUNT 1 | jq -r '.[0][0]')
 moved_since_mark() { R --json XRANGE invoices "($mark" + | jq length; }
-"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=4/s \
+base=$(R XLEN invoices)
+"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=2/s \
   > "$T/killed.txt" 2>&1 &
 KPID=$!
 PIDS+=("$KPID")
-two_in() { [ "$(moved_since_mark)" -ge 2 ]; }
+two_in() { [ "$(R XLEN invoices)" -ge $((base + 2)) ]; }
 expect_cmd "the paced replay puts 2 entries back" wait_for -i 0.02 10 "2 entries on invoices" two_in
 kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null || true
