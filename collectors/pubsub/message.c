@@ -1,5 +1,6 @@
 /* pubsub/message.c: the pure parts of `qrel dlq` for Pub/Sub (pubsub.h): a pull reply's messages,
- * base64, the work id, and the bodies of publish, acknowledge and modifyAckDeadline. No I/O:
+ * the work id (in the data, which comes as base64), and the bodies of publish, acknowledge and
+ * modifyAckDeadline. No I/O:
  * tests/unit/check_pubsub_message.c feeds it replies recorded from the emulator. */
 #include "pubsub/pubsub.h"
 
@@ -88,65 +89,13 @@ int pubsub_received_parse(const json_t *item, const char *ctx, struct pubsub_rec
     return 0;
 }
 
-/* The value of a base64 digit of either alphabet, -1 for anything else. */
-static int b64_digit(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
-int pubsub_base64_decode(const char *s, unsigned char **out, size_t *len)
-{
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    /* one digit alone cannot hold a byte; more than two '=' is not padding */
-    if (n % 4 == 1 || strlen(s) - n > 2) {
-        *out = NULL;
-        *len = 0;
-        return -1;
-    }
-    unsigned char *p = xmalloc(n / 4 * 3 + 3);
-    size_t k = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int d = b64_digit((unsigned char)s[i]);
-        if (d < 0) {
-            free(p);
-            *out = NULL;
-            *len = 0;
-            return -1;
-        }
-        acc = (acc << 6) | (unsigned)d;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            p[k++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    p[k] = '\0';
-    *out = p;
-    *len = k;
-    return 0;
-}
-
 char *pubsub_work_id(const struct pubsub_received *r, const char *id_field, size_t *body_bytes)
 {
-    unsigned char *body = NULL;
-    size_t blen = 0;
-    if (pubsub_base64_decode(r->data, &body, &blen))
-        blen = 0;
+    size_t dlen = strlen(r->data);
+    unsigned char *body = xmalloc(dlen / 4 * 3 + 3);
+    long n = util_base64_decode(r->data, dlen, 0, body);
+    size_t blen = n < 0 ? 0 : (size_t)n;
+    body[blen] = '\0';
     *body_bytes = blen;
     char *id = NULL;
     size_t len = 0;
@@ -157,7 +106,7 @@ char *pubsub_work_id(const struct pubsub_received *r, const char *id_field, size
             len = json_string_length(v);
             id = xstrndup(json_string_value(v), len);
         }
-    } else if (body) {
+    } else if (n >= 0) {
         json_id_at((const char *)body, blen, id_field, &id, &len);
     }
     free(body);

@@ -118,10 +118,6 @@ int pubsub_received_parse(const json_t *item, const char *ctx, struct pubsub_rec
                           struct err *e);
 void pubsub_received_free(struct pubsub_received *r); /* the members; NULL is fine */
 
-/* Decodes base64 (standard or URL-safe alphabet, padding optional) into a malloc'd buffer (with a
- * NUL after the len bytes). -1 when s is not base64. */
-int pubsub_base64_decode(const char *s, unsigned char **out, size_t *len);
-
 /* The work id at id_field ("attribute:NAME", or a dotted key of the data as JSON), malloc'd; NULL
  * when absent, not a string or integer, holding a NUL, or when data is not base64. *body_bytes is
  * the decoded data's size (0 when it is not base64). */
