@@ -63,7 +63,7 @@ int pubsub_received_parse(const json_t *item, const char *ctx, struct pubsub_rec
     out->source_deliveries = -1;
     char mpath[300], apath[320];
     json_t *msg = NULL, *attrs = NULL;
-    const char *ack, *id, *data = NULL, *okey = NULL, *published = NULL;
+    const char *ack, *id, *data = NULL, *okey = NULL;
     json_path_key(mpath, sizeof mpath, ctx, "message");
     json_path_key(apath, sizeof apath, mpath, "attributes");
     if (json_expect_object(item, ctx, e) || json_need_string(item, ctx, "ackId", &ack, e) ||
@@ -71,15 +71,9 @@ int pubsub_received_parse(const json_t *item, const char *ctx, struct pubsub_rec
         json_need_string(msg, mpath, "messageId", &id, e) ||
         json_get_string(msg, mpath, "data", &data, e) < 0 ||
         json_get_string(msg, mpath, "orderingKey", &okey, e) < 0 ||
-        json_get_string(msg, mpath, "publishTime", &published, e) < 0 ||
+        json_get_time(msg, mpath, "publishTime", &out->publish_time, e) < 0 ||
         json_get_object(msg, mpath, "attributes", &attrs, e) < 0)
         return -1;
-    if (published && json_parse_rfc3339(published, &out->publish_time)) {
-        char tpath[320];
-        json_path_key(tpath, sizeof tpath, mpath, "publishTime");
-        return err_set(e, ERR_PROTOCOL, "%s: want an RFC 3339 time, got \"%.40s\"", tpath,
-                       published);
-    }
     if (attrs && parse_attributes(attrs, apath, out, e))
         return -1;
     out->ack_id = xstrdup(ack);

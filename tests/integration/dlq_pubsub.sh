@@ -82,14 +82,8 @@ sources:
     endpoint: http://127.0.0.1:$EP
     subscriptions: [orders-mailer, invoices-mailer]
 $4
-  - name: shop-db
-    kind: postgres
-    host: 127.0.0.1
-    port: $PGP
-    user: postgres
-    dbname: postgres
-    dedup_tables:
-      - {table: handled_orders, id_column: order_id, handled_at_column: handled_at}
+  - {name: shop-db, kind: postgres, host: 127.0.0.1, port: $PGP, user: postgres, dbname: postgres,
+     dedup_tables: [{table: handled_orders, id_column: order_id, handled_at_column: handled_at}]}
 dead_letters:
   - source: gcp
     queue: orders-mailer
