@@ -276,18 +276,19 @@ int dlq_release(struct dlq_read *r, struct err *e)
 static void move_one(struct dlq_read *r, size_t i)
 {
     struct dlq_message *m = &r->batch.v[i];
+    const char *origin = r->batch.origin ? r->batch.origin : "its queue";
+    const char *dead = r->batch.dead_letter_queue ? r->batch.dead_letter_queue : "the dead letters";
     struct err e;
     err_clear(&e);
     if (call_hook(r, HOOK_REQUEUE, m, &e)) {
         r->fate[i] = DLQ_FATE_FAILED;
-        r->error[i] = xasprintf("not put back on %s, left dead: %s", r->batch.origin, e.msg);
+        r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e.msg);
         return;
     }
     if (call_hook(r, HOOK_REMOVE, m, &e)) {
         /* Twice now, which the work table absorbs; a rerun finds it done once handled. */
         r->fate[i] = DLQ_FATE_FAILED;
-        r->error[i] = xasprintf("put back on %s but not removed from %s: %s", r->batch.origin,
-                                r->batch.dead_letter_queue, e.msg);
+        r->error[i] = xasprintf("put back on %s but not removed from %s: %s", origin, dead, e.msg);
         return;
     }
     r->fate[i] = DLQ_FATE_MOVED;

@@ -11,7 +11,8 @@
 #            done ones; a second replay moves nothing;
 #   a replay whose XADD fails removes nothing and exits 1 naming the ids;
 #   a replay SIGKILLed after N entries reached the stream, run again, ends with every not-done
-#            entry replayed and none lost.
+#            entry replayed and none lost; SIGTERM stops a replay before its next entry (exit 1).
+# Redis users with the least permissions docs/dlq.md gives run inspect and replay.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -246,5 +247,23 @@ expect_eq "invoices.dlq holds no not-done entry any more" "$(not_done_ids invoic
 rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --format=json > "$T/third.json" || rc=$?
 expect_eq "a third run moves nothing" "$rc $(jq '.replay.moved | length' "$T/third.json")" "0 0"
+
+# SIGTERM stops a replay before its next entry: what was moved is listed, the rest not reached.
+left=$(R XLEN invoices.dlq)
+base=$(R XLEN invoices)
+"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes \
+  --only=all --rate=1/s > "$T/term.txt" 2>&1 &
+TPID=$!
+PIDS+=("$TPID")
+one_in() { [ "$(R XLEN invoices)" -ge $((base + 1)) ]; }
+expect_cmd "the --only=all replay moves one" wait_for -i 0.02 10 "1 entry on invoices" one_in
+kill -TERM "$TPID"
+rc=0
+wait "$TPID" || rc=$?
+sed 's/^/     /' "$T/term.txt"
+expect_eq "SIGTERM: exit 1" "$rc" 1
+expect_cmd "... moved 1 listed" grep -qE '^moved 1 to invoices: [0-9]+-[0-9]+ \([0-9]+\)$' "$T/term.txt"
+expect_cmd "... the rest not reached (interrupted)" grep -qE "^not reached $((left - 1)) \(interrupted\): " "$T/term.txt"
+expect_eq "... and exactly that one left invoices.dlq" "$(R XLEN invoices.dlq) $(R XLEN invoices)" "$((left - 1)) $((base + 1))"
 
 finish

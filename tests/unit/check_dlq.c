@@ -1,9 +1,12 @@
 /* check_dlq.c: unit tests for the pure parts of `qrel dlq`: which dead letters a replay moves
  * (--only, --limit), the summary inspect prints (classes, dead_since, deliveries and their
- * histogram), and the report in both forms, JSON compared byte for byte since scripts read it
- * (docs/dlq.md documents it field by field). Reading and moving are left to
- * tests/integration/dlq_redis.sh, against real servers. */
+ * histogram), the report in both forms, JSON compared byte for byte since scripts read it
+ * (docs/dlq.md documents it field by field), and the order of a replay's calls through a kind
+ * that records them (requeue before remove, no remove after a failed requeue, release once on
+ * every way out). Reading and moving on a real broker are tests/integration/dlq_redis.sh. */
 #include <check.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,6 +221,135 @@ START_TEST(test_replay_json)
 }
 END_TEST
 
+/* ---- the order of a replay, through a kind that records its calls ---- */
+
+static char calls[256]; /* "q1 r1 q2 …": requeue / remove of message N, "R" release */
+static const char *fail_requeue_of = "";
+
+static void record(const char *what, const struct dlq_message *m)
+{
+    size_t n = strlen(calls);
+    snprintf(calls + n, sizeof calls - n, "%s%s%s", n ? " " : "", what, m ? m->message_id : "");
+}
+
+static int rec_requeue(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                       const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl;
+    record("q", m);
+    return strcmp(m->message_id, fail_requeue_of) == 0 ? err_set(e, ERR_QUERY, "refused") : 0;
+}
+
+static int rec_remove(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                      const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    record("r", m);
+    return 0;
+}
+
+static int rec_release(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                       struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    record("R", NULL);
+    return 0;
+}
+
+static const struct dlq_kind rec_kind = {
+    .requeue = rec_requeue, .remove = rec_remove, .release = rec_release};
+static const struct dlq_kind no_replay_kind = {.release = rec_release,
+                                               .cannot_replay = "the broker offers no way back"};
+static const struct collector_kind broker_kind = {.name = "fake"};
+
+/* Messages 1 to 4: not done, done, not done, not done. */
+static void fill_rec(struct dlq_read *r, struct collector *c, struct dead_letter_join *j,
+                     const struct dlq_kind *k)
+{
+    memset(r, 0, sizeof *r);
+    memset(c, 0, sizeof *c);
+    memset(j, 0, sizeof *j);
+    c->name = "cache";
+    c->kind = &broker_kind;
+    pthread_mutex_init(&c->use, NULL);
+    j->broker = c;
+    j->queue = "orders";
+    r->join = j;
+    r->kind = k;
+    r->timeout = 1;
+    r->batch.origin = strdup("orders");
+    static const enum dead_letter_work w[] = {N, D, N, N};
+    r->work = calloc(4, sizeof *r->work);
+    memcpy(r->work, w, sizeof w);
+    for (int i = 1; i <= 4; i++) {
+        char id[2] = {(char)('0' + i), '\0'};
+        dlq_batch_push(&r->batch)->message_id = strdup(id);
+    }
+    calls[0] = '\0';
+}
+
+START_TEST(test_replay_order)
+{
+    struct dlq_read r;
+    struct collector c;
+    struct dead_letter_join j;
+    struct err e = {0};
+    struct dlq_replay_result res;
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_NOT_DONE, .yes = 1, .max_failures_in_a_row = 3};
+
+    /* Requeue of 3 fails: 3 is not removed, the others are, release once at the end. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    fail_requeue_of = "3";
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "q1 r1 q3 q4 r4 R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 2);
+    ck_assert_uint_eq(res.n[DLQ_FATE_FAILED], 1);
+    ck_assert_uint_eq(res.skipped[DLQ_SKIP_DONE], 1);
+    ck_assert_str_eq(r.error[2], "not put back on orders, left dead: refused");
+    dlq_read_free(&r); /* released already: not again */
+    ck_assert_str_eq(calls, "q1 r1 q3 q4 r4 R");
+
+    /* A dry run calls neither requeue nor remove, and releases. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    o.yes = 0;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_WOULD_MOVE], 3);
+    dlq_read_free(&r);
+
+    /* Stopped (a signal) before the first: nothing moved, all not reached, released. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    volatile sig_atomic_t stop = 1;
+    o.yes = 1;
+    o.stop = &stop;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 3);
+    ck_assert(res.interrupted);
+    dlq_read_free(&r);
+
+    /* One failure with max_failures_in_a_row 1: the rest is not reached. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    fail_requeue_of = "1";
+    o.stop = NULL;
+    o.max_failures_in_a_row = 1;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "q1 R");
+    ck_assert(res.stopped_after_failures && !res.interrupted);
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 2);
+    dlq_read_free(&r);
+
+    /* A kind that cannot replay: refused with its text, released all the same. */
+    fill_rec(&r, &c, &j, &no_replay_kind);
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), -1);
+    ck_assert_str_eq(e.msg,
+                     "source \"cache\" (fake) cannot be replayed: the broker offers no way back");
+    ck_assert_str_eq(calls, "R");
+    dlq_read_free(&r);
+    pthread_mutex_destroy(&c.use);
+}
+END_TEST
+
 #define LEN(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 static Suite *dlq_suite(void)
@@ -233,6 +365,9 @@ static Suite *dlq_suite(void)
     tcase_add_test(tc, test_inspect_json);
     tcase_add_test(tc, test_inspect_text);
     tcase_add_test(tc, test_replay_json);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("replay");
+    tcase_add_test(tc, test_replay_order);
     suite_add_tcase(s, tc);
     return s;
 }
