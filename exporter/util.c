@@ -387,3 +387,45 @@ void buf_json_string(struct buf *out, const char *s)
     }
     buf_putc(out, '"');
 }
+
+static int base64_digit(unsigned char c, int strict)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || (!strict && c == '-'))
+        return 62;
+    if (c == '/' || (!strict && c == '_'))
+        return 63;
+    return -1;
+}
+
+long util_base64_decode(const char *in, size_t len, int strict, unsigned char *out)
+{
+    size_t n = len;
+    while (n > 0 && in[n - 1] == '=')
+        n--;
+    size_t pad = len - n;
+    /* one digit alone holds no byte; padding is at most two '=' that end a group of 4 */
+    if (n % 4 == 1 || pad > 2 || (pad && len % 4) || (strict && (len == 0 || len % 4)))
+        return -1;
+    long k = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = base64_digit((unsigned char)in[i], strict);
+        if (d < 0)
+            return -1;
+        acc = (acc << 6) | (unsigned)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[k++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return k;
+}

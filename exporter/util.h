@@ -65,4 +65,12 @@ double util_wall_now(void);
  * database, no timegm (not POSIX). */
 int util_parse_rfc3339(const char *s, double *epoch);
 
+/* Decodes the len bytes of base64 at in into out, which must hold len / 4 * 3 + 2 bytes, and
+ * returns how many bytes it wrote, or -1 when in is not base64. strict (HTTP Basic credentials):
+ * the standard alphabet, padded to a multiple of 4, not empty. Otherwise (protobuf's JSON for
+ * bytes, as Pub/Sub sends message data): the standard or the URL-safe alphabet, padding optional
+ * but, when present, completing the last group of 4. Bits left over in the last digit are
+ * ignored. */
+long util_base64_decode(const char *in, size_t len, int strict, unsigned char *out);
+
 #endif

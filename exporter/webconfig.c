@@ -354,50 +354,6 @@ static void cache_put(struct webconfig_auth *a, const unsigned char d[32])
     pthread_mutex_unlock(&a->mu);
 }
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Strict standard base64 with padding; out must hold len / 4 * 3 bytes. -1 when malformed. */
-static long b64_decode(const char *in, size_t len, unsigned char *out)
-{
-    if (len == 0 || len % 4)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)in[i + k];
-            if (c == '=' && i + 4 == len && k >= 2) {
-                v[k] = 0;
-                pad++;
-            } else if (pad || (v[k] = b64_value(c)) < 0) {
-                return -1;
-            }
-        }
-        unsigned long n = (unsigned long)v[0] << 18 | (unsigned long)v[1] << 12 |
-                          (unsigned long)v[2] << 6 | (unsigned long)v[3];
-        out[o++] = (unsigned char)(n >> 16);
-        if (pad < 2)
-            out[o++] = (unsigned char)(n >> 8);
-        if (pad < 1)
-            out[o++] = (unsigned char)n;
-    }
-    return (long)o;
-}
-
 int webconfig_authorize(const struct webconfig *w, const char *authorization)
 {
     if (!authorization || !w->auth)
@@ -415,8 +371,8 @@ int webconfig_authorize(const struct webconfig *w, const char *authorization)
         len--;
     if (len > WEBCONFIG_MAX_CREDENTIALS)
         return 0;
-    unsigned char *cred = xmalloc(len / 4 * 3 + 1);
-    long n = b64_decode(p, len, cred);
+    unsigned char *cred = xmalloc(len / 4 * 3 + 2);
+    long n = util_base64_decode(p, len, 1, cred);
     int ok = 0;
     unsigned char *colon = n > 0 ? memchr(cred, ':', (size_t)n) : NULL;
     /* A NUL would cut the user or password short in every C string below. */

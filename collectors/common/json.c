@@ -203,6 +203,22 @@ int json_expect_array(const json_t *v, const char *ctx, struct err *e)
     return json_is_array(v) ? 0 : wrong(ctx, NULL, "a list", v, e);
 }
 
+int json_get_time(const json_t *obj, const char *ctx, const char *key, double *out, struct err *e)
+{
+    const char *s = NULL;
+    int rc = json_get_string(obj, ctx, key, &s, e);
+    if (rc <= 0)
+        return rc;
+    if (json_parse_rfc3339(s, out))
+        return err_set(e, ERR_PROTOCOL, "%s.%s: want an RFC 3339 time, got \"%.40s\"", ctx, key, s);
+    return 1;
+}
+
+int json_need_time(const json_t *obj, const char *ctx, const char *key, double *out, struct err *e)
+{
+    return need(json_get_time(obj, ctx, key, out, e), ctx, key, e);
+}
+
 int json_parse_rfc3339(const char *s, double *epoch)
 {
     return util_parse_rfc3339(s, epoch);

@@ -55,6 +55,11 @@ int json_need_number(const json_t *obj, const char *ctx, const char *key, double
 int json_expect_object(const json_t *v, const char *ctx, struct err *e);
 int json_expect_array(const json_t *v, const char *ctx, struct err *e);
 
+/* A string holding an RFC 3339 time, as epoch seconds in *out; a string that is none is an error
+ * ("$.publishTime: want an RFC 3339 time, got \"yesterday\""). need: absent is an error too. */
+int json_get_time(const json_t *obj, const char *ctx, const char *key, double *out, struct err *e);
+int json_need_time(const json_t *obj, const char *ctx, const char *key, double *out, struct err *e);
+
 /* RFC 3339 timestamp ("2026-11-29T15:04:05.123456789Z", offsets allowed) to epoch seconds.
  * 0 or -1 when it is not one. */
 int json_parse_rfc3339(const char *s, double *epoch);

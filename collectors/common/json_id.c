@@ -1,10 +1,8 @@
-/* json_id.c: the id at a dotted path of a JSON message body (json_id.h).
- *
- * A body is parsed only as far as jansson needs to, and an id that is neither a string nor an
- * integer is no id: a float or an object would print differently from what the work table
- * holds, so such a message is counted as unknown rather than guessed at. */
+/* json_id.c: a dead letter's work id from its JSON body or a named piece of metadata. See
+ * json_id.h. */
 #include "json_id.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +11,44 @@
 
 #include "util.h"
 
-int json_id_path_check(const char *path)
+const char *json_id_field_name(const char *id_field, const char *prefix)
 {
-    size_t len = strlen(path);
-    return len == 0 || path[0] == '.' || path[len - 1] == '.' || strstr(path, "..") ? -1 : 0;
+    size_t n = strlen(prefix);
+    return strncmp(id_field, prefix, n) == 0 ? id_field + n : NULL;
 }
 
-void json_id_at(const char *value, size_t len, const char *path, char **out, size_t *outlen)
+int json_id_field_check(const char *id_field, const char *prefix, char *why, size_t cap)
+{
+    const char *name = json_id_field_name(id_field, prefix);
+    if (name) {
+        if (!*name) {
+            /* "header:" names a header: the noun is the prefix without its colon */
+            const char *article = strchr("aeiou", prefix[0]) ? "an" : "a";
+            snprintf(why, cap, "want %s %.*s name after \"%s\"", article, (int)(strlen(prefix) - 1),
+                     prefix, prefix);
+            return -1;
+        }
+        return 0;
+    }
+    /* Every dot separates two keys: none may be empty. */
+    size_t len = strlen(id_field);
+    if (len == 0 || id_field[0] == '.' || id_field[len - 1] == '.' || strstr(id_field, "..")) {
+        snprintf(why, cap,
+                 "want a JSON key with dots between nested keys (order.id) or %sNAME, got \"%s\"",
+                 prefix, id_field);
+        return -1;
+    }
+    return 0;
+}
+
+void json_id_at(const char *body, size_t len, const char *path, char **out, size_t *outlen)
 {
     *out = NULL;
     *outlen = 0;
-    if (!value || len == 0)
+    if (!body || len == 0)
         return;
     json_error_t jerr;
-    json_t *doc = json_loadb(value, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    json_t *doc = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (!doc)
         return;
     const json_t *v = doc;

@@ -113,6 +113,13 @@ double pubsub_retry_horizon(const struct pubsub_sub *s)
     return t < s->retention ? t : s->retention;
 }
 
+int pubsub_sub_ref_ok(const char *s)
+{
+    int full = strncmp(s, "projects/", 9) == 0;
+    const char *id = full ? strrchr(s, '/') + 1 : s;
+    return *s && (full ? strstr(s, "/subscriptions/") != NULL && *id : strchr(s, '/') == NULL);
+}
+
 const char *pubsub_topic_id(const char *topic)
 {
     const char *slash = strrchr(topic, '/');
@@ -158,19 +165,13 @@ static int parse_point(const json_t *p, const char *ctx, struct pubsub_point *ou
 {
     char ipath[300], vpath[300];
     json_t *interval, *value;
-    const char *end;
     double v;
     json_path_key(ipath, sizeof ipath, ctx, "interval");
     json_path_key(vpath, sizeof vpath, ctx, "value");
     if (json_expect_object(p, ctx, e) || json_need_object(p, ctx, "interval", &interval, e) ||
-        json_need_string(interval, ipath, "endTime", &end, e) ||
+        json_need_time(interval, ipath, "endTime", &out->end, e) ||
         json_need_object(p, ctx, "value", &value, e))
         return -1;
-    if (json_parse_rfc3339(end, &out->end)) {
-        char tpath[320];
-        json_path_key(tpath, sizeof tpath, ipath, "endTime");
-        return err_set(e, ERR_PROTOCOL, "%s: want an RFC 3339 time, got \"%.40s\"", tpath, end);
-    }
     /* int64Value comes as a decimal string (protobuf JSON), doubleValue as a number. */
     int rc = json_get_numeric(value, vpath, "int64Value", &v, e);
     if (rc == 0)

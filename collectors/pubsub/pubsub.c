@@ -19,6 +19,7 @@
 #include "common/json.h"
 #include "config.h"
 #include "log.h"
+#include "api.h"
 #include "auth.h"
 #include "util.h"
 
@@ -28,37 +29,17 @@
 
 /* ---- configuration ---- */
 
-/* expired_ack_deadlines_count is a delta per sampling period; the counter adds each period once. */
-struct expiries {
-    char *subscription;
-    double total;
-    double last_end; /* endTime of the newest period counted */
-};
-
-struct state {
-    char *project;
-    char **subscriptions; /* NULL: every subscription of the project */
-    size_t nsubscriptions;
-    char *endpoint, *monitoring_endpoint;
-    int monitoring;
-    double monitoring_window;
-    struct http_config http;
-    struct pubsub_auth *auth;
-    struct http_client *client;
-    struct expiries *exp;
-    size_t nexp;
-    const char *token; /* this scrape's bearer token (owned by auth), NULL for none */
-};
-
 static void destroy(struct collector *c)
 {
-    struct state *st = c->priv;
+    struct pubsub_state *st = c->priv;
     if (!st)
         return;
     http_client_free(st->client);
     http_config_free(&st->http);
     pubsub_auth_free(st->auth);
     cfg_strv_free(st->subscriptions);
+    cfg_strv_free(st->dl_queue);
+    cfg_strv_free(st->dl_sub);
     for (size_t i = 0; i < st->nexp; i++)
         free(st->exp[i].subscription);
     free(st->exp);
@@ -71,13 +52,13 @@ static void destroy(struct collector *c)
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
+    struct pubsub_state *st = xcalloc(1, sizeof *st);
     c->priv = st;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* every key read first, so a misspelt one is reported with the known keys; the credential
      * keys are only marked here, pubsub_auth_configure reads them once the rest is valid */
-    struct cfg_node *subs = NULL, *unused = NULL;
+    struct cfg_node *subs = NULL, *unused = NULL, *dls = NULL;
     if (cfg_get_nonempty(map, "project", &st->project, e) ||
         cfg_get_node(map, "subscriptions", CFG_SEQ, &subs, e) ||
         cfg_get_strlist(map, "subscriptions", &st->subscriptions, &st->nsubscriptions, e) ||
@@ -89,7 +70,9 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         http_config_parse(map, &st->http, e) ||
         cfg_get_node(map, "credentials_file", CFG_NULL, &unused, e) ||
         cfg_get_node(map, "credentials_env", CFG_NULL, &unused, e) ||
-        cfg_get_node(map, "token_file", CFG_NULL, &unused, e) || cfg_finish(map, where, e))
+        cfg_get_node(map, "token_file", CFG_NULL, &unused, e) ||
+        cfg_get_node(map, "dead_letter_subscriptions", CFG_MAP, &dls, e) ||
+        cfg_finish(map, where, e))
         return -1;
     if (!st->project)
         return cfg_error(e, map, "project: want the Google Cloud project id");
@@ -101,28 +84,39 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                          "every subscription of the project)");
     for (size_t i = 0; i < st->nsubscriptions; i++) {
         const char *s = st->subscriptions[i];
-        int full = strncmp(s, "projects/", 9) == 0;
-        const char *id = full ? strrchr(s, '/') + 1 : s;
-        if (!*s || (!full && strchr(s, '/')) ||
-            (full && (strstr(s, "/subscriptions/") == NULL || !*id)))
+        if (!pubsub_sub_ref_ok(s))
             return cfg_error(e, subs->items[i],
                              "subscriptions: want a subscription id or "
                              "projects/PROJECT/subscriptions/ID, got \"%s\"",
                              s);
     }
+    if (pubsub_dead_letter_subs_configure(c, dls, e))
+        return -1;
     return pubsub_auth_configure(map, &st->auth, e);
 }
 
 /* ---- collection ---- */
 
-/* GET url with the source's token. A 404 is not an error when allow_missing: *doc is NULL. */
-static int api_get(struct state *st, const struct deadline *dl, const char *url, const char *what,
-                   int allow_missing, json_t **doc, struct err *e)
+int pubsub_api_begin(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    struct pubsub_state *st = c->priv;
+    if (!st->client)
+        st->client = http_client_new(c->name, &st->http);
+    return pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &st->token, e);
+}
+
+int pubsub_api_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
+                    const char *url, const char *body, const char *what, int allow_missing,
+                    json_t **doc, struct err *e)
 {
     *doc = NULL;
     const char *token = st->token;
-    struct http_request req = {.method = "GET",
+    static const char *const json_headers[] = {"Content-Type: application/json", NULL};
+    struct http_request req = {.method = method,
                                .url = url,
+                               .headers = body ? json_headers : NULL,
+                               .body = body,
+                               .body_len = body ? strlen(body) : 0,
                                .auth = token ? HTTP_AUTH_BEARER : HTTP_AUTH_NONE,
                                .password = token,
                                .accept_any_status = allow_missing};
@@ -146,6 +140,28 @@ static int api_get(struct state *st, const struct deadline *dl, const char *url,
     }
     http_response_free(&resp);
     return rc;
+}
+
+/* GET url with the source's token (pubsub_api_call). */
+static int api_get(struct pubsub_state *st, const struct deadline *dl, const char *url,
+                   const char *what, int allow_missing, json_t **doc, struct err *e)
+{
+    return pubsub_api_call(st, dl, "GET", url, NULL, what, allow_missing, doc, e);
+}
+
+char *pubsub_sub_name(const struct pubsub_state *st, const char *sub)
+{
+    int full = strncmp(sub, "projects/", 9) == 0;
+    const char *id = full ? strrchr(sub, '/') + 1 : sub;
+    char *esc = http_escape(id);
+    struct buf b;
+    buf_init(&b);
+    if (full)
+        buf_printf(&b, "%.*s%s", (int)(id - sub), sub, esc);
+    else
+        buf_printf(&b, "projects/%s/subscriptions/%s", st->project, esc);
+    free(esc);
+    return buf_steal(&b);
 }
 
 struct scrape {
@@ -181,7 +197,7 @@ static int add_sub(struct scrape *sc, const json_t *obj, const char *what, const
     return 0;
 }
 
-static int read_subscriptions(struct state *st, const struct deadline *dl, struct scrape *sc,
+static int read_subscriptions(struct pubsub_state *st, const struct deadline *dl, struct scrape *sc,
                               struct err *e)
 {
     struct buf url;
@@ -189,16 +205,10 @@ static int read_subscriptions(struct state *st, const struct deadline *dl, struc
     int rc = -1;
     if (st->subscriptions) {
         for (size_t i = 0; i < st->nsubscriptions; i++) {
-            const char *s = st->subscriptions[i];
-            char *esc = http_escape(strncmp(s, "projects/", 9) == 0 ? strrchr(s, '/') + 1 : s);
+            char *name = pubsub_sub_name(st, st->subscriptions[i]);
             buf_reset(&url);
-            if (strncmp(s, "projects/", 9) == 0)
-                buf_printf(&url, "%s/v1/%.*s%s", st->endpoint, (int)(strrchr(s, '/') + 1 - s), s,
-                           esc);
-            else
-                buf_printf(&url, "%s/v1/projects/%s/subscriptions/%s", st->endpoint, st->project,
-                           esc);
-            free(esc);
+            buf_printf(&url, "%s/v1/%s", st->endpoint, name);
+            free(name);
             json_t *doc;
             sc->requests++;
             if (api_get(st, dl, url.data, "GET subscription", 1, &doc, e))
@@ -264,7 +274,7 @@ static void utc_text(double t, char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int read_monitoring(struct state *st, const struct deadline *dl, double now,
+static int read_monitoring(struct pubsub_state *st, const struct deadline *dl, double now,
                            struct scrape *sc, struct pubsub_monitoring *m, struct err *e)
 {
     struct buf filter, url;
@@ -318,8 +328,8 @@ out:
 }
 
 /* The subscriptions of a dead-letter topic: where its messages can be counted. */
-static int topic_subscriptions(struct state *st, const struct deadline *dl, const char *topic,
-                               struct scrape *sc, json_t **list, struct err *e)
+static int topic_subscriptions(struct pubsub_state *st, const struct deadline *dl,
+                               const char *topic, struct scrape *sc, json_t **list, struct err *e)
 {
     *list = NULL;
     struct buf url;
@@ -337,13 +347,13 @@ static int topic_subscriptions(struct state *st, const struct deadline *dl, cons
     return 0;
 }
 
-static struct expiries *expiries_of(struct state *st, const char *sub)
+static struct pubsub_expiries *expiries_of(struct pubsub_state *st, const char *sub)
 {
     for (size_t i = 0; i < st->nexp; i++)
         if (strcmp(st->exp[i].subscription, sub) == 0)
             return &st->exp[i];
     st->exp = xrealloc(st->exp, (st->nexp + 1) * sizeof *st->exp);
-    st->exp[st->nexp] = (struct expiries){.subscription = xstrdup(sub)};
+    st->exp[st->nexp] = (struct pubsub_expiries){.subscription = xstrdup(sub)};
     return &st->exp[st->nexp++];
 }
 
@@ -363,8 +373,9 @@ static int newest(const struct pubsub_series *s, double now, double *value, doub
     return 1;
 }
 
-static int monitoring_series(struct collector *c, struct state *st, const struct deadline *dl,
-                             double now, struct scrape *sc, struct metric_set *out, struct err *e)
+static int monitoring_series(struct collector *c, struct pubsub_state *st,
+                             const struct deadline *dl, double now, struct scrape *sc,
+                             struct metric_set *out, struct err *e)
 {
     struct pubsub_monitoring m = {0};
     double data_age = -1, v;
@@ -379,7 +390,7 @@ static int monitoring_series(struct collector *c, struct state *st, const struct
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", v, "queue", s->id, NULL);
         const struct pubsub_series *x = pubsub_monitoring_find(&m, s->id, PUBSUB_EXPIRED_ACKS);
         if (x) {
-            struct expiries *acc = expiries_of(st, s->id);
+            struct pubsub_expiries *acc = expiries_of(st, s->id);
             double last = acc->last_end;
             for (size_t k = 0; k < x->n; k++)
                 if (x->points[k].end > last) {
@@ -432,12 +443,9 @@ out:
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
-    struct state *st = c->priv;
-    if (!st->client)
-        st->client = http_client_new(c->name, &st->http);
+    struct pubsub_state *st = c->priv;
     struct scrape sc = {0};
-    /* One token per scrape: the token file is read once, a cached grant renewed when due. */
-    int rc = pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &st->token, e);
+    int rc = pubsub_api_begin(c, dl, e);
     if (rc == 0)
         rc = read_subscriptions(st, dl, &sc, e);
     if (rc == 0) {
@@ -469,4 +477,6 @@ const struct collector_kind pubsub_kind = {.name = "pubsub",
                                            .configure = configure,
                                            .collect = collect,
                                            .destroy = destroy,
-                                           .audit_hint = audit_hint};
+                                           .audit_hint = audit_hint,
+                                           .dead_letter_validate = pubsub_dead_letter_validate,
+                                           .dlq = &pubsub_dlq};

@@ -40,6 +40,10 @@ double pubsub_duration(const char *s);
  * expires). */
 double pubsub_retry_horizon(const struct pubsub_sub *s);
 
+/* 1 when s names a subscription as the config may: an id (no "/") or
+ * projects/PROJECT/subscriptions/ID. */
+int pubsub_sub_ref_ok(const char *s);
+
 /* The last segment of a resource name ("projects/p/topics/orders" -> "orders"). */
 const char *pubsub_topic_id(const char *topic);
 
@@ -83,5 +87,48 @@ void pubsub_monitoring_free(struct pubsub_monitoring *m);
 const struct pubsub_series *pubsub_monitoring_find(const struct pubsub_monitoring *m,
                                                    const char *subscription,
                                                    enum pubsub_metric metric);
+
+/* ---- dead letters, for `qrel dlq` (collectors/pubsub/message.c) ----
+ * A pull reply's receivedMessages, what a replay publishes again, and the bodies of acknowledge
+ * and modifyAckDeadline. */
+
+#define PUBSUB_ATTRIBUTE_PREFIX "attribute:" /* id_field form for a message attribute */
+/* The attributes Pub/Sub adds when it dead-letters a message (…SourceDeliveryCount,
+ * …SourceSubscription, …SourceSubscriptionProject, …SourceTopicPublishTime): a replay leaves them
+ * out, so the message goes back as it was first published. */
+#define PUBSUB_DEAD_LETTER_ATTRIBUTES "CloudPubSubDeadLetter"
+#define PUBSUB_DELIVERY_COUNT_ATTRIBUTE "CloudPubSubDeadLetterSourceDeliveryCount"
+
+/* One received message. Strings are malloc'd. */
+struct pubsub_received {
+    char *ack_id;
+    char *message_id;
+    char *data;                  /* base64 as received; "" when the message has none */
+    char *ordering_key;          /* NULL: none */
+    json_t *attributes;          /* an object of strings, a reference held here; NULL: none */
+    double publish_time;         /* epoch seconds; 0: unknown */
+    long long source_deliveries; /* the CloudPubSubDeadLetterSourceDeliveryCount attribute; -1 */
+    int removed;                 /* acknowledged (set by the caller) */
+};
+
+/* The receivedMessages list of a pull reply (NULL when the reply has none: nothing to pull). */
+int pubsub_pull_list(const json_t *doc, json_t **list, struct err *e);
+/* One item of that list (ctx: its JSON path). On error out holds nothing. */
+int pubsub_received_parse(const json_t *item, const char *ctx, struct pubsub_received *out,
+                          struct err *e);
+void pubsub_received_free(struct pubsub_received *r); /* the members; NULL is fine */
+
+/* The work id at id_field ("attribute:NAME", or a dotted key of the data as JSON), malloc'd; NULL
+ * when absent, not a string or integer, holding a NUL, or when data is not base64. *body_bytes is
+ * the decoded data's size (0 when it is not base64). */
+char *pubsub_work_id(const struct pubsub_received *r, const char *id_field, size_t *body_bytes);
+
+/* The body of topics.publish that puts r back: its data, its attributes without the
+ * CloudPubSubDeadLetter* ones, its orderingKey. malloc'd. */
+char *pubsub_publish_body(const struct pubsub_received *r);
+
+/* {"ackIds": [...]} for acknowledge, with "ackDeadlineSeconds": deadline when deadline >= 0
+ * (modifyAckDeadline). malloc'd. */
+char *pubsub_ack_body(const char *const *ack_ids, size_t n, int deadline);
 
 #endif

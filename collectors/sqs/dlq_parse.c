@@ -137,14 +137,14 @@ int sqs_dlq_parse_receive(const json_t *doc, const char *what, struct sqs_dead_l
 
 static const char *attribute_name(const char *id_field)
 {
-    size_t n = strlen(ATTRIBUTE_PREFIX);
-    return strncmp(id_field, ATTRIBUTE_PREFIX, n) == 0 ? id_field + n : NULL;
+    return json_id_field_name(id_field, ATTRIBUTE_PREFIX);
 }
 
 int sqs_dlq_id_field_check(const char *id_field, char *why, size_t cap)
 {
-    const char *a = attribute_name(id_field);
-    if (a ? !*a : json_id_path_check(id_field) != 0) {
+    /* The forms are the shared ones (common/json_id.h); the message names SQS's words. */
+    char shared[200];
+    if (json_id_field_check(id_field, ATTRIBUTE_PREFIX, shared, sizeof shared) != 0) {
         snprintf(why, cap,
                  "want a JSON key of the message body with dots between nested keys (order.id) "
                  "or attribute:NAME for a message attribute, got \"%s\"",

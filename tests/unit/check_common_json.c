@@ -111,6 +111,26 @@ START_TEST(test_rfc3339)
 }
 END_TEST
 
+START_TEST(test_time_getters)
+{
+    json_t *d = doc("{\"at\": \"2026-11-29T15:04:05.250Z\", \"bad\": \"yesterday\", \"n\": 5}");
+    struct err e;
+    double t = 0;
+    ck_assert_int_eq(json_get_time(d, "$", "at", &t, &e), 1);
+    ck_assert_double_eq_tol(t, 1795964645.25, 1e-6);
+    ck_assert_int_eq(json_need_time(d, "$", "at", &t, &e), 0);
+    ck_assert_int_eq(json_get_time(d, "$", "none", &t, &e), 0);
+    ck_assert_int_eq(json_need_time(d, "$.x", "none", &t, &e), -1);
+    ck_assert_str_eq(e.msg, "$.x.none: missing");
+    ck_assert_int_eq(json_get_time(d, "$", "bad", &t, &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_str_eq(e.msg, "$.bad: want an RFC 3339 time, got \"yesterday\"");
+    ck_assert_int_eq(json_get_time(d, "$", "n", &t, &e), -1);
+    ck_assert_str_eq(e.msg, "$.n: want a string, got a number");
+    json_decref(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("json");
@@ -119,6 +139,7 @@ int main(void)
     tcase_add_test(tc, test_typed_getters);
     tcase_add_test(tc, test_errors_name_the_path);
     tcase_add_test(tc, test_rfc3339);
+    tcase_add_test(tc, test_time_getters);
     suite_add_tcase(su, tc);
     return check_run(su, CK_NORMAL);
 }

@@ -417,7 +417,8 @@ static const struct {
     {SRC "    subscriptions: [a]\n", "x.yml:2:5: project: want the Google Cloud project id"},
     {SRC "    projet: shop\n",
      "x.yml:4:5: unknown key \"projet\" in source \"gcp\" (known keys: credentials_env, "
-     "credentials_file, endpoint, kind, max_response_bytes, min_interval, monitoring, "
+     "credentials_file, dead_letter_subscriptions, endpoint, kind, max_response_bytes, "
+     "min_interval, monitoring, "
      "monitoring_endpoint, monitoring_window, name, project, subscriptions, timeout, tls_config, "
      "token_file)"},
     {SRC "    project: a/b\n", "x.yml:4:14: project: want a project id, without \"/\""},

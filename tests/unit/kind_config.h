@@ -14,9 +14,12 @@
 #include "config.h"
 #include "sources.h"
 
-/* text: "sources:\n  - name: N\n    kind: K\n..."; returns configure's result, and on success
- * cfg_finish's, with e set on failure. */
-static int configure_kind_text(const struct collector_kind *kind, const char *text, struct err *e)
+/* text: "sources:\n  - name: N\n    kind: K\n..."; configures the first source into *c and
+ * returns configure's result, and on success cfg_finish's, with e set on failure. *doc is the
+ * parsed text, which c's configuration may point into: the caller frees both with
+ * kind_config_free. */
+static int configure_kind_keep(const struct collector_kind *kind, const char *text,
+                               struct collector *c, struct cfg_doc **doc, struct err *e)
 {
     err_clear(e);
     struct cfg_doc *d = cfg_parse_string("x.yml", text, strlen(text), e);
@@ -24,13 +27,28 @@ static int configure_kind_text(const struct collector_kind *kind, const char *te
     struct cfg_node *seq = NULL;
     ck_assert_int_eq(cfg_get_node(cfg_doc_root(d), "sources", CFG_SEQ, &seq, e), 0);
     struct sources s = {.timeout = SOURCES_DEFAULT_TIMEOUT};
-    struct collector c = {0};
-    int rc = sources_configure(&s, &c, seq->items[0], e);
-    ck_assert_msg(c.kind == kind, "the source's kind is %s", kind->name);
-    kind->destroy(&c);
-    ck_assert_ptr_null(c.priv);
-    free(c.name);
-    cfg_doc_free(d);
+    memset(c, 0, sizeof *c);
+    int rc = sources_configure(&s, c, seq->items[0], e);
+    ck_assert_msg(c->kind == kind, "the source's kind is %s", kind->name);
+    *doc = d;
+    return rc;
+}
+
+static void kind_config_free(struct collector *c, struct cfg_doc *doc)
+{
+    c->kind->destroy(c);
+    ck_assert_ptr_null(c->priv);
+    free(c->name);
+    cfg_doc_free(doc);
+}
+
+/* configure_kind_keep, then frees it all. */
+static int configure_kind_text(const struct collector_kind *kind, const char *text, struct err *e)
+{
+    struct collector c;
+    struct cfg_doc *d;
+    int rc = configure_kind_keep(kind, text, &c, &d, e);
+    kind_config_free(&c, d);
     return rc;
 }
 

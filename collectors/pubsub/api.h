@@ -1,0 +1,65 @@
+/* pubsub/api.h: what the files of the `pubsub` kind share inside it: the source's state and one
+ * REST call with its token, so the collector (pubsub.c) and `qrel dlq`'s hooks (dlq.c) talk to
+ * Pub/Sub the same way, on the same connection. Not for other kinds. */
+#ifndef QREL_PUBSUB_API_H
+#define QREL_PUBSUB_API_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "auth.h"
+#include "collector.h"
+#include "common/http.h"
+#include "config.h"
+#include "deadline.h"
+#include "err.h"
+
+/* expired_ack_deadlines_count is a delta per sampling period; the counter adds each period once. */
+struct pubsub_expiries {
+    char *subscription;
+    double total;
+    double last_end; /* endTime of the newest period counted */
+};
+
+struct pubsub_state {
+    char *project;
+    char **subscriptions; /* NULL: every subscription of the project */
+    size_t nsubscriptions;
+    /* dead_letter_subscriptions: the subscription `qrel dlq` pulls from on the dead-letter topic
+     * of a watched subscription, where that topic has not exactly one (parallel lists) */
+    char **dl_queue, **dl_sub;
+    size_t ndl;
+    char *endpoint, *monitoring_endpoint;
+    int monitoring;
+    double monitoring_window;
+    struct http_config http;
+    struct pubsub_auth *auth;
+    struct http_client *client;
+    struct pubsub_expiries *exp;
+    size_t nexp;
+    const char *token; /* this call's bearer token (owned by auth), NULL for none */
+};
+
+/* Opens the client when needed and takes the token for the calls that follow (one per scrape or
+ * `qrel dlq` step: the token file is read once, a cached grant renewed when due). */
+int pubsub_api_begin(struct collector *c, const struct deadline *dl, struct err *e);
+
+/* One REST call with the token: method "GET" or "POST" (body: JSON text), url absolute. A 404 is
+ * not an error when allow_missing: *doc is NULL. On 2xx *doc is the parsed reply (the caller's). */
+int pubsub_api_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
+                    const char *url, const char *body, const char *what, int allow_missing,
+                    json_t **doc, struct err *e);
+
+/* The resource name of a configured subscription: "projects/P/subscriptions/S" as given, or an id
+ * in the source's project (escaped for a URL). malloc'd. */
+char *pubsub_sub_name(const struct pubsub_state *st, const char *sub);
+
+/* dlq.c: `qrel dlq`'s hooks and the load-time check of a `dead_letters:` entry. */
+extern const struct dlq_kind pubsub_dlq;
+int pubsub_dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e);
+/* Checks and keeps c's dead_letter_subscriptions mapping (NULL: none), read by
+ * configure() with the other keys: subscription -> the subscription of its dead-letter topic. */
+int pubsub_dead_letter_subs_configure(struct collector *c, struct cfg_node *map, struct err *e);
+
+#endif

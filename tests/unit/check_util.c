@@ -1,0 +1,64 @@
+/* check_util.c: unit tests for exporter/util.c's base64 decoder, the one that HTTP Basic
+ * credentials (strict) and Pub/Sub message data (protobuf's lenient JSON form) both go through:
+ * every case is decoded both ways and must give the bytes, or be refused, as the table says. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "check_run.h"
+
+static const struct {
+    const char *in;
+    const char *lenient; /* NULL: refused */
+    const char *strict;  /* NULL: refused */
+    long len;            /* of the decoded bytes */
+} b64[] = {
+    {"", "", NULL, 0}, /* no credentials are no credentials */
+    {"eyJvcmRlcl9pZCI6MX0=", "{\"order_id\":1}", "{\"order_id\":1}", 14},
+    {"eyJvcmRlcl9pZCI6MX0", "{\"order_id\":1}", NULL, 14}, /* padding left out */
+    {"YQ==", "a", "a", 1},
+    {"YWI=", "ab", "ab", 2},
+    {"YWJj", "abc", "abc", 3},
+    {"dXNlcjpwYXNz", "user:pass", "user:pass", 9},
+    {"-_8=", "\xfb\xff", NULL, 2}, /* the URL-safe alphabet */
+    {"+/8=", "\xfb\xff", "\xfb\xff", 2},
+    {"YQBi", "a\0b", "a\0b", 3}, /* a NUL inside is data too */
+    {"Y", NULL, NULL, 0},        /* one digit holds no byte */
+    {"YQ=", NULL, NULL, 0},      /* padding that does not end a group of 4 */
+    {"YQ===", NULL, NULL, 0},
+    {"Y Q==", NULL, NULL, 0},
+    {"YQ=a", NULL, NULL, 0},
+    {"=YQ=", NULL, NULL, 0},
+};
+
+START_TEST(test_base64)
+{
+    for (int strict = 0; strict <= 1; strict++) {
+        const char *want = strict ? b64[_i].strict : b64[_i].lenient;
+        size_t len = strlen(b64[_i].in);
+        unsigned char *out = malloc(len / 4 * 3 + 2);
+        long n = util_base64_decode(b64[_i].in, len, strict, out);
+        if (!want) {
+            ck_assert_msg(n == -1, "\"%s\" (strict %d): want refused, got %ld bytes", b64[_i].in,
+                          strict, n);
+        } else {
+            ck_assert_msg(n == b64[_i].len, "\"%s\" (strict %d): got %ld bytes", b64[_i].in, strict,
+                          n);
+            ck_assert_int_eq(memcmp(out, want, (size_t)n), 0);
+        }
+        free(out);
+    }
+}
+END_TEST
+
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+int main(void)
+{
+    Suite *s = suite_create("util");
+    TCase *tc = tcase_create("base64");
+    tcase_add_loop_test(tc, test_base64, 0, N(b64));
+    suite_add_tcase(s, tc);
+    return check_run(s, CK_ENV);
+}
