@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +42,13 @@ void *xrealloc(void *p, size_t n)
     if (!q)
         oom(n);
     return q;
+}
+
+void xmalloc_release(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 char *xstrdup(const char *s)
