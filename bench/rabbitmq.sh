@@ -252,7 +252,7 @@ done
 # ---- table ----
 echo "# qrel rabbitmq benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
 echo "# $("$QREL_BIN" --version 2>&1 | head -1); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
-echo "# shape: N queues, every ${DLQ_EVERY}th with a dead-letter exchange to one dead-letter queue (+1 queue); the others break no_dead_letter_queue"
+echo "# shape: N queues, 1 in ${DLQ_EVERY} with a dead-letter exchange to one dead-letter queue (+1 queue); any others break no_dead_letter_queue"
 echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
