@@ -2,12 +2,15 @@
 # rabbitmq.sh: what exporting N RabbitMQ queues costs the broker, qrel against the raw fetches.
 #
 # Starts its own RabbitMQ node (management + prometheus plugins) on free loopback ports, creates
-# N queues (every 10th with a dead-letter exchange), and for each N measures, in one run and on
-# the same node: the raw `GET /api/queues?columns=…` that qrel's refresh makes (curl), the same
-# with totals only (qrel's depth request without the plugin), the plugin's /metrics/per-object and
-# /metrics/detailed?family=queue_coarse_metrics (curl), and qrel_exporter scraped every 15 s for a
-# minute, with and without the plugin. Per row: scrape time, body bytes, exporter peak RSS and the
-# broker's CPU per scrape (beam utime+stime, idle CPU taken off). Prints a table and a verdict on
+# N queues (the shape: every Kth with a dead-letter exchange, --dlq-every; the others break
+# no_dead_letter_queue), and for each N measures, in one run and on the same node: the raw
+# `GET /api/queues?columns=…` that qrel's refresh makes (curl), the same with totals only (qrel's
+# depth request without the plugin), the plugin's /metrics/per-object,
+# /metrics/detailed?family=queue_coarse_metrics (depth) and family=queue_metrics (the only family
+# with the head timestamp) (curl), and qrel_exporter scraped every 15 s for a minute, with and
+# without the plugin. Per row: scrape time, body bytes, exporter peak RSS, qrel's own memory
+# (own_kib: heap and stacks), the audit series, and the broker's CPU per scrape (beam
+# utime+stime, idle CPU taken off). Prints a table and a verdict on
 # the 10,000-queue goal; a missed goal is reported, not an error. See bench/README.md.
 #
 # Needs: bash, curl, awk, python3, rabbitmq-server 3.10 (Debian), a built qrel_exporter.
@@ -16,10 +19,12 @@ export LC_ALL=C
 
 usage() {
   cat <<'EOF'
-Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--interval S] [--window S] [--fetches N]
-                         [--metadata-interval DURATION] [--qrel PATH]
+Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--dlq-every K] [--interval S] [--window S]
+                         [--fetches N] [--metadata-interval DURATION] [--qrel PATH]
 
   --sizes "LIST"               queue counts, ascending (default "1000 10000")
+  --dlq-every K                the shape: every Kth queue has a dead-letter exchange, the others
+                               break no_dead_letter_queue (default 10; 1: every queue has one)
   --interval S                 seconds between qrel scrapes (default 15)
   --window S                   seconds of qrel scrapes per row (default 60: 4 scrapes at 15 s)
   --fetches N                  measured raw fetches per curl row (default 3)
@@ -32,6 +37,7 @@ EOF
 }
 
 SIZES="1000 10000"
+DLQ_EVERY=10
 INTERVAL=15
 WINDOW=60
 FETCHES=3
@@ -49,6 +55,7 @@ need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got 
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
+    --dlq-every) [ $# -ge 2 ] || die "--dlq-every needs a value"; DLQ_EVERY=$2; shift 2 ;;
     --interval) [ $# -ge 2 ] || die "--interval needs a value"; INTERVAL=$2; shift 2 ;;
     --window) [ $# -ge 2 ] || die "--window needs a value"; WINDOW=$2; shift 2 ;;
     --fetches) [ $# -ge 2 ] || die "--fetches needs a value"; FETCHES=$2; shift 2 ;;
@@ -58,6 +65,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument \"$1\" (see --help)" ;;
   esac
 done
+need_num --dlq-every "$DLQ_EVERY"
 need_num --interval "$INTERVAL"
 need_num --window "$WINDOW"
 need_num --fetches "$FETCHES"
@@ -90,7 +98,7 @@ progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 TCK=$(getconf CLK_TCK)
 declare -A RES
-ROWS=(api_queues api_totals per_object detailed_coarse qrel_plugin qrel_mgmt)
+ROWS=(api_queues api_totals per_object detailed_coarse detailed_queue qrel_plugin qrel_mgmt)
 
 progress "starting RabbitMQ"
 RABBIT_STATS_INTERVAL_MS=5000 rabbit_start "$T/rabbit"
@@ -111,11 +119,11 @@ idle_rate() {
 }
 
 create_queues() { # create_queues FROM TO: scale.FROM .. scale.TO-1, by definitions import
-  python3 - "$1" "$2" > "$T/defs.json" <<'PY'
+  python3 - "$1" "$2" "$DLQ_EVERY" > "$T/defs.json" <<'PY'
 import json, sys
-a, b = int(sys.argv[1]), int(sys.argv[2])
+a, b, k = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 q = [{"name": f"scale.{i}", "vhost": "/", "durable": False, "auto_delete": False,
-      "arguments": ({"x-dead-letter-exchange": "scale.dlx", "x-dead-letter-routing-key": "dead"} if i % 10 == 0 else {})}
+      "arguments": ({"x-dead-letter-exchange": "scale.dlx", "x-dead-letter-routing-key": "dead"} if i % k == 0 else {})}
      for i in range(a, b)]
 if a == 0:
     q.append({"name": "scale.dlq", "vhost": "/", "durable": False, "auto_delete": False, "arguments": {}})
@@ -184,6 +192,7 @@ qrel_row() {
   [ -n "$addr" ] || die "qrel_exporter did not start"
   : > "$T/times"
   : > "$T/cpus"
+  RES[$n,$row,own]=0
   k=$((WINDOW / INTERVAL))
   for i in $(seq 1 "$k"); do
     start=$(now_s)
@@ -199,10 +208,13 @@ qrel_row() {
     RES[$n,$row,bytes]=${out#* }
     grep -Eq '^qrel_collector_up\{source="bench",kind="rabbitmq"\} 1$' "$T/body.txt" ||
       die "$row at $n queues: scrape $i not up: $(grep -m1 'collection failed' "$T/exporter.log" || true)"
+    own=$(own_kib "$EXP_PID")
+    [ "$own" -gt "${RES[$n,$row,own]}" ] && RES[$n,$row,own]=$own
     [ "$i" = 1 ] && RES[$n,$row,first]=${out% *}
     [ "$i" -lt "$k" ] && sleep "$(awk -v s="$start" -v e="$(now_s)" -v iv="$INTERVAL" 'BEGIN { x = iv - (e - s); print (x > 0 ? x : 0) }')"
   done
   RES[$n,$row,reported]=$(grep -c '^qrel_queue_messages{source="bench".*state="ready"' "$T/body.txt" || true)
+  RES[$n,$row,audit]="$(grep -c '^qrel_audit_failed{' "$T/body.txt" || true)/$(sed -nE 's/^qrel_audit_failed_queues\{.*rule="no_dead_letter_queue".*\} ([0-9]+)$/\1/p' "$T/body.txt")"
   RES[$n,$row,median]=$(tail -n +2 "$T/times" | median)
   # cpu: the window's average (its first scrape makes the refresh); refresh_cpu: that first
   # scrape; depth_cpu: the median of the others (served from the cache)
@@ -230,6 +242,7 @@ for n in "${SIZE_LIST[@]}"; do
   curl_row "$n" api_totals "$API/queues?columns=name,vhost,messages,messages_ready,messages_unacknowledged&disable_stats=true&enable_queue_totals=true" -u guest:guest
   curl_row "$n" per_object "$PROM/metrics/per-object"
   curl_row "$n" detailed_coarse "$PROM/metrics/detailed?family=queue_coarse_metrics"
+  curl_row "$n" detailed_queue "$PROM/metrics/detailed?family=queue_metrics"
   progress "N=$n: qrel with the plugin, ${WINDOW} s of scrapes every ${INTERVAL} s"
   qrel_row "$n" qrel_plugin 1
   progress "N=$n: qrel without the plugin"
@@ -239,23 +252,28 @@ done
 # ---- table ----
 echo "# qrel rabbitmq benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
 echo "# $("$QREL_BIN" --version 2>&1 | head -1); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
+echo "# shape: N queues, 1 in ${DLQ_EVERY} with a dead-letter exchange to one dead-letter queue (+1 queue); any others break no_dead_letter_queue"
 echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %11s %11s %10s\n'
+fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %8s %11s %11s %10s %12s\n'
 # shellcheck disable=SC2059
-printf "$fmtrow" queues row requests median_s first_s body_kib rss_mib broker_ms/scr refresh_ms depth_ms
+printf "$fmtrow" queues row requests median_s first_s body_kib rss_mib own_kib broker_ms/scr refresh_ms depth_ms audit_series
 for n in "${SIZE_LIST[@]}"; do
   for row in "${ROWS[@]}"; do
     # shellcheck disable=SC2059
     printf "$fmtrow" "$n" "$row" "${RES[$n,$row,req]:-1}" "$(fmt "${RES[$n,$row,median]:-}" '%.4f')" \
       "$(fmt "${RES[$n,$row,first]:-}" '%.3f')" \
       "$(awk -v b="${RES[$n,$row,bytes]:-0}" 'BEGIN { printf "%.0f", b / 1024 }')" \
-      "${RES[$n,$row,rss]:--}" "${RES[$n,$row,cpu]}" "$(fmt "${RES[$n,$row,refresh_cpu]:-}" '%.0f')" \
-      "$(fmt "${RES[$n,$row,depth_cpu]:-}" '%.0f')"
+      "${RES[$n,$row,rss]:--}" "${RES[$n,$row,own]:--}" "${RES[$n,$row,cpu]}" \
+      "$(fmt "${RES[$n,$row,refresh_cpu]:-}" '%.0f')" "$(fmt "${RES[$n,$row,depth_cpu]:-}" '%.0f')" \
+      "${RES[$n,$row,audit]:--}"
   done
 done
 echo "# median_s: qrel rows leave out the first scrape (it makes the first refresh; first_s shows it)"
+echo "# own_kib: qrel's anonymous resident memory (heap, arenas, stacks), the largest after any scrape"
+echo "# audit_series: qrel_audit_failed series / qrel_audit_failed_queues{rule=\"no_dead_letter_queue\"}"
+echo "# detailed_queue: family=queue_metrics, the only one with rabbitmq_detailed_queue_head_message_timestamp"
 echo "# broker_ms/scr: beam utime+stime per fetch or scrape, less the idle broker's CPU over the same time;"
 echo "#   qrel rows: the average over the window's scrapes (the first one refreshes the slow part);"
 echo "#   refresh_ms: that first scrape; depth_ms: median of the others (slow part from the cache)"

@@ -14,25 +14,29 @@
 #include <string.h>
 
 #include "collector.h"
+#include "hashtab.h"
 #include "util.h"
 
 /* ---- rule and status names ---- */
 
+/* below: a finding is worse the further its value lies below its limit (a margin, a dedup
+ * window), else the further above (messages, ages), which ranks the per-queue series. */
 static const struct {
     const char *name;
     enum audit_status severity;
+    int below;
 } rules[AUDIT_RULE_COUNT] = {
-    [AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY] = {"dead_letter_queue_not_empty", AUDIT_CRITICAL},
-    [AUDIT_LEASE_MARGIN_BELOW_1] = {"lease_margin_below_1", AUDIT_CRITICAL},
-    [AUDIT_LEASE_MARGIN_BELOW_2] = {"lease_margin_below_2", AUDIT_WARNING},
-    [AUDIT_STALE_CLAIMS] = {"stale_claims", AUDIT_WARNING},
-    [AUDIT_OUTBOX_LAGGING] = {"outbox_lagging", AUDIT_WARNING},
+    [AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY] = {"dead_letter_queue_not_empty", AUDIT_CRITICAL, 0},
+    [AUDIT_LEASE_MARGIN_BELOW_1] = {"lease_margin_below_1", AUDIT_CRITICAL, 1},
+    [AUDIT_LEASE_MARGIN_BELOW_2] = {"lease_margin_below_2", AUDIT_WARNING, 1},
+    [AUDIT_STALE_CLAIMS] = {"stale_claims", AUDIT_WARNING, 0},
+    [AUDIT_OUTBOX_LAGGING] = {"outbox_lagging", AUDIT_WARNING, 0},
     [AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON] = {"dedup_window_shorter_than_retry_horizon",
-                                                       AUDIT_WARNING},
-    [AUDIT_NO_DEAD_LETTER_QUEUE] = {"no_dead_letter_queue", AUDIT_WARNING},
-    [AUDIT_CLAIM_WINDOW_TOO_SHORT] = {"claim_window_too_short", AUDIT_WARNING},
-    [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL},
-    [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING},
+                                                       AUDIT_WARNING, 1},
+    [AUDIT_NO_DEAD_LETTER_QUEUE] = {"no_dead_letter_queue", AUDIT_WARNING, 0},
+    [AUDIT_CLAIM_WINDOW_TOO_SHORT] = {"claim_window_too_short", AUDIT_WARNING, 0},
+    [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL, 0},
+    [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING, 0},
 };
 
 const char *audit_rule_name(enum audit_rule r)
@@ -71,6 +75,32 @@ void audit_config_default(struct audit_config *c)
 {
     memset(c, 0, sizeof *c);
     c->outbox_lag = AUDIT_DEFAULT_OUTBOX_LAG;
+    c->queue_series = AUDIT_DEFAULT_QUEUE_SERIES;
+}
+
+/* queue_series: a count, or "all" for the series of every finding. */
+static int parse_queue_series(struct cfg_node *map, struct audit_config *c, struct err *e)
+{
+    struct cfg_node *n = NULL;
+    if (cfg_get_node(map, "queue_series", CFG_SCALAR, &n, e))
+        return -1;
+    if (!n)
+        return 0;
+    if (strcmp(n->scalar, "all") == 0) {
+        c->queue_series = AUDIT_QUEUE_SERIES_ALL;
+        return 0;
+    }
+    char *end = NULL;
+    long long v = strtoll(n->scalar, &end, 10);
+    if (end == n->scalar || *end || v < 0 || v > 1000000) {
+        char q[64];
+        return cfg_error(e, n,
+                         "queue_series: want a number of series from 0 to 1000000 or \"all\", "
+                         "got %s",
+                         cfg_quote(q, sizeof q, n->scalar));
+    }
+    c->queue_series = (long)v;
+    return 0;
 }
 
 int audit_config_parse(struct cfg_node *map, struct audit_config *c, struct err *e)
@@ -80,7 +110,7 @@ int audit_config_parse(struct cfg_node *map, struct audit_config *c, struct err 
         return 0;
     struct cfg_node *list = NULL;
     if (cfg_get_positive_duration(map, "outbox_lag", AUDIT_DEFAULT_OUTBOX_LAG, &c->outbox_lag, e) ||
-        cfg_get_node(map, "disabled_rules", CFG_SEQ, &list, e))
+        cfg_get_node(map, "disabled_rules", CFG_SEQ, &list, e) || parse_queue_series(map, c, e))
         return -1;
     for (size_t i = 0; list && i < list->n; i++) {
         struct cfg_node *item = list->items[i];
@@ -181,6 +211,7 @@ static const char *const fam_names[F_COUNT] = {
 };
 
 struct rec {
+    uint64_t key;                              /* hash of (source, kind, queue): sorts runs */
     const char *source, *kind, *queue, *group; /* group NULL when absent */
     const char *dlq;                           /* F_DEAD, F_DEAD_AGE: dead_letter_queue */
     int fam;
@@ -198,9 +229,14 @@ static int cmp_str(const char *a, const char *b)
     return strcmp(a, b);
 }
 
+/* Records are sorted by the hash of their queue first: each queue still becomes one run (its
+ * own series before its groups'), and most comparisons end on two integers instead of up to four
+ * strcmp calls. Equal strings of one set are one pointer, which cmp_str takes without reading. */
 static int cmp_key(const struct rec *a, const struct rec *b)
 {
     int c;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
     if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->kind, b->kind)) ||
         (c = cmp_str(a->queue, b->queue)) || (c = cmp_str(a->group, b->group)))
         return c;
@@ -228,10 +264,11 @@ static void recs_push(struct recs *r, const struct rec *x)
     r->v[r->n++] = *x;
 }
 
+/* Five of these per sample: the first byte rules most names out before strcmp is called. */
 static const char *label(const struct metric_sample *s, const char *name)
 {
     for (size_t i = 0; i < s->nlabels; i++)
-        if (strcmp(s->labels[i].name, name) == 0)
+        if (s->labels[i].name[0] == name[0] && strcmp(s->labels[i].name, name) == 0)
             return s->labels[i].value;
     return NULL;
 }
@@ -271,6 +308,10 @@ static void collect_records(struct metric_set *const *sets, size_t nsets, struct
             r.group = label(&smp, "group");
             if (!r.source || !r.kind || (r.fam != F_UP && !r.queue) || isnan(r.v))
                 continue;
+            if (r.queue)
+                r.key = hashtab_hash(r.queue, strlen(r.queue),
+                                     hashtab_hash(r.kind, strlen(r.kind),
+                                                  hashtab_hash(r.source, strlen(r.source), 0)));
             if (r.fam == F_P99) {
                 const char *q = label(&smp, "quantile");
                 if (!q || strcmp(q, "0.99") != 0)
@@ -310,6 +351,12 @@ struct entry {
     unsigned rules;
     enum audit_status worst;
 };
+
+static int same_queue(const struct entry *a, const struct entry *b)
+{
+    return cmp_str(a->source, b->source) == 0 && cmp_str(a->kind, b->kind) == 0 &&
+           cmp_str(a->queue, b->queue) == 0;
+}
 
 /* Counts add up; a margin or a dedup window is as bad as its worst; other figures keep the
  * largest (ages, leases, horizons). */
@@ -640,10 +687,10 @@ static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
         return;
     struct buf m;
     buf_init(&m);
-    buf_printf(&m,
-               "no dead-letter queue: a message that always fails is retried without end or "
-               "dropped, with nothing to alert on; %s",
-               hint);
+    /* puts, not printf: a fleet without dead-letter queues has thousands of these */
+    buf_puts(&m, "no dead-letter queue: a message that always fails is retried without end or "
+                 "dropped, with nothing to alert on; ");
+    buf_puts(&m, hint);
     add_finding(x, AUDIT_NO_DEAD_LETTER_QUEUE, first, 0, 0, 0, &m);
     for (size_t i = from + 1; i < to; i++) /* the finding is about every group of the queue */
         mark(&x->entries[i], AUDIT_NO_DEAD_LETTER_QUEUE);
@@ -763,8 +810,8 @@ static void build_queues(struct audit_ctx *x)
 
 /* ---- the run ---- */
 
-struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
-                               const struct audit_config *cfg)
+static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
+                                const struct audit_config *cfg, int with_queues)
 {
     /* Sources built by hand (tests) have a zeroed section: that means the defaults too. */
     struct audit_config defaults;
@@ -775,6 +822,7 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
         cfg = &defaults;
     }
     struct audit_report *r = xcalloc(1, sizeof *r);
+    r->queue_series = cfg->queue_series;
     struct recs recs = {0};
     collect_records(sets, nsets, &recs);
 
@@ -807,8 +855,15 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
     struct audit_ctx x = {0};
     x.cfg = cfg;
     x.r = r;
-    x.entries = xcalloc(recs.n ? recs.n : 1, sizeof *x.entries);
-    struct rec *dlqs = xcalloc(recs.n ? recs.n : 1, sizeof *dlqs);
+    /* Sized by what they hold (one entry per run, one record per dead-letter series), not by
+     * the records: at 10,000 queues that is a few hundred KiB to zero instead of megabytes. */
+    size_t nruns = 0, ndead = 0;
+    for (size_t i = 0; i < recs.n; i++) {
+        nruns += i == 0 || cmp_key(&recs.v[i - 1], &recs.v[i]) != 0;
+        ndead += recs.v[i].fam == F_DEAD;
+    }
+    x.entries = xcalloc(nruns ? nruns : 1, sizeof *x.entries);
+    struct rec *dlqs = xcalloc(ndead ? ndead : 1, sizeof *dlqs);
     for (size_t i = 0; i < recs.n; i++) {
         const struct rec *rc = &recs.v[i];
         if (rc->fam == F_DEAD)
@@ -832,9 +887,7 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
         struct entry *en = &x.entries[i];
         if (!en->group) {
             queue_level = en;
-        } else if (queue_level && strcmp(queue_level->source, en->source) == 0 &&
-                   strcmp(queue_level->kind, en->kind) == 0 &&
-                   strcmp(queue_level->queue, en->queue) == 0) {
+        } else if (queue_level && same_queue(queue_level, en)) {
             en->parent = queue_level;
             queue_level->has_children = 1;
         }
@@ -860,17 +913,14 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
     }
     if (!cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]) {
         for (size_t i = 0, j; i < x.nentries; i = j) {
-            for (j = i + 1;
-                 j < x.nentries && strcmp(x.entries[j].source, x.entries[i].source) == 0 &&
-                 strcmp(x.entries[j].kind, x.entries[i].kind) == 0 &&
-                 strcmp(x.entries[j].queue, x.entries[i].queue) == 0;
-                 j++)
+            for (j = i + 1; j < x.nentries && same_queue(&x.entries[j], &x.entries[i]); j++)
                 ;
             rule_no_dlq(&x, i, j);
         }
     }
 
-    build_queues(&x);
+    if (with_queues)
+        build_queues(&x);
     if (r->nfindings > 1)
         qsort(r->findings, r->nfindings, sizeof *r->findings, cmp_finding);
 
@@ -882,6 +932,18 @@ struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
     free(x.entries);
     free(recs.v);
     return r;
+}
+
+struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
+                               const struct audit_config *cfg)
+{
+    return run(sets, nsets, cfg, 1);
+}
+
+struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t nsets,
+                                        const struct audit_config *cfg)
+{
+    return run(sets, nsets, cfg, 0);
 }
 
 void audit_report_free(struct audit_report *r)
@@ -912,19 +974,75 @@ void audit_report_free(struct audit_report *r)
     free(r);
 }
 
+/* ---- the series ---- */
+
+/* How far past its limit a finding lies, larger for worse. */
+static double badness(const struct audit_finding *f)
+{
+    double d = rules[f->rule].below ? f->limit - f->value : f->value - f->limit;
+    return isnan(d) ? 0 : d;
+}
+
+/* Groups the findings by (source, kind, rule), worst first within each, then by name so that
+ * equally bad queues keep a stable choice from scrape to scrape. The severity comes first only
+ * to keep criticals at the top of the body. */
+static int cmp_series(const void *pa, const void *pb)
+{
+    const struct audit_finding *a = *(const struct audit_finding *const *)pa;
+    const struct audit_finding *b = *(const struct audit_finding *const *)pb;
+    int c = status_rank(b->severity) - status_rank(a->severity);
+    if (c)
+        return c;
+    if (a->rule != b->rule)
+        return (int)a->rule - (int)b->rule;
+    if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->kind, b->kind)))
+        return c;
+    double ba = badness(a), bb = badness(b);
+    if (ba != bb)
+        return ba > bb ? -1 : 1;
+    if ((c = cmp_str(a->queue, b->queue)) || (c = cmp_str(a->group, b->group)))
+        return c;
+    return 0;
+}
+
+static int same_series_group(const struct audit_finding *a, const struct audit_finding *b)
+{
+    return a->rule == b->rule && strcmp(a->source, b->source) == 0 && strcmp(a->kind, b->kind) == 0;
+}
+
+static int add_queue_series(const struct audit_finding *f, struct metric_set *out)
+{
+    const char *rule = audit_rule_name(f->rule), *sev = audit_status_label(f->severity);
+    return f->group
+               ? metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source, "kind", f->kind,
+                                "queue", f->queue, "group", f->group, "rule", rule, "severity", sev,
+                                NULL)
+               : metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source, "kind", f->kind,
+                                "queue", f->queue, "rule", rule, "severity", sev, NULL);
+}
+
 int audit_add_metrics(const struct audit_report *r, struct metric_set *out)
 {
-    for (size_t i = 0; i < r->nfindings; i++) {
-        const struct audit_finding *f = &r->findings[i];
-        const char *rule = audit_rule_name(f->rule), *sev = audit_status_label(f->severity);
-        int rc = f->group ? metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source,
-                                           "kind", f->kind, "queue", f->queue, "group", f->group,
-                                           "rule", rule, "severity", sev, NULL)
-                          : metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source,
-                                           "kind", f->kind, "queue", f->queue, "rule", rule,
-                                           "severity", sev, NULL);
-        if (rc)
-            return -1;
+    if (!r->nfindings)
+        return 0;
+    const struct audit_finding **by = xcalloc(r->nfindings, sizeof *by);
+    for (size_t i = 0; i < r->nfindings; i++)
+        by[i] = &r->findings[i];
+    qsort(by, r->nfindings, sizeof *by, cmp_series);
+    int rc = 0;
+    for (size_t i = 0, j; i < r->nfindings && rc == 0; i = j) {
+        for (j = i + 1; j < r->nfindings && same_series_group(by[i], by[j]); j++)
+            ;
+        const struct audit_finding *f = by[i];
+        rc = metric_set_add(out, "qrel_audit_failed_queues", (double)(j - i), "source", f->source,
+                            "kind", f->kind, "rule", audit_rule_name(f->rule), "severity",
+                            audit_status_label(f->severity), NULL);
+        size_t keep = j - i;
+        if (r->queue_series != AUDIT_QUEUE_SERIES_ALL && (size_t)r->queue_series < keep)
+            keep = (size_t)r->queue_series;
+        for (size_t k = i; k < i + keep && rc == 0; k++)
+            rc = add_queue_series(by[k], out);
     }
-    return 0;
+    free(by);
+    return rc ? -1 : 0;
 }

@@ -16,7 +16,11 @@
 const struct metric_family metric_catalog_rows[] = {
     {"qrel_audit_failed", METRIC_GAUGE,
      "1 for each reliability rule (label rule, with its severity) that the current configuration "
-     "of queue breaks; the series disappears once the configuration is fixed."},
+     "of queue breaks; the series disappears once the configuration is fixed. Only the worst "
+     "queues of each rule and source have one: qrel_audit_failed_queues counts them all."},
+    {"qrel_audit_failed_queues", METRIC_GAUGE,
+     "How many queues (or consumer groups) of source and kind break the reliability rule (label "
+     "rule, with its severity); the series disappears once none does."},
     {"qrel_build_info", METRIC_GAUGE,
      "Always 1; the version and revision labels identify the qrel build that is running."},
     {"qrel_claim_in_flight_window_seconds", METRIC_GAUGE,

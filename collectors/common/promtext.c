@@ -24,14 +24,27 @@ static int fail(const struct reader *r, struct err *e, const char *fmt, const ch
     return err_set(e, ERR_PROTOCOL, "%s: line %zu: %s", r->what, r->line, msg);
 }
 
+/* Metric and label name bytes, looked up rather than compared: names are most of the bytes of
+ * a large exposition. 1: may start a name ([a-zA-Z_:]), 2: may follow ([a-zA-Z0-9_:]). */
+static const unsigned char name_class[256] = {
+    [':'] = 3, ['_'] = 3, ['0'] = 2, ['1'] = 2, ['2'] = 2, ['3'] = 2, ['4'] = 2, ['5'] = 2,
+    ['6'] = 2, ['7'] = 2, ['8'] = 2, ['9'] = 2, ['a'] = 3, ['b'] = 3, ['c'] = 3, ['d'] = 3,
+    ['e'] = 3, ['f'] = 3, ['g'] = 3, ['h'] = 3, ['i'] = 3, ['j'] = 3, ['k'] = 3, ['l'] = 3,
+    ['m'] = 3, ['n'] = 3, ['o'] = 3, ['p'] = 3, ['q'] = 3, ['r'] = 3, ['s'] = 3, ['t'] = 3,
+    ['u'] = 3, ['v'] = 3, ['w'] = 3, ['x'] = 3, ['y'] = 3, ['z'] = 3, ['A'] = 3, ['B'] = 3,
+    ['C'] = 3, ['D'] = 3, ['E'] = 3, ['F'] = 3, ['G'] = 3, ['H'] = 3, ['I'] = 3, ['J'] = 3,
+    ['K'] = 3, ['L'] = 3, ['M'] = 3, ['N'] = 3, ['O'] = 3, ['P'] = 3, ['Q'] = 3, ['R'] = 3,
+    ['S'] = 3, ['T'] = 3, ['U'] = 3, ['V'] = 3, ['W'] = 3, ['X'] = 3, ['Y'] = 3, ['Z'] = 3,
+};
+
 static int is_name_start(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+    return name_class[(unsigned char)c] & 1;
 }
 
 static int is_name_char(char c)
 {
-    return is_name_start(c) || (c >= '0' && c <= '9');
+    return name_class[(unsigned char)c] != 0;
 }
 
 static void skip_blanks(struct reader *r, const char *eol)
@@ -49,21 +62,24 @@ static int parse_value(const char *tok, size_t n, double *out)
         return -1;
     memcpy(buf, tok, n);
     buf[n] = '\0';
-    if (strcasecmp(buf, "nan") == 0) {
-        *out = NAN;
-        return 0;
-    }
-    if (strcasecmp(buf, "+inf") == 0 || strcasecmp(buf, "inf") == 0) {
-        *out = INFINITY;
-        return 0;
-    }
-    if (strcasecmp(buf, "-inf") == 0) {
-        *out = -INFINITY;
-        return 0;
+    if (!(buf[0] >= '0' && buf[0] <= '9')) { /* a digit, the usual case, is none of these */
+        if (strcasecmp(buf, "nan") == 0) {
+            *out = NAN;
+            return 0;
+        }
+        if (strcasecmp(buf, "+inf") == 0 || strcasecmp(buf, "inf") == 0) {
+            *out = INFINITY;
+            return 0;
+        }
+        if (strcasecmp(buf, "-inf") == 0) {
+            *out = -INFINITY;
+            return 0;
+        }
     }
     /* strtod would also take hex floats and "infinity"; the format has neither. */
     for (size_t i = 0; i < n; i++)
-        if (!strchr("0123456789+-.eE", buf[i]))
+        if (!((buf[i] >= '0' && buf[i] <= '9') || buf[i] == '+' || buf[i] == '-' || buf[i] == '.' ||
+              buf[i] == 'e' || buf[i] == 'E'))
             return -1;
     char *endp = NULL;
     errno = 0;
@@ -106,22 +122,25 @@ static int parse_labels(struct reader *r, const char *eol, struct promtext_sampl
         r->p++;
         offs[s->nlabels] = scratch->len;
         for (;;) {
+            /* runs without an escape are copied whole: most values have none */
+            const char *run = r->p;
+            while (r->p < eol && *r->p != '"' && *r->p != '\\')
+                r->p++;
+            buf_append(scratch, run, (size_t)(r->p - run));
             if (r->p >= eol)
                 return fail(r, e, "label value not closed by '\"'%s", NULL);
             char c = *r->p++;
             if (c == '"')
                 break;
-            if (c == '\\') {
-                if (r->p >= eol)
-                    return fail(r, e, "label value not closed by '\"'%s", NULL);
-                char x = *r->p++;
-                if (x == 'n')
-                    c = '\n';
-                else if (x == '\\' || x == '"')
-                    c = x;
-                else
-                    return fail(r, e, "unknown escape in a label value%s", NULL);
-            }
+            if (r->p >= eol)
+                return fail(r, e, "label value not closed by '\"'%s", NULL);
+            char x = *r->p++;
+            if (x == 'n')
+                c = '\n';
+            else if (x == '\\' || x == '"')
+                c = x;
+            else
+                return fail(r, e, "unknown escape in a label value%s", NULL);
             buf_putc(scratch, c);
         }
         buf_putc(scratch, '\0');
@@ -148,7 +167,9 @@ static int parse_sample(struct reader *r, const char *eol, struct promtext_sampl
                         struct buf *scratch, struct err *e)
 {
     size_t offs[PROMTEXT_MAX_LABELS];
-    memset(s, 0, sizeof *s);
+    /* not memset: the label array is a kilobyte, and only the first nlabels are read */
+    s->nlabels = 0;
+    s->value = 0;
     s->name = r->p;
     if (!is_name_start(*r->p))
         return fail(r, e, "want a metric name, a comment or an empty line%s", NULL);

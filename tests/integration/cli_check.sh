@@ -6,8 +6,9 @@
 # a pending entry held past its lease), UNKNOWN (PostgreSQL stopped, or a wrong Redis password,
 # with nothing critical). Text lines and JSON are asserted exactly (ages, which move while the
 # test runs, are checked by range); qrel_audit_failed on the exporter's /metrics names the same
-# findings as `qrel check`; usage and configuration errors are UNKNOWN too; no password appears
-# in any output.
+# findings as `qrel check`, qrel_audit_failed_queues counts them, and 40 streams without a
+# dead-letter stream give 3 series (audit.queue_series) and a count of 40; usage and configuration
+# errors are UNKNOWN too; no password appears in any output.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -170,6 +171,9 @@ expect_eq "qrel_audit_failed agrees with qrel check" \
   "$(grep '^qrel_audit_failed{' "$T/m.txt" | sed -E 's/^qrel_audit_failed\{(.*)\} 1$/\1/; s/[a-z_]+="([^"]*)",?/\1 /g; s/ $//' | sort)" \
   "$(jq -r '.findings[] | [.source, .kind, .queue] + (if .group then [.group] else [] end) + [.rule, .severity] | join(" ")' "$T/critical.json" | sort)"
 expect_eq "qrel_audit_failed series" "$(grep -c '^qrel_audit_failed{' "$T/m.txt")" 8
+expect_eq "qrel_audit_failed_queues counts the findings of each source, kind and rule" \
+  "$(grep '^qrel_audit_failed_queues{' "$T/m.txt" | sed -E 's/^qrel_audit_failed_queues\{(.*)\} ([0-9]+)$/\1 \2/; s/[a-z_]+="([^"]*)",?/\1 /g; s/  / /' | sort)" \
+  "$(jq -r '.findings | group_by([.source, .kind, .rule]) | .[] | [.[0].source, .[0].kind, .[0].rule, .[0].severity, length] | map(tostring) | join(" ")' "$T/critical.json" | sort)"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 # Fixed, the series disappears with the next scrape.
 R XACK orders workers "$(eid 100)" >/dev/null
@@ -177,6 +181,34 @@ scrape "$T/m2.txt"
 expect_absent "$T/m2.txt" qrel_audit_failed 'rule="lease_margin_below_1"'
 expect_metric "$T/m2.txt" 1 qrel_audit_failed 'rule="dead_letter_queue_not_empty"'
 stop_exporter
+
+# ---- a fleet that breaks one rule by design: the series stay bounded ----
+# 40 streams without a dead-letter stream: `qrel check` lists all 40, /metrics counts 40 and
+# names only the first audit.queue_series of them.
+for i in $(seq -w 1 40); do R XGROUP CREATE "fleet:$i" g 0 MKSTREAM >/dev/null; done
+cat > "$T/fleet.yml" <<YML
+audit:
+  queue_series: 3
+sources:
+  - name: fleet
+    kind: redis_stream
+    address: 127.0.0.1:$RP
+    password_file: $T/redis.pass
+    streams:
+      - pattern: "fleet:*"
+YML
+check fleet "$T/fleet.yml"
+expect_eq "fleet: qrel check lists every stream" \
+  "$(jq '[.findings[] | select(.rule == "no_dead_letter_queue")] | length' "$T/fleet.json")" 40
+start_exporter "$T/fleet.yml"
+scrape "$T/fleet.txt"
+expect_metric "$T/fleet.txt" 40 qrel_audit_failed_queues 'source="fleet"' 'rule="no_dead_letter_queue"'
+expect_eq "fleet: 3 qrel_audit_failed series, the first streams by name" \
+  "$(grep '^qrel_audit_failed{' "$T/fleet.txt" | grep -o 'queue="[^"]*"' | tr '\n' ' ')" \
+  'queue="fleet:01" queue="fleet:02" queue="fleet:03" '
+expect_eq "fleet: audit series in all" "$(grep -c '^qrel_audit_failed' "$T/fleet.txt")" 4
+stop_exporter
+for i in $(seq -w 1 40); do R DEL "fleet:$i" >/dev/null; done
 
 # ---- UNKNOWN: a source that cannot be read, nothing critical ----
 R DEL orders.dlq >/dev/null

@@ -560,14 +560,114 @@ START_TEST(test_audit_series)
         "qrel_audit_failed{source=\"cache\",kind=\"redis_stream\",queue=\"orders\",group=\"g\","
         "rule=\"lease_margin_below_1\",severity=\"critical\"} 1\n"
         "qrel_audit_failed{source=\"cache\",kind=\"redis_stream\",queue=\"nodlq\","
-        "rule=\"no_dead_letter_queue\",severity=\"warning\"} 1\n";
+        "rule=\"no_dead_letter_queue\",severity=\"warning\"} 1\n"
+        "# HELP qrel_audit_failed_queues ";
     const char *samples = strstr(b.data, "qrel_audit_failed{");
     ck_assert_ptr_nonnull(samples);
-    ck_assert_str_eq(samples, want);
+    ck_assert_int_eq(strncmp(samples, want, strlen(want)), 0);
+    const char *counts = "qrel_audit_failed_queues{source=\"cache\",kind=\"redis_stream\","
+                         "rule=\"dead_letter_queue_not_empty\",severity=\"critical\"} 1\n"
+                         "qrel_audit_failed_queues{source=\"cache\",kind=\"redis_stream\","
+                         "rule=\"lease_margin_below_1\",severity=\"critical\"} 1\n"
+                         "qrel_audit_failed_queues{source=\"cache\",kind=\"redis_stream\","
+                         "rule=\"no_dead_letter_queue\",severity=\"warning\"} 1\n";
+    ck_assert_str_eq(strstr(samples, "qrel_audit_failed_queues{"), counts);
     buf_free(&b);
     metric_set_free(out);
     audit_report_free(r);
     col_free(&c);
+}
+END_TEST
+
+/* The lines of text that start with prefix. */
+static size_t count_lines(const char *text, const char *prefix)
+{
+    size_t n = 0, len = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        n += strncmp(p, prefix, len) == 0;
+    return n;
+}
+
+/* 1,000 queues of one source without a dead-letter queue and 30 with dead letters (queue dN
+ * holding N): the body has one count per rule, exact, and only the worst queues of each. */
+static struct audit_report *fleet(struct col *c, long queue_series)
+{
+    struct metric_set *s = col_set(c, "mq", "sqs");
+    char q[32], d[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(q, sizeof q, "q%04d", i);
+        metric_set_add(s, "qrel_queue_messages", 1, "queue", q, "state", "ready", NULL);
+    }
+    for (int i = 1; i <= 30; i++) {
+        snprintf(q, sizeof q, "d%02d", i);
+        snprintf(d, sizeof d, "d%02d-dlq", i);
+        metric_set_add(s, "qrel_queue_messages", 1, "queue", q, "state", "ready", NULL);
+        metric_set_add(s, "qrel_dead_letter_messages", i, "queue", q, "dead_letter_queue", d, NULL);
+        metric_set_add(s, "qrel_queue_messages", i, "queue", d, "state", "ready", NULL);
+    }
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.queue_series = queue_series;
+    return run(c, &cfg);
+}
+
+static void fleet_body(struct buf *b, long queue_series)
+{
+    struct col c = {0};
+    struct audit_report *r = fleet(&c, queue_series);
+    ck_assert_uint_eq(r->nfindings, 1030); /* `qrel check` and the page still see every queue */
+    /* What the exporter runs: the same findings, no list of queues. */
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    struct audit_report *f = audit_run_findings(c.sets, c.n, &cfg);
+    ck_assert_uint_eq(f->nfindings, r->nfindings);
+    for (size_t i = 0; i < f->nfindings; i++) {
+        ck_assert_str_eq(f->findings[i].queue, r->findings[i].queue);
+        ck_assert_int_eq(f->findings[i].rule, r->findings[i].rule);
+    }
+    ck_assert_uint_eq(f->nqueues, 0);
+    ck_assert_uint_eq(r->nqueues, 1060);
+    audit_report_free(f);
+    struct metric_set *out = metric_set_new(NULL, NULL);
+    ck_assert_int_eq(audit_add_metrics(r, out), 0);
+    buf_reset(b);
+    expfmt_write(b, &out, 1, EXPFMT_TEXT);
+    metric_set_free(out);
+    audit_report_free(r);
+    col_free(&c);
+}
+
+START_TEST(test_audit_series_bounded)
+{
+    struct buf b;
+    buf_init(&b);
+    fleet_body(&b, AUDIT_DEFAULT_QUEUE_SERIES);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed{"), 20);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed_queues{"), 2);
+    ck_assert_ptr_nonnull(strstr(b.data, "qrel_audit_failed_queues{source=\"mq\",kind=\"sqs\","
+                                         "rule=\"dead_letter_queue_not_empty\",severity=\""
+                                         "critical\"} 30\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "qrel_audit_failed_queues{source=\"mq\",kind=\"sqs\","
+                                         "rule=\"no_dead_letter_queue\",severity=\"warning\"} "
+                                         "1000\n"));
+    /* The worst dead-letter queues (d30 down to d21); equally bad, the first by name. */
+    const char *p = strstr(b.data, "qrel_audit_failed{");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(strstr(p, "queue=\"d30\",rule=\"dead_letter_queue_not_empty\""));
+    ck_assert_ptr_nonnull(strstr(p, "queue=\"d21\",rule=\"dead_letter_queue_not_empty\""));
+    ck_assert_ptr_null(strstr(p, "queue=\"d20\",rule=\"dead_letter_queue_not_empty\""));
+    ck_assert_ptr_nonnull(strstr(p, "queue=\"q0000\",rule=\"no_dead_letter_queue\""));
+    ck_assert_ptr_nonnull(strstr(p, "queue=\"q0009\",rule=\"no_dead_letter_queue\""));
+    ck_assert_ptr_null(strstr(p, "queue=\"q0010\",rule=\"no_dead_letter_queue\""));
+    ck_assert(strstr(p, "queue=\"d30\"") < strstr(p, "queue=\"d29\""));
+
+    fleet_body(&b, 0);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed{"), 0);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed_queues{"), 2);
+    fleet_body(&b, AUDIT_QUEUE_SERIES_ALL);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed{"), 1030);
+    ck_assert_uint_eq(count_lines(b.data, "qrel_audit_failed_queues{"), 2);
+    buf_free(&b);
 }
 END_TEST
 
@@ -660,6 +760,16 @@ START_TEST(test_config)
     ck_assert_double_eq(s->audit.outbox_lag, 300);
     ck_assert_int_eq(s->audit.disabled[AUDIT_NO_DEAD_LETTER_QUEUE], 1);
     ck_assert_int_eq(s->audit.disabled[AUDIT_STALE_CLAIMS], 0);
+    ck_assert_int_eq(s->audit.queue_series, AUDIT_DEFAULT_QUEUE_SERIES);
+    sources_free(s);
+
+    s = sources_load_string("x.yml", "audit:\n  queue_series: 0\n", &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    ck_assert_int_eq(s->audit.queue_series, 0);
+    sources_free(s);
+    s = sources_load_string("x.yml", "audit:\n  queue_series: all\n", &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    ck_assert_int_eq(s->audit.queue_series, AUDIT_QUEUE_SERIES_ALL);
     sources_free(s);
 
     s = sources_load_string("x.yml", "sources: []\n", &e);
@@ -680,8 +790,13 @@ START_TEST(test_config)
          "claim_window_too_short, orphaned_messages, eta_beyond_lease), got \"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
-         "outbox_lag)"},
+         "outbox_lag, queue_series)"},
         {"audit: []\n", "x.yml:1:8: audit: want a mapping, got a list"},
+        {"audit:\n  queue_series: -1\n", "x.yml:2:17: queue_series: want a number of series from 0 "
+                                         "to 1000000 or \"all\", got \"-1\""},
+        {"audit:\n  queue_series: 10x\n", "x.yml:2:17: queue_series: want a number of series from "
+                                          "0 to 1000000 or \"all\", got \"10x\""},
+        {"audit:\n  queue_series: [1]\n", "x.yml:2:17: queue_series: want a string, got a list"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_clear(&e);
@@ -711,6 +826,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_claim_window);
     tcase_add_test(t, test_report_order_and_status);
     tcase_add_test(t, test_audit_series);
+    tcase_add_test(t, test_audit_series_bounded);
     tcase_add_test(t, test_text_and_json);
     tcase_add_test(t, test_names_are_quoted);
     tcase_add_test(t, test_format_seconds);

@@ -45,6 +45,7 @@ static const struct {
     /* not in design/metrics.md: the non-numeric settings of a queue (pubsub), see docs */
     {"qrel_queue_info", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
+    {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},
     {"qrel_collector_duration_seconds", METRIC_GAUGE},
     {"qrel_collector_last_success_timestamp_seconds", METRIC_GAUGE},
