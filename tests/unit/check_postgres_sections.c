@@ -225,7 +225,8 @@ START_TEST(test_claim_defaults)
     ck_assert_str_eq(c->window_param, "300.000000 seconds");
     ck_assert_str_eq(c->what, "claim_table \"confirmation_claims\"");
     /* open claims through done_at IS NULL, finished ones through done_at >= now() - window:
-     * both indexable by one index on (done_at, claimed_at) */
+     * both indexable by one index on (done_at, claimed_at); each window ends at now(), and the
+     * rows after it are counted apart (the last column) */
     ck_assert_str_eq(
         c->sql,
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
