@@ -145,6 +145,8 @@ chmod 755 "$T"          # the server runs as postgres and must reach its directo
 PGD=$T/pg
 PG_PORT=
 EXP_PID=
+PGEXP_PID=
+PGEXP_ADDR=
 export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
 
 cleanup() {
@@ -153,10 +155,12 @@ cleanup() {
     [ -s "$T/exporter.log" ] && { echo "--- last lines of the exporter's log:" >&2; tail -15 "$T/exporter.log" >&2; }
     [ -s "$PGD/server.log" ] && { echo "--- last lines of server.log:" >&2; tail -15 "$PGD/server.log" >&2; }
   fi
-  if [ -n "$EXP_PID" ]; then
-    kill "$EXP_PID" 2>/dev/null || true
-    wait "$EXP_PID" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "$EXP_PID" "$PGEXP_PID"; do
+    [ -n "$pid" ] || continue
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   PG_STOP_MODE=immediate servers_stop
   rm -rf "$T"
 }
@@ -548,22 +552,33 @@ pgss_snapshot() {
 write_helpers() {
   cat > "$T/scrape.sh" <<'SH'
 #!/usr/bin/env bash
-# scrape.sh PHASE I: one scrape of qrel (ADDR and T from the environment)
+# scrape.sh PHASE I: one scrape of qrel and one of postgres_exporter, qrel first in odd rounds
+# (ADDR, EXP_PID, PGEXP_ADDR, PGEXP_PID and T from the environment)
 export LC_ALL=C
-s=$EPOCHREALTIME
-t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
-  -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
-e=$EPOCHREALTIME
-echo "$s $e $t" >> "$T/scrapes.$1"
-awk '$1 == "RssAnon:" { print $2 }' "/proc/$EXP_PID/status" >> "$T/own.$1"
+qrel() {
+  s=$EPOCHREALTIME
+  t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
+    -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
+  e=$EPOCHREALTIME
+  echo "$s $e $t" >> "$T/scrapes.$1"
+  awk '$1 == "RssAnon:" { print $2 }' "/proc/$EXP_PID/status" >> "$T/own.$1"
+}
+pgexp() {
+  t=$(curl -s --max-time 120 -o "$T/pgexp_body.$1.$2" -w '%{time_total}' "http://$PGEXP_ADDR/metrics") || t=nan
+  echo "$t" >> "$T/pgexp_times.$1"
+  awk '$1 == "RssAnon:" { print $2 }' "/proc/$PGEXP_PID/status" >> "$T/pgexp_own.$1"
+}
+if [ $(($2 % 2)) = 1 ]; then qrel "$@"; pgexp "$@"; else pgexp "$@"; qrel "$@"; fi
 SH
   cat > "$T/mark.sh" <<'SH'
 #!/usr/bin/env bash
-# mark.sh start|end: around the measured rounds (PSQL, PG_PORT, EXP_PID, PGSS, T from the environment)
+# mark.sh start|end: around the measured rounds (PSQL, PG_PORT, EXP_PID, PGEXP_PID, PGSS, T from
+# the environment)
 export LC_ALL=C
 psql_su() { "$PSQL" -X -q -At -F' ' -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
-stat=$(<"/proc/$EXP_PID/stat"); rest=${stat##*) }; read -ra f <<<"$rest"
-echo $((f[11] + f[12])) > "$T/cpu.$1"
+ticks() { local stat rest f; stat=$(<"/proc/$1/stat"); rest=${stat##*) }; read -ra f <<<"$rest"; echo $((f[11] + f[12])); }
+ticks "$EXP_PID" > "$T/cpu.$1"
+ticks "$PGEXP_PID" > "$T/pgexp_cpu.$1"
 if [ -f "$T/pg/log/server.json" ]; then stat -c %s "$T/pg/log/server.json"; else echo 0; fi > "$T/logoff.$1"
 if [ "$1" = start ] && [ "$PGSS" = 1 ]; then psql_su -c 'SELECT pg_stat_statements_reset()' >/dev/null; fi
 SH
@@ -593,7 +608,7 @@ run_session_and_qrel() {
   progress "  qrel sends $stmts queries per scrape (+$other SET/other statements of $total)"
 
   # the interleaved rounds
-  rm -f "$T"/scrapes.* "$T"/own.* "$T"/body.w.* "$T"/body.m.*
+  rm -f "$T"/scrapes.* "$T"/own.* "$T"/body.w.* "$T"/body.m.* "$T"/pgexp_*
   {
     printf '%s\n' '\timing on' '\o /dev/null'
     for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
@@ -606,7 +621,7 @@ run_session_and_qrel() {
     printf '%s\n' "\\! bash '$T/mark.sh' end"
   } > "$T/rounds.psql"
   progress "  $WARMUP + $SCRAPES rounds: the queries in one psql session, then a qrel scrape"
-  export ADDR T PG_PORT EXP_PID PGSS PSQL    # for scrape.sh and mark.sh, run by psql's \!
+  export ADDR T PG_PORT EXP_PID PGSS PSQL PGEXP_ADDR PGEXP_PID # for scrape.sh and mark.sh (psql's \!)
   pq_as bench_raw -f "$T/rounds.psql" > "$T/rounds.out"
   log_settle
 
@@ -667,10 +682,13 @@ run_session_and_qrel() {
   local off0 off1 snap calls ms
   off0=$(<"$T/logoff.start"); off1=$(<"$T/logoff.end")
   if [ "$PGSS" = 1 ]; then
-    snap=$(pgss_snapshot qrel bench_raw)
+    snap=$(pgss_snapshot qrel bench_raw postgres_exporter)
     read -r _ calls ms < <(grep '^qrel ' <<<"$snap")
     RES[$key,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     RES[$key,qrel,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    read -r _ calls ms < <(grep '^postgres_exporter ' <<<"$snap")
+    RES[$key,pgexp,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,pgexp,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     read -r _ calls ms < <(grep '^bench_raw ' <<<"$snap")
     RES[$key,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     RES[$key,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
@@ -681,6 +699,9 @@ run_session_and_qrel() {
   if [ "$PGSS" = 0 ]; then
     RES[$key,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     RES[$key,qrel,db_ms]=${RES[$key,qrel,log_db_ms]}
+    read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" postgres_exporter)
+    RES[$key,pgexp,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,pgexp,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" bench_raw)
     RES[$key,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     RES[$key,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
@@ -862,61 +883,51 @@ YML
 }
 
 pgexp_ready() { # true once it answers with the reference series, or has exited
-  if curl -s --max-time 10 -o "$T/body.txt" "http://$ADDR/metrics" 2>/dev/null &&
+  if curl -s --max-time 10 -o "$T/body.txt" "http://$PGEXP_ADDR/metrics" 2>/dev/null &&
     grep -q '^ref_claims_done' "$T/body.txt"; then ok=1; return 0; fi
-  ! kill -0 "$EXP_PID" 2>/dev/null
+  ! kill -0 "$PGEXP_PID" 2>/dev/null
 }
 
-run_pgexp() {
-  local key=$1 i c0 c1 up=0 snap calls ms ok off0
+# Started before the rounds and scraped in each, right before or after qrel (scrape.sh), so that
+# both see the same tables and the same load on a shared machine.
+start_pgexp() {
+  local i ok
   write_pgexp_queries
-  : > "$T/exporter.log"
-  ADDR=127.0.0.1:$(free_port)
+  : > "$T/pgexp.log"
+  PGEXP_ADDR=127.0.0.1:$(free_port)
   DATA_SOURCE_NAME="postgresql://postgres_exporter@127.0.0.1:$PG_PORT/bench?sslmode=disable" \
-    "$PGEXP_BIN" --web.listen-address="$ADDR" --extend.query-path="$T/pgexp.yml" \
+    "$PGEXP_BIN" --web.listen-address="$PGEXP_ADDR" --extend.query-path="$T/pgexp.yml" \
     --disable-default-metrics --disable-settings-metrics --no-collector.database \
-    --no-collector.bgwriter >>"$T/exporter.log" 2>&1 &
-  EXP_PID=$!
+    --no-collector.bgwriter >>"$T/pgexp.log" 2>&1 &
+  PGEXP_PID=$!
   ok=0
   wait_for -i 0.1 60 "prometheus-postgres-exporter to answer" pgexp_ready || true
-  [ "$ok" = 1 ] || die "prometheus-postgres-exporter did not start or never ran the reference queries"
-  for ((i = 0; i < WARMUP; i++)); do scrape_to "$T/body.txt" >/dev/null; done
-  c0=$(cpu_ticks "$EXP_PID")
-  [ "$PGSS" = 0 ] || pq -c 'SELECT pg_stat_statements_reset()' >/dev/null
-  off0=$(log_offset)
-  : > "$T/times.txt"
-  : > "$T/own.pgexp"
-  for ((i = 0; i < SCRAPES; i++)); do
-    scrape_to "$T/body.txt" >> "$T/times.txt"
-    echo >> "$T/times.txt"
-    own_kib "$EXP_PID" >> "$T/own.pgexp"
-    if grep -q '^ref_claims_done' "$T/body.txt" &&
-       grep -Eq '^pg_up 1$' "$T/body.txt"; then up=$((up + 1)); fi
+  [ "$ok" = 1 ] || { tail -5 "$T/pgexp.log" >&2; die "prometheus-postgres-exporter did not start or never ran the reference queries"; }
+}
+
+# its figures from the rounds (the database time is taken with qrel's, in run_session_and_qrel)
+collect_pgexp() {
+  local key=$1 i up=0 c0 c1 b
+  for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
+    b=$T/pgexp_body.m.$i
+    if grep -q '^ref_claims_done' "$b" && grep -Eq '^pg_up 1$' "$b"; then up=$((up + 1)); fi
   done
-  c1=$(cpu_ticks "$EXP_PID")
-  log_settle
+  c0=$(<"$T/pgexp_cpu.start"); c1=$(<"$T/pgexp_cpu.end")
   RES[$key,pgexp,scrapes]=$SCRAPES
-  RES[$key,pgexp,median]=$(median < "$T/times.txt")
-  RES[$key,pgexp,min]=$(minimum < "$T/times.txt")
+  RES[$key,pgexp,median]=$(median < "$T/pgexp_times.m")
+  RES[$key,pgexp,min]=$(minimum < "$T/pgexp_times.m")
   RES[$key,pgexp,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
-  RES[$key,pgexp,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
-  RES[$key,pgexp,rss_split]=$(rss_split "$EXP_PID")
-  RES[$key,pgexp,own_kib]=$(sort -n "$T/own.pgexp" | tail -1)
+  RES[$key,pgexp,rss_mib]=$(awk -v k="$(hwm_kib "$PGEXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$key,pgexp,rss_split]=$(rss_split "$PGEXP_PID")
+  RES[$key,pgexp,own_kib]=$(sort -n "$T/pgexp_own.m" | tail -1)
   RES[$key,pgexp,up]="$up/$SCRAPES"
-  RES[$key,pgexp,bytes]=$(wc -c < "$T/body.txt")
-  if [ "$PGSS" = 1 ]; then
-    snap=$(pgss_snapshot postgres_exporter)
-    read -r _ calls ms <<<"$snap"
-  else
-    read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" postgres_exporter)
-  fi
-  RES[$key,pgexp,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-  RES[$key,pgexp,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
   # every scrape runs the queries (no cache_seconds): its values are as fresh as qrel's
   RES[$key,pgexp,age_med]=-; RES[$key,pgexp,age_max]=-; RES[$key,pgexp,fresh]=-
-  local b=$T/body.txt
+  b=$T/pgexp_body.m.$((WARMUP + SCRAPES))
   RES[$key,pgexp,seen]="outbox pending $(awk '/^ref_outbox_pending/ { print $NF }' "$b"), claims stale $(awk '/^ref_claims_stale/ { print $NF }' "$b"), in_flight $(awk '/^ref_claims_in_flight/ { print $NF }' "$b"), dedup handled $(awk '/^ref_dedup_handled/ { print $NF }' "$b"), claims done $(awk '/^ref_claims_done/ { print $NF }' "$b"), claims p99 $(awk '/^ref_claims_p99/ { print $NF }' "$b")"
-  stop_exporter
+  kill "$PGEXP_PID" 2>/dev/null || true
+  wait "$PGEXP_PID" 2>/dev/null || true
+  PGEXP_PID=
 }
 
 # ---- a fresh connection each time ----
@@ -967,12 +978,11 @@ for n in "${SIZE_LIST[@]}"; do
     progress "$key: loading the three tables"
     load_tables "$key"
     progress "$key: loaded in ${RES[$key,load_s]} s (${RES[$key,mib]} MiB with indexes)"
-    progress "$key: psql session and qrel"
+    progress "$key: psql session, qrel and prometheus-postgres-exporter with the reference queries"
+    start_pgexp
     run_session_and_qrel "$key"
-    progress "  psql round median $(fmt "${RES[$key,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$key,qrel,median]}" %.4f) s, up ${RES[$key,qrel,up]}"
-    progress "$key: prometheus-postgres-exporter with the reference queries"
-    run_pgexp "$key"
-    progress "  postgres_exporter scrape median $(fmt "${RES[$key,pgexp,median]}" %.4f) s"
+    collect_pgexp "$key"
+    progress "  psql round median $(fmt "${RES[$key,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$key,qrel,median]}" %.4f) s, up ${RES[$key,qrel,up]}; postgres_exporter $(fmt "${RES[$key,pgexp,median]}" %.4f) s"
     progress "$key: prometheus-sql-exporter"
     run_sqle "$key"
     progress "  sql_exporter scrape median $(fmt "${RES[$key,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$key,sqle,age_max]}" %.1f) s old"
