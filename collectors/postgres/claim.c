@@ -13,8 +13,8 @@
  * One statement per table, built at configure time with every identifier quoted, two parts
  * joined into one row: the open claims (done_at IS NULL: an index on done_at, or a partial index
  * WHERE done_at IS NULL, reads only those) and the claims done within the window (an indexable
- * `done_at >= now() - $2::interval`, up to now()), with the quantiles from percentile_cont and
- * the count of rows stamped ahead of now() in the same pass. */
+ * `done_at >= now() - $2::interval`, up to now()), with the quantiles from percentile_cont in
+ * the same pass, and the rows stamped ahead of now() counted up to a cap. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,12 +73,13 @@ static void claim_destroy(void *item)
  *   q50, q90, q99, q1  percentile_cont of done_at - claimed_at over those, seconds (1 = max);
  *                      NULL when none is done
  *   ahead              open claims whose claimed_at, and done claims whose done_at, lie after
- *                      now(): clock skew between the writers and the database
- * The two parts are separate subqueries so that each is read through its own index path. Each
+ *                      now() (clock skew between the writers and the database), up to
+ *                      PG_AHEAD_CAP (postgres.h)
+ * The parts are separate subqueries so that each is read through its own index path. Each
  * window is bounded by now(): a row stamped ahead is in no window (it would be counted, and
- * sorted by percentile_cont, for as long as the skew lasts), only in `ahead`. The done part's
- * range scan reaches those rows anyway, so they are counted in the same pass, and the FILTERs
- * keep them out of the sort. The casts to timestamptz make the duration real elapsed time for
+ * sorted by percentile_cont, for as long as the skew lasts). The open claims ahead are counted
+ * in the pass over the open claims; the done ones by a range of the done_at index that stops
+ * after PG_AHEAD_CAP entries. The casts to timestamptz make the duration real elapsed time for
  * `timestamp` columns too. */
 static char *claim_sql(const struct claim *c)
 {
@@ -86,20 +87,20 @@ static char *claim_sql(const struct claim *c)
     if (!t)
         return NULL;
     char *ca = pg_quote_ident(c->claimed_at), *da = pg_quote_ident(c->done_at);
+    char *ahead_done = xasprintf(PG_AHEAD_SQL, t, da);
     char *sql = xasprintf(
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
-        "o.ahead + f.ahead "
+        "LEAST(o.ahead + %s, " PG_AHEAD_CAP ") "
         "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval AND %s <= now())::float8 "
         "AS in_flight, count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS stale, "
         "date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval AND %s <= "
         "now())) AS oldest_age, count(*) FILTER (WHERE %s > now())::float8 AS ahead "
         "FROM %s WHERE %s IS NULL) AS o, "
-        "(SELECT count(*) FILTER (WHERE %s <= now())::float8 AS done, "
-        "percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY date_part('epoch', "
-        "%s::timestamptz - %s::timestamptz)) FILTER (WHERE %s <= now()) AS q, "
-        "count(*) FILTER (WHERE %s > now())::float8 AS ahead "
-        "FROM %s WHERE %s >= now() - $2::interval) AS f",
-        ca, ca, ca, ca, ca, ca, ca, t, da, da, da, ca, da, da, t, da);
+        "(SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP "
+        "(ORDER BY date_part('epoch', %s::timestamptz - %s::timestamptz)) AS q "
+        "FROM %s WHERE %s >= now() - $2::interval AND %s <= now()) AS f",
+        ahead_done, ca, ca, ca, ca, ca, ca, ca, t, da, da, ca, t, da, da);
+    free(ahead_done);
     free(t);
     free(ca);
     free(da);

@@ -19,7 +19,7 @@
  *
  * One statement per table, built at configure time with every identifier quoted: the window count
  * is bounded by an indexable `handled_at >= now() - $1::interval` and by now() (rows stamped
- * ahead of the database's clock are counted on their own, in the same pass), the duplicate sum
+ * ahead of the database's clock are counted on their own, up to a cap), the duplicate sum
  * reads only rows with duplicates > 0 (a partial index makes that an index-only scan of those
  * rows), and the measured retention is min(handled_at), one index probe. attempts_log's duplicate
  * count needs a pass over every id (no index can avoid it in PostgreSQL 15): docs/kinds/postgres.md
@@ -71,11 +71,11 @@ static void dedup_destroy(void *item)
  *   duplicates  cumulative duplicates of the whole table; NULL when the table records none
  *   oldest_age  now() - min(handled_at) in seconds; NULL when retention is declared or the table
  *               is empty
- *   ahead       rows whose handled_at lies after now() (clock skew between the writers and the
- *               database): in no window, counted on their own
- * handled and ahead come from one range scan from the window's start, split at now() by
- * FILTERs; the other parts are scalar subqueries with their own predicates, so each gets its own
- * index. */
+ *   ahead       rows whose handled_at lies after now(), up to PG_AHEAD_CAP (postgres.h): in no
+ *               window, counted on their own
+ * Each part is a scalar subquery with its own predicate, so each gets its own index: the window
+ * and the rows ahead are two ranges of the handled_at index, the second read at most
+ * PG_AHEAD_CAP entries far. */
 static char *dedup_sql(const struct dedup *d)
 {
     char *t = pg_table_sql(d->table);
@@ -83,28 +83,29 @@ static char *dedup_sql(const struct dedup *d)
         return NULL;
     char *id = pg_quote_ident(d->id), *at = pg_quote_ident(d->handled_at);
     char *dup = d->duplicates ? pg_quote_ident(d->duplicates) : NULL;
-    int log = d->mode == DEDUP_ATTEMPTS_LOG;
     struct buf b;
     buf_init(&b);
-    buf_puts(&b, "SELECT w.handled, ");
-    if (log)
+    if (d->mode == DEDUP_ATTEMPTS_LOG)
         buf_printf(&b,
-                   "(SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM %s "
-                   "WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) AS d)::float8, ",
-                   t, id, id);
-    else if (dup)
-        buf_printf(&b, "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ", dup, t, dup);
+                   "SELECT (SELECT count(DISTINCT %s) FROM %s WHERE %s >= now() - $1::interval "
+                   "AND %s <= now())::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT "
+                   "count(*) AS n FROM %s WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) "
+                   "AS d)::float8, ",
+                   id, t, at, at, t, id, id);
     else
+        buf_printf(&b,
+                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval AND %s <= "
+                   "now())::float8, ",
+                   t, at, at);
+    if (d->mode == DEDUP_UNIQUE && dup)
+        buf_printf(&b, "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ", dup, t, dup);
+    else if (d->mode == DEDUP_UNIQUE)
         buf_puts(&b, "NULL::float8, ");
     if (d->retention > 0)
         buf_puts(&b, "NULL::float8, ");
     else
         buf_printf(&b, "(SELECT date_part('epoch', now() - min(%s)) FROM %s), ", at, t);
-    buf_printf(&b,
-               "w.ahead FROM (SELECT count(%s%s) FILTER (WHERE %s <= now())::float8 AS handled, "
-               "count(*) FILTER (WHERE %s > now())::float8 AS ahead FROM %s "
-               "WHERE %s >= now() - $1::interval) AS w",
-               log ? "DISTINCT " : "", log ? id : "*", at, at, t, at);
+    buf_printf(&b, PG_AHEAD_SQL, t, at);
     free(t);
     free(id);
     free(at);

@@ -96,9 +96,11 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     char *qcreated = pg_quote_ident(o->created);
     char *qcond = pg_quote_ident(o->published ? o->published : o->status);
     /* GREATEST: a row stamped in the future (clock skew between writers) is 0 s old, not less. */
-    /* The pending rows created after now() are counted in the same pass: a clock-skew signal. */
+    /* The pending rows created after now() are counted in the same pass (a clock-skew signal),
+     * up to the cap the other tables' counts have. */
     o->sql = xasprintf("SELECT count(*), GREATEST(COALESCE(EXTRACT(EPOCH FROM now() - min(%s)), "
-                       "0), 0)::float8, count(*) FILTER (WHERE %s > now()) FROM %s WHERE %s %s",
+                       "0), 0)::float8, LEAST(count(*) FILTER (WHERE %s > now()), " PG_AHEAD_CAP
+                       ") FROM %s WHERE %s %s",
                        qcreated, qcreated, qtable, qcond, o->published ? "IS NULL" : "= $1");
     o->what = xasprintf("outbox \"%s\"", o->name);
     free(qcreated);

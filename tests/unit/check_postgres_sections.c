@@ -35,11 +35,12 @@ START_TEST(test_dedup_defaults)
     ck_assert_str_eq(d->what, "dedup_table \"handled_messages\"");
     ck_assert_str_eq(d->window_param, "300.000000 seconds");
     ck_assert_str_eq(
-        d->sql, "SELECT w.handled, NULL::float8, (SELECT date_part('epoch', now() - "
-                "min(\"handled_at\")) FROM \"handled_messages\"), w.ahead FROM (SELECT count(*) "
-                "FILTER (WHERE \"handled_at\" <= now())::float8 AS handled, count(*) FILTER (WHERE "
-                "\"handled_at\" > now())::float8 AS ahead FROM \"handled_messages\" WHERE "
-                "\"handled_at\" >= now() - $1::interval) AS w");
+        d->sql,
+        "SELECT (SELECT count(*) FROM \"handled_messages\" WHERE \"handled_at\" >= now() - "
+        "$1::interval AND \"handled_at\" <= now())::float8, NULL::float8, (SELECT "
+        "date_part('epoch', now() - min(\"handled_at\")) FROM \"handled_messages\"), (SELECT "
+        "count(*) FROM (SELECT FROM \"handled_messages\" WHERE \"handled_at\" > now() LIMIT "
+        "1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
     pg_dedup_section.destroy(NULL);
     ck_assert_str_eq(pg_dedup_section.key, "dedup_tables");
@@ -64,10 +65,10 @@ START_TEST(test_dedup_duplicates_column)
      * declared retention needs no query */
     ck_assert_str_eq(
         d->sql,
-        "SELECT w.handled, (SELECT COALESCE(sum(\"dup\"), 0) FROM \"app\".\"handled\" WHERE "
-        "\"dup\" > 0)::float8, NULL::float8, w.ahead FROM (SELECT count(*) FILTER (WHERE "
-        "\"at\" <= now())::float8 AS handled, count(*) FILTER (WHERE \"at\" > now())::float8 "
-        "AS ahead FROM \"app\".\"handled\" WHERE \"at\" >= now() - $1::interval) AS w");
+        "SELECT (SELECT count(*) FROM \"app\".\"handled\" WHERE \"at\" >= now() - "
+        "$1::interval AND \"at\" <= now())::float8, (SELECT COALESCE(sum(\"dup\"), 0) FROM "
+        "\"app\".\"handled\" WHERE \"dup\" > 0)::float8, NULL::float8, (SELECT count(*) FROM "
+        "(SELECT FROM \"app\".\"handled\" WHERE \"at\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -83,13 +84,12 @@ START_TEST(test_dedup_attempts_log)
     ck_assert_int_eq(d->mode, DEDUP_ATTEMPTS_LOG);
     ck_assert_str_eq(
         d->sql,
-        "SELECT w.handled, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM "
-        "\"deliveries\" WHERE \"msg\" IS NOT NULL GROUP BY \"msg\" HAVING count(*) > 1) AS "
-        "d)::float8, (SELECT date_part('epoch', now() - min(\"received_at\")) FROM "
-        "\"deliveries\"), w.ahead FROM (SELECT count(DISTINCT \"msg\") FILTER (WHERE "
-        "\"received_at\" <= now())::float8 AS handled, count(*) FILTER (WHERE "
-        "\"received_at\" > now())::float8 AS ahead FROM \"deliveries\" WHERE \"received_at\" "
-        ">= now() - $1::interval) AS w");
+        "SELECT (SELECT count(DISTINCT \"msg\") FROM \"deliveries\" WHERE \"received_at\" >= "
+        "now() - $1::interval AND \"received_at\" <= now())::float8, (SELECT COALESCE(sum(n "
+        "- 1), 0) FROM (SELECT count(*) AS n FROM \"deliveries\" WHERE \"msg\" IS NOT NULL "
+        "GROUP BY \"msg\" HAVING count(*) > 1) AS d)::float8, (SELECT date_part('epoch', "
+        "now() - min(\"received_at\")) FROM \"deliveries\"), (SELECT count(*) FROM (SELECT "
+        "FROM \"deliveries\" WHERE \"received_at\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -106,10 +106,10 @@ START_TEST(test_dedup_quoting)
     ck_assert_msg(d != NULL, "%s", e.msg);
     ck_assert_str_eq(
         d->sql,
-        "SELECT w.handled, NULL::float8, NULL::float8, w.ahead FROM (SELECT count(*) FILTER "
-        "(WHERE \"at\"\"\" <= now())::float8 AS handled, count(*) FILTER (WHERE \"at\"\"\" > "
-        "now())::float8 AS ahead FROM \"My Schema\".\"Handled\"\"; DROP TABLE x; --\" WHERE "
-        "\"at\"\"\" >= now() - $1::interval) AS w");
+        "SELECT (SELECT count(*) FROM \"My Schema\".\"Handled\"\"; DROP TABLE x; --\" WHERE "
+        "\"at\"\"\" >= now() - $1::interval AND \"at\"\"\" <= now())::float8, NULL::float8, "
+        "NULL::float8, (SELECT count(*) FROM (SELECT FROM \"My Schema\".\"Handled\"\"; DROP "
+        "TABLE x; --\" WHERE \"at\"\"\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -230,17 +230,18 @@ START_TEST(test_claim_defaults)
     ck_assert_str_eq(
         c->sql,
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
-        "o.ahead + f.ahead FROM (SELECT count(*) FILTER (WHERE \"claimed_at\" >= now() - "
-        "$1::interval AND \"claimed_at\" <= now())::float8 AS in_flight, count(*) FILTER "
-        "(WHERE \"claimed_at\" < now() - $1::interval)::float8 AS stale, date_part('epoch', "
-        "now() - min(\"claimed_at\") FILTER (WHERE \"claimed_at\" >= now() - $1::interval "
-        "AND \"claimed_at\" <= now())) AS oldest_age, count(*) FILTER (WHERE \"claimed_at\" "
-        "> now())::float8 AS ahead FROM \"confirmation_claims\" WHERE \"sent_at\" IS NULL) "
-        "AS o, (SELECT count(*) FILTER (WHERE \"sent_at\" <= now())::float8 AS done, "
-        "percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY date_part('epoch', "
-        "\"sent_at\"::timestamptz - \"claimed_at\"::timestamptz)) FILTER (WHERE \"sent_at\" "
-        "<= now()) AS q, count(*) FILTER (WHERE \"sent_at\" > now())::float8 AS ahead FROM "
-        "\"confirmation_claims\" WHERE \"sent_at\" >= now() - $2::interval) AS f");
+        "LEAST(o.ahead + (SELECT count(*) FROM (SELECT FROM \"confirmation_claims\" WHERE "
+        "\"sent_at\" > now() LIMIT 1000) AS ahead)::float8, 1000) FROM (SELECT count(*) "
+        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= "
+        "now())::float8 AS in_flight, count(*) FILTER (WHERE \"claimed_at\" < now() - "
+        "$1::interval)::float8 AS stale, date_part('epoch', now() - min(\"claimed_at\") "
+        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= now())) "
+        "AS oldest_age, count(*) FILTER (WHERE \"claimed_at\" > now())::float8 AS ahead FROM "
+        "\"confirmation_claims\" WHERE \"sent_at\" IS NULL) AS o, (SELECT count(*)::float8 "
+        "AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY "
+        "date_part('epoch', \"sent_at\"::timestamptz - \"claimed_at\"::timestamptz)) AS q "
+        "FROM \"confirmation_claims\" WHERE \"sent_at\" >= now() - $2::interval AND "
+        "\"sent_at\" <= now()) AS f");
     pg_claim_section.destroy(c);
     pg_claim_section.destroy(NULL);
     ck_assert_str_eq(pg_claim_section.key, "claim_tables");
