@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "floor.h"
+
 #define MAX_TYPES 32
 #define WAIT_MS 30000
 
@@ -53,19 +55,6 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     if (i < nsent)
         sent[i].n++;
     pthread_mutex_unlock(&mu);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static void die(const char *what, const char *detail)
@@ -153,8 +142,8 @@ static int run(rd_kafka_t *rk, struct group *g, int ng, int *parts)
         if (rd_kafka_assign(rk, lag))
             die("assign", NULL);
         char *seen = calloc((size_t)lag->cnt, 1);
-        double end = now() + WAIT_MS / 1000.0;
-        while (reads < lag->cnt && now() < end) {
+        double end = floor_now() + WAIT_MS / 1000.0;
+        while (reads < lag->cnt && floor_now() < end) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
             if (!m)
                 continue;
@@ -188,7 +177,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: kafka_floor BOOTSTRAP GROUPS_FILE RUNS\n");
         return 2;
     }
-    int runs = atoi(argv[3]);
+    int runs = (int)strtol(argv[3], NULL, 10);
     if (runs < 1)
         die("RUNS", "want a positive number");
     FILE *f = fopen(argv[2], "r");
@@ -228,12 +217,11 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&mu);
     double *t = calloc((size_t)runs, sizeof *t);
     for (int r = 0; r < runs; r++) {
-        double t0 = now();
+        double t0 = floor_now();
         reads = run(rk, g, ng, &parts);
-        t[r] = now() - t0;
+        t[r] = floor_now() - t0;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp);
-    double median = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+    double median = floor_median(t, runs);
     printf("fastest %.6f median %.6f groups %d partitions %d lag_reads %d\n", t[0], median, ng,
            parts, reads);
     long total = 0;

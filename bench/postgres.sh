@@ -546,6 +546,21 @@ pgss_snapshot() {
                    WHERE r.rolname IN ($roles) GROUP BY 1"
 }
 
+# exporter_figures KEY WHO PID TIMES OWN CPU0 CPU1: an exporter's row from its measured scrapes:
+# the scrape times (a file, one a line), the RssAnon read after each (a file), its CPU ticks
+# before and after (files), and its peak and current memory now
+exporter_figures() {
+  local key=$1 who=$2 pid=$3 c0 c1
+  c0=$(<"$6"); c1=$(<"$7")
+  RES[$key,$who,scrapes]=$SCRAPES
+  RES[$key,$who,median]=$(median < "$4")
+  RES[$key,$who,min]=$(minimum < "$4")
+  RES[$key,$who,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$key,$who,rss_mib]=$(awk -v k="$(hwm_kib "$pid")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$key,$who,rss_split]=$(rss_split "$pid")
+  RES[$key,$who,own_kib]=$(sort -n "$5" | tail -1)
+}
+
 # The measurement of the psql session and qrel, interleaved in one psql session: each round runs
 # the queries (\timing) and then, through \!, one qrel scrape. Both see the table at the same
 # moment (the windows move with the clock) and never run at the same time.
@@ -585,7 +600,7 @@ SH
 }
 
 run_session_and_qrel() {
-  local key=$1 n=${1#*:} i q k stmts other total c0 c1 up=0 vals
+  local key=$1 n=${1#*:} i q k stmts other total up=0 vals
   start_qrel
   progress "  qrel listening on $ADDR; warming up"
   : > "$T/warm.txt"
@@ -645,15 +660,8 @@ run_session_and_qrel() {
   RES[$key,psql,min]=$(awk '{ print $1 }' "$T/raw.txt" | minimum)
 
   # qrel
-  c0=$(<"$T/cpu.start"); c1=$(<"$T/cpu.end")
   awk '{ print $3 }' "$T/scrapes.m" > "$T/times.txt"
-  RES[$key,qrel,scrapes]=$SCRAPES
-  RES[$key,qrel,median]=$(median < "$T/times.txt")
-  RES[$key,qrel,min]=$(minimum < "$T/times.txt")
-  RES[$key,qrel,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
-  RES[$key,qrel,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
-  RES[$key,qrel,rss_split]=$(rss_split "$EXP_PID")
-  RES[$key,qrel,own_kib]=$(sort -n "$T/own.m" | tail -1)
+  exporter_figures "$key" qrel "$EXP_PID" "$T/times.txt" "$T/own.m" "$T/cpu.start" "$T/cpu.end"
   : > "$T/collect.txt"
   for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
     if qrel_up "$T/body.m.$i"; then up=$((up + 1)); fi
@@ -907,19 +915,13 @@ start_pgexp() {
 
 # its figures from the rounds (the database time is taken with qrel's, in run_session_and_qrel)
 collect_pgexp() {
-  local key=$1 i up=0 c0 c1 b
+  local key=$1 i up=0 b
   for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
     b=$T/pgexp_body.m.$i
     if grep -q '^ref_claims_done' "$b" && grep -Eq '^pg_up 1$' "$b"; then up=$((up + 1)); fi
   done
-  c0=$(<"$T/pgexp_cpu.start"); c1=$(<"$T/pgexp_cpu.end")
-  RES[$key,pgexp,scrapes]=$SCRAPES
-  RES[$key,pgexp,median]=$(median < "$T/pgexp_times.m")
-  RES[$key,pgexp,min]=$(minimum < "$T/pgexp_times.m")
-  RES[$key,pgexp,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
-  RES[$key,pgexp,rss_mib]=$(awk -v k="$(hwm_kib "$PGEXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
-  RES[$key,pgexp,rss_split]=$(rss_split "$PGEXP_PID")
-  RES[$key,pgexp,own_kib]=$(sort -n "$T/pgexp_own.m" | tail -1)
+  exporter_figures "$key" pgexp "$PGEXP_PID" "$T/pgexp_times.m" "$T/pgexp_own.m" \
+    "$T/pgexp_cpu.start" "$T/pgexp_cpu.end"
   RES[$key,pgexp,up]="$up/$SCRAPES"
   # every scrape runs the queries (no cache_seconds): its values are as fresh as qrel's
   RES[$key,pgexp,age_med]=-; RES[$key,pgexp,age_max]=-; RES[$key,pgexp,fresh]=-

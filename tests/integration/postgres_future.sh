@@ -63,20 +63,14 @@ cat > "$T/qrel.yml" <<YML
 global:
   timeout: 10s
 sources:
-  - name: skew
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: postgres
-    claim_tables:
-      - {table: claims, id_column: id, claimed_at_column: claimed_at, done_at_column: done_at,
-         in_flight_window: 2m, lease_timeout: 60s}
-    dedup_tables:
-      - {table: handled, id_column: id, handled_at_column: handled_at, duplicates_column: dups}
-      - {table: deliveries, mode: attempts_log, id_column: msg, handled_at_column: received_at}
-    outboxes:
-      - {table: outbox, created_at_column: created_at, published_at_column: published_at}
+  - {name: skew, kind: postgres, host: 127.0.0.1, port: $P, user: postgres, dbname: postgres,
+     claim_tables: [{table: claims, id_column: id, claimed_at_column: claimed_at,
+                     done_at_column: done_at, in_flight_window: 2m, lease_timeout: 60s}],
+     dedup_tables: [{table: handled, id_column: id, handled_at_column: handled_at,
+                     duplicates_column: dups},
+                    {table: deliveries, mode: attempts_log, id_column: msg,
+                     handled_at_column: received_at}],
+     outboxes: [{table: outbox, created_at_column: created_at, published_at_column: published_at}]}
 YML
 
 "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt"
