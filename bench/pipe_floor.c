@@ -15,18 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "floor.h"
 
 /* Top-level commands in a RESP file: its lines that start with '*' at the top level are what
  * matter, and the benchmark writes one array per command, so counting the arrays whose
@@ -84,7 +73,7 @@ int main(int argc, char **argv)
     char buf[1 << 16];
     for (int r = 0; r < runs; r++) {
         redisReader *rd = redisReaderCreate();
-        double t0 = now();
+        double t0 = floor_now();
         for (long off = 0; off < size;) {
             ssize_t w = write(fd, cmds + off, (size_t)(size - off));
             if (w <= 0)
@@ -103,10 +92,10 @@ int main(int argc, char **argv)
                 got++;
             }
         }
-        t[r] = now() - t0;
+        t[r] = floor_now() - t0;
         redisReaderFree(rd);
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp);
+    floor_median(t, runs);
     printf("%.6f %.6f %zu\n", t[0], t[runs / 2], want);
     free(t);
     free(cmds);

@@ -1,32 +1,41 @@
 #!/usr/bin/env bash
-# postgres.sh: qrel_exporter on dedup, claim and outbox tables of 100k, 1M and 10M rows, against
-# the same queries in an open psql session and in prometheus-sql-exporter.
+# postgres.sh: qrel_exporter on dedup, claim and outbox tables of 100k, 1M and 10M rows, in two
+# workload shapes, against prometheus-postgres-exporter running the reference queries, the same
+# queries as qrel's in an open psql session (the floor) and in prometheus-sql-exporter.
 #
 # Starts its own PostgreSQL cluster (trust auth, loopback, socket in a temp dir), fills the three
-# tables for each size with one generate_series INSERT each, and measures side by side:
+# tables for each size and shape with one generate_series INSERT each, and measures side by side:
 #   - the queries qrel sends (read from the server's statement log while qrel scrapes), timed
 #     with \timing in one open psql session, interleaved with qrel's scrapes;
-#   - qrel_exporter's scrape time, its CPU and peak RSS, the database time per scrape
-#     (pg_stat_statements) and whether every value was computed during the scrape;
-#   - prometheus-sql-exporter running the same queries on its interval: scrape time, RSS and how
+#   - qrel_exporter's scrape time, its CPU, peak RSS and own memory (own_kib), the database time
+#     per scrape (pg_stat_statements) and whether every value was computed during the scrape;
+#   - prometheus-postgres-exporter running the reference queries (the same figures, each window
+#     bounded by now(), written plainly) on every scrape: scrape time, CPU, RSS, database time;
+#   - prometheus-sql-exporter running qrel's queries on its interval: scrape time, RSS and how
 #     old its values are when they are served;
 #   - a fresh connection + the same queries (reconnect cost, with pgbench -C), for reference.
-# Prints a table and a verdict on the 10M-row goal; a missed goal is reported, not an error. See
-# bench/README.md for the method.
+# Shapes: "past", rows spread over the last day up to now(); "future", the same rows shifted so
+# that the newest 15 minutes lie ahead of now() (writers with fast clocks, issue 14).
+# Prints a table and a verdict per shape on the 10M-row goals; a missed goal is reported, not an
+# error. See bench/README.md for the method.
 #
 # Needs: bash, PostgreSQL 15 server binaries (initdb, pg_ctl, pgbench; from pg_config --bindir),
 # psql, the pg_stat_statements module (postgresql-contrib; optional), curl, awk, python3,
-# prometheus-sql-exporter, runuser when run as root, and a built qrel_exporter.
+# prometheus-sql-exporter, prometheus-postgres-exporter, runuser when run as root, and a built
+# qrel_exporter.
 set -euo pipefail
 export LC_ALL=C
 
 usage() {
   cat <<'EOF'
-Usage: bench/postgres.sh [--sizes "100000 1000000 10000000"] [--scrapes N] [--warmup N]
+Usage: bench/postgres.sh [--sizes "100000 1000000 10000000"] [--shapes "past future"]
+                         [--scrapes N] [--warmup N]
                          [--reconnects N] [--sql-exporter-interval SECONDS]
                          [--qrel PATH] [--sql-exporter PATH] [--pg-bin DIR]
 
   --sizes "LIST"        rows per table, ascending (default "100000 1000000 10000000")
+  --shapes "LIST"       workload shapes (default "past future"): past, the newest row stamped
+                        now; future, the newest 15 minutes of rows stamped ahead of now()
   --scrapes N           measured scrapes per exporter per size, and measured psql rounds
                         (default 15)
   --warmup N            unmeasured rounds and scrapes first (default 5)
@@ -55,9 +64,12 @@ SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 . "$SRC_DIR/bench/lib.sh"
 QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
 SQLE_BIN=prometheus-sql-exporter
+PGEXP_BIN=prometheus-postgres-exporter
 PG_BIN=
 GOAL_N=10000000
 SPAN_S=86400          # the rows' timestamps are spread evenly over the last day
+AHEAD_S=900           # shape "future": how far ahead of now() the newest row lies
+SHAPES="past future"
 
 die() { echo "postgres.sh: $*" >&2; exit 2; }
 need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
@@ -66,6 +78,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
     --sizes=*) SIZES=${1#*=}; shift ;;
+    --shapes) [ $# -ge 2 ] || die "--shapes needs a value"; SHAPES=$2; shift 2 ;;
+    --shapes=*) SHAPES=${1#*=}; shift ;;
     --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
     --scrapes=*) SCRAPES=${1#*=}; shift ;;
     --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
@@ -89,6 +103,11 @@ need_num --warmup "$WARMUP"
 need_num --reconnects "$RECONNECTS"
 need_num --sql-exporter-interval "$SQLE_INTERVAL"
 read -ra SIZE_LIST <<<"$SIZES"
+read -ra SHAPE_LIST <<<"$SHAPES"
+[ ${#SHAPE_LIST[@]} -gt 0 ] || die "--shapes: want past, future or both"
+for sh in "${SHAPE_LIST[@]}"; do
+  case $sh in past|future) ;; *) die "--shapes: want past and/or future, got \"$sh\"" ;; esac
+done
 [ ${#SIZE_LIST[@]} -gt 0 ] || die "--sizes: want at least one number"
 prev=0
 for n in "${SIZE_LIST[@]}"; do
@@ -106,6 +125,7 @@ if [ ! -x "$PG_BIN/initdb" ] || [ ! -x "$PG_BIN/pg_ctl" ]; then
   die "initdb/pg_ctl/pgbench not found in \"$PG_BIN\" (apt-get install postgresql-15, or pass --pg-bin)"
 fi
 command -v "$SQLE_BIN" >/dev/null || die "$SQLE_BIN not found (apt-get install prometheus-sql-exporter)"
+command -v "$PGEXP_BIN" >/dev/null || die "$PGEXP_BIN not found (apt-get install prometheus-postgres-exporter)"
 [ -x "$QREL_BIN" ] || die "$QREL_BIN not found or not executable: build first (cmake -S . -B build && cmake --build build) or pass --qrel"
 # psql from the server's directory when it is there: Debian's psql in PATH is a Perl wrapper that
 # takes tens of milliseconds to start
@@ -125,6 +145,8 @@ chmod 755 "$T"          # the server runs as postgres and must reach its directo
 PGD=$T/pg
 PG_PORT=
 EXP_PID=
+PGEXP_PID=
+PGEXP_ADDR=
 export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
 
 cleanup() {
@@ -133,10 +155,12 @@ cleanup() {
     [ -s "$T/exporter.log" ] && { echo "--- last lines of the exporter's log:" >&2; tail -15 "$T/exporter.log" >&2; }
     [ -s "$PGD/server.log" ] && { echo "--- last lines of server.log:" >&2; tail -15 "$PGD/server.log" >&2; }
   fi
-  if [ -n "$EXP_PID" ]; then
-    kill "$EXP_PID" 2>/dev/null || true
-    wait "$EXP_PID" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "$EXP_PID" "$PGEXP_PID"; do
+    [ -n "$pid" ] || continue
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   PG_STOP_MODE=immediate servers_stop
   rm -rf "$T"
 }
@@ -336,8 +360,9 @@ setup_db() {
   pq <<'SQL'
 CREATE ROLE qrel LOGIN;
 CREATE ROLE sql_exporter LOGIN;
+CREATE ROLE postgres_exporter LOGIN;
 CREATE ROLE bench_raw LOGIN;
-ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO qrel, sql_exporter, bench_raw;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO qrel, sql_exporter, postgres_exporter, bench_raw;
 SQL
   if [ "$PGSS" = 1 ]; then
     pq -c 'CREATE EXTENSION pg_stat_statements'
@@ -346,12 +371,17 @@ SQL
 
 # ---- the tables ----
 
-# load N: the three tables with N rows each, loaded in parallel (one transaction per table:
+# load SHAPE:N: the three tables with N rows each, loaded in parallel (one transaction per table:
 # with wal_level = minimal the rows of a table created in the same transaction skip the WAL).
-# Row i (1 = newest) is at T0 - (i-1) * SPAN/N seconds.
+# Row i (1 = newest) is at T0 - (i-1) * SPAN/N seconds; T0 is now in the shape "past", and
+# 15 minutes ahead of now in the shape "future" (writers whose clocks run 15 minutes fast, issue
+# 14: the newest 15/1440 of the rows lie ahead, 3x the rows of a 5-minute window).
 load_tables() {
-  local n=$1 t0 pids=() tbl start
-  t0=$(date -u '+%Y-%m-%d %H:%M:%S.%6N+00')
+  local key=$1 n=${1#*:} shape=${1%%:*} t0 pids=() tbl start
+  case $shape in
+    past) t0=$(date -u '+%Y-%m-%d %H:%M:%S.%6N+00') ;;
+    future) t0=$(date -u -d "+$AHEAD_S seconds" '+%Y-%m-%d %H:%M:%S.%6N+00') ;;
+  esac
   cat > "$T/load_dedup.sql" <<'SQL'
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS handled_messages;
@@ -422,15 +452,15 @@ SQL
   # any other transaction that was open meanwhile (another session's) has the same effect: vacuum
   # again, one table after the other, until the pages are all-visible
   for _ in 1 2 3; do
-    RES[$n,allvis]=$(pq -At -c "SELECT round(100.0 * sum(relallvisible) / greatest(sum(relpages), 1), 1) FROM pg_class WHERE oid IN ('handled_messages'::regclass, 'claims'::regclass, 'outbox'::regclass)")
-    awk -v a="${RES[$n,allvis]}" 'BEGIN { exit !(a < 99) }' || break
-    progress "  only ${RES[$n,allvis]} % of the pages are all-visible: VACUUM again"
+    RES[$key,allvis]=$(pq -At -c "SELECT round(100.0 * sum(relallvisible) / greatest(sum(relpages), 1), 1) FROM pg_class WHERE oid IN ('handled_messages'::regclass, 'claims'::regclass, 'outbox'::regclass)")
+    awk -v a="${RES[$key,allvis]}" 'BEGIN { exit !(a < 99) }' || break
+    progress "  only ${RES[$key,allvis]} % of the pages are all-visible: VACUUM again"
     sleep 1
     pq -c 'VACUUM handled_messages' -c 'VACUUM claims' -c 'VACUUM outbox'
   done
   progress "  vacuumed and analyzed after $((SECONDS - start)) s"
-  RES[$n,load_s]=$((SECONDS - start))
-  RES[$n,mib]=$(pq -At -c "SELECT round(sum(pg_total_relation_size(c))/1048576.0) FROM unnest(ARRAY['handled_messages','claims','outbox']::regclass[]) c")
+  RES[$key,load_s]=$((SECONDS - start))
+  RES[$key,mib]=$(pq -At -c "SELECT round(sum(pg_total_relation_size(c))/1048576.0) FROM unnest(ARRAY['handled_messages','claims','outbox']::regclass[]) c")
 
 }
 
@@ -516,34 +546,61 @@ pgss_snapshot() {
                    WHERE r.rolname IN ($roles) GROUP BY 1"
 }
 
+# exporter_figures KEY WHO PID TIMES OWN CPU0 CPU1: an exporter's row from its measured scrapes:
+# the scrape times (a file, one a line), the RssAnon read after each (a file), its CPU ticks
+# before and after (files), and its peak and current memory now
+exporter_figures() {
+  local key=$1 who=$2 pid=$3 c0 c1
+  c0=$(<"$6"); c1=$(<"$7")
+  RES[$key,$who,scrapes]=$SCRAPES
+  RES[$key,$who,median]=$(median < "$4")
+  RES[$key,$who,min]=$(minimum < "$4")
+  RES[$key,$who,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$key,$who,rss_mib]=$(awk -v k="$(hwm_kib "$pid")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$key,$who,rss_split]=$(rss_split "$pid")
+  RES[$key,$who,own_kib]=$(sort -n "$5" | tail -1)
+}
+
 # The measurement of the psql session and qrel, interleaved in one psql session: each round runs
 # the queries (\timing) and then, through \!, one qrel scrape. Both see the table at the same
 # moment (the windows move with the clock) and never run at the same time.
 write_helpers() {
   cat > "$T/scrape.sh" <<'SH'
 #!/usr/bin/env bash
-# scrape.sh PHASE I: one scrape of qrel (ADDR and T from the environment)
+# scrape.sh PHASE I: one scrape of qrel and one of postgres_exporter, qrel first in odd rounds
+# (ADDR, EXP_PID, PGEXP_ADDR, PGEXP_PID and T from the environment)
 export LC_ALL=C
-s=$EPOCHREALTIME
-t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
-  -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
-e=$EPOCHREALTIME
-echo "$s $e $t" >> "$T/scrapes.$1"
+qrel() {
+  s=$EPOCHREALTIME
+  t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
+    -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
+  e=$EPOCHREALTIME
+  echo "$s $e $t" >> "$T/scrapes.$1"
+  awk '$1 == "RssAnon:" { print $2 }' "/proc/$EXP_PID/status" >> "$T/own.$1"
+}
+pgexp() {
+  t=$(curl -s --max-time 120 -o "$T/pgexp_body.$1.$2" -w '%{time_total}' "http://$PGEXP_ADDR/metrics") || t=nan
+  echo "$t" >> "$T/pgexp_times.$1"
+  awk '$1 == "RssAnon:" { print $2 }' "/proc/$PGEXP_PID/status" >> "$T/pgexp_own.$1"
+}
+if [ $(($2 % 2)) = 1 ]; then qrel "$@"; pgexp "$@"; else pgexp "$@"; qrel "$@"; fi
 SH
   cat > "$T/mark.sh" <<'SH'
 #!/usr/bin/env bash
-# mark.sh start|end: around the measured rounds (PSQL, PG_PORT, EXP_PID, PGSS, T from the environment)
+# mark.sh start|end: around the measured rounds (PSQL, PG_PORT, EXP_PID, PGEXP_PID, PGSS, T from
+# the environment)
 export LC_ALL=C
 psql_su() { "$PSQL" -X -q -At -F' ' -h 127.0.0.1 -p "$PG_PORT" -U postgres -d bench "$@"; }
-stat=$(<"/proc/$EXP_PID/stat"); rest=${stat##*) }; read -ra f <<<"$rest"
-echo $((f[11] + f[12])) > "$T/cpu.$1"
+ticks() { local stat rest f; stat=$(<"/proc/$1/stat"); rest=${stat##*) }; read -ra f <<<"$rest"; echo $((f[11] + f[12])); }
+ticks "$EXP_PID" > "$T/cpu.$1"
+ticks "$PGEXP_PID" > "$T/pgexp_cpu.$1"
 if [ -f "$T/pg/log/server.json" ]; then stat -c %s "$T/pg/log/server.json"; else echo 0; fi > "$T/logoff.$1"
 if [ "$1" = start ] && [ "$PGSS" = 1 ]; then psql_su -c 'SELECT pg_stat_statements_reset()' >/dev/null; fi
 SH
 }
 
 run_session_and_qrel() {
-  local n=$1 i q k stmts other total c0 c1 up=0 vals
+  local key=$1 n=${1#*:} i q k stmts other total up=0 vals
   start_qrel
   progress "  qrel listening on $ADDR; warming up"
   : > "$T/warm.txt"
@@ -559,14 +616,14 @@ run_session_and_qrel() {
   rm -rf "$T/q"; mkdir -p "$T/q"
   read -r stmts other total < <(logtool capture "$LOG_JSON" "$off" qrel "$T/q")
   [ "$stmts" -gt 0 ] || die "no statement of qrel's in the server log during a scrape"
-  RES[$n,stmts]=$stmts
-  RES[$n,other]=$other
+  RES[$key,stmts]=$stmts
+  RES[$key,other]=$other
   cat "$T"/q/q*.sql > "$T/queries.sql"
   if [ "$n" = "${SIZE_LIST[0]}" ] || [ ! -f "$T/queries.first" ]; then cp "$T/queries.sql" "$T/queries.first"; fi
   progress "  qrel sends $stmts queries per scrape (+$other SET/other statements of $total)"
 
   # the interleaved rounds
-  rm -f "$T"/scrapes.* "$T"/body.w.* "$T"/body.m.*
+  rm -f "$T"/scrapes.* "$T"/own.* "$T"/body.w.* "$T"/body.m.* "$T"/pgexp_*
   {
     printf '%s\n' '\timing on' '\o /dev/null'
     for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
@@ -579,7 +636,7 @@ run_session_and_qrel() {
     printf '%s\n' "\\! bash '$T/mark.sh' end"
   } > "$T/rounds.psql"
   progress "  $WARMUP + $SCRAPES rounds: the queries in one psql session, then a qrel scrape"
-  export ADDR T PG_PORT EXP_PID PGSS PSQL    # for scrape.sh and mark.sh, run by psql's \!
+  export ADDR T PG_PORT EXP_PID PGSS PSQL PGEXP_ADDR PGEXP_PID # for scrape.sh and mark.sh (psql's \!)
   pq_as bench_raw -f "$T/rounds.psql" > "$T/rounds.out"
   log_settle
 
@@ -595,31 +652,25 @@ run_session_and_qrel() {
   awk '
     /^ROUND / { ph = $2; j = 0; next }
     /^Time: / { j++; if (ph == "m") print j, $2 / 1000 }' "$T/rounds.out" > "$T/perq.txt"
-  RES[$n,perq]=$(for ((i = 1; i <= stmts; i++)); do
+  RES[$key,perq]=$(for ((i = 1; i <= stmts; i++)); do
       printf '%sq%d %s' "$([ "$i" -gt 1 ] && echo ', ')" "$i" "$(awk -v j="$i" '$1 == j { print $2 }' "$T/perq.txt" | median | awk '{ printf "%.4f", $1 }')"
     done)
-  RES[$n,psql,scrapes]=$SCRAPES
-  RES[$n,psql,median]=$(awk '{ print $1 }' "$T/raw.txt" | median)
-  RES[$n,psql,min]=$(awk '{ print $1 }' "$T/raw.txt" | minimum)
+  RES[$key,psql,scrapes]=$SCRAPES
+  RES[$key,psql,median]=$(awk '{ print $1 }' "$T/raw.txt" | median)
+  RES[$key,psql,min]=$(awk '{ print $1 }' "$T/raw.txt" | minimum)
 
   # qrel
-  c0=$(<"$T/cpu.start"); c1=$(<"$T/cpu.end")
   awk '{ print $3 }' "$T/scrapes.m" > "$T/times.txt"
-  RES[$n,qrel,scrapes]=$SCRAPES
-  RES[$n,qrel,median]=$(median < "$T/times.txt")
-  RES[$n,qrel,min]=$(minimum < "$T/times.txt")
-  RES[$n,qrel,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
-  RES[$n,qrel,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
-  RES[$n,qrel,rss_split]=$(rss_split "$EXP_PID")
+  exporter_figures "$key" qrel "$EXP_PID" "$T/times.txt" "$T/own.m" "$T/cpu.start" "$T/cpu.end"
   : > "$T/collect.txt"
   for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
     if qrel_up "$T/body.m.$i"; then up=$((up + 1)); fi
     awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF; exit }' "$T/body.m.$i" >> "$T/collect.txt"
   done
-  RES[$n,qrel,up]="$up/$SCRAPES"
-  RES[$n,qrel,collect]=$(median < "$T/collect.txt")
-  RES[$n,qrel,ttfb]=$(awk '{ print $4 }' "$T/scrapes.m" | median)
-  RES[$n,qrel,bytes]=$(wc -c < "$T/body.m.$((WARMUP + SCRAPES))")
+  RES[$key,qrel,up]="$up/$SCRAPES"
+  RES[$key,qrel,collect]=$(median < "$T/collect.txt")
+  RES[$key,qrel,ttfb]=$(awk '{ print $4 }' "$T/scrapes.m" | median)
+  RES[$key,qrel,bytes]=$(wc -c < "$T/body.m.$((WARMUP + SCRAPES))")
   # what qrel saw in the last scrape
   local last=$T/body.m.$((WARMUP + SCRAPES))
   vals="outbox pending $(qrel_value "$last" qrel_outbox_pending_messages 'queue="outbox"')"
@@ -628,38 +679,49 @@ run_session_and_qrel() {
   vals+=" (want $((n / 10000)) + the in-flight ones that aged past 2m since loading)"
   vals+=", in_flight $(qrel_value "$last" qrel_claims 'queue="claims"' 'state="in_flight"')"
   vals+=", dedup handled $(qrel_value "$last" qrel_dedup_handled_messages 'queue="handled_messages"')"
-  RES[$n,qrel,seen]=$vals
+  vals+=", claims done $(qrel_value "$last" qrel_claims 'queue="claims"' 'state="done"')"
+  vals+=", claims p99 $(qrel_value "$last" qrel_handler_duration_seconds 'queue="claims"' 'quantile="0.99"')"
+  vals+=", rows ahead of now(): dedup $(qrel_value "$last" qrel_future_stamped_rows 'queue="handled_messages"')"
+  vals+=" claims $(qrel_value "$last" qrel_future_stamped_rows 'queue="claims"')"
+  vals+=" outbox $(qrel_value "$last" qrel_future_stamped_rows 'queue="outbox"')"
+  RES[$key,qrel,seen]=$vals
 
   # database time and statements per scrape / round
   local off0 off1 snap calls ms
   off0=$(<"$T/logoff.start"); off1=$(<"$T/logoff.end")
   if [ "$PGSS" = 1 ]; then
-    snap=$(pgss_snapshot qrel bench_raw)
+    snap=$(pgss_snapshot qrel bench_raw postgres_exporter)
     read -r _ calls ms < <(grep '^qrel ' <<<"$snap")
-    RES[$n,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-    RES[$n,qrel,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,qrel,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    read -r _ calls ms < <(grep '^postgres_exporter ' <<<"$snap")
+    RES[$key,pgexp,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,pgexp,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     read -r _ calls ms < <(grep '^bench_raw ' <<<"$snap")
-    RES[$n,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-    RES[$n,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
   fi
   # the same from the log (parse + bind + execute durations), always: a cross-check
   read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" qrel)
-  RES[$n,qrel,log_db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  RES[$key,qrel,log_db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
   if [ "$PGSS" = 0 ]; then
-    RES[$n,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-    RES[$n,qrel,db_ms]=${RES[$n,qrel,log_db_ms]}
+    RES[$key,qrel,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,qrel,db_ms]=${RES[$key,qrel,log_db_ms]}
+    read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" postgres_exporter)
+    RES[$key,pgexp,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,pgexp,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
     read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off0" bench_raw)
-    RES[$n,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-    RES[$n,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,psql,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+    RES[$key,psql,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
   fi
   : "$off1"
   # how old the values were: were all statements run inside each scrape?
   local med mx fresh
   read -r med mx fresh < <(logtool ages "$LOG_JSON" "$off0" qrel "$T/q/keys.json" "$T/scrapes.m")
-  RES[$n,qrel,age_med]=$med
-  RES[$n,qrel,age_max]=$mx
-  RES[$n,qrel,fresh]="$fresh/$SCRAPES"
-  RES[$n,psql,up]="-"; RES[$n,psql,fresh]="-"
+  RES[$key,qrel,age_med]=$med
+  RES[$key,qrel,age_max]=$mx
+  RES[$key,qrel,fresh]="$fresh/$SCRAPES"
+  RES[$key,psql,up]="-"; RES[$key,psql,fresh]="-"
   stop_exporter
 }
 
@@ -716,7 +778,7 @@ sqle_ran() { # true once the queries have run (ok=1), or the exporter has exited
 }
 
 run_sqle() {
-  local n=$1 i s e t c0 c1 up=0 off0 snap calls ms ok
+  local key=$1 n=${1#*:} i s e t c0 c1 up=0 off0 snap calls ms ok
   write_sqle_config
   : > "$T/exporter.log"
   ADDR=127.0.0.1:$(free_port)
@@ -749,32 +811,125 @@ run_sqle() {
   done
   c1=$(cpu_ticks "$EXP_PID")
   log_settle
-  RES[$n,sqle,scrapes]=$SCRAPES
-  RES[$n,sqle,median]=$(median < "$T/times.txt")
-  RES[$n,sqle,min]=$(minimum < "$T/times.txt")
-  RES[$n,sqle,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
-  RES[$n,sqle,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
-  RES[$n,sqle,rss_split]=$(rss_split "$EXP_PID")
-  RES[$n,sqle,up]="$up/$SCRAPES"
-  RES[$n,sqle,bytes]=$(wc -c < "$T/body.txt")
+  RES[$key,sqle,scrapes]=$SCRAPES
+  RES[$key,sqle,median]=$(median < "$T/times.txt")
+  RES[$key,sqle,min]=$(minimum < "$T/times.txt")
+  RES[$key,sqle,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
+  RES[$key,sqle,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$key,sqle,rss_split]=$(rss_split "$EXP_PID")
+  RES[$key,sqle,up]="$up/$SCRAPES"
+  RES[$key,sqle,bytes]=$(wc -c < "$T/body.txt")
   if [ "$PGSS" = 1 ]; then
     snap=$(pgss_snapshot sql_exporter)
     read -r _ calls ms <<<"$snap"
   else
     read -r calls ms < <(logtool dbtime "$LOG_JSON" "$off1" sql_exporter)
   fi
-  RES[$n,sqle,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
-  RES[$n,sqle,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  RES[$key,sqle,stmts]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
+  RES[$key,sqle,db_ms]=$(awk -v c="$ms" -v k="$SCRAPES" 'BEGIN { printf "%.1f", c / k }')
   local med mx fresh
   read -r med mx fresh < <(logtool ages "$LOG_JSON" "$off0" sql_exporter "$T/q/keys_sqle.json" "$T/scrapes.sqle")
-  RES[$n,sqle,age_med]=$med
-  RES[$n,sqle,age_max]=$mx
-  RES[$n,sqle,fresh]="$fresh/$SCRAPES"
+  RES[$key,sqle,age_med]=$med
+  RES[$key,sqle,age_max]=$mx
+  RES[$key,sqle,fresh]="$fresh/$SCRAPES"
   # it logs JSON; a value it cannot read as a number (a NULL) is an error line, and that series
   # is left out of its answer
-  RES[$n,sqle,errors]=$(grep -Ec '"level":"(error|warn)"' "$T/exporter.log" || true)
-  grep -E '"level":"(error|warn)"' "$T/exporter.log" > "$T/sqle.errors.$n" || true
+  RES[$key,sqle,errors]=$(grep -Ec '"level":"(error|warn)"' "$T/exporter.log" || true)
+  grep -E '"level":"(error|warn)"' "$T/exporter.log" > "$T/sqle.errors.$key" || true
   stop_exporter
+}
+
+# ---- prometheus-postgres-exporter with the reference queries ----
+
+# The reference: the figures qrel exports, each window bounded by now() as the definitions say,
+# written the plain way (one statement per table, a scalar percentile_cont per quantile, no count
+# of the rows ahead), in postgres_exporter's --extend.query-path format. Its own collectors are
+# turned off so that it runs these and nothing else.
+write_pgexp_queries() {
+  cat > "$T/pgexp.yml" <<'YML'
+ref_dedup:
+  query: |
+    SELECT (SELECT count(*) FROM handled_messages
+            WHERE handled_at >= now() - interval '5 min' AND handled_at <= now())::float8 AS handled,
+           (SELECT coalesce(sum(duplicate_count), 0) FROM handled_messages WHERE duplicate_count > 0)::float8 AS duplicates,
+           (SELECT extract(epoch FROM now() - min(handled_at)) FROM handled_messages)::float8 AS window_seconds
+  metrics:
+    - handled: {usage: GAUGE, description: "handled within 5 min, up to now()"}
+    - duplicates: {usage: GAUGE, description: "duplicates over the table"}
+    - window_seconds: {usage: GAUGE, description: "age of the oldest row"}
+ref_claims:
+  query: |
+    SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.p50, f.p90, f.p99, f.p100
+    FROM (SELECT count(*) FILTER (WHERE claimed_at >= now() - interval '2 min' AND claimed_at <= now())::float8 AS in_flight,
+                 count(*) FILTER (WHERE claimed_at < now() - interval '2 min')::float8 AS stale,
+                 coalesce(extract(epoch FROM now() - min(claimed_at) FILTER (WHERE claimed_at >= now() - interval '2 min' AND claimed_at <= now())), 0)::float8 AS oldest_age
+          FROM claims WHERE done_at IS NULL) AS o,
+         (SELECT count(*)::float8 AS done,
+                 percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM done_at - claimed_at))::float8 AS p50,
+                 percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM done_at - claimed_at))::float8 AS p90,
+                 percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM done_at - claimed_at))::float8 AS p99,
+                 max(extract(epoch FROM done_at - claimed_at))::float8 AS p100
+          FROM claims WHERE done_at >= now() - interval '5 min' AND done_at <= now()) AS f
+  metrics:
+    - in_flight: {usage: GAUGE, description: "open claims within 2 min, up to now()"}
+    - stale: {usage: GAUGE, description: "open claims before that"}
+    - oldest_age: {usage: GAUGE, description: "oldest in-flight hold"}
+    - done: {usage: GAUGE, description: "claims done within 5 min, up to now()"}
+    - p50: {usage: GAUGE, description: "handler p50"}
+    - p90: {usage: GAUGE, description: "handler p90"}
+    - p99: {usage: GAUGE, description: "handler p99"}
+    - p100: {usage: GAUGE, description: "handler max"}
+ref_outbox:
+  query: |
+    SELECT count(*)::float8 AS pending,
+           coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age
+    FROM outbox WHERE published_at IS NULL
+  metrics:
+    - pending: {usage: GAUGE, description: "unpublished rows"}
+    - oldest_age: {usage: GAUGE, description: "age of the oldest unpublished row"}
+YML
+}
+
+pgexp_ready() { # true once it answers with the reference series, or has exited
+  if curl -s --max-time 10 -o "$T/body.txt" "http://$PGEXP_ADDR/metrics" 2>/dev/null &&
+    grep -q '^ref_claims_done' "$T/body.txt"; then ok=1; return 0; fi
+  ! kill -0 "$PGEXP_PID" 2>/dev/null
+}
+
+# Started before the rounds and scraped in each, right before or after qrel (scrape.sh), so that
+# both see the same tables and the same load on a shared machine.
+start_pgexp() {
+  local i ok
+  write_pgexp_queries
+  : > "$T/pgexp.log"
+  PGEXP_ADDR=127.0.0.1:$(free_port)
+  DATA_SOURCE_NAME="postgresql://postgres_exporter@127.0.0.1:$PG_PORT/bench?sslmode=disable" \
+    "$PGEXP_BIN" --web.listen-address="$PGEXP_ADDR" --extend.query-path="$T/pgexp.yml" \
+    --disable-default-metrics --disable-settings-metrics --no-collector.database \
+    --no-collector.bgwriter >>"$T/pgexp.log" 2>&1 &
+  PGEXP_PID=$!
+  ok=0
+  wait_for -i 0.1 60 "prometheus-postgres-exporter to answer" pgexp_ready || true
+  [ "$ok" = 1 ] || { tail -5 "$T/pgexp.log" >&2; die "prometheus-postgres-exporter did not start or never ran the reference queries"; }
+}
+
+# its figures from the rounds (the database time is taken with qrel's, in run_session_and_qrel)
+collect_pgexp() {
+  local key=$1 i up=0 b
+  for ((i = WARMUP + 1; i <= WARMUP + SCRAPES; i++)); do
+    b=$T/pgexp_body.m.$i
+    if grep -q '^ref_claims_done' "$b" && grep -Eq '^pg_up 1$' "$b"; then up=$((up + 1)); fi
+  done
+  exporter_figures "$key" pgexp "$PGEXP_PID" "$T/pgexp_times.m" "$T/pgexp_own.m" \
+    "$T/pgexp_cpu.start" "$T/pgexp_cpu.end"
+  RES[$key,pgexp,up]="$up/$SCRAPES"
+  # every scrape runs the queries (no cache_seconds): its values are as fresh as qrel's
+  RES[$key,pgexp,age_med]=-; RES[$key,pgexp,age_max]=-; RES[$key,pgexp,fresh]=-
+  b=$T/pgexp_body.m.$((WARMUP + SCRAPES))
+  RES[$key,pgexp,seen]="outbox pending $(awk '/^ref_outbox_pending/ { print $NF }' "$b"), claims stale $(awk '/^ref_claims_stale/ { print $NF }' "$b"), in_flight $(awk '/^ref_claims_in_flight/ { print $NF }' "$b"), dedup handled $(awk '/^ref_dedup_handled/ { print $NF }' "$b"), claims done $(awk '/^ref_claims_done/ { print $NF }' "$b"), claims p99 $(awk '/^ref_claims_p99/ { print $NF }' "$b")"
+  kill "$PGEXP_PID" 2>/dev/null || true
+  wait "$PGEXP_PID" 2>/dev/null || true
+  PGEXP_PID=
 }
 
 # ---- a fresh connection each time ----
@@ -782,7 +937,7 @@ run_sqle() {
 # pgbench -C: every transaction (the queries, one after the other) on a new connection, so a new
 # server backend with cold caches; one transaction per run, its latency includes the connection.
 run_reconnect() {
-  local n=$1 i out
+  local key=$1 n=${1#*:} i out
   : > "$T/reconnect.txt"
   : > "$T/connect.txt"
   for ((i = 0; i < RECONNECTS; i++)); do
@@ -792,16 +947,17 @@ run_reconnect() {
     sed -nE 's/^average connection time = ([0-9.]+) ms$/\1/p' <<<"$out" | awk '{ printf "%.6f\n", $1 / 1000 }' >> "$T/connect.txt"
   done
   [ "$(wc -l < "$T/reconnect.txt")" -eq "$RECONNECTS" ] || die "pgbench: no latency in its output: $out"
-  RES[$n,reconnect,scrapes]=$RECONNECTS
-  RES[$n,reconnect,median]=$(median < "$T/reconnect.txt")
-  RES[$n,reconnect,min]=$(minimum < "$T/reconnect.txt")
-  RES[$n,connect,median]=$(median < "$T/connect.txt")
+  RES[$key,reconnect,scrapes]=$RECONNECTS
+  RES[$key,reconnect,median]=$(median < "$T/reconnect.txt")
+  RES[$key,reconnect,min]=$(minimum < "$T/reconnect.txt")
+  RES[$key,connect,median]=$(median < "$T/connect.txt")
 }
 
 # ---- run ----
 
 QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
 SQLE_VERSION=$(dpkg-query -W -f '${Version}' prometheus-sql-exporter 2>/dev/null || "$SQLE_BIN" -version 2>&1 | head -1 || true)
+PGEXP_VERSION=$(dpkg-query -W -f '${Version}' prometheus-postgres-exporter 2>/dev/null || true)
 write_helpers
 progress "starting PostgreSQL ($PG_BIN)"
 start_pg
@@ -809,25 +965,33 @@ setup_db
 PG_VERSION=$(pq -At -c 'SHOW server_version')
 
 echo "# qrel postgres benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
-echo "# ${QREL_VERSION:-qrel_exporter ?}; prometheus-sql-exporter ${SQLE_VERSION:-?}; PostgreSQL $PG_VERSION"
+echo "# ${QREL_VERSION:-qrel_exporter ?}; prometheus-sql-exporter ${SQLE_VERSION:-?}; prometheus-postgres-exporter ${PGEXP_VERSION:-?}; PostgreSQL $PG_VERSION"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
 echo "# warm-up $WARMUP; measured $SCRAPES scrapes / psql rounds, $RECONNECTS reconnects;" \
   "database time from $([ "$PGSS" = 1 ] && echo pg_stat_statements || echo 'the server log')"
+echo "# shapes: past = rows spread evenly over the day up to now(); future = the same, shifted so that the newest $((AHEAD_S / 60)) minutes lie ahead of now()"
 
+KEYS=()
 START=$SECONDS
 for n in "${SIZE_LIST[@]}"; do
-  progress "N=$n: loading the three tables"
-  load_tables "$n"
-  progress "N=$n: loaded in ${RES[$n,load_s]} s (${RES[$n,mib]} MiB with indexes)"
-  progress "N=$n: psql session and qrel"
-  run_session_and_qrel "$n"
-  progress "  psql round median $(fmt "${RES[$n,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$n,qrel,median]}" %.4f) s, up ${RES[$n,qrel,up]}"
-  progress "N=$n: prometheus-sql-exporter"
-  run_sqle "$n"
-  progress "  sql_exporter scrape median $(fmt "${RES[$n,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$n,sqle,age_max]}" %.1f) s old"
-  progress "N=$n: fresh connections"
-  run_reconnect "$n"
-  progress "  reconnect + queries median $(fmt "${RES[$n,reconnect,median]}" %.4f) s"
+  for shape in "${SHAPE_LIST[@]}"; do
+    key=$shape:$n
+    KEYS+=("$key")
+    progress "$key: loading the three tables"
+    load_tables "$key"
+    progress "$key: loaded in ${RES[$key,load_s]} s (${RES[$key,mib]} MiB with indexes)"
+    progress "$key: psql session, qrel and prometheus-postgres-exporter with the reference queries"
+    start_pgexp
+    run_session_and_qrel "$key"
+    collect_pgexp "$key"
+    progress "  psql round median $(fmt "${RES[$key,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$key,qrel,median]}" %.4f) s, up ${RES[$key,qrel,up]}; postgres_exporter $(fmt "${RES[$key,pgexp,median]}" %.4f) s"
+    progress "$key: prometheus-sql-exporter"
+    run_sqle "$key"
+    progress "  sql_exporter scrape median $(fmt "${RES[$key,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$key,sqle,age_max]}" %.1f) s old"
+    progress "$key: fresh connections"
+    run_reconnect "$key"
+    progress "  reconnect + queries median $(fmt "${RES[$key,reconnect,median]}" %.4f) s"
+  done
 done
 progress "done in $((SECONDS - START)) s"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -835,44 +999,48 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---- table ----
 
 row() {
-  printf '%-9s %-13s %7s %9s %8s %10s %8s %9s %9s %9s %9s %7s %7s\n' "$@"
+  printf '%-16s %-18s %5s %9s %8s %10s %8s %8s %9s %9s %9s %9s %7s %7s\n' "$@"
 }
 echo
-row rows what runs median_s min_s cpu_ms/scr rss_mib db_ms/scr stmts/scr age_med_s age_max_s fresh up
-for n in "${SIZE_LIST[@]}"; do
-  row "$n" "psql session" "${RES[$n,psql,scrapes]}" "$(fmt "${RES[$n,psql,median]}" %.4f)" \
-    "$(fmt "${RES[$n,psql,min]}" %.4f)" - - "${RES[$n,psql,db_ms]:--}" "${RES[$n,psql,stmts]:--}" - - - -
-  row "$n" "reconnect" "${RES[$n,reconnect,scrapes]}" "$(fmt "${RES[$n,reconnect,median]}" %.4f)" \
-    "$(fmt "${RES[$n,reconnect,min]}" %.4f)" - - - - - - - -
-  row "$n" "qrel" "${RES[$n,qrel,scrapes]}" "$(fmt "${RES[$n,qrel,median]}" %.4f)" \
-    "$(fmt "${RES[$n,qrel,min]}" %.4f)" "${RES[$n,qrel,cpu_ms]}" "${RES[$n,qrel,rss_mib]}" \
-    "${RES[$n,qrel,db_ms]:--}" "${RES[$n,qrel,stmts]:--}" "$(fmt "${RES[$n,qrel,age_med]}" %.4f)" \
-    "$(fmt "${RES[$n,qrel,age_max]}" %.4f)" "${RES[$n,qrel,fresh]}" "${RES[$n,qrel,up]}"
-  row "$n" "sql_exporter" "${RES[$n,sqle,scrapes]}" "$(fmt "${RES[$n,sqle,median]}" %.4f)" \
-    "$(fmt "${RES[$n,sqle,min]}" %.4f)" "${RES[$n,sqle,cpu_ms]}" "${RES[$n,sqle,rss_mib]}" \
-    "${RES[$n,sqle,db_ms]:--}" "${RES[$n,sqle,stmts]:--}" "$(fmt "${RES[$n,sqle,age_med]}" %.4f)" \
-    "$(fmt "${RES[$n,sqle,age_max]}" %.4f)" "${RES[$n,sqle,fresh]}" "${RES[$n,sqle,up]}"
+row shape:rows what runs median_s min_s cpu_ms/scr rss_mib own_kib db_ms/scr stmts/scr age_med_s age_max_s fresh up
+for key in "${KEYS[@]}"; do
+  row "$key" "psql session" "${RES[$key,psql,scrapes]}" "$(fmt "${RES[$key,psql,median]}" %.4f)" \
+    "$(fmt "${RES[$key,psql,min]}" %.4f)" - - - "${RES[$key,psql,db_ms]:--}" "${RES[$key,psql,stmts]:--}" - - - -
+  row "$key" "reconnect" "${RES[$key,reconnect,scrapes]}" "$(fmt "${RES[$key,reconnect,median]}" %.4f)" \
+    "$(fmt "${RES[$key,reconnect,min]}" %.4f)" - - - - - - - - -
+  for who in qrel pgexp sqle; do
+    row "$key" "$(case $who in qrel) echo qrel ;; pgexp) echo postgres_exporter ;; sqle) echo sql_exporter ;; esac)" \
+      "${RES[$key,$who,scrapes]}" "$(fmt "${RES[$key,$who,median]}" %.4f)" \
+      "$(fmt "${RES[$key,$who,min]}" %.4f)" "${RES[$key,$who,cpu_ms]}" "${RES[$key,$who,rss_mib]}" \
+      "${RES[$key,$who,own_kib]:--}" "${RES[$key,$who,db_ms]:--}" "${RES[$key,$who,stmts]:--}" \
+      "$(fmt "${RES[$key,$who,age_med]}" %.4f)" "$(fmt "${RES[$key,$who,age_max]}" %.4f)" \
+      "${RES[$key,$who,fresh]}" "${RES[$key,$who,up]}"
+  done
 done
 echo "# psql session: the queries qrel sends, one round per qrel scrape in one open session (TCP),"
 printf '%s\n' "#   median_s = median over rounds of the summed \\timing; reconnect: pgbench -C, a new connection (new backend) and the same queries"
+echo "# postgres_exporter: the reference queries (each window bounded by now(), no count of the rows ahead), its own collectors off"
+echo "# sql_exporter: qrel's own statements on its ${SQLE_INTERVAL} s job interval"
+echo "# own_kib: the largest RssAnon (heap, arenas, stacks) after a measured scrape; rss_mib: peak RSS (VmHWM)"
 echo "# db_ms/scr, stmts/scr: server time (plan + execution) and statements per scrape (psql: per round),"
 echo "#   from $([ "$PGSS" = 1 ] && echo pg_stat_statements || echo 'the statement log')"
 echo "# age_*_s: scrape end minus the start of the oldest statement run behind the served values;"
 echo "#   fresh: scrapes whose values were all computed inside the scrape"
-for n in "${SIZE_LIST[@]}"; do
-  echo "# N=$n: load ${RES[$n,load_s]} s, ${RES[$n,mib]} MiB, ${RES[$n,allvis]} % of the heap pages all-visible; qrel sends ${RES[$n,stmts]} queries per scrape" \
-    "(+${RES[$n,other]} SET/other); qrel_collector_duration_seconds median $(fmt "${RES[$n,qrel,collect]}" %.4f) s," \
-    "first byte of the scrape after $(fmt "${RES[$n,qrel,ttfb]}" %.4f) s;" \
-    "qrel db time from the log $(fmt "${RES[$n,qrel,log_db_ms]}" %.1f) ms/scrape;" \
-    "of a reconnect, the connection alone $(fmt "${RES[$n,connect,median]}" %.4f) s"
-  echo "# N=$n: psql median per statement, s: ${RES[$n,perq]} (q1 dedup_table, q2 claim_table, q3 outbox)"
-  echo "# N=$n: qrel saw: ${RES[$n,qrel,seen]}"
-  echo "# N=$n: resident at the end: qrel ${RES[$n,qrel,rss_split]}; sql_exporter ${RES[$n,sqle,rss_split]}"
-  if [ "${RES[$n,sqle,errors]:-0}" != 0 ]; then
-    echo "# N=$n: sql_exporter logged ${RES[$n,sqle,errors]} errors, e.g.: $(grep -E '"level":"(error|warn)"' "$T/sqle.errors.$n" | head -1 | sed -nE 's/.*"err":"([^"]*)".*/\1/p')"
+for key in "${KEYS[@]}"; do
+  echo "# $key: load ${RES[$key,load_s]} s, ${RES[$key,mib]} MiB, ${RES[$key,allvis]} % of the heap pages all-visible; qrel sends ${RES[$key,stmts]} queries per scrape" \
+    "(+${RES[$key,other]} SET/other); qrel_collector_duration_seconds median $(fmt "${RES[$key,qrel,collect]}" %.4f) s," \
+    "first byte of the scrape after $(fmt "${RES[$key,qrel,ttfb]}" %.4f) s;" \
+    "qrel db time from the log $(fmt "${RES[$key,qrel,log_db_ms]}" %.1f) ms/scrape;" \
+    "of a reconnect, the connection alone $(fmt "${RES[$key,connect,median]}" %.4f) s"
+  echo "# $key: psql median per statement, s: ${RES[$key,perq]} (q1 dedup_table, q2 claim_table, q3 outbox)"
+  echo "# $key: qrel saw: ${RES[$key,qrel,seen]}"
+  echo "# $key: postgres_exporter saw: ${RES[$key,pgexp,seen]}"
+  echo "# $key: resident at the end: qrel ${RES[$key,qrel,rss_split]}; postgres_exporter ${RES[$key,pgexp,rss_split]}; sql_exporter ${RES[$key,sqle,rss_split]}"
+  if [ "${RES[$key,sqle,errors]:-0}" != 0 ]; then
+    echo "# $key: sql_exporter logged ${RES[$key,sqle,errors]} errors, e.g.: $(grep -E '"level":"(error|warn)"' "$T/sqle.errors.$key" | head -1 | sed -nE 's/.*"err":"([^"]*)".*/\1/p')"
   fi
 done
-echo "# the queries qrel sent (N=${SIZE_LIST[-1]}), as run in psql and by sql_exporter:"
+echo "# the queries qrel sent (${KEYS[-1]}), as run in psql and by sql_exporter:"
 sed 's/^/#   /' "$T/queries.sql"
 echo "# load average at the end: $LOAD_END"
 
@@ -880,18 +1048,25 @@ echo "# load average at the end: $LOAD_END"
 
 g=$GOAL_N
 note=""
-if [ -z "${RES[$g,qrel,median]:-}" ]; then
+if [ -z "${RES[past:$g,qrel,median]:-}" ] && [ -z "${RES[future:$g,qrel,median]:-}" ]; then
   g=${SIZE_LIST[-1]}
   note=" (measured at N=$g: $GOAL_N was not in --sizes)"
 fi
-awk -v q="${RES[$g,qrel,median]}" -v p="${RES[$g,psql,median]}" -v rss="${RES[$g,qrel,rss_mib]}" \
-    -v fresh="${RES[$g,qrel,fresh]}" -v up="${RES[$g,qrel,up]}" -v g="$g" -v note="$note" \
-    -v qmin="${RES[$g,qrel,min]}" -v pmin="${RES[$g,psql,min]}" 'BEGIN {
-  split(fresh, f, "/"); split(up, u, "/")
-  ratio = (p > 0) ? q / p : 0
-  r_ok = (ratio <= 1.1); f_ok = (f[1] == f[2]); m_ok = (rss < 8); u_ok = (u[1] == u[2])
-  printf "verdict at %d rows%s: qrel scrape %.2fx the open-session query time (goal <= 1.1: %s), values computed inside the scrape in %s scrapes (goal all: %s), RSS %.1f MiB (goal < 8: %s)%s: %s\n",
-    g, note, ratio, r_ok ? "met" : "missed", fresh, f_ok ? "met" : "missed", rss, m_ok ? "met" : "missed",
-    u_ok ? "" : ", qrel collector NOT up in every scrape", (r_ok && f_ok && m_ok && u_ok) ? "MET" : "NOT MET"
-  printf "  (on the fastest scrape and round instead of the medians: %.2fx)\n", (pmin > 0) ? qmin / pmin : 0
-}'
+for shape in "${SHAPE_LIST[@]}"; do
+  k=$shape:$g
+  awk -v q="${RES[$k,qrel,median]}" -v p="${RES[$k,psql,median]}" -v r="${RES[$k,pgexp,median]}" \
+      -v rss="${RES[$k,qrel,rss_mib]}" -v own="${RES[$k,qrel,own_kib]}" \
+      -v prss="${RES[$k,pgexp,rss_mib]}" -v srss="${RES[$k,sqle,rss_mib]}" \
+      -v fresh="${RES[$k,qrel,fresh]}" -v up="${RES[$k,qrel,up]}" -v k="$k" -v note="$note" \
+      -v qmin="${RES[$k,qrel,min]}" -v rmin="${RES[$k,pgexp,min]}" 'BEGIN {
+    split(fresh, f, "/"); split(up, u, "/")
+    ratio = (r > 0) ? q / r : 0
+    r_ok = (ratio <= 1.1); f_ok = (f[1] == f[2]); o_ok = (own <= 2048)
+    m_ok = (rss < prss && rss < srss); u_ok = (u[1] == u[2])
+    printf "verdict %s%s: qrel scrape %.2fx postgres_exporter with the reference queries (goal <= 1.1: %s; %.2fx the open-session floor), values computed inside the scrape in %s scrapes (goal all: %s), own memory %d KiB (goal <= 2048: %s), RSS %.1f MiB vs postgres_exporter %.1f, sql_exporter %.1f (goal below every peer: %s)%s: %s\n",
+      k, note, ratio, r_ok ? "met" : "missed", (p > 0) ? q / p : 0, fresh, f_ok ? "met" : "missed", own, o_ok ? "met" : "missed",
+      rss, prss, srss, m_ok ? "met" : "missed",
+      u_ok ? "" : ", qrel collector NOT up in every scrape", (r_ok && f_ok && o_ok && m_ok && u_ok) ? "MET" : "NOT MET"
+    printf "  (on the fastest scrapes instead of the medians: %.2fx)\n", (rmin > 0) ? qmin / rmin : 0
+  }'
+done

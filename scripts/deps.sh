@@ -17,7 +17,7 @@ packages=(
   # fuzzing (tests/fuzz): clang and its libFuzzer runtime
   clang libclang-rt-14-dev
   # benchmark peer
-  prometheus-redis-exporter prometheus-sql-exporter
+  prometheus-redis-exporter prometheus-sql-exporter prometheus-postgres-exporter
 )
 
 missing=()

@@ -73,6 +73,32 @@ static int get_nonempty(struct cfg_node *map, const char *key, char **out, struc
 
 /* Takes what the label and the scrubber need out of a DSN: host, port, dbname, user for the
  * label (explicit keys win), the password to mask. The DSN is valid when this returns 0. */
+/* Where a connection may ask for GSSAPI. Unless one of these is set, qrel connects with
+ * gssencmode=disable: libpq's default, prefer, looks for a Kerberos credential cache before every
+ * connection (initialising the krb5 library, its configuration and its heap) only to find none
+ * on most hosts. GSSAPI authentication, which a server can still ask for, is unaffected. A
+ * service (the DSN's or PGSERVICE) may set gssencmode in its file, so it is left to libpq too. */
+static const char *const gss_keywords[] = {"gssencmode", "krbsrvname", "gsslib", "service"};
+static const char *const gss_env[] = {"PGGSSENCMODE", "PGKRBSRVNAME", "PGGSSLIB", "PGSERVICE"};
+
+static int gss_keyword(const char *kw)
+{
+    for (size_t i = 0; i < sizeof gss_keywords / sizeof gss_keywords[0]; i++)
+        if (strcmp(kw, gss_keywords[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int gss_in_env(void)
+{
+    for (size_t i = 0; i < sizeof gss_env / sizeof gss_env[0]; i++) {
+        const char *v = getenv(gss_env[i]);
+        if (v && *v)
+            return 1;
+    }
+    return 0;
+}
+
 static int dsn_parts(struct pg_params *p, char **host, char **port, char **dbname, char **user)
 {
     char *errmsg = NULL;
@@ -85,6 +111,8 @@ static int dsn_parts(struct pg_params *p, char **host, char **port, char **dbnam
     for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val || !*o->val)
             continue;
+        if (gss_keyword(o->keyword))
+            p->asks_gss = 1;
         char **dst = strcmp(o->keyword, "host") == 0       ? host
                      : strcmp(o->keyword, "port") == 0     ? port
                      : strcmp(o->keyword, "dbname") == 0   ? dbname
@@ -149,6 +177,8 @@ int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *s
                   from_file ? "dsn_file" : "dsn_env");
         goto out;
     }
+    if (gss_in_env())
+        p->asks_gss = 1;
     const char *host = p->host ? p->host : dhost ? dhost : "localhost";
     const char *portv = p->port ? p->port : dport ? dport : "5432";
     const char *user = p->user ? p->user : duser;
@@ -399,6 +429,7 @@ struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const 
     add_kv(kw, val, &n, "user", p->user);
     add_kv(kw, val, &n, "dbname", p->dbname);
     add_kv(kw, val, &n, "sslmode", p->sslmode);
+    add_kv(kw, val, &n, "gssencmode", p->asks_gss ? NULL : "disable");
     add_kv(kw, val, &n, "password", p->password);
     add_kv(kw, val, &n, "connect_timeout", timeout);
     add_kv(kw, val, &n, "application_name", "qrel");

@@ -6,6 +6,8 @@
  *     conninfo string) and connect_timeout taken from the deadline;
  *   - the session is read-only (default_transaction_read_only=on, set in the startup options) and
  *     tagged application_name=qrel;
+ *   - GSS encryption is not tried (gssencmode=disable) unless the DSN or libpq's environment
+ *     mentions GSSAPI: asks_gss below;
  *   - each query runs with statement_timeout set from the time left, is sent asynchronously and
  *     waited for with poll(); when the deadline passes first, PQcancel asks the server to stop it
  *     and the call fails with ERR_TIMEOUT;
@@ -36,6 +38,7 @@ struct pg_params {
     char *sslmode;
     char *password;
     char *dsn_password; /* a password written inside the DSN: masked like password */
+    int asks_gss;       /* the DSN or libpq's environment says something about GSSAPI (see pg.c) */
     char *label;        /* "host:port/dbname", made by pg_params_configure */
 };
 

@@ -13,7 +13,8 @@
  * One statement per table, built at configure time with every identifier quoted, two parts
  * joined into one row: the open claims (done_at IS NULL: an index on done_at, or a partial index
  * WHERE done_at IS NULL, reads only those) and the claims done within the window (an indexable
- * `done_at >= now() - $2::interval`), with the quantiles from percentile_cont in the same pass. */
+ * `done_at >= now() - $2::interval`, up to now()), with the quantiles from percentile_cont in
+ * the same pass, and the rows stamped ahead of now() counted up to a cap. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,31 +65,42 @@ static void claim_destroy(void *item)
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
-/* The one statement of a claim table: one row of eight float8 columns,
- *   in_flight, stale   open claims (done_at IS NULL) claimed within / before the in-flight
- *                      window ($1)
+/* The one statement of a claim table: one row of nine float8 columns,
+ *   in_flight, stale   open claims (done_at IS NULL) claimed within the in-flight window ($1,
+ *                      up to now()) / before it
  *   oldest_age         now() - the oldest in-flight claimed_at, seconds; NULL when none
- *   done               claims with done_at within the window ($2)
+ *   done               claims with done_at within the window ($2, up to now())
  *   q50, q90, q99, q1  percentile_cont of done_at - claimed_at over those, seconds (1 = max);
  *                      NULL when none is done
- * The two parts are separate subqueries so that each is read through its own index path. The
- * casts to timestamptz make the duration real elapsed time for `timestamp` columns too. */
+ *   ahead              open claims whose claimed_at, and done claims whose done_at, lie after
+ *                      now() (clock skew between the writers and the database), up to
+ *                      PG_AHEAD_CAP (postgres.h)
+ * The parts are separate subqueries so that each is read through its own index path. Each
+ * window is bounded by now(): a row stamped ahead is in no window (it would be counted, and
+ * sorted by percentile_cont, for as long as the skew lasts). The open claims ahead are counted
+ * in the pass over the open claims; the done ones by a range of the done_at index that stops
+ * after PG_AHEAD_CAP entries. The casts to timestamptz make the duration real elapsed time for
+ * `timestamp` columns too. */
 static char *claim_sql(const struct claim *c)
 {
     char *t = pg_table_sql(c->table);
     if (!t)
         return NULL;
     char *ca = pg_quote_ident(c->claimed_at), *da = pg_quote_ident(c->done_at);
+    char *ahead_done = xasprintf(PG_AHEAD_SQL, t, da);
     char *sql = xasprintf(
-        "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4] "
-        "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval)::float8 AS in_flight, "
-        "count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS stale, "
-        "date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval)) "
-        "AS oldest_age FROM %s WHERE %s IS NULL) AS o, "
-        "(SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) "
-        "WITHIN GROUP (ORDER BY date_part('epoch', %s::timestamptz - %s::timestamptz)) AS q "
-        "FROM %s WHERE %s >= now() - $2::interval) AS f",
-        ca, ca, ca, ca, t, da, da, ca, t, da);
+        "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
+        "LEAST(o.ahead + %s, " PG_AHEAD_CAP ") "
+        "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval AND %s <= now())::float8 "
+        "AS in_flight, count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS stale, "
+        "date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval AND %s <= "
+        "now())) AS oldest_age, count(*) FILTER (WHERE %s > now())::float8 AS ahead "
+        "FROM %s WHERE %s IS NULL) AS o, "
+        "(SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP "
+        "(ORDER BY date_part('epoch', %s::timestamptz - %s::timestamptz)) AS q "
+        "FROM %s WHERE %s >= now() - $2::interval AND %s <= now()) AS f",
+        ahead_done, ca, ca, ca, ca, ca, ca, ca, t, da, da, ca, t, da, da);
+    free(ahead_done);
     free(t);
     free(ca);
     free(da);
@@ -230,11 +242,13 @@ static int claim_collect(void *item, struct pg_conn *conn, const struct deadline
     int rc = -1;
     struct claim_row row;
     memset(&row, 0, sizeof row);
-    if (PQntuples(r) != 1 || PQnfields(r) != 4 + CLAIM_NQ ||
+    double ahead; /* rows stamped after now(), in no window */
+    if (PQntuples(r) != 1 || PQnfields(r) != 5 + CLAIM_NQ ||
         pg_cell_double(r, 0, 0, &row.in_flight) || pg_cell_double(r, 0, 1, &row.stale) ||
-        pg_cell_double(r, 0, 3, &row.done)) {
+        pg_cell_double(r, 0, 3, &row.done) || pg_cell_double(r, 0, 4 + CLAIM_NQ, &ahead)) {
         pg_error(conn, e, ERR_PROTOCOL,
-                 "%s: want one row of counts (in_flight, stale, oldest, done, quantiles)", c->what);
+                 "%s: want one row of counts (in_flight, stale, oldest, done, quantiles, ahead)",
+                 c->what);
         goto out;
     }
     row.has_oldest = pg_cell_double(r, 0, 2, &row.oldest_age) == 0;
@@ -249,6 +263,7 @@ static int claim_collect(void *item, struct pg_conn *conn, const struct deadline
     claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight");
     claim_add(out, "qrel_claims", row.stale, q, "state", "stale");
     claim_add(out, "qrel_claims", row.done, q, "state", "done");
+    claim_add(out, "qrel_future_stamped_rows", ahead, q, NULL, NULL);
     claim_add(out, "qrel_lease_oldest_age_seconds", v.lease_oldest_age, q, NULL, NULL);
     claim_add(out, "qrel_claim_in_flight_window_seconds", c->in_flight_window, q, NULL, NULL);
     if (row.has_q)

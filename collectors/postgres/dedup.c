@@ -18,10 +18,11 @@
  * _total name would make rate() invent resets every time a duplicate leaves the window.
  *
  * One statement per table, built at configure time with every identifier quoted: the window count
- * is bounded by an indexable `handled_at >= now() - $1::interval`, the duplicate sum reads only
- * rows with duplicates > 0 (a partial index makes that an index-only scan of those rows), and
- * the measured retention is min(handled_at), one index probe. attempts_log's duplicate count
- * needs a pass over every id (no index can avoid it in PostgreSQL 15): docs/kinds/postgres.md
+ * is bounded by an indexable `handled_at >= now() - $1::interval` and by now() (rows stamped
+ * ahead of the database's clock are counted on their own, up to a cap), the duplicate sum
+ * reads only rows with duplicates > 0 (a partial index makes that an index-only scan of those
+ * rows), and the measured retention is min(handled_at), one index probe. attempts_log's duplicate
+ * count needs a pass over every id (no index can avoid it in PostgreSQL 15): docs/kinds/postgres.md
  * says what that costs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,12 +66,16 @@ static void dedup_destroy(void *item)
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
-/* The one statement of a table: one row of three float8 columns,
- *   handled     messages handled within the window ($1, an interval)
+/* The one statement of a table: one row of four float8 columns,
+ *   handled     messages handled within the window ($1, an interval, up to now())
  *   duplicates  cumulative duplicates of the whole table; NULL when the table records none
  *   oldest_age  now() - min(handled_at) in seconds; NULL when retention is declared or the table
  *               is empty
- * Each part is a scalar subquery with its own predicate, so each gets its own index. */
+ *   ahead       rows whose handled_at lies after now(), up to PG_AHEAD_CAP (postgres.h): in no
+ *               window, counted on their own
+ * Each part is a scalar subquery with its own predicate, so each gets its own index: the window
+ * and the rows ahead are two ranges of the handled_at index, the second read at most
+ * PG_AHEAD_CAP entries far. */
 static char *dedup_sql(const struct dedup *d)
 {
     char *t = pg_table_sql(d->table);
@@ -82,24 +87,25 @@ static char *dedup_sql(const struct dedup *d)
     buf_init(&b);
     if (d->mode == DEDUP_ATTEMPTS_LOG)
         buf_printf(&b,
-                   "SELECT (SELECT count(DISTINCT %s) FROM %s WHERE %s >= now() - $1::interval)"
-                   "::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM %s "
-                   "WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) AS d)::float8, ",
-                   id, t, at, t, id, id);
-    else if (dup)
-        buf_printf(&b,
-                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval)::float8, "
-                   "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ",
-                   t, at, dup, t, dup);
+                   "SELECT (SELECT count(DISTINCT %s) FROM %s WHERE %s >= now() - $1::interval "
+                   "AND %s <= now())::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT "
+                   "count(*) AS n FROM %s WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) "
+                   "AS d)::float8, ",
+                   id, t, at, at, t, id, id);
     else
         buf_printf(&b,
-                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval)::float8, "
-                   "NULL::float8, ",
-                   t, at);
+                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval AND %s <= "
+                   "now())::float8, ",
+                   t, at, at);
+    if (d->mode == DEDUP_UNIQUE && dup)
+        buf_printf(&b, "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ", dup, t, dup);
+    else if (d->mode == DEDUP_UNIQUE)
+        buf_puts(&b, "NULL::float8, ");
     if (d->retention > 0)
-        buf_puts(&b, "NULL::float8");
+        buf_puts(&b, "NULL::float8, ");
     else
-        buf_printf(&b, "(SELECT date_part('epoch', now() - min(%s)) FROM %s)", at, t);
+        buf_printf(&b, "(SELECT date_part('epoch', now() - min(%s)) FROM %s), ", at, t);
+    buf_printf(&b, PG_AHEAD_SQL, t, at);
     free(t);
     free(id);
     free(at);
@@ -225,11 +231,13 @@ static int dedup_collect(void *item, struct pg_conn *c, const struct deadline *d
     int rc = -1;
     struct dedup_row row;
     memset(&row, 0, sizeof row);
+    double ahead; /* rows stamped after now(), in no window */
     int want_dups = d->mode == DEDUP_ATTEMPTS_LOG || d->duplicates;
-    if (PQntuples(r) != 1 || PQnfields(r) != 3 || pg_cell_double(r, 0, 0, &row.handled) ||
-        (want_dups && pg_cell_double(r, 0, 1, &row.duplicates))) {
-        pg_error(c, e, ERR_PROTOCOL, "%s: want one row of numbers (handled, duplicates, age)",
-                 d->what);
+    if (PQntuples(r) != 1 || PQnfields(r) != 4 || pg_cell_double(r, 0, 0, &row.handled) ||
+        (want_dups && pg_cell_double(r, 0, 1, &row.duplicates)) ||
+        pg_cell_double(r, 0, 3, &ahead)) {
+        pg_error(c, e, ERR_PROTOCOL,
+                 "%s: want one row of numbers (handled, duplicates, age, ahead)", d->what);
         goto out;
     }
     row.has_duplicates = want_dups;
@@ -240,6 +248,7 @@ static int dedup_collect(void *item, struct pg_conn *c, const struct deadline *d
     dedup_values(d->retention, &row, &v);
     /* Adds are not checked: a failure is a bug the scheduler reports (collector.h). */
     metric_set_add(out, "qrel_dedup_handled_messages", v.handled, "queue", d->name, NULL);
+    metric_set_add(out, "qrel_future_stamped_rows", ahead, "queue", d->name, NULL);
     if (v.has_duplicates)
         metric_set_add(out, "qrel_dedup_duplicates_total", v.duplicates, "queue", d->name, NULL);
     if (v.has_window)

@@ -96,9 +96,12 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     char *qcreated = pg_quote_ident(o->created);
     char *qcond = pg_quote_ident(o->published ? o->published : o->status);
     /* GREATEST: a row stamped in the future (clock skew between writers) is 0 s old, not less. */
+    /* The pending rows created after now() are counted in the same pass (a clock-skew signal),
+     * up to the cap the other tables' counts have. */
     o->sql = xasprintf("SELECT count(*), GREATEST(COALESCE(EXTRACT(EPOCH FROM now() - min(%s)), "
-                       "0), 0)::float8 FROM %s WHERE %s %s",
-                       qcreated, qtable, qcond, o->published ? "IS NULL" : "= $1");
+                       "0), 0)::float8, LEAST(count(*) FILTER (WHERE %s > now()), " PG_AHEAD_CAP
+                       ") FROM %s WHERE %s %s",
+                       qcreated, qcreated, qtable, qcond, o->published ? "IS NULL" : "= $1");
     o->what = xasprintf("outbox \"%s\"", o->name);
     free(qcreated);
     free(qcond);
@@ -119,16 +122,17 @@ static int collect(void *item, struct pg_conn *c, const struct deadline *dl, str
     PGresult *r = NULL;
     if (pg_query(c, dl, o->what, o->sql, o->status ? 1 : 0, o->status ? params : NULL, &r, e))
         return -1;
-    double pending, age;
+    double pending, age, ahead;
     int rc = -1;
-    if (PQntuples(r) != 1 || PQnfields(r) != 2 || pg_cell_double(r, 0, 0, &pending) ||
-        pg_cell_double(r, 0, 1, &age)) {
-        pg_error(c, e, ERR_PROTOCOL, "%s: want one row of two numbers", o->what);
+    if (PQntuples(r) != 1 || PQnfields(r) != 3 || pg_cell_double(r, 0, 0, &pending) ||
+        pg_cell_double(r, 0, 1, &age) || pg_cell_double(r, 0, 2, &ahead)) {
+        pg_error(c, e, ERR_PROTOCOL, "%s: want one row of three numbers", o->what);
         goto out;
     }
     /* Adds are not checked: a failure is a bug the scheduler reports (collector.h). */
     metric_set_add(out, "qrel_outbox_pending_messages", pending, "queue", o->name, NULL);
     metric_set_add(out, "qrel_outbox_oldest_pending_age_seconds", age, "queue", o->name, NULL);
+    metric_set_add(out, "qrel_future_stamped_rows", ahead, "queue", o->name, NULL);
     rc = 0;
 out:
     PQclear(r);

@@ -31,6 +31,16 @@ struct pg_section_kind {
     int (*finish)(void *const *items, size_t n, struct err *e);
 };
 
+/* Rows stamped after now() (writers whose clocks run ahead) are in no window; each table counts
+ * them for qrel_future_stamped_rows, up to PG_AHEAD_CAP: enough to tell a stray row from a
+ * skewed writer, while reading at most that many index entries however many rows lie ahead (a
+ * writer 15 minutes fast puts 3x a 5-minute window there). PG_AHEAD_SQL is the count as a
+ * scalar subquery, for a format with two arguments: the quoted table and column. */
+#define PG_AHEAD_CAP "1000"
+#define PG_AHEAD_SQL                                                                               \
+    "(SELECT count(*) FROM (SELECT FROM %s WHERE %s > now() LIMIT " PG_AHEAD_CAP                   \
+    ") AS ahead)::float8"
+
 extern const struct pg_section_kind pg_dedup_section;
 extern const struct pg_section_kind pg_claim_section;
 extern const struct pg_section_kind pg_outbox_section;

@@ -72,7 +72,7 @@ rule_files, test_files = args[1:sep], args[sep + 1:]
 required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMarginLow
 QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
-QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown""".split()
+QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",

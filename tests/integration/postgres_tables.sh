@@ -135,14 +135,6 @@ expect_metric "$T/m.txt" 1 qrel_collector_up 'source="shop"' 'kind="postgres"'
 # qrel_handler_duration_seconds is typed summary (quantiles only), which promtool accepts.
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 
-# within WHAT GOT WANT PCT: GOT is within PCT % of WANT.
-within() {
-  local lo hi
-  lo=$(awk -v w="$3" -v p="$4" 'BEGIN { printf "%.9g", w * (1 - p / 100) }')
-  hi=$(awk -v w="$3" -v p="$4" 'BEGIN { printf "%.9g", w * (1 + p / 100) }')
-  expect_between "$1" "$2" "$lo" "$hi"
-}
-
 # ---- claims ----
 c='kind="claim_table",queue="claims"'
 expect_metric "$T/m.txt" 2 qrel_claims "$c" 'state="in_flight"'

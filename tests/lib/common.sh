@@ -106,6 +106,14 @@ expect_between() {
   fi
 }
 
+# within WHAT GOT WANT PCT: GOT is within PCT % of WANT (a WANT of 0 must be 0).
+within() {
+  local lo hi
+  lo=$(awk -v w="$3" -v p="$4" 'BEGIN { printf "%.17g", w * (1 - (w < 0 ? -p : p) / 100) }')
+  hi=$(awk -v w="$3" -v p="$4" 'BEGIN { printf "%.17g", w * (1 + (w < 0 ? -p : p) / 100) }')
+  expect_between "$1" "$2" "$lo" "$hi"
+}
+
 # expect_metric FILE WANT NAME [LABEL=\"VALUE\"...]
 expect_metric() {
   local file=$1 want=$2 name=$3; shift 3

@@ -105,7 +105,13 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
 
 int main(int argc, char **argv)
 {
-    char *topics[64], *produce[64], *commits[64], *records[64];
+    /* Each list has room for every argument: the benchmarks pass thousands (bench/kafka.sh). */
+    char **topics = calloc((size_t)argc, sizeof *topics),
+         **produce = calloc((size_t)argc, sizeof *produce),
+         **commits = calloc((size_t)argc, sizeof *commits),
+         **records = calloc((size_t)argc, sizeof *records);
+    if (!topics || !produce || !commits || !records)
+        die("out of memory", NULL);
     int ntopics = 0, nproduce = 0, ncommits = 0, nrecords = 0, opt;
     while ((opt = getopt(argc, argv, "p:t:m:c:r:")) != -1) {
         switch (opt) {
@@ -125,8 +131,6 @@ int main(int argc, char **argv)
                      : opt == 'm' ? &nproduce
                      : opt == 'r' ? &nrecords
                                   : &ncommits;
-            if (*n == 64)
-                die("too many arguments", NULL);
             v[(*n)++] = optarg;
             break;
         }
@@ -212,18 +216,29 @@ int main(int argc, char **argv)
         rd_kafka_destroy(p);
     }
 
-    for (int i = 0; i < ncommits; i++) {
+    /* Consecutive -c of one group are committed together, by one consumer. */
+    for (int i = 0; i < ncommits;) {
         char *f[4];
         if (split(commits[i], f, 4) != 4)
             die("-c wants GROUP:TOPIC:PART:OFFSET", commits[i]);
+        const char *group = f[0];
         /* A consumer that never subscribes commits as a "simple" consumer (generation -1). */
-        rd_kafka_t *c = client(RD_KAFKA_CONSUMER, bootstrap, f[0]);
+        rd_kafka_t *c = client(RD_KAFKA_CONSUMER, bootstrap, group);
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, f[1], (int)num(f[2], "bad partition"))->offset =
-            num(f[3], "bad offset");
+        for (;;) {
+            rd_kafka_topic_partition_list_add(l, f[1], (int)num(f[2], "bad partition"))->offset =
+                num(f[3], "bad offset");
+            if (++i == ncommits)
+                break;
+            size_t glen = strlen(group);
+            if (strncmp(commits[i], group, glen) || commits[i][glen] != ':')
+                break;
+            if (split(commits[i], f, 4) != 4)
+                die("-c wants GROUP:TOPIC:PART:OFFSET", commits[i]);
+        }
         rd_kafka_resp_err_t err = rd_kafka_commit(c, l, 0);
-        if (!err && l->elems[0].err)
-            err = l->elems[0].err;
+        for (int k = 0; !err && k < l->cnt; k++)
+            err = l->elems[k].err;
         if (err)
             die("commit", rd_kafka_err2str(err));
         rd_kafka_topic_partition_list_destroy(l);
@@ -239,6 +254,10 @@ int main(int argc, char **argv)
         usleep(50000);
     rd_kafka_mock_cluster_destroy(mc);
     rd_kafka_destroy(host);
+    free(topics);
+    free(produce);
+    free(commits);
+    free(records);
     fprintf(stderr, "kafka_mock: stopped\n");
     return 0;
 }

@@ -44,6 +44,8 @@ static const struct {
     {"qrel_retry_horizon_seconds", METRIC_GAUGE},
     /* not in design/metrics.md: the non-numeric settings of a queue (pubsub), see docs */
     {"qrel_queue_info", METRIC_GAUGE},
+    /* not in design/metrics.md either: rows stamped ahead of the database's now() (issue 14) */
+    {"qrel_future_stamped_rows", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},

@@ -240,6 +240,40 @@ START_TEST(test_secrets_read)
 }
 END_TEST
 
+/* GSS encryption is disabled unless the DSN or libpq's environment mentions GSSAPI. */
+static const struct {
+    const char *dsn; /* NULL: host only */
+    const char *env; /* a variable set during the configure, or NULL */
+    int asks;
+} gss_cases[] = {
+    {NULL, NULL, 0},
+    {"host=h dbname=d sslmode=require", NULL, 0},
+    {"host=h gssencmode=prefer", NULL, 1},
+    {"postgresql://h/d?gssencmode=require", NULL, 1},
+    {"host=h krbsrvname=pg", NULL, 1},
+    {"service=shop", NULL, 1},
+    {NULL, "PGGSSENCMODE", 1},
+    {NULL, "PGSERVICE", 1},
+};
+
+START_TEST(test_gss_default)
+{
+    write_file("dsn", gss_cases[_i].dsn ? gss_cases[_i].dsn : "");
+    if (gss_cases[_i].env)
+        setenv(gss_cases[_i].env, "prefer", 1);
+    struct cfg_node *map;
+    struct cfg_doc *d = doc_of(gss_cases[_i].dsn ? "dsn_file: @T/dsn\n" : "host: h\n", &map);
+    struct pg_params p;
+    struct err e;
+    ck_assert_msg(pg_params_configure(&p, map, "db", &e) == 0, "%s", e.msg);
+    if (gss_cases[_i].env)
+        unsetenv(gss_cases[_i].env);
+    ck_assert_int_eq(p.asks_gss, gss_cases[_i].asks);
+    pg_params_free(&p);
+    cfg_doc_free(d);
+}
+END_TEST
+
 static const struct {
     const char *msg;
     const char *want;
@@ -452,6 +486,14 @@ START_TEST(test_live_session)
     v = live_value(c, "SHOW client_encoding");
     ck_assert_str_eq(v, "UTF8");
     free(v);
+    /* nothing asked for GSSAPI: libpq did not look for a Kerberos credential cache */
+    PQconninfoOption *opts = PQconninfo(pg_raw(c));
+    const char *gss = NULL;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, "gssencmode") == 0)
+            gss = o->val;
+    ck_assert_str_eq(gss ? gss : "(unset)", "disable");
+    PQconninfoFree(opts);
     /* statement_timeout follows the deadline: about 5 s here */
     v = live_value(c, "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
     long ms = strtol(v, NULL, 10);
@@ -578,6 +620,7 @@ static Suite *pg_suite(void)
     tcase_add_loop_test(tc, test_config_bad, 0, N(bad_configs));
     tcase_add_loop_test(tc, test_labels, 0, N(labels));
     tcase_add_test(tc, test_secrets_read);
+    tcase_add_loop_test(tc, test_gss_default, 0, N(gss_cases));
     tcase_add_test(tc, test_config_good);
     suite_add_tcase(s, tc);
 

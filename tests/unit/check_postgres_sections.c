@@ -34,10 +34,13 @@ START_TEST(test_dedup_defaults)
     ck_assert_ptr_null(d->duplicates);
     ck_assert_str_eq(d->what, "dedup_table \"handled_messages\"");
     ck_assert_str_eq(d->window_param, "300.000000 seconds");
-    ck_assert_str_eq(d->sql, "SELECT (SELECT count(*) FROM \"handled_messages\" WHERE "
-                             "\"handled_at\" >= now() - $1::interval)::float8, NULL::float8, "
-                             "(SELECT date_part('epoch', now() - min(\"handled_at\")) FROM "
-                             "\"handled_messages\")");
+    ck_assert_str_eq(
+        d->sql,
+        "SELECT (SELECT count(*) FROM \"handled_messages\" WHERE \"handled_at\" >= now() - "
+        "$1::interval AND \"handled_at\" <= now())::float8, NULL::float8, (SELECT "
+        "date_part('epoch', now() - min(\"handled_at\")) FROM \"handled_messages\"), (SELECT "
+        "count(*) FROM (SELECT FROM \"handled_messages\" WHERE \"handled_at\" > now() LIMIT "
+        "1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
     pg_dedup_section.destroy(NULL);
     ck_assert_str_eq(pg_dedup_section.key, "dedup_tables");
@@ -60,9 +63,12 @@ START_TEST(test_dedup_duplicates_column)
     ck_assert_str_eq(d->window_param, "90.000000 seconds");
     /* the sum reads only rows with duplicates (a partial index WHERE dup > 0 serves it); a
      * declared retention needs no query */
-    ck_assert_str_eq(d->sql, "SELECT (SELECT count(*) FROM \"app\".\"handled\" WHERE \"at\" >= "
-                             "now() - $1::interval)::float8, (SELECT COALESCE(sum(\"dup\"), 0) "
-                             "FROM \"app\".\"handled\" WHERE \"dup\" > 0)::float8, NULL::float8");
+    ck_assert_str_eq(
+        d->sql,
+        "SELECT (SELECT count(*) FROM \"app\".\"handled\" WHERE \"at\" >= now() - "
+        "$1::interval AND \"at\" <= now())::float8, (SELECT COALESCE(sum(\"dup\"), 0) FROM "
+        "\"app\".\"handled\" WHERE \"dup\" > 0)::float8, NULL::float8, (SELECT count(*) FROM "
+        "(SELECT FROM \"app\".\"handled\" WHERE \"at\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -77,11 +83,13 @@ START_TEST(test_dedup_attempts_log)
     ck_assert_msg(d != NULL, "%s", e.msg);
     ck_assert_int_eq(d->mode, DEDUP_ATTEMPTS_LOG);
     ck_assert_str_eq(
-        d->sql, "SELECT (SELECT count(DISTINCT \"msg\") FROM \"deliveries\" WHERE \"received_at\" "
-                ">= now() - $1::interval)::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT "
-                "count(*) AS n FROM \"deliveries\" WHERE \"msg\" IS NOT NULL GROUP BY \"msg\" "
-                "HAVING count(*) > 1) AS d)::float8, (SELECT date_part('epoch', now() - "
-                "min(\"received_at\")) FROM \"deliveries\")");
+        d->sql,
+        "SELECT (SELECT count(DISTINCT \"msg\") FROM \"deliveries\" WHERE \"received_at\" >= "
+        "now() - $1::interval AND \"received_at\" <= now())::float8, (SELECT COALESCE(sum(n "
+        "- 1), 0) FROM (SELECT count(*) AS n FROM \"deliveries\" WHERE \"msg\" IS NOT NULL "
+        "GROUP BY \"msg\" HAVING count(*) > 1) AS d)::float8, (SELECT date_part('epoch', "
+        "now() - min(\"received_at\")) FROM \"deliveries\"), (SELECT count(*) FROM (SELECT "
+        "FROM \"deliveries\" WHERE \"received_at\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -96,9 +104,12 @@ START_TEST(test_dedup_quoting)
                                            "  retention: 1h\n"),
                                    "shop-db", &e);
     ck_assert_msg(d != NULL, "%s", e.msg);
-    ck_assert_str_eq(d->sql, "SELECT (SELECT count(*) FROM \"My Schema\".\"Handled\"\"; DROP "
-                             "TABLE x; --\" WHERE \"at\"\"\" >= now() - $1::interval)::float8, "
-                             "NULL::float8, NULL::float8");
+    ck_assert_str_eq(
+        d->sql,
+        "SELECT (SELECT count(*) FROM \"My Schema\".\"Handled\"\"; DROP TABLE x; --\" WHERE "
+        "\"at\"\"\" >= now() - $1::interval AND \"at\"\"\" <= now())::float8, NULL::float8, "
+        "NULL::float8, (SELECT count(*) FROM (SELECT FROM \"My Schema\".\"Handled\"\"; DROP "
+        "TABLE x; --\" WHERE \"at\"\"\" > now() LIMIT 1000) AS ahead)::float8");
     pg_dedup_section.destroy(d);
 }
 END_TEST
@@ -214,18 +225,23 @@ START_TEST(test_claim_defaults)
     ck_assert_str_eq(c->window_param, "300.000000 seconds");
     ck_assert_str_eq(c->what, "claim_table \"confirmation_claims\"");
     /* open claims through done_at IS NULL, finished ones through done_at >= now() - window:
-     * both indexable by one index on (done_at, claimed_at) */
+     * both indexable by one index on (done_at, claimed_at); each window ends at now(), and the
+     * rows after it are counted apart (the last column) */
     ck_assert_str_eq(
         c->sql,
-        "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4] "
-        "FROM (SELECT count(*) FILTER (WHERE \"claimed_at\" >= now() - $1::interval)::float8 AS "
-        "in_flight, count(*) FILTER (WHERE \"claimed_at\" < now() - $1::interval)::float8 AS "
-        "stale, date_part('epoch', now() - min(\"claimed_at\") FILTER (WHERE \"claimed_at\" >= "
-        "now() - $1::interval)) AS oldest_age FROM \"confirmation_claims\" WHERE \"sent_at\" IS "
-        "NULL) AS o, (SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) "
-        "WITHIN GROUP (ORDER BY date_part('epoch', \"sent_at\"::timestamptz - "
-        "\"claimed_at\"::timestamptz)) AS q FROM \"confirmation_claims\" WHERE \"sent_at\" >= "
-        "now() - $2::interval) AS f");
+        "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
+        "LEAST(o.ahead + (SELECT count(*) FROM (SELECT FROM \"confirmation_claims\" WHERE "
+        "\"sent_at\" > now() LIMIT 1000) AS ahead)::float8, 1000) FROM (SELECT count(*) "
+        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= "
+        "now())::float8 AS in_flight, count(*) FILTER (WHERE \"claimed_at\" < now() - "
+        "$1::interval)::float8 AS stale, date_part('epoch', now() - min(\"claimed_at\") "
+        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= now())) "
+        "AS oldest_age, count(*) FILTER (WHERE \"claimed_at\" > now())::float8 AS ahead FROM "
+        "\"confirmation_claims\" WHERE \"sent_at\" IS NULL) AS o, (SELECT count(*)::float8 "
+        "AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY "
+        "date_part('epoch', \"sent_at\"::timestamptz - \"claimed_at\"::timestamptz)) AS q "
+        "FROM \"confirmation_claims\" WHERE \"sent_at\" >= now() - $2::interval AND "
+        "\"sent_at\" <= now()) AS f");
     pg_claim_section.destroy(c);
     pg_claim_section.destroy(NULL);
     ck_assert_str_eq(pg_claim_section.key, "claim_tables");

@@ -1,0 +1,30 @@
+/* floor.h: what the floor programs of the benchmarks (pipe_floor.c, kafka_floor.c) share: a
+ * monotonic clock and the sort of their run times. Header-only, so that each benchmark script
+ * builds its floor with one cc line. */
+#ifndef QREL_BENCH_FLOOR_H
+#define QREL_BENCH_FLOOR_H
+
+#include <stdlib.h>
+#include <time.h>
+
+static inline double floor_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline int floor_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts the n run times (n > 0) and returns their median; t[0] is then the fastest. */
+static inline double floor_median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, floor_cmp);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+#endif
