@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "util.h"
+#include "check_run.h"
 
 static struct cfg_doc *parse(const char *text, struct err *e)
 {
@@ -908,9 +909,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(config_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(config_suite(), CK_NORMAL);
 }

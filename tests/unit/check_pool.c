@@ -10,6 +10,7 @@
 
 #include "deadline.h"
 #include "pool.h"
+#include "check_run.h"
 
 static void sleep_ms(long ms)
 {
@@ -250,9 +251,5 @@ static Suite *pool_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(pool_suite(), CK_NORMAL);
 }

@@ -20,6 +20,7 @@
 #include "../../collectors/postgres/queues_emit.c"
 #include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
+#include "check_run.h"
 
 static struct queues *configured(const char *list)
 {
@@ -472,9 +473,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(suite(), CK_NORMAL);
 }

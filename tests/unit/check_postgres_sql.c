@@ -12,6 +12,7 @@
 
 #include "../../collectors/postgres/sql.c"
 #include "section_item.h"
+#include "check_run.h"
 
 START_TEST(test_configure_full)
 {
@@ -218,9 +219,5 @@ static Suite *pg_sql_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pg_sql_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(pg_sql_suite(), CK_NORMAL);
 }

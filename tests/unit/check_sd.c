@@ -7,6 +7,7 @@
 
 #include "sd.h"
 #include "util.h"
+#include "check_run.h"
 
 static const struct collector_kind redis_kind = {.name = "redis_stream"};
 static const struct collector_kind pg_kind = {.name = "postgres"};
@@ -140,9 +141,5 @@ static Suite *sd_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(sd_suite(), CK_NORMAL);
 }
