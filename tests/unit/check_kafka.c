@@ -338,15 +338,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("kafka");
-    TCase *tc = tcase_create("kafka");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, lag_from_offsets);
-    tcase_add_test(tc, ages_names_reasons);
-    tcase_add_test(tc, config_errors);
-    tcase_add_test(tc, pattern_glob_regex);
-    tcase_add_test(tc, renamed_keys_and_tls_config);
-    tcase_add_test(tc, down_broker_leaves_nothing_behind);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {lag_from_offsets, 0},
+        {ages_names_reasons, 0},
+        {config_errors, 0},
+        {pattern_glob_regex, 0},
+        {renamed_keys_and_tls_config, 0},
+        {down_broker_leaves_nothing_behind, 0},
+    };
+    return check_run_tests("kafka", tests, CHECK_ROWS(tests), 60);
 }

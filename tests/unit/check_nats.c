@@ -364,22 +364,16 @@ END_TEST
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static Suite *nats_suite(void)
-{
-    Suite *s = suite_create("nats");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_recorded_document);
-    tcase_add_test(tc, test_filter_and_dead_letters);
-    tcase_add_loop_test(tc, test_bad_documents, 0, N(bad_docs));
-    tcase_add_test(tc, test_no_now_uses_local_time);
-    tcase_add_test(tc, test_retry_horizon);
-    tcase_add_loop_test(tc, test_config_bad, 0, N(bad_configs));
-    tcase_add_test(tc, test_config_good);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(nats_suite(), CK_ENV);
+    const struct check_test tests[] = {
+        {test_recorded_document, 0},
+        {test_filter_and_dead_letters, 0},
+        {test_bad_documents, CHECK_ROWS(bad_docs)},
+        {test_no_now_uses_local_time, 0},
+        {test_retry_horizon, 0},
+        {test_config_bad, CHECK_ROWS(bad_configs)},
+        {test_config_good, 0},
+    };
+    return check_run_tests("nats", tests, CHECK_ROWS(tests), 0);
 }

@@ -126,20 +126,12 @@ START_TEST(test_advertise_error_message)
 }
 END_TEST
 
-static Suite *sd_suite(void)
-{
-    Suite *s = suite_create("sd");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_one_group_per_source);
-    tcase_add_test(tc, test_no_sources_is_an_empty_list);
-    tcase_add_test(tc, test_strings_are_escaped);
-    tcase_add_loop_test(tc, test_advertise_address, 0, (int)(sizeof addrs / sizeof addrs[0]));
-    tcase_add_test(tc, test_advertise_error_message);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(sd_suite(), CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_one_group_per_source, 0},    {test_no_sources_is_an_empty_list, 0},
+        {test_strings_are_escaped, 0},     {test_advertise_address, CHECK_ROWS(addrs)},
+        {test_advertise_error_message, 0},
+    };
+    return check_run_tests("sd", tests, CHECK_ROWS(tests), 0);
 }
