@@ -125,6 +125,12 @@ expect_cmd() {
   if "$@"; then ok "$what"; else not_ok "$what"; fi
 }
 
+# expect_line WHAT REGEX FILE: some line of FILE matches REGEX (grep's basic regex); otherwise
+# FILE is shown.
+expect_line() {
+  if grep -q "$2" "$3"; then ok "$1"; else not_ok "$1: $(cat "$3")"; fi
+}
+
 # now_ms: milliseconds since the epoch; ms_since T0
 now_ms() { date +%s%3N; }
 
