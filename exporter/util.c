@@ -122,6 +122,30 @@ void buf_putc(struct buf *b, char c)
     buf_append(b, &c, 1);
 }
 
+void buf_put_json_string(struct buf *b, const char *s)
+{
+    /* The characters with a two-character escape, each over the letter that follows its
+     * backslash. */
+    static const char plain[] = "\"\\\n\r\t", letter[] = "\"\\nrt";
+    if (!s) {
+        buf_puts(b, "null");
+        return;
+    }
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const char *e = strchr(plain, *p);
+        if (e) {
+            buf_putc(b, '\\');
+            buf_putc(b, letter[e - plain]);
+        } else if (*p < 0x20) {
+            buf_printf(b, "\\u%04x", *p);
+        } else {
+            buf_putc(b, (char)*p);
+        }
+    }
+    buf_putc(b, '"');
+}
+
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;

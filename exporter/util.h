@@ -34,6 +34,10 @@ void buf_putc(struct buf *b, char c);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 char *buf_steal(struct buf *b); /* never NULL; the buffer is empty afterwards */
+/* Appends s as a JSON string, quoted and escaped (", \\, \\n, \\r, \\t, \\u00XX for the other
+ * control characters; bytes from 0x80 up are copied, so s should be valid UTF-8); NULL as null. The
+ * one JSON string writer of the exporter's hand-built documents (logs, sd, audit report). */
+void buf_put_json_string(struct buf *b, const char *s);
 
 /* Reads a whole regular file (at most max bytes, else error). Returns a NUL-terminated malloc'd
  * string or NULL with errno set (EFBIG when larger than max, ENODEV for a FIFO, socket or device,

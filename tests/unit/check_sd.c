@@ -70,7 +70,7 @@ START_TEST(test_strings_are_escaped)
     struct buf b;
     buf_init(&b);
     sd_render(&b, &s, "h:1");
-    ck_assert_ptr_nonnull(strstr(b.data, "\"source\":\"a\\\"b\\\\c\\u000a\""));
+    ck_assert_ptr_nonnull(strstr(b.data, "\"source\":\"a\\\"b\\\\c\\n\""));
     buf_free(&b);
     free_sources(&s);
 }
