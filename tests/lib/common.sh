@@ -45,6 +45,30 @@ psql_val() {
   psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$*"
 }
 
+# orders_source NAME PORT [LINE...]: the YAML list entry of a redis_stream source NAME reading
+# stream orders of the Redis on 127.0.0.1:PORT, each LINE (e.g. "timeout: 1s") one more key.
+orders_source() {
+  printf '  - name: %s\n    kind: redis_stream\n    address: 127.0.0.1:%s\n' "$1" "$2"
+  shift 2
+  [ $# -eq 0 ] || printf '    %s\n' "$@"
+  printf '    streams: [{name: orders}]\n'
+}
+
+# orders_config FILE: writes FILE, a config whose one source, cache, reads stream orders of the
+# Redis on $RP (the exporter tests' usual target).
+orders_config() {
+  { echo 'sources:'; orders_source cache "$RP"; } > "$1"
+}
+
+# tls_fixture: writes a self-signed certificate for 127.0.0.1 to $T/server.crt (key
+# $T/server.key) and prints the bcrypt hash of user prometheus's password s3cret-scrape, for web
+# configs.
+tls_fixture() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
+  htpasswd -nbBC 10 prometheus 's3cret-scrape' | cut -d: -f2
+}
+
 # start_exporter CONFIG [flags...]: runs qrel_exporter on a free port; sets ADDR and EXPORTER_PID.
 # Its log goes to $T/exporter.log (debug level).
 start_exporter() {
