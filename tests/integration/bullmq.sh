@@ -65,9 +65,7 @@ expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seco
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
 expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
 
-rc=0
-$QREL check --config.file="$T/bq.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a failed job" "$rc" 2
+expect_exit "qrel check exit status with a failed job" 2 "$T/check.txt" $QREL check --config.file="$T/bq.yml"
 expect_line "qrel check names the failed job of email" \
   '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' \
   "$T/check.txt"

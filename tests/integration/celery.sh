@@ -53,9 +53,7 @@ expect_absent "$P" qrel_dead_letter_messages 'queue="celery"'
 expect_eq "round trips" "$(round_trips celery "$T/ce.log")" 1
 
 # qrel check: the ETA trap is a warning (exit 1), nothing critical.
-rc=0
-$QREL check --config.file="$T/ce.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with an ETA beyond the lease" "$rc" 1
+expect_exit "qrel check exit status with an ETA beyond the lease" 1 "$T/check.txt" $QREL check --config.file="$T/ce.yml"
 expect_line "qrel check names the ETA trap" \
   '^WARNING tasks celery: 1 message held until an ETA or countdown beyond the lease 10m: .*\[eta_beyond_lease\]$' \
   "$T/check.txt"

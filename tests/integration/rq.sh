@@ -60,9 +60,7 @@ expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seco
 expect_eq "round trips for 1 queue" "$(round_trips rq "$T/rq.log")" 3
 
 # qrel check: the failed job is a dead letter (CRITICAL, exit 2).
-rc=0
-$QREL check --config.file="$T/rq.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a failed job" "$rc" 2
+expect_exit "qrel check exit status with a failed job" 2 "$T/check.txt" $QREL check --config.file="$T/rq.yml"
 expect_line "qrel check names the failed job of emails" \
   '^CRITICAL jobs emails: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' \
   "$T/check.txt"

@@ -73,9 +73,7 @@ sleep 7
 $QREL scrape --config.file="$T/sk.yml" > "$T/orphan.prom"
 expect_metric "$T/orphan.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
 expect_metric "$T/orphan.prom" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
-rc=0
-$QREL check --config.file="$T/sk.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a dead and an orphaned job" "$rc" 2
+expect_exit "qrel check exit status with a dead and an orphaned job" 2 "$T/check.txt" $QREL check --config.file="$T/sk.yml"
 expect_line "qrel check names the dead job of emails" \
   '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' \
   "$T/check.txt"

@@ -69,6 +69,16 @@ tls_fixture() {
   htpasswd -nbBC 10 prometheus 's3cret-scrape' | cut -d: -f2
 }
 
+# redis_clock CMD: reads the clock of a Redis with `CMD TIME` (CMD a redis-cli wrapper), so that
+# stream_id AGE is the id of an entry AGE seconds old by that clock: tests place entries at known
+# ages whatever the clock of this machine says.
+redis_clock() {
+  local s us
+  read -r s us < <("$1" TIME | tr '\n' ' '; echo)
+  redis_now_ms=$((s * 1000 + us / 1000))
+}
+stream_id() { echo "$((redis_now_ms - $1 * 1000))-0"; }
+
 # start_exporter CONFIG [flags...]: runs qrel_exporter on a free port; sets ADDR and EXPORTER_PID.
 # Its log goes to $T/exporter.log (debug level).
 start_exporter() {
@@ -147,6 +157,15 @@ expect_absent() { # expect_absent FILE NAME [labels...]
 expect_cmd() {
   local what=$1; shift
   if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+# expect_exit WHAT WANT OUT CMD...: runs CMD with its output and errors to OUT; its exit status is
+# WANT.
+expect_exit() {
+  local what=$1 want=$2 out=$3 rc=0
+  shift 3
+  "$@" > "$out" 2>&1 || rc=$?
+  expect_eq "$what" "$rc" "$want"
 }
 
 # expect_line WHAT REGEX FILE: some line of FILE matches REGEX (grep's basic regex); otherwise
