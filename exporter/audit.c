@@ -150,6 +150,9 @@ enum fam {
     F_CLAIM_WINDOW,   /* qrel_claim_in_flight_window_seconds */
     F_ORPHANED,       /* qrel_lease_orphaned_messages */
     F_ETA_BEYOND,     /* qrel_lease_eta_beyond_messages */
+    F_DL_DONE,        /* qrel_dead_letter_classified_messages{work="done"}, and the two below */
+    F_DL_NOT_DONE,    /* … work="not_done" (read as the same family, told apart by the label) */
+    F_DL_UNKNOWN,     /* … work="unknown" */
     F_COUNT
 };
 
@@ -172,6 +175,9 @@ static const char *const fam_names[F_COUNT] = {
     [F_CLAIM_WINDOW] = "qrel_claim_in_flight_window_seconds",
     [F_ORPHANED] = "qrel_lease_orphaned_messages",
     [F_ETA_BEYOND] = "qrel_lease_eta_beyond_messages",
+    [F_DL_DONE] = "qrel_dead_letter_classified_messages",
+    [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
+    [F_DL_UNKNOWN] = NULL,
 };
 
 struct rec {
@@ -237,7 +243,7 @@ static void family_map(int *by_index, size_t ncat)
     for (size_t i = 0; i < ncat; i++)
         by_index[i] = -1;
     for (int f = 0; f < F_COUNT; f++)
-        for (size_t i = 0; i < ncat; i++)
+        for (size_t i = 0; fam_names[f] && i < ncat; i++)
             if (strcmp(metric_catalog_at(i)->name, fam_names[f]) == 0)
                 by_index[i] = f;
 }
@@ -273,6 +279,13 @@ static void collect_records(struct metric_set *const *sets, size_t nsets, struct
                 const char *st = label(&smp, "state");
                 if (!st || strcmp(st, "stale") != 0)
                     continue;
+            } else if (r.fam == F_DL_DONE) {
+                const char *w = label(&smp, "work");
+                if (!w)
+                    continue;
+                r.fam = strcmp(w, "done") == 0       ? F_DL_DONE
+                        : strcmp(w, "not_done") == 0 ? F_DL_NOT_DONE
+                                                     : F_DL_UNKNOWN;
             } else if (r.fam == F_DEAD || r.fam == F_DEAD_AGE) {
                 r.dlq = label(&smp, "dead_letter_queue");
                 if (!r.dlq)
@@ -320,6 +333,9 @@ static void entry_take(struct entry *en, const struct rec *r)
     case F_OUTBOX:
     case F_ORPHANED:
     case F_ETA_BEYOND:
+    case F_DL_DONE:
+    case F_DL_NOT_DONE:
+    case F_DL_UNKNOWN:
         en->v[f] += r->v;
         break;
     case F_MARGIN:
@@ -386,6 +402,28 @@ static const char *plural(double n)
     return n == 1 ? "" : "s";
 }
 
+/* The dead-letter finding where the dead_letters join classified them: how many were done
+ * (replaying those repeats the work), how many were not, and what to run. */
+static void classified_advice(struct buf *m, const struct entry *en)
+{
+    double done = en->v[F_DL_DONE], not_done = en->v[F_DL_NOT_DONE];
+    double unknown = en->v[F_DL_UNKNOWN];
+    buf_printf(m, ", %.0f of them done", done);
+    if (done > 0)
+        buf_puts(m, " (replaying those would repeat the work)");
+    buf_printf(m, ", %.0f not done and %.0f unknown by the work table: ", not_done, unknown);
+    if (not_done > 0)
+        buf_printf(m, "replay only the not-done ones (`qrel dlq replay --source=%s --queue=%s`) ",
+                   en->source, en->queue);
+    else if (unknown > 0)
+        buf_printf(m, "look at the unknown ones (`qrel dlq inspect --source=%s --queue=%s`) ",
+                   en->source, en->queue);
+    else
+        buf_puts(m, "nothing needs replaying; ");
+    buf_puts(m, not_done > 0 || unknown > 0 ? "and " : "");
+    buf_puts(m, "give the dead-letter queue an owner");
+}
+
 static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
 {
     if (!en->has[F_DEAD] || !(en->v[F_DEAD] > 0))
@@ -401,9 +439,12 @@ static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
         put_secs(&m, ", the oldest ", en->v[F_DEAD_AGE]);
         buf_puts(&m, " old");
     }
-    buf_puts(&m, ": the broker gave up on them, which does not mean their work was not done; "
-                 "classify each against your dedup or claim table before replaying, and give the "
-                 "dead-letter queue an owner");
+    if (en->has[F_DL_DONE] || en->has[F_DL_NOT_DONE] || en->has[F_DL_UNKNOWN])
+        classified_advice(&m, en);
+    else
+        buf_puts(&m, ": the broker gave up on them, which does not mean their work was not done; "
+                     "classify each against your dedup or claim table before replaying, and give "
+                     "the dead-letter queue an owner");
     add_finding(x, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, en, 1, n, 0, &m);
 }
 

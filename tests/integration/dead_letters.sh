@@ -107,6 +107,13 @@ expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="plain"'
 expect_absent "$T/m.txt" qrel_dead_letter_classified_messages 'queue="plain"'
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 
+# qrel check's dead-letter finding uses the same classification: 4 of the 8 were done.
+rc=0
+"$QREL" check --config.file="$T/qrel.yml" > "$T/check.txt" 2>> "$T/scrape.log" || rc=$?
+expect_eq "qrel check's exit status (CRITICAL: dead letters)" "$rc" 2
+expect_eq "check's finding on orders.dlq says what the work table says" \
+  "$(grep -o 'orders.dlq holds 8 messages, the oldest [0-9.]*s old, 4 of them done (replaying those would repeat the work), 2 not done and 2 unknown by the work table: replay only the not-done ones' "$T/check.txt" | wc -l)" 1
+
 # An empty dead-letter stream: all three values, zeros included.
 R DEL jobs.dlq
 "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m2.txt" 2>> "$T/scrape.log"

@@ -90,6 +90,50 @@ START_TEST(test_dead_letters)
 }
 END_TEST
 
+/* Where the dead_letters join classified them, the finding says how many were done (a replay
+ * would repeat them) and what to run for the rest; with none not done, that nothing needs it. */
+static const char *classified_message(double done, double not_done, double unknown)
+{
+    static char msg[600];
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "cache", "redis_stream");
+    metric_set_add(s, "qrel_dead_letter_messages", done + not_done + unknown, "queue", "orders",
+                   "dead_letter_queue", "orders.dlq", NULL);
+    const char *works[] = {"done", "not_done", "unknown"};
+    double v[] = {done, not_done, unknown};
+    for (int i = 0; i < 3; i++)
+        metric_set_add(s, "qrel_dead_letter_classified_messages", v[i], "queue", "orders",
+                       "dead_letter_queue", "orders.dlq", "work", works[i], NULL);
+    col_up(&c, "cache", "redis_stream", 1);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_double_eq(f->value, done + not_done + unknown);
+    snprintf(msg, sizeof msg, "%s", f->message);
+    audit_report_free(r);
+    col_free(&c);
+    return msg;
+}
+
+START_TEST(test_dead_letters_classified)
+{
+    ck_assert_str_eq(classified_message(22, 2, 0),
+                     "dead-letter queue orders.dlq holds 24 messages, 22 of them done (replaying "
+                     "those would repeat the work), 2 not done and 0 unknown by the work table: "
+                     "replay only the not-done ones (`qrel dlq replay --source=cache "
+                     "--queue=orders`) and give the dead-letter queue an owner");
+    ck_assert_str_eq(classified_message(0, 0, 5),
+                     "dead-letter queue orders.dlq holds 5 messages, 0 of them done, 0 not done "
+                     "and 5 unknown by the work table: look at the unknown ones (`qrel dlq "
+                     "inspect --source=cache --queue=orders`) and give the dead-letter queue an "
+                     "owner");
+    ck_assert_str_eq(classified_message(3, 0, 0),
+                     "dead-letter queue orders.dlq holds 3 messages, 3 of them done (replaying "
+                     "those would repeat the work), 0 not done and 0 unknown by the work table: "
+                     "nothing needs replaying; give the dead-letter queue an owner");
+}
+END_TEST
+
 /* ---- lease_margin_below_1 / lease_margin_below_2 ---- */
 
 static struct audit_report *margin_case(struct col *c, double margin)
@@ -653,6 +697,7 @@ int main(void)
 {
     const struct check_test tests[] = {
         {test_dead_letters, 0},
+        {test_dead_letters_classified, 0},
         {test_margin_below_1, 0},
         {test_margin_boundaries, 0},
         {test_margin_below_2_message, 0},
