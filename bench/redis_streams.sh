@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # redis_streams.sh: qrel_exporter against prometheus-redis-exporter on the same Redis streams.
 #
-# Starts its own redis-server on a free loopback port, fills it with N streams (each with one
-# consumer group, 3 pending entries and 2 not yet delivered; every 10th stream has one entry
-# delivered twice), and for each N scrapes each exporter (a fresh process per N, so its peak RSS
-# belongs to that N): median scrape time, exporter CPU per scrape, peak RSS, Redis commands and
-# Redis CPU per scrape. The floor row is what the same reliability reads cost when a client sends
-# them all in one pipeline with `redis-cli --pipe`. Prints a table and a verdict on the 10,000
-# stream goal; a missed goal is reported, not an error. See bench/README.md for the method.
+# Starts its own redis-server on a free loopback port and measures two workload shapes in one run.
+# Shape "small": N streams (each with one consumer group, 3 pending entries and 2 not yet
+# delivered; every 10th stream has one entry delivered twice), for each N of --sizes. Shape
+# "deep" (issue 14): --deep-streams streams of 300 entries, one group with 60 pending entries, 10
+# of them stale (idle 120 s) and delivered 3 times. For each, scrapes each exporter (a fresh
+# process each time, so its peak RSS belongs to that workload): median scrape time, exporter CPU
+# per scrape, peak RSS (and qrel's own anonymous memory), Redis commands and Redis CPU per scrape.
+# The floor row is what the same reliability reads cost when a client sends them all in one
+# pipeline (`redis-cli --pipe` for the small shape, bench/pipe_floor.c for the deep one). Prints a
+# table per shape and a verdict on each shape's goal; a missed goal is reported, not an error. See
+# bench/README.md for the method.
 #
 # Needs: bash, redis-server, redis-cli, curl, awk, prometheus-redis-exporter, and a built
 # qrel_exporter (build/qrel_exporter by default, or --qrel PATH, or QREL_BUILD_DIR).
@@ -16,10 +20,12 @@ export LC_ALL=C
 
 usage() {
   cat <<'EOF'
-Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--scrapes N] [--warmup N]
-                              [--slow-scrapes N] [--qrel PATH] [--redis-exporter PATH]
+Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--deep-streams N] [--scrapes N]
+                              [--warmup N] [--slow-scrapes N] [--qrel PATH]
+                              [--redis-exporter PATH]
 
-  --sizes "LIST"        stream counts to measure, ascending (default "100 1000 10000")
+  --sizes "LIST"        small-shape stream counts to measure, ascending (default "100 1000 10000")
+  --deep-streams N      streams of the deep-pending shape (default 10000; 0 leaves it out)
   --scrapes N           measured scrapes per exporter per size (default 15)
   --warmup N            warm-up scrapes before measuring (default 5)
   --slow-scrapes N      measured scrapes when an exporter's warm-up median is above 1 s
@@ -35,6 +41,7 @@ EOF
 }
 
 SIZES="100 1000 10000"
+DEEP_N=10000
 SCRAPES=15
 WARMUP=5
 SLOW_SCRAPES=7
@@ -45,6 +52,9 @@ QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
 RE_BIN=prometheus-redis-exporter
 GOAL_N=10000
 STREAM_PREFIX="bench:"
+DEEP_PREFIX="deep:"
+PREFIX=$STREAM_PREFIX  # the streams of the shape being measured
+PEND=3                 # pending entries per group in that shape
 
 die() { echo "redis_streams.sh: $*" >&2; exit 2; }
 need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
@@ -53,6 +63,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
     --sizes=*) SIZES=${1#*=}; shift ;;
+    --deep-streams) [ $# -ge 2 ] || die "--deep-streams needs a value"; DEEP_N=$2; shift 2 ;;
+    --deep-streams=*) DEEP_N=${1#*=}; shift ;;
     --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
     --scrapes=*) SCRAPES=${1#*=}; shift ;;
     --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
@@ -67,6 +79,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument \"$1\" (see --help)" ;;
   esac
 done
+[[ $DEEP_N =~ ^(0|[1-9][0-9]*)$ ]] || die "--deep-streams: want a number, got \"$DEEP_N\""
 need_num --scrapes "$SCRAPES"
 need_num --warmup "$WARMUP"
 need_num --slow-scrapes "$SLOW_SCRAPES"
@@ -188,6 +201,47 @@ floor_cmds() {
   }'
 }
 
+# populate_deep N: the deep-pending shape (issue 14), streams deep:0 .. deep:N-1. Per stream: 300
+# entries (ids BASE_MS-1 .. -300), group g1 from the start, c1 reads 60 (pending, delivery count
+# 1), 240 stay undelivered; c2 takes the first 10 over with XCLAIM IDLE 120000 RETRYCOUNT 3: held
+# past the 30 s lease for two minutes, delivered 3 times.
+populate_deep() {
+  awk -v n="$1" -v b="$BASE_MS" -v p="$DEEP_PREFIX" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      k = p i
+      for (e = 1; e <= 300; e++) printf "XADD %s %s-%d f v\r\n", k, b, e
+      printf "XGROUP CREATE %s g1 0\r\nXREADGROUP GROUP g1 c1 COUNT 60 STREAMS %s >\r\n", k, k
+      printf "XCLAIM %s g1 c2 0", k
+      for (e = 1; e <= 10; e++) printf " %s-%d", b, e
+      printf " IDLE 120000 RETRYCOUNT 3\r\n"
+    }
+  }' > "$T/populate.cmds"
+  local out
+  out=$(rcli --pipe < "$T/populate.cmds" 2>&1)
+  case $out in
+    *"errors: 0,"*) ;;
+    *) die "populating the deep shape failed: $out" ;;
+  esac
+}
+
+# floor_deep_cmds N: qrel's reads of the deep shape as RESP arrays for bench/pipe_floor.c: TIME,
+# then per stream XINFO GROUPS, the extended XPENDING (pending_scan_limit 1000: all 60 entries)
+# and the first entry after last-delivered-id (BASE_MS-60).
+floor_deep_cmds() {
+  awk -v n="$1" -v b="$BASE_MS" -v p="$DEEP_PREFIX" '
+    function cmd(s,   a, m, j) {
+      m = split(s, a, " "); printf "*%d\r\n", m
+      for (j = 1; j <= m; j++) printf "$%d\r\n%s\r\n", length(a[j]), a[j]
+    }
+    BEGIN {
+      cmd("TIME")
+      for (i = 0; i < n; i++) {
+        k = p i
+        cmd("XINFO GROUPS " k); cmd("XPENDING " k " g1 - + 1000"); cmd("XRANGE " k " (" b "-60 + COUNT 1")
+      }
+    }'
+}
+
 # ---- one exporter at one size ----
 
 # scrape_once CURL_ARGS...: one scrape of $ADDR into $T/body.txt; prints curl's time_total.
@@ -207,18 +261,18 @@ up_check() {
   esac
 }
 
-# coverage EXPORTER FILE: "groups with 3 pending / streams with a redelivered entry" as the
+# coverage EXPORTER FILE: "groups with $PEND pending / streams with a redelivered entry" as the
 # exporter reports them ("-" where it has no such series)
 coverage() {
   case $1 in
     qrel)
-      awk '
-        /^qrel_queue_messages\{/ && /source="bench"/ && /group="g1"/ && /state="in_flight"/ && $NF == 3 { g++ }
+      awk -v pend="$PEND" '
+        /^qrel_queue_messages\{/ && /source="bench"/ && /group="g1"/ && /state="in_flight"/ && $NF == pend { g++ }
         /^qrel_messages_redelivered\{/ && /source="bench"/ && $NF >= 1 { r++ }
         END { printf "%d/%d\n", g, r }' "$2" ;;
     redis_exporter)
-      awk '
-        /^redis_stream_group_messages_pending\{/ && /group="g1"/ && $NF == 3 { g++ }
+      awk -v pend="$PEND" '
+        /^redis_stream_group_messages_pending\{/ && /group="g1"/ && $NF == pend { g++ }
         END { printf "%d/-\n", g }' "$2" ;;
   esac
 }
@@ -238,7 +292,7 @@ sources:
     address: 127.0.0.1:$REDIS_PORT
     max_streams: 20000
     streams:
-      - pattern: "${STREAM_PREFIX}*"
+      - pattern: "${PREFIX}*"
         claim_min_idle: 30s
         max_deliveries: 3
 YML
@@ -251,7 +305,7 @@ YML
     redis_exporter)
       ADDR=127.0.0.1:$(free_port)
       "$RE_BIN" --redis.addr="redis://127.0.0.1:$REDIS_PORT" --web.listen-address="$ADDR" \
-        --check-streams="${STREAM_PREFIX}*" 2>>"$T/exporter.log" &
+        --check-streams="${PREFIX}*" 2>>"$T/exporter.log" &
       EXP_PID=$!
       wait_for 5 "$name to answer on $ADDR" curl -s -o /dev/null "http://$ADDR/" || true
       ;;
@@ -274,8 +328,11 @@ YML
   : > "$T/times.txt"
   : > "$T/collect.txt"
   UP_OK=0
+  local own own_max=0
   for ((i = 0; i < count; i++)); do
     scrape_once "${hdr[@]}" >> "$T/times.txt"
+    own=$(own_kib "$EXP_PID")
+    [ "$own" -le "$own_max" ] || own_max=$own
     if up_check "$name" "$T/body.txt"; then UP_OK=$((UP_OK + 1)); fi
     if [ "$name" = qrel ]; then
       # the collector's own time (Redis reads and building the series), the rest is serving
@@ -294,6 +351,7 @@ YML
   RES[$n,$name,collect]=$(median < "$T/collect.txt")
   RES[$n,$name,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$count" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
   RES[$n,$name,rss_mib]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,$name,own_mib]=$(awk -v k="$own_max" 'BEGIN { printf "%.2f", k / 1024 }')
   RES[$n,$name,cmds]=$(awk -v c="$calls" -v k="$count" 'BEGIN { printf "%.0f", c / k }')
   RES[$n,$name,rcpu_ms]=$(awk -v a="$rc0" -v b="$rc1" -v k="$count" 'BEGIN { printf "%.1f", (b - a) * 1000 / k }')
   RES[$n,$name,up]="$UP_OK/$count"
@@ -353,10 +411,34 @@ run_floor() {
   RES[$n,floor,rcpu_ms]=$(awk -v a="$rc0" -v b="$rc1" -v k="$runs" 'BEGIN { printf "%.1f", (b - a) * 1000 / k }')
 }
 
+# run_floor_deep KEY N: the deep shape's reads through bench/pipe_floor.c, one open connection,
+# $SCRAPES runs after $WARMUP. redis-cli --pipe is not used here: with 30 MB of replies its
+# timing is its own (27-40 s against pipe_floor's 2 s for the same file, measured on this
+# machine), not Redis's.
+run_floor_deep() {
+  local key=$1 out rc0 rc1 calls
+  floor_deep_cmds "$2" > "$T/floor_deep.resp"
+  "$FLOOR_BIN" "$REDIS_PORT" "$T/floor_deep.resp" "$WARMUP" >/dev/null
+  rc0=$(redis_cpu_s)
+  rcli CONFIG RESETSTAT >/dev/null
+  out=$("$FLOOR_BIN" "$REDIS_PORT" "$T/floor_deep.resp" "$SCRAPES")
+  calls=$(redis_calls)
+  rc1=$(redis_cpu_s)
+  read -r RES[$key,floor,min] RES[$key,floor,median] _ <<<"$out"
+  RES[$key,floor,scrapes]=$SCRAPES
+  RES[$key,floor,cmds]=$(awk -v c="$calls" -v k="$SCRAPES" 'BEGIN { printf "%.0f", c / k }')
+  RES[$key,floor,rcpu_ms]=$(awk -v a="$rc0" -v b="$rc1" -v k="$SCRAPES" 'BEGIN { printf "%.1f", (b - a) * 1000 / k }')
+}
+
 # ---- run ----
 
 QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
 RE_VERSION=$("$RE_BIN" --version 2>&1 | sed -nE 's/.*msg="Redis Metrics Exporter ([^ ]+).*/\1/p' | head -1 || true)
+if [ "$DEEP_N" -gt 0 ]; then
+  FLOOR_BIN=$T/pipe_floor
+  read -ra HIREDIS <<<"$(pkg-config --cflags --libs hiredis)"
+  cc -O2 -o "$FLOOR_BIN" "$SRC_DIR/bench/pipe_floor.c" "${HIREDIS[@]}" || die "cannot build bench/pipe_floor.c"
+fi
 start_redis REDIS_PORT || die "redis-server did not start"
 REDIS_VERSION=$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')
 
@@ -382,46 +464,114 @@ for n in "${SIZE_LIST[@]}"; do
   run_floor "$n"
   progress "  floor: median $(fmt "${RES[$n,floor,median]}" %.3f) s"
 done
+if [ "$DEEP_N" -gt 0 ]; then
+  # The deep shape alone in the keyspace: the small shape's streams would lengthen qrel's SCAN.
+  rcli FLUSHALL >/dev/null
+  progress "deep shape: creating $DEEP_N streams of 300 entries, 60 pending each"
+  t0=$SECONDS
+  populate_deep "$DEEP_N"
+  progress "  created in $((SECONDS - t0)) s"
+  PREFIX=$DEEP_PREFIX
+  PEND=60
+  for name in qrel redis_exporter; do
+    progress "deep: $name"
+    run_exporter deep "$name"
+    progress "  $name: median $(fmt "${RES[deep,$name,median]}" %.3f) s, up ${RES[deep,$name,up]}"
+  done
+  progress "deep: floor (bench/pipe_floor.c)"
+  run_floor_deep deep "$DEEP_N"
+  progress "  floor: median $(fmt "${RES[deep,floor,median]}" %.3f) s"
+fi
 progress "done in $((SECONDS - START)) s"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- table ----
 
-echo
-printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' \
-  streams exporter scrapes median_s min_s cpu_ms/scr rss_mib redis_cmds redis_cpu up "g1 pend=3" body_kib
-for n in "${SIZE_LIST[@]}"; do
+ROW='%-7s %-15s %7s %9s %8s %10s %8s %8s %10s %10s %7s %8s %9s\n'
+# rows KEY LABEL: the qrel, redis_exporter and floor rows of one workload
+rows() {
+  local k=$1 label=$2 name
   for name in qrel redis_exporter; do
-    printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' "$n" "$name" \
-      "${RES[$n,$name,scrapes]}" "$(fmt "${RES[$n,$name,median]}" %.4f)" \
-      "$(fmt "${RES[$n,$name,min]}" %.4f)" "${RES[$n,$name,cpu_ms]}" \
-      "${RES[$n,$name,rss_mib]}" "${RES[$n,$name,cmds]}" "${RES[$n,$name,rcpu_ms]}" \
-      "${RES[$n,$name,up]}" "${RES[$n,$name,cover]%%/*}" \
-      "$(awk -v b="${RES[$n,$name,bytes]}" 'BEGIN { printf "%.0f", b / 1024 }')"
+    # shellcheck disable=SC2059 # the format is the table's
+    printf "$ROW" "$label" "$name" \
+      "${RES[$k,$name,scrapes]}" "$(fmt "${RES[$k,$name,median]}" %.4f)" \
+      "$(fmt "${RES[$k,$name,min]}" %.4f)" "${RES[$k,$name,cpu_ms]}" \
+      "${RES[$k,$name,rss_mib]}" "$( [ "$name" = qrel ] && echo "${RES[$k,$name,own_mib]}" || echo -)" \
+      "${RES[$k,$name,cmds]}" "${RES[$k,$name,rcpu_ms]}" \
+      "${RES[$k,$name,up]}" "${RES[$k,$name,cover]%%/*}" \
+      "$(awk -v b="${RES[$k,$name,bytes]}" 'BEGIN { printf "%.0f", b / 1024 }')"
   done
-  printf '%-7s %-15s %7s %9s %8s %10s %8s %10s %10s %7s %10s %9s\n' "$n" "floor" \
-    "${RES[$n,floor,scrapes]}" "$(fmt "${RES[$n,floor,median]}" %.4f)" \
-    "$(fmt "${RES[$n,floor,min]}" %.4f)" - - \
-    "${RES[$n,floor,cmds]}" "${RES[$n,floor,rcpu_ms]}" - - -
-done
+  # shellcheck disable=SC2059
+  printf "$ROW" "$label" "floor" \
+    "${RES[$k,floor,scrapes]}" "$(fmt "${RES[$k,floor,median]}" %.4f)" \
+    "$(fmt "${RES[$k,floor,min]}" %.4f)" - - - \
+    "${RES[$k,floor,cmds]}" "${RES[$k,floor,rcpu_ms]}" - - -
+}
+# shellcheck disable=SC2059
+header() { printf "$ROW" streams exporter scrapes median_s min_s cpu_ms/scr rss_mib own_mib redis_cmds redis_cpu up "$1" body_kib; }
+
+echo
+echo "## shape small: N streams x 5 entries, group g1 with 3 pending (delivered once) and 2 undelivered;"
+echo "##   every 10th stream has 1 of its pending entries delivered twice"
+header "g1 pend=3"
+for n in "${SIZE_LIST[@]}"; do rows "$n" "$n"; done
+if [ "$DEEP_N" -gt 0 ]; then
+  echo
+  echo "## shape deep: $DEEP_N streams x 300 entries, group g1 with 60 pending (10 of them held 120 s,"
+  echo "##   past the 30 s lease, and delivered 3 times) and 240 undelivered"
+  header "pend=60"
+  rows deep "$DEEP_N"
+fi
 echo "# min_s: fastest measured scrape (less moved by other work on the machine than the median)"
 echo "# cpu_ms/scr: exporter utime+stime per scrape (resolution $((1000 / TCK)) ms over all measured scrapes);"
-echo "# redis_cpu: Redis used_cpu_user+sys ms per scrape; g1 pend=3: groups reported with 3 pending entries"
+echo "# rss_mib: peak RSS (VmHWM); own_mib: qrel's largest RssAnon (heap, arenas, stacks) after a scrape"
+echo "# redis_cpu: Redis used_cpu_user+sys ms per scrape; pend: groups reported with that many pending entries"
 echo "# (redis_exporter has no delivery-count series: it cannot show the redelivered entries)"
 for n in "${SIZE_LIST[@]}"; do
-  echo "# N=$n: floor $(fmt "${RES[$n,floor,raw]}" %.4f) s with redis-cli's own $(fmt "${RES[$n,floor,overhead]}" %.4f) s" \
+  echo "# small N=$n: floor $(fmt "${RES[$n,floor,raw]}" %.4f) s with redis-cli's own $(fmt "${RES[$n,floor,overhead]}" %.4f) s" \
     "taken off; qrel streams with a redelivered entry: ${RES[$n,qrel,cover]##*/} (want $(( (n + 9) / 10 )));" \
     "qrel_collector_duration_seconds median $(fmt "${RES[$n,qrel,collect]}" %.4f) s"
 done
+if [ "$DEEP_N" -gt 0 ]; then
+  echo "# deep N=$DEEP_N: floor by bench/pipe_floor.c on an open connection; qrel streams with a redelivered" \
+    "entry: ${RES[deep,qrel,cover]##*/} (want $DEEP_N); qrel_collector_duration_seconds median $(fmt "${RES[deep,qrel,collect]}" %.4f) s"
+fi
 
 for n in "${SIZE_LIST[@]}"; do
   for name in qrel redis_exporter; do
-    echo "# N=$n: $name per scrape (INFO not shown): ${RES[$n,$name,mix]}"
+    echo "# small N=$n: $name per scrape (INFO not shown): ${RES[$n,$name,mix]}"
   done
 done
+if [ "$DEEP_N" -gt 0 ]; then
+  for name in qrel redis_exporter; do
+    echo "# deep N=$DEEP_N: $name per scrape (INFO not shown): ${RES[deep,$name,mix]}"
+  done
+fi
 echo "# load average at the end: $LOAD_END (the benchmark itself keeps about one core busy)"
 
 # ---- verdict ----
+
+# verdict KEY WHAT: the goal on one workload: >= 10x redis_exporter (median), <= 0.20 of its peak
+# RSS, <= 2x the pipelined floor, qrel's own memory <= 2 MiB, and qrel up in every scrape.
+verdict() {
+  local k=$1
+  awk -v q="${RES[$k,qrel,median]}" -v r="${RES[$k,redis_exporter,median]}" \
+      -v qm="${RES[$k,qrel,rss_mib]}" -v rm="${RES[$k,redis_exporter,rss_mib]}" -v own="${RES[$k,qrel,own_mib]}" \
+      -v f="${RES[$k,floor,median]}" -v up="${RES[$k,qrel,up]}" -v what="$2" \
+      -v qmin="${RES[$k,qrel,min]}" -v rmin="${RES[$k,redis_exporter,min]}" -v fmin="${RES[$k,floor,min]}" 'BEGIN {
+    split(up, u, "/")
+    speed = (q > 0) ? r / q : 0
+    rss = (rm > 0) ? qm / rm : 0
+    fl = (f > 0) ? q / f : 0
+    ok = (speed >= 10 && rss <= 0.2 && fl <= 2 && own <= 2 && u[1] == u[2])
+    printf "verdict, %s: qrel %.1fx faster than redis_exporter (goal >= 10: %s), RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 2: %s), own memory %.2f MiB (goal <= 2: %s)%s: %s\n",
+      what, speed, (speed >= 10) ? "met" : "missed", rss, (rss <= 0.2) ? "met" : "missed",
+      fl, (fl <= 2) ? "met" : "missed", own, (own <= 2) ? "met" : "missed",
+      (u[1] == u[2]) ? "" : ", qrel collector NOT up in every scrape", ok ? "MET" : "NOT MET"
+    printf "  (on the fastest scrapes instead of the medians: %.1fx faster, %.2fx the floor)\n",
+      (qmin > 0) ? rmin / qmin : 0, (fmin > 0) ? qmin / fmin : 0
+  }'
+}
 
 g=$GOAL_N
 note=""
@@ -429,19 +579,7 @@ if [ -z "${RES[$g,qrel,median]:-}" ]; then
   g=${SIZE_LIST[-1]}
   note=" (measured at N=$g: $GOAL_N was not in --sizes)"
 fi
-awk -v q="${RES[$g,qrel,median]}" -v r="${RES[$g,redis_exporter,median]}" \
-    -v qm="${RES[$g,qrel,rss_mib]}" -v rm="${RES[$g,redis_exporter,rss_mib]}" \
-    -v f="${RES[$g,floor,median]}" -v up="${RES[$g,qrel,up]}" -v g="$g" -v note="$note" \
-    -v qmin="${RES[$g,qrel,min]}" -v rmin="${RES[$g,redis_exporter,min]}" -v fmin="${RES[$g,floor,min]}" 'BEGIN {
-  split(up, u, "/")
-  speed = (q > 0) ? r / q : 0
-  rss = (rm > 0) ? qm / rm : 0
-  fl = (f > 0) ? q / f : 0
-  ok = (speed >= 10 && rss <= 0.2 && fl <= 2 && u[1] == u[2])
-  printf "verdict at %d streams%s: qrel %.1fx faster than redis_exporter (goal >= 10: %s), RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 2: %s)%s: %s\n",
-    g, note, speed, (speed >= 10) ? "met" : "missed", rss, (rss <= 0.2) ? "met" : "missed",
-    fl, (fl <= 2) ? "met" : "missed", (u[1] == u[2]) ? "" : ", qrel collector NOT up in every scrape",
-    ok ? "MET" : "NOT MET"
-  printf "  (on the fastest scrapes instead of the medians: %.1fx faster, %.2fx the floor)\n",
-    (qmin > 0) ? rmin / qmin : 0, (fmin > 0) ? qmin / fmin : 0
-}'
+verdict "$g" "shape small at $g streams$note"
+if [ "$DEEP_N" -gt 0 ]; then
+  verdict deep "shape deep at $DEEP_N streams x 60 pending"
+fi

@@ -23,7 +23,7 @@ void audit_write_name(struct buf *out, const char *name)
     if (plain)
         buf_puts(out, name);
     else
-        buf_put_json_string(out, name);
+        buf_json_string(out, name);
 }
 
 static const char *error_of(const char *const *errors, size_t i)
@@ -77,7 +77,7 @@ void audit_write_text(struct buf *out, const struct audit_report *r, const char 
 void audit_write_json(struct buf *out, const struct audit_report *r, const char *const *errors)
 {
     buf_puts(out, "{\"status\":");
-    buf_put_json_string(out, audit_status_label(r->status));
+    buf_json_string(out, audit_status_label(r->status));
     buf_printf(out,
                ",\"exit_code\":%d,\"counts\":{\"critical\":%zu,\"warning\":%zu,\"unknown\":%zu},"
                "\"findings\":[",
@@ -86,49 +86,49 @@ void audit_write_json(struct buf *out, const struct audit_report *r, const char 
     for (size_t i = 0; i < r->nfindings; i++) {
         const struct audit_finding *f = &r->findings[i];
         buf_puts(out, i ? ",{\"severity\":" : "{\"severity\":");
-        buf_put_json_string(out, audit_status_label(f->severity));
+        buf_json_string(out, audit_status_label(f->severity));
         buf_puts(out, ",\"rule\":");
-        buf_put_json_string(out, audit_rule_name(f->rule));
+        buf_json_string(out, audit_rule_name(f->rule));
         buf_puts(out, ",\"source\":");
-        buf_put_json_string(out, f->source);
+        buf_json_string(out, f->source);
         buf_puts(out, ",\"kind\":");
-        buf_put_json_string(out, f->kind);
+        buf_json_string(out, f->kind);
         buf_puts(out, ",\"queue\":");
-        buf_put_json_string(out, f->queue);
+        buf_json_string(out, f->queue);
         buf_puts(out, ",\"group\":");
-        buf_put_json_string(out, f->group);
+        buf_json_string(out, f->group);
         buf_puts(out, ",\"value\":");
         json_number(out, 1, f->value);
         buf_puts(out, ",\"limit\":");
         json_number(out, 1, f->limit);
         buf_puts(out, ",\"message\":");
-        buf_put_json_string(out, f->message);
+        buf_json_string(out, f->message);
         buf_putc(out, '}');
     }
     buf_puts(out, "],\"sources\":[");
     for (size_t i = 0; i < r->nsources; i++) {
         const struct audit_source *s = &r->sources[i];
         buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-        buf_put_json_string(out, s->name);
+        buf_json_string(out, s->name);
         buf_puts(out, ",\"kind\":");
-        buf_put_json_string(out, s->kind);
+        buf_json_string(out, s->kind);
         buf_printf(out, ",\"up\":%s,\"error\":", s->up ? "true" : "false");
-        buf_put_json_string(out, s->up ? NULL : error_of(errors, i));
+        buf_json_string(out, s->up ? NULL : error_of(errors, i));
         buf_putc(out, '}');
     }
     buf_puts(out, "],\"queues\":[");
     for (size_t i = 0; i < r->nqueues; i++) {
         const struct audit_queue *q = &r->queues[i];
         buf_puts(out, i ? ",{\"source\":" : "{\"source\":");
-        buf_put_json_string(out, q->source);
+        buf_json_string(out, q->source);
         buf_puts(out, ",\"kind\":");
-        buf_put_json_string(out, q->kind);
+        buf_json_string(out, q->kind);
         buf_puts(out, ",\"queue\":");
-        buf_put_json_string(out, q->queue);
+        buf_json_string(out, q->queue);
         buf_puts(out, ",\"group\":");
-        buf_put_json_string(out, q->group);
+        buf_json_string(out, q->group);
         buf_puts(out, ",\"status\":");
-        buf_put_json_string(out, audit_status_label(q->worst));
+        buf_json_string(out, audit_status_label(q->worst));
         buf_puts(out, ",\"margin\":");
         json_number(out, q->has_margin, q->margin);
         buf_puts(out, ",\"dead_letter_messages\":");
@@ -145,7 +145,7 @@ void audit_write_json(struct buf *out, const struct audit_report *r, const char 
             if (!first)
                 buf_putc(out, ',');
             first = 0;
-            buf_put_json_string(out, audit_rule_name((enum audit_rule)k));
+            buf_json_string(out, audit_rule_name((enum audit_rule)k));
         }
         buf_puts(out, "]}");
     }

@@ -1,6 +1,10 @@
 /* cli.c: `qrel`, the command line. `qrel scrape` runs one collection of every configured source
  * and prints the exposition: for cron, node_exporter's textfile collector, and tests. `qrel check`
- * runs one collection and the reliability rules over it, and answers like a Nagios plugin. */
+ * runs one collection and the reliability rules over it, and answers like a Nagios plugin. `qrel
+ * dlq` inspects one queue's dead letters against its work table and replays the ones whose work was
+ * not done (the engine is dlq.c, the output dlq_report.c). */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +12,8 @@
 #include "audit.h"
 #include "audit_report.h"
 #include "config.h"
+#include "dlq.h"
+#include "dlq_report.h"
 
 #include "expfmt.h"
 #include "flags.h"
@@ -45,6 +51,8 @@ static const char usage[] =
     "           metrics; exit 1 when any source failed.\n"
     "  check    Collect every source once and evaluate the reliability\n"
     "           rules; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
+    "  dlq      Inspect one queue's dead letters against its work table,\n"
+    "           or replay those whose work was not done (inspect|replay).\n"
     "  metrics  List every metric family qrel can export: name, type, help.\n"
     "  version  Print the version.\n"
     "  help     Show this help.\n\n"
@@ -207,6 +215,235 @@ static int cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* The flags of both `qrel dlq` commands; those after NDLQ_INSPECT are replay's only. */
+static struct flag dlq_flags[] = {
+    {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
+    {"source", FLAG_STRING, NULL, "The broker source of the dead_letters entry (required).", NULL,
+     0},
+    {"queue", FLAG_STRING, NULL, "The queue of that entry (required).", NULL, 0},
+    {"format", FLAG_STRING, "text", "Output format: text or json (one object, see docs/dlq.md).",
+     NULL, 0},
+    {"limit", FLAG_STRING, NULL,
+     "inspect: read at most N dead letters (default: the entry's max_entries); replay: move at "
+     "most N.",
+     NULL, 0},
+    {"sample", FLAG_STRING, "10", "Ids shown per class and per reason for skipping.", NULL, 0},
+    {"timeout", FLAG_STRING, NULL,
+     "Time for the read and the classification, and for each move (default: the source's "
+     "timeout).",
+     NULL, 0},
+    {"log.level", FLAG_STRING, "warn", "Only log messages at or above: debug, info, warn, error.",
+     NULL, 0},
+    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    {"only", FLAG_STRING, "not_done",
+     "replay: which dead letters to move: not_done, unknown, or all (done ones too, whose work "
+     "a replay repeats).",
+     NULL, 0},
+    {"rate", FLAG_STRING, NULL, "replay: move at most N a second, e.g. 50/s (default: no limit).",
+     NULL, 0},
+    {"yes", FLAG_BOOL, NULL, "replay: really move them; without it a replay is a dry run.", NULL,
+     0},
+};
+#define NDLQ (sizeof dlq_flags / sizeof dlq_flags[0])
+#define NDLQ_INSPECT 9
+
+static const char dlq_usage[] =
+    "usage: qrel dlq inspect|replay --source=S --queue=Q [flags]\n\n"
+    "Reads the dead letters of one queue of the file's dead_letters entries and\n"
+    "classifies each against the entry's work table: done (replaying it would\n"
+    "repeat the work), not_done, or unknown (no id, or the table cannot tell).\n"
+    "inspect prints the counts, ages, delivery counts and sample ids; replay moves\n"
+    "the chosen dead letters back to their queue, each put back before it is\n"
+    "removed, and without --yes only says what it would move. Exit status 0 when\n"
+    "all went well, 1 when the read or any move failed, 2 on a usage or\n"
+    "configuration error.";
+
+static volatile sig_atomic_t dlq_stop;
+
+static void dlq_on_signal(int sig)
+{
+    (void)sig;
+    dlq_stop = 1;
+}
+
+/* A whole number >= min of a flag, or -1 with the message printed. */
+static int dlq_count_flag(const char *name, size_t min, size_t *out)
+{
+    const char *v = flags_find(dlq_flags, NDLQ, name)->value;
+    char *end;
+    errno = 0;
+    unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+    if (!v || *v < '0' || *v > '9' || *end || errno || n < min) {
+        fprintf(stderr, "qrel dlq: --%s: want a whole number >= %zu, got \"%s\"\n", name, min,
+                v ? v : "");
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
+}
+
+/* Everything a dlq command needs before it talks to a broker; 2 on a usage error (printed). */
+struct dlq_args {
+    int replay, json;
+    size_t limit, sample;
+    double timeout; /* 0: the source's */
+    struct dlq_replay_opts o;
+};
+
+static int dlq_parse_args(int argc, char **argv, struct dlq_args *a)
+{
+    struct err e;
+    err_clear(&e);
+    int npos, help;
+    memset(a, 0, sizeof *a);
+    if (flags_parse(dlq_flags, NDLQ, argc, argv, 2, &npos, &help, &e)) {
+        fprintf(stderr, "qrel dlq: %s\n", e.msg);
+        return 2;
+    }
+    if (help) {
+        flags_usage(stdout, dlq_usage, dlq_flags, NDLQ);
+        return 0;
+    }
+    if (npos != 1 || (strcmp(argv[2], "inspect") != 0 && strcmp(argv[2], "replay") != 0)) {
+        fprintf(stderr, "qrel dlq: want one command, inspect or replay (see qrel dlq --help)\n");
+        return 2;
+    }
+    a->replay = strcmp(argv[2], "replay") == 0;
+    for (size_t i = NDLQ_INSPECT; i < NDLQ && !a->replay; i++)
+        if (dlq_flags[i].given) {
+            fprintf(stderr, "qrel dlq inspect: --%s is a flag of qrel dlq replay\n",
+                    dlq_flags[i].name);
+            return 2;
+        }
+    for (const char *const *k = (const char *const[]){"source", "queue", NULL}; *k; k++)
+        if (!flags_find(dlq_flags, NDLQ, *k)->value || !*flags_find(dlq_flags, NDLQ, *k)->value) {
+            fprintf(stderr, "qrel dlq: --%s is required\n", *k);
+            return 2;
+        }
+    enum log_level level;
+    int json_log;
+    if (log_parse_level(flags_find(dlq_flags, NDLQ, "log.level")->value, &level) ||
+        log_parse_format(flags_find(dlq_flags, NDLQ, "log.format")->value, &json_log)) {
+        fprintf(stderr, "qrel dlq: bad --log.level or --log.format\n");
+        return 2;
+    }
+    log_setup(level, json_log);
+    const char *format = flags_find(dlq_flags, NDLQ, "format")->value;
+    a->json = strcmp(format, "json") == 0;
+    if (!a->json && strcmp(format, "text") != 0) {
+        fprintf(stderr, "qrel dlq: --format: want text or json, got \"%s\"\n", format);
+        return 2;
+    }
+    if ((flags_find(dlq_flags, NDLQ, "limit")->given && dlq_count_flag("limit", 1, &a->limit)) ||
+        dlq_count_flag("sample", 0, &a->sample))
+        return 2;
+    const char *timeout = flags_find(dlq_flags, NDLQ, "timeout")->value;
+    if (timeout && (cfg_parse_duration(timeout, &a->timeout) || !(a->timeout > 0))) {
+        fprintf(stderr, "qrel dlq: --timeout: want a duration above 0 like \"10s\", got \"%s\"\n",
+                timeout);
+        return 2;
+    }
+    if (dlq_parse_only(flags_find(dlq_flags, NDLQ, "only")->value, &a->o.only, &e)) {
+        fprintf(stderr, "qrel dlq: %s\n", e.msg);
+        return 2;
+    }
+    const char *rate = flags_find(dlq_flags, NDLQ, "rate")->value;
+    if (rate) {
+        char *end;
+        a->o.rate = strtod(rate, &end);
+        if (end == rate || (*end && strcmp(end, "/s") != 0) || !(a->o.rate > 0) ||
+            a->o.rate > 1e6) {
+            fprintf(stderr, "qrel dlq: --rate: want messages a second like \"50/s\", got \"%s\"\n",
+                    rate);
+            return 2;
+        }
+    }
+    a->o.limit = a->replay ? a->limit : 0;
+    a->o.yes = flags_bool(flags_find(dlq_flags, NDLQ, "yes"));
+    a->o.max_failures_in_a_row = 3;
+    a->o.stop = &dlq_stop;
+    return -1; /* go on */
+}
+
+static int cmd_dlq(int argc, char **argv)
+{
+    struct dlq_args a;
+    int rc = dlq_parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    struct err e;
+    err_clear(&e);
+    struct sources *src = sources_load(flags_find(dlq_flags, NDLQ, "config.file")->value, &e);
+    if (!src) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 2;
+    }
+    struct dead_letter_join *j;
+    const char *source = flags_find(dlq_flags, NDLQ, "source")->value;
+    if (dlq_find(src, source, flags_find(dlq_flags, NDLQ, "queue")->value, &j, &e)) {
+        fprintf(stderr, "qrel dlq: %s\n", e.msg);
+        sources_free(src);
+        return 2;
+    }
+    if (a.replay && j->broker->kind->dlq->cannot_replay) {
+        char *k = dlq_kinds_that_can(1);
+        fprintf(stderr,
+                "qrel dlq replay: source \"%s\" is a %s source, which cannot be "
+                "replayed: %s (kinds that can: %s)\n",
+                source, j->broker->kind->name, j->broker->kind->dlq->cannot_replay, k);
+        free(k);
+        sources_free(src);
+        return 2;
+    }
+    /* SIGINT and SIGTERM stop a replay before its next message, and everything read is still
+     * released: without SA_RESTART, so that a pacing sleep ends at once. */
+    struct sigaction sa = {.sa_handler = dlq_on_signal};
+    sigemptyset(&sa.sa_mask);
+    for (const int *sig = (const int[]){SIGINT, SIGTERM, 0}; *sig; sig++)
+        sigaction(*sig, &sa, NULL);
+
+    double timeout = a.timeout > 0 ? a.timeout : j->broker->timeout;
+    struct deadline dl = deadline_in(timeout);
+    size_t max = !a.replay && a.limit ? a.limit : j->max_entries;
+    struct dlq_read r;
+    if (dlq_read(j, max, a.replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, timeout, &r, &e)) {
+        fprintf(stderr, "qrel dlq: queue \"%s\": %s\n", j->queue, e.msg);
+        sources_free(src);
+        return 1;
+    }
+    struct dlq_report_ctx x = {.source = j->broker->name,
+                               .kind = j->broker->kind->name,
+                               .queue = j->queue,
+                               .work_source = j->work->name,
+                               .sample = a.sample,
+                               .now = util_wall_now(),
+                               .json = a.json};
+    struct buf out;
+    buf_init(&out);
+    rc = 0;
+    if (!a.replay) {
+        dlq_report_inspect(&out, &x, &r);
+    } else {
+        struct dlq_replay_result res;
+        if (dlq_replay(&r, &a.o, &res, &e)) {
+            fprintf(stderr, "qrel dlq: %s\n", e.msg);
+            rc = 2;
+        } else {
+            dlq_report_replay(&out, &x, &r, &a.o, &res);
+            rc = res.n[DLQ_FATE_FAILED] || res.n[DLQ_FATE_NOT_REACHED] ? 1 : 0;
+        }
+    }
+    if (dlq_release(&r, &e)) {
+        fprintf(stderr, "qrel dlq: releasing what was read failed: %s\n", e.msg);
+        rc = rc ? rc : 1;
+    }
+    fwrite(out.data ? out.data : "", 1, out.len, stdout);
+    buf_free(&out);
+    dlq_read_free(&r);
+    sources_free(src);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
@@ -222,6 +459,8 @@ int main(int argc, char **argv)
         return cmd_scrape(argc, argv);
     if (strcmp(argv[1], "check") == 0)
         return cmd_check(argc, argv);
+    if (strcmp(argv[1], "dlq") == 0)
+        return cmd_dlq(argc, argv);
     if (strcmp(argv[1], "metrics") == 0) {
         /* The catalogue is the public API; docs and dashboards are checked against it. */
         for (size_t i = 0; i < metric_catalog_count(); i++) {

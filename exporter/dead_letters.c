@@ -68,7 +68,7 @@ static char *kinds_with(int broker)
     size_t n = 0;
     for (size_t i = 0; i < collector_kind_count(); i++) {
         const struct collector_kind *k = collector_kind_at(i);
-        if (broker ? k->dead_letter_ids == NULL : k->work_done == NULL)
+        if (broker ? k->dead_letter_ids == NULL && k->dlq == NULL : k->work_done == NULL)
             continue;
         if (n++)
             buf_puts(&b, ", ");
@@ -140,11 +140,13 @@ static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t i
     j->broker = find_source(s, map, "source", source, e);
     if (!j->broker)
         goto out;
-    if (!j->broker->kind->dead_letter_ids) {
+    /* A kind with dlq hooks but no dead_letter_ids reads with side effects: its entries are
+     * classified only by `qrel dlq`, never on a scrape (scheduler.c skips them). */
+    if (!j->broker->kind->dead_letter_ids && !j->broker->kind->dlq) {
         char *k = kinds_with(1);
         cfg_error(e, cfg_at(map, "source"),
-                  "source: \"%s\" is a %s source, whose dead letters cannot be read without side "
-                  "effects, so the exporter does not classify them (kinds it classifies: %s)",
+                  "source: \"%s\" is a %s source, whose dead letters qrel can neither classify "
+                  "on a scrape nor read with qrel dlq (kinds that can: %s)",
                   source, j->broker->kind->name, k);
         free(k);
         goto out;

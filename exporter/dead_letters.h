@@ -60,9 +60,10 @@ struct dead_letters {
 struct sources;
 
 /* Parses the `dead_letters` list (NULL: none) against the sources already loaded. Errors are
- * "file:line:col: ...": an unknown source, a broker source whose kind cannot read its dead
- * letters without side effects, a work_table source whose kind cannot tell work done, a queue
- * the source does not watch (as far as its configuration tells), the same queue twice. */
+ * "file:line:col: ...": an unknown source, a broker source whose kind can neither read its dead
+ * letters without side effects (dead_letter_ids) nor for `qrel dlq` (dlq), a work_table source
+ * whose kind cannot tell work done, a queue the source does not watch (as far as its configuration
+ * tells), the same queue twice. */
 int dead_letters_load(struct dead_letters *d, struct cfg_node *list, const struct sources *s,
                       struct err *e);
 void dead_letters_free(struct dead_letters *d); /* the members; NULL is fine */

@@ -225,6 +225,7 @@ static void body_free(void *cls)
     scheduler_unref(b->s);
     release(b->h);
     free(b);
+    xmalloc_release(); /* the scrape's sets and body are freed: give their pages back */
 }
 
 static ssize_t body_read(void *cls, uint64_t pos, char *out, size_t max)

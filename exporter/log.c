@@ -82,9 +82,9 @@ static void put_pair(struct buf *b, const char *k, const char *v, int first)
     if (as_json) {
         if (!first)
             buf_putc(b, ',');
-        buf_put_json_string(b, k);
+        buf_json_string(b, k);
         buf_putc(b, ':');
-        buf_put_json_string(b, clean.data ? clean.data : "");
+        buf_json_string(b, clean.data ? clean.data : "");
     } else {
         if (!first)
             buf_putc(b, ' ');

@@ -447,6 +447,10 @@ static void run_joins(struct scheduler *s, struct scheduler_scrape *sc)
     const struct dead_letters *d = &s->src->dead_letters;
     for (size_t k = 0; k < d->n; k++) {
         struct dead_letter_join *j = &d->v[k];
+        /* An entry of a kind whose reads have side effects is for `qrel dlq` only: the exporter
+         * stays read-only. */
+        if (!j->broker->kind->dead_letter_ids)
+            continue;
         struct scrape_entry *en = NULL;
         for (size_t i = 0; i < sc->n && !en; i++)
             if (sc->entries[i].st->c == j->broker)

@@ -11,13 +11,13 @@ void sd_render(struct buf *out, const struct sources *src, const char *advertise
     for (size_t i = 0; i < src->n; i++) {
         const struct collector *c = src->items[i];
         buf_puts(out, i ? ",\n{\"targets\":[" : "\n{\"targets\":[");
-        buf_put_json_string(out, advertise);
+        buf_json_string(out, advertise);
         buf_puts(out, "],\"labels\":{\"__metrics_path__\":\"/probe\",\"__param_target\":");
-        buf_put_json_string(out, c->name);
+        buf_json_string(out, c->name);
         buf_puts(out, ",\"source\":");
-        buf_put_json_string(out, c->name);
+        buf_json_string(out, c->name);
         buf_puts(out, ",\"kind\":");
-        buf_put_json_string(out, c->kind->name);
+        buf_json_string(out, c->kind->name);
         buf_puts(out, "}}");
     }
     buf_puts(out, src->n ? "\n]\n" : "]\n");

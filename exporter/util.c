@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +42,13 @@ void *xrealloc(void *p, size_t n)
     if (!q)
         oom(n);
     return q;
+}
+
+void xmalloc_release(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 char *xstrdup(const char *s)
@@ -120,30 +130,6 @@ void buf_puts(struct buf *b, const char *s)
 void buf_putc(struct buf *b, char c)
 {
     buf_append(b, &c, 1);
-}
-
-void buf_put_json_string(struct buf *b, const char *s)
-{
-    /* The characters with a two-character escape, each over the letter that follows its
-     * backslash. */
-    static const char plain[] = "\"\\\n\r\t", letter[] = "\"\\nrt";
-    if (!s) {
-        buf_puts(b, "null");
-        return;
-    }
-    buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        const char *e = strchr(plain, *p);
-        if (e) {
-            buf_putc(b, '\\');
-            buf_putc(b, letter[e - plain]);
-        } else if (*p < 0x20) {
-            buf_printf(b, "\\u%04x", *p);
-        } else {
-            buf_putc(b, (char)*p);
-        }
-    }
-    buf_putc(b, '"');
 }
 
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
@@ -366,4 +352,38 @@ int util_parse_rfc3339(const char *s, double *epoch)
     long long days = days_from_civil(Y, (unsigned)M, (unsigned)D);
     *epoch = (double)(days * 86400 + h * 3600LL + m * 60LL + sec - offset) + frac;
     return 0;
+}
+
+void buf_json_string(struct buf *out, const char *s)
+{
+    if (!s) {
+        buf_puts(out, "null");
+        return;
+    }
+    buf_putc(out, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"':
+            buf_puts(out, "\\\"");
+            break;
+        case '\\':
+            buf_puts(out, "\\\\");
+            break;
+        case '\n':
+            buf_puts(out, "\\n");
+            break;
+        case '\r':
+            buf_puts(out, "\\r");
+            break;
+        case '\t':
+            buf_puts(out, "\\t");
+            break;
+        default:
+            if (*p < 0x20)
+                buf_printf(out, "\\u%04x", *p);
+            else
+                buf_putc(out, (char)*p);
+        }
+    }
+    buf_putc(out, '"');
 }

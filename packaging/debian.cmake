@@ -103,8 +103,9 @@ letters, for Redis streams, PostgreSQL (tables and job runners), Amazon SQS,
 RabbitMQ, Kafka, NATS JetStream, Google Pub/Sub, Sidekiq, BullMQ, Celery, RQ
 and beanstalkd.
 qrel_exporter serves them to Prometheus (qrel-exporter.service); qrel check
-turns them into findings with a Nagios-style exit status. Alert rules and
-Grafana dashboards are in /usr/share/qrel.")
+turns them into findings with a Nagios-style exit status; qrel dlq tells
+which dead letters' work was done and replays only the others. Alert rules
+and Grafana dashboards are in /usr/share/qrel.")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_BINARY_DIR}/deb/conffiles ${CMAKE_BINARY_DIR}/deb/postinst
     ${CMAKE_BINARY_DIR}/deb/prerm ${CMAKE_BINARY_DIR}/deb/postrm)

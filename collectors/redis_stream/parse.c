@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/redis.h"
@@ -408,6 +409,89 @@ int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
             dead_letter_read_add(out, v->str, v->len);
         else
             dead_letter_read_add(out, NULL, 0);
+    }
+    return 0;
+}
+
+void redis_stream_fields_free(void *fields)
+{
+    struct redis_stream_fields *f = fields;
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->n; i++)
+        free(f->v[i]);
+    free(f->v);
+    free(f->len);
+    free(f);
+}
+
+/* A whole number >= 0 of at most 18 digits, or -1. */
+static int64_t whole_number(const redisReply *v)
+{
+    if (!is_string(v) || v->len == 0 || v->len > 18)
+        return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i < v->len; i++) {
+        if (v->str[i] < '0' || v->str[i] > '9')
+            return -1;
+        n = n * 10 + (v->str[i] - '0');
+    }
+    return n;
+}
+
+/* Unix seconds ("1764612000.25") or RFC 3339; 0 when neither. */
+static double time_of(const redisReply *v)
+{
+    if (!is_string(v) || memchr(v->str, '\0', v->len))
+        return 0;
+    char *end;
+    double t = strtod(v->str, &end);
+    if (end != v->str && *end == '\0' && t > 0)
+        return t;
+    return util_parse_rfc3339(v->str, &t) == 0 && t > 0 ? t : 0;
+}
+
+int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq_message *m,
+                           struct err *e)
+{
+    struct redis_stream_id id;
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 2 || !is_string(x->element[0]) ||
+        redis_stream_parse_id(x->element[0]->str, x->element[0]->len, &id) || !x->element[1] ||
+        x->element[1]->type != REDIS_REPLY_ARRAY || x->element[1]->elements % 2)
+        return err_set(e, ERR_PROTOCOL, "want [id, [field, value, ...]]");
+    const redisReply *f = x->element[1];
+    for (size_t j = 0; j < f->elements; j++)
+        if (!is_string(f->element[j]))
+            return err_set(e, ERR_PROTOCOL, "entry %s: field %zu: want a string, got %s",
+                           x->element[0]->str, j / 2 + 1, redis_reply_type_name(f->element[j]));
+    m->message_id = xstrndup(x->element[0]->str, x->element[0]->len);
+    struct redis_stream_fields *kd = xcalloc(1, sizeof *kd);
+    kd->n = f->elements;
+    kd->v = xcalloc(kd->n ? kd->n : 1, sizeof *kd->v);
+    kd->len = xcalloc(kd->n ? kd->n : 1, sizeof *kd->len);
+    m->kind_data = kd;
+    m->dead_since = (double)id.ms / 1000.0;
+    size_t flen = strlen(id_field);
+    int seen_id = 0;
+    for (size_t j = 0; j < f->elements; j++) {
+        const redisReply *v = f->element[j];
+        kd->v[j] = xmalloc(v->len + 1);
+        memcpy(kd->v[j], v->str, v->len);
+        kd->v[j][v->len] = '\0';
+        kd->len[j] = v->len;
+        if (j % 2)
+            m->body_bytes += v->len;
+        if (j % 2 || j + 1 >= f->elements)
+            continue;
+        const redisReply *val = f->element[j + 1];
+        if (!seen_id && v->len == flen && memcmp(v->str, id_field, flen) == 0) {
+            seen_id = 1; /* the first one, as the exporter's join reads it */
+            if (val->len > 0 && !memchr(val->str, '\0', val->len))
+                m->work_id = xstrndup(val->str, val->len);
+        } else if (key_is(v, "deliveries"))
+            m->deliveries = whole_number(val);
+        else if (key_is(v, "dead_since") && time_of(val) > 0)
+            m->dead_since = time_of(val);
     }
     return 0;
 }

@@ -30,6 +30,15 @@
 #include "log.h"
 #include "util.h"
 
+struct redis_conn *redis_stream_conn(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    if (!st->conn)
+        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
+                                   st->rs.db, dl, e);
+    return st->conn;
+}
+
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
@@ -40,12 +49,8 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     int rc = -1;
 
     memset(&sc, 0, sizeof sc);
-    if (!st->conn) {
-        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
-                                   st->rs.db, dl, e);
-        if (!st->conn)
-            return -1;
-    }
+    if (!redis_stream_conn(c, dl, e))
+        return -1;
     struct redis_stats before = *redis_conn_stats(st->conn);
     p = redis_pipe_new();
     if (redis_stream_resolve_targets(c, st, p, dl, &sc, e) ||
@@ -76,9 +81,7 @@ out:
 
 /* ---- the dead-letter join's broker side (collector.h) ---- */
 
-/* The first entry of streams that has queue: by name, else by a pattern it matches (SCAN's glob,
- * which fnmatch reads alike for names). NULL when none. */
-static const struct stream_spec *spec_of(const struct state *st, const char *queue)
+const struct stream_spec *redis_stream_spec_of(const struct state *st, const char *queue)
 {
     for (size_t i = 0; i < st->nspecs; i++)
         if (st->specs[i].name && strcmp(st->specs[i].name, queue) == 0)
@@ -93,7 +96,7 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
                                 const char *id_field, struct err *e)
 {
     (void)id_field; /* any field name of an entry */
-    const struct stream_spec *sp = spec_of(c->priv, queue);
+    const struct stream_spec *sp = redis_stream_spec_of(c->priv, queue);
     if (!sp)
         return cfg_error(e, cfg_at(entry, "queue"),
                          "queue: source \"%s\" watches no stream \"%s\" (by name or pattern)",
@@ -106,8 +109,10 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
 }
 
 struct dl_run {
+    size_t *total;
+    redis_stream_range_fn add; /* gets the XRANGE reply */
     const char *id_field;
-    struct dead_letter_read *out;
+    void *out;
 };
 
 /* Reply 0 is XLEN, reply 1 the XRANGE of the dead-letter stream. */
@@ -119,46 +124,60 @@ static int dl_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 ? "XLEN" : "XRANGE", n, r->str);
     }
     if (i == 0) {
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
-            return err_set(e, ERR_PROTOCOL, "XLEN: want an integer >= 0, got %s",
-                           redis_reply_type_name(r));
-        run->out->total = (size_t)r->integer;
+        long long len;
+        if (redis_stream_parse_len(r, &len, e))
+            return err_prefix(e, "XLEN");
+        *run->total = (size_t)len;
         return 0;
     }
-    if (redis_stream_dead_letter_ids(r, run->id_field, run->out, e))
+    if (run->add(r, run->id_field, run->out, e))
         return err_prefix(e, "XRANGE");
     return 0;
+}
+
+char *redis_stream_read_dead(struct collector *c, const char *queue, const char *id_field,
+                             size_t max, const struct deadline *dl, redis_stream_range_fn add,
+                             void *out, size_t *total, struct err *e)
+{
+    struct state *st = c->priv;
+    const struct stream_spec *sp = redis_stream_spec_of(st, queue);
+    if (!sp || !sp->dlq_tmpl) {
+        err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
+        return NULL;
+    }
+    if (!redis_stream_conn(c, dl, e))
+        return NULL;
+    char *dlq = redis_stream_dlq_name(sp->dlq_tmpl, queue);
+    char count[24];
+    snprintf(count, sizeof count, "%zu", max);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "XLEN", dlq, NULL);
+    redis_pipe_addv(p, "XRANGE", dlq, "-", "+", "COUNT", count, NULL);
+    struct dl_run run = {total, add, id_field, out};
+    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
+    redis_pipe_free(p);
+    if (rc) {
+        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(st->conn), dlq);
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+        free(dlq);
+        return NULL;
+    }
+    return dlq;
+}
+
+static int add_ids(const redisReply *r, const char *id_field, void *out, struct err *e)
+{
+    return redis_stream_dead_letter_ids(r, id_field, out, e);
 }
 
 static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
                            const struct deadline *dl, struct dead_letter_read *out, struct err *e)
 {
-    struct state *st = c->priv;
-    const struct stream_spec *sp = spec_of(st, queue);
-    if (!sp || !sp->dlq_tmpl)
-        return err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
-    out->dead_letter_queue = redis_stream_dlq_name(sp->dlq_tmpl, queue);
-    if (!st->conn) {
-        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
-                                   st->rs.db, dl, e);
-        if (!st->conn)
-            return -1;
-    }
-    char count[24];
-    snprintf(count, sizeof count, "%zu", max);
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "XLEN", out->dead_letter_queue, NULL);
-    redis_pipe_addv(p, "XRANGE", out->dead_letter_queue, "-", "+", "COUNT", count, NULL);
-    struct dl_run run = {id_field, out};
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
-    redis_pipe_free(p);
-    if (rc) {
-        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(st->conn),
-                   out->dead_letter_queue);
-        redis_conn_close(st->conn);
-        st->conn = NULL;
+    out->dead_letter_queue =
+        redis_stream_read_dead(c, queue, id_field, max, dl, add_ids, out, &out->total, e);
+    if (!out->dead_letter_queue)
         return -1;
-    }
     if (out->total < out->read)
         out->total = out->read; /* added between XLEN and XRANGE */
     return 0;
@@ -179,4 +198,5 @@ const struct collector_kind redis_stream_kind = {.name = "redis_stream",
                                                  .destroy = redis_stream_destroy,
                                                  .audit_hint = audit_hint,
                                                  .dead_letter_validate = dead_letter_validate,
-                                                 .dead_letter_ids = dead_letter_ids};
+                                                 .dead_letter_ids = dead_letter_ids,
+                                                 .dlq = &redis_stream_dlq};

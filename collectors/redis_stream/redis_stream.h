@@ -106,6 +106,24 @@ char *redis_stream_dlq_name(const char *tmpl, const char *stream);
 int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
                                  struct dead_letter_read *out, struct err *e);
 
+/* A dead-letter entry's fields as read, for `qrel dlq` to put back as they were: v[0], v[2], …
+ * the names and v[1], v[3], … the values, binary safe (len), in the entry's order. */
+struct redis_stream_fields {
+    size_t n;
+    char **v;
+    size_t *len;
+};
+void redis_stream_fields_free(void *fields); /* a struct redis_stream_fields *; NULL is fine */
+
+/* Fills m from entry x ([id, [field, value, ...]]) of an XRANGE reply of a dead-letter stream:
+ * message_id the entry id; work_id the first field named id_field (NULL when absent, empty or
+ * holding a NUL byte); deliveries the field "deliveries" when it holds a whole number; dead_since
+ * the field "dead_since" (unix seconds or RFC 3339) else the time in the entry id; kind_data the
+ * fields (struct redis_stream_fields). ERR_PROTOCOL without a prefix for another shape; m's
+ * members may then be set (dlq_batch_free frees them). */
+int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq_message *m,
+                           struct err *e);
+
 /* The per-group settings that come from the config file. */
 struct redis_stream_policy {
     double claim_min_idle;    /* seconds; <= 0: not configured */

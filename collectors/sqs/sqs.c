@@ -10,7 +10,9 @@
  * (sqs/cloudwatch.c).
  *
  * Only read-only actions are called. ReceiveMessage never is: receiving changes the queue (it
- * hides the message and counts a receive towards maxReceiveCount). Calls run one after another
+ * hides the message and counts a receive towards maxReceiveCount). `qrel dlq`, which does
+ * receive from a dead-letter queue (and writes on replay), is sqs/dlq.c: it goes through the
+ * request path and queue lookups exported here (sqs.h). Calls run one after another
  * under the collection's deadline; the per-queue calls are cheap and a scrape of many queues is
  * bounded by the source's timeout like any other. */
 #include "sqs.h"
@@ -24,12 +26,15 @@
 #include "common/secret.h"
 #include "config.h"
 #include "log.h"
+#include "sqs/dlq.h"
 #include "util.h"
 
 #define DEFAULT_MAX_QUEUES 1000
 #define DEFAULT_CW_LOOKBACK 900.0
 #define LIST_PAGE 1000
 #define QUEUE_NAME_MAX 80
+#define DEFAULT_DLQ_VISIBILITY 30.0
+#define MAX_VISIBILITY 43200.0 /* SQS's own limit: 12 hours */
 
 /* ------------------------------------------------------------------ requests */
 
@@ -109,6 +114,7 @@ struct state {
     struct dlq_url *dlq_urls;
     size_t ndlq_urls;
     int warned_cap;
+    double dlq_visibility; /* the VisibilityTimeout `qrel dlq` reads dead letters with */
 };
 
 static void destroy(struct collector *c)
@@ -298,6 +304,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_bool(map, "cloudwatch", 0, &st->cloudwatch, e) ||
         cfg_get_positive_duration(map, "cloudwatch_lookback", DEFAULT_CW_LOOKBACK, &st->cw_lookback,
                                   e) ||
+        cfg_get_positive_duration(map, "dlq_visibility_timeout", DEFAULT_DLQ_VISIBILITY,
+                                  &st->dlq_visibility, e) ||
         http_config_parse(map, &st->http_cfg, e) || cfg_finish(map, where, e)) {
         creds_free(&k);
         cfg_strv_free(queues);
@@ -346,6 +354,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (st->cw_lookback < 60) {
         cfg_error(e, cfg_at(map, "cloudwatch_lookback"),
                   "cloudwatch_lookback: want at least 1m (SQS publishes one datum a minute)");
+        goto out;
+    }
+    if (st->dlq_visibility < 1 || st->dlq_visibility > MAX_VISIBILITY) {
+        cfg_error(e, cfg_at(map, "dlq_visibility_timeout"),
+                  "dlq_visibility_timeout: want 1s to 12h (SQS's VisibilityTimeout range)");
         goto out;
     }
     st->http = http_client_new(c->name, &st->http_cfg);
@@ -428,7 +441,7 @@ static char *body_of(const char *k1, const char *v1, const char *k2, const char 
     return s;
 }
 
-static int call(struct collector *c, struct scrape *sc, const char *action, const char *what,
+int sqs_request(struct collector *c, unsigned *calls, const char *action, const char *what,
                 const char *body, const struct deadline *dl, json_t **doc, int *missing,
                 struct err *e)
 {
@@ -437,21 +450,19 @@ static int call(struct collector *c, struct scrape *sc, const char *action, cons
                           st->token_header};
     char target[64];
     snprintf(target, sizeof target, "AmazonSQS.%s", action);
-    sc->calls++;
+    (*calls)++;
     return sqs_aws_call(&aws, st->endpoint, "sqs", target, what, body, dl, doc, missing, e);
 }
 
-/* GetQueueUrl of name (owned by account, may be NULL). 1 with *url set, 0 when the queue does
- * not exist, -1 on error. */
-static int get_queue_url(struct collector *c, struct scrape *sc, const char *name,
-                         const char *account, const struct deadline *dl, char **url, struct err *e)
+int sqs_get_queue_url(struct collector *c, unsigned *calls, const char *name, const char *account,
+                      const struct deadline *dl, char **url, struct err *e)
 {
     char *body = body_of("QueueName", name, "QueueOwnerAWSAccountId", account);
     char what[200];
     snprintf(what, sizeof what, "AmazonSQS.GetQueueUrl \"%s\"", name);
     json_t *doc = NULL;
     int missing = 0;
-    int rc = call(c, sc, "GetQueueUrl", what, body, dl, &doc, &missing, e);
+    int rc = sqs_request(c, calls, "GetQueueUrl", what, body, dl, &doc, &missing, e);
     free(body);
     if (rc)
         return missing ? 0 : -1;
@@ -486,7 +497,8 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
         free(token);
         token = NULL;
         json_t *doc = NULL;
-        int r = call(c, sc, "ListQueues", "AmazonSQS.ListQueues", body, dl, &doc, NULL, e);
+        int r = sqs_request(c, &sc->calls, "ListQueues", "AmazonSQS.ListQueues", body, dl, &doc,
+                            NULL, e);
         free(body);
         if (r)
             goto out;
@@ -540,7 +552,7 @@ static int resolve_targets(struct collector *c, struct scrape *sc, const struct 
     for (size_t i = 0; i < st->nnames; i++) {
         struct named *q = &st->names[i];
         if (!q->url) {
-            int r = get_queue_url(c, sc, q->name, NULL, dl, &q->url, e);
+            int r = sqs_get_queue_url(c, &sc->calls, q->name, NULL, dl, &q->url, e);
             if (r < 0)
                 return -1;
             if (r == 0) {
@@ -555,9 +567,8 @@ static int resolve_targets(struct collector *c, struct scrape *sc, const struct 
     return 0;
 }
 
-/* GetQueueAttributes of url. 1 with *a filled, 0 when the queue does not exist, -1 on error. */
-static int get_attributes(struct collector *c, struct scrape *sc, const char *url, const char *name,
-                          int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e)
+int sqs_get_attributes(struct collector *c, unsigned *calls, const char *url, const char *name,
+                       int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e)
 {
     json_t *o = json_object();
     json_object_set_new(o, "QueueUrl", json_string(url));
@@ -576,7 +587,7 @@ static int get_attributes(struct collector *c, struct scrape *sc, const char *ur
     snprintf(what, sizeof what, "AmazonSQS.GetQueueAttributes \"%s\"", name);
     json_t *doc = NULL;
     int missing = 0;
-    int rc = call(c, sc, "GetQueueAttributes", what, body, dl, &doc, &missing, e);
+    int rc = sqs_request(c, calls, "GetQueueAttributes", what, body, dl, &doc, &missing, e);
     free(body);
     if (rc)
         return missing ? 0 : -1;
@@ -637,7 +648,7 @@ static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadli
         struct dlq_url *cached = dlq_cache(st, r->dlq_arn);
         if (!cached) {
             char *url = NULL;
-            int got = get_queue_url(c, sc, r->dlq_name, r->dlq_account, dl, &url, e);
+            int got = sqs_get_queue_url(c, &sc->calls, r->dlq_name, r->dlq_account, dl, &url, e);
             if (got < 0)
                 return -1;
             if (got == 0) {
@@ -650,7 +661,7 @@ static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadli
             cached->url = url;
         }
         struct sqs_attrs a;
-        int got = get_attributes(c, sc, cached->url, r->dlq_name, 0, dl, &a, e);
+        int got = sqs_get_attributes(c, &sc->calls, cached->url, r->dlq_name, 0, dl, &a, e);
         if (got < 0)
             return -1;
         if (got == 0) { /* deleted since: ask GetQueueUrl again next time */
@@ -765,7 +776,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         goto out;
     for (size_t i = 0; i < sc.n; i++) {
         struct target *t = &sc.t[i];
-        int got = get_attributes(c, &sc, t->url, t->name, 1, dl, &t->a, e);
+        int got = sqs_get_attributes(c, &sc.calls, t->url, t->name, 1, dl, &t->a, e);
         if (got < 0)
             goto out;
         if (got == 0) { /* deleted between listing and asking, or a stale cached URL */
@@ -797,6 +808,58 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ `qrel dlq` (sqs/dlq.c) */
+
+static int watches(const struct state *st, const char *name)
+{
+    if (st->list_all || (st->prefix && strncmp(name, st->prefix, strlen(st->prefix)) == 0))
+        return 1;
+    for (size_t i = 0; i < st->nnames; i++)
+        if (strcmp(st->names[i].name, name) == 0)
+            return 1;
+    for (size_t i = 0; i < st->nurls; i++) {
+        char *n = sqs_queue_name_from_url(st->urls[i]);
+        int same = n && strcmp(n, name) == 0;
+        free(n);
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+char *sqs_configured_url(struct collector *c, const char *name)
+{
+    const struct state *st = c->priv;
+    for (size_t i = 0; i < st->nurls; i++) {
+        char *n = sqs_queue_name_from_url(st->urls[i]);
+        int same = n && strcmp(n, name) == 0;
+        free(n);
+        if (same)
+            return xstrdup(st->urls[i]);
+    }
+    return NULL;
+}
+
+double sqs_dlq_visibility(struct collector *c)
+{
+    return ((const struct state *)c->priv)->dlq_visibility;
+}
+
+/* Whether the RedrivePolicy exists is only known to SQS: `qrel dlq` says so when it is missing. */
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    char why[300];
+    if (sqs_dlq_id_field_check(id_field, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    if (!watches(c->priv, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
+                         "its queues, or a name its queue_name_prefix matches)",
+                         c->name, queue);
+    return 0;
+}
+
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const char *audit_hint(const char *rule)
 {
@@ -809,4 +872,6 @@ const struct collector_kind sqs_kind = {.name = "sqs",
                                         .configure = configure,
                                         .collect = collect,
                                         .destroy = destroy,
-                                        .audit_hint = audit_hint};
+                                        .audit_hint = audit_hint,
+                                        .dead_letter_validate = dead_letter_validate,
+                                        .dlq = &sqs_dlq_kind};

@@ -98,6 +98,29 @@ int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *se
                  const char *target, const char *what, const char *body, const struct deadline *dl,
                  json_t **doc, int *missing_queue, struct err *e);
 
+/* ---- the source's own requests, shared with `qrel dlq` (sqs/dlq.c) ---- */
+
+struct collector;
+
+/* One AmazonSQS.<action> call with the source's endpoint and credentials; *calls counts it.
+ * Otherwise as sqs_aws_call. */
+int sqs_request(struct collector *c, unsigned *calls, const char *action, const char *what,
+                const char *body, const struct deadline *dl, json_t **doc, int *missing,
+                struct err *e);
+/* GetQueueUrl of name (owned by account, may be NULL). 1 with *url set (malloc'd), 0 when the
+ * queue does not exist, -1 on error. */
+int sqs_get_queue_url(struct collector *c, unsigned *calls, const char *name, const char *account,
+                      const struct deadline *dl, char **url, struct err *e);
+/* GetQueueAttributes of url (All, or only the three counts). 1 with *a filled, 0 when the queue
+ * does not exist, -1 on error. */
+int sqs_get_attributes(struct collector *c, unsigned *calls, const char *url, const char *name,
+                       int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e);
+/* The URL the source's queues list gives for the queue called name (malloc'd), NULL when the
+ * queue is not listed by URL. */
+char *sqs_configured_url(struct collector *c, const char *name);
+/* dlq_visibility_timeout: how long `qrel dlq` hides the dead letters it reads, seconds. */
+double sqs_dlq_visibility(struct collector *c);
+
 /* ---- CloudWatch (sqs/cloudwatch.c) ---- */
 
 /* GetMetricData takes at most 500 queries per call. */

@@ -159,10 +159,10 @@ subst() { # subst EXPR SOURCE QUEUE
   printf '%s' "$e"
 }
 # Series that no kind of this scenario (redis_stream, postgres) exports: cumulative redelivery
-# and lease-expiry counters come from brokers that keep them (RabbitMQ, beanstalkd, Pub/Sub). A
-# panel made only of these may return nothing here; its query must still be accepted by
-# Prometheus.
-not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total "
+# and lease-expiry counters come from brokers that keep them (RabbitMQ, beanstalkd, Pub/Sub),
+# orphaned messages from Sidekiq and messages past the lease by their ETA from Celery. A panel
+# made only of these may return nothing here; its query must still be accepted by Prometheus.
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages "
 only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
   local m any=1
   for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do

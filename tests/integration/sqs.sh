@@ -11,6 +11,8 @@
 # answers each give up 0 with their reason within the timeout while a healthy source reports.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/sqs.sh
+. "$QREL_SOURCE_DIR/tests/lib/sqs.sh"
 
 # ---- the peers: fauxqs 2.4.1 and Node 22 from npm (tests/lib/servers.sh installs them once)
 start_fauxqs FQ
@@ -29,24 +31,6 @@ PIDS+=("$!")
 wait_for 30 "the SigV4 stub to write its port" port_file "$T/stub.port" SP
 
 # ---- the workload, set up straight on fauxqs (so the stub's log holds only the exporter's calls)
-sqs() { # sqs ACTION JSON: one AWS JSON 1.0 call to fauxqs; prints the answer
-  curl -fsS -H 'Content-Type: application/x-amz-json-1.0' -H "X-Amz-Target: AmazonSQS.$1" \
-    --data-binary "$2" "http://127.0.0.1:$FQ/"
-}
-create() { # create NAME ATTRIBUTES_JSON: prints the queue URL
-  sqs CreateQueue "{\"QueueName\":\"$1\",\"Attributes\":$2}" | jq -r .QueueUrl
-}
-arn() { echo "arn:aws:sqs:us-east-1:000000000000:$1"; }
-send() { sqs SendMessage "{\"QueueUrl\":\"$1\",\"MessageBody\":\"$2\"${3:+,$3}}" >/dev/null; }
-receive() { # receive URL [extra JSON members]: prints how many messages came back
-  sqs ReceiveMessage "{\"QueueUrl\":\"$1\",\"MaxNumberOfMessages\":10${2:+,$2}}" | jq '.Messages | length'
-}
-depth() { # depth URL ATTRIBUTE
-  sqs GetQueueAttributes "{\"QueueUrl\":\"$1\",\"AttributeNames\":[\"All\"]}" | jq -r ".Attributes.$2"
-}
-policy() { # policy DLQ_NAME COUNT_JSON: a RedrivePolicy attribute value (a JSON string)
-  jq -cn --arg arn "$(arn "$1")" --argjson n "$2" '{deadLetterTargetArn: $arn, maxReceiveCount: $n} | tojson'
-}
 
 orders_dlq=$(create orders-dlq '{}')
 orders=$(create orders "{\"VisibilityTimeout\":\"2\",\"RedrivePolicy\":$(policy orders-dlq '"2"')}")

@@ -19,6 +19,7 @@
 
 #include "collector.h"
 #include "dead_letters.h"
+#include "dlq.h"
 #include "postgres/work_table.h"
 #include "redis_stream/redis_stream.h"
 #include "sources.h"
@@ -123,8 +124,8 @@ START_TEST(test_config_not_a_broker)
         load_text(SOURCES DL "  - source: shop\n    queue: orders\n    id_field: order\n" WT, &e),
         -1);
     const char *want = "x.yml:17:13: source: \"shop\" is a postgres source, whose dead letters "
-                       "cannot be read without side effects, so the exporter does not classify "
-                       "them (kinds it classifies: ";
+                       "qrel can neither classify on a scrape nor read with qrel dlq (kinds that "
+                       "can: ";
     ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
     const char *list = e.msg + strlen(want);
     ck_assert_msg(strstr(list, "redis_stream") != NULL, "%s", e.msg);
@@ -409,6 +410,72 @@ START_TEST(test_tally_bad)
 }
 END_TEST
 
+/* `qrel dlq`'s reading of the same entries: every field kept, in order, for the requeue; the id,
+ * the delivery count and the time each entry carries. */
+START_TEST(test_dlq_entry)
+{
+    struct err e = {0};
+    redisReply *r = RESP(xrange_dlq);
+    struct dlq_batch b = {0};
+    for (size_t i = 0; i < r->elements; i++)
+        ck_assert_int_eq(redis_stream_dlq_entry(r->element[i], "order", dlq_batch_push(&b), &e), 0);
+    freeReplyObject(r);
+    ck_assert_uint_eq(b.n, 4);
+    const struct dlq_message *m = &b.v[0];
+    ck_assert_str_eq(m->message_id, "1795959044100-0");
+    ck_assert_str_eq(m->work_id, "17");
+    ck_assert_int_eq(m->deliveries, 4);
+    ck_assert(m->dead_since == 1795959044.1); /* the entry id's time: no dead_since field */
+    const struct redis_stream_fields *f = m->kind_data;
+    ck_assert_uint_eq(f->n, 8);
+    ck_assert_str_eq(f->v[0], "id");
+    ck_assert_str_eq(f->v[7], "max_deliveries");
+    ck_assert_uint_eq(m->body_bytes, 15 + 2 + 1 + 14);
+    ck_assert_str_eq(b.v[1].work_id, "018"); /* the first field of that name counts */
+    ck_assert_int_eq(b.v[1].deliveries, -1);
+    ck_assert_ptr_null(b.v[2].work_id);
+    ck_assert_ptr_null(b.v[3].work_id); /* empty */
+    dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
+
+    /* dead_since as unix seconds or RFC 3339; a NUL byte in a value is kept for the requeue. */
+    r = RESP("*2\r\n*2\r\n$3\r\n1-1\r\n*4\r\n$10\r\ndead_since\r\n$12\r\n1700000000.5\r\n"
+             "$1\r\nk\r\n$3\r\na\0b\r\n"
+             "*2\r\n$3\r\n2-1\r\n*2\r\n$10\r\ndead_since\r\n$20\r\n2023-11-14T22:13:20Z\r\n");
+    for (size_t i = 0; i < r->elements; i++)
+        ck_assert_int_eq(redis_stream_dlq_entry(r->element[i], "order", dlq_batch_push(&b), &e), 0);
+    freeReplyObject(r);
+    ck_assert(b.v[0].dead_since == 1700000000.5);
+    ck_assert(b.v[1].dead_since == 1700000000.0);
+    f = b.v[0].kind_data;
+    ck_assert_uint_eq(f->len[3], 3);
+    ck_assert_int_eq(memcmp(f->v[3], "a\0b", 3), 0);
+    dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
+
+    /* Another shape: refused. */
+    r = RESP("*2\r\n$3\r\n1-1\r\n*1\r\n$5\r\norder\r\n");
+    ck_assert_int_eq(redis_stream_dlq_entry(r, "order", dlq_batch_push(&b), &e), -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    freeReplyObject(r);
+    dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
+}
+END_TEST
+
+/* `qrel dlq` finds its entry among the file's, or says which there are. */
+START_TEST(test_dlq_find)
+{
+    struct err e = {0};
+    struct sources *s = sources_load_string("x.yml", SOURCES DL ENTRY WT, &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    struct dead_letter_join *j = NULL;
+    ck_assert_int_eq(dlq_find(s, "cache", "orders", &j, &e), 0);
+    ck_assert_ptr_eq(j, &s->dead_letters.v[0]);
+    ck_assert_int_eq(dlq_find(s, "cache", "jobs", &j, &e), -1);
+    ck_assert_str_eq(e.msg, "x.yml: no dead_letters entry for source \"cache\" and queue \"jobs\" "
+                            "(entries: --source=cache --queue=orders)");
+    sources_free(s);
+}
+END_TEST
+
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 static Suite *dead_letters_suite(void)
@@ -428,6 +495,8 @@ static Suite *dead_letters_suite(void)
     tcase_add_test(tc, test_sql);
     tcase_add_test(tc, test_tally);
     tcase_add_test(tc, test_tally_bad);
+    tcase_add_test(tc, test_dlq_entry);
+    tcase_add_test(tc, test_dlq_find);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -468,16 +468,24 @@ static const struct {
           "    queue_prefix: x\n",
      "x.yml:7:5: unknown key \"queue_prefix\" in source \"aws\" (known keys: access_key_id, "
      "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
-     "endpoint, kind, max_queues, max_response_bytes, min_interval, name, queue_name_prefix, "
+     "dlq_visibility_timeout, endpoint, kind, max_queues, max_response_bytes, min_interval, name, "
+     "queue_name_prefix, "
      "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
      "session_token_file, timeout, tls_config)"},
     /* a misspelt key is reported, with the known keys, before the region it leaves missing */
     {HEAD "    regoin: eu-west-1\n",
      "x.yml:4:5: unknown key \"regoin\" in source \"aws\" (known keys: access_key_id, "
      "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
-     "endpoint, kind, max_queues, max_response_bytes, min_interval, name, queue_name_prefix, "
+     "dlq_visibility_timeout, endpoint, kind, max_queues, max_response_bytes, min_interval, name, "
+     "queue_name_prefix, "
      "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
      "session_token_file, timeout, tls_config)"},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    dlq_visibility_timeout: 500ms\n",
+     "x.yml:7:29: dlq_visibility_timeout: want 1s to 12h (SQS's VisibilityTimeout range)"},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    dlq_visibility_timeout: 13h\n",
+     "x.yml:7:29: dlq_visibility_timeout: want 1s to 12h (SQS's VisibilityTimeout range)"},
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    access_key_id_env: T_SECRET\n"
           "    secret_access_key_env: T_SECRET\n",
      "x.yml:5:20: access_key_id: want one of access_key_id, access_key_id_file and "

@@ -1,0 +1,372 @@
+/* dlq.c: the engine of `qrel dlq` (see dlq.h for why and what).
+ *
+ * The order of a replay is the safety argument and lives here, not in the kinds: requeue()
+ * first, remove() only after it succeeded, release() on every way out. Every hook call holds the
+ * broker collector's lock, as the exporter's join does, so a kind's connection is never used by
+ * two callers at once even if the engine is one day run inside the exporter. */
+#include "dlq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "util.h"
+
+/* ---- names ---- */
+
+int dlq_parse_only(const char *s, enum dlq_only *out, struct err *e)
+{
+    static const char *const names[] = {"not_done", "unknown", "all"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum dlq_only)i;
+            return 0;
+        }
+    return err_set(e, ERR_CONFIG, "--only: want not_done, unknown or all, got \"%.100s\"", s);
+}
+
+const char *dlq_only_name(enum dlq_only o)
+{
+    return o == DLQ_ONLY_ALL ? "all" : o == DLQ_ONLY_UNKNOWN ? "unknown" : "not_done";
+}
+
+const char *dlq_work_name(enum dead_letter_work w)
+{
+    return w == DL_WORK_DONE ? "done" : w == DL_WORK_NOT_DONE ? "not_done" : "unknown";
+}
+
+/* ---- selection (pure) ---- */
+
+size_t dlq_select(const enum dead_letter_work *work, size_t n, enum dlq_only only, size_t limit,
+                  enum dlq_choice *choice)
+{
+    size_t chosen = 0;
+    for (size_t i = 0; i < n; i++) {
+        enum dlq_choice c = DLQ_MOVE;
+        if (work[i] == DL_WORK_DONE && only != DLQ_ONLY_ALL)
+            c = DLQ_SKIP_DONE; /* replaying it would repeat the work */
+        else if (work[i] == DL_WORK_NOT_DONE && only == DLQ_ONLY_UNKNOWN)
+            c = DLQ_SKIP_NOT_DONE;
+        else if (work[i] == DL_WORK_UNKNOWN && only == DLQ_ONLY_NOT_DONE)
+            c = DLQ_SKIP_UNKNOWN;
+        else if (limit && chosen == limit)
+            c = DLQ_SKIP_LIMIT;
+        if (c == DLQ_MOVE)
+            chosen++;
+        choice[i] = c;
+    }
+    return chosen;
+}
+
+/* ---- finding the entry ---- */
+
+char *dlq_kinds_that_can(int replay)
+{
+    struct buf b;
+    buf_init(&b);
+    size_t n = 0;
+    for (size_t i = 0; i < collector_kind_count(); i++) {
+        const struct collector_kind *k = collector_kind_at(i);
+        if (!k->dlq || (replay && k->dlq->cannot_replay))
+            continue;
+        buf_puts(&b, n++ ? ", " : "");
+        buf_puts(&b, k->name);
+    }
+    if (n == 0)
+        buf_puts(&b, "none in this build");
+    return buf_steal(&b);
+}
+
+int dlq_find(const struct sources *s, const char *source, const char *queue,
+             struct dead_letter_join **out, struct err *e)
+{
+    const struct dead_letters *d = &s->dead_letters;
+    for (size_t i = 0; i < d->n; i++) {
+        struct dead_letter_join *j = &d->v[i];
+        if (strcmp(j->broker->name, source) != 0 || strcmp(j->queue, queue) != 0)
+            continue;
+        if (!j->broker->kind->dlq) {
+            char *k = dlq_kinds_that_can(0);
+            err_set(e, ERR_CONFIG,
+                    "source \"%.100s\" is a %s source: this kind cannot be inspected or "
+                    "replayed by qrel dlq (kinds that can: %.200s)",
+                    source, j->broker->kind->name, k);
+            free(k);
+            return -1;
+        }
+        *out = j;
+        return 0;
+    }
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < d->n; i++)
+        buf_printf(&b, "%s--source=%s --queue=%s", i ? "; " : "", d->v[i].broker->name,
+                   d->v[i].queue);
+    err_set(e, ERR_CONFIG,
+            "%s: no dead_letters entry for source \"%.100s\" and queue \"%.100s\" (%s%.300s)",
+            s->path, source, queue, d->n ? "entries: " : "the file has no dead_letters entries",
+            d->n ? b.data : "");
+    buf_free(&b);
+    return -1;
+}
+
+/* ---- reading and classifying ---- */
+
+/* Asks the work table about every message that carries an id; the rest stay unknown. */
+static int classify(struct dead_letter_join *j, const struct dlq_batch *b,
+                    enum dead_letter_work *work, const struct deadline *dl, struct err *e)
+{
+    const char **ids = xcalloc(b->n ? b->n : 1, sizeof *ids);
+    size_t *at = xcalloc(b->n ? b->n : 1, sizeof *at);
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        work[i] = DL_WORK_UNKNOWN;
+        if (b->v[i].work_id && *b->v[i].work_id) {
+            at[n] = i;
+            ids[n++] = b->v[i].work_id;
+        }
+    }
+    enum dead_letter_work *got = xcalloc(n ? n : 1, sizeof *got);
+    int rc = 0;
+    if (n) {
+        /* The work table may be reached through the broker's own source (a job table of the
+         * same database): its lock is then already held. */
+        int own = j->work != j->broker;
+        rc = own ? collector_lock(j->work, dl, e) : 0;
+        if (rc == 0) {
+            rc = j->work->kind->work_done(j->work, j->table, ids, n, dl, got, e);
+            if (own)
+                collector_unlock(j->work);
+        }
+        if (rc)
+            err_prefix(e, "work_table source \"%s\"", j->work->name);
+    }
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        work[at[k]] = got[k];
+    free(got);
+    free(at);
+    free(ids);
+    return rc;
+}
+
+int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
+             const struct deadline *dl, double timeout, struct dlq_read *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->join = j;
+    out->kind = j->broker->kind->dlq;
+    out->timeout = timeout;
+    if (collector_lock(j->broker, dl, e))
+        return err_prefix(e, "source \"%s\"", j->broker->name);
+    int rc = out->kind->read(j->broker, j->queue, j->id_field, max, purpose, dl, &out->batch, e);
+    if (rc) {
+        collector_unlock(j->broker);
+        dlq_batch_free(&out->batch, out->kind);
+        out->released = 1; /* the kind released what it read */
+        return err_prefix(e, "source \"%s\"", j->broker->name);
+    }
+    if (out->batch.total < out->batch.n)
+        out->batch.total = out->batch.n;
+    out->work = xcalloc(out->batch.n ? out->batch.n : 1, sizeof *out->work);
+    rc = classify(j, &out->batch, out->work, dl, e);
+    collector_unlock(j->broker);
+    if (rc) {
+        struct err re;
+        err_clear(&re);
+        if (dlq_release(out, &re))
+            log_kv(LOG_WARN, "dead letters not released", "source", j->broker->name, "queue",
+                   j->queue, "err", re.msg, NULL);
+        dlq_read_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the summary (pure) ---- */
+
+static const int64_t hist_lo[DLQ_HIST_BUCKETS] = {1, 2, 3, 4, 5, 6, 11, 101};
+
+void dlq_hist_bounds(size_t i, int64_t *lo, int64_t *hi)
+{
+    *lo = hist_lo[i];
+    *hi = i + 1 < DLQ_HIST_BUCKETS ? hist_lo[i + 1] - 1 : -1;
+}
+
+void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *work, size_t n,
+                   size_t total, struct dlq_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->read = n;
+    out->total = total > n ? total : n;
+    for (size_t i = 0; i < n; i++) {
+        const struct dlq_message *m = &v[i];
+        out->n[work[i]]++;
+        if (!m->work_id || !*m->work_id)
+            out->without_id++;
+        if (m->dead_since > 0) {
+            if (!out->has_dead_since || m->dead_since < out->oldest)
+                out->oldest = m->dead_since;
+            if (!out->has_dead_since || m->dead_since > out->newest)
+                out->newest = m->dead_since;
+            out->has_dead_since = 1;
+        }
+        if (m->deliveries < 0) {
+            out->deliveries_unknown++;
+            continue;
+        }
+        if (!out->has_deliveries || m->deliveries < out->min_deliveries)
+            out->min_deliveries = m->deliveries;
+        if (!out->has_deliveries || m->deliveries > out->max_deliveries)
+            out->max_deliveries = m->deliveries;
+        out->has_deliveries = 1;
+        /* 0 deliveries (a broker that counts from 0) is shown with the first bucket. */
+        size_t b = 0;
+        while (b + 1 < DLQ_HIST_BUCKETS && m->deliveries >= hist_lo[b + 1])
+            b++;
+        out->hist[b]++;
+    }
+}
+
+/* ---- replay ---- */
+
+/* Sleeps until the monotonic time at_ms, in slices, returning early once *stop is set. */
+static void pace_until(int64_t at_ms, volatile sig_atomic_t *stop)
+{
+    for (;;) {
+        int64_t left = at_ms - deadline_now_ms();
+        if (left <= 0 || (stop && *stop))
+            return;
+        if (left > 100)
+            left = 100;
+        struct timespec ts = {left / 1000, (long)(left % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !(stop && *stop))
+            ;
+    }
+}
+
+/* One hook call on message m (or on the batch when m is NULL: release) with the broker locked,
+ * under a deadline of its own. */
+enum hook { HOOK_REQUEUE, HOOK_REMOVE, HOOK_RELEASE };
+
+static int call_hook(struct dlq_read *r, enum hook h, struct dlq_message *m, struct err *e)
+{
+    struct collector *c = r->join->broker;
+    struct deadline dl = deadline_in(r->timeout);
+    if (collector_lock(c, &dl, e))
+        return -1;
+    int rc = h == HOOK_REQUEUE  ? r->kind->requeue(c, &r->batch, m, &dl, e)
+             : h == HOOK_REMOVE ? r->kind->remove(c, &r->batch, m, &dl, e)
+                                : r->kind->release(c, &r->batch, &dl, e);
+    collector_unlock(c);
+    return rc;
+}
+
+int dlq_release(struct dlq_read *r, struct err *e)
+{
+    if (r->released)
+        return 0;
+    r->released = 1;
+    if (!r->kind || !r->kind->release)
+        return 0;
+    return call_hook(r, HOOK_RELEASE, NULL, e);
+}
+
+static void move_one(struct dlq_read *r, size_t i)
+{
+    struct dlq_message *m = &r->batch.v[i];
+    const char *origin = r->batch.origin ? r->batch.origin : "its queue";
+    const char *dead = r->batch.dead_letter_queue ? r->batch.dead_letter_queue : "the dead letters";
+    struct err e;
+    err_clear(&e);
+    if (call_hook(r, HOOK_REQUEUE, m, &e)) {
+        r->fate[i] = DLQ_FATE_FAILED;
+        r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e.msg);
+        return;
+    }
+    if (call_hook(r, HOOK_REMOVE, m, &e)) {
+        /* Twice now, which the work table absorbs; a rerun finds it done once handled. */
+        r->fate[i] = DLQ_FATE_FAILED;
+        r->error[i] = xasprintf("put back on %s but not removed from %s: %s", origin, dead, e.msg);
+        return;
+    }
+    r->fate[i] = DLQ_FATE_MOVED;
+}
+
+int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
+               struct err *e)
+{
+    memset(res, 0, sizeof *res);
+    size_t n = r->batch.n;
+    if (r->kind->cannot_replay) {
+        err_set(e, ERR_CONFIG, "source \"%s\" (%s) cannot be replayed: %s", r->join->broker->name,
+                r->join->broker->kind->name, r->kind->cannot_replay);
+        struct err re;
+        err_clear(&re);
+        if (dlq_release(r, &re))
+            err_prefix(e, "also not released (%s)", re.msg);
+        return -1;
+    }
+    free(r->choice);
+    free(r->fate);
+    r->choice = xcalloc(n ? n : 1, sizeof *r->choice);
+    r->fate = xcalloc(n ? n : 1, sizeof *r->fate);
+    if (!r->error)
+        r->error = xcalloc(n ? n : 1, sizeof *r->error);
+    res->chosen = dlq_select(r->work, n, o->only, o->limit, r->choice);
+
+    int64_t start = deadline_now_ms();
+    size_t tried = 0, failed_in_a_row = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r->choice[i] != DLQ_MOVE) {
+            r->fate[i] = DLQ_FATE_SKIPPED;
+            res->skipped[r->choice[i]]++;
+        } else if (!o->yes) {
+            r->fate[i] = DLQ_FATE_WOULD_MOVE;
+        } else if ((o->stop && *o->stop) || res->stopped_after_failures) {
+            r->fate[i] = DLQ_FATE_NOT_REACHED;
+            res->interrupted = !res->stopped_after_failures;
+        } else {
+            if (o->rate > 0 && tried > 0)
+                pace_until(start + (int64_t)((double)tried * 1000.0 / o->rate), o->stop);
+            if (o->stop && *o->stop) {
+                r->fate[i] = DLQ_FATE_NOT_REACHED;
+                res->interrupted = 1;
+            } else {
+                tried++;
+                move_one(r, i);
+                failed_in_a_row = r->fate[i] == DLQ_FATE_FAILED ? failed_in_a_row + 1 : 0;
+                if (o->max_failures_in_a_row && failed_in_a_row >= o->max_failures_in_a_row)
+                    res->stopped_after_failures = 1;
+            }
+        }
+        res->n[r->fate[i]]++;
+    }
+    struct err re;
+    err_clear(&re);
+    if (dlq_release(r, &re))
+        log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",
+               r->join->queue, "err", re.msg, NULL);
+    return 0;
+}
+
+void dlq_read_free(struct dlq_read *r)
+{
+    if (!r)
+        return;
+    struct err e;
+    err_clear(&e);
+    if (r->kind && dlq_release(r, &e))
+        log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",
+               r->join->queue, "err", e.msg, NULL);
+    if (r->error)
+        for (size_t i = 0; i < r->batch.n; i++)
+            free(r->error[i]);
+    free(r->error);
+    free(r->choice);
+    free(r->fate);
+    free(r->work);
+    dlq_batch_free(&r->batch, r->kind);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,139 @@
+/* dlq.h: the engine of `qrel dlq`: read one queue's dead letters through its kind's hooks
+ * (dlq_kind.h), classify them against the work table of their `dead_letters` entry, and replay
+ * the chosen ones safely.
+ *
+ * A dead-letter queue holds what the broker gave up on, which is not the work that did not
+ * happen: after a lease-expiry storm it is full of messages whose effect was made, often several
+ * times. So inspect answers "which of these were done?" with the same work_done hook the
+ * exporter's join uses, and replay moves only what the operator chose (by default the not-done
+ * ones), each message put back before it is removed (dlq_kind.h says why that order is safe).
+ *
+ * The engine names no kind and prints nothing: the command line (cli.c) parses flags and the
+ * report (dlq_report.h) writes what the engine found. The selection is pure, for unit tests. */
+#ifndef QREL_DLQ_H
+#define QREL_DLQ_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "dead_letters.h"
+#include "deadline.h"
+#include "dlq_kind.h"
+#include "err.h"
+#include "sources.h"
+
+/* Which classes a replay moves (--only): not_done, unknown, or all three (done included). */
+enum dlq_only { DLQ_ONLY_NOT_DONE, DLQ_ONLY_UNKNOWN, DLQ_ONLY_ALL };
+
+/* What the selection decided for one dead letter, and why. */
+enum dlq_choice {
+    DLQ_MOVE,          /* chosen: replay moves it (a dry run says it would) */
+    DLQ_SKIP_DONE,     /* its work is done: a replay would repeat it */
+    DLQ_SKIP_NOT_DONE, /* not done, but --only=unknown */
+    DLQ_SKIP_UNKNOWN,  /* no id, or the table cannot tell, and --only=not_done */
+    DLQ_SKIP_LIMIT,    /* of the chosen class, beyond --limit */
+    DLQ_CHOICE_COUNT
+};
+
+/* What happened to a dead letter in a replay. */
+enum dlq_fate {
+    DLQ_FATE_SKIPPED,     /* not chosen (dlq_choice says why) */
+    DLQ_FATE_WOULD_MOVE,  /* chosen, dry run */
+    DLQ_FATE_MOVED,       /* requeued, then removed */
+    DLQ_FATE_FAILED,      /* requeue or remove failed (error[i] says which and why) */
+    DLQ_FATE_NOT_REACHED, /* chosen, but the run stopped first (signal, failures in a row) */
+    DLQ_FATE_COUNT
+};
+
+/* Parses --only's value. 0, or -1 with e set (ERR_CONFIG). */
+int dlq_parse_only(const char *s, enum dlq_only *out, struct err *e);
+const char *dlq_only_name(enum dlq_only o);
+const char *dlq_work_name(enum dead_letter_work w); /* "done", "not_done", "unknown" */
+
+/* The selection (pure): choice[i] for each of the n dead letters by its class work[i], in
+ * order, at most limit moved (0: no limit). Returns how many were chosen (DLQ_MOVE). */
+size_t dlq_select(const enum dead_letter_work *work, size_t n, enum dlq_only only, size_t limit,
+                  enum dlq_choice *choice);
+
+/* The `dead_letters` entry of source and queue in s, found for `qrel dlq`. -1 with e set
+ * (ERR_CONFIG) when there is none (the message lists the entries there are) or when its kind
+ * offers no dlq hooks (the message names the kinds that do). */
+int dlq_find(const struct sources *s, const char *source, const char *queue,
+             struct dead_letter_join **out, struct err *e);
+
+/* What was read and how it classified. The engine fills it; dlq_read_free frees it (releasing
+ * first, if nobody did). */
+struct dlq_read {
+    struct dead_letter_join *join; /* not owned */
+    const struct dlq_kind *kind;
+    struct dlq_batch batch;
+    enum dead_letter_work *work; /* per message of batch */
+    double timeout;              /* seconds: each hook call after the read gets this long */
+    int released;                /* release() was called (or the kind has none) */
+    /* replay's, per message (NULL before dlq_replay) */
+    enum dlq_choice *choice;
+    enum dlq_fate *fate;
+    char **error; /* malloc'd, for DLQ_FATE_FAILED */
+};
+
+/* Reads at most max dead letters of j's queue (purpose tells the kind why) under dl with the
+ * broker collector locked, then asks the work table under dl with the work collector locked.
+ * timeout is what each later hook call (requeue, remove, release) is given. 0, or -1 with e set;
+ * on failure nothing is held (what was read has been released). */
+int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
+             const struct deadline *dl, double timeout, struct dlq_read *out, struct err *e);
+
+/* What inspect reports, from a read (pure). */
+#define DLQ_HIST_BUCKETS 8
+struct dlq_summary {
+    size_t n[3];        /* indexed by enum dead_letter_work: read messages per class */
+    size_t without_id;  /* of the unknown: no id field at all */
+    size_t read, total; /* total: in the queue when the broker says (>= read) */
+    int has_dead_since; /* any message with a dead_since */
+    double oldest, newest;
+    int has_deliveries; /* any message with a delivery count */
+    int64_t min_deliveries, max_deliveries;
+    size_t deliveries_unknown;
+    size_t hist[DLQ_HIST_BUCKETS]; /* by dlq_hist_bounds */
+};
+void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *work, size_t n,
+                   size_t total, struct dlq_summary *out);
+/* Bucket i of the delivery histogram holds counts from *lo to *hi (hi -1: and above). */
+void dlq_hist_bounds(size_t i, int64_t *lo, int64_t *hi);
+
+/* What a replay did. */
+struct dlq_replay_opts {
+    enum dlq_only only;
+    size_t limit;                 /* 0: none */
+    double rate;                  /* messages per second; 0: as fast as the broker answers */
+    int yes;                      /* 0: dry run, nothing is called but read and release */
+    size_t max_failures_in_a_row; /* stop after this many (0: never) */
+    volatile sig_atomic_t *stop;  /* set by a signal handler: stop before the next message */
+};
+struct dlq_replay_result {
+    size_t chosen;
+    size_t n[DLQ_FATE_COUNT];
+    size_t skipped[DLQ_CHOICE_COUNT];
+    int interrupted;            /* *stop was set before every chosen message was tried */
+    int stopped_after_failures; /* max_failures_in_a_row reached */
+};
+
+/* Selects, then (with yes) moves each chosen message in order: requeue(), and remove() only if
+ * requeue() succeeded, pacing at rate, each call under r->timeout with the broker locked; a
+ * failure is recorded in r->fate / r->error and the run goes on with the next. Always releases
+ * before it returns. 0 when the kind can replay (even if messages failed: see res), -1 with e
+ * set when it cannot (cannot_replay). */
+int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
+               struct err *e);
+
+/* Puts back what was read and not removed (kind->release), once; a no-op the second time and
+ * for kinds without release. 0, or -1 with e set. */
+int dlq_release(struct dlq_read *r, struct err *e);
+void dlq_read_free(struct dlq_read *r); /* releases if still needed, then frees the members */
+
+/* "a, b" of the kinds that offer dlq hooks (or that can replay, when replay is set). malloc'd. */
+char *dlq_kinds_that_can(int replay);
+
+#endif

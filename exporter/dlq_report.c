@@ -1,0 +1,352 @@
+/* dlq_report.c: see dlq_report.h. Ids and names come from the broker and may hold any byte, so
+ * each is made valid UTF-8 before it is printed or quoted. */
+#include "dlq_report.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "expfmt.h"
+
+/* s made valid UTF-8, in b (which the caller frees). */
+static const char *clean(struct buf *b, const char *s)
+{
+    buf_init(b);
+    util_utf8_sanitize(b, s, strlen(s));
+    return b->data ? b->data : "";
+}
+
+static void put_text(struct buf *out, const char *s)
+{
+    if (!s) {
+        buf_puts(out, "-");
+        return;
+    }
+    struct buf b;
+    for (const char *p = clean(&b, s); *p; p++)
+        buf_putc(out, (unsigned char)*p < 0x20 ? '?' : *p);
+    buf_free(&b);
+}
+
+static void put_json(struct buf *out, const char *s)
+{
+    struct buf b;
+    buf_json_string(out, s ? clean(&b, s) : NULL);
+    if (s)
+        buf_free(&b);
+}
+
+static void put_number(struct buf *out, int has, double v)
+{
+    if (has)
+        expfmt_format_value(out, v);
+    else
+        buf_puts(out, "null");
+}
+
+static void put_time(struct buf *out, double t, double now)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    char when[32];
+    gmtime_r(&s, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    buf_printf(out, "%s (%.0fs ago)", when, now > t ? now - t : 0.0);
+}
+
+/* ---- the inspect part ---- */
+
+static void text_message(struct buf *out, const struct dlq_message *m)
+{
+    put_text(out, m->message_id);
+    if (m->work_id) {
+        buf_puts(out, " (");
+        put_text(out, m->work_id);
+        buf_putc(out, ')');
+    }
+}
+
+static void json_message(struct buf *out, const struct dlq_message *m)
+{
+    buf_puts(out, "{\"message_id\":");
+    put_json(out, m->message_id);
+    buf_puts(out, ",\"work_id\":");
+    put_json(out, m->work_id);
+    buf_putc(out, '}');
+}
+
+static const enum dead_letter_work classes[3] = {DL_WORK_DONE, DL_WORK_NOT_DONE, DL_WORK_UNKNOWN};
+
+static void inspect_text(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                         const struct dlq_summary *s)
+{
+    const struct dlq_batch *b = &r->batch;
+    buf_puts(out, "dead letters of queue ");
+    put_text(out, x->queue);
+    buf_puts(out, " (source ");
+    put_text(out, x->source);
+    buf_printf(out, ", %s) in ", x->kind);
+    put_text(out, b->dead_letter_queue);
+    buf_puts(out, ", origin ");
+    put_text(out, b->origin);
+    buf_printf(out, "\nread %zu of %zu", s->read, s->total);
+    if (s->total > s->read)
+        buf_printf(out, " (%zu not read: raise --limit to see them)", s->total - s->read);
+    buf_puts(out, "; classified against work_table source ");
+    put_text(out, x->work_source);
+    buf_putc(out, '\n');
+    static const char *const why[3] = {"its work was done: replaying it would repeat the work",
+                                       "its work was not done: replay moves these",
+                                       "no id, or the work table cannot tell"};
+    for (int c = 0; c < 3; c++) {
+        buf_printf(out, "  %-9s %6zu  %s", dlq_work_name(classes[c]), s->n[classes[c]], why[c]);
+        if (classes[c] == DL_WORK_UNKNOWN && s->without_id)
+            buf_printf(out, " (%zu without an id)", s->without_id);
+        buf_putc(out, '\n');
+    }
+    if (s->has_dead_since) {
+        buf_puts(out, "dead since: oldest ");
+        put_time(out, s->oldest, x->now);
+        buf_puts(out, ", newest ");
+        put_time(out, s->newest, x->now);
+        buf_putc(out, '\n');
+    }
+    if (s->has_deliveries) {
+        buf_printf(out, "deliveries: min %lld, max %lld;", (long long)s->min_deliveries,
+                   (long long)s->max_deliveries);
+        for (size_t i = 0; i < DLQ_HIST_BUCKETS; i++) {
+            int64_t lo, hi;
+            dlq_hist_bounds(i, &lo, &hi);
+            if (!s->hist[i])
+                continue;
+            if (hi == lo)
+                buf_printf(out, " %lld: %zu,", (long long)lo, s->hist[i]);
+            else if (hi < 0)
+                buf_printf(out, " %lld+: %zu,", (long long)lo, s->hist[i]);
+            else
+                buf_printf(out, " %lld-%lld: %zu,", (long long)lo, (long long)hi, s->hist[i]);
+        }
+        out->data[--out->len] = '\0'; /* the last comma */
+        if (s->deliveries_unknown)
+            buf_printf(out, "; unknown: %zu", s->deliveries_unknown);
+        buf_putc(out, '\n');
+    }
+    for (int c = 0; c < 3 && x->sample; c++) {
+        if (!s->n[classes[c]])
+            continue;
+        buf_printf(out, "sample %s:", dlq_work_name(classes[c]));
+        size_t shown = 0;
+        for (size_t i = 0; i < b->n && shown < x->sample; i++) {
+            if (r->work[i] != classes[c])
+                continue;
+            buf_puts(out, shown++ ? ", " : " ");
+            text_message(out, &b->v[i]);
+        }
+        if (s->n[classes[c]] > shown)
+            buf_printf(out, ", … (%zu more)", s->n[classes[c]] - shown);
+        buf_putc(out, '\n');
+    }
+    if (r->kind->read_effect)
+        buf_printf(out, "reading changed: %s\n", r->kind->read_effect);
+}
+
+static void inspect_json(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                         const struct dlq_summary *s)
+{
+    const struct dlq_batch *b = &r->batch;
+    const char *const names[][2] = {
+        {"source", x->source}, {"kind", x->kind},
+        {"queue", x->queue},   {"dead_letter_queue", b->dead_letter_queue},
+        {"origin", b->origin}, {"work_table_source", x->work_source}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        buf_printf(out, "%s\"%s\":", i ? "," : "", names[i][0]);
+        put_json(out, names[i][1]);
+    }
+    buf_printf(out, ",\"total\":%zu,\"read\":%zu,\"unread\":%zu", s->total, s->read,
+               s->total - s->read);
+    buf_puts(out, ",\"classes\":{");
+    for (int c = 0; c < 3; c++)
+        buf_printf(out, "%s\"%s\":%zu", c ? "," : "", dlq_work_name(classes[c]), s->n[classes[c]]);
+    buf_printf(out, "},\"without_id\":%zu,\"dead_since\":{\"oldest\":", s->without_id);
+    put_number(out, s->has_dead_since, s->oldest);
+    buf_puts(out, ",\"newest\":");
+    put_number(out, s->has_dead_since, s->newest);
+    buf_puts(out, "},\"deliveries\":{\"min\":");
+    put_number(out, s->has_deliveries, (double)s->min_deliveries);
+    buf_puts(out, ",\"max\":");
+    put_number(out, s->has_deliveries, (double)s->max_deliveries);
+    buf_printf(out, ",\"unknown\":%zu,\"histogram\":[", s->deliveries_unknown);
+    for (size_t i = 0, k = 0; i < DLQ_HIST_BUCKETS; i++) {
+        int64_t lo, hi;
+        dlq_hist_bounds(i, &lo, &hi);
+        if (!s->hist[i])
+            continue;
+        buf_printf(out, "%s{\"from\":%lld,\"to\":", k++ ? "," : "", (long long)lo);
+        put_number(out, hi >= 0, (double)hi);
+        buf_printf(out, ",\"messages\":%zu}", s->hist[i]);
+    }
+    buf_puts(out, "]},\"samples\":{");
+    for (int c = 0; c < 3; c++) {
+        buf_printf(out, "%s\"%s\":[", c ? "," : "", dlq_work_name(classes[c]));
+        for (size_t i = 0, shown = 0; i < b->n && shown < x->sample; i++) {
+            if (r->work[i] != classes[c])
+                continue;
+            buf_puts(out, shown++ ? "," : "");
+            json_message(out, &b->v[i]);
+        }
+        buf_putc(out, ']');
+    }
+    buf_puts(out, "},\"read_effect\":");
+    put_json(out, r->kind->read_effect);
+    buf_puts(out, ",\"cannot_replay\":");
+    put_json(out, r->kind->cannot_replay);
+}
+
+void dlq_report_inspect(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r)
+{
+    struct dlq_summary s;
+    dlq_summarize(r->batch.v, r->work, r->batch.n, r->batch.total, &s);
+    if (!x->json) {
+        inspect_text(out, x, r, &s);
+        return;
+    }
+    buf_puts(out, "{\"command\":\"inspect\",");
+    inspect_json(out, x, r, &s);
+    buf_puts(out, "}\n");
+}
+
+/* ---- the replay part ---- */
+
+static const char *const skip_names[DLQ_CHOICE_COUNT] = {
+    [DLQ_SKIP_DONE] = "done",
+    [DLQ_SKIP_NOT_DONE] = "not_done",
+    [DLQ_SKIP_UNKNOWN] = "unknown",
+    [DLQ_SKIP_LIMIT] = "beyond_limit",
+};
+
+/* The messages of one fate (and, for skipped, one reason), at most max of them (ALL: all). */
+#define ALL SIZE_MAX
+static void list_ids(struct buf *out, const struct dlq_read *r, enum dlq_fate f, int choice,
+                     size_t max, int json)
+{
+    size_t shown = 0, n = 0;
+    for (size_t i = 0; i < r->batch.n; i++) {
+        if (r->fate[i] != f || (choice >= 0 && (int)r->choice[i] != choice))
+            continue;
+        n++;
+        if (shown == max)
+            continue;
+        if (!json && f == DLQ_FATE_FAILED)
+            buf_puts(out, "\n  "); /* one a line: each has its reason */
+        else
+            buf_puts(out, shown ? (json ? "," : ", ") : (json ? "" : " "));
+        shown++;
+        if (json && f == DLQ_FATE_FAILED) {
+            buf_puts(out, "{\"message_id\":");
+            put_json(out, r->batch.v[i].message_id);
+            buf_puts(out, ",\"work_id\":");
+            put_json(out, r->batch.v[i].work_id);
+            buf_puts(out, ",\"error\":");
+            put_json(out, r->error[i]);
+            buf_putc(out, '}');
+        } else if (json) {
+            json_message(out, &r->batch.v[i]);
+        } else {
+            text_message(out, &r->batch.v[i]);
+            if (f == DLQ_FATE_FAILED) {
+                buf_puts(out, ": ");
+                put_text(out, r->error[i]);
+            }
+        }
+    }
+    if (!json && n > shown)
+        buf_printf(out, "%s… (%zu more)", shown ? ", " : " ", n - shown);
+}
+
+static void replay_text(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                        const struct dlq_replay_opts *o, const struct dlq_replay_result *res)
+{
+    buf_printf(out, "replay --only=%s", dlq_only_name(o->only));
+    if (o->limit)
+        buf_printf(out, " --limit=%zu", o->limit);
+    buf_printf(out, ": %zu chosen\n", res->chosen);
+    enum dlq_fate f = o->yes ? DLQ_FATE_MOVED : DLQ_FATE_WOULD_MOVE;
+    buf_puts(out, o->yes ? "" : "dry run, nothing changed: ");
+    if (res->n[f] == 0) {
+        buf_puts(out, o->yes ? "moved nothing\n" : "nothing to move\n");
+    } else {
+        buf_printf(out, "%s %zu to ", o->yes ? "moved" : "would move", res->n[f]);
+        put_text(out, r->batch.origin);
+        buf_putc(out, ':');
+        list_ids(out, r, f, -1, ALL, 0);
+        buf_puts(out, o->yes ? "\n" : "\nrun again with --yes to move them\n");
+    }
+    for (int c = DLQ_SKIP_DONE; c < DLQ_CHOICE_COUNT; c++) {
+        if (!res->skipped[c])
+            continue;
+        buf_printf(out, "skipped %zu %s:", res->skipped[c], skip_names[c]);
+        list_ids(out, r, DLQ_FATE_SKIPPED, c, x->sample, 0);
+        buf_putc(out, '\n');
+    }
+    if (res->n[DLQ_FATE_FAILED]) {
+        buf_printf(out, "failed %zu:", res->n[DLQ_FATE_FAILED]);
+        list_ids(out, r, DLQ_FATE_FAILED, -1, ALL, 0);
+        buf_putc(out, '\n');
+    }
+    if (res->n[DLQ_FATE_NOT_REACHED]) {
+        buf_printf(out, "not reached %zu (%s):", res->n[DLQ_FATE_NOT_REACHED],
+                   res->stopped_after_failures ? "stopped after failures in a row" : "interrupted");
+        list_ids(out, r, DLQ_FATE_NOT_REACHED, -1, ALL, 0);
+        buf_putc(out, '\n');
+    }
+}
+
+static void replay_json(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                        const struct dlq_replay_opts *o, const struct dlq_replay_result *res)
+{
+    buf_printf(out,
+               ",\"replay\":{\"dry_run\":%s,\"only\":\"%s\",\"limit\":", o->yes ? "false" : "true",
+               dlq_only_name(o->only));
+    put_number(out, o->limit > 0, (double)o->limit);
+    buf_puts(out, ",\"rate\":");
+    put_number(out, o->rate > 0, o->rate);
+    buf_printf(out, ",\"chosen\":%zu", res->chosen);
+    static const struct {
+        const char *key;
+        enum dlq_fate f;
+    } lists[] = {{"would_move", DLQ_FATE_WOULD_MOVE},
+                 {"moved", DLQ_FATE_MOVED},
+                 {"failed", DLQ_FATE_FAILED},
+                 {"not_reached", DLQ_FATE_NOT_REACHED}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        buf_printf(out, ",\"%s\":[", lists[k].key);
+        list_ids(out, r, lists[k].f, -1, ALL, 1);
+        buf_putc(out, ']');
+    }
+    buf_puts(out, ",\"skipped\":{");
+    for (int c = DLQ_SKIP_DONE; c < DLQ_CHOICE_COUNT; c++) {
+        buf_printf(out, "%s\"%s\":{\"count\":%zu,\"sample\":[", c > DLQ_SKIP_DONE ? "," : "",
+                   skip_names[c], res->skipped[c]);
+        list_ids(out, r, DLQ_FATE_SKIPPED, c, x->sample, 1);
+        buf_puts(out, "]}");
+    }
+    buf_printf(out, "},\"interrupted\":%s,\"stopped_after_failures\":%s}",
+               res->interrupted ? "true" : "false", res->stopped_after_failures ? "true" : "false");
+}
+
+void dlq_report_replay(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                       const struct dlq_replay_opts *o, const struct dlq_replay_result *res)
+{
+    struct dlq_summary s;
+    dlq_summarize(r->batch.v, r->work, r->batch.n, r->batch.total, &s);
+    if (!x->json) {
+        inspect_text(out, x, r, &s);
+        replay_text(out, x, r, o, res);
+        return;
+    }
+    buf_puts(out, "{\"command\":\"replay\",");
+    inspect_json(out, x, r, &s);
+    replay_json(out, x, r, o, res);
+    buf_puts(out, "}\n");
+}

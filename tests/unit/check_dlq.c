@@ -1,0 +1,378 @@
+/* check_dlq.c: unit tests for the pure parts of `qrel dlq`: which dead letters a replay moves
+ * (--only, --limit), the summary inspect prints (classes, dead_since, deliveries and their
+ * histogram), the report in both forms, JSON compared byte for byte since scripts read it
+ * (docs/dlq.md documents it field by field), and the order of a replay's calls through a kind
+ * that records them (requeue before remove, no remove after a failed requeue, release once on
+ * every way out). Reading and moving on a real broker are tests/integration/dlq_redis.sh. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlq.h"
+#include "dlq_report.h"
+#include "check_run.h"
+
+#define D DL_WORK_DONE
+#define N DL_WORK_NOT_DONE
+#define U DL_WORK_UNKNOWN
+
+static const enum dead_letter_work mix[] = {D, N, U, N, D, U, N};
+#define NMIX (sizeof mix / sizeof mix[0])
+
+static const struct {
+    enum dlq_only only;
+    size_t limit;
+    const char *want; /* per message: m move, d done, n not_done, u unknown, l beyond limit */
+    size_t chosen;
+} selections[] = {
+    {DLQ_ONLY_NOT_DONE, 0, "dmumdum", 3}, {DLQ_ONLY_NOT_DONE, 2, "dmumdul", 2},
+    {DLQ_ONLY_UNKNOWN, 0, "dnmndmn", 2},  {DLQ_ONLY_UNKNOWN, 1, "dnmndln", 1},
+    {DLQ_ONLY_ALL, 0, "mmmmmmm", 7},      {DLQ_ONLY_ALL, 3, "mmmllll", 3},
+};
+
+START_TEST(test_select)
+{
+    enum dlq_choice c[NMIX];
+    size_t chosen = dlq_select(mix, NMIX, selections[_i].only, selections[_i].limit, c);
+    char got[NMIX + 1];
+    for (size_t i = 0; i < NMIX; i++)
+        got[i] = "mdnul"[c[i]];
+    got[NMIX] = '\0';
+    ck_assert_str_eq(got, selections[_i].want);
+    ck_assert_uint_eq(chosen, selections[_i].chosen);
+}
+END_TEST
+
+START_TEST(test_select_empty)
+{
+    enum dlq_choice c[1];
+    ck_assert_uint_eq(dlq_select(mix, 0, DLQ_ONLY_ALL, 5, c), 0);
+}
+END_TEST
+
+START_TEST(test_only)
+{
+    struct err e = {0};
+    enum dlq_only o = DLQ_ONLY_ALL;
+    ck_assert_int_eq(dlq_parse_only("not_done", &o, &e), 0);
+    ck_assert_int_eq(o, DLQ_ONLY_NOT_DONE);
+    ck_assert_int_eq(dlq_parse_only("unknown", &o, &e), 0);
+    ck_assert_int_eq(o, DLQ_ONLY_UNKNOWN);
+    ck_assert_int_eq(dlq_parse_only("all", &o, &e), 0);
+    ck_assert_str_eq(dlq_only_name(o), "all");
+    ck_assert_int_eq(dlq_parse_only("done", &o, &e), -1);
+    ck_assert_str_eq(e.msg, "--only: want not_done, unknown or all, got \"done\"");
+}
+END_TEST
+
+/* Three dead letters as a kind reads them: one done, delivered 4 times; one not done with a
+ * quote in its id, 12 deliveries; one without an id, delivery count and time unknown. */
+static const struct dlq_kind fake_kind = {.read_effect = "each read raises a receive count"};
+
+static void fill(struct dlq_read *r)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = &fake_kind;
+    r->released = 1;
+    r->batch.dead_letter_queue = strdup("orders.dlq");
+    r->batch.origin = strdup("orders");
+    r->batch.total = 5;
+    struct dlq_message *m = dlq_batch_push(&r->batch);
+    m->message_id = strdup("1-0");
+    m->work_id = strdup("17");
+    m->deliveries = 4;
+    m->dead_since = 1700000000.5;
+    m = dlq_batch_push(&r->batch);
+    m->message_id = strdup("2-0");
+    m->work_id = strdup("a\"b");
+    m->deliveries = 12;
+    m->dead_since = 1700000060;
+    m = dlq_batch_push(&r->batch);
+    m->message_id = strdup("3-0");
+    static const enum dead_letter_work w[] = {D, N, U};
+    r->work = calloc(3, sizeof *r->work);
+    memcpy(r->work, w, sizeof w);
+}
+
+START_TEST(test_summary)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct dlq_summary s;
+    dlq_summarize(r.batch.v, r.work, r.batch.n, r.batch.total, &s);
+    ck_assert_uint_eq(s.n[D], 1);
+    ck_assert_uint_eq(s.n[N], 1);
+    ck_assert_uint_eq(s.n[U], 1);
+    ck_assert_uint_eq(s.without_id, 1);
+    ck_assert_uint_eq(s.read, 3);
+    ck_assert_uint_eq(s.total, 5);
+    ck_assert(s.oldest == 1700000000.5 && s.newest == 1700000060);
+    ck_assert_int_eq(s.min_deliveries, 4);
+    ck_assert_int_eq(s.max_deliveries, 12);
+    ck_assert_uint_eq(s.deliveries_unknown, 1);
+    ck_assert_uint_eq(s.hist[3], 1); /* 4 */
+    ck_assert_uint_eq(s.hist[6], 1); /* 11-100 */
+    int64_t lo, hi;
+    dlq_hist_bounds(6, &lo, &hi);
+    ck_assert(lo == 11 && hi == 100);
+    dlq_hist_bounds(DLQ_HIST_BUCKETS - 1, &lo, &hi);
+    ck_assert(lo == 101 && hi == -1);
+    dlq_read_free(&r);
+}
+END_TEST
+
+static const struct dlq_report_ctx ctx = {.source = "shop-redis",
+                                          .kind = "redis_stream",
+                                          .queue = "orders",
+                                          .work_source = "shop-db",
+                                          .sample = 10,
+                                          .now = 1700000100,
+                                          .json = 1};
+
+START_TEST(test_inspect_json)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct buf b;
+    buf_init(&b);
+    dlq_report_inspect(&b, &ctx, &r);
+    ck_assert_str_eq(
+        b.data, "{\"command\":\"inspect\",\"source\":\"shop-redis\",\"kind\":\"redis_stream\","
+                "\"queue\":\"orders\",\"dead_letter_queue\":\"orders.dlq\",\"origin\":\"orders\","
+                "\"work_table_source\":\"shop-db\",\"total\":5,\"read\":3,\"unread\":2,"
+                "\"classes\":{\"done\":1,\"not_done\":1,\"unknown\":1},\"without_id\":1,"
+                "\"dead_since\":{\"oldest\":1700000000.5,\"newest\":1700000060},"
+                "\"deliveries\":{\"min\":4,\"max\":12,\"unknown\":1,\"histogram\":["
+                "{\"from\":4,\"to\":4,\"messages\":1},{\"from\":11,\"to\":100,\"messages\":1}]},"
+                "\"samples\":{\"done\":[{\"message_id\":\"1-0\",\"work_id\":\"17\"}],"
+                "\"not_done\":[{\"message_id\":\"2-0\",\"work_id\":\"a\\\"b\"}],"
+                "\"unknown\":[{\"message_id\":\"3-0\",\"work_id\":null}]},"
+                "\"read_effect\":\"each read raises a receive count\",\"cannot_replay\":null}\n");
+    buf_free(&b);
+    dlq_read_free(&r);
+}
+END_TEST
+
+START_TEST(test_inspect_text)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct dlq_report_ctx x = ctx;
+    x.json = 0;
+    x.sample = 0;
+    struct buf b;
+    buf_init(&b);
+    dlq_report_inspect(&b, &x, &r);
+    ck_assert_str_eq(
+        b.data,
+        "dead letters of queue orders (source shop-redis, redis_stream) in orders.dlq, origin "
+        "orders\nread 3 of 5 (2 not read: raise --limit to see them); classified against "
+        "work_table source shop-db\n"
+        "  done           1  its work was done: replaying it would repeat the work\n"
+        "  not_done       1  its work was not done: replay moves these\n"
+        "  unknown        1  no id, or the work table cannot tell (1 without an id)\n"
+        "dead since: oldest 2023-11-14T22:13:20Z (100s ago), newest 2023-11-14T22:14:20Z (40s "
+        "ago)\n"
+        "deliveries: min 4, max 12; 4: 1, 11-100: 1; unknown: 1\n"
+        "reading changed: each read raises a receive count\n");
+    buf_free(&b);
+    dlq_read_free(&r);
+}
+END_TEST
+
+/* A replay's part, as a dry run would leave it and as a run that failed one move. */
+START_TEST(test_replay_json)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_ALL, .limit = 2, .yes = 1};
+    struct dlq_replay_result res = {0};
+    r.choice = calloc(3, sizeof *r.choice);
+    r.fate = calloc(3, sizeof *r.fate);
+    r.error = calloc(3, sizeof *r.error);
+    res.chosen = dlq_select(r.work, 3, o.only, o.limit, r.choice);
+    r.fate[0] = DLQ_FATE_MOVED;
+    r.fate[1] = DLQ_FATE_FAILED;
+    r.error[1] = strdup("not put back on orders, left dead: boom");
+    r.fate[2] = DLQ_FATE_SKIPPED;
+    res.skipped[DLQ_SKIP_LIMIT] = 1;
+    struct buf b;
+    buf_init(&b);
+    dlq_report_replay(&b, &ctx, &r, &o, &res);
+    const char *replay = strstr(b.data, ",\"replay\":");
+    ck_assert_ptr_nonnull(replay);
+    ck_assert_str_eq(
+        replay,
+        ",\"replay\":{\"dry_run\":false,\"only\":\"all\",\"limit\":2,\"rate\":null,\"chosen\":2,"
+        "\"would_move\":[],\"moved\":[{\"message_id\":\"1-0\",\"work_id\":\"17\"}],"
+        "\"failed\":[{\"message_id\":\"2-0\",\"work_id\":\"a\\\"b\",\"error\":\"not put back on "
+        "orders, left dead: boom\"}],\"not_reached\":[],"
+        "\"skipped\":{\"done\":{\"count\":0,\"sample\":[]},\"not_done\":{\"count\":0,\"sample\":[]}"
+        ","
+        "\"unknown\":{\"count\":0,\"sample\":[]},\"beyond_limit\":{\"count\":1,\"sample\":["
+        "{\"message_id\":\"3-0\",\"work_id\":null}]}},\"interrupted\":false,"
+        "\"stopped_after_failures\":false}}\n");
+    const char *head = "{\"command\":\"replay\",\"source\":";
+    ck_assert_int_eq(strncmp(b.data, head, strlen(head)), 0);
+    buf_free(&b);
+    dlq_read_free(&r);
+}
+END_TEST
+
+/* ---- the order of a replay, through a kind that records its calls ---- */
+
+static char calls[256]; /* "q1 r1 q2 …": requeue / remove of message N, "R" release */
+static const char *fail_requeue_of = "";
+
+static void record(const char *what, const struct dlq_message *m)
+{
+    size_t n = strlen(calls);
+    snprintf(calls + n, sizeof calls - n, "%s%s%s", n ? " " : "", what, m ? m->message_id : "");
+}
+
+static int rec_requeue(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                       const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl;
+    record("q", m);
+    return strcmp(m->message_id, fail_requeue_of) == 0 ? err_set(e, ERR_QUERY, "refused") : 0;
+}
+
+static int rec_remove(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                      const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    record("r", m);
+    return 0;
+}
+
+static int rec_release(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                       struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    record("R", NULL);
+    return 0;
+}
+
+static const struct dlq_kind rec_kind = {
+    .requeue = rec_requeue, .remove = rec_remove, .release = rec_release};
+static const struct dlq_kind no_replay_kind = {.release = rec_release,
+                                               .cannot_replay = "the broker offers no way back"};
+static const struct collector_kind broker_kind = {.name = "fake"};
+
+/* Messages 1 to 4: not done, done, not done, not done. */
+static void fill_rec(struct dlq_read *r, struct collector *c, struct dead_letter_join *j,
+                     const struct dlq_kind *k)
+{
+    memset(r, 0, sizeof *r);
+    memset(c, 0, sizeof *c);
+    memset(j, 0, sizeof *j);
+    c->name = "cache";
+    c->kind = &broker_kind;
+    pthread_mutex_init(&c->use, NULL);
+    j->broker = c;
+    j->queue = "orders";
+    r->join = j;
+    r->kind = k;
+    r->timeout = 1;
+    r->batch.origin = strdup("orders");
+    static const enum dead_letter_work w[] = {N, D, N, N};
+    r->work = calloc(4, sizeof *r->work);
+    memcpy(r->work, w, sizeof w);
+    for (int i = 1; i <= 4; i++) {
+        char id[2] = {(char)('0' + i), '\0'};
+        dlq_batch_push(&r->batch)->message_id = strdup(id);
+    }
+    calls[0] = '\0';
+}
+
+START_TEST(test_replay_order)
+{
+    struct dlq_read r;
+    struct collector c;
+    struct dead_letter_join j;
+    struct err e = {0};
+    struct dlq_replay_result res;
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_NOT_DONE, .yes = 1, .max_failures_in_a_row = 3};
+
+    /* Requeue of 3 fails: 3 is not removed, the others are, release once at the end. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    fail_requeue_of = "3";
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "q1 r1 q3 q4 r4 R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 2);
+    ck_assert_uint_eq(res.n[DLQ_FATE_FAILED], 1);
+    ck_assert_uint_eq(res.skipped[DLQ_SKIP_DONE], 1);
+    ck_assert_str_eq(r.error[2], "not put back on orders, left dead: refused");
+    dlq_read_free(&r); /* released already: not again */
+    ck_assert_str_eq(calls, "q1 r1 q3 q4 r4 R");
+
+    /* A dry run calls neither requeue nor remove, and releases. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    o.yes = 0;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_WOULD_MOVE], 3);
+    dlq_read_free(&r);
+
+    /* Stopped (a signal) before the first: nothing moved, all not reached, released. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    volatile sig_atomic_t stop = 1;
+    o.yes = 1;
+    o.stop = &stop;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 3);
+    ck_assert(res.interrupted);
+    dlq_read_free(&r);
+
+    /* One failure with max_failures_in_a_row 1: the rest is not reached. */
+    fill_rec(&r, &c, &j, &rec_kind);
+    fail_requeue_of = "1";
+    o.stop = NULL;
+    o.max_failures_in_a_row = 1;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "q1 R");
+    ck_assert(res.stopped_after_failures && !res.interrupted);
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 2);
+    dlq_read_free(&r);
+
+    /* A kind that cannot replay: refused with its text, released all the same. */
+    fill_rec(&r, &c, &j, &no_replay_kind);
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), -1);
+    ck_assert_str_eq(e.msg,
+                     "source \"cache\" (fake) cannot be replayed: the broker offers no way back");
+    ck_assert_str_eq(calls, "R");
+    dlq_read_free(&r);
+    pthread_mutex_destroy(&c.use);
+}
+END_TEST
+
+#define LEN(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+static Suite *dlq_suite(void)
+{
+    Suite *s = suite_create("dlq");
+    TCase *tc = tcase_create("select");
+    tcase_add_loop_test(tc, test_select, 0, LEN(selections));
+    tcase_add_test(tc, test_select_empty);
+    tcase_add_test(tc, test_only);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("report");
+    tcase_add_test(tc, test_summary);
+    tcase_add_test(tc, test_inspect_json);
+    tcase_add_test(tc, test_inspect_text);
+    tcase_add_test(tc, test_replay_json);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("replay");
+    tcase_add_test(tc, test_replay_order);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run(dlq_suite(), CK_ENV);
+}
