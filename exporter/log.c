@@ -74,25 +74,6 @@ static void put_logfmt_value(struct buf *b, const char *v)
     buf_putc(b, '"');
 }
 
-static void put_json_string(struct buf *b, const char *v)
-{
-    buf_putc(b, '"');
-    for (const char *p = v; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\') {
-            buf_putc(b, '\\');
-            buf_putc(b, (char)c);
-        } else if (c == '\n') {
-            buf_puts(b, "\\n");
-        } else if (c < 0x20) {
-            buf_printf(b, "\\u%04x", c);
-        } else {
-            buf_putc(b, (char)c);
-        }
-    }
-    buf_putc(b, '"');
-}
-
 static void put_pair(struct buf *b, const char *k, const char *v, int first)
 {
     struct buf clean;
@@ -101,9 +82,9 @@ static void put_pair(struct buf *b, const char *k, const char *v, int first)
     if (as_json) {
         if (!first)
             buf_putc(b, ',');
-        put_json_string(b, k);
+        buf_json_string(b, k);
         buf_putc(b, ':');
-        put_json_string(b, clean.data ? clean.data : "");
+        buf_json_string(b, clean.data ? clean.data : "");
     } else {
         if (!first)
             buf_putc(b, ' ');

@@ -5,37 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Source names and kinds come from a validated configuration, but escaping keeps the output
- * valid JSON whatever they hold. */
-static void json_string(struct buf *out, const char *s)
-{
-    buf_putc(out, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            buf_putc(out, '\\');
-            buf_putc(out, (char)*p);
-        } else if (*p < 0x20) {
-            buf_printf(out, "\\u%04x", *p);
-        } else {
-            buf_putc(out, (char)*p);
-        }
-    }
-    buf_putc(out, '"');
-}
-
 void sd_render(struct buf *out, const struct sources *src, const char *advertise)
 {
     buf_putc(out, '[');
     for (size_t i = 0; i < src->n; i++) {
         const struct collector *c = src->items[i];
         buf_puts(out, i ? ",\n{\"targets\":[" : "\n{\"targets\":[");
-        json_string(out, advertise);
+        buf_json_string(out, advertise);
         buf_puts(out, "],\"labels\":{\"__metrics_path__\":\"/probe\",\"__param_target\":");
-        json_string(out, c->name);
+        buf_json_string(out, c->name);
         buf_puts(out, ",\"source\":");
-        json_string(out, c->name);
+        buf_json_string(out, c->name);
         buf_puts(out, ",\"kind\":");
-        json_string(out, c->kind->name);
+        buf_json_string(out, c->kind->name);
         buf_puts(out, "}}");
     }
     buf_puts(out, src->n ? "\n]\n" : "]\n");

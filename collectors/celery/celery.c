@@ -101,19 +101,10 @@ static int cmp_delivery(const void *a, const void *b)
     return strcmp(((const struct delivery *)a)->tag, ((const struct delivery *)b)->tag);
 }
 
-static int want_array(const redisReply *r, const char *what, struct err *e)
-{
-    if (r->type == REDIS_REPLY_ARRAY)
-        return 0;
-    return err_set(e, ERR_PROTOCOL, "%s: want a list, got %s%s%s", what, redis_reply_type_name(r),
-                   r->type == REDIS_REPLY_ERROR ? ": " : "",
-                   r->type == REDIS_REPLY_ERROR ? r->str : "");
-}
-
 static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
 {
     const struct state *st = sc->st;
-    if (want_array(r, "HGETALL unacked", e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "HGETALL unacked", e))
         return -1;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *tag = r->element[i], *val = r->element[i + 1];
@@ -153,7 +144,7 @@ static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
     if (index == 0) {
-        if (want_array(r, "TIME", e))
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
             return -1;
         if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
             r->element[1]->type != REDIS_REPLY_STRING)
@@ -162,7 +153,7 @@ static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
         return 0;
     }
     if (index == 1) {
-        if (want_array(r, "ZRANGE unacked_index", e))
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, "ZRANGE unacked_index", e))
             return -1;
         sc->d = xcalloc(r->elements / 2 + 1, sizeof *sc->d);
         for (size_t i = 0; i + 1 < r->elements; i += 2) {

@@ -57,3 +57,15 @@ void redis_job_log_done(const char *msg, const char *source, size_t nqueues,
     snprintf(rts, sizeof rts, "%llu", round_trips);
     log_kv(LOG_DEBUG, msg, "source", source, "queues", queues, "round_trips", rts, NULL);
 }
+
+int redis_job_want(const redisReply *r, int type, const char *what, struct err *e)
+{
+    if (r->type == type)
+        return 0;
+    static const char *const names[] = {[REDIS_REPLY_STRING] = "a string",
+                                        [REDIS_REPLY_ARRAY] = "a list",
+                                        [REDIS_REPLY_INTEGER] = "an integer"};
+    return err_set(e, ERR_PROTOCOL, "%s: want %s, got %s%s%s", what, names[type],
+                   redis_reply_type_name(r), r->type == REDIS_REPLY_ERROR ? ": " : "",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "");
+}

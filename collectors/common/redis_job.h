@@ -30,6 +30,10 @@ int redis_job_collect(struct redis_conn **conn, const char *source, const struct
                       const struct deadline *dl,
                       int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
                       unsigned long long *round_trips, struct err *e);
+/* 0 when reply r is of type (REDIS_REPLY_STRING, _ARRAY or _INTEGER); else -1 with a protocol
+ * error "WHAT: want a list, got an error: MSG" (what was wanted, what came, an error's text). */
+int redis_job_want(const redisReply *r, int type, const char *what, struct err *e);
+
 /* At debug level: MSG source=SOURCE queues=NQUEUES round_trips=ROUND_TRIPS (the integration
  * tests read round_trips from this line). */
 void redis_job_log_done(const char *msg, const char *source, size_t nqueues,

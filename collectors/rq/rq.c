@@ -106,23 +106,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* ---- replies ---- */
 
-static int want_type(const redisReply *r, int type, const char *what, struct err *e)
-{
-    if (r->type == type)
-        return 0;
-    static const char *const names[] = {[REDIS_REPLY_STRING] = "a string",
-                                        [REDIS_REPLY_ARRAY] = "a list",
-                                        [REDIS_REPLY_INTEGER] = "an integer"};
-    return err_set(e, ERR_PROTOCOL, "%s: want %s, got %s%s%s", what, names[type],
-                   redis_reply_type_name(r), r->type == REDIS_REPLY_ERROR ? ": " : "",
-                   r->type == REDIS_REPLY_ERROR ? r->str : "");
-}
-
 static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
     if (index == 0) { /* TIME: seconds, microseconds */
-        if (want_type(r, REDIS_REPLY_ARRAY, "TIME", e))
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
             return -1;
         if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
             r->element[1]->type != REDIS_REPLY_STRING)
@@ -130,7 +118,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
         sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
         return 0;
     }
-    if (want_type(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:queues", e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:queues", e))
         return -1;
     sc->listed = xcalloc(r->elements + 1, sizeof *sc->listed);
     for (size_t i = 0; i < r->elements; i++) {
@@ -166,7 +154,7 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
         "ZRANGE rq:wip",     "ZRANGE rq:failed", "ZREVRANGE rq:failed"};
     size_t k = index % ROUND2_PER_QUEUE;
     if (k < 5) {
-        if (want_type(r, REDIS_REPLY_INTEGER, what[k], e))
+        if (redis_job_want(r, REDIS_REPLY_INTEGER, what[k], e))
             return err_prefix(e, "queue %s", q->name);
         double *dst[] = {&q->ready, &q->running, &q->scheduled, &q->deferred, &q->failed};
         *dst[k] = (double)r->integer;
@@ -175,12 +163,12 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
     if (k == 5) {
         if (r->type == REDIS_REPLY_NIL)
             return 0;
-        if (want_type(r, REDIS_REPLY_STRING, what[k], e))
+        if (redis_job_want(r, REDIS_REPLY_STRING, what[k], e))
             return err_prefix(e, "queue %s", q->name);
         add_job(sc, qi, JOB_HEAD, r->str);
         return 0;
     }
-    if (want_type(r, REDIS_REPLY_ARRAY, what[k], e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, what[k], e))
         return err_prefix(e, "queue %s", q->name);
     enum job_role role = k == 6 ? JOB_RUNNING : k == 7 ? JOB_FAILED_FIRST : JOB_FAILED_LAST;
     for (size_t i = 0; i < r->elements; i++) {
@@ -201,7 +189,7 @@ static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e
     struct scrape *sc = ctx;
     const struct job *j = &sc->jobs[index];
     struct queue *q = &sc->q[j->queue];
-    if (want_type(r, REDIS_REPLY_ARRAY, "HMGET rq:job", e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "HMGET rq:job", e))
         return -1;
     /* enqueued_at, started_at, ended_at, timeout; a job whose hash expired meanwhile is all nil. */
     double t;

@@ -151,15 +151,6 @@ static struct queue *queue_for(struct scrape *sc, const char *name)
 
 enum { R1_TIME, R1_PROCESSES, R1_ZCARD, R1_SETS = R1_ZCARD + 3, R1_QUEUES = R1_SETS + 3 };
 
-static int want_array(const redisReply *r, const char *what, struct err *e)
-{
-    if (r->type == REDIS_REPLY_ARRAY)
-        return 0;
-    return err_set(e, ERR_PROTOCOL, "%s: want a list, got %s%s%s", what, redis_reply_type_name(r),
-                   r->type == REDIS_REPLY_ERROR ? ": " : "",
-                   r->type == REDIS_REPLY_ERROR ? r->str : "");
-}
-
 static int on_set_entry(struct scrape *sc, int set, const redisReply *job, const redisReply *score,
                         struct err *e)
 {
@@ -196,7 +187,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
 {
     struct scrape *sc = ctx;
     if (index == R1_TIME) {
-        if (want_array(r, "TIME", e))
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
             return -1;
         if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
             r->element[1]->type != REDIS_REPLY_STRING)
@@ -206,7 +197,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
     }
     if (index == R1_PROCESSES || index == R1_QUEUES) {
         const char *what = index == R1_QUEUES ? "SMEMBERS queues" : "SMEMBERS processes";
-        if (want_array(r, what, e))
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, what, e))
             return -1;
         for (size_t i = 0; i < r->elements; i++) {
             if (r->element[i]->type != REDIS_REPLY_STRING)
@@ -229,7 +220,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
         return 0;
     }
     int set = (int)(index - R1_SETS);
-    if (want_array(r, "ZRANGE", e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "ZRANGE", e))
         return -1;
     size_t step = set == 2 ? 2 : 1; /* the dead set is read WITHSCORES */
     for (size_t i = 0; i + step <= r->elements; i += step) {
@@ -249,7 +240,7 @@ struct r2 {
 
 static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
 {
-    if (want_array(r, "HGETALL work", e))
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "HGETALL work", e))
         return -1;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *v = r->element[i + 1];

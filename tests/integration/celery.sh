@@ -11,18 +11,14 @@
 # configs fail --config.check with file:line:col.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/redis_jobs.sh
+. "$QREL_SOURCE_DIR/tests/lib/redis_jobs.sh"
 
 PY=/usr/bin/python3 # Debian's python3-celery imports only there
 PEER=$QREL_SOURCE_DIR/tests/peers/celery
 secret="ce-$RANDOM-secret"
-reader="rd-$RANDOM-pass"
-printf '%s\n' "$reader" > "$T/reader.pass"
-printf 'not-%s\n' "$reader" > "$T/wrong.pass"
-chmod 600 "$T"/*.pass
-start_redis RP --requirepass "$secret"
-R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/celery.md.
-R ACL SETUSER qrel on ">$reader" '%R~*' -@all +time +zrange +hgetall +llen >/dev/null
+redis_jobs_start '%R~*' +time +zrange +hgetall +llen
 export REDIS_URL="redis://:$secret@127.0.0.1:$RP/0" VISIBILITY_TIMEOUT=600
 send() { (cd "$PEER" && $PY tasks.py "$@"); }
 
@@ -38,15 +34,7 @@ expect_eq "the worker holds the running task and the ETA task" "$(R HLEN unacked
 send ok
 (cd "$PEER" && $PY -c 'import tasks; tasks.ok.apply_async(priority=5)')
 
-cat > "$T/ce.yml" <<EOF2
-sources:
-  - name: tasks
-    kind: celery
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    visibility_timeout: 10m
-EOF2
+job_config "$T/ce.yml" tasks celery "visibility_timeout: 10m"
 $QREL scrape --config.file="$T/ce.yml" --log.level=debug > "$T/ce.prom" 2> "$T/ce.log"
 elapsed=$(( $(date +%s) - t0 + 1 ))
 P=$T/ce.prom
@@ -62,70 +50,37 @@ margin=$(mval "$P" qrel_lease_margin_ratio 'queue="celery"')
 expect_between "margin x hold (the visibility timeout)" \
   "$(awk -v m="$margin" -v h="$hold" 'BEGIN { print m * h }')" 599.99 600.01
 expect_absent "$P" qrel_dead_letter_messages 'queue="celery"'
-expect_eq "round trips" "$(sed -nE 's/.*celery collection done.* round_trips=([0-9]+).*/\1/p' "$T/ce.log")" 1
+expect_eq "round trips" "$(round_trips celery "$T/ce.log")" 1
 
 # qrel check: the ETA trap is a warning (exit 1), nothing critical.
-rc=0
-$QREL check --config.file="$T/ce.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with an ETA beyond the lease" "$rc" 1
-if grep -q '^WARNING tasks celery: 1 message held until an ETA or countdown beyond the lease 10m: .*\[eta_beyond_lease\]$' "$T/check.txt"; then
-  ok "qrel check names the ETA trap"
-else
-  not_ok "qrel check names the ETA trap: $(cat "$T/check.txt")"
-fi
+expect_exit "qrel check exit status with an ETA beyond the lease" 1 "$T/check.txt" $QREL check --config.file="$T/ce.yml"
+expect_line "qrel check names the ETA trap" \
+  '^WARNING tasks celery: 1 message held until an ETA or countdown beyond the lease 10m: .*\[eta_beyond_lease\]$' \
+  "$T/check.txt"
 # With a visibility timeout longer than the countdown the trap is gone.
 sed 's/visibility_timeout: 10m/visibility_timeout: 2h/' "$T/ce.yml" > "$T/long.yml"
 $QREL scrape --config.file="$T/long.yml" > "$T/long.prom"
 expect_metric "$T/long.prom" 0 qrel_lease_eta_beyond_messages 'queue="celery"'
 
 # A queue no task was sent to reads as empty.
-cat > "$T/two.yml" <<EOF2
-sources:
-  - name: tasks
-    kind: celery
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [celery, reports]
-EOF2
+job_config "$T/two.yml" tasks celery "queues: [celery, reports]"
 $QREL scrape --config.file="$T/two.yml" --log.level=debug > "$T/two.prom" 2> "$T/two.log"
 expect_metric "$T/two.prom" 2 qrel_queue_messages 'queue="celery"' 'state="ready"'
 expect_metric "$T/two.prom" 0 qrel_queue_messages 'queue="reports"' 'state="ready"'
 expect_metric "$T/two.prom" 0 qrel_queue_messages 'queue="reports"' 'state="in_flight"'
 expect_metric "$T/two.prom" 3600 qrel_lease_timeout_seconds 'queue="reports"'
-expect_eq "round trips for two queues" "$(sed -nE 's/.*celery collection done.* round_trips=([0-9]+).*/\1/p' "$T/two.log")" 1
+expect_eq "round trips for two queues" "$(round_trips celery "$T/two.log")" 1
 pkill -9 -P "$WORKER" 2>/dev/null || true
 kill -9 "$WORKER" 2>/dev/null || true
 
 # Faults, each beside the healthy source.
-fault_ports
-cat > "$T/faults.yml" <<EOF2
-sources:
-  - name: healthy
-    kind: celery
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-$(fault_sources celery "127.0.0.1:$RP")
-EOF2
-fault_scrape "$T/faults.yml" "$T/faults.prom"
-expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol
-curl -fsS "http://$ADDR/" -o "$T/landing.html"
-stop_exporter
-expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/ce.log" "$T/check.txt"
+job_faults_config celery
+job_faults_check "$T/ce.log"
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck "misspelt key" 'bad.yml:5:5: unknown key "visibility" in source "c" (known keys:' \
-  "sources:
-  - name: c
-    kind: celery
-    address: 127.0.0.1
-    visibility: 1h"
-badcheck "visibility_timeout of 0" 'bad.yml:5:25: visibility_timeout: want a duration above 0' \
-  "sources:
-  - name: c
-    kind: celery
-    address: 127.0.0.1
-    visibility_timeout: 0s"
+bad_job_key celery "misspelt key" 'bad.yml:5:5: unknown key "visibility" in source "c" (known keys:' \
+  "visibility: 1h"
+bad_job_key celery "visibility_timeout of 0" 'bad.yml:5:25: visibility_timeout: want a duration above 0' \
+  "visibility_timeout: 0s"
 
 finish

@@ -22,9 +22,7 @@ R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 start_postgres P
 
 # Entry ids at known ages on the server's clock (not named id: as_postgres calls `id -u`).
-read -r s us < <(R TIME | tr '\n' ' '; echo)
-now=$(( s * 1000 + us / 1000 ))
-eid() { echo "$(( now - $1 * 1000 ))-0"; }
+redis_clock R
 R XGROUP CREATE orders workers 0 MKSTREAM >/dev/null
 R XGROUP CREATE events g 0 MKSTREAM >/dev/null
 
@@ -144,10 +142,10 @@ expect_between "WARNING: outbox age in JSON" \
   "$(jq '.findings[] | select(.rule == "outbox_lagging") | .value' "$T/warning.json")" 600 630
 
 # ---- CRITICAL: a dead letter, and an entry held twice as long as its lease ----
-R XADD orders "$(eid 100)" n 1 >/dev/null
+R XADD orders "$(stream_id 100)" n 1 >/dev/null
 R XREADGROUP GROUP workers c1 COUNT 1 STREAMS orders '>' >/dev/null
-R XCLAIM orders workers c2 0 "$(eid 100)" IDLE 60000 RETRYCOUNT 2 >/dev/null
-R XADD orders.dlq "$(eid 200)" why expired >/dev/null
+R XCLAIM orders workers c2 0 "$(stream_id 100)" IDLE 60000 RETRYCOUNT 2 >/dev/null
+R XADD orders.dlq "$(stream_id 200)" why expired >/dev/null
 check critical "$T/main.yml"
 expect_eq "CRITICAL: exit status" "$RC" 2
 steady "$T/critical.txt" > "$T/critical.steady"
@@ -176,7 +174,7 @@ expect_eq "qrel_audit_failed_queues counts the findings of each source, kind and
   "$(jq -r '.findings | group_by([.source, .kind, .rule]) | .[] | [.[0].source, .[0].kind, .[0].rule, .[0].severity, length] | map(tostring) | join(" ")' "$T/critical.json" | sort)"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 # Fixed, the series disappears with the next scrape.
-R XACK orders workers "$(eid 100)" >/dev/null
+R XACK orders workers "$(stream_id 100)" >/dev/null
 scrape "$T/m2.txt"
 expect_absent "$T/m2.txt" qrel_audit_failed 'rule="lease_margin_below_1"'
 expect_metric "$T/m2.txt" 1 qrel_audit_failed 'rule="dead_letter_queue_not_empty"'

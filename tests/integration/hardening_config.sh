@@ -21,18 +21,8 @@ cpu_ms() {
 
 start_redis RP
 dead=$(free_port)
-cat > "$T/qrel.yml" <<YML
-sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
-    streams: [{name: orders}]
-  - name: gone
-    kind: redis_stream
-    timeout: 1s
-    address: 127.0.0.1:$dead
-    streams: [{name: orders}]
-YML
+{ echo 'sources:'; orders_source cache "$RP"; orders_source gone "$dead" "timeout: 1s"; } \
+  > "$T/qrel.yml"
 
 # ---- lifecycle and counters ----
 start_exporter "$T/qrel.yml"

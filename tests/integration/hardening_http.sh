@@ -12,13 +12,7 @@ hostile() { python3 "$QREL_SOURCE_DIR/tests/lib/hostile_client.py" "$@"; }
 field() { sed -nE "s/.*$1=([0-9]+).*/\1/p" <<< "$2"; }
 
 start_redis RP
-cat > "$T/qrel.yml" <<YML
-sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
-    streams: [{name: orders}]
-YML
+orders_config "$T/qrel.yml"
 start_exporter "$T/qrel.yml" --log.level=info
 host=${ADDR%:*} port=${ADDR##*:}
 

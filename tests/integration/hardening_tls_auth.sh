@@ -7,16 +7,8 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 start_redis RP
-cat > "$T/qrel.yml" <<YML
-sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
-    streams: [{name: orders}]
-YML
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
-  -addext subjectAltName=IP:127.0.0.1 -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-hash=$(htpasswd -nbBC 10 prometheus 's3cret-scrape' | cut -d: -f2)
+orders_config "$T/qrel.yml"
+hash=$(tls_fixture)
 web() { # web EXTRA_TLS_YAML: writes web.yml
   printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n%sbasic_auth_users:\n  prometheus: %s\n' \
     "$1" "'$hash'" > "$T/web.yml"

@@ -16,18 +16,16 @@ fi
 
 start_redis RP
 R() { redis-cli -p "$RP" "$@"; }
-read -r s us < <(R TIME | tr '\n' ' '; echo)
-now=$(( s * 1000 + us / 1000 ))
-eid() { echo "$(( now - $1 * 1000 ))-0"; }
+redis_clock R
 
 # orders: two dead letters and an entry held 60 s under a 30 s lease (margin 0.5).
 R XGROUP CREATE orders mailer 0 MKSTREAM >/dev/null
-R XADD orders "$(eid 90)" n 1 >/dev/null
-R XADD orders "$(eid 80)" n 2 >/dev/null
+R XADD orders "$(stream_id 90)" n 1 >/dev/null
+R XADD orders "$(stream_id 80)" n 2 >/dev/null
 R XREADGROUP GROUP mailer c1 COUNT 1 STREAMS orders '>' >/dev/null
-R XCLAIM orders mailer c2 0 "$(eid 90)" IDLE 60000 RETRYCOUNT 2 >/dev/null
-R XADD orders.dlq "$(eid 300)" why expired >/dev/null
-R XADD orders.dlq "$(eid 200)" why expired >/dev/null
+R XCLAIM orders mailer c2 0 "$(stream_id 90)" IDLE 60000 RETRYCOUNT 2 >/dev/null
+R XADD orders.dlq "$(stream_id 300)" why expired >/dev/null
+R XADD orders.dlq "$(stream_id 200)" why expired >/dev/null
 # events and a stream whose name is HTML: no dead-letter stream (a warning each).
 R XGROUP CREATE events g 0 MKSTREAM >/dev/null
 R XGROUP CREATE 'evil<b>&x' g 0 MKSTREAM >/dev/null

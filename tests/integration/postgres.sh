@@ -210,20 +210,14 @@ sources:
       - {table: outbox, created_at_column: created_at, published_at_column: published_at}
       - {table: app.Events, created_at_column: created, status_column: state, pending_value: new}
 YML
-rc=0
-"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with a missing column" "$rc" 1
+expect_exit "--config.check exit status with a missing column" 1 "$T/check.out" "$EXPORTER" --config.file="$T/missing.yml" --config.check
 expect_cmd "--config.check names source, table and column" \
   grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: outbox \"app.Events\": column \"created\" does not exist in table \"app.Events\"" "$T/check.out"
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-all.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with an auth failure among the sources" "$rc" 1
+expect_exit "--config.check exit status with an auth failure among the sources" 1 "$T/check-all.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 expect_cmd "--config.check reports the wrong password" grep -q 'source "mon-wrong".*password authentication failed' "$T/check-all.out"
 expect_cmd "--config.check passes the good sources" bash -c "! grep -q 'source \"shop\"' '$T/check-all.out'"
 sed -i '/app.Events/d' "$T/missing.yml"
-rc=0
-"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status when every column exists" "$rc" 0
+expect_exit "--config.check exit status when every column exists" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/missing.yml" --config.check
 expect_cmd "--config.check says OK" grep -q ': OK, 1 source$' "$T/check-ok.out"
 sed -i 's/created_at_column: created_at/created_at_column: created/' "$T/missing.yml"
 rc=0

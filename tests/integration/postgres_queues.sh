@@ -314,13 +314,9 @@ age "$T/m.txt" qrel_lease_oldest_age_seconds 21 "$o"
 kill "${LOCKERS[@]}" 2>/dev/null || true
 
 # --config.check: passes here; names source, preset and table when a schema is wrong.
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with every preset's tables present" "$rc" 0
+expect_exit "--config.check exit status with every preset's tables present" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 sed -i 's/- preset: river/- preset: river\n        schema: nowhere/' "$T/qrel.yml"
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with a missing table" "$rc" 1
+expect_exit "--config.check exit status with a missing table" 1 "$T/check.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 expect_cmd "--config.check names source, preset and table" grep -qF \
   "postgres \"jobs\" 127.0.0.1:$P/postgres: queues preset \"river\" (schema \"nowhere\"): table \"nowhere.river_job\" does not exist" \
   "$T/check.out"

@@ -200,21 +200,15 @@ series '(none)' 8
 expect_absent "$T/m.txt" qrel_handler_duration_seconds 'queue="mail"'
 
 # ---- --config.check: every layout above reads; pg-boss 2.5.2's does not, and says why
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
-expect_eq "--config.check on pg-boss 9-12 and graphile-worker 0.18 (exit status)" "$rc" 0
+expect_exit "--config.check on pg-boss 9-12 and graphile-worker 0.18 (exit status)" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 sed 's/schema: pgboss9/schema: pgboss2/; s/queues: \[jobs9\].*/queues: [old]/' "$T/qrel.yml" > "$T/old.yml"
-rc=0
-"$EXPORTER" --config.file="$T/old.yml" --config.check > "$T/check-old.out" 2>&1 || rc=$?
-expect_eq "--config.check on pg-boss 2.5.2's schema (exit status)" "$rc" 1
+expect_exit "--config.check on pg-boss 2.5.2's schema (exit status)" 1 "$T/check-old.out" "$EXPORTER" --config.file="$T/old.yml" --config.check
 expect_cmd "--config.check names the preset, schema and missing column" grep -qF \
   "queues preset \"pg_boss\" (schema \"pgboss2\"): column \"startafter\" does not exist in table \"pgboss2.job\"" \
   "$T/check-old.out"
 
 # ---- qrel check and the alerts, unchanged, on these series
-rc=0
-"$QREL" check --config.file="$T/qrel.yml" > "$T/health.out" 2>&1 || rc=$?
-expect_eq "qrel check exit status (dead letters: CRITICAL)" "$rc" 2
+expect_exit "qrel check exit status (dead letters: CRITICAL)" 2 "$T/health.out" "$QREL" check --config.file="$T/qrel.yml"
 expect_cmd "qrel check names billing's dead-letter queue" grep -q \
   '^CRITICAL live billing: dead-letter queue billing_dlq holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/health.out"
 expect_eq "qrel check findings" "$(grep -c '^CRITICAL live' "$T/health.out")" 6

@@ -112,14 +112,10 @@ expect_eq "qrel scrape exit status with a missing column" "$rc" 1
 expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
 expect_cmd "qrel scrape names query and column" \
   grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: query \"orders_by_state\": column \"cents_sum\" is not in the result (columns: region, status, n, cents, biggest)" "$T/missing.err"
-rc=0
-"$EXPORTER" --config.file="$T/missing.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with a missing column" "$rc" 1
+expect_exit "--config.check exit status with a missing column" 1 "$T/check.out" "$EXPORTER" --config.file="$T/missing.yml" --config.check
 expect_cmd "--config.check names query and column" \
   grep -qF 'query "orders_by_state": column "cents_sum" is not in the result' "$T/check.out"
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check-ok.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status when the columns exist" "$rc" 0
+expect_exit "--config.check exit status when the columns exist" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 
 # A statement that writes is refused: the subquery wrapping, and the read-only session behind it.
 cat > "$T/write.yml" <<YML

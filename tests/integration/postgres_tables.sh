@@ -226,9 +226,7 @@ expect_cmd "the error names source, table and column" \
   grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: claim_table \"claims\": column \"sent_at\" does not exist in table \"claims\"" "$T/missing.err"
 expect_absent "$T/missing.txt" qrel_claims
 expect_absent "$T/missing.txt" qrel_dedup_handled_messages
-rc=0
-"$EXPORTER" --config.file="$T/qrel.yml" --config.check > "$T/check.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with a missing column" "$rc" 1
+expect_exit "--config.check exit status with a missing column" 1 "$T/check.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 expect_cmd "--config.check names the column" \
   grep -qF 'claim_table "claims": column "sent_at" does not exist in table "claims"' "$T/check.out"
 psql_do "ALTER TABLE claims RENAME COLUMN done_at TO sent_at"
@@ -251,9 +249,7 @@ sources:
       - {table: no_such_claims, id_column: id, claimed_at_column: c, done_at_column: d,
          in_flight_window: 2m}
 YML
-rc=0
-"$EXPORTER" --config.file="$T/types.yml" --config.check > "$T/types.out" 2>&1 || rc=$?
-expect_eq "--config.check exit status with wrong types" "$rc" 1
+expect_exit "--config.check exit status with wrong types" 1 "$T/types.out" "$EXPORTER" --config.file="$T/types.yml" --config.check
 expect_cmd "--config.check: the duplicates column must be a number" \
   grep -qF 'dedup_table "handled": column "note" of table "handled" is text, want a number' "$T/types.out"
 expect_cmd "--config.check counts the other problems" grep -qF '(and 2 more problems)' "$T/types.out"

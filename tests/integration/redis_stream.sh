@@ -11,35 +11,33 @@ start_redis RP
 R() { redis-cli -p "$RP" "$@"; }
 
 # Server time in ms: entry ids below are placed at known ages relative to it.
-read -r s us < <(R TIME | tr '\n' ' '; echo)
-now=$(( s * 1000 + us / 1000 ))
-id() { echo "$(( now - $1 * 1000 ))-0"; }
+redis_clock R
 
 R XGROUP CREATE orders workers 0 MKSTREAM >/dev/null
-for age in 300 240 180 120 60 30; do R XADD orders "$(id "$age")" age "$age" >/dev/null; done
+for age in 300 240 180 120 60 30; do R XADD orders "$(stream_id "$age")" age "$age" >/dev/null; done
 R XREADGROUP GROUP workers c1 COUNT 4 STREAMS orders '>' >/dev/null   # 300,240,180,120 pending
-R XACK orders workers "$(id 180)" >/dev/null                           # 3 pending, 2 undelivered
+R XACK orders workers "$(stream_id 180)" >/dev/null                           # 3 pending, 2 undelivered
 # Known delivery counts and idle times (what a lease expiry and XAUTOCLAIM would leave behind).
-R XCLAIM orders workers c2 0 "$(id 300)" IDLE 45000 RETRYCOUNT 3 >/dev/null
-R XCLAIM orders workers c2 0 "$(id 240)" IDLE 10000 RETRYCOUNT 2 >/dev/null
+R XCLAIM orders workers c2 0 "$(stream_id 300)" IDLE 45000 RETRYCOUNT 3 >/dev/null
+R XCLAIM orders workers c2 0 "$(stream_id 240)" IDLE 10000 RETRYCOUNT 2 >/dev/null
 R XGROUP CREATE orders audit '$' >/dev/null                           # filtered out below
-R XADD orders.dlq "$(id 200)" why expired >/dev/null
+R XADD orders.dlq "$(stream_id 200)" why expired >/dev/null
 
 # A pattern with a per-stream dead-letter template; events:a.dlq must not become a queue itself.
 for s in a b; do
   R XGROUP CREATE "events:$s" g 0 MKSTREAM >/dev/null
-  R XADD "events:$s" "$(id 20)" n 1 >/dev/null
+  R XADD "events:$s" "$(stream_id 20)" n 1 >/dev/null
 done
-R XADD events:a.dlq "$(id 100)" n 1 >/dev/null
-R XADD events:a.dlq "$(id 50)" n 2 >/dev/null
+R XADD events:a.dlq "$(stream_id 100)" n 1 >/dev/null
+R XADD events:a.dlq "$(stream_id 50)" n 2 >/dev/null
 
 # lag becomes nil after XDEL of an entry the group has not read.
 R XGROUP CREATE trimmed g 0 MKSTREAM >/dev/null
-R XADD trimmed "$(id 9)" n 1 >/dev/null
-R XADD trimmed "$(id 8)" n 2 >/dev/null
-R XADD trimmed "$(id 7)" n 3 >/dev/null
+R XADD trimmed "$(stream_id 9)" n 1 >/dev/null
+R XADD trimmed "$(stream_id 8)" n 2 >/dev/null
+R XADD trimmed "$(stream_id 7)" n 3 >/dev/null
 R XREADGROUP GROUP g c COUNT 1 STREAMS trimmed '>' >/dev/null
-R XDEL trimmed "$(id 7)" >/dev/null
+R XDEL trimmed "$(stream_id 7)" >/dev/null
 
 # Key names that need escaping: a quote, a backslash, a newline and an invalid UTF-8 byte.
 R XGROUP CREATE "$(printf 'odd"na\\me\nx\377')" g 0 MKSTREAM >/dev/null

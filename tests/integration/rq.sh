@@ -11,20 +11,14 @@
 # any output; bad configs fail --config.check with file:line:col.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/redis_jobs.sh
+. "$QREL_SOURCE_DIR/tests/lib/redis_jobs.sh"
 
 PY=/usr/bin/python3 # Debian's python3-rq imports only there
 RQPEER=$QREL_SOURCE_DIR/tests/peers/rq
-secret="rq-$RANDOM-secret"
-reader="rd-$RANDOM-pass"
-printf '%s\n' "$secret" > "$T/admin.pass"
-printf '%s\n' "$reader" > "$T/reader.pass"
-printf 'not-%s\n' "$reader" > "$T/wrong.pass"
-chmod 600 "$T"/*.pass
-start_redis RP --requirepass "$secret"
-R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/rq.md.
-R ACL SETUSER qrel on ">$reader" '~rq:*' -@all +time +smembers +llen +zcard +lindex +zrange \
-  +zrevrange +hmget >/dev/null
+secret="rq-$RANDOM-secret"
+redis_jobs_start '~rq:*' +time +smembers +llen +zcard +lindex +zrange +zrevrange +hmget
 U="redis://:$secret@127.0.0.1:$RP"
 enqueue() { (cd "$RQPEER" && $PY rqjobs.py "$U" "$@"); }
 
@@ -45,14 +39,7 @@ enqueue enqueue emails ok
 enqueue enqueue emails ok --in 3600
 enqueue depend emails
 
-cat > "$T/rq.yml" <<EOF
-sources:
-  - name: jobs
-    kind: rq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-EOF
+job_config "$T/rq.yml" jobs rq
 $QREL scrape --config.file="$T/rq.yml" --log.level=debug > "$T/rq.prom" 2> "$T/rq.log"
 elapsed=$(( $(date +%s) - t0 + 1 ))
 P=$T/rq.prom
@@ -70,36 +57,22 @@ expect_between "margin x hold (the job's timeout)" "$(awk -v m="$margin" -v h="$
 expect_between "oldest ready age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="emails"')" 0 "$elapsed"
 expect_between "oldest failed age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
 expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="emails"')" 0 "$elapsed"
-expect_eq "round trips for 1 queue" \
-  "$(sed -nE 's/.*rq collection done.* round_trips=([0-9]+).*/\1/p' "$T/rq.log")" 3
+expect_eq "round trips for 1 queue" "$(round_trips rq "$T/rq.log")" 3
 
 # qrel check: the failed job is a dead letter (CRITICAL, exit 2).
-rc=0
-$QREL check --config.file="$T/rq.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a failed job" "$rc" 2
-if grep -q '^CRITICAL jobs emails: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
-  ok "qrel check names the failed job of emails"
-else
-  not_ok "qrel check names the failed job of emails: $(cat "$T/check.txt")"
-fi
+expect_exit "qrel check exit status with a failed job" 2 "$T/check.txt" $QREL check --config.file="$T/rq.yml"
+expect_line "qrel check names the failed job of emails" \
+  '^CRITICAL jobs emails: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' \
+  "$T/check.txt"
 
 # Round trips do not grow with queues: 30 more queues with a job each, still 3.
 enqueue spread q 30
 $QREL scrape --config.file="$T/rq.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 31 queues" \
-  "$(sed -nE 's/.*rq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
+expect_eq "round trips for 31 queues" "$(round_trips rq "$T/many.log")" 3
 expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="delayed"'
 
 # Named queues: one RQ never saw reads as empty.
-cat > "$T/named.yml" <<EOF
-sources:
-  - name: jobs
-    kind: rq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [emails, never-used]
-EOF
+job_config "$T/named.yml" jobs rq "queues: [emails, never-used]"
 $QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
 expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
 expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
@@ -108,47 +81,17 @@ kill -9 "$WORKER" 2>/dev/null || true
 pkill -9 -f "rq worker -u redis://:$secret@127.0.0.1:$RP" 2>/dev/null || true
 
 # Faults, each beside the healthy source.
-fault_ports
-cat > "$T/faults.yml" <<EOF
-sources:
-  - name: healthy
-    kind: rq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [emails]
-$(fault_sources rq "127.0.0.1:$RP")
-EOF
-fault_scrape "$T/faults.yml" "$T/faults.prom"
-expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol
-curl -fsS "http://$ADDR/" -o "$T/landing.html"
-stop_exporter
-expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/rq.log" "$T/check.txt"
+job_faults_config rq "queues: [emails]"
+job_faults_check "$T/rq.log"
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck "misspelt key" 'bad.yml:5:5: unknown key "queue" in source "r" (known keys:' \
-  "sources:
-  - name: r
-    kind: rq
-    address: 127.0.0.1
-    queue: [a]"
-badcheck "username without password" 'bad.yml:5:15: username: needs password_file or password_env' \
-  "sources:
-  - name: r
-    kind: rq
-    address: 127.0.0.1
-    username: qrel"
-badcheck "empty queue list" 'bad.yml:5:13: queues: want at least one queue' \
-  "sources:
-  - name: r
-    kind: rq
-    address: 127.0.0.1
-    queues: []"
-badcheck "timeout not a duration" 'bad.yml:5:22: default_timeout: want a duration' \
-  "sources:
-  - name: r
-    kind: rq
-    address: 127.0.0.1
-    default_timeout: 180"
+bad_job_key rq "misspelt key" 'bad.yml:5:5: unknown key "queue" in source "r" (known keys:' \
+  "queue: [a]"
+bad_job_key rq "username without password" 'bad.yml:5:15: username: needs password_file or password_env' \
+  "username: qrel"
+bad_job_key rq "empty queue list" 'bad.yml:5:13: queues: want at least one queue' \
+  "queues: []"
+bad_job_key rq "timeout not a duration" 'bad.yml:5:22: default_timeout: want a duration' \
+  "default_timeout: 180"
 
 finish

@@ -12,18 +12,13 @@
 # with file:line:col.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=../lib/redis_jobs.sh
+. "$QREL_SOURCE_DIR/tests/lib/redis_jobs.sh"
 
 JOBS=$QREL_SOURCE_DIR/tests/peers/sidekiq/jobs.rb
 secret="sk-$RANDOM-secret"
-reader="rd-$RANDOM-pass"
-printf '%s\n' "$reader" > "$T/reader.pass"
-printf 'not-%s\n' "$reader" > "$T/wrong.pass"
-chmod 600 "$T"/*.pass
-start_redis RP --requirepass "$secret"
-R() { REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning "$@"; }
 # The minimal ACL of docs/kinds/sidekiq.md: read-only commands, read-only keys.
-R ACL SETUSER qrel on ">$reader" '%R~*' -@all +time +smembers +zcard +zrange +llen +lindex +hget \
-  +hgetall >/dev/null
+redis_jobs_start '%R~*' +time +smembers +zcard +zrange +llen +lindex +hget +hgetall
 export REDIS_URL="redis://:$secret@127.0.0.1:$RP"
 client() { ruby "$JOBS" "$@" 2>/dev/null; }
 wait_redis() { # wait_redis WHAT WANT CMD...: polls a Redis reply (for the setup only)
@@ -52,15 +47,7 @@ client push emails OkJob
 client push emails OkJob
 client push_in 3600 emails OkJob
 
-cat > "$T/sk.yml" <<EOF2
-sources:
-  - name: jobs
-    kind: sidekiq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    stale_after: 6s
-EOF2
+job_config "$T/sk.yml" jobs sidekiq "stale_after: 6s"
 $QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/sk.prom" 2> "$T/sk.log"
 elapsed=$(( $(date +%s) - t0 + 1 ))
 P=$T/sk.prom
@@ -76,8 +63,7 @@ expect_between "oldest ready age" "$(mval "$P" qrel_queue_oldest_message_age_sec
 expect_between "oldest dead age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
 expect_between "newest dead age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="emails"')" 0 "$elapsed"
 expect_absent "$P" qrel_lease_margin_ratio 'queue="emails"'
-expect_eq "round trips for 1 queue" \
-  "$(sed -nE 's/.*sidekiq collection done.* round_trips=([0-9]+).*/\1/p' "$T/sk.log")" 2
+expect_eq "round trips for 1 queue" "$(round_trips sidekiq "$T/sk.log")" 2
 
 # The worker dies holding the job: no lease gives it back. Once its heartbeat is older than
 # stale_after (and before Sidekiq's 60 s expiry drops its keys), the job is orphaned.
@@ -87,80 +73,37 @@ sleep 7
 $QREL scrape --config.file="$T/sk.yml" > "$T/orphan.prom"
 expect_metric "$T/orphan.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
 expect_metric "$T/orphan.prom" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
-rc=0
-$QREL check --config.file="$T/sk.yml" > "$T/check.txt" 2>&1 || rc=$?
-expect_eq "qrel check exit status with a dead and an orphaned job" "$rc" 2
-if grep -q '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' "$T/check.txt"; then
-  ok "qrel check names the dead job of emails"
-else
-  not_ok "qrel check names the dead job of emails: $(cat "$T/check.txt")"
-fi
-if grep -q '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$' "$T/check.txt"; then
-  ok "qrel check names the orphaned job of emails"
-else
-  not_ok "qrel check names the orphaned job of emails: $(cat "$T/check.txt")"
-fi
+expect_exit "qrel check exit status with a dead and an orphaned job" 2 "$T/check.txt" $QREL check --config.file="$T/sk.yml"
+expect_line "qrel check names the dead job of emails" \
+  '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' \
+  "$T/check.txt"
+expect_line "qrel check names the orphaned job of emails" \
+  '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$' \
+  "$T/check.txt"
 
 # Round trips do not grow with queues: 30 more queues, still 2.
 client spread q 30
 $QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 31 queues" \
-  "$(sed -nE 's/.*sidekiq collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 2
+expect_eq "round trips for 31 queues" "$(round_trips sidekiq "$T/many.log")" 2
 expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
 
 # Named queues: one Sidekiq never saw reads as empty; jobs of other queues are not counted.
-cat > "$T/named.yml" <<EOF2
-sources:
-  - name: jobs
-    kind: sidekiq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [emails, never-used]
-EOF2
+job_config "$T/named.yml" jobs sidekiq "queues: [emails, never-used]"
 $QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
 expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
 expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
 expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
 
 # Faults, each beside the healthy source.
-fault_ports
 client push big OkJob "$(head -c 6000 /dev/zero | tr '\0' x)"
-cat > "$T/faults.yml" <<EOF2
-sources:
-  - name: healthy
-    kind: sidekiq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [emails]
-$(fault_sources sidekiq "127.0.0.1:$RP")
-  - name: capped
-    kind: sidekiq
-    address: 127.0.0.1:$RP
-    username: qrel
-    password_file: $T/reader.pass
-    queues: [big]
-    max_response_bytes: 4096
-EOF2
-fault_scrape "$T/faults.yml" "$T/faults.prom"
-expect_fault_reasons "$T/faults.prom" down:connect wrongpass:auth silent:timeout garbage:protocol capped:limit
-curl -fsS "http://$ADDR/" -o "$T/landing.html"
-stop_exporter
-expect_no_password "$reader" "$secret" -- "$T/faults.prom" "$T/landing.html" "$T/exporter.log" "$T/sk.log" "$T/check.txt"
+job_faults_config sidekiq "queues: [emails]"
+job_source capped sidekiq "queues: [big]" "max_response_bytes: 4096" >> "$T/faults.yml"
+job_faults_check "$T/sk.log" capped:limit
 
 # Bad configuration: file:line:col and what was expected, exit 1.
-badcheck "misspelt key" 'bad.yml:5:5: unknown key "namespaces" in source "s" (known keys:' \
-  "sources:
-  - name: s
-    kind: sidekiq
-    address: 127.0.0.1
-    namespaces: app"
-badcheck "stale_after not a duration" 'bad.yml:5:18: stale_after: want a duration' \
-  "sources:
-  - name: s
-    kind: sidekiq
-    address: 127.0.0.1
-    stale_after: 20"
+bad_job_key sidekiq "misspelt key" 'bad.yml:5:5: unknown key "namespaces" in source "s" (known keys:' \
+  "namespaces: app"
+bad_job_key sidekiq "stale_after not a duration" 'bad.yml:5:18: stale_after: want a duration' \
+  "stale_after: 20"
 
 finish

@@ -5,16 +5,8 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 start_redis RP
-cat > "$T/qrel.yml" <<YML
-sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
-    streams: [{name: orders}]
-YML
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
-  -addext subjectAltName=IP:127.0.0.1 -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
-hash=$(htpasswd -nbBC 10 prometheus 's3cret-scrape' | cut -d: -f2)
+orders_config "$T/qrel.yml"
+hash=$(tls_fixture)
 cat > "$T/web.yml" <<YML
 tls_server_config:
   cert_file: server.crt

@@ -45,6 +45,40 @@ psql_val() {
   psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$*"
 }
 
+# orders_source NAME PORT [LINE...]: the YAML list entry of a redis_stream source NAME reading
+# stream orders of the Redis on 127.0.0.1:PORT, each LINE (e.g. "timeout: 1s") one more key.
+orders_source() {
+  printf '  - name: %s\n    kind: redis_stream\n    address: 127.0.0.1:%s\n' "$1" "$2"
+  shift 2
+  [ $# -eq 0 ] || printf '    %s\n' "$@"
+  printf '    streams: [{name: orders}]\n'
+}
+
+# orders_config FILE: writes FILE, a config whose one source, cache, reads stream orders of the
+# Redis on $RP (the exporter tests' usual target).
+orders_config() {
+  { echo 'sources:'; orders_source cache "$RP"; } > "$1"
+}
+
+# tls_fixture: writes a self-signed certificate for 127.0.0.1 to $T/server.crt (key
+# $T/server.key) and prints the bcrypt hash of user prometheus's password s3cret-scrape, for web
+# configs.
+tls_fixture() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$T/server.key" -out "$T/server.crt" 2>/dev/null
+  htpasswd -nbBC 10 prometheus 's3cret-scrape' | cut -d: -f2
+}
+
+# redis_clock CMD: reads the clock of a Redis with `CMD TIME` (CMD a redis-cli wrapper), so that
+# stream_id AGE is the id of an entry AGE seconds old by that clock: tests place entries at known
+# ages whatever the clock of this machine says.
+redis_clock() {
+  local s us
+  read -r s us < <("$1" TIME | tr '\n' ' '; echo)
+  redis_now_ms=$((s * 1000 + us / 1000))
+}
+stream_id() { echo "$((redis_now_ms - $1 * 1000))-0"; }
+
 # start_exporter CONFIG [flags...]: runs qrel_exporter on a free port; sets ADDR and EXPORTER_PID.
 # Its log goes to $T/exporter.log (debug level).
 start_exporter() {
@@ -131,6 +165,21 @@ expect_absent() { # expect_absent FILE NAME [labels...]
 expect_cmd() {
   local what=$1; shift
   if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+# expect_exit WHAT WANT OUT CMD...: runs CMD with its output and errors to OUT; its exit status is
+# WANT.
+expect_exit() {
+  local what=$1 want=$2 out=$3 rc=0
+  shift 3
+  "$@" > "$out" 2>&1 || rc=$?
+  expect_eq "$what" "$rc" "$want"
+}
+
+# expect_line WHAT REGEX FILE: some line of FILE matches REGEX (grep's basic regex); otherwise
+# FILE is shown.
+expect_line() {
+  if grep -q "$2" "$3"; then ok "$1"; else not_ok "$1: $(cat "$3")"; fi
 }
 
 # now_ms: milliseconds since the epoch; ms_since T0

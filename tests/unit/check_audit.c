@@ -808,34 +808,28 @@ START_TEST(test_config)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("audit");
-    TCase *t = tcase_create("rules");
-    tcase_add_test(t, test_dead_letters);
-    tcase_add_test(t, test_dead_letters_classified);
-    tcase_add_test(t, test_margin_below_1);
-    tcase_add_test(t, test_margin_boundaries);
-    tcase_add_test(t, test_margin_below_2_message);
-    tcase_add_test(t, test_stale_claims);
-    tcase_add_test(t, test_orphaned);
-    tcase_add_test(t, test_eta_beyond);
-    tcase_add_test(t, test_outbox_lagging);
-    tcase_add_test(t, test_dedup_window);
-    tcase_add_test(t, test_no_dead_letter_queue);
-    tcase_add_test(t, test_claim_window);
-    tcase_add_test(t, test_report_order_and_status);
-    tcase_add_test(t, test_audit_series);
-    tcase_add_test(t, test_audit_series_bounded);
-    tcase_add_test(t, test_text_and_json);
-    tcase_add_test(t, test_names_are_quoted);
-    tcase_add_test(t, test_format_seconds);
-    tcase_add_test(t, test_config);
-    suite_add_tcase(s, t);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(suite(), CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_dead_letters, 0},
+        {test_dead_letters_classified, 0},
+        {test_margin_below_1, 0},
+        {test_margin_boundaries, 0},
+        {test_margin_below_2_message, 0},
+        {test_stale_claims, 0},
+        {test_orphaned, 0},
+        {test_eta_beyond, 0},
+        {test_outbox_lagging, 0},
+        {test_dedup_window, 0},
+        {test_no_dead_letter_queue, 0},
+        {test_claim_window, 0},
+        {test_report_order_and_status, 0},
+        {test_audit_series, 0},
+        {test_audit_series_bounded, 0},
+        {test_text_and_json, 0},
+        {test_names_are_quoted, 0},
+        {test_format_seconds, 0},
+        {test_config, 0},
+    };
+    return check_run_tests("audit", tests, CHECK_ROWS(tests), 0);
 }

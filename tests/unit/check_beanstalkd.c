@@ -121,12 +121,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("beanstalkd");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_list_tubes);
-    tcase_add_test(tc, test_stats);
-    tcase_add_loop_test(tc, test_bad_stats, 0, sizeof bad_stats / sizeof bad_stats[0]);
-    tcase_add_test(tc, test_tube_names);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_list_tubes, 0},
+        {test_stats, 0},
+        {test_bad_stats, CHECK_ROWS(bad_stats)},
+        {test_tube_names, 0},
+    };
+    return check_run_tests("beanstalkd", tests, CHECK_ROWS(tests), 0);
 }

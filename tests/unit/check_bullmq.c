@@ -47,10 +47,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bullmq");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_meta_keys);
-    tcase_add_test(tc, test_stalled);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_meta_keys, 0},
+        {test_stalled, 0},
+    };
+    return check_run_tests("bullmq", tests, CHECK_ROWS(tests), 0);
 }

@@ -86,12 +86,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("celery");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_recorded);
-    tcase_add_test(tc, test_naive_eta_is_utc);
-    tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
-    tcase_add_test(tc, test_not_json);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_recorded, 0},
+        {test_naive_eta_is_utc, 0},
+        {test_refused, CHECK_ROWS(bad)},
+        {test_not_json, 0},
+    };
+    return check_run_tests("celery", tests, CHECK_ROWS(tests), 0);
 }

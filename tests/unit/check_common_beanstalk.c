@@ -139,14 +139,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("common_beanstalk");
-    TCase *tc = tcase_create("frame");
-    tcase_add_test(tc, test_recorded_stats_tube);
-    tcase_add_test(tc, test_every_split_needs_more);
-    tcase_add_test(tc, test_pipelined);
-    tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
-    tcase_add_test(tc, test_long_line);
-    tcase_add_test(tc, test_address);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_recorded_stats_tube, 0}, {test_every_split_needs_more, 0},
+        {test_pipelined, 0},           {test_refused, CHECK_ROWS(bad)},
+        {test_long_line, 0},           {test_address, 0},
+    };
+    return check_run_tests("common_beanstalk", tests, CHECK_ROWS(tests), 0);
 }

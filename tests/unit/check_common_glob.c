@@ -38,10 +38,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("glob");
-    TCase *tc = tcase_create("glob");
-    tcase_add_test(tc, test_match);
-    tcase_add_test(tc, test_regex_syntax);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_ENV);
+    const struct check_test tests[] = {
+        {test_match, 0},
+        {test_regex_syntax, 0},
+    };
+    return check_run_tests("glob", tests, CHECK_ROWS(tests), 0);
 }

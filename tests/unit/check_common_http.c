@@ -444,29 +444,22 @@ START_TEST(test_base_url)
 }
 END_TEST
 
-static Suite *http_suite(void)
-{
-    Suite *s = suite_create("http");
-    TCase *tc = tcase_create("client");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_200);
-    tcase_add_test(tc, test_500_body_excerpt);
-    tcase_add_test(tc, test_any_status);
-    tcase_add_test(tc, test_401_auth);
-    tcase_add_test(tc, test_403_bearer_auth);
-    tcase_add_test(tc, test_over_cap_limit);
-    tcase_add_test(tc, test_hang_timeout);
-    tcase_add_test(tc, test_deadline_already_passed);
-    tcase_add_test(tc, test_refused_connect);
-    tcase_add_test(tc, test_sigv4);
-    tcase_add_test(tc, test_sigv4_needs_region_and_service);
-    tcase_add_test(tc, test_escape);
-    tcase_add_test(tc, test_base_url);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(http_suite(), CK_ENV);
+    const struct check_test tests[] = {
+        {test_200, 0},
+        {test_500_body_excerpt, 0},
+        {test_any_status, 0},
+        {test_401_auth, 0},
+        {test_403_bearer_auth, 0},
+        {test_over_cap_limit, 0},
+        {test_hang_timeout, 0},
+        {test_deadline_already_passed, 0},
+        {test_refused_connect, 0},
+        {test_sigv4, 0},
+        {test_sigv4_needs_region_and_service, 0},
+        {test_escape, 0},
+        {test_base_url, 0},
+    };
+    return check_run_tests("http", tests, CHECK_ROWS(tests), 30);
 }

@@ -133,13 +133,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("json");
-    TCase *tc = tcase_create("json");
-    tcase_add_test(tc, test_malformed_and_truncated);
-    tcase_add_test(tc, test_typed_getters);
-    tcase_add_test(tc, test_errors_name_the_path);
-    tcase_add_test(tc, test_rfc3339);
-    tcase_add_test(tc, test_time_getters);
-    suite_add_tcase(su, tc);
-    return check_run(su, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_malformed_and_truncated, 0},
+        {test_typed_getters, 0},
+        {test_errors_name_the_path, 0},
+        {test_rfc3339, 0},
+        {test_time_getters, 0},
+    };
+    return check_run_tests("json", tests, CHECK_ROWS(tests), 0);
 }

@@ -159,20 +159,11 @@ START_TEST(test_nul_and_empty)
 }
 END_TEST
 
-static Suite *promtext_suite(void)
-{
-    Suite *s = suite_create("promtext");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_recorded);
-    tcase_add_test(tc, test_helpers);
-    tcase_add_test(tc, test_callback_stops);
-    tcase_add_loop_test(tc, test_bad, 0, (int)(sizeof bad / sizeof bad[0]));
-    tcase_add_test(tc, test_nul_and_empty);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(promtext_suite(), CK_ENV);
+    const struct check_test tests[] = {
+        {test_recorded, 0},          {test_helpers, 0},       {test_callback_stops, 0},
+        {test_bad, CHECK_ROWS(bad)}, {test_nul_and_empty, 0},
+    };
+    return check_run_tests("promtext", tests, CHECK_ROWS(tests), 0);
 }

@@ -23,6 +23,7 @@
 #include "postgres/work_table.h"
 #include "redis_stream/redis_stream.h"
 #include "sources.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 static redisReply *resp(const char *raw, size_t len)
@@ -109,9 +110,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    ck_assert_int_eq(load_text(bad_configs[_i].text, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    check_refused(load_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
 }
 END_TEST
 

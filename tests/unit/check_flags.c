@@ -71,11 +71,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("flags");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_forms);
-    tcase_add_test(tc, test_defaults_and_help);
-    tcase_add_test(tc, test_errors);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_forms, 0},
+        {test_defaults_and_help, 0},
+        {test_errors, 0},
+    };
+    return check_run_tests("flags", tests, CHECK_ROWS(tests), 0);
 }

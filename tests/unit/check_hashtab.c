@@ -132,12 +132,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hashtab");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_empty_table_finds_nothing);
-    tcase_add_test(tc, test_ids_survive_growth);
-    tcase_add_test(tc, test_colliding_keys_are_told_apart);
-    tcase_add_test(tc, test_hash);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_empty_table_finds_nothing, 0},
+        {test_ids_survive_growth, 0},
+        {test_colliding_keys_are_told_apart, 0},
+        {test_hash, 0},
+    };
+    return check_run_tests("hashtab", tests, CHECK_ROWS(tests), 0);
 }

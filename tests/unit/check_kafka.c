@@ -20,6 +20,7 @@
 #include "kafka/settings.h"
 #include "metrics.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 extern const struct collector_kind kafka_kind;
@@ -95,9 +96,7 @@ static void expect_config_error(const char *yaml, const char *want)
     struct collector c;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(configure_yaml(&c, yaml, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, want);
+    check_refused(configure_yaml(&c, yaml, &e), &e, want);
     kafka_kind.destroy(&c);
 }
 
@@ -338,15 +337,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("kafka");
-    TCase *tc = tcase_create("kafka");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, lag_from_offsets);
-    tcase_add_test(tc, ages_names_reasons);
-    tcase_add_test(tc, config_errors);
-    tcase_add_test(tc, pattern_glob_regex);
-    tcase_add_test(tc, renamed_keys_and_tls_config);
-    tcase_add_test(tc, down_broker_leaves_nothing_behind);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {lag_from_offsets, 0},
+        {ages_names_reasons, 0},
+        {config_errors, 0},
+        {pattern_glob_regex, 0},
+        {renamed_keys_and_tls_config, 0},
+        {down_broker_leaves_nothing_behind, 0},
+    };
+    return check_run_tests("kafka", tests, CHECK_ROWS(tests), 60);
 }

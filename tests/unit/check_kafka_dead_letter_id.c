@@ -123,12 +123,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("kafka_dead_letter_id");
-    TCase *tc = tcase_create("pure");
-    tcase_add_loop_test(tc, test_json_id, 0, N(json_ids));
-    tcase_add_test(tc, test_json_id_nul);
-    tcase_add_test(tc, test_id_field);
-    tcase_add_loop_test(tc, test_entry, 0, N(bad_entries));
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_ENV);
+    const struct check_test tests[] = {
+        {test_json_id, CHECK_ROWS(json_ids)},
+        {test_json_id_nul, 0},
+        {test_id_field, 0},
+        {test_entry, CHECK_ROWS(bad_entries)},
+    };
+    return check_run_tests("kafka_dead_letter_id", tests, CHECK_ROWS(tests), 0);
 }

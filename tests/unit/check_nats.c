@@ -20,6 +20,7 @@
 #include "nats/nats.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 extern const struct collector_kind nats_kind;
@@ -345,9 +346,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    ck_assert_int_eq(configure_text(bad_configs[_i].text, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
 }
 END_TEST
 
@@ -364,22 +363,16 @@ END_TEST
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static Suite *nats_suite(void)
-{
-    Suite *s = suite_create("nats");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_recorded_document);
-    tcase_add_test(tc, test_filter_and_dead_letters);
-    tcase_add_loop_test(tc, test_bad_documents, 0, N(bad_docs));
-    tcase_add_test(tc, test_no_now_uses_local_time);
-    tcase_add_test(tc, test_retry_horizon);
-    tcase_add_loop_test(tc, test_config_bad, 0, N(bad_configs));
-    tcase_add_test(tc, test_config_good);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return check_run(nats_suite(), CK_ENV);
+    const struct check_test tests[] = {
+        {test_recorded_document, 0},
+        {test_filter_and_dead_letters, 0},
+        {test_bad_documents, CHECK_ROWS(bad_docs)},
+        {test_no_now_uses_local_time, 0},
+        {test_retry_horizon, 0},
+        {test_config_bad, CHECK_ROWS(bad_configs)},
+        {test_config_good, 0},
+    };
+    return check_run_tests("nats", tests, CHECK_ROWS(tests), 0);
 }

@@ -10,6 +10,7 @@
 
 #include "deadline.h"
 #include "pool.h"
+#include "check_run.h"
 
 static void sleep_ms(long ms)
 {
@@ -233,26 +234,15 @@ START_TEST(test_free_expires_waiting_and_waits_for_running)
 }
 END_TEST
 
-static Suite *pool_suite(void)
-{
-    Suite *s = suite_create("pool");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_size_is_checked);
-    tcase_add_test(tc, test_threads_start_as_needed_up_to_the_size);
-    tcase_add_test(tc, test_order_is_priority_then_start_by_then_arrival);
-    tcase_add_test(tc, test_a_job_waiting_past_its_start_by_is_expired);
-    tcase_add_test(tc, test_cancel_takes_a_waiting_job_out);
-    tcase_add_test(tc, test_free_expires_waiting_and_waits_for_running);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(pool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const struct check_test tests[] = {
+        {test_size_is_checked, 0},
+        {test_threads_start_as_needed_up_to_the_size, 0},
+        {test_order_is_priority_then_start_by_then_arrival, 0},
+        {test_a_job_waiting_past_its_start_by_is_expired, 0},
+        {test_cancel_takes_a_waiting_job_out, 0},
+        {test_free_expires_waiting_and_waits_for_running, 0},
+    };
+    return check_run_tests("pool", tests, CHECK_ROWS(tests), 30);
 }

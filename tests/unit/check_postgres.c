@@ -16,6 +16,7 @@
 #include "common/pg.h"
 #include "postgres/postgres.h"
 #include "sources.h"
+#include "check_run.h"
 
 static char tmpdir[256];
 
@@ -644,9 +645,5 @@ static Suite *pg_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pg_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(pg_suite(), CK_ENV);
 }

@@ -20,6 +20,7 @@
 #include "../../collectors/postgres/queues_emit.c"
 #include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
+#include "check_run.h"
 
 static struct queues *configured(const char *list)
 {
@@ -452,29 +453,14 @@ START_TEST(test_margin_and_latency)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("pg_queues");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_full);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_array_literal);
-    tcase_add_test(tc, test_jobs_sql);
-    tcase_add_test(tc, test_emit_job_presets);
-    tcase_add_test(tc, test_emit_pgmq);
-    tcase_add_test(tc, test_emit_empty_queue);
-    tcase_add_test(tc, test_done_sql);
-    tcase_add_test(tc, test_margin_and_latency);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const struct check_test tests[] = {
+        {test_defaults, 0},  {test_full, 0},
+        {test_errors, 0},    {test_array_literal, 0},
+        {test_jobs_sql, 0},  {test_emit_job_presets, 0},
+        {test_emit_pgmq, 0}, {test_emit_empty_queue, 0},
+        {test_done_sql, 0},  {test_margin_and_latency, 0},
+    };
+    return check_run_tests("pg_queues", tests, CHECK_ROWS(tests), 0);
 }

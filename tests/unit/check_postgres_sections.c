@@ -16,6 +16,7 @@
 #include "../../collectors/postgres/claim.c"
 #include "../../collectors/postgres/dedup.c"
 #include "section_item.h"
+#include "check_run.h"
 
 /* ---- dedup_tables: configuration ---- */
 
@@ -413,9 +414,5 @@ static Suite *pg_sections_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pg_sections_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(pg_sections_suite(), CK_NORMAL);
 }

@@ -12,6 +12,8 @@
 
 #include "../../collectors/postgres/sql.c"
 #include "section_item.h"
+#include "check_refused.h"
+#include "check_run.h"
 
 START_TEST(test_configure_full)
 {
@@ -181,10 +183,9 @@ START_TEST(test_finish_refuses_a_name_defined_twice)
         ck_assert_msg(items[i] != NULL, "%s", e.msg);
     }
     ck_assert_int_eq(pg_sql_section.finish(items, 1, &e), 0);
-    ck_assert_int_eq(pg_sql_section.finish(items, 2, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, "q.yml:10:14: metric \"app_x\": already defined by query \"a\" at "
-                            "q.yml:5:14");
+    check_refused(pg_sql_section.finish(items, 2, &e), &e,
+                  "q.yml:10:14: metric \"app_x\": already defined by query \"a\" at "
+                  "q.yml:5:14");
     pg_sql_section.destroy(items[0]);
     pg_sql_section.destroy(items[1]);
 }
@@ -218,9 +219,5 @@ static Suite *pg_sql_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pg_sql_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(pg_sql_suite(), CK_NORMAL);
 }

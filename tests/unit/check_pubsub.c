@@ -24,6 +24,7 @@
 #include "pubsub/auth.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 extern const struct collector_kind pubsub_kind;
@@ -442,9 +443,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    ck_assert_int_eq(configure_text(bad_configs[_i].text, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
 }
 END_TEST
 

@@ -29,6 +29,7 @@
 #include "redis_stream/redis_stream.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 extern const struct collector_kind redis_stream_kind;
@@ -646,9 +647,7 @@ START_TEST(test_address)
     struct err e = {0};
     int rc = redis_address_parse(addresses[_i].s, &a, &e);
     if (!addresses[_i].ok) {
-        ck_assert_int_eq(rc, -1);
-        ck_assert_int_eq(e.code, ERR_CONFIG);
-        ck_assert_str_eq(e.msg, addresses[_i].msg);
+        check_refused(rc, &e, addresses[_i].msg);
         return;
     }
     ck_assert_msg(rc == 0, "\"%s\": %s", addresses[_i].s, e.msg);
@@ -1431,9 +1430,7 @@ START_TEST(test_config_bad)
     struct err e;
     setenv("QREL_TEST_EMPTY_VARIABLE", "", 1);
     unsetenv("QREL_TEST_UNSET_VARIABLE");
-    ck_assert_int_eq(configure_text(bad_configs[_i].text, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
     ck_assert_ptr_null(strstr(e.msg, "hunter2"));
 }
 END_TEST

@@ -59,11 +59,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rq");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_time);
-    tcase_add_test(tc, test_timeout);
-    tcase_add_test(tc, test_lease);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_time, 0},
+        {test_timeout, 0},
+        {test_lease, 0},
+    };
+    return check_run_tests("rq", tests, CHECK_ROWS(tests), 0);
 }

@@ -15,6 +15,7 @@
 #include "scheduler.h"
 #include "sources.h"
 #include "util.h"
+#include "check_run.h"
 
 static void sleep_ms(long ms)
 {
@@ -616,9 +617,5 @@ static Suite *scheduler_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(scheduler_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(scheduler_suite(), CK_NORMAL);
 }

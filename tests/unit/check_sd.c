@@ -7,6 +7,7 @@
 
 #include "sd.h"
 #include "util.h"
+#include "check_run.h"
 
 static const struct collector_kind redis_kind = {.name = "redis_stream"};
 static const struct collector_kind pg_kind = {.name = "postgres"};
@@ -69,7 +70,7 @@ START_TEST(test_strings_are_escaped)
     struct buf b;
     buf_init(&b);
     sd_render(&b, &s, "h:1");
-    ck_assert_ptr_nonnull(strstr(b.data, "\"source\":\"a\\\"b\\\\c\\u000a\""));
+    ck_assert_ptr_nonnull(strstr(b.data, "\"source\":\"a\\\"b\\\\c\\n\""));
     buf_free(&b);
     free_sources(&s);
 }
@@ -125,24 +126,12 @@ START_TEST(test_advertise_error_message)
 }
 END_TEST
 
-static Suite *sd_suite(void)
-{
-    Suite *s = suite_create("sd");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_one_group_per_source);
-    tcase_add_test(tc, test_no_sources_is_an_empty_list);
-    tcase_add_test(tc, test_strings_are_escaped);
-    tcase_add_loop_test(tc, test_advertise_address, 0, (int)(sizeof addrs / sizeof addrs[0]));
-    tcase_add_test(tc, test_advertise_error_message);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(sd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const struct check_test tests[] = {
+        {test_one_group_per_source, 0},    {test_no_sources_is_an_empty_list, 0},
+        {test_strings_are_escaped, 0},     {test_advertise_address, CHECK_ROWS(addrs)},
+        {test_advertise_error_message, 0},
+    };
+    return check_run_tests("sd", tests, CHECK_ROWS(tests), 0);
 }

@@ -115,12 +115,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sidekiq");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_job);
-    tcase_add_test(tc, test_top_level_only);
-    tcase_add_test(tc, test_work);
-    tcase_add_loop_test(tc, test_refused, 0, sizeof bad / sizeof bad[0]);
-    suite_add_tcase(s, tc);
-    return check_run(s, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_job, 0},
+        {test_top_level_only, 0},
+        {test_work, 0},
+        {test_refused, CHECK_ROWS(bad)},
+    };
+    return check_run_tests("sidekiq", tests, CHECK_ROWS(tests), 0);
 }

@@ -120,13 +120,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("sources");
-    TCase *tc = tcase_create("load");
-    tcase_add_loop_test(tc, test_bad_config, 0, (int)(sizeof bad / sizeof bad[0]));
-    tcase_add_test(tc, test_good_config);
-    tcase_add_test(tc, test_empty_config);
-    tcase_add_loop_test(tc, test_empty_sources, 0,
-                        (int)(sizeof empty_lists / sizeof empty_lists[0]));
-    suite_add_tcase(su, tc);
-    return check_run(su, CK_NORMAL);
+    const struct check_test tests[] = {
+        {test_bad_config, CHECK_ROWS(bad)},
+        {test_good_config, 0},
+        {test_empty_config, 0},
+        {test_empty_sources, CHECK_ROWS(empty_lists)},
+    };
+    return check_run_tests("sources", tests, CHECK_ROWS(tests), 0);
 }
