@@ -8,6 +8,16 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+#define QREL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QREL_ASAN 1
+#endif
+#endif
+#ifndef QREL_ASAN
+#define QREL_ASAN 0
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,7 +56,9 @@ void *xrealloc(void *p, size_t n)
 
 void xmalloc_release(void)
 {
-#ifdef __GLIBC__
+    /* Not under AddressSanitizer: it replaces malloc, and glibc's malloc_trim then sets up
+     * glibc's own arenas beside it, which abort at thread exit ("a->attached_threads > 0"). */
+#if defined(__GLIBC__) && !QREL_ASAN
     malloc_trim(0);
 #endif
 }
