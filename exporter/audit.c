@@ -646,13 +646,16 @@ static void rule_dedup(struct audit_ctx *x, struct entry *en)
     add_finding(x, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, en, 1, window, horizon, &m);
 }
 
-/* What to change, from the kind that reported the queue (collector.h, audit_hint): a kind whose
+/* What to change, from the kind that reported the queue (collector.h, audit_hints): a kind whose
  * broker (or whose consumers, by convention) can dead-letter names the setting that does it;
  * kinds without one (or not in this build) have no dead-letter queue to ask for. */
 static const char *kind_hint(const char *kind, enum audit_rule rule)
 {
     const struct collector_kind *k = collector_kind_find(kind);
-    return k && k->audit_hint ? k->audit_hint(audit_rule_name(rule)) : NULL;
+    for (const struct audit_hint *h = k ? k->audit_hints : NULL; h && h->rule; h++)
+        if (strcmp(h->rule, audit_rule_name(rule)) == 0)
+            return h->clause;
+    return NULL;
 }
 
 static int cmp_dlq(const void *pa, const void *pb)

@@ -2,7 +2,9 @@
  *
  * A kind is one `const struct collector_kind` (collectors/<kind>/<kind>.c) listed in the registry.
  * configure() parses and validates the kind's own keys (no I/O); collect() talks to the broker
- * and fills a metric set; destroy() frees the kind's state. The core owns the common keys
+ * and fills a metric set; destroy() frees what the kind's state holds. The core allocates that
+ * state (state_size bytes, zeroed, in priv) before configure() and frees it after destroy(), so
+ * no kind repeats the allocation or the NULL checks around it. The core owns the common keys
  * (name, kind, timeout) and runs collect() on its own thread under a deadline:
  *   - collect blocks only inside helpers that honour the deadline;
  *   - it may add samples and then fail: the core then discards them and reports up 0;
@@ -24,6 +26,14 @@
 
 struct collector;
 
+/* One row of a kind's audit hints: what to change when the audit rule named rule (as the `rule`
+ * label spells it, e.g. "no_dead_letter_queue") fires on a queue of this kind, as a clause the
+ * rule's message ends with (no trailing period). */
+struct audit_hint {
+    const char *rule;
+    const char *clause;
+};
+
 /* What a broker source read from the dead-letter queue of one of its queues, for the core's
  * dead-letter join (exporter/dead_letters.h): the id of each dead letter that carried one. */
 struct dead_letter_read {
@@ -40,10 +50,15 @@ enum dead_letter_work { DL_WORK_UNKNOWN, DL_WORK_NOT_DONE, DL_WORK_DONE };
 
 struct collector_kind {
     const char *name; /* `kind:` in the config and the kind label of qrel_collector_up */
+    /* The size of the kind's state: the core callocs it into priv before configure() and frees
+     * it after destroy(). 0: the kind allocates and frees priv itself. */
+    size_t state_size;
     int (*configure)(struct collector *c, struct cfg_node *map, struct err *e);
     int (*collect)(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e);
-    void (*destroy)(struct collector *c); /* frees priv; may be called after a failed configure */
+    /* Frees what priv holds (all of priv when state_size is 0); called after a failed configure
+     * too, never with priv NULL unless state_size is 0. */
+    void (*destroy)(struct collector *c);
     /* Optional (NULL when the kind has nothing to verify): checks the configuration against the
      * live server — tables and columns exist, permissions suffice — for --config.check. Errors
      * name the source and the object, never a secret. */
@@ -75,13 +90,10 @@ struct collector_kind {
     int (*work_table_check)(struct collector *c, void *table, const struct deadline *dl,
                             struct err *e);
     void (*work_table_free)(void *table);
-    /* Optional (NULL: no hints): what to change when an audit rule fires on a queue of this kind,
-     * as a clause the rule's message ends with (no trailing period), or NULL for rules the kind
-     * has nothing to add to. rule is the rule's name as the `rule` label spells it (e.g.
-     * "no_dead_letter_queue"); the text is static. Today only no_dead_letter_queue asks, and a
-     * kind without a hint for it is not audited by that rule (it has no dead-letter queue to
-     * set up). */
-    const char *(*audit_hint)(const char *rule);
+    /* Optional (NULL: no hints): the audit hints, ended by a row whose rule is NULL. Today only
+     * no_dead_letter_queue asks, and a kind without a hint for it is not audited by that rule
+     * (it has no dead-letter queue to set up). */
+    const struct audit_hint *audit_hints;
     /* Optional (NULL: `qrel dlq` cannot read this kind's dead letters): inspect and replay, see
      * dlq_kind.h. A kind offering it also offers dead_letter_validate, which `dead_letters`
      * entries for `qrel dlq` go through even when the kind has no dead_letter_ids (its reads
@@ -98,6 +110,13 @@ struct collector {
                           * is served again, with qrel_sample_age_seconds saying how old it is */
     pthread_mutex_t use; /* held by whoever talks through the instance: collect() or a join hook */
 };
+
+/* Allocates c->priv (c->kind->state_size bytes, zeroed) and runs the kind's configure() on map;
+ * c->name and c->kind are set. Whatever it returns, collector_release(c) frees it. */
+int collector_configure(struct collector *c, struct cfg_node *map, struct err *e);
+/* Runs the kind's destroy() and frees c->priv, leaving it NULL; the other members are the
+ * caller's. Fine after a failed or a missing configure. */
+void collector_release(struct collector *c);
 
 /* Takes c->use, waiting no later than the deadline: -1 (ERR_TIMEOUT in e) when it passes first,
  * as when a collection that outlived its scrape still holds the connection (exporter/sources.c). */

@@ -30,12 +30,30 @@ static int source_name_valid(const char *s)
     return 1;
 }
 
+int collector_configure(struct collector *c, struct cfg_node *map, struct err *e)
+{
+    if (c->kind->state_size && !c->priv)
+        c->priv = xcalloc(1, c->kind->state_size);
+    return c->kind->configure(c, map, e);
+}
+
+void collector_release(struct collector *c)
+{
+    const struct collector_kind *k = c->kind;
+    if (!k || (k->state_size && !c->priv))
+        return;
+    if (k->destroy)
+        k->destroy(c);
+    if (k->state_size)
+        free(c->priv);
+    c->priv = NULL;
+}
+
 static void collector_free(struct collector *c)
 {
     if (!c)
         return;
-    if (c->kind && c->kind->destroy)
-        c->kind->destroy(c);
+    collector_release(c);
     pthread_mutex_destroy(&c->use);
     free(c->name);
     free(c);
@@ -128,7 +146,7 @@ int sources_configure(const struct sources *s, struct collector *c, struct cfg_n
     }
     if (cfg_get_duration(map, "min_interval", 0, &c->min_interval, e))
         goto out;
-    if (k->configure(c, map, e))
+    if (collector_configure(c, map, e))
         goto out;
     char where[200];
     snprintf(where, sizeof where, "source \"%s\"", c->name);

@@ -56,19 +56,14 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     beanstalk_conn_close(st->conn);
     free(st->address);
     cfg_strv_free(st->tubes);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     char where[200];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* Every key is read before any is judged, so a misspelt key is reported as unknown. */
@@ -321,17 +316,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "bury jobs that keep failing";
-    return NULL;
-}
+static const struct audit_hint hints[] = {{"no_dead_letter_queue", "bury jobs that keep failing"},
+                                          {NULL, NULL}};
 
 const struct collector_kind beanstalkd_kind = {
     .name = "beanstalkd",
+    .state_size = sizeof(struct state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
-    .audit_hint = audit_hint,
+    .audit_hints = hints,
 };

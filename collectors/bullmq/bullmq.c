@@ -85,8 +85,6 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     redis_job_free(st->conn, st->pipe, &st->rs);
     free(st->prefix);
     cfg_strv_free(st->queues);
@@ -95,14 +93,11 @@ static void destroy(struct collector *c)
         free(st->cursors[i].last_id);
     }
     free(st->cursors);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     if (redis_settings_read(map, &st->rs, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
@@ -457,17 +452,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "keep failed jobs (removeOnFail: false)";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "keep failed jobs (removeOnFail: false)"}, {NULL, NULL}};
 
 const struct collector_kind bullmq_kind = {
     .name = "bullmq",
+    .state_size = sizeof(struct state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
-    .audit_hint = audit_hint,
+    .audit_hints = hints,
 };

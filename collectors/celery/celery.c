@@ -63,19 +63,14 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     redis_job_free(st->conn, st->pipe, &st->rs);
     cfg_strv_free(st->queues);
     free(st->prefix);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     if (redis_settings_read(map, &st->rs, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
         cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
@@ -258,6 +253,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 
 const struct collector_kind celery_kind = {
     .name = "celery",
+    .state_size = sizeof(struct state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,

@@ -55,20 +55,15 @@ static void drop_handle(struct state *st)
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     drop_handle(st);
     kafka_settings_free(&st->cfg);
     pthread_mutex_destroy(&st->mu);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
+    struct state *st = c->priv;
     pthread_mutex_init(&st->mu, NULL);
-    c->priv = st;
     st->source = c->name;
     return kafka_settings_read(&st->cfg, c->name, c->timeout, map, e);
 }
@@ -1296,19 +1291,18 @@ static const struct dlq_kind kafka_dlq = {.read = dlq_read,
                                           .batch_free = kafka_replay_free};
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "have the consumers publish given-up records to a dead-letter topic and name "
-               "it in dead_letter_topic";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue",
+     "have the consumers publish given-up records to a dead-letter topic and name "
+     "it in dead_letter_topic"},
+    {NULL, NULL}};
 
 const struct collector_kind kafka_kind = {.name = "kafka",
+                                          .state_size = sizeof(struct state),
                                           .configure = configure,
                                           .collect = collect,
                                           .destroy = destroy,
                                           .dead_letter_validate = dead_letter_validate,
                                           .dead_letter_ids = dead_letter_ids,
-                                          .audit_hint = audit_hint,
+                                          .audit_hints = hints,
                                           .dlq = &kafka_dlq};

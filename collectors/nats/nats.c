@@ -41,8 +41,6 @@ struct state {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     http_client_free(st->client);
     http_config_free(&st->http);
     for (size_t i = 0; i < st->nspecs; i++) {
@@ -55,8 +53,6 @@ static void destroy(struct collector *c)
     free(st->account);
     free(st->username);
     secret_free(st->password);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure_stream(struct collector *c, struct state *st, struct cfg_node *item,
@@ -92,8 +88,7 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* every key read first, so a misspelt one is reported with the known keys */
@@ -267,5 +262,8 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
-const struct collector_kind nats_kind = {
-    .name = "nats", .configure = configure, .collect = collect, .destroy = destroy};
+const struct collector_kind nats_kind = {.name = "nats",
+                                         .state_size = sizeof(struct state),
+                                         .configure = configure,
+                                         .collect = collect,
+                                         .destroy = destroy};

@@ -32,8 +32,6 @@
 static void destroy(struct collector *c)
 {
     struct pubsub_state *st = c->priv;
-    if (!st)
-        return;
     http_client_free(st->client);
     http_config_free(&st->http);
     pubsub_auth_free(st->auth);
@@ -46,14 +44,11 @@ static void destroy(struct collector *c)
     free(st->project);
     free(st->endpoint);
     free(st->monitoring_endpoint);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct pubsub_state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct pubsub_state *st = c->priv;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* every key read first, so a misspelt one is reported with the known keys; the credential
@@ -466,17 +461,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "add a deadLetterPolicy with maxDeliveryAttempts";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "add a deadLetterPolicy with maxDeliveryAttempts"}, {NULL, NULL}};
 
 const struct collector_kind pubsub_kind = {.name = "pubsub",
+                                           .state_size = sizeof(struct pubsub_state),
                                            .configure = configure,
                                            .collect = collect,
                                            .destroy = destroy,
-                                           .audit_hint = audit_hint,
+                                           .audit_hints = hints,
                                            .dead_letter_validate = pubsub_dead_letter_validate,
                                            .dlq = &pubsub_dlq};

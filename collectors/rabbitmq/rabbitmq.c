@@ -171,8 +171,6 @@ struct state {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     http_client_free(st->client);
     http_config_free(&st->http);
     meta_free(st->meta);
@@ -183,14 +181,11 @@ static void destroy(struct collector *c)
     cfg_strv_free(st->vhosts);
     cfg_strv_free(st->queues);
     free(st->pattern);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     st->consumer_timeout = -1;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
@@ -716,16 +711,14 @@ out:
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
-               "delivery limit";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
+                             "delivery limit"},
+    {NULL, NULL}};
 
 const struct collector_kind rabbitmq_kind = {.name = "rabbitmq",
+                                             .state_size = sizeof(struct state),
                                              .configure = configure,
                                              .collect = collect,
                                              .destroy = destroy,
-                                             .audit_hint = audit_hint};
+                                             .audit_hints = hints};

@@ -16,8 +16,6 @@
 void redis_stream_destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     redis_conn_close(st->conn);
     for (size_t i = 0; i < st->nspecs; i++) {
         struct stream_spec *sp = &st->specs[i];
@@ -28,8 +26,6 @@ void redis_stream_destroy(struct collector *c)
     }
     free(st->specs);
     redis_settings_free(&st->rs);
-    free(st);
-    c->priv = NULL;
 }
 
 /* dead_letter_classify was a block of a stream entry with a connection of its own; it is now the
@@ -128,9 +124,7 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
 
 int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
-
+    struct state *st = c->priv;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
     struct cfg_node *streams = NULL;

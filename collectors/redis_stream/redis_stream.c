@@ -184,19 +184,17 @@ static int dead_letter_ids(struct collector *c, const char *queue, const char *i
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "have the consumers move given-up entries to a stream and name it in "
-               "dead_letter_stream";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "have the consumers move given-up entries to a stream and name it in "
+                             "dead_letter_stream"},
+    {NULL, NULL}};
 
 const struct collector_kind redis_stream_kind = {.name = "redis_stream",
+                                                 .state_size = sizeof(struct state),
                                                  .configure = redis_stream_configure,
                                                  .collect = collect,
                                                  .destroy = redis_stream_destroy,
-                                                 .audit_hint = audit_hint,
+                                                 .audit_hints = hints,
                                                  .dead_letter_validate = dead_letter_validate,
                                                  .dead_letter_ids = dead_letter_ids,
                                                  .dlq = &redis_stream_dlq};

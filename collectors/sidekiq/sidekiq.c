@@ -69,19 +69,14 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     redis_job_free(st->conn, st->pipe, &st->rs);
     free(st->ns);
     cfg_strv_free(st->queues);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     char *ns = NULL;
     if (redis_settings_read(map, &st->rs, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
@@ -432,17 +427,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "keep the dead set enabled";
-    return NULL;
-}
+static const struct audit_hint hints[] = {{"no_dead_letter_queue", "keep the dead set enabled"},
+                                          {NULL, NULL}};
 
 const struct collector_kind sidekiq_kind = {
     .name = "sidekiq",
+    .state_size = sizeof(struct state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
-    .audit_hint = audit_hint,
+    .audit_hints = hints,
 };

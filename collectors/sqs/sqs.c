@@ -120,8 +120,6 @@ struct state {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     http_client_free(st->http);
     http_config_free(&st->http_cfg);
     free(st->region);
@@ -144,8 +142,6 @@ static void destroy(struct collector *c)
         free(st->dlq_urls[i].url);
     }
     free(st->dlq_urls);
-    free(st);
-    c->priv = NULL;
 }
 
 /* The public endpoint of service in region (China's regions live under amazonaws.com.cn). */
@@ -284,8 +280,7 @@ static int judge_queues(struct state *st, struct cfg_node *map, char **queues, s
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
 
@@ -861,17 +856,15 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const char *audit_hint(const char *rule)
-{
-    if (strcmp(rule, "no_dead_letter_queue") == 0)
-        return "add a RedrivePolicy with a dead-letter queue and maxReceiveCount";
-    return NULL;
-}
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "add a RedrivePolicy with a dead-letter queue and maxReceiveCount"},
+    {NULL, NULL}};
 
 const struct collector_kind sqs_kind = {.name = "sqs",
+                                        .state_size = sizeof(struct state),
                                         .configure = configure,
                                         .collect = collect,
                                         .destroy = destroy,
-                                        .audit_hint = audit_hint,
+                                        .audit_hints = hints,
                                         .dead_letter_validate = dead_letter_validate,
                                         .dlq = &sqs_dlq_kind};

@@ -84,7 +84,7 @@ static int configure_yaml(struct collector *c, const char *yaml, struct err *e)
     c->timeout = 2.0;
     struct cfg_doc *doc = cfg_parse_string("qrel.yml", yaml, strlen(yaml), e);
     ck_assert_msg(doc != NULL, "%s", e->msg);
-    int rc = kafka_kind.configure(c, cfg_doc_root(doc), e);
+    int rc = collector_configure(c, cfg_doc_root(doc), e);
     if (rc == 0)
         rc = cfg_finish(cfg_doc_root(doc), "source \"stream\"", e);
     cfg_doc_free(doc);
@@ -97,7 +97,7 @@ static void expect_config_error(const char *yaml, const char *want)
     struct err e;
     err_clear(&e);
     check_refused(configure_yaml(&c, yaml, &e), &e, want);
-    kafka_kind.destroy(&c);
+    collector_release(&c);
 }
 
 START_TEST(config_errors)
@@ -331,7 +331,7 @@ START_TEST(down_broker_leaves_nothing_behind)
     ck_assert_int_eq(rd_kafka_wait_destroyed(2000), 0);
     ck_assert_int_eq(thread_count(), before);
     metric_set_free(out);
-    kafka_kind.destroy(&c);
+    collector_release(&c);
 }
 END_TEST
 

@@ -179,14 +179,14 @@ START_TEST(test_config_bad)
     ck_assert_ptr_nonnull(d);
     struct collector c = {.name = "rmq", .kind = &rabbitmq_kind};
     err_clear(&e);
-    int rc = rabbitmq_kind.configure(&c, cfg_doc_root(d), &e);
+    int rc = collector_configure(&c, cfg_doc_root(d), &e);
     if (rc == 0)
         rc = cfg_finish(cfg_doc_root(d), "source \"rmq\"", &e);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_CONFIG);
     if (bad_configs[_i].msg)
         ck_assert_str_eq(e.msg, bad_configs[_i].msg);
-    rabbitmq_kind.destroy(&c);
+    collector_release(&c);
     cfg_doc_free(d);
 }
 END_TEST
@@ -197,9 +197,9 @@ START_TEST(test_config_min_interval)
     struct err e;
     struct cfg_doc *d = cfg_parse_string("t.yml", y, strlen(y), &e);
     struct collector c = {.name = "rmq", .kind = &rabbitmq_kind, .min_interval = 30};
-    ck_assert_int_eq(rabbitmq_kind.configure(&c, cfg_doc_root(d), &e), -1);
+    ck_assert_int_eq(collector_configure(&c, cfg_doc_root(d), &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "use metadata_interval"));
-    rabbitmq_kind.destroy(&c);
+    collector_release(&c);
     cfg_doc_free(d);
 }
 END_TEST
@@ -216,9 +216,9 @@ START_TEST(test_config_good)
     struct err e;
     struct cfg_doc *d = cfg_parse_string("t.yml", y, strlen(y), &e);
     struct collector c = {.name = "rmq", .kind = &rabbitmq_kind};
-    ck_assert_int_eq(rabbitmq_kind.configure(&c, cfg_doc_root(d), &e), 0);
+    ck_assert_int_eq(collector_configure(&c, cfg_doc_root(d), &e), 0);
     ck_assert_int_eq(cfg_finish(cfg_doc_root(d), "source \"rmq\"", &e), 0);
-    rabbitmq_kind.destroy(&c);
+    collector_release(&c);
     cfg_doc_free(d);
 }
 END_TEST

@@ -1258,13 +1258,13 @@ static int collect_once(const char *details_replies, struct err *e, size_t *nsam
     struct cfg_node *core_key; /* read by the core (sources.c) before the kind */
     ck_assert_int_eq(cfg_get_node(seq->items[0], "name", CFG_SCALAR, &core_key, e), 0);
     ck_assert_int_eq(cfg_get_node(seq->items[0], "kind", CFG_SCALAR, &core_key, e), 0);
-    ck_assert_msg(redis_stream_kind.configure(&c, seq->items[0], e) == 0, "%s", e->msg);
+    ck_assert_msg(collector_configure(&c, seq->items[0], e) == 0, "%s", e->msg);
     struct metric_set *set = metric_set_new("cache", "redis_stream");
     struct deadline dl = deadline_in(5);
     int rc = redis_stream_kind.collect(&c, &dl, set, e);
     *nsamples = metric_set_len(set);
     ck_assert_ptr_null(metric_set_error(set));
-    redis_stream_kind.destroy(&c);
+    collector_release(&c);
     fake_stop(&s);
     /* The server read exactly the commands it was scripted for, in that order. */
     ck_assert_uint_ge(s.ngot, groups.len);

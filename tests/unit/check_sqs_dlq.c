@@ -382,7 +382,7 @@ START_TEST(test_entry)
     }
     free(queue);
     free(id_field);
-    c.kind->destroy(&c);
+    collector_release(&c);
     free(c.name);
     cfg_doc_free(doc);
 }

@@ -36,7 +36,7 @@ static int configure_kind_keep(const struct collector_kind *kind, const char *te
 
 static void kind_config_free(struct collector *c, struct cfg_doc *doc)
 {
-    c->kind->destroy(c);
+    collector_release(c);
     ck_assert_ptr_null(c->priv);
     free(c->name);
     cfg_doc_free(doc);
