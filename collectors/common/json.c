@@ -77,53 +77,49 @@ static json_t *member(const json_t *obj, const char *key)
     return json_is_null(v) ? NULL : v;
 }
 
-int json_get_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
-                    struct err *e)
+/* The value at key when json_type_word calls it want: 1 with *out set; 0 when it is absent or
+ * null, -1 with e set when it is of another type (*out NULL in both). One check for every getter,
+ * so each type is told and refused alike. */
+static int typed(const json_t *obj, const char *ctx, const char *key, const char *want,
+                 json_t **out, struct err *e)
 {
     json_t *v = member(obj, key);
     *out = NULL;
     if (!v)
         return 0;
-    if (!json_is_object(v))
-        return wrong(ctx, key, "an object", v, e);
+    if (strcmp(json_type_word(v), want) != 0)
+        return wrong(ctx, key, want, v, e);
     *out = v;
     return 1;
 }
 
+int json_get_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
+                    struct err *e)
+{
+    return typed(obj, ctx, key, "an object", out, e);
+}
+
 int json_get_array(const json_t *obj, const char *ctx, const char *key, json_t **out, struct err *e)
 {
-    json_t *v = member(obj, key);
-    *out = NULL;
-    if (!v)
-        return 0;
-    if (!json_is_array(v))
-        return wrong(ctx, key, "a list", v, e);
-    *out = v;
-    return 1;
+    return typed(obj, ctx, key, "a list", out, e);
 }
 
 int json_get_string(const json_t *obj, const char *ctx, const char *key, const char **out,
                     struct err *e)
 {
-    json_t *v = member(obj, key);
-    *out = NULL;
-    if (!v)
-        return 0;
-    if (!json_is_string(v))
-        return wrong(ctx, key, "a string", v, e);
-    *out = json_string_value(v);
-    return 1;
+    json_t *v;
+    int rc = typed(obj, ctx, key, "a string", &v, e);
+    *out = rc > 0 ? json_string_value(v) : NULL;
+    return rc;
 }
 
 int json_get_number(const json_t *obj, const char *ctx, const char *key, double *out, struct err *e)
 {
-    json_t *v = member(obj, key);
-    if (!v)
-        return 0;
-    if (!json_is_number(v))
-        return wrong(ctx, key, "a number", v, e);
-    *out = json_number_value(v);
-    return 1;
+    json_t *v;
+    int rc = typed(obj, ctx, key, "a number", &v, e);
+    if (rc > 0)
+        *out = json_number_value(v);
+    return rc;
 }
 
 int json_get_numeric(const json_t *obj, const char *ctx, const char *key, double *out,
@@ -153,13 +149,11 @@ int json_get_numeric(const json_t *obj, const char *ctx, const char *key, double
 
 int json_get_bool(const json_t *obj, const char *ctx, const char *key, int *out, struct err *e)
 {
-    json_t *v = member(obj, key);
-    if (!v)
-        return 0;
-    if (!json_is_boolean(v))
-        return wrong(ctx, key, "a boolean", v, e);
-    *out = json_is_true(v);
-    return 1;
+    json_t *v;
+    int rc = typed(obj, ctx, key, "a boolean", &v, e);
+    if (rc > 0)
+        *out = json_is_true(v);
+    return rc;
 }
 
 static int need(int r, const char *ctx, const char *key, struct err *e)

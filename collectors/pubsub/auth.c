@@ -30,6 +30,20 @@ static void wipe_free(char *s)
     secret_free(s);
 }
 
+/* Frees a JSON document that holds a secret at key, zeroing that string first. */
+static void free_wiped(json_t *doc, const char *key)
+{
+    if (!doc)
+        return;
+    json_t *v = json_object_get(doc, key);
+    if (json_is_string(v)) {
+        volatile char *p = (volatile char *)json_string_value(v);
+        for (size_t i = 0; i < json_string_length(v); i++)
+            p[i] = 0;
+    }
+    json_decref(doc);
+}
+
 char *pubsub_base64url(const unsigned char *p, size_t n)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -188,15 +202,7 @@ static int load_key(struct cfg_node *map, struct pubsub_auth *a, char *text, str
         a->meta.token_uri = a->token_uri;
     }
     /* The document holds the private key too: wipe its strings before they are freed. */
-    if (doc) {
-        json_t *pk = json_object_get(doc, "private_key");
-        if (json_is_string(pk)) {
-            volatile char *p = (volatile char *)json_string_value(pk);
-            for (size_t i = 0; i < json_string_length(pk); i++)
-                p[i] = 0;
-        }
-        json_decref(doc);
-    }
+    free_wiped(doc, "private_key");
     return rc;
 }
 
@@ -344,15 +350,7 @@ static int fetch_token(struct pubsub_auth *a, struct http_client *http, const st
     } else if (doc) {
         err_prefix(e, "token exchange");
     }
-    if (doc) {
-        json_t *v = json_object_get(doc, "access_token");
-        if (json_is_string(v)) {
-            volatile char *p = (volatile char *)json_string_value(v);
-            for (size_t i = 0; i < json_string_length(v); i++)
-                p[i] = 0;
-        }
-        json_decref(doc);
-    }
+    free_wiped(doc, "access_token");
 out:
     if (resp.body)
         memset(resp.body, 0, resp.len);

@@ -330,21 +330,28 @@ out:
 
 /* ---- replay ---- */
 
+/* POSTs body (freed here) to the method verb of name (a subscription or a topic), verb naming
+ * the call in errors too; *doc is the reply. */
+static int post(struct pubsub_state *st, const struct deadline *dl, const char *name,
+                const char *verb, char *body, json_t **doc, struct err *e)
+{
+    struct buf url;
+    buf_init(&url);
+    buf_printf(&url, "%s/v1/%s:%s", st->endpoint, name, verb);
+    int rc = pubsub_api_call(st, dl, "POST", url.data, body, verb, 0, doc, e);
+    free(body);
+    buf_free(&url);
+    return rc;
+}
+
 /* acknowledge (deadline < 0) or modifyAckDeadline the n ackIds on the dead-letter subscription. */
 static int ack_call(struct pubsub_state *st, const struct deadline *dl, const char *dead_sub,
                     const char *const *ids, size_t n, int deadline, struct err *e)
 {
-    struct buf url;
-    buf_init(&url);
-    buf_printf(&url, "%s/v1/%s:%s", st->endpoint, dead_sub,
-               deadline < 0 ? "acknowledge" : "modifyAckDeadline");
-    char *body = pubsub_ack_body(ids, n, deadline);
     json_t *doc = NULL;
-    int rc = pubsub_api_call(st, dl, "POST", url.data, body,
-                             deadline < 0 ? "acknowledge" : "modifyAckDeadline", 0, &doc, e);
+    int rc = post(st, dl, dead_sub, deadline < 0 ? "acknowledge" : "modifyAckDeadline",
+                  pubsub_ack_body(ids, n, deadline), &doc, e);
     json_decref(doc);
-    free(body);
-    buf_free(&url);
     return rc;
 }
 
@@ -355,12 +362,8 @@ static int dlq_requeue(struct collector *c, struct dlq_batch *b, struct dlq_mess
     const struct pubsub_received *r = m->kind_data;
     if (pubsub_api_begin(c, dl, e))
         return -1;
-    struct buf url;
-    buf_init(&url);
-    buf_printf(&url, "%s/v1/%s:publish", st->endpoint, b->origin);
-    char *body = pubsub_publish_body(r);
     json_t *doc = NULL, *ids = NULL;
-    int rc = pubsub_api_call(st, dl, "POST", url.data, body, "publish", 0, &doc, e);
+    int rc = post(st, dl, b->origin, "publish", pubsub_publish_body(r), &doc, e);
     /* a publish is done when Pub/Sub gave the message an id */
     if (rc == 0 &&
         (json_expect_object(doc, "$", e) || json_need_array(doc, "$", "messageIds", &ids, e) ||
@@ -370,8 +373,6 @@ static int dlq_requeue(struct collector *c, struct dlq_batch *b, struct dlq_mess
         rc = err_prefix(e, "publish");
     }
     json_decref(doc);
-    free(body);
-    buf_free(&url);
     return rc;
 }
 

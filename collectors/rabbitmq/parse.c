@@ -22,29 +22,27 @@ static int settings_object(const json_t *obj, const char *ctx, const char *key, 
 }
 
 /* A setting that may come from the queue's arguments (x-NAME) or its policy (NAME): the
- * argument wins, as in the broker. */
-static int setting_string(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
-                          const char *name, const char **out, struct err *e)
+ * argument wins, as in the broker. A string into *str or, when str is NULL, a number into *num;
+ * NULL or -1 when neither has it. */
+static int setting(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
+                   const char *name, const char **str, double *num, struct err *e)
 {
     char xname[64];
     snprintf(xname, sizeof xname, "x-%s", name);
-    *out = NULL;
-    int rc = args ? json_get_string(args, actx, xname, out, e) : 0;
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    return pol && json_get_string(pol, pctx, name, out, e) < 0 ? -1 : 0;
-}
-
-static int setting_number(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
-                          const char *name, double *out, struct err *e)
-{
-    char xname[64];
-    snprintf(xname, sizeof xname, "x-%s", name);
-    *out = -1;
-    int rc = args ? json_get_numeric(args, actx, xname, out, e) : 0;
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    return pol && json_get_numeric(pol, pctx, name, out, e) < 0 ? -1 : 0;
+    const json_t *from[] = {args, pol};
+    const char *ctxs[] = {actx, pctx}, *keys[] = {xname, name};
+    if (str)
+        *str = NULL;
+    else
+        *num = -1;
+    for (int i = 0; i < 2; i++) {
+        int rc = !from[i] ? 0
+                 : str    ? json_get_string(from[i], ctxs[i], keys[i], str, e)
+                          : json_get_numeric(from[i], ctxs[i], keys[i], num, e);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
+    return 0;
 }
 
 int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
@@ -86,10 +84,10 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
     if (settings_object(obj, ctx, "arguments", &args, e) ||
         settings_object(obj, ctx, "effective_policy_definition", &pol, e))
         return -1;
-    if (setting_string(args, pol, actx, pctx, "dead-letter-exchange", &out->dlx, e) ||
-        setting_string(args, pol, actx, pctx, "dead-letter-routing-key", &out->dlrk, e) ||
-        setting_number(args, pol, actx, pctx, "delivery-limit", &out->delivery_limit, e) ||
-        setting_number(args, pol, actx, pctx, "consumer-timeout", &out->consumer_timeout_ms, e))
+    if (setting(args, pol, actx, pctx, "dead-letter-exchange", &out->dlx, NULL, e) ||
+        setting(args, pol, actx, pctx, "dead-letter-routing-key", &out->dlrk, NULL, e) ||
+        setting(args, pol, actx, pctx, "delivery-limit", NULL, &out->delivery_limit, e) ||
+        setting(args, pol, actx, pctx, "consumer-timeout", NULL, &out->consumer_timeout_ms, e))
         return -1;
     return 0;
 }

@@ -140,24 +140,27 @@ int sqs_parse_attributes(const json_t *doc, const char *queue, struct sqs_attrs 
     if (got == 0) /* SQS leaves Attributes out when it has none to give */
         return 0;
     snprintf(ctx, sizeof ctx, "queue \"%s\": $.Attributes", queue);
+    /* The numeric attributes, each with the flag that tells it was sent (DelaySeconds has none:
+     * absent means 0). */
+    const struct {
+        const char *key;
+        double *value;
+        int *has;
+    } nums[] = {
+        {"ApproximateNumberOfMessages", &out->ready, &out->has_ready},
+        {"ApproximateNumberOfMessagesNotVisible", &out->in_flight, &out->has_in_flight},
+        {"ApproximateNumberOfMessagesDelayed", &out->delayed, &out->has_delayed},
+        {"VisibilityTimeout", &out->visibility_timeout, &out->has_visibility},
+        {"DelaySeconds", &out->delay_seconds, NULL},
+        {"MessageRetentionPeriod", &out->retention, &out->has_retention},
+    };
     int r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessages", &out->ready, e)) < 0)
-        goto fail;
-    out->has_ready = r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesNotVisible", &out->in_flight, e)) < 0)
-        goto fail;
-    out->has_in_flight = r;
-    if ((r = num_attr(attrs, ctx, "ApproximateNumberOfMessagesDelayed", &out->delayed, e)) < 0)
-        goto fail;
-    out->has_delayed = r;
-    if ((r = num_attr(attrs, ctx, "VisibilityTimeout", &out->visibility_timeout, e)) < 0)
-        goto fail;
-    out->has_visibility = r;
-    if ((r = num_attr(attrs, ctx, "DelaySeconds", &out->delay_seconds, e)) < 0)
-        goto fail;
-    if ((r = num_attr(attrs, ctx, "MessageRetentionPeriod", &out->retention, e)) < 0)
-        goto fail;
-    out->has_retention = r;
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if ((r = num_attr(attrs, ctx, nums[i].key, nums[i].value, e)) < 0)
+            goto fail;
+        if (nums[i].has)
+            *nums[i].has = r;
+    }
 
     const char *s = NULL;
     if ((r = json_get_string(attrs, ctx, "FifoQueue", &s, e)) < 0)

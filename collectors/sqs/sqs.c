@@ -449,18 +449,30 @@ int sqs_request(struct collector *c, unsigned *calls, const char *action, const 
     return sqs_aws_call(&aws, st->endpoint, "sqs", target, what, body, dl, doc, missing, e);
 }
 
+/* A call about the queue named name: sends body (freed here) as action, its reply in *doc, and
+ * what (cap bytes) names the call for messages. 1; 0 when the queue does not exist; -1 + e. */
+static int queue_call(struct collector *c, unsigned *calls, const char *action, const char *name,
+                      char *body, const struct deadline *dl, char *what, size_t cap, json_t **doc,
+                      struct err *e)
+{
+    snprintf(what, cap, "AmazonSQS.%s \"%s\"", action, name);
+    int missing = 0;
+    int rc = sqs_request(c, calls, action, what, body, dl, doc, &missing, e);
+    free(body);
+    if (rc)
+        return missing ? 0 : -1;
+    return 1;
+}
+
 int sqs_get_queue_url(struct collector *c, unsigned *calls, const char *name, const char *account,
                       const struct deadline *dl, char **url, struct err *e)
 {
     char *body = body_of("QueueName", name, "QueueOwnerAWSAccountId", account);
     char what[200];
-    snprintf(what, sizeof what, "AmazonSQS.GetQueueUrl \"%s\"", name);
     json_t *doc = NULL;
-    int missing = 0;
-    int rc = sqs_request(c, calls, "GetQueueUrl", what, body, dl, &doc, &missing, e);
-    free(body);
-    if (rc)
-        return missing ? 0 : -1;
+    int rc = queue_call(c, calls, "GetQueueUrl", name, body, dl, what, sizeof what, &doc, e);
+    if (rc <= 0)
+        return rc;
     const char *u = NULL;
     char ctx[220];
     snprintf(ctx, sizeof ctx, "%s: $", what);
@@ -579,13 +591,10 @@ int sqs_get_attributes(struct collector *c, unsigned *calls, const char *url, co
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     char what[200];
-    snprintf(what, sizeof what, "AmazonSQS.GetQueueAttributes \"%s\"", name);
     json_t *doc = NULL;
-    int missing = 0;
-    int rc = sqs_request(c, calls, "GetQueueAttributes", what, body, dl, &doc, &missing, e);
-    free(body);
-    if (rc)
-        return missing ? 0 : -1;
+    int rc = queue_call(c, calls, "GetQueueAttributes", name, body, dl, what, sizeof what, &doc, e);
+    if (rc <= 0)
+        return rc;
     rc = sqs_parse_attributes(doc, name, a, e);
     json_decref(doc);
     return rc ? -1 : 1;
