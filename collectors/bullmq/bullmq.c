@@ -42,16 +42,12 @@ struct cursor {
 };
 
 struct state {
-    struct redis_settings rs;
+    struct redis_job job; /* the connection keys, queues, connection and pipeline */
     char *prefix;
-    char **queues;
-    size_t nqueues;
     double lock_duration;
     long long max_active, max_queues;
     struct cursor *cursors;
     size_t ncursors;
-    struct redis_conn *conn;
-    struct redis_pipe *pipe;
 };
 
 struct queue {
@@ -85,9 +81,8 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    redis_job_free(st->conn, st->pipe, &st->rs);
+    redis_job_free(&st->job);
     free(st->prefix);
-    cfg_strv_free(st->queues);
     for (size_t i = 0; i < st->ncursors; i++) {
         free(st->cursors[i].queue);
         free(st->cursors[i].last_id);
@@ -98,19 +93,17 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    if (redis_settings_read(map, &st->rs, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
-        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+    if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||
         cfg_get_int(map, "max_active_jobs", DEFAULT_MAX_ACTIVE, 1, 1000000, &st->max_active, e) ||
         cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
-        redis_job_finish(map, c->name, &st->rs, e))
+        redis_job_finish(map, c->name, &st->job, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("bull");
-    if (redis_job_check_queues(map, st->queues, st->nqueues, e))
+    if (redis_job_check_queues(map, &st->job, e))
         return -1;
-    st->pipe = redis_pipe_new();
     return 0;
 }
 
@@ -307,8 +300,8 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
     struct state *st = sc->st;
-    struct redis_pipe *p = st->pipe;
-    size_t max = st->rs.max_response_bytes;
+    struct redis_pipe *p = st->job.pipe;
+    size_t max = st->job.rs.max_response_bytes;
     struct scan s = {0};
     s.prefix = st->prefix;
     char *match = xasprintf("%s:*:meta", st->prefix);
@@ -318,18 +311,18 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         redis_pipe_reset(p);
         if (!s.cursor)
             redis_pipe_addv(p, "TIME", NULL);
-        if (!st->queues)
+        if (!st->job.queues)
             redis_pipe_addv(p, "SCAN", s.cursor ? s.cursor : "0", "MATCH", match, "COUNT", "1000",
                             NULL);
-        if (redis_pipe_exec_each(st->conn, p, dl, max, on_scan, &s, e))
+        if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_scan, &s, e))
             goto out;
         if (!s.cursor)
             s.cursor = xstrdup("0");
-    } while (!st->queues && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
+    } while (!st->job.queues && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
     sc->now_ms = s.now_ms;
 
-    char **names = st->queues ? st->queues : s.names;
-    sc->n = st->queues ? st->nqueues : s.n;
+    char **names = st->job.queues ? st->job.queues : s.names;
+    sc->n = st->job.queues ? st->job.nqueues : s.n;
     sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
@@ -369,7 +362,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
             free(key[k]);
         free(base);
     }
-    if (sc->n && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, sc, e))
+    if (sc->n && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
         goto out;
 
     redis_pipe_reset(p);
@@ -379,7 +372,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
         free(key);
     }
-    if (sc->njobs && redis_pipe_exec_each(st->conn, p, dl, max, on_round3, sc, e))
+    if (sc->njobs && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round3, sc, e))
         goto out;
     rc = 0;
 out:
@@ -429,8 +422,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    unsigned long long rts = 0;
-    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &rts, e);
+    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {
@@ -445,7 +437,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             }
         }
         emit(&sc, out);
-        redis_job_log_done("bullmq collection done", c->name, sc.n, rts);
+        redis_job_log_done(&st->job, "bullmq collection done", c->name, sc.n);
     }
     scrape_free(&sc);
     return rc;

@@ -32,13 +32,9 @@ static const char *const priority_steps[] = {"3", "6", "9"}; /* kombu's PRIORITY
 #define NSTEPS 3
 
 struct state {
-    struct redis_settings rs;
-    char **queues;
-    size_t nqueues;
-    char *prefix; /* kombu's global_keyprefix, "" when none */
+    struct redis_job job; /* the connection keys, queues, connection and pipeline */
+    char *prefix;         /* kombu's global_keyprefix, "" when none */
     double visibility_timeout;
-    struct redis_conn *conn;
-    struct redis_pipe *pipe;
 };
 
 struct queue {
@@ -54,7 +50,7 @@ struct delivery {
 struct scrape {
     struct state *st;
     double now;
-    struct queue *q; /* parallel to st->queues */
+    struct queue *q; /* parallel to st->job.queues */
     struct delivery *d;
     size_t nd;
     double unattributed; /* unacked entries whose routing key is no watched queue */
@@ -63,31 +59,27 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    redis_job_free(st->conn, st->pipe, &st->rs);
-    cfg_strv_free(st->queues);
+    redis_job_free(&st->job);
     free(st->prefix);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    if (redis_settings_read(map, &st->rs, e) ||
-        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
-        cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
+    if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
         cfg_get_positive_duration(map, "visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT,
                                   &st->visibility_timeout, e) ||
-        redis_job_finish(map, c->name, &st->rs, e))
+        redis_job_finish(map, c->name, &st->job, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("");
-    if (!st->queues) { /* Celery's default queue */
-        st->queues = xcalloc(2, sizeof *st->queues);
-        st->queues[0] = xstrdup("celery");
-        st->nqueues = 1;
+    if (!st->job.queues) { /* Celery's default queue */
+        st->job.queues = xcalloc(2, sizeof *st->job.queues);
+        st->job.queues[0] = xstrdup("celery");
+        st->job.nqueues = 1;
     }
-    if (st->nqueues == 0)
+    if (st->job.nqueues == 0)
         return cfg_error(e, cfg_at(map, "queues"), "queues: want at least one queue");
-    st->pipe = redis_pipe_new();
     return 0;
 }
 
@@ -108,12 +100,12 @@ static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
         struct celery_unacked u;
         if (celery_parse_unacked(val->str, val->len, &u, e))
             return -1;
-        size_t qi = st->nqueues;
-        for (size_t k = 0; k < st->nqueues; k++)
-            if (strcmp(st->queues[k], u.routing_key) == 0)
+        size_t qi = st->job.nqueues;
+        for (size_t k = 0; k < st->job.nqueues; k++)
+            if (strcmp(st->job.queues[k], u.routing_key) == 0)
                 qi = k;
         celery_unacked_free(&u);
-        if (qi == st->nqueues) {
+        if (qi == st->job.nqueues) {
             sc->unattributed++;
             continue;
         }
@@ -138,15 +130,8 @@ static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
 static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    if (index == 0) {
-        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
-            return -1;
-        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-            r->element[1]->type != REDIS_REPLY_STRING)
-            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
-        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
-        return 0;
-    }
+    if (index == 0)
+        return redis_job_time(r, &sc->now, e);
     if (index == 1) {
         if (redis_job_want(r, REDIS_REPLY_ARRAY, "ZRANGE unacked_index", e))
             return -1;
@@ -167,7 +152,7 @@ static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
     size_t qi = (index - 3) / (NSTEPS + 1);
     if (r->type != REDIS_REPLY_INTEGER)
         return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer, got %s",
-                       sc->st->queues[qi], redis_reply_type_name(r));
+                       sc->st->job.queues[qi], redis_reply_type_name(r));
     sc->q[qi].ready += (double)r->integer;
     return 0;
 }
@@ -175,9 +160,9 @@ static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
     const struct state *st = sc->st;
-    for (size_t i = 0; i < st->nqueues; i++) {
+    for (size_t i = 0; i < st->job.nqueues; i++) {
         const struct queue *q = &sc->q[i];
-        const char *n = st->queues[i];
+        const char *n = st->job.queues[i];
         metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
         metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
                        NULL);
@@ -206,7 +191,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
     struct state *st = sc->st;
-    struct redis_pipe *p = st->pipe;
+    struct redis_pipe *p = st->job.pipe;
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
     char *k = xasprintf("%sunacked_index", st->prefix);
@@ -215,17 +200,19 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     k = xasprintf("%sunacked", st->prefix);
     redis_pipe_addv(p, "HGETALL", k, NULL);
     free(k);
-    for (size_t i = 0; i < st->nqueues; i++) {
-        k = xasprintf("%s%s", st->prefix, st->queues[i]);
+    for (size_t i = 0; i < st->job.nqueues; i++) {
+        k = xasprintf("%s%s", st->prefix, st->job.queues[i]);
         redis_pipe_addv(p, "LLEN", k, NULL);
         free(k);
         for (int s = 0; s < NSTEPS; s++) {
-            k = xasprintf("%s%s" PRIORITY_SEP "%s", st->prefix, st->queues[i], priority_steps[s]);
+            k = xasprintf("%s%s" PRIORITY_SEP "%s", st->prefix, st->job.queues[i],
+                          priority_steps[s]);
             redis_pipe_addv(p, "LLEN", k, NULL);
             free(k);
         }
     }
-    return redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, on_reply, sc, e);
+    return redis_pipe_exec_each(st->job.conn, p, dl, st->job.rs.max_response_bytes, on_reply, sc,
+                                e);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
@@ -234,14 +221,13 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    sc.q = xcalloc(st->nqueues, sizeof *sc.q);
-    unsigned long long round_trips = 0;
-    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &round_trips, e);
+    sc.q = xcalloc(st->job.nqueues, sizeof *sc.q);
+    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
         emit(&sc, out);
         if (log_enabled(LOG_DEBUG)) {
             char rts[32], other[32];
-            snprintf(rts, sizeof rts, "%llu", round_trips);
+            snprintf(rts, sizeof rts, "%llu", st->job.round_trips);
             snprintf(other, sizeof other, "%.0f", sc.unattributed);
             log_kv(LOG_DEBUG, "celery collection done", "source", c->name, "round_trips", rts,
                    "unacked_of_other_queues", other, NULL);

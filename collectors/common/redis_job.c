@@ -1,60 +1,84 @@
-/* redis_job.c: the configure() tail and collect() frame of the Redis job kinds (redis_job.h). */
+/* redis_job.c: the common state, configure() steps and collect() frame of the Redis job kinds
+ * (redis_job.h). */
 #include "redis_job.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "log.h"
 
-int redis_job_finish(struct cfg_node *map, const char *source, struct redis_settings *rs,
-                     struct err *e)
+int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e)
+{
+    return redis_settings_read(map, &j->rs, e) ||
+                   cfg_get_strlist(map, "queues", &j->queues, &j->nqueues, e)
+               ? -1
+               : 0;
+}
+
+int redis_job_finish(struct cfg_node *map, const char *source, struct redis_job *j, struct err *e)
 {
     char where[200];
     snprintf(where, sizeof where, "source \"%s\"", source);
-    return cfg_finish(map, where, e) || redis_settings_check(map, rs, e) ? -1 : 0;
+    if (cfg_finish(map, where, e) || redis_settings_check(map, &j->rs, e))
+        return -1;
+    j->pipe = redis_pipe_new();
+    return 0;
 }
 
-int redis_job_check_queues(struct cfg_node *map, char *const *queues, size_t nqueues, struct err *e)
+int redis_job_check_queues(struct cfg_node *map, const struct redis_job *j, struct err *e)
 {
-    if (queues && nqueues == 0)
+    if (j->queues && j->nqueues == 0)
         return cfg_error(e, cfg_at(map, "queues"),
                          "queues: want at least one queue, or leave the key out for all");
     return 0;
 }
 
-void redis_job_free(struct redis_conn *conn, struct redis_pipe *pipe, struct redis_settings *rs)
+void redis_job_free(struct redis_job *j)
 {
-    redis_conn_close(conn);
-    redis_pipe_free(pipe);
-    redis_settings_free(rs);
+    redis_conn_close(j->conn);
+    redis_pipe_free(j->pipe);
+    redis_settings_free(&j->rs);
+    cfg_strv_free(j->queues);
 }
 
-int redis_job_collect(struct redis_conn **conn, const char *source, const struct redis_settings *rs,
-                      const struct deadline *dl,
+int redis_job_collect(struct redis_job *j, const char *source, const struct deadline *dl,
                       int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
-                      unsigned long long *round_trips, struct err *e)
+                      struct err *e)
 {
-    if (!*conn &&
-        !(*conn = redis_conn_open(source, rs->address, rs->username, rs->password, rs->db, dl, e)))
+    const struct redis_settings *rs = &j->rs;
+    if (!j->conn && !(j->conn = redis_conn_open(source, rs->address, rs->username, rs->password,
+                                                rs->db, dl, e)))
         return -1;
-    unsigned long long before = redis_conn_stats(*conn)->round_trips;
+    unsigned long long before = redis_conn_stats(j->conn)->round_trips;
     if (scrape(arg, dl, e) != 0) {
         /* The connection may be mid-reply or dead: start afresh next time. */
-        redis_conn_close(*conn);
-        *conn = NULL;
+        redis_conn_close(j->conn);
+        j->conn = NULL;
         return -1;
     }
-    *round_trips = redis_conn_stats(*conn)->round_trips - before;
+    j->round_trips = redis_conn_stats(j->conn)->round_trips - before;
     return 0;
 }
 
-void redis_job_log_done(const char *msg, const char *source, size_t nqueues,
-                        unsigned long long round_trips)
+int redis_job_time(const redisReply *r, double *now, struct err *e)
+{
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
+        return -1;
+    if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
+    *now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
+    return 0;
+}
+
+void redis_job_log_done(const struct redis_job *j, const char *msg, const char *source,
+                        size_t nqueues)
 {
     if (!log_enabled(LOG_DEBUG))
         return;
     char queues[32], rts[32];
     snprintf(queues, sizeof queues, "%zu", nqueues);
-    snprintf(rts, sizeof rts, "%llu", round_trips);
+    snprintf(rts, sizeof rts, "%llu", j->round_trips);
     log_kv(LOG_DEBUG, msg, "source", source, "queues", queues, "round_trips", rts, NULL);
 }
 

@@ -34,13 +34,9 @@
 #define ROUND2_PER_QUEUE 9
 
 struct state {
-    struct redis_settings rs;
-    char **queues; /* configured names, NULL: every queue in rq:queues */
-    size_t nqueues;
+    struct redis_job job; /* the connection keys, queues, connection and pipeline */
     double default_timeout;
     long long max_in_flight;
-    struct redis_conn *conn;
-    struct redis_pipe *pipe;
 };
 
 /* What a job's HMGET is for. */
@@ -75,27 +71,24 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    redis_job_free(st->conn, st->pipe, &st->rs);
-    cfg_strv_free(st->queues);
+    redis_job_free(&st->job);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    if (redis_settings_read(map, &st->rs, e) ||
-        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+    if (redis_job_read(map, &st->job, e) ||
         cfg_get_positive_duration(map, "default_timeout", DEFAULT_TIMEOUT, &st->default_timeout,
                                   e) ||
         cfg_get_int(map, "max_in_flight_jobs", DEFAULT_MAX_IN_FLIGHT, 1, 1000000,
                     &st->max_in_flight, e) ||
-        redis_job_finish(map, c->name, &st->rs, e))
+        redis_job_finish(map, c->name, &st->job, e))
         return -1;
-    if (redis_job_check_queues(map, st->queues, st->nqueues, e))
+    if (redis_job_check_queues(map, &st->job, e))
         return -1;
-    for (size_t i = 0; i < st->nqueues; i++)
-        if (!*st->queues[i])
+    for (size_t i = 0; i < st->job.nqueues; i++)
+        if (!*st->job.queues[i])
             return cfg_error(e, cfg_at(map, "queues"), "queues: want non-empty names");
-    st->pipe = redis_pipe_new();
     return 0;
 }
 
@@ -104,15 +97,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    if (index == 0) { /* TIME: seconds, microseconds */
-        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
-            return -1;
-        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-            r->element[1]->type != REDIS_REPLY_STRING)
-            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
-        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
-        return 0;
-    }
+    if (index == 0) /* TIME: seconds, microseconds */
+        return redis_job_time(r, &sc->now, e);
     if (redis_job_want(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:queues", e))
         return -1;
     sc->listed = xcalloc(r->elements + 1, sizeof *sc->listed);
@@ -243,17 +229,17 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
     struct state *st = sc->st;
-    struct redis_pipe *p = st->pipe;
-    size_t max = st->rs.max_response_bytes;
+    struct redis_pipe *p = st->job.pipe;
+    size_t max = st->job.rs.max_response_bytes;
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
-    if (!st->queues)
+    if (!st->job.queues)
         redis_pipe_addv(p, "SMEMBERS", "rq:queues", NULL);
-    if (redis_pipe_exec_each(st->conn, p, dl, max, on_round1, sc, e))
+    if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_round1, sc, e))
         return -1;
 
-    char **names = st->queues ? st->queues : sc->listed;
-    sc->n = st->queues ? st->nqueues : sc->nlisted;
+    char **names = st->job.queues ? st->job.queues : sc->listed;
+    sc->n = st->job.queues ? st->job.nqueues : sc->nlisted;
     sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
@@ -280,7 +266,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         free(deferred);
         free(failed);
     }
-    if (sc->n && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, sc, e))
+    if (sc->n && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
         return -1;
 
     redis_pipe_reset(p);
@@ -289,7 +275,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         redis_pipe_addv(p, "HMGET", key, "enqueued_at", "started_at", "ended_at", "timeout", NULL);
         free(key);
     }
-    if (sc->njobs && redis_pipe_exec_each(st->conn, p, dl, max, on_round3, sc, e))
+    if (sc->njobs && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round3, sc, e))
         return -1;
     return 0;
 }
@@ -333,11 +319,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    unsigned long long rts = 0;
-    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &rts, e);
+    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
         emit(&sc, out);
-        redis_job_log_done("rq collection done", c->name, sc.n, rts);
+        redis_job_log_done(&st->job, "rq collection done", c->name, sc.n);
     }
     scrape_free(&sc);
     return rc;

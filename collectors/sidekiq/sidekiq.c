@@ -36,14 +36,10 @@
 #define DEAD_LETTER_LABEL "dead"
 
 struct state {
-    struct redis_settings rs;
-    char *ns; /* "" or "<namespace>:" */
-    char **queues;
-    size_t nqueues;
+    struct redis_job job; /* the connection keys, queues, connection and pipeline */
+    char *ns;             /* "" or "<namespace>:" */
     long long max_set_entries;
     double stale_after;
-    struct redis_conn *conn;
-    struct redis_pipe *pipe;
 };
 
 struct queue {
@@ -69,29 +65,26 @@ struct scrape {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    redis_job_free(st->conn, st->pipe, &st->rs);
+    redis_job_free(&st->job);
     free(st->ns);
-    cfg_strv_free(st->queues);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
     char *ns = NULL;
-    if (redis_settings_read(map, &st->rs, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
-        cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
+    if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
         cfg_get_int(map, "max_set_entries", DEFAULT_MAX_SET_ENTRIES, 1, 10000000,
                     &st->max_set_entries, e) ||
         cfg_get_positive_duration(map, "stale_after", DEFAULT_STALE_AFTER, &st->stale_after, e) ||
-        redis_job_finish(map, c->name, &st->rs, e)) {
+        redis_job_finish(map, c->name, &st->job, e)) {
         free(ns);
         return -1;
     }
     st->ns = ns && *ns ? xasprintf("%s:", ns) : xstrdup("");
     free(ns);
-    if (redis_job_check_queues(map, st->queues, st->nqueues, e))
+    if (redis_job_check_queues(map, &st->job, e))
         return -1;
-    st->pipe = redis_pipe_new();
     return 0;
 }
 
@@ -139,7 +132,7 @@ static struct queue *find_queue(struct scrape *sc, const char *name)
 /* The queue a job of a set belongs to: an unnamed queue when queues are named is passed over. */
 static struct queue *queue_for(struct scrape *sc, const char *name)
 {
-    return sc->st->queues ? find_queue(sc, name) : add_queue(sc, name);
+    return sc->st->job.queues ? find_queue(sc, name) : add_queue(sc, name);
 }
 
 /* ---- round 1 ---- */
@@ -181,15 +174,8 @@ static int on_set_entry(struct scrape *sc, int set, const redisReply *job, const
 static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    if (index == R1_TIME) {
-        if (redis_job_want(r, REDIS_REPLY_ARRAY, "TIME", e))
-            return -1;
-        if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-            r->element[1]->type != REDIS_REPLY_STRING)
-            return err_set(e, ERR_PROTOCOL, "TIME: want two strings");
-        sc->now = strtod(r->element[0]->str, NULL) + strtod(r->element[1]->str, NULL) / 1e6;
-        return 0;
-    }
+    if (index == R1_TIME)
+        return redis_job_time(r, &sc->now, e);
     if (index == R1_PROCESSES || index == R1_QUEUES) {
         const char *what = index == R1_QUEUES ? "SMEMBERS queues" : "SMEMBERS processes";
         if (redis_job_want(r, REDIS_REPLY_ARRAY, what, e))
@@ -315,15 +301,15 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
     struct state *st = sc->st;
-    struct redis_pipe *p = st->pipe;
-    size_t max = st->rs.max_response_bytes;
+    struct redis_pipe *p = st->job.pipe;
+    size_t max = st->job.rs.max_response_bytes;
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_set_entries - 1);
     static const char *const sets[] = {"schedule", "retry", "dead"};
     char *k;
 
-    for (size_t i = 0; i < st->nqueues; i++)
-        add_queue(sc, st->queues[i]);
+    for (size_t i = 0; i < st->job.nqueues; i++)
+        add_queue(sc, st->job.queues[i]);
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
     redis_pipe_addv(p, "SMEMBERS", k = key(st, "processes", NULL), NULL);
@@ -340,11 +326,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
             redis_pipe_addv(p, "ZRANGE", k, "0", stop, NULL);
         free(k);
     }
-    if (!st->queues) {
+    if (!st->job.queues) {
         redis_pipe_addv(p, "SMEMBERS", k = key(st, "queues", NULL), NULL);
         free(k);
     }
-    if (redis_pipe_exec_each(st->conn, p, dl, max, on_round1, sc, e))
+    if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_round1, sc, e))
         return -1;
 
     redis_pipe_reset(p);
@@ -363,7 +349,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         free(k);
     }
     struct r2 x = {sc, sc->n * 2};
-    if (redis_pipe_len(p) && redis_pipe_exec_each(st->conn, p, dl, max, on_round2, &x, e))
+    if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, &x, e))
         return -1;
     return 0;
 }
@@ -404,8 +390,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    unsigned long long rts = 0;
-    int rc = redis_job_collect(&st->conn, c->name, &st->rs, dl, run, &sc, &rts, e);
+    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
         emit(&sc, out);
         for (int s = 0; s < 3; s++)
@@ -420,7 +405,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                                 : "dead",
                        "read", read, "total", total, NULL);
             }
-        redis_job_log_done("sidekiq collection done", c->name, sc.n, rts);
+        redis_job_log_done(&st->job, "sidekiq collection done", c->name, sc.n);
     }
     scrape_free(&sc);
     return rc;
