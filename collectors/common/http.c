@@ -193,8 +193,7 @@ static void describe(const struct http_request *req, char *out, size_t cap)
     snprintf(out, cap, "%s %.*s", req->method ? req->method : "GET", (int)plen, p);
 }
 
-/* A short printable excerpt of an error body, for messages such as "HTTP 400: {"__type":...". */
-static void excerpt(const char *body, size_t len, char *out, size_t cap)
+void http_excerpt(const char *body, size_t len, char *out, size_t cap)
 {
     size_t j = 0;
     for (size_t i = 0; i < len && j + 4 < cap; i++) {
@@ -356,7 +355,7 @@ int http_do(struct http_client *c, const struct http_request *req, const struct 
 
     if (!req->accept_any_status && (resp->status < 200 || resp->status > 299)) {
         char ex[200];
-        excerpt(resp->body, resp->len, ex, sizeof ex);
+        http_excerpt(resp->body, resp->len, ex, sizeof ex);
         if (resp->status == 401 || resp->status == 403)
             err_set(e, ERR_AUTH, "%s: HTTP %ld: the server refused the credentials", what,
                     resp->status);

@@ -97,4 +97,8 @@ void http_response_free(struct http_response *r);
  * frees. */
 char *http_escape(const char *s);
 
+/* Server text for a message, such as an error body in "HTTP 400: {"__type":...": printable ASCII
+ * only (other bytes become spaces), cut with "..." to fit cap bytes, there to recognise. */
+void http_excerpt(const char *body, size_t len, char *out, size_t cap);
+
 #endif

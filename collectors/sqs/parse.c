@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/http.h"
 #include "common/json.h"
 #include "util.h"
 
@@ -222,19 +223,6 @@ static int is_auth_type(const char *t)
     return 0;
 }
 
-/* Printable ASCII only, cut at cap: server text quoted in a message is there to recognise. */
-static void printable(const char *s, size_t len, char *out, size_t cap)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 4 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : ' ';
-    }
-    if (j + 4 >= cap && len > j)
-        memcpy(out + j, "...", 3), j += 3;
-    out[j] = '\0';
-}
-
 int sqs_error_from_response(long status, const char *body, size_t len, const char *what,
                             int *missing_queue, struct err *e)
 {
@@ -251,15 +239,15 @@ int sqs_error_from_response(long status, const char *body, size_t len, const cha
             const char *hash = strrchr(t, '#');
             t = hash ? hash + 1 : t;
             size_t tl = strcspn(t, ":"); /* some services append ":http://internal..." */
-            printable(t, tl, type, sizeof type);
+            http_excerpt(t, tl, type, sizeof type);
         }
         const char *m = json_string_value(json_object_get(doc, "message"));
         if (!m)
             m = json_string_value(json_object_get(doc, "Message"));
         if (m)
-            printable(m, strlen(m), msg, sizeof msg);
+            http_excerpt(m, strlen(m), msg, sizeof msg);
     } else if (body && len) {
-        printable(body, len, msg, sizeof msg);
+        http_excerpt(body, len, msg, sizeof msg);
     }
     json_decref(doc);
 
