@@ -114,6 +114,10 @@ struct collector {
 /* Allocates c->priv (c->kind->state_size bytes, zeroed) and runs the kind's configure() on map;
  * c->name and c->kind are set. Whatever it returns, collector_release(c) frees it. */
 int collector_configure(struct collector *c, struct cfg_node *map, struct err *e);
+/* cfg_finish on the source's own mapping, naming it `source "NAME"` in the message: for a kind
+ * that judges combinations of its keys once it knows none of them is misspelt (the core calls it
+ * again after configure(), which is harmless). */
+int collector_finish(const struct collector *c, struct cfg_node *map, struct err *e);
 /* Runs the kind's destroy() and frees c->priv, leaving it NULL; the other members are the
  * caller's. Fine after a failed or a missing configure. */
 void collector_release(struct collector *c);

@@ -37,6 +37,13 @@ int collector_configure(struct collector *c, struct cfg_node *map, struct err *e
     return c->kind->configure(c, map, e);
 }
 
+int collector_finish(const struct collector *c, struct cfg_node *map, struct err *e)
+{
+    char where[200];
+    snprintf(where, sizeof where, "source \"%s\"", c->name);
+    return cfg_finish(map, where, e);
+}
+
 void collector_release(struct collector *c)
 {
     const struct collector_kind *k = c->kind;
@@ -146,11 +153,7 @@ int sources_configure(const struct sources *s, struct collector *c, struct cfg_n
     }
     if (cfg_get_duration(map, "min_interval", 0, &c->min_interval, e))
         goto out;
-    if (collector_configure(c, map, e))
-        goto out;
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
-    if (cfg_finish(map, where, e))
+    if (collector_configure(c, map, e) || collector_finish(c, map, e))
         goto out;
     rc = 0;
 out:

@@ -64,14 +64,12 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* Every key is read before any is judged, so a misspelt key is reported as unknown. */
     if (cfg_get_nonempty(map, "address", &st->address, e) ||
         cfg_get_strlist(map, "tubes", &st->tubes, &st->ntubes, e) ||
         cfg_get_int(map, "max_response_bytes", (long long)BEANSTALK_DEFAULT_MAX_RESPONSE_BYTES,
                     1024, (long long)1 << 32, &st->max_response_bytes, e) ||
-        cfg_finish(map, where, e))
+        collector_finish(c, map, e))
         return -1;
     if (!st->address)
         return cfg_get_str(map, "address", 1, &st->address, e);

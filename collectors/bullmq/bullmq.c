@@ -98,7 +98,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                                   e) ||
         cfg_get_int(map, "max_active_jobs", DEFAULT_MAX_ACTIVE, 1, 1000000, &st->max_active, e) ||
         cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
-        redis_job_finish(map, c->name, &st->job, e))
+        redis_job_finish(c, map, &st->job, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("bull");

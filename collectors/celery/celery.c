@@ -69,7 +69,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
         cfg_get_positive_duration(map, "visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT,
                                   &st->visibility_timeout, e) ||
-        redis_job_finish(map, c->name, &st->job, e))
+        redis_job_finish(c, map, &st->job, e))
         return -1;
     if (!st->prefix)
         st->prefix = xstrdup("");

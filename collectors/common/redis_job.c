@@ -15,11 +15,10 @@ int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e)
                : 0;
 }
 
-int redis_job_finish(struct cfg_node *map, const char *source, struct redis_job *j, struct err *e)
+int redis_job_finish(const struct collector *c, struct cfg_node *map, struct redis_job *j,
+                     struct err *e)
 {
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", source);
-    if (cfg_finish(map, where, e) || redis_settings_check(map, &j->rs, e))
+    if (collector_finish(c, map, e) || redis_settings_check(map, &j->rs, e))
         return -1;
     j->pipe = redis_pipe_new();
     return 0;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "collector.h"
 #include "common/redis.h"
 #include "common/redis_settings.h"
 #include "config.h"
@@ -27,9 +28,10 @@ struct redis_job {
 /* configure()'s first step: the connection keys and the queues key. */
 int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e);
 
-/* After the kind has read its own keys: cfg_finish for source SOURCE, then redis_settings_check;
- * on success the pipeline is made. */
-int redis_job_finish(struct cfg_node *map, const char *source, struct redis_job *j, struct err *e);
+/* After the kind has read its own keys: collector_finish, then redis_settings_check; on success
+ * the pipeline is made. */
+int redis_job_finish(const struct collector *c, struct cfg_node *map, struct redis_job *j,
+                     struct err *e);
 
 /* A queues key that is present must name at least one queue (absent: every queue). */
 int redis_job_check_queues(struct cfg_node *map, const struct redis_job *j, struct err *e);

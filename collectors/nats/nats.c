@@ -89,8 +89,6 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* every key read first, so a misspelt one is reported with the known keys */
     struct cfg_node *streams = NULL;
     if (http_base_url(map, "url", NULL, &st->url, e) ||
@@ -99,7 +97,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         secret_get(map, "password", 0, &st->password, e) ||
         cfg_get_int(map, "page_size", DEFAULT_PAGE_SIZE, 1, 100000, &st->page_size, e) ||
         http_config_parse(map, &st->http, e) ||
-        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || cfg_finish(map, where, e))
+        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || collector_finish(c, map, e))
         return -1;
     if (!st->url)
         return cfg_error(e, map, "url: want the monitoring URL, like http://127.0.0.1:8222");

@@ -49,8 +49,6 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct pubsub_state *st = c->priv;
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     /* every key read first, so a misspelt one is reported with the known keys; the credential
      * keys are only marked here, pubsub_auth_configure reads them once the rest is valid */
     struct cfg_node *subs = NULL, *unused = NULL, *dls = NULL;
@@ -67,7 +65,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_node(map, "credentials_env", CFG_NULL, &unused, e) ||
         cfg_get_node(map, "token_file", CFG_NULL, &unused, e) ||
         cfg_get_node(map, "dead_letter_subscriptions", CFG_MAP, &dls, e) ||
-        cfg_finish(map, where, e))
+        collector_finish(c, map, e))
         return -1;
     if (!st->project)
         return cfg_error(e, map, "project: want the Google Cloud project id");

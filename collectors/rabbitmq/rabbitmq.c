@@ -187,9 +187,6 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
     st->consumer_timeout = -1;
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
-
     /* every key read first, so a misspelt one is reported with the known keys */
     struct cfg_node *vhosts = NULL, *queues = NULL, *timeout = NULL;
     if (http_base_url(map, "url", NULL, &st->url, e) ||
@@ -205,7 +202,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         (timeout &&
          cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
         cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
-        http_config_parse(map, &st->http, e) || cfg_finish(map, where, e))
+        http_config_parse(map, &st->http, e) || collector_finish(c, map, e))
         return -1;
 
     if (c->min_interval > 0)

@@ -125,15 +125,13 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
 int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
     struct cfg_node *streams = NULL;
     if (cfg_refuse_renamed(map, "max_reply_bytes", "max_response_bytes", NULL, e) ||
         redis_settings_read(map, &st->rs, e) ||
         cfg_get_int(map, "max_streams", DEFAULT_MAX_STREAMS, 1, 10000000, &st->max_streams, e) ||
         cfg_get_int(map, "pending_scan_limit", DEFAULT_PENDING_SCAN_LIMIT, 1, 1000000,
                     &st->pending_scan_limit, e) ||
-        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || cfg_finish(map, where, e) ||
+        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || collector_finish(c, map, e) ||
         redis_settings_check(map, &st->rs, e))
         return -1;
     if (!streams || streams->n == 0)

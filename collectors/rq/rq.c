@@ -82,7 +82,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                                   e) ||
         cfg_get_int(map, "max_in_flight_jobs", DEFAULT_MAX_IN_FLIGHT, 1, 1000000,
                     &st->max_in_flight, e) ||
-        redis_job_finish(map, c->name, &st->job, e))
+        redis_job_finish(c, map, &st->job, e))
         return -1;
     if (redis_job_check_queues(map, &st->job, e))
         return -1;

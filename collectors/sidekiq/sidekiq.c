@@ -77,7 +77,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_int(map, "max_set_entries", DEFAULT_MAX_SET_ENTRIES, 1, 10000000,
                     &st->max_set_entries, e) ||
         cfg_get_positive_duration(map, "stale_after", DEFAULT_STALE_AFTER, &st->stale_after, e) ||
-        redis_job_finish(map, c->name, &st->job, e)) {
+        redis_job_finish(c, map, &st->job, e)) {
         free(ns);
         return -1;
     }

@@ -281,9 +281,6 @@ static int judge_queues(struct state *st, struct cfg_node *map, char **queues, s
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    char where[300];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
-
     /* every key read first, so a misspelt one is reported with the known keys */
     struct creds k = {0};
     char **queues = NULL;
@@ -301,7 +298,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                                   e) ||
         cfg_get_positive_duration(map, "dlq_visibility_timeout", DEFAULT_DLQ_VISIBILITY,
                                   &st->dlq_visibility, e) ||
-        http_config_parse(map, &st->http_cfg, e) || cfg_finish(map, where, e)) {
+        http_config_parse(map, &st->http_cfg, e) || collector_finish(c, map, e)) {
         creds_free(&k);
         cfg_strv_free(queues);
         return -1;
