@@ -3,6 +3,7 @@
  * the column check and the free (tables.h). */
 #include "tables.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,16 +114,14 @@ int tables_check(void *item, struct pg_conn *c, const struct deadline *dl, struc
     return pg_check_columns(c, dl, t->what, t->table, cols, n, e);
 }
 
+_Static_assert(sizeof(struct table_item) ==
+                   offsetof(struct table_item, strings) + TABLE_ITEM_NSTRINGS * sizeof(char *),
+               "every string of a table_item is in strings[]");
+
 void tables_free(void *item)
 {
     struct table_item *t = item;
-    if (!t)
-        return;
-    free(t->table);
-    free(t->name);
-    for (size_t i = 0; i < TABLE_ITEM_MAX_COLS; i++)
-        free(t->col[i]);
-    free(t->sql);
-    free(t->what);
+    for (size_t i = 0; t && i < TABLE_ITEM_NSTRINGS; i++)
+        free(t->strings[i]);
     free(t);
 }

@@ -30,15 +30,21 @@ struct table_item_spec {
 enum { TABLES_DEDUP, TABLES_CLAIM, TABLES_OUTBOX };
 extern const struct table_item_spec tables_specs[];
 
-/* The first member of a table section's entry. Every string is owned; tables_free frees
- * them and the entry. */
+/* The first member of a table section's entry. Every string is owned, and seen by name and as
+ * one array, which tables_free frees. */
+#define TABLE_ITEM_NSTRINGS (4 + TABLE_ITEM_MAX_COLS)
 struct table_item {
     const struct table_item_spec *spec;
-    char *table;                    /* as in the config: "t" or "schema.t" */
-    char *name;                     /* the queue label; default: table */
-    char *col[TABLE_ITEM_MAX_COLS]; /* the spec's column keys, in its order; NULL when left out */
-    char *sql;                      /* built once at configure time, identifiers quoted */
-    char *what;                     /* noun "NAME", for messages */
+    union {
+        struct {
+            char *table;                    /* as in the config: "t" or "schema.t" */
+            char *name;                     /* the queue label; default: table */
+            char *col[TABLE_ITEM_MAX_COLS]; /* the spec's column keys, in its order; or NULL */
+            char *sql;                      /* built once at configure time, identifiers quoted */
+            char *what;                     /* noun "NAME", for messages */
+        };
+        char *strings[TABLE_ITEM_NSTRINGS];
+    };
 };
 
 /* Reads table, name and the spec's column keys of item into t (each a non-empty string when
