@@ -728,3 +728,23 @@ void pg_interval_param(char *dst, size_t cap, double seconds)
 {
     snprintf(dst, cap, "%.6f seconds", seconds);
 }
+
+char *pg_text_array(const char *const *v, size_t n)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_putc(&b, '{');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_putc(&b, ',');
+        buf_putc(&b, '"');
+        for (const char *s = v[i]; *s; s++) {
+            if (*s == '"' || *s == '\\')
+                buf_putc(&b, '\\');
+            buf_putc(&b, *s);
+        }
+        buf_putc(&b, '"');
+    }
+    buf_putc(&b, '}');
+    return buf_steal(&b);
+}

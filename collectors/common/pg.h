@@ -111,6 +111,10 @@ void pg_scrub(const struct pg_params *p, const char *msg, char *dst, size_t cap)
 /* "300.000000 seconds": the text of an interval parameter ($n::interval) for seconds. */
 void pg_interval_param(char *dst, size_t cap, double seconds);
 
+/* A text[] literal of the strings, for a $n::text[] parameter: {"a","b\"c"} (every element
+ * quoted, '"' and '\' escaped). malloc'd, never NULL. */
+char *pg_text_array(const char *const *v, size_t n);
+
 /* Parses a float8 / int8 text value of a result cell; 0 on success, -1 when NULL or malformed. */
 int pg_cell_double(const PGresult *r, int row, int col, double *out);
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postgres.h"
+#include "tables.h"
 #include "util.h"
 
 #define CLAIM_DEFAULT_WINDOW 300.0
@@ -32,36 +32,18 @@ static const char *const claim_quantile_labels[] = {"0.5", "0.9", "0.99", "1"};
 #define CLAIM_NQ 4
 #define CLAIM_P99 2
 
+/* The columns of a claim table, in their order in tables_specs. */
+enum { CLAIM_ID, CLAIM_CLAIMED_AT, CLAIM_DONE_AT };
+
 struct claim {
-    char *table; /* as in the config: "claims" or "schema.claims" */
-    char *name;  /* the queue label; default: table */
-    char *id;    /* id_column */
-    char *claimed_at;
-    char *done_at;
+    struct table_item t;      /* table, name, columns, statement (first: tables_free) */
     double in_flight_window;  /* seconds, > 0 */
     double window;            /* seconds, > 0 */
     double lease;             /* lease_timeout in seconds; 0: not declared */
     long long max_deliveries; /* 0: not declared */
-    char *sql;                /* built once at configure time, identifiers quoted */
-    char *what;               /* claim_table "NAME", for messages */
     char in_flight_param[64];
     char window_param[64];
 };
-
-static void claim_destroy(void *item)
-{
-    struct claim *c = item;
-    if (!c)
-        return;
-    free(c->table);
-    free(c->name);
-    free(c->id);
-    free(c->claimed_at);
-    free(c->done_at);
-    free(c->sql);
-    free(c->what);
-    free(c);
-}
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
@@ -83,10 +65,11 @@ static void claim_destroy(void *item)
  * `timestamp` columns too. */
 static char *claim_sql(const struct claim *c)
 {
-    char *t = pg_table_sql(c->table);
+    char *t = pg_table_sql(c->t.table);
     if (!t)
         return NULL;
-    char *ca = pg_quote_ident(c->claimed_at), *da = pg_quote_ident(c->done_at);
+    char *ca = pg_quote_ident(c->t.col[CLAIM_CLAIMED_AT]);
+    char *da = pg_quote_ident(c->t.col[CLAIM_DONE_AT]);
     char *ahead_done = xasprintf(PG_AHEAD_SQL, t, da);
     char *sql = xasprintf(
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
@@ -160,61 +143,31 @@ static void claim_values(double lease, long long max_deliveries, const struct cl
 
 /* ---- configuration ---- */
 
-static void *claim_configure(struct cfg_node *item, const char *source, struct err *e)
+void *claim_configure(struct cfg_node *item, const char *source, struct err *e)
 {
     struct claim *c = xcalloc(1, sizeof *c);
-    char where[400];
-    snprintf(where, sizeof where, "a claim_table of source \"%s\"", source);
-
     struct cfg_node *n = NULL;
-    if (cfg_get_nonempty(item, "table", &c->table, e) ||
-        cfg_get_nonempty(item, "name", &c->name, e) ||
-        cfg_get_nonempty(item, "id_column", &c->id, e) ||
-        cfg_get_nonempty(item, "claimed_at_column", &c->claimed_at, e) ||
-        cfg_get_nonempty(item, "done_at_column", &c->done_at, e) ||
+    if (tables_read(&c->t, &tables_specs[TABLES_CLAIM], item, e) ||
         cfg_get_positive_duration(item, "in_flight_window", 0, &c->in_flight_window, e) ||
         cfg_get_positive_duration(item, "window", CLAIM_DEFAULT_WINDOW, &c->window, e) ||
         cfg_get_positive_duration(item, "lease_timeout", 0, &c->lease, e) ||
         cfg_get_node(item, "max_deliveries", CFG_SCALAR, &n, e) ||
-        (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)))
+        (n && cfg_get_int(item, "max_deliveries", 1, 1, 1000000, &c->max_deliveries, e)) ||
+        tables_finish(&c->t, item, source, c->in_flight_window <= 0 ? "in_flight_window" : NULL, e))
         goto fail;
-    const char *missing = !c->table                  ? "table"
-                          : !c->id                   ? "id_column"
-                          : !c->claimed_at           ? "claimed_at_column"
-                          : !c->done_at              ? "done_at_column"
-                          : c->in_flight_window <= 0 ? "in_flight_window"
-                                                     : NULL;
-    if (!c->name && c->table)
-        c->name = xstrdup(c->table);
-    if (!missing) /* else a claim_table: the entry is not one yet */
-        snprintf(where, sizeof where, "claim_table \"%s\" of source \"%s\"", c->name, source);
-    if (cfg_finish(item, where, e))
-        goto fail;
-    if (missing) {
-        cfg_error(e, item, "%s: required in each entry of claim_tables", missing);
-        goto fail;
-    }
-    char *qtable = pg_table_sql(c->table);
-    if (!qtable) {
-        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
-                  c->table);
-        goto fail;
-    }
-    free(qtable);
-    if (strcmp(c->claimed_at, c->done_at) == 0) {
+    const char *claimed_at = c->t.col[CLAIM_CLAIMED_AT];
+    if (strcmp(claimed_at, c->t.col[CLAIM_DONE_AT]) == 0) {
         cfg_error(e, cfg_at(item, "done_at_column"),
                   "done_at_column: want a column other than claimed_at_column (\"%s\")",
-                  c->claimed_at);
+                  claimed_at);
         goto fail;
     }
-
-    c->sql = claim_sql(c);
-    c->what = xasprintf("claim_table \"%s\"", c->name);
+    c->t.sql = claim_sql(c);
     pg_interval_param(c->in_flight_param, sizeof c->in_flight_param, c->in_flight_window);
     pg_interval_param(c->window_param, sizeof c->window_param, c->window);
     return c;
 fail:
-    claim_destroy(c);
+    tables_free(c);
     return NULL;
 }
 
@@ -231,35 +184,34 @@ static void claim_add(struct metric_set *out, const char *family, double v, cons
         metric_set_add(out, family, v, "queue", queue, NULL);
 }
 
-static int claim_collect(void *item, struct pg_conn *conn, const struct deadline *dl,
-                         struct metric_set *out, struct err *e)
+int claim_collect(void *item, struct pg_conn *conn, const struct deadline *dl,
+                  struct metric_set *out, struct err *e)
 {
     struct claim *c = item;
     const char *params[2] = {c->in_flight_param, c->window_param};
-    PGresult *r = NULL;
-    if (pg_query(conn, dl, c->what, c->sql, 2, params, &r, e))
+    /* in_flight, stale, done and ahead are counts, never NULL */
+    struct table_item_row r = {
+        .n = 5 + CLAIM_NQ,
+        .need = 1u << 0 | 1u << 1 | 1u << 3 | 1u << (4 + CLAIM_NQ),
+        .shape = "counts (in_flight, stale, oldest, done, quantiles, ahead)",
+    };
+    if (tables_query(&c->t, conn, dl, 2, params, &r, e))
         return -1;
-    int rc = -1;
-    struct claim_row row;
-    memset(&row, 0, sizeof row);
-    double ahead; /* rows stamped after now(), in no window */
-    if (PQntuples(r) != 1 || PQnfields(r) != 5 + CLAIM_NQ ||
-        pg_cell_double(r, 0, 0, &row.in_flight) || pg_cell_double(r, 0, 1, &row.stale) ||
-        pg_cell_double(r, 0, 3, &row.done) || pg_cell_double(r, 0, 4 + CLAIM_NQ, &ahead)) {
-        pg_error(conn, e, ERR_PROTOCOL,
-                 "%s: want one row of counts (in_flight, stale, oldest, done, quantiles, ahead)",
-                 c->what);
-        goto out;
+    struct claim_row row = {.in_flight = r.v[0],
+                            .stale = r.v[1],
+                            .has_oldest = r.has[2],
+                            .oldest_age = r.v[2],
+                            .done = r.v[3],
+                            .has_q = 1};
+    for (int i = 0; i < CLAIM_NQ; i++) {
+        row.q[i] = r.v[4 + i];
+        row.has_q &= r.has[4 + i];
     }
-    row.has_oldest = pg_cell_double(r, 0, 2, &row.oldest_age) == 0;
-    row.has_q = 1;
-    for (int i = 0; i < CLAIM_NQ; i++)
-        if (pg_cell_double(r, 0, 4 + i, &row.q[i]))
-            row.has_q = 0;
+    double ahead = r.v[4 + CLAIM_NQ]; /* rows stamped after now(), in no window */
 
     struct claim_values v;
     claim_values(c->lease, c->max_deliveries, &row, &v);
-    const char *q = c->name;
+    const char *q = c->t.name;
     claim_add(out, "qrel_claims", row.in_flight, q, "state", "in_flight");
     claim_add(out, "qrel_claims", row.stale, q, "state", "stale");
     claim_add(out, "qrel_claims", row.done, q, "state", "done");
@@ -278,28 +230,5 @@ static int claim_collect(void *item, struct pg_conn *conn, const struct deadline
         claim_add(out, "qrel_max_deliveries", (double)c->max_deliveries, q, NULL, NULL);
     if (v.has_horizon)
         claim_add(out, "qrel_retry_horizon_seconds", v.horizon, q, NULL, NULL);
-    rc = 0;
-out:
-    PQclear(r);
-    return rc;
+    return 0;
 }
-
-static int claim_check(void *item, struct pg_conn *conn, const struct deadline *dl, struct err *e)
-{
-    struct claim *c = item;
-    struct pg_column cols[3] = {
-        {c->id, PG_COL_ANY},
-        {c->claimed_at, PG_COL_TIME},
-        {c->done_at, PG_COL_TIME},
-    };
-    return pg_check_columns(conn, dl, c->what, c->table, cols, 3, e);
-}
-
-const struct pg_section_kind pg_claim_section = {
-    .key = "claim_tables",
-    .kind_label = "claim_table",
-    .configure = claim_configure,
-    .collect = claim_collect,
-    .check = claim_check,
-    .destroy = claim_destroy,
-};

@@ -28,41 +28,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postgres.h"
+#include "tables.h"
 #include "util.h"
 
 #define DEDUP_DEFAULT_WINDOW 300.0
 
 enum dedup_mode { DEDUP_UNIQUE, DEDUP_ATTEMPTS_LOG };
 
+/* The columns of a dedup table, in their order in tables_specs. */
+enum { DEDUP_ID, DEDUP_HANDLED_AT, DEDUP_DUPLICATES };
+
 struct dedup {
-    char *table;      /* as in the config: "handled" or "schema.handled" */
-    char *name;       /* the queue label; default: table */
-    char *id;         /* id_column */
-    char *handled_at; /* handled_at_column */
-    char *duplicates; /* duplicates_column, or NULL */
+    struct table_item t; /* table, name, columns, statement (first: tables_free) */
     enum dedup_mode mode;
     double window;    /* seconds, > 0 */
     double retention; /* seconds as declared; 0: measured as now() - min(handled_at) */
-    char *sql;        /* built once at configure time, identifiers quoted */
-    char *what;       /* dedup_table "NAME", for messages */
     char window_param[64];
 };
-
-static void dedup_destroy(void *item)
-{
-    struct dedup *d = item;
-    if (!d)
-        return;
-    free(d->table);
-    free(d->name);
-    free(d->id);
-    free(d->handled_at);
-    free(d->duplicates);
-    free(d->sql);
-    free(d->what);
-    free(d);
-}
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
@@ -78,11 +60,13 @@ static void dedup_destroy(void *item)
  * PG_AHEAD_CAP entries far. */
 static char *dedup_sql(const struct dedup *d)
 {
-    char *t = pg_table_sql(d->table);
+    char *t = pg_table_sql(d->t.table);
     if (!t)
         return NULL;
-    char *id = pg_quote_ident(d->id), *at = pg_quote_ident(d->handled_at);
-    char *dup = d->duplicates ? pg_quote_ident(d->duplicates) : NULL;
+    char *id = pg_quote_ident(d->t.col[DEDUP_ID]);
+    char *at = pg_quote_ident(d->t.col[DEDUP_HANDLED_AT]);
+    const char *dcol = d->t.col[DEDUP_DUPLICATES];
+    char *dup = dcol ? pg_quote_ident(dcol) : NULL;
     struct buf b;
     buf_init(&b);
     if (d->mode == DEDUP_ATTEMPTS_LOG)
@@ -150,45 +134,16 @@ static void dedup_values(double declared_retention, const struct dedup_row *row,
 
 /* ---- configuration ---- */
 
-static void *dedup_configure(struct cfg_node *item, const char *source, struct err *e)
+void *dedup_configure(struct cfg_node *item, const char *source, struct err *e)
 {
     struct dedup *d = xcalloc(1, sizeof *d);
-    char where[400];
     char *mode = NULL;
-    snprintf(where, sizeof where, "a dedup_table of source \"%s\"", source);
-
-    d->window = DEDUP_DEFAULT_WINDOW;
-    if (cfg_get_nonempty(item, "table", &d->table, e) ||
-        cfg_get_nonempty(item, "name", &d->name, e) ||
-        cfg_get_nonempty(item, "id_column", &d->id, e) ||
-        cfg_get_nonempty(item, "handled_at_column", &d->handled_at, e) ||
-        cfg_get_nonempty(item, "duplicates_column", &d->duplicates, e) ||
+    if (tables_read(&d->t, &tables_specs[TABLES_DEDUP], item, e) ||
         cfg_get_str(item, "mode", 0, &mode, e) ||
         cfg_get_positive_duration(item, "window", DEDUP_DEFAULT_WINDOW, &d->window, e) ||
-        cfg_get_positive_duration(item, "retention", 0, &d->retention, e))
+        cfg_get_positive_duration(item, "retention", 0, &d->retention, e) ||
+        tables_finish(&d->t, item, source, NULL, e))
         goto fail;
-    const char *missing = !d->table        ? "table"
-                          : !d->id         ? "id_column"
-                          : !d->handled_at ? "handled_at_column"
-                                           : NULL;
-    if (!d->name && d->table)
-        d->name = xstrdup(d->table);
-    if (!missing) /* else a dedup_table: the entry is not one yet */
-        snprintf(where, sizeof where, "dedup_table \"%s\" of source \"%s\"", d->name, source);
-    if (cfg_finish(item, where, e))
-        goto fail;
-    if (missing) {
-        cfg_error(e, item, "%s: required in each entry of dedup_tables", missing);
-        goto fail;
-    }
-    char *qtable = pg_table_sql(d->table);
-    if (!qtable) {
-        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
-                  d->table);
-        goto fail;
-    }
-    free(qtable);
-
     if (!mode || strcmp(mode, "unique") == 0) {
         d->mode = DEDUP_UNIQUE;
     } else if (strcmp(mode, "attempts_log") == 0) {
@@ -200,81 +155,54 @@ static void *dedup_configure(struct cfg_node *item, const char *source, struct e
                   mode);
         goto fail;
     }
-    if (d->mode == DEDUP_ATTEMPTS_LOG && d->duplicates) {
+    if (d->mode == DEDUP_ATTEMPTS_LOG && d->t.col[DEDUP_DUPLICATES]) {
         cfg_error(e, cfg_at(item, "duplicates_column"),
                   "duplicates_column: not with mode attempts_log, where every row is a delivery "
                   "and duplicates are the rows beyond the first of each id");
         goto fail;
     }
-
-    d->sql = dedup_sql(d);
-    d->what = xasprintf("dedup_table \"%s\"", d->name);
+    d->t.sql = dedup_sql(d);
     pg_interval_param(d->window_param, sizeof d->window_param, d->window);
     free(mode);
     return d;
 fail:
     free(mode);
-    dedup_destroy(d);
+    tables_free(d);
     return NULL;
 }
 
 /* ---- collection ---- */
 
-static int dedup_collect(void *item, struct pg_conn *c, const struct deadline *dl,
-                         struct metric_set *out, struct err *e)
+int dedup_collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
+                  struct err *e)
 {
     struct dedup *d = item;
     const char *params[1] = {d->window_param};
-    PGresult *r = NULL;
-    if (pg_query(c, dl, d->what, d->sql, 1, params, &r, e))
+    int want_dups = d->mode == DEDUP_ATTEMPTS_LOG || d->t.col[DEDUP_DUPLICATES];
+    struct table_item_row r = {
+        .n = 4,
+        .need = 1u << 0 | (want_dups ? 1u << 1 : 0) | 1u << 3,
+        .shape = "numbers (handled, duplicates, age, ahead)",
+    };
+    if (tables_query(&d->t, c, dl, 1, params, &r, e))
         return -1;
-    int rc = -1;
-    struct dedup_row row;
-    memset(&row, 0, sizeof row);
-    double ahead; /* rows stamped after now(), in no window */
-    int want_dups = d->mode == DEDUP_ATTEMPTS_LOG || d->duplicates;
-    if (PQntuples(r) != 1 || PQnfields(r) != 4 || pg_cell_double(r, 0, 0, &row.handled) ||
-        (want_dups && pg_cell_double(r, 0, 1, &row.duplicates)) ||
-        pg_cell_double(r, 0, 3, &ahead)) {
-        pg_error(c, e, ERR_PROTOCOL,
-                 "%s: want one row of numbers (handled, duplicates, age, ahead)", d->what);
-        goto out;
-    }
-    row.has_duplicates = want_dups;
-    /* NULL: retention declared, or the table is empty (no oldest row, no window to tell) */
-    row.has_oldest_age = pg_cell_double(r, 0, 2, &row.oldest_age) == 0;
+    /* oldest_age NULL: retention declared, or the table is empty (no oldest row, no window) */
+    struct dedup_row row = {.handled = r.v[0],
+                            .has_duplicates = want_dups,
+                            .duplicates = r.v[1],
+                            .has_oldest_age = r.has[2],
+                            .oldest_age = r.v[2]};
+    double ahead = r.v[3]; /* rows stamped after now(), in no window */
 
     struct dedup_values v;
     dedup_values(d->retention, &row, &v);
     /* Adds are not checked: a failure is a bug the scheduler reports (collector.h). */
-    metric_set_add(out, "qrel_dedup_handled_messages", v.handled, "queue", d->name, NULL);
-    metric_set_add(out, "qrel_future_stamped_rows", ahead, "queue", d->name, NULL);
+    const char *q = d->t.name;
+    metric_set_add(out, "qrel_dedup_handled_messages", v.handled, "queue", q, NULL);
+    metric_set_add(out, "qrel_future_stamped_rows", ahead, "queue", q, NULL);
     if (v.has_duplicates)
-        metric_set_add(out, "qrel_dedup_duplicates_total", v.duplicates, "queue", d->name, NULL);
+        metric_set_add(out, "qrel_dedup_duplicates_total", v.duplicates, "queue", q, NULL);
     if (v.has_window)
-        metric_set_add(out, "qrel_dedup_window_seconds", v.window_seconds, "queue", d->name, NULL);
-    rc = 0;
-out:
-    PQclear(r);
-    return rc;
+        metric_set_add(out, "qrel_dedup_window_seconds", v.window_seconds, "queue", q, NULL);
+    return 0;
 }
-
-static int dedup_check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
-{
-    struct dedup *d = item;
-    struct pg_column cols[3] = {
-        {d->id, PG_COL_ANY},
-        {d->handled_at, PG_COL_TIME},
-        {d->duplicates, PG_COL_NUMBER},
-    };
-    return pg_check_columns(c, dl, d->what, d->table, cols, d->duplicates ? 3 : 2, e);
-}
-
-const struct pg_section_kind pg_dedup_section = {
-    .key = "dedup_tables",
-    .kind_label = "dedup_table",
-    .configure = dedup_configure,
-    .collect = dedup_collect,
-    .check = dedup_check,
-    .destroy = dedup_destroy,
-};

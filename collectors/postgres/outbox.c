@@ -13,148 +13,90 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postgres.h"
+#include "tables.h"
 #include "util.h"
 
+/* The columns of an outbox, in their order in tables_specs: published_at or status, not both. */
+enum { OUTBOX_CREATED_AT, OUTBOX_PUBLISHED_AT, OUTBOX_STATUS };
+
 struct outbox {
-    char *table;     /* as in the config: "outbox" or "schema.outbox" */
-    char *name;      /* the queue label; default: table */
-    char *created;   /* created_at_column */
-    char *published; /* published_at_column, or NULL in status mode */
-    char *status;    /* status_column, or NULL */
-    char *pending_value;
-    char *sql;  /* built once at configure time, identifiers quoted */
-    char *what; /* outbox "NAME", for messages */
+    struct table_item t; /* table, name, columns, statement (first: tables_free) */
+    char *pending_value; /* with status_column: the status of rows not yet published */
 };
 
-static void destroy(void *item)
+void outbox_free(void *item)
 {
     struct outbox *o = item;
-    if (!o)
-        return;
-    free(o->table);
-    free(o->name);
-    free(o->created);
-    free(o->published);
-    free(o->status);
-    free(o->pending_value);
-    free(o->sql);
-    free(o->what);
-    free(o);
+    if (o)
+        free(o->pending_value);
+    tables_free(o);
 }
 
-static void *configure(struct cfg_node *item, const char *source, struct err *e)
+/* The one statement: pending rows, the age of the oldest, and those created after now(). */
+static char *outbox_sql(const struct outbox *o)
 {
-    struct outbox *o = xcalloc(1, sizeof *o);
-    char where[400];
-    snprintf(where, sizeof where, "an outbox of source \"%s\"", source);
-
-    if (cfg_get_nonempty(item, "table", &o->table, e) ||
-        cfg_get_nonempty(item, "name", &o->name, e) ||
-        cfg_get_nonempty(item, "created_at_column", &o->created, e) ||
-        cfg_get_nonempty(item, "published_at_column", &o->published, e) ||
-        cfg_get_nonempty(item, "status_column", &o->status, e))
-        goto fail;
-    if (cfg_get_str(item, "pending_value", 0, &o->pending_value, e))
-        goto fail;
-    int missing = !o->table || !o->created;
-    if (!o->name && o->table)
-        o->name = xstrdup(o->table);
-    if (!missing) /* else an outbox: the entry is not one yet */
-        snprintf(where, sizeof where, "outbox \"%s\" of source \"%s\"", o->name, source);
-    if (cfg_finish(item, where, e))
-        goto fail;
-    if (missing) {
-        cfg_error(e, item, "%s: required in each entry of outboxes",
-                  !o->table ? "table" : "created_at_column");
-        goto fail;
-    }
-    char *qtable = pg_table_sql(o->table);
-    if (!qtable) {
-        cfg_error(e, cfg_at(item, "table"), "table: want \"table\" or \"schema.table\", got \"%s\"",
-                  o->table);
-        goto fail;
-    }
-    if (!o->published == !o->status) {
-        cfg_error(e, o->published ? cfg_at(item, "status_column") : item,
-                  "want either published_at_column (pending: published_at IS NULL) or "
-                  "status_column with pending_value (pending: status = pending_value), %s",
-                  o->published ? "not both" : "got neither");
-        goto free_qtable;
-    }
-    if (o->status && !o->pending_value) {
-        cfg_error(e, cfg_at(item, "status_column"),
-                  "status_column: needs pending_value, the status of rows not yet published");
-        goto free_qtable;
-    }
-    if (o->pending_value && !o->status) {
-        cfg_error(e, cfg_at(item, "pending_value"),
-                  "pending_value: only with status_column (published_at_column needs none)");
-        goto free_qtable;
-    }
-
-    char *qcreated = pg_quote_ident(o->created);
-    char *qcond = pg_quote_ident(o->published ? o->published : o->status);
-    /* GREATEST: a row stamped in the future (clock skew between writers) is 0 s old, not less. */
-    /* The pending rows created after now() are counted in the same pass (a clock-skew signal),
+    char *qtable = pg_table_sql(o->t.table);
+    const char *published = o->t.col[OUTBOX_PUBLISHED_AT];
+    char *qcreated = pg_quote_ident(o->t.col[OUTBOX_CREATED_AT]);
+    char *qcond = pg_quote_ident(published ? published : o->t.col[OUTBOX_STATUS]);
+    /* GREATEST: a row stamped in the future (clock skew between writers) is 0 s old, not less.
+     * The pending rows created after now() are counted in the same pass (a clock-skew signal),
      * up to the cap the other tables' counts have. */
-    o->sql = xasprintf("SELECT count(*), GREATEST(COALESCE(EXTRACT(EPOCH FROM now() - min(%s)), "
-                       "0), 0)::float8, LEAST(count(*) FILTER (WHERE %s > now()), " PG_AHEAD_CAP
-                       ") FROM %s WHERE %s %s",
-                       qcreated, qcreated, qtable, qcond, o->published ? "IS NULL" : "= $1");
-    o->what = xasprintf("outbox \"%s\"", o->name);
+    char *sql = xasprintf("SELECT count(*), GREATEST(COALESCE(EXTRACT(EPOCH FROM now() - min(%s)), "
+                          "0), 0)::float8, LEAST(count(*) FILTER (WHERE %s > now()), " PG_AHEAD_CAP
+                          ") FROM %s WHERE %s %s",
+                          qcreated, qcreated, qtable, qcond, published ? "IS NULL" : "= $1");
     free(qcreated);
     free(qcond);
     free(qtable);
+    return sql;
+}
+
+void *outbox_configure(struct cfg_node *item, const char *source, struct err *e)
+{
+    struct outbox *o = xcalloc(1, sizeof *o);
+    if (tables_read(&o->t, &tables_specs[TABLES_OUTBOX], item, e) ||
+        cfg_get_str(item, "pending_value", 0, &o->pending_value, e) ||
+        tables_finish(&o->t, item, source, NULL, e))
+        goto fail;
+    const char *published = o->t.col[OUTBOX_PUBLISHED_AT], *status = o->t.col[OUTBOX_STATUS];
+    if (!published == !status) {
+        cfg_error(e, published ? cfg_at(item, "status_column") : item,
+                  "want either published_at_column (pending: published_at IS NULL) or "
+                  "status_column with pending_value (pending: status = pending_value), %s",
+                  published ? "not both" : "got neither");
+        goto fail;
+    }
+    if (status && !o->pending_value) {
+        cfg_error(e, cfg_at(item, "status_column"),
+                  "status_column: needs pending_value, the status of rows not yet published");
+        goto fail;
+    }
+    if (o->pending_value && !status) {
+        cfg_error(e, cfg_at(item, "pending_value"),
+                  "pending_value: only with status_column (published_at_column needs none)");
+        goto fail;
+    }
+    o->t.sql = outbox_sql(o);
     return o;
-free_qtable:
-    free(qtable);
 fail:
-    destroy(o);
+    outbox_free(o);
     return NULL;
 }
 
-static int collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
+int outbox_collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
     struct outbox *o = item;
     const char *params[1] = {o->pending_value};
-    PGresult *r = NULL;
-    if (pg_query(c, dl, o->what, o->sql, o->status ? 1 : 0, o->status ? params : NULL, &r, e))
+    struct table_item_row r = {.n = 3, .need = 7, .shape = "three numbers"};
+    if (tables_query(&o->t, c, dl, o->pending_value ? 1 : 0, o->pending_value ? params : NULL, &r,
+                     e))
         return -1;
-    double pending, age, ahead;
-    int rc = -1;
-    if (PQntuples(r) != 1 || PQnfields(r) != 3 || pg_cell_double(r, 0, 0, &pending) ||
-        pg_cell_double(r, 0, 1, &age) || pg_cell_double(r, 0, 2, &ahead)) {
-        pg_error(c, e, ERR_PROTOCOL, "%s: want one row of three numbers", o->what);
-        goto out;
-    }
     /* Adds are not checked: a failure is a bug the scheduler reports (collector.h). */
-    metric_set_add(out, "qrel_outbox_pending_messages", pending, "queue", o->name, NULL);
-    metric_set_add(out, "qrel_outbox_oldest_pending_age_seconds", age, "queue", o->name, NULL);
-    metric_set_add(out, "qrel_future_stamped_rows", ahead, "queue", o->name, NULL);
-    rc = 0;
-out:
-    PQclear(r);
-    return rc;
+    const char *q = o->t.name;
+    metric_set_add(out, "qrel_outbox_pending_messages", r.v[0], "queue", q, NULL);
+    metric_set_add(out, "qrel_outbox_oldest_pending_age_seconds", r.v[1], "queue", q, NULL);
+    metric_set_add(out, "qrel_future_stamped_rows", r.v[2], "queue", q, NULL);
+    return 0;
 }
-
-static int check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
-{
-    struct outbox *o = item;
-    struct pg_column cols[2] = {
-        {o->created, PG_COL_TIME},
-        /* published_at only has to be NULL or not: any type will do */
-        {o->published ? o->published : o->status, PG_COL_ANY},
-    };
-    return pg_check_columns(c, dl, o->what, o->table, cols, 2, e);
-}
-
-const struct pg_section_kind pg_outbox_section = {
-    .key = "outboxes",
-    .kind_label = "outbox",
-    .configure = configure,
-    .collect = collect,
-    .check = check,
-    .destroy = destroy,
-};

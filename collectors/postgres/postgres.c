@@ -15,10 +15,17 @@
 #include "util.h"
 #include "work_table.h"
 
-static const struct pg_section_kind *const sections[] = {
-    &pg_dedup_section, &pg_claim_section, &pg_outbox_section, &pg_queues_section, &pg_sql_section,
+const struct pg_section_kind postgres_sections[] = {
+    {"dedup_tables", "dedup_table", dedup_configure, dedup_collect, tables_check, tables_free,
+     NULL},
+    {"claim_tables", "claim_table", claim_configure, claim_collect, tables_check, tables_free,
+     NULL},
+    {"outboxes", "outbox", outbox_configure, outbox_collect, tables_check, outbox_free, NULL},
+    {"queues", "pg_jobs", queues_configure, queues_collect, queues_check, queues_destroy, NULL},
+    {"queries", "sql", sql_configure, sql_collect, sql_check, sql_destroy, sql_finish},
 };
-#define NSECTIONS (sizeof sections / sizeof sections[0])
+#define NSECTIONS (sizeof postgres_sections / sizeof postgres_sections[0])
+const size_t postgres_nsections = NSECTIONS;
 
 struct item {
     const struct pg_section_kind *sec;
@@ -56,7 +63,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
      * them too (a misspelt "outboxs" is reported with the right spelling beside it). */
     struct cfg_node *lists[NSECTIONS];
     for (size_t s = 0; s < NSECTIONS; s++)
-        if (cfg_get_node(map, sections[s]->key, CFG_SEQ, &lists[s], e))
+        if (cfg_get_node(map, postgres_sections[s].key, CFG_SEQ, &lists[s], e))
             return -1;
     char where[300];
     snprintf(where, sizeof where, "source \"%s\"", c->name);
@@ -69,26 +76,26 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         if (!lists[s])
             continue;
         char what[64];
-        snprintf(what, sizeof what, "each entry of %s", sections[s]->key);
+        snprintf(what, sizeof what, "each entry of %s", postgres_sections[s].key);
         for (size_t i = 0; i < lists[s]->n; i++) {
             struct cfg_node *node = lists[s]->items[i];
             if (cfg_expect(node, CFG_MAP, what, e))
                 return -1;
-            void *item = sections[s]->configure(node, c->name, e);
+            void *item = postgres_sections[s].configure(node, c->name, e);
             if (!item)
                 return -1;
             st->items = xrealloc(st->items, (st->nitems + 1) * sizeof *st->items);
-            st->items[st->nitems].sec = sections[s];
+            st->items[st->nitems].sec = &postgres_sections[s];
             st->items[st->nitems].state = item;
             st->nitems++;
         }
-        if (sections[s]->finish && lists[s]->n) {
+        if (postgres_sections[s].finish && lists[s]->n) {
             void **mine = xcalloc(lists[s]->n, sizeof *mine);
             size_t n = 0;
             for (size_t i = 0; i < st->nitems; i++)
-                if (st->items[i].sec == sections[s])
+                if (st->items[i].sec == &postgres_sections[s])
                     mine[n++] = st->items[i].state;
-            int rc = sections[s]->finish(mine, n, e);
+            int rc = postgres_sections[s].finish(mine, n, e);
             free(mine);
             if (rc)
                 return -1;
@@ -98,7 +105,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         struct buf b;
         buf_init(&b);
         for (size_t s = 0; s < NSECTIONS; s++)
-            buf_printf(&b, "%s%s", s ? (s + 1 == NSECTIONS ? " or " : ", ") : "", sections[s]->key);
+            buf_printf(&b, "%s%s", s ? (s + 1 == NSECTIONS ? " or " : ", ") : "",
+                       postgres_sections[s].key);
         cfg_error(e, map, "want at least one entry in %s of source \"%s\"", b.data, c->name);
         buf_free(&b);
         return -1;

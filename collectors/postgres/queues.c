@@ -15,21 +15,18 @@
 
 #include "queues.h"
 
+/* What every job runner but Que and solid_queue records; the lease is then each runner's own
+ * (graphile-worker and pg-boss record it, the others take job_timeout). */
+#define PGQ_RUNNER (PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_MAX_DELIVERIES | PGQ_HAS_LEASE_AGE)
+
 static const struct pgq_preset presets[] = {
     /* name, default schema, dead_letter_queue label, kind label, flags */
     {PGQ_PGMQ, "pgmq", "pgmq", NULL, "pgmq", PGQ_HAS_REDELIVERED},
     {PGQ_GRAPHILE_WORKER, "graphile_worker", "graphile_worker", "failed", "pg_jobs",
-     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_MAX_DELIVERIES | PGQ_HAS_LEASE_AGE |
-         PGQ_HAS_LEASE_TIMEOUT},
-    {PGQ_PG_BOSS, "pg_boss", "pgboss", "failed", "pg_jobs",
-     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_MAX_DELIVERIES | PGQ_HAS_LEASE_AGE |
-         PGQ_HAS_LEASE_TIMEOUT},
-    {PGQ_RIVER, "river", "public", "discarded", "pg_jobs",
-     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_MAX_DELIVERIES | PGQ_HAS_LEASE_AGE |
-         PGQ_JOB_TIMEOUT},
-    {PGQ_OBAN, "oban", "public", "discarded", "pg_jobs",
-     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_MAX_DELIVERIES | PGQ_HAS_LEASE_AGE |
-         PGQ_JOB_TIMEOUT},
+     PGQ_RUNNER | PGQ_HAS_LEASE_TIMEOUT},
+    {PGQ_PG_BOSS, "pg_boss", "pgboss", "failed", "pg_jobs", PGQ_RUNNER | PGQ_HAS_LEASE_TIMEOUT},
+    {PGQ_RIVER, "river", "public", "discarded", "pg_jobs", PGQ_RUNNER | PGQ_JOB_TIMEOUT},
+    {PGQ_OBAN, "oban", "public", "discarded", "pg_jobs", PGQ_RUNNER | PGQ_JOB_TIMEOUT},
     {PGQ_QUE, "que", "public", "expired", "pg_jobs",
      PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_JOB_TIMEOUT},
     {PGQ_GOOD_JOB, "good_job", "public", "discarded", "pg_jobs",
@@ -47,7 +44,7 @@ static const struct pgq_preset *pgq_preset_find(const char *name)
     return NULL;
 }
 
-static void destroy(void *item)
+void queues_destroy(void *item)
 {
     struct queues *q = item;
     if (!q)
@@ -61,26 +58,7 @@ static void destroy(void *item)
     free(q);
 }
 
-/* {"a","b\"c"}: a text[] literal for the filter parameter (elements always quoted). */
-static char *pgq_array_literal(char *const *v, size_t n)
-{
-    struct buf b;
-    buf_init(&b);
-    buf_putc(&b, '{');
-    for (size_t i = 0; i < n; i++) {
-        buf_puts(&b, i ? ",\"" : "\"");
-        for (const char *p = v[i]; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                buf_putc(&b, '\\');
-            buf_putc(&b, *p);
-        }
-        buf_putc(&b, '"');
-    }
-    buf_putc(&b, '}');
-    return buf_steal(&b);
-}
-
-static void *configure(struct cfg_node *item, const char *source, struct err *e)
+void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
 {
     struct queues *q = xcalloc(1, sizeof *q);
     char where[400];
@@ -147,7 +125,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
             }
     }
     if (q->nqueues)
-        q->filter_param = pgq_array_literal(q->queues, q->nqueues);
+        q->filter_param = pg_text_array((const char *const *)q->queues, q->nqueues);
 
     if (mnode && cfg_get_int(item, "max_deliveries", 0, 1, 1000000, &q->max_deliveries, e))
         goto fail;
@@ -186,7 +164,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     return q;
 fail:
     free(preset);
-    destroy(q);
+    queues_destroy(q);
     return NULL;
 }
 
@@ -350,7 +328,7 @@ int queues_collect_jobs(struct queues *q, struct pg_conn *c, const struct deadli
     return 0;
 }
 
-static int collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
+int queues_collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
     struct queues *q = item;
@@ -359,12 +337,3 @@ static int collect(void *item, struct pg_conn *c, const struct deadline *dl, str
         return collect_pgmq(q, c, dl, out, e);
     return queues_collect_jobs(q, c, dl, out, e);
 }
-
-const struct pg_section_kind pg_queues_section = {
-    .key = "queues",
-    .kind_label = "pg_jobs",
-    .configure = configure,
-    .collect = collect,
-    .check = queues_check,
-    .destroy = destroy,
-};

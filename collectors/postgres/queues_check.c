@@ -8,38 +8,28 @@
 
 #include "queues.h"
 
+/* The tables and columns a preset's statements read, in the layouts given (a bit per LAYOUT_*;
+ * ANY_LAYOUT for presets with one). check_tables checks every row of the item's preset and
+ * layout. */
 struct table_check {
+    enum pgq_preset_id preset;
+    unsigned layouts;
     const char *table;
     struct pg_column cols[12];
     size_t n;
 };
 
+#define ANY_LAYOUT (~0u)
+#define IN(layout) (1u << (layout))
 #define T PG_COL_TIME
 #define N PG_COL_NUMBER
 #define A PG_COL_ANY
-static const struct table_check checks_graphile[] = {
-    {"_private_jobs",
-     {{"job_queue_id", A},
-      {"run_at", T},
-      {"attempts", N},
-      {"max_attempts", N},
-      {"created_at", T},
-      {"updated_at", T},
-      {"locked_at", T}},
-     7},
-    {"_private_job_queues", {{"id", A}, {"queue_name", A}}, 2},
-};
-static const struct table_check checks_graphile_legacy[] = {
-    {"jobs",
-     {{"queue_name", A},
-      {"run_at", T},
-      {"attempts", N},
-      {"max_attempts", N},
-      {"created_at", T},
-      {"updated_at", T},
-      {"locked_at", T}},
-     7},
-};
+/* graphile-worker: its job table, _private_jobs since 0.14, jobs before, after the queue column. */
+#define GRAPHILE_JOB_COLS                                                                          \
+    {"run_at", T}, {"attempts", N}, {"max_attempts", N}, {"created_at", T}, {"updated_at", T},     \
+    {                                                                                              \
+        "locked_at", T                                                                             \
+    }
 /* pg-boss 10-12: the job table (its partitions inherit the columns) and the queue table the
  * dead-letter queue and the retry settings come from. */
 #define BOSS_JOB_COLS                                                                              \
@@ -53,26 +43,22 @@ static const struct table_check checks_graphile_legacy[] = {
     {                                                                                              \
         "expire_seconds", N                                                                        \
     }
-static const struct table_check checks_boss10[] = {
-    {"job", {BOSS_JOB_COLS, {"expire_in", A}}, 9},
-    {"queue", {BOSS_QUEUE_COLS}, 6},
-};
-static const struct table_check checks_boss11[] = {
-    {"job", {BOSS_JOB_COLS, {"expire_seconds", N}}, 9},
-    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
-};
-static const struct table_check checks_boss12[] = {
-    {"job",
-     {BOSS_JOB_COLS,
-      {"expire_seconds", N},
-      {"heartbeat_seconds", N},
-      {"heartbeat_on", T},
-      {"blocked", A}},
-     12},
-    {"queue", {BOSS_QUEUE_COLS, {"retry_delay_max", N}}, 7},
-};
-static const struct table_check checks_pg_boss_9[] = {
-    {"job",
+static const struct table_check checks[] = {
+    {PGQ_PGMQ, ANY_LAYOUT, "meta", {{"queue_name", A}}, 1},
+    {PGQ_GRAPHILE_WORKER,
+     IN(LAYOUT_CURRENT),
+     "_private_jobs",
+     {{"job_queue_id", A}, GRAPHILE_JOB_COLS},
+     7},
+    {PGQ_GRAPHILE_WORKER,
+     IN(LAYOUT_CURRENT),
+     "_private_job_queues",
+     {{"id", A}, {"queue_name", A}},
+     2},
+    {PGQ_GRAPHILE_WORKER, IN(LAYOUT_LEGACY), "jobs", {{"queue_name", A}, GRAPHILE_JOB_COLS}, 7},
+    {PGQ_PG_BOSS,
+     IN(LAYOUT_BOSS9),
+     "job",
      {{"name", A},
       {"state", A},
       {"startafter", T},
@@ -83,9 +69,26 @@ static const struct table_check checks_pg_boss_9[] = {
       {"retrylimit", N},
       {"expirein", A}},
      9},
-};
-static const struct table_check checks_river[] = {
-    {"river_job",
+    {PGQ_PG_BOSS, IN(LAYOUT_BOSS10), "job", {BOSS_JOB_COLS, {"expire_in", A}}, 9},
+    {PGQ_PG_BOSS, IN(LAYOUT_BOSS10), "queue", {BOSS_QUEUE_COLS}, 6},
+    {PGQ_PG_BOSS, IN(LAYOUT_BOSS11), "job", {BOSS_JOB_COLS, {"expire_seconds", N}}, 9},
+    {PGQ_PG_BOSS,
+     IN(LAYOUT_BOSS12),
+     "job",
+     {BOSS_JOB_COLS,
+      {"expire_seconds", N},
+      {"heartbeat_seconds", N},
+      {"heartbeat_on", T},
+      {"blocked", A}},
+     12},
+    {PGQ_PG_BOSS,
+     IN(LAYOUT_BOSS11) | IN(LAYOUT_BOSS12),
+     "queue",
+     {BOSS_QUEUE_COLS, {"retry_delay_max", N}},
+     7},
+    {PGQ_RIVER,
+     ANY_LAYOUT,
+     "river_job",
      {{"queue", A},
       {"state", A},
       {"attempt", N},
@@ -94,9 +97,9 @@ static const struct table_check checks_river[] = {
       {"attempted_at", T},
       {"finalized_at", T}},
      7},
-};
-static const struct table_check checks_oban[] = {
-    {"oban_jobs",
+    {PGQ_OBAN,
+     ANY_LAYOUT,
+     "oban_jobs",
      {{"queue", A},
       {"state", A},
       {"attempt", N},
@@ -106,9 +109,9 @@ static const struct table_check checks_oban[] = {
       {"discarded_at", T},
       {"completed_at", T}},
      8},
-};
-static const struct table_check checks_que[] = {
-    {"que_jobs",
+    {PGQ_QUE,
+     ANY_LAYOUT,
+     "que_jobs",
      {{"id", N},
       {"queue", A},
       {"run_at", T},
@@ -116,9 +119,9 @@ static const struct table_check checks_que[] = {
       {"finished_at", T},
       {"expired_at", T}},
      6},
-};
-static const struct table_check checks_good_job[] = {
-    {"good_jobs",
+    {PGQ_GOOD_JOB,
+     ANY_LAYOUT,
+     "good_jobs",
      {{"queue_name", A},
       {"scheduled_at", T},
       {"performed_at", T},
@@ -127,28 +130,43 @@ static const struct table_check checks_good_job[] = {
       {"created_at", T},
       {"executions_count", N}},
      7},
-};
-static const struct table_check checks_solid_queue[] = {
-    {"solid_queue_jobs", {{"id", A}, {"queue_name", A}, {"created_at", T}}, 3},
-    {"solid_queue_ready_executions", {{"job_id", A}, {"queue_name", A}}, 2},
-    {"solid_queue_claimed_executions", {{"job_id", A}, {"created_at", T}}, 2},
-    {"solid_queue_scheduled_executions", {{"queue_name", A}}, 1},
-    {"solid_queue_blocked_executions", {{"queue_name", A}}, 1},
-    {"solid_queue_failed_executions", {{"job_id", A}, {"created_at", T}}, 2},
-};
-static const struct table_check checks_pgmq[] = {
-    {"meta", {{"queue_name", A}}, 1},
+    {PGQ_SOLID_QUEUE,
+     ANY_LAYOUT,
+     "solid_queue_jobs",
+     {{"id", A}, {"queue_name", A}, {"created_at", T}},
+     3},
+    {PGQ_SOLID_QUEUE,
+     ANY_LAYOUT,
+     "solid_queue_ready_executions",
+     {{"job_id", A}, {"queue_name", A}},
+     2},
+    {PGQ_SOLID_QUEUE,
+     ANY_LAYOUT,
+     "solid_queue_claimed_executions",
+     {{"job_id", A}, {"created_at", T}},
+     2},
+    {PGQ_SOLID_QUEUE, ANY_LAYOUT, "solid_queue_scheduled_executions", {{"queue_name", A}}, 1},
+    {PGQ_SOLID_QUEUE, ANY_LAYOUT, "solid_queue_blocked_executions", {{"queue_name", A}}, 1},
+    {PGQ_SOLID_QUEUE,
+     ANY_LAYOUT,
+     "solid_queue_failed_executions",
+     {{"job_id", A}, {"created_at", T}},
+     2},
 };
 #undef T
 #undef N
 #undef A
 
+/* The tables of the item's preset in the layout found (pgmq: its meta table). */
 static int check_tables(struct queues *q, struct pg_conn *c, const struct deadline *dl,
-                        const struct table_check *t, size_t n, struct err *e)
+                        struct err *e)
 {
-    for (size_t i = 0; i < n; i++) {
-        char *table = xasprintf("%s.%s", q->schema, t[i].table);
-        int rc = pg_check_columns(c, dl, q->what, table, t[i].cols, t[i].n, e);
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        const struct table_check *t = &checks[i];
+        if (t->preset != q->preset->id || !(t->layouts & IN(q->layout)))
+            continue;
+        char *table = xasprintf("%s.%s", q->schema, t->table);
+        int rc = pg_check_columns(c, dl, q->what, table, t->cols, t->n, e);
         free(table);
         if (rc)
             return -1;
@@ -156,11 +174,9 @@ static int check_tables(struct queues *q, struct pg_conn *c, const struct deadli
     return 0;
 }
 
-#define CHECK(arr) check_tables(q, c, dl, arr, sizeof arr / sizeof arr[0], e)
-
 static int check_pgmq(struct queues *q, struct pg_conn *c, const struct deadline *dl, struct err *e)
 {
-    if (CHECK(checks_pgmq))
+    if (check_tables(q, c, dl, e))
         return -1;
     PGresult *r = NULL;
     if (queues_pgmq_list(q, c, dl, &r, e))
@@ -195,41 +211,10 @@ static int check_pgmq(struct queues *q, struct pg_conn *c, const struct deadline
  * comes first because it names the missing column, which the server's message may not. */
 static int check_jobs(struct queues *q, struct pg_conn *c, const struct deadline *dl, struct err *e)
 {
-    int rc = 0;
-    if (queues_detect_layout(q, c, dl, e))
-        return -1;
-    switch (q->preset->id) {
-    case PGQ_GRAPHILE_WORKER:
-        rc = q->layout == LAYOUT_LEGACY ? CHECK(checks_graphile_legacy) : CHECK(checks_graphile);
-        break;
-    case PGQ_PG_BOSS:
-        rc = q->layout == LAYOUT_BOSS9    ? CHECK(checks_pg_boss_9)
-             : q->layout == LAYOUT_BOSS10 ? CHECK(checks_boss10)
-             : q->layout == LAYOUT_BOSS11 ? CHECK(checks_boss11)
-                                          : CHECK(checks_boss12);
-        break;
-    case PGQ_RIVER:
-        rc = CHECK(checks_river);
-        break;
-    case PGQ_OBAN:
-        rc = CHECK(checks_oban);
-        break;
-    case PGQ_QUE:
-        rc = CHECK(checks_que);
-        break;
-    case PGQ_GOOD_JOB:
-        rc = CHECK(checks_good_job);
-        break;
-    case PGQ_SOLID_QUEUE:
-        rc = CHECK(checks_solid_queue);
-        break;
-    case PGQ_PGMQ:
-        break;
-    }
-    if (rc)
+    if (queues_detect_layout(q, c, dl, e) || check_tables(q, c, dl, e))
         return -1;
     struct metric_set *scratch = metric_set_new("check", q->preset->kind_label);
-    rc = queues_collect_jobs(q, c, dl, scratch, e);
+    int rc = queues_collect_jobs(q, c, dl, scratch, e);
     metric_set_free(scratch);
     return rc;
 }

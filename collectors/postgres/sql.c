@@ -45,7 +45,7 @@ struct sql_query {
     long long max_rows;
 };
 
-static void destroy(void *item)
+void sql_destroy(void *item)
 {
     struct sql_query *q = item;
     if (!q)
@@ -164,7 +164,7 @@ static void trim_sql(char *sql)
         sql[--n] = '\0';
 }
 
-static void *configure(struct cfg_node *item, const char *source, struct err *e)
+void *sql_configure(struct cfg_node *item, const char *source, struct err *e)
 {
     struct sql_query *q = xcalloc(1, sizeof *q);
     char where[400];
@@ -214,7 +214,7 @@ static void *configure(struct cfg_node *item, const char *source, struct err *e)
     q->what = xasprintf("query \"%s\"", q->name);
     return q;
 fail:
-    destroy(q);
+    sql_destroy(q);
     return NULL;
 }
 
@@ -282,8 +282,8 @@ static int check_unique(struct sql_query *q, struct pg_conn *c, struct metric_se
     return 0;
 }
 
-static int collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
-                   struct err *e)
+int sql_collect(void *item, struct pg_conn *c, const struct deadline *dl, struct metric_set *out,
+                struct err *e)
 {
     struct sql_query *q = item;
     PGresult *r = NULL;
@@ -345,7 +345,7 @@ out:
 
 /* The query with LIMIT 0: the server parses and plans it (tables, columns, permissions) and
  * returns the result's columns without running it. */
-static int check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
+int sql_check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
 {
     struct sql_query *q = item;
     PGresult *r = NULL;
@@ -361,7 +361,7 @@ static int check(void *item, struct pg_conn *c, const struct deadline *dl, struc
 }
 
 /* The same metric name in two queries of a source would give clashing series. */
-static int finish(void *const *items, size_t n, struct err *e)
+int sql_finish(void *const *items, size_t n, struct err *e)
 {
     for (size_t a = 0; a < n; a++) {
         const struct sql_query *qa = items[a];
@@ -378,13 +378,3 @@ static int finish(void *const *items, size_t n, struct err *e)
     }
     return 0;
 }
-
-const struct pg_section_kind pg_sql_section = {
-    .key = "queries",
-    .kind_label = "sql",
-    .configure = configure,
-    .collect = collect,
-    .check = check,
-    .destroy = destroy,
-    .finish = finish,
-};

@@ -182,26 +182,6 @@ long work_table_id_canonical(enum work_table_id_kind kind, const char *typname, 
     return put_out(out, cap, id, len);
 }
 
-char *work_table_text_array(const char *const *v, size_t n)
-{
-    struct buf b;
-    buf_init(&b);
-    buf_putc(&b, '{');
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            buf_putc(&b, ',');
-        buf_putc(&b, '"');
-        for (const char *s = v[i]; *s; s++) {
-            if (*s == '"' || *s == '\\')
-                buf_putc(&b, '\\');
-            buf_putc(&b, *s);
-        }
-        buf_putc(&b, '"');
-    }
-    buf_putc(&b, '}');
-    return buf_steal(&b);
-}
-
 char *work_table_sql(const char *table, const char *id_column, const char *done_column,
                      enum work_table_id_kind kind)
 {
@@ -403,7 +383,7 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
         of[i] = map_get(&m, canon, 1);
     }
     /* Always asked, with no id too: a database that went away shows now, not at the incident. */
-    char *array = work_table_text_array(m.keys, m.n);
+    char *array = pg_text_array(m.keys, m.n);
     const char *params[1] = {array};
     PGresult *r = NULL;
     int rc = pg_query(conn, dl, what, t->sql, 1, params, &r, e);

@@ -37,10 +37,6 @@ enum work_table_id_kind work_table_id_kind_of(const char *typname);
 long work_table_id_canonical(enum work_table_id_kind kind, const char *typname, const char *id,
                              size_t len, char *out, size_t cap);
 
-/* A PostgreSQL array literal of the strings: {"a","b\"c"} (every element quoted, '"' and '\'
- * escaped). malloc'd, never NULL. */
-char *work_table_text_array(const char *const *v, size_t n);
-
 /* The one statement for a table, built from config names (quoted here) and the id kind. */
 char *work_table_sql(const char *table, const char *id_column, const char *done_column,
                      enum work_table_id_kind kind);

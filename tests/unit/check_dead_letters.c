@@ -323,10 +323,10 @@ END_TEST
 START_TEST(test_text_array)
 {
     const char *v[] = {"1", "a\"b", "c\\d", "e,f}", ""};
-    char *a = work_table_text_array(v, 5);
+    char *a = pg_text_array(v, 5);
     ck_assert_str_eq(a, "{\"1\",\"a\\\"b\",\"c\\\\d\",\"e,f}\",\"\"}");
     free(a);
-    a = work_table_text_array(NULL, 0);
+    a = pg_text_array(NULL, 0);
     ck_assert_str_eq(a, "{}");
     free(a);
 }

@@ -25,7 +25,7 @@
 static struct queues *configured(const char *list)
 {
     struct err e = {0};
-    struct queues *q = configure(item_of(list), "db", &e);
+    struct queues *q = queues_configure(item_of(list), "db", &e);
     ck_assert_msg(q != NULL, "%s", e.msg);
     return q;
 }
@@ -49,7 +49,7 @@ START_TEST(test_defaults)
         ck_assert_ptr_null(q->filter_param);
         ck_assert(q->lease_timeout < 0);
         ck_assert_int_eq(q->max_deliveries, 0);
-        destroy(q);
+        queues_destroy(q);
         free(list);
         teardown_doc();
     }
@@ -66,12 +66,12 @@ START_TEST(test_full)
     ck_assert_int_eq(q->max_deliveries, 5);
     ck_assert(q->lease_timeout == 90.0);
     ck_assert_str_eq(q->what, "queues preset \"river\" (schema \"Jobs\")");
-    destroy(q);
+    queues_destroy(q);
     teardown_doc();
 
     q = configured("- preset: pgmq\n  visibility_timeout: 30s\n");
     ck_assert(q->lease_timeout == 30.0);
-    destroy(q);
+    queues_destroy(q);
     teardown_doc();
 }
 END_TEST
@@ -115,7 +115,7 @@ START_TEST(test_errors)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct err e = {0};
-        void *q = configure(item_of(cases[i].yaml), "db", &e);
+        void *q = queues_configure(item_of(cases[i].yaml), "db", &e);
         ck_assert_msg(q == NULL, "case %zu accepted", i);
         ck_assert_int_eq(e.code, ERR_CONFIG);
         ck_assert_str_eq(e.msg, cases[i].msg);
@@ -127,10 +127,10 @@ END_TEST
 START_TEST(test_array_literal)
 {
     char *v[] = {"plain", "with \"quote\"", "back\\slash", "comma,brace}", NULL};
-    char *s = pgq_array_literal(v, 4);
+    char *s = pg_text_array((const char *const *)v, 4);
     ck_assert_str_eq(s, "{\"plain\",\"with \\\"quote\\\"\",\"back\\\\slash\",\"comma,brace}\"}");
     free(s);
-    s = pgq_array_literal(v, 0);
+    s = pg_text_array((const char *const *)v, 0);
     ck_assert_str_eq(s, "{}");
     free(s);
 }

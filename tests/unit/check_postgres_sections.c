@@ -23,75 +23,74 @@
 START_TEST(test_dedup_defaults)
 {
     struct err e;
-    struct dedup *d =
-        pg_dedup_section.configure(item_of("- table: handled_messages\n  id_column: message_id\n"
-                                           "  handled_at_column: handled_at\n"),
-                                   "shop-db", &e);
+    struct dedup *d = dedup_configure(item_of("- table: handled_messages\n  id_column: message_id\n"
+                                              "  handled_at_column: handled_at\n"),
+                                      "shop-db", &e);
     ck_assert_msg(d != NULL, "%s", e.msg);
-    ck_assert_str_eq(d->name, "handled_messages");
+    ck_assert_str_eq(d->t.name, "handled_messages");
     ck_assert_int_eq(d->mode, DEDUP_UNIQUE);
     ck_assert_double_eq(d->window, 300);
     ck_assert_double_eq(d->retention, 0);
-    ck_assert_ptr_null(d->duplicates);
-    ck_assert_str_eq(d->what, "dedup_table \"handled_messages\"");
+    ck_assert_ptr_null(d->t.col[DEDUP_DUPLICATES]);
+    ck_assert_str_eq(d->t.what, "dedup_table \"handled_messages\"");
     ck_assert_str_eq(d->window_param, "300.000000 seconds");
     ck_assert_str_eq(
-        d->sql,
+        d->t.sql,
         "SELECT (SELECT count(*) FROM \"handled_messages\" WHERE \"handled_at\" >= now() - "
         "$1::interval AND \"handled_at\" <= now())::float8, NULL::float8, (SELECT "
         "date_part('epoch', now() - min(\"handled_at\")) FROM \"handled_messages\"), (SELECT "
         "count(*) FROM (SELECT FROM \"handled_messages\" WHERE \"handled_at\" > now() LIMIT "
         "1000) AS ahead)::float8");
-    pg_dedup_section.destroy(d);
-    pg_dedup_section.destroy(NULL);
-    ck_assert_str_eq(pg_dedup_section.key, "dedup_tables");
-    ck_assert_str_eq(pg_dedup_section.kind_label, "dedup_table");
+    tables_free(d);
+    tables_free(NULL);
+    ck_assert_str_eq(section_of(dedup_configure)->key, "dedup_tables");
+    ck_assert_str_eq(section_of(dedup_configure)->kind_label, "dedup_table");
 }
 END_TEST
 
 START_TEST(test_dedup_duplicates_column)
 {
     struct err e;
-    struct dedup *d = pg_dedup_section.configure(
-        item_of("- table: app.handled\n  name: mailer\n  id_column: id\n"
-                "  handled_at_column: at\n  duplicates_column: dup\n  window: 90s\n"
-                "  retention: 7d\n"),
-        "shop-db", &e);
+    struct dedup *d =
+        dedup_configure(item_of("- table: app.handled\n  name: mailer\n  id_column: id\n"
+                                "  handled_at_column: at\n  duplicates_column: dup\n  window: 90s\n"
+                                "  retention: 7d\n"),
+                        "shop-db", &e);
     ck_assert_msg(d != NULL, "%s", e.msg);
-    ck_assert_str_eq(d->name, "mailer");
+    ck_assert_str_eq(d->t.name, "mailer");
     ck_assert_double_eq(d->window, 90);
     ck_assert_double_eq(d->retention, 7 * 86400);
     ck_assert_str_eq(d->window_param, "90.000000 seconds");
     /* the sum reads only rows with duplicates (a partial index WHERE dup > 0 serves it); a
      * declared retention needs no query */
     ck_assert_str_eq(
-        d->sql,
+        d->t.sql,
         "SELECT (SELECT count(*) FROM \"app\".\"handled\" WHERE \"at\" >= now() - "
         "$1::interval AND \"at\" <= now())::float8, (SELECT COALESCE(sum(\"dup\"), 0) FROM "
         "\"app\".\"handled\" WHERE \"dup\" > 0)::float8, NULL::float8, (SELECT count(*) FROM "
         "(SELECT FROM \"app\".\"handled\" WHERE \"at\" > now() LIMIT 1000) AS ahead)::float8");
-    pg_dedup_section.destroy(d);
+    tables_free(d);
 }
 END_TEST
 
 START_TEST(test_dedup_attempts_log)
 {
     struct err e;
-    struct dedup *d = pg_dedup_section.configure(
+    struct dedup *d = dedup_configure(
         item_of("- table: deliveries\n  id_column: msg\n  handled_at_column: received_at\n"
                 "  mode: attempts_log\n"),
         "shop-db", &e);
     ck_assert_msg(d != NULL, "%s", e.msg);
     ck_assert_int_eq(d->mode, DEDUP_ATTEMPTS_LOG);
     ck_assert_str_eq(
-        d->sql,
+        d->t.sql,
         "SELECT (SELECT count(DISTINCT \"msg\") FROM \"deliveries\" WHERE \"received_at\" >= "
         "now() - $1::interval AND \"received_at\" <= now())::float8, (SELECT COALESCE(sum(n "
         "- 1), 0) FROM (SELECT count(*) AS n FROM \"deliveries\" WHERE \"msg\" IS NOT NULL "
         "GROUP BY \"msg\" HAVING count(*) > 1) AS d)::float8, (SELECT date_part('epoch', "
         "now() - min(\"received_at\")) FROM \"deliveries\"), (SELECT count(*) FROM (SELECT "
         "FROM \"deliveries\" WHERE \"received_at\" > now() LIMIT 1000) AS ahead)::float8");
-    pg_dedup_section.destroy(d);
+    tables_free(d);
 }
 END_TEST
 
@@ -99,19 +98,18 @@ END_TEST
 START_TEST(test_dedup_quoting)
 {
     struct err e;
-    struct dedup *d =
-        pg_dedup_section.configure(item_of("- table: 'My Schema.Handled\"; DROP TABLE x; --'\n"
-                                           "  id_column: Id\n  handled_at_column: 'at\"'\n"
-                                           "  retention: 1h\n"),
-                                   "shop-db", &e);
+    struct dedup *d = dedup_configure(item_of("- table: 'My Schema.Handled\"; DROP TABLE x; --'\n"
+                                              "  id_column: Id\n  handled_at_column: 'at\"'\n"
+                                              "  retention: 1h\n"),
+                                      "shop-db", &e);
     ck_assert_msg(d != NULL, "%s", e.msg);
     ck_assert_str_eq(
-        d->sql,
+        d->t.sql,
         "SELECT (SELECT count(*) FROM \"My Schema\".\"Handled\"\"; DROP TABLE x; --\" WHERE "
         "\"at\"\"\" >= now() - $1::interval AND \"at\"\"\" <= now())::float8, NULL::float8, "
         "NULL::float8, (SELECT count(*) FROM (SELECT FROM \"My Schema\".\"Handled\"\"; DROP "
         "TABLE x; --\" WHERE \"at\"\"\" > now() LIMIT 1000) AS ahead)::float8");
-    pg_dedup_section.destroy(d);
+    tables_free(d);
 }
 END_TEST
 
@@ -158,7 +156,7 @@ START_TEST(test_dedup_errors)
 {
     struct err e;
     err_clear(&e);
-    void *d = pg_dedup_section.configure(item_of(dedup_errors[_i].yaml), "shop-db", &e);
+    void *d = dedup_configure(item_of(dedup_errors[_i].yaml), "shop-db", &e);
     ck_assert_ptr_null(d);
     ck_assert_str_eq(e.msg, dedup_errors[_i].msg);
     ck_assert_int_eq(e.code, ERR_CONFIG);
@@ -215,21 +213,21 @@ static const char claim_yaml[] = "- table: confirmation_claims\n"
 START_TEST(test_claim_defaults)
 {
     struct err e;
-    struct claim *c = pg_claim_section.configure(item_of(claim_yaml), "shop-db", &e);
+    struct claim *c = claim_configure(item_of(claim_yaml), "shop-db", &e);
     ck_assert_msg(c != NULL, "%s", e.msg);
-    ck_assert_str_eq(c->name, "confirmation_claims");
+    ck_assert_str_eq(c->t.name, "confirmation_claims");
     ck_assert_double_eq(c->in_flight_window, 120);
     ck_assert_double_eq(c->window, 300);
     ck_assert_double_eq(c->lease, 0);
     ck_assert_int_eq(c->max_deliveries, 0);
     ck_assert_str_eq(c->in_flight_param, "120.000000 seconds");
     ck_assert_str_eq(c->window_param, "300.000000 seconds");
-    ck_assert_str_eq(c->what, "claim_table \"confirmation_claims\"");
+    ck_assert_str_eq(c->t.what, "claim_table \"confirmation_claims\"");
     /* open claims through done_at IS NULL, finished ones through done_at >= now() - window:
      * both indexable by one index on (done_at, claimed_at); each window ends at now(), and the
      * rows after it are counted apart (the last column) */
     ck_assert_str_eq(
-        c->sql,
+        c->t.sql,
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
         "LEAST(o.ahead + (SELECT count(*) FROM (SELECT FROM \"confirmation_claims\" WHERE "
         "\"sent_at\" > now() LIMIT 1000) AS ahead)::float8, 1000) FROM (SELECT count(*) "
@@ -243,30 +241,30 @@ START_TEST(test_claim_defaults)
         "date_part('epoch', \"sent_at\"::timestamptz - \"claimed_at\"::timestamptz)) AS q "
         "FROM \"confirmation_claims\" WHERE \"sent_at\" >= now() - $2::interval AND "
         "\"sent_at\" <= now()) AS f");
-    pg_claim_section.destroy(c);
-    pg_claim_section.destroy(NULL);
-    ck_assert_str_eq(pg_claim_section.key, "claim_tables");
-    ck_assert_str_eq(pg_claim_section.kind_label, "claim_table");
+    tables_free(c);
+    tables_free(NULL);
+    ck_assert_str_eq(section_of(claim_configure)->key, "claim_tables");
+    ck_assert_str_eq(section_of(claim_configure)->kind_label, "claim_table");
 }
 END_TEST
 
 START_TEST(test_claim_full)
 {
     struct err e;
-    struct claim *c = pg_claim_section.configure(
+    struct claim *c = claim_configure(
         item_of("- table: mail.claims\n  name: mailer\n  id_column: id\n"
                 "  claimed_at_column: c\n  done_at_column: d\n  in_flight_window: 90s\n"
                 "  lease_timeout: 30s\n  max_deliveries: 3\n  window: 15m\n"),
         "shop-db", &e);
     ck_assert_msg(c != NULL, "%s", e.msg);
-    ck_assert_str_eq(c->name, "mailer");
+    ck_assert_str_eq(c->t.name, "mailer");
     ck_assert_double_eq(c->lease, 30);
     ck_assert_int_eq(c->max_deliveries, 3);
     ck_assert_double_eq(c->window, 900);
-    ck_assert_ptr_nonnull(strstr(c->sql, "FROM \"mail\".\"claims\" WHERE \"d\" IS NULL"));
-    ck_assert_ptr_nonnull(strstr(c->sql, "FROM \"mail\".\"claims\" WHERE \"d\" >= now() - "
-                                         "$2::interval"));
-    pg_claim_section.destroy(c);
+    ck_assert_ptr_nonnull(strstr(c->t.sql, "FROM \"mail\".\"claims\" WHERE \"d\" IS NULL"));
+    ck_assert_ptr_nonnull(strstr(c->t.sql, "FROM \"mail\".\"claims\" WHERE \"d\" >= now() - "
+                                           "$2::interval"));
+    tables_free(c);
 }
 END_TEST
 
@@ -317,7 +315,7 @@ START_TEST(test_claim_errors)
 {
     struct err e;
     err_clear(&e);
-    void *c = pg_claim_section.configure(item_of(claim_errors[_i].yaml), "shop-db", &e);
+    void *c = claim_configure(item_of(claim_errors[_i].yaml), "shop-db", &e);
     ck_assert_ptr_null(c);
     ck_assert_str_eq(e.msg, claim_errors[_i].msg);
     ck_assert_int_eq(e.code, ERR_CONFIG);

@@ -18,7 +18,7 @@
 START_TEST(test_configure_full)
 {
     struct err e;
-    struct sql_query *q = pg_sql_section.configure(
+    struct sql_query *q = sql_configure(
         item_of("- name: orders\n"
                 "  sql: |\n"
                 "    SELECT region, status, count(*) AS n, sum(total) AS amount_total\n"
@@ -54,25 +54,25 @@ START_TEST(test_configure_full)
     ck_assert_uint_eq(q->nlabels, 2);
     ck_assert_str_eq(q->labels[1], "status");
     ck_assert_int_eq(q->max_rows, 500);
-    pg_sql_section.destroy(q);
-    pg_sql_section.destroy(NULL);
-    ck_assert_str_eq(pg_sql_section.key, "queries");
-    ck_assert_str_eq(pg_sql_section.kind_label, "sql");
+    sql_destroy(q);
+    sql_destroy(NULL);
+    ck_assert_str_eq(section_of(sql_configure)->key, "queries");
+    ck_assert_str_eq(section_of(sql_configure)->kind_label, "sql");
 }
 END_TEST
 
 START_TEST(test_configure_defaults)
 {
     struct err e;
-    struct sql_query *q = pg_sql_section.configure(
-        item_of("- name: backlog\n  sql: SELECT 1 AS v\n  metrics:\n"
-                "    - {name: app_backlog, type: gauge, help: h, value_column: v}\n"),
-        "db", &e);
+    struct sql_query *q =
+        sql_configure(item_of("- name: backlog\n  sql: SELECT 1 AS v\n  metrics:\n"
+                              "    - {name: app_backlog, type: gauge, help: h, value_column: v}\n"),
+                      "db", &e);
     ck_assert_msg(q != NULL, "%s", e.msg);
     ck_assert_int_eq(q->max_rows, 10000);
     ck_assert_uint_eq(q->nlabels, 0);
     ck_assert_str_eq(q->collect, "SELECT * FROM (SELECT 1 AS v\n) q LIMIT 10001");
-    pg_sql_section.destroy(q);
+    sql_destroy(q);
 }
 END_TEST
 
@@ -157,7 +157,7 @@ START_TEST(test_configure_errors)
 {
     struct err e;
     err_clear(&e);
-    void *q = pg_sql_section.configure(item_of(config_errors[_i].yaml), "db", &e);
+    void *q = sql_configure(item_of(config_errors[_i].yaml), "db", &e);
     ck_assert_msg(q == NULL, "accepted: %s", config_errors[_i].yaml);
     ck_assert_int_eq(e.code, ERR_CONFIG);
     ck_assert_str_eq(e.msg, config_errors[_i].msg);
@@ -179,15 +179,15 @@ START_TEST(test_finish_refuses_a_name_defined_twice)
     ck_assert_int_eq(cfg_get_node(cfg_doc_root(doc), "l", CFG_SEQ, &seq, &e), 0);
     void *items[2];
     for (size_t i = 0; i < 2; i++) {
-        items[i] = pg_sql_section.configure(seq->items[i], "db", &e);
+        items[i] = sql_configure(seq->items[i], "db", &e);
         ck_assert_msg(items[i] != NULL, "%s", e.msg);
     }
-    ck_assert_int_eq(pg_sql_section.finish(items, 1, &e), 0);
-    check_refused(pg_sql_section.finish(items, 2, &e), &e,
+    ck_assert_int_eq(sql_finish(items, 1, &e), 0);
+    check_refused(sql_finish(items, 2, &e), &e,
                   "q.yml:10:14: metric \"app_x\": already defined by query \"a\" at "
                   "q.yml:5:14");
-    pg_sql_section.destroy(items[0]);
-    pg_sql_section.destroy(items[1]);
+    sql_destroy(items[0]);
+    sql_destroy(items[1]);
 }
 END_TEST
 

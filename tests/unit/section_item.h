@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "postgres/postgres.h"
 #include "util.h"
 
 static struct cfg_doc *doc;
@@ -26,6 +27,16 @@ static struct cfg_node *item_of(const char *list)
     ck_assert_int_eq(cfg_get_node(cfg_doc_root(doc), "l", CFG_SEQ, &seq, &e), 0);
     ck_assert_uint_ge(seq->n, 1);
     return seq->items[0];
+}
+
+/* The row of postgres_sections whose configure hook is fn: the section as postgres.c sees it. */
+static inline const struct pg_section_kind *section_of(pg_configure_fn *fn)
+{
+    for (size_t i = 0; i < postgres_nsections; i++)
+        if (postgres_sections[i].configure == fn)
+            return &postgres_sections[i];
+    ck_abort_msg("no section row has this configure hook");
+    return NULL;
 }
 
 /* A Check teardown: frees the document item_of parsed. */
