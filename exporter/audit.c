@@ -942,23 +942,27 @@ struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t n
     return run(sets, nsets, cfg, 0);
 }
 
+/* The four names that place a finding or a queue, each its own copy. */
+static void free_place(char *source, char *kind, char *queue, char *group)
+{
+    free(source);
+    free(kind);
+    free(queue);
+    free(group);
+}
+
 void audit_report_free(struct audit_report *r)
 {
     if (!r)
         return;
     for (size_t i = 0; i < r->nfindings; i++) {
         struct audit_finding *f = &r->findings[i];
-        free(f->source);
-        free(f->kind);
-        free(f->queue);
-        free(f->group);
+        free_place(f->source, f->kind, f->queue, f->group);
         free(f->message);
     }
     for (size_t i = 0; i < r->nqueues; i++) {
-        free(r->queues[i].source);
-        free(r->queues[i].kind);
-        free(r->queues[i].queue);
-        free(r->queues[i].group);
+        struct audit_queue *q = &r->queues[i];
+        free_place(q->source, q->kind, q->queue, q->group);
     }
     for (size_t i = 0; i < r->nsources; i++) {
         free(r->sources[i].name);

@@ -24,6 +24,18 @@
 #include "util.h"
 #include "version.h"
 
+/* A qrel command: its flags, and how it reports a usage error: on stderr as "qrel NAME: ..."
+ * with exit status 2, or for check as a Nagios plugin does, "QREL UNKNOWN - ..." on stdout with
+ * exit status 3, which a monitoring system reads as no verdict. */
+struct command {
+    const char *name;
+    struct flag *flags;
+    size_t nflags;
+    const char *usage;
+    int nagios;
+    const char *formats[2]; /* the words --format takes: the default, then the other */
+};
+
 static struct flag scrape_flags[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
     {"format", FLAG_STRING, "text", "Output format: text (0.0.4) or openmetrics.", NULL, 0},
@@ -31,6 +43,8 @@ static struct flag scrape_flags[] = {
     FLAGS_LOG("warn"),
 };
 #define NSCRAPE (sizeof scrape_flags / sizeof scrape_flags[0])
+static const struct command scrape_cmd = {
+    "scrape", scrape_flags, NSCRAPE, "usage: qrel scrape [flags]", 0, {"text", "openmetrics"}};
 
 static struct flag check_flags[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
@@ -40,6 +54,10 @@ static struct flag check_flags[] = {
     FLAGS_LOG("error"),
 };
 #define NCHECK (sizeof check_flags / sizeof check_flags[0])
+/* Usage and configuration errors exit 3 (UNKNOWN), as a Nagios plugin must: a monitoring
+ * system reads any other code as a state of the queues. */
+static const struct command check_cmd = {
+    "check", check_flags, NCHECK, "usage: qrel check [flags]", 1, {"text", "json"}};
 
 static const char usage[] =
     "usage: qrel <command> [flags]\n\n"
@@ -54,17 +72,6 @@ static const char usage[] =
     "  version  Print the version.\n"
     "  help     Show this help.\n\n"
     "Run `qrel <command> --help` for a command's flags.";
-
-/* A qrel command: its flags, and how it reports a usage error: on stderr as "qrel NAME: ..."
- * with exit status 2, or for check as a Nagios plugin does, "QREL UNKNOWN - ..." on stdout with
- * exit status 3, which a monitoring system reads as no verdict. */
-struct command {
-    const char *name;
-    struct flag *flags;
-    size_t nflags;
-    const char *usage;
-    int nagios;
-};
 
 static int usage_error(const struct command *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -85,9 +92,10 @@ static int usage_error(const struct command *c, const char *fmt, ...)
 }
 
 /* What every command does first: parse its flags, answer --help, refuse more than most
- * positional arguments (*npos says how many there are), set up logging. -1 to go on, else the
- * exit status. */
-static int command_start(const struct command *c, int argc, char **argv, int most, int *npos)
+ * positional arguments (*npos says how many there are), set up logging, read --format (*other:
+ * 1 for the second of c->formats). -1 to go on, else the exit status. */
+static int command_start(const struct command *c, int argc, char **argv, int most, int *npos,
+                         int *other)
 {
     struct err e;
     err_clear(&e);
@@ -106,29 +114,22 @@ static int command_start(const struct command *c, int argc, char **argv, int mos
         log_parse_format(flags_find(c->flags, c->nflags, "log.format")->value, &json))
         return usage_error(c, "bad --log.level or --log.format");
     log_setup(level, json);
+    const char *format = flags_find(c->flags, c->nflags, "format")->value;
+    *other = strcmp(format, c->formats[1]) == 0;
+    if (!*other && strcmp(format, c->formats[0]) != 0)
+        return usage_error(c, "--format: want %s or %s, got \"%s\"", c->formats[0], c->formats[1],
+                           format);
     return -1;
 }
-
-static const struct command scrape_cmd = {"scrape", scrape_flags, NSCRAPE,
-                                          "usage: qrel scrape [flags]", 0};
 
 static int cmd_scrape(int argc, char **argv)
 {
     struct err e;
     err_clear(&e);
-    int npos, rc = command_start(&scrape_cmd, argc, argv, 0, &npos);
+    int npos, om, rc = command_start(&scrape_cmd, argc, argv, 0, &npos, &om);
     if (rc >= 0)
         return rc;
-    const char *format = flags_find(scrape_flags, NSCRAPE, "format")->value;
-    enum expfmt_format fmt;
-    if (strcmp(format, "text") == 0)
-        fmt = EXPFMT_TEXT;
-    else if (strcmp(format, "openmetrics") == 0)
-        fmt = EXPFMT_OPENMETRICS;
-    else {
-        fprintf(stderr, "qrel scrape: --format: want text or openmetrics, got \"%s\"\n", format);
-        return 2;
-    }
+    enum expfmt_format fmt = om ? EXPFMT_OPENMETRICS : EXPFMT_TEXT;
     struct sources *src = sources_load(flags_find(scrape_flags, NSCRAPE, "config.file")->value, &e);
     if (!src) {
         fprintf(stderr, "%s\n", e.msg);
@@ -168,24 +169,11 @@ static int cmd_scrape(int argc, char **argv)
     return failed ? 1 : 0;
 }
 
-/* Usage and configuration errors exit 3 (UNKNOWN), as a Nagios plugin must: a monitoring
- * system reads any other code as a state of the queues. */
-static const struct command check_cmd = {"check", check_flags, NCHECK, "usage: qrel check [flags]",
-                                         1};
-
 static int cmd_check(int argc, char **argv)
 {
-    struct err e;
-    err_clear(&e);
-    int npos, rc = command_start(&check_cmd, argc, argv, 0, &npos);
+    int npos, json, rc = command_start(&check_cmd, argc, argv, 0, &npos, &json);
     if (rc >= 0)
         return rc;
-    const char *format = flags_find(check_flags, NCHECK, "format")->value;
-    int json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "text") != 0) {
-        printf("QREL UNKNOWN - --format: want text or json, got \"%s\"\n", format);
-        return AUDIT_UNKNOWN;
-    }
     const char *timeout = flags_find(check_flags, NCHECK, "timeout")->value;
     double limit = 0;
     if (timeout && (cfg_parse_duration(timeout, &limit) || !(limit > 0))) {
@@ -193,6 +181,8 @@ static int cmd_check(int argc, char **argv)
                timeout);
         return AUDIT_UNKNOWN;
     }
+    struct err e;
+    err_clear(&e);
     struct sources *src = sources_load(flags_find(check_flags, NCHECK, "config.file")->value, &e);
     if (!src) {
         printf("QREL UNKNOWN - %s\n", e.msg);
@@ -276,6 +266,7 @@ static const char dlq_usage[] =
     "removed, and without --yes only says what it would move. Exit status 0 when\n"
     "all went well, 1 when the read or any move failed, 2 on a usage or\n"
     "configuration error.";
+static const struct command dlq_cmd = {"dlq", dlq_flags, NDLQ, dlq_usage, 0, {"text", "json"}};
 
 static volatile sig_atomic_t dlq_stop;
 
@@ -309,15 +300,13 @@ struct dlq_args {
     struct dlq_replay_opts o;
 };
 
-static const struct command dlq_cmd = {"dlq", dlq_flags, NDLQ, dlq_usage, 0};
-
 static int dlq_parse_args(int argc, char **argv, struct dlq_args *a)
 {
     struct err e;
     err_clear(&e);
     int npos, rc;
     memset(a, 0, sizeof *a);
-    if ((rc = command_start(&dlq_cmd, argc, argv, 1, &npos)) >= 0)
+    if ((rc = command_start(&dlq_cmd, argc, argv, 1, &npos, &a->json)) >= 0)
         return rc;
     if (npos != 1 || (strcmp(argv[2], "inspect") != 0 && strcmp(argv[2], "replay") != 0))
         return usage_error(&dlq_cmd, "want one command, inspect or replay (see qrel dlq --help)");
@@ -331,12 +320,6 @@ static int dlq_parse_args(int argc, char **argv, struct dlq_args *a)
     for (const char *const *k = (const char *const[]){"source", "queue", NULL}; *k; k++)
         if (!flags_find(dlq_flags, NDLQ, *k)->value || !*flags_find(dlq_flags, NDLQ, *k)->value)
             return usage_error(&dlq_cmd, "--%s is required", *k);
-    const char *format = flags_find(dlq_flags, NDLQ, "format")->value;
-    a->json = strcmp(format, "json") == 0;
-    if (!a->json && strcmp(format, "text") != 0) {
-        fprintf(stderr, "qrel dlq: --format: want text or json, got \"%s\"\n", format);
-        return 2;
-    }
     if ((flags_find(dlq_flags, NDLQ, "limit")->given && dlq_count_flag("limit", 1, &a->limit)) ||
         dlq_count_flag("sample", 0, &a->sample))
         return 2;
