@@ -553,51 +553,43 @@ static void rule_margin(struct audit_ctx *x, struct entry *en)
     add_finding(x, rule, en, 1, margin, rule == AUDIT_LEASE_MARGIN_BELOW_1 ? 1 : 2, &m);
 }
 
-static void rule_stale(struct audit_ctx *x, struct entry *en)
-{
-    if (!en->has[F_STALE] || !(en->v[F_STALE] > 0))
-        return;
-    struct buf m;
-    buf_init(&m);
-    double n = en->v[F_STALE];
-    buf_printf(&m, "%.0f stale claim%s (claimed, never done, older than the in-flight window", n,
-               plural(n));
-    if (en->has[F_CLAIM_WINDOW])
-        put_secs(&m, " ", en->v[F_CLAIM_WINDOW]);
-    buf_puts(&m, "): the attempts died between claim and done, so their effects may never have "
-                 "happened; check each one and fix what stops the attempts");
-    add_finding(x, AUDIT_STALE_CLAIMS, en, 1, n, 0, &m);
-}
+/* The rules that fire on a positive count: "<count> " then what (a format given the plural
+ * ending of the count, then "it" or "them"), the seconds of an optional field, then what to do. */
+static const struct count_rule {
+    enum audit_rule rule;
+    int count, secs; /* fields: the count, and the seconds written after what (-1: none) */
+    const char *what, *todo;
+} count_rules[] = {
+    {AUDIT_STALE_CLAIMS, F_STALE, F_CLAIM_WINDOW,
+     "stale claim%s (claimed, never done, older than the in-flight window",
+     "): the attempts died between claim and done, so their effects may never have happened; "
+     "check each one and fix what stops the attempts"},
+    {AUDIT_ORPHANED_MESSAGES, F_ORPHANED, -1,
+     "message%s held by a consumer that stopped sending heartbeats, with no lease to give %s "
+     "back: the work is lost unless it is enqueued again; find what killed the process, and use "
+     "a fetch that gives jobs back (a lease) where there is one",
+     ""},
+    {AUDIT_ETA_BEYOND_LEASE, F_ETA_BEYOND, F_LEASE,
+     "message%s held until an ETA or countdown beyond the lease",
+     ": each is delivered again every lease while it waits and runs once per delivery; raise the "
+     "visibility timeout above the longest ETA, or schedule far tasks elsewhere (a periodic "
+     "scheduler, a database)"},
+};
 
-static void rule_orphaned(struct audit_ctx *x, struct entry *en)
+static void rule_count(struct audit_ctx *x, struct entry *en, const struct count_rule *c)
 {
-    if (!en->has[F_ORPHANED] || !(en->v[F_ORPHANED] > 0))
+    if (!en->has[c->count] || !(en->v[c->count] > 0))
         return;
     struct buf m;
     buf_init(&m);
-    double n = en->v[F_ORPHANED];
-    buf_printf(&m,
-               "%.0f message%s held by a consumer that stopped sending heartbeats, with no lease "
-               "to give %s back: the work is lost unless it is enqueued again; find what killed "
-               "the process, and use a fetch that gives jobs back (a lease) where there is one",
-               n, plural(n), n == 1 ? "it" : "them");
-    add_finding(x, AUDIT_ORPHANED_MESSAGES, en, 1, n, 0, &m);
-}
-
-static void rule_eta_beyond(struct audit_ctx *x, struct entry *en)
-{
-    if (!en->has[F_ETA_BEYOND] || !(en->v[F_ETA_BEYOND] > 0))
-        return;
-    struct buf m;
-    buf_init(&m);
-    double n = en->v[F_ETA_BEYOND];
-    buf_printf(&m, "%.0f message%s held until an ETA or countdown beyond the lease", n, plural(n));
-    if (en->has[F_LEASE])
-        put_secs(&m, " ", en->v[F_LEASE]);
-    buf_puts(&m, ": each is delivered again every lease while it waits and runs once per "
-                 "delivery; raise the visibility timeout above the longest ETA, or schedule far "
-                 "tasks elsewhere (a periodic scheduler, a database)");
-    add_finding(x, AUDIT_ETA_BEYOND_LEASE, en, 1, n, 0, &m);
+    double n = en->v[c->count];
+    buf_printf(&m, "%.0f ", n);
+    /* what is one of the literals above: a format by design */
+    buf_printf(&m, c->what, plural(n), n == 1 ? "it" : "them");
+    if (c->secs >= 0 && en->has[c->secs])
+        put_secs(&m, " ", en->v[c->secs]);
+    buf_puts(&m, c->todo);
+    add_finding(x, c->rule, en, 1, n, 0, &m);
 }
 
 static void rule_outbox(struct audit_ctx *x, struct entry *en)
@@ -733,6 +725,19 @@ static void rule_claim_window(struct audit_ctx *x, struct entry *en)
     buf_printf(&m, " or allow at least %.0f deliveries", need);
     add_finding(x, AUDIT_CLAIM_WINDOW_TOO_SHORT, en, 1, w, last, &m);
 }
+
+/* The rules over one entry besides the count rules, each skipped when disabled; margin
+ * (AUDIT_RULE_COUNT here) checks its two rules itself. */
+static const struct {
+    enum audit_rule rule;
+    void (*check)(struct audit_ctx *, struct entry *);
+} entry_rules[] = {
+    {AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, rule_dead_letters},
+    {AUDIT_RULE_COUNT, rule_margin},
+    {AUDIT_OUTBOX_LAGGING, rule_outbox},
+    {AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, rule_dedup},
+    {AUDIT_CLAIM_WINDOW_TOO_SHORT, rule_claim_window},
+};
 
 /* ---- sorting the report ---- */
 
@@ -898,21 +903,12 @@ static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
 
     for (size_t i = 0; i < x.nentries; i++) {
         struct entry *en = &x.entries[i];
-        if (!cfg->disabled[AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY])
-            rule_dead_letters(&x, en);
-        rule_margin(&x, en);
-        if (!cfg->disabled[AUDIT_STALE_CLAIMS])
-            rule_stale(&x, en);
-        if (!cfg->disabled[AUDIT_OUTBOX_LAGGING])
-            rule_outbox(&x, en);
-        if (!cfg->disabled[AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON])
-            rule_dedup(&x, en);
-        if (!cfg->disabled[AUDIT_CLAIM_WINDOW_TOO_SHORT])
-            rule_claim_window(&x, en);
-        if (!cfg->disabled[AUDIT_ORPHANED_MESSAGES])
-            rule_orphaned(&x, en);
-        if (!cfg->disabled[AUDIT_ETA_BEYOND_LEASE])
-            rule_eta_beyond(&x, en);
+        for (size_t k = 0; k < sizeof entry_rules / sizeof *entry_rules; k++)
+            if (entry_rules[k].rule == AUDIT_RULE_COUNT || !cfg->disabled[entry_rules[k].rule])
+                entry_rules[k].check(&x, en);
+        for (size_t k = 0; k < sizeof count_rules / sizeof *count_rules; k++)
+            if (!cfg->disabled[count_rules[k].rule])
+                rule_count(&x, en, &count_rules[k]);
     }
     if (!cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]) {
         for (size_t i = 0, j; i < x.nentries; i = j) {
@@ -949,23 +945,27 @@ struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t n
     return run(sets, nsets, cfg, 0);
 }
 
+/* The four names that place a finding or a queue, each its own copy. */
+static void free_place(char *source, char *kind, char *queue, char *group)
+{
+    free(source);
+    free(kind);
+    free(queue);
+    free(group);
+}
+
 void audit_report_free(struct audit_report *r)
 {
     if (!r)
         return;
     for (size_t i = 0; i < r->nfindings; i++) {
         struct audit_finding *f = &r->findings[i];
-        free(f->source);
-        free(f->kind);
-        free(f->queue);
-        free(f->group);
+        free_place(f->source, f->kind, f->queue, f->group);
         free(f->message);
     }
     for (size_t i = 0; i < r->nqueues; i++) {
-        free(r->queues[i].source);
-        free(r->queues[i].kind);
-        free(r->queues[i].queue);
-        free(r->queues[i].group);
+        struct audit_queue *q = &r->queues[i];
+        free_place(q->source, q->kind, q->queue, q->group);
     }
     for (size_t i = 0; i < r->nsources; i++) {
         free(r->sources[i].name);

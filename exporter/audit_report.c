@@ -14,6 +14,31 @@ static void json_number(struct buf *out, int has, double v)
         expfmt_format_value(out, v);
 }
 
+/* ,"key":value: a member after an object's first. */
+static void json_member(struct buf *out, const char *key, const char *v)
+{
+    buf_printf(out, ",\"%s\":", key);
+    buf_json_string(out, v);
+}
+
+static void json_number_member(struct buf *out, const char *key, int has, double v)
+{
+    buf_printf(out, ",\"%s\":", key);
+    json_number(out, has, v);
+}
+
+/* The members that say where a finding or a queue is, in the order both objects have them;
+ * first when they open the object. */
+static void json_where(struct buf *out, int first, const char *source, const char *kind,
+                       const char *queue, const char *group)
+{
+    buf_puts(out, first ? "\"source\":" : ",\"source\":");
+    buf_json_string(out, source);
+    json_member(out, "kind", kind);
+    json_member(out, "queue", queue);
+    json_member(out, "group", group);
+}
+
 void audit_write_name(struct buf *out, const char *name)
 {
     int plain = *name != '\0';
@@ -26,6 +51,17 @@ void audit_write_name(struct buf *out, const char *name)
         buf_json_string(out, name);
 }
 
+void audit_write_queue(struct buf *out, const struct audit_finding *f,
+                       void (*put)(struct buf *, const char *))
+{
+    put(out, f->queue);
+    if (f->group) {
+        buf_puts(out, " (group ");
+        put(out, f->group);
+        buf_putc(out, ')');
+    }
+}
+
 static const char *error_of(const char *const *errors, size_t i)
 {
     return errors && errors[i] && errors[i][0] ? errors[i] : NULL;
@@ -36,12 +72,7 @@ static void write_finding(struct buf *out, const struct audit_finding *f)
     buf_printf(out, "%s ", audit_status_name(f->severity));
     audit_write_name(out, f->source);
     buf_putc(out, ' ');
-    audit_write_name(out, f->queue);
-    if (f->group) {
-        buf_puts(out, " (group ");
-        audit_write_name(out, f->group);
-        buf_putc(out, ')');
-    }
+    audit_write_queue(out, f, audit_write_name);
     buf_printf(out, ": %s [%s]\n", f->message, audit_rule_name(f->rule));
 }
 
@@ -87,22 +118,11 @@ void audit_write_json(struct buf *out, const struct audit_report *r, const char 
         const struct audit_finding *f = &r->findings[i];
         buf_puts(out, i ? ",{\"severity\":" : "{\"severity\":");
         buf_json_string(out, audit_status_label(f->severity));
-        buf_puts(out, ",\"rule\":");
-        buf_json_string(out, audit_rule_name(f->rule));
-        buf_puts(out, ",\"source\":");
-        buf_json_string(out, f->source);
-        buf_puts(out, ",\"kind\":");
-        buf_json_string(out, f->kind);
-        buf_puts(out, ",\"queue\":");
-        buf_json_string(out, f->queue);
-        buf_puts(out, ",\"group\":");
-        buf_json_string(out, f->group);
-        buf_puts(out, ",\"value\":");
-        json_number(out, 1, f->value);
-        buf_puts(out, ",\"limit\":");
-        json_number(out, 1, f->limit);
-        buf_puts(out, ",\"message\":");
-        buf_json_string(out, f->message);
+        json_member(out, "rule", audit_rule_name(f->rule));
+        json_where(out, 0, f->source, f->kind, f->queue, f->group);
+        json_number_member(out, "value", 1, f->value);
+        json_number_member(out, "limit", 1, f->limit);
+        json_member(out, "message", f->message);
         buf_putc(out, '}');
     }
     buf_puts(out, "],\"sources\":[");
@@ -119,24 +139,13 @@ void audit_write_json(struct buf *out, const struct audit_report *r, const char 
     buf_puts(out, "],\"queues\":[");
     for (size_t i = 0; i < r->nqueues; i++) {
         const struct audit_queue *q = &r->queues[i];
-        buf_puts(out, i ? ",{\"source\":" : "{\"source\":");
-        buf_json_string(out, q->source);
-        buf_puts(out, ",\"kind\":");
-        buf_json_string(out, q->kind);
-        buf_puts(out, ",\"queue\":");
-        buf_json_string(out, q->queue);
-        buf_puts(out, ",\"group\":");
-        buf_json_string(out, q->group);
-        buf_puts(out, ",\"status\":");
-        buf_json_string(out, audit_status_label(q->worst));
-        buf_puts(out, ",\"margin\":");
-        json_number(out, q->has_margin, q->margin);
-        buf_puts(out, ",\"dead_letter_messages\":");
-        json_number(out, q->has_dead, q->dead);
-        buf_puts(out, ",\"oldest_age_seconds\":");
-        json_number(out, q->has_age, q->age);
-        buf_puts(out, ",\"depth\":");
-        json_number(out, q->has_depth, q->depth);
+        buf_puts(out, i ? ",{" : "{");
+        json_where(out, 1, q->source, q->kind, q->queue, q->group);
+        json_member(out, "status", audit_status_label(q->worst));
+        json_number_member(out, "margin", q->has_margin, q->margin);
+        json_number_member(out, "dead_letter_messages", q->has_dead, q->dead);
+        json_number_member(out, "oldest_age_seconds", q->has_age, q->age);
+        json_number_member(out, "depth", q->has_depth, q->depth);
         buf_puts(out, ",\"rules\":[");
         int first = 1;
         for (int k = 0; k < AUDIT_RULE_COUNT; k++) {

@@ -21,4 +21,9 @@ void audit_write_json(struct buf *out, const struct audit_report *r, const char 
  * a quote or a control character is written as a JSON string. Exposed for the landing page. */
 void audit_write_name(struct buf *out, const char *name);
 
+/* A finding's queue and, when it has one, its group: `orders (group workers)`, each name written
+ * by put (audit_write_name for text, an HTML escaper for the landing page). */
+void audit_write_queue(struct buf *out, const struct audit_finding *f,
+                       void (*put)(struct buf *, const char *));
+
 #endif

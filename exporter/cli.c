@@ -5,6 +5,7 @@
  * not done (the engine is dlq.c, the output dlq_report.c). */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +24,40 @@
 #include "util.h"
 #include "version.h"
 
+/* A qrel command: its flags, and how it reports a usage error: on stderr as "qrel NAME: ..."
+ * with exit status 2, or for check as a Nagios plugin does, "QREL UNKNOWN - ..." on stdout with
+ * exit status 3, which a monitoring system reads as no verdict. */
+struct command {
+    const char *name;
+    struct flag *flags;
+    size_t nflags;
+    const char *usage;
+    int nagios;
+    const char *formats[2]; /* the words --format takes: the default, then the other */
+};
+
 static struct flag scrape_flags[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
     {"format", FLAG_STRING, "text", "Output format: text (0.0.4) or openmetrics.", NULL, 0},
     {"source", FLAG_STRING, NULL, "Collect only this source (by name).", NULL, 0},
-    {"log.level", FLAG_STRING, "warn", "Only log messages at or above: debug, info, warn, error.",
-     NULL, 0},
-    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    FLAGS_LOG("warn"),
 };
 #define NSCRAPE (sizeof scrape_flags / sizeof scrape_flags[0])
+static const struct command scrape_cmd = {
+    "scrape", scrape_flags, NSCRAPE, "usage: qrel scrape [flags]", 0, {"text", "openmetrics"}};
 
 static struct flag check_flags[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
     {"format", FLAG_STRING, "text", "Output format: text (Nagios plugin style) or json.", NULL, 0},
     {"timeout", FLAG_STRING, NULL,
      "Finish within this duration (e.g. 10s); each source's own timeout still applies.", NULL, 0},
-    {"log.level", FLAG_STRING, "error", "Only log messages at or above: debug, info, warn, error.",
-     NULL, 0},
-    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    FLAGS_LOG("error"),
 };
 #define NCHECK (sizeof check_flags / sizeof check_flags[0])
+/* Usage and configuration errors exit 3 (UNKNOWN), as a Nagios plugin must: a monitoring
+ * system reads any other code as a state of the queues. */
+static const struct command check_cmd = {
+    "check", check_flags, NCHECK, "usage: qrel check [flags]", 1, {"text", "json"}};
 
 static const char usage[] =
     "usage: qrel <command> [flags]\n\n"
@@ -58,41 +73,63 @@ static const char usage[] =
     "  help     Show this help.\n\n"
     "Run `qrel <command> --help` for a command's flags.";
 
+static int usage_error(const struct command *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int usage_error(const struct command *c, const char *fmt, ...)
+{
+    FILE *out = c->nagios ? stdout : stderr;
+    if (c->nagios)
+        fputs("QREL UNKNOWN - ", out);
+    else
+        fprintf(out, "qrel %s: ", c->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fputc('\n', out);
+    return c->nagios ? AUDIT_UNKNOWN : 2;
+}
+
+/* What every command does first: parse its flags, answer --help, refuse more than most
+ * positional arguments (*npos says how many there are), set up logging, read --format (*other:
+ * 1 for the second of c->formats). -1 to go on, else the exit status. */
+static int command_start(const struct command *c, int argc, char **argv, int most, int *npos,
+                         int *other)
+{
+    struct err e;
+    err_clear(&e);
+    int help;
+    if (flags_parse(c->flags, c->nflags, argc, argv, 2, npos, &help, &e))
+        return usage_error(c, "%s", e.msg);
+    if (help) {
+        flags_usage(stdout, c->usage, c->flags, c->nflags);
+        return 0;
+    }
+    if (*npos > most)
+        return usage_error(c, "unexpected argument \"%s\"", argv[2 + most]);
+    enum log_level level;
+    int json;
+    if (log_parse_level(flags_find(c->flags, c->nflags, "log.level")->value, &level) ||
+        log_parse_format(flags_find(c->flags, c->nflags, "log.format")->value, &json))
+        return usage_error(c, "bad --log.level or --log.format");
+    log_setup(level, json);
+    const char *format = flags_find(c->flags, c->nflags, "format")->value;
+    *other = strcmp(format, c->formats[1]) == 0;
+    if (!*other && strcmp(format, c->formats[0]) != 0)
+        return usage_error(c, "--format: want %s or %s, got \"%s\"", c->formats[0], c->formats[1],
+                           format);
+    return -1;
+}
+
 static int cmd_scrape(int argc, char **argv)
 {
     struct err e;
     err_clear(&e);
-    int npos, help;
-    if (flags_parse(scrape_flags, NSCRAPE, argc, argv, 2, &npos, &help, &e)) {
-        fprintf(stderr, "qrel scrape: %s\n", e.msg);
-        return 2;
-    }
-    if (help) {
-        flags_usage(stdout, "usage: qrel scrape [flags]", scrape_flags, NSCRAPE);
-        return 0;
-    }
-    if (npos > 0) {
-        fprintf(stderr, "qrel scrape: unexpected argument \"%s\"\n", argv[2]);
-        return 2;
-    }
-    enum log_level level;
-    int json;
-    if (log_parse_level(flags_find(scrape_flags, NSCRAPE, "log.level")->value, &level) ||
-        log_parse_format(flags_find(scrape_flags, NSCRAPE, "log.format")->value, &json)) {
-        fprintf(stderr, "qrel scrape: bad --log.level or --log.format\n");
-        return 2;
-    }
-    log_setup(level, json);
-    const char *format = flags_find(scrape_flags, NSCRAPE, "format")->value;
-    enum expfmt_format fmt;
-    if (strcmp(format, "text") == 0)
-        fmt = EXPFMT_TEXT;
-    else if (strcmp(format, "openmetrics") == 0)
-        fmt = EXPFMT_OPENMETRICS;
-    else {
-        fprintf(stderr, "qrel scrape: --format: want text or openmetrics, got \"%s\"\n", format);
-        return 2;
-    }
+    int npos, om, rc = command_start(&scrape_cmd, argc, argv, 0, &npos, &om);
+    if (rc >= 0)
+        return rc;
+    enum expfmt_format fmt = om ? EXPFMT_OPENMETRICS : EXPFMT_TEXT;
     struct sources *src = sources_load(flags_find(scrape_flags, NSCRAPE, "config.file")->value, &e);
     if (!src) {
         fprintf(stderr, "%s\n", e.msg);
@@ -132,39 +169,11 @@ static int cmd_scrape(int argc, char **argv)
     return failed ? 1 : 0;
 }
 
-/* Usage and configuration errors exit 3 (UNKNOWN), as a Nagios plugin must: a monitoring
- * system reads any other code as a state of the queues. */
 static int cmd_check(int argc, char **argv)
 {
-    struct err e;
-    err_clear(&e);
-    int npos, help;
-    if (flags_parse(check_flags, NCHECK, argc, argv, 2, &npos, &help, &e)) {
-        printf("QREL UNKNOWN - %s\n", e.msg);
-        return AUDIT_UNKNOWN;
-    }
-    if (help) {
-        flags_usage(stdout, "usage: qrel check [flags]", check_flags, NCHECK);
-        return 0;
-    }
-    if (npos > 0) {
-        printf("QREL UNKNOWN - unexpected argument \"%s\"\n", argv[2]);
-        return AUDIT_UNKNOWN;
-    }
-    enum log_level level;
-    int json_log;
-    if (log_parse_level(flags_find(check_flags, NCHECK, "log.level")->value, &level) ||
-        log_parse_format(flags_find(check_flags, NCHECK, "log.format")->value, &json_log)) {
-        printf("QREL UNKNOWN - bad --log.level or --log.format\n");
-        return AUDIT_UNKNOWN;
-    }
-    log_setup(level, json_log);
-    const char *format = flags_find(check_flags, NCHECK, "format")->value;
-    int json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "text") != 0) {
-        printf("QREL UNKNOWN - --format: want text or json, got \"%s\"\n", format);
-        return AUDIT_UNKNOWN;
-    }
+    int npos, json, rc = command_start(&check_cmd, argc, argv, 0, &npos, &json);
+    if (rc >= 0)
+        return rc;
     const char *timeout = flags_find(check_flags, NCHECK, "timeout")->value;
     double limit = 0;
     if (timeout && (cfg_parse_duration(timeout, &limit) || !(limit > 0))) {
@@ -172,6 +181,8 @@ static int cmd_check(int argc, char **argv)
                timeout);
         return AUDIT_UNKNOWN;
     }
+    struct err e;
+    err_clear(&e);
     struct sources *src = sources_load(flags_find(check_flags, NCHECK, "config.file")->value, &e);
     if (!src) {
         printf("QREL UNKNOWN - %s\n", e.msg);
@@ -204,7 +215,7 @@ static int cmd_check(int argc, char **argv)
     else
         audit_write_text(&out, r, errors);
     fwrite(out.data, 1, out.len, stdout);
-    int rc = (int)r->status;
+    rc = (int)r->status;
     buf_free(&out);
     free(errors);
     free(st);
@@ -232,9 +243,7 @@ static struct flag dlq_flags[] = {
      "Time for the read and the classification, and for each move (default: the source's "
      "timeout).",
      NULL, 0},
-    {"log.level", FLAG_STRING, "warn", "Only log messages at or above: debug, info, warn, error.",
-     NULL, 0},
-    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    FLAGS_LOG("warn"),
     {"only", FLAG_STRING, "not_done",
      "replay: which dead letters to move: not_done, unknown, or all (done ones too, whose work "
      "a replay repeats).",
@@ -257,6 +266,7 @@ static const char dlq_usage[] =
     "removed, and without --yes only says what it would move. Exit status 0 when\n"
     "all went well, 1 when the read or any move failed, 2 on a usage or\n"
     "configuration error.";
+static const struct command dlq_cmd = {"dlq", dlq_flags, NDLQ, dlq_usage, 0, {"text", "json"}};
 
 static volatile sig_atomic_t dlq_stop;
 
@@ -294,20 +304,12 @@ static int dlq_parse_args(int argc, char **argv, struct dlq_args *a)
 {
     struct err e;
     err_clear(&e);
-    int npos, help;
+    int npos, rc;
     memset(a, 0, sizeof *a);
-    if (flags_parse(dlq_flags, NDLQ, argc, argv, 2, &npos, &help, &e)) {
-        fprintf(stderr, "qrel dlq: %s\n", e.msg);
-        return 2;
-    }
-    if (help) {
-        flags_usage(stdout, dlq_usage, dlq_flags, NDLQ);
-        return 0;
-    }
-    if (npos != 1 || (strcmp(argv[2], "inspect") != 0 && strcmp(argv[2], "replay") != 0)) {
-        fprintf(stderr, "qrel dlq: want one command, inspect or replay (see qrel dlq --help)\n");
-        return 2;
-    }
+    if ((rc = command_start(&dlq_cmd, argc, argv, 1, &npos, &a->json)) >= 0)
+        return rc;
+    if (npos != 1 || (strcmp(argv[2], "inspect") != 0 && strcmp(argv[2], "replay") != 0))
+        return usage_error(&dlq_cmd, "want one command, inspect or replay (see qrel dlq --help)");
     a->replay = strcmp(argv[2], "replay") == 0;
     for (size_t i = NDLQ_INSPECT; i < NDLQ && !a->replay; i++)
         if (dlq_flags[i].given) {
@@ -316,24 +318,8 @@ static int dlq_parse_args(int argc, char **argv, struct dlq_args *a)
             return 2;
         }
     for (const char *const *k = (const char *const[]){"source", "queue", NULL}; *k; k++)
-        if (!flags_find(dlq_flags, NDLQ, *k)->value || !*flags_find(dlq_flags, NDLQ, *k)->value) {
-            fprintf(stderr, "qrel dlq: --%s is required\n", *k);
-            return 2;
-        }
-    enum log_level level;
-    int json_log;
-    if (log_parse_level(flags_find(dlq_flags, NDLQ, "log.level")->value, &level) ||
-        log_parse_format(flags_find(dlq_flags, NDLQ, "log.format")->value, &json_log)) {
-        fprintf(stderr, "qrel dlq: bad --log.level or --log.format\n");
-        return 2;
-    }
-    log_setup(level, json_log);
-    const char *format = flags_find(dlq_flags, NDLQ, "format")->value;
-    a->json = strcmp(format, "json") == 0;
-    if (!a->json && strcmp(format, "text") != 0) {
-        fprintf(stderr, "qrel dlq: --format: want text or json, got \"%s\"\n", format);
-        return 2;
-    }
+        if (!flags_find(dlq_flags, NDLQ, *k)->value || !*flags_find(dlq_flags, NDLQ, *k)->value)
+            return usage_error(&dlq_cmd, "--%s is required", *k);
     if ((flags_find(dlq_flags, NDLQ, "limit")->given && dlq_count_flag("limit", 1, &a->limit)) ||
         dlq_count_flag("sample", 0, &a->sample))
         return 2;

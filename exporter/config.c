@@ -300,23 +300,33 @@ static int is_plain_null(const yaml_event_t *ev)
 
 static int build_node(struct parse *p, yaml_event_t *ev, int depth, struct cfg_node **out);
 
+/* The next item of a list or mapping holding n: 1 with *ev to build, 0 at the end event end
+ * (consumed), -1 on an error, which is also what one more item than CFG_MAX_ITEMS is ("more than
+ * N <what> (the limit)"). */
+static int next_item(struct parse *p, yaml_event_t *ev, yaml_event_type_t end, size_t n,
+                     const char *what)
+{
+    if (next_event(p, ev) < 0)
+        return -1;
+    if (ev->type == end) {
+        yaml_event_delete(ev);
+        return 0;
+    }
+    if (n >= CFG_MAX_ITEMS) {
+        error_at(p->e, p->file, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1,
+                 "more than %d %s (the limit)", CFG_MAX_ITEMS, what);
+        yaml_event_delete(ev);
+        return -1;
+    }
+    return 1;
+}
+
 static int build_seq(struct parse *p, struct cfg_node *seq, int depth)
 {
     size_t cap = 0;
-    for (;;) {
-        yaml_event_t ev;
-        if (next_event(p, &ev) < 0)
-            return -1;
-        if (ev.type == YAML_SEQUENCE_END_EVENT) {
-            yaml_event_delete(&ev);
-            return 0;
-        }
-        if (seq->n >= CFG_MAX_ITEMS) {
-            error_at(p->e, p->file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                     "more than %d items in one list (the limit)", CFG_MAX_ITEMS);
-            yaml_event_delete(&ev);
-            return -1;
-        }
+    yaml_event_t ev;
+    int rc;
+    while ((rc = next_item(p, &ev, YAML_SEQUENCE_END_EVENT, seq->n, "items in one list")) > 0) {
         struct cfg_node *item;
         if (build_node(p, &ev, depth + 1, &item) < 0)
             return -1;
@@ -326,6 +336,7 @@ static int build_seq(struct parse *p, struct cfg_node *seq, int depth)
         }
         seq->items[seq->n++] = item;
     }
+    return rc;
 }
 
 /* The keys of one mapping, hashed while it is built: the duplicate check stays linear however
@@ -373,15 +384,10 @@ static long key_index_find(struct key_index *ix, const struct cfg_pair *pairs, s
 static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, struct key_index *ix)
 {
     size_t cap = 0;
-    for (;;) {
-        yaml_event_t ev;
-        if (next_event(p, &ev) < 0)
-            return -1;
-        if (ev.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&ev);
-            return 0;
-        }
-        int rc = check_plain_node(p, &ev);
+    yaml_event_t ev;
+    int rc;
+    while ((rc = next_item(p, &ev, YAML_MAPPING_END_EVENT, map->n, "keys in one mapping")) > 0) {
+        rc = check_plain_node(p, &ev);
         if (rc == 0 && ev.type != YAML_SCALAR_EVENT) {
             enum cfg_kind k = ev.type == YAML_MAPPING_START_EVENT ? CFG_MAP : CFG_SEQ;
             rc = error_at(p->e, p->file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
@@ -389,9 +395,6 @@ static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, str
         }
         if (rc == 0 && memchr(ev.data.scalar.value, '\0', ev.data.scalar.length))
             rc = mark_error(p, ev.start_mark, "a NUL character is not allowed in a key");
-        if (rc == 0 && map->n >= CFG_MAX_ITEMS)
-            rc = error_at(p->e, p->file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                          "more than %d keys in one mapping (the limit)", CFG_MAX_ITEMS);
         if (rc < 0) {
             yaml_event_delete(&ev);
             return -1;
@@ -426,6 +429,7 @@ static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, str
         if (build_node(p, &vev, depth + 1, &pair->value) < 0)
             return -1;
     }
+    return rc;
 }
 
 static int build_map(struct parse *p, struct cfg_node *map, int depth)
@@ -615,6 +619,7 @@ static void remember_asked(struct cfg_node *map, const char *key)
 /* The common start of every getter: checks map is a mapping (NULL stands for an absent section,
  * whose keys are all absent), records key as asked and marks its pair known. *value is NULL when
  * the key is absent or null, which every getter treats alike. */
+/* key's value in map: 1 with *value set, 0 when absent or null, -1 on an error. */
 static int lookup(struct cfg_node *map, const char *key, struct cfg_node **value, struct err *e)
 {
     *value = NULL;
@@ -628,7 +633,7 @@ static int lookup(struct cfg_node *map, const char *key, struct cfg_node **value
             map->pairs[i].known = 1;
             if (map->pairs[i].value && map->pairs[i].value->kind != CFG_NULL)
                 *value = map->pairs[i].value;
-            return 0;
+            return *value != NULL;
         }
     }
     return 0;
@@ -646,10 +651,9 @@ int cfg_get_node(struct cfg_node *map, const char *key, enum cfg_kind want, stru
 {
     struct cfg_node *v;
     *out = NULL;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found;
     if (want != CFG_NULL && cfg_expect(v, want, key, e) < 0)
         return -1;
     *out = v;
@@ -661,10 +665,9 @@ static int get_scalar(struct cfg_node *map, const char *key, int required, int s
 {
     struct cfg_node *v;
     *out = NULL;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return required ? missing(map, key, e) : 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found < 0 || !required ? found : missing(map, key, e);
     if (v->kind != CFG_SCALAR) {
         if (secret)
             return cfg_error(e, v, "%s: want a string", key);
@@ -697,10 +700,9 @@ int cfg_get_duration(struct cfg_node *map, const char *key, double def, double *
 {
     struct cfg_node *v;
     *out = def;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found;
     double secs;
     if (v->kind != CFG_SCALAR || cfg_parse_duration(v->scalar, &secs) < 0) {
         char q[CFG_QUOTE_MAX];
@@ -734,10 +736,9 @@ int cfg_get_int(struct cfg_node *map, const char *key, long long def, long long 
 {
     struct cfg_node *v;
     *out = def;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found;
     long long n;
     if (v->kind != CFG_SCALAR || parse_int(v->scalar, &n) < 0 || n < min || n > max) {
         char q[CFG_QUOTE_MAX];
@@ -753,10 +754,9 @@ int cfg_get_bool(struct cfg_node *map, const char *key, int def, int *out, struc
 {
     struct cfg_node *v;
     *out = def;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found;
     if (v->kind == CFG_SCALAR && strcmp(v->scalar, "true") == 0) {
         *out = 1;
         return 0;
@@ -775,10 +775,9 @@ int cfg_get_strlist(struct cfg_node *map, const char *key, char ***out, size_t *
     struct cfg_node *v;
     *out = NULL;
     *n = 0;
-    if (lookup(map, key, &v, e) < 0)
-        return -1;
-    if (!v)
-        return 0;
+    int found = lookup(map, key, &v, e);
+    if (found <= 0)
+        return found;
     if (v->kind != CFG_SEQ)
         return cfg_error(e, v, "%s: want a list of strings, got %s", key, kind_word(v->kind));
     for (size_t i = 0; i < v->n; i++) {

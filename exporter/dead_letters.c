@@ -61,6 +61,15 @@ void dead_letter_split_of(const struct dead_letter_read *r, const enum dead_lett
 /* ---- configuration ---- */
 
 /* "a, b" of the kinds that offer a hook, for messages that say what would do. malloc'd. */
+/* Whether a kind can play its part of a join: the broker whose dead letters are read, or the
+ * source that tells which ids are done. A kind with dlq hooks but no dead_letter_ids reads with
+ * side effects: its entries are classified only by `qrel dlq`, never on a scrape (scheduler.c
+ * skips them). */
+static int can_play(const struct collector_kind *k, int broker)
+{
+    return broker ? k->dead_letter_ids || k->dlq : k->work_done && k->work_table_configure;
+}
+
 static char *kinds_with(int broker)
 {
     struct buf b;
@@ -68,7 +77,7 @@ static char *kinds_with(int broker)
     size_t n = 0;
     for (size_t i = 0; i < collector_kind_count(); i++) {
         const struct collector_kind *k = collector_kind_at(i);
-        if (broker ? k->dead_letter_ids == NULL && k->dlq == NULL : k->work_done == NULL)
+        if (!can_play(k, broker))
             continue;
         if (n++)
             buf_puts(&b, ", ");
@@ -79,12 +88,24 @@ static char *kinds_with(int broker)
     return buf_steal(&b);
 }
 
-static struct collector *find_source(const struct sources *s, struct cfg_node *map, const char *key,
-                                     const char *name, struct err *e)
+/* The source named by map's "source" key, when there is one of a kind that can play its part
+ * (broker: the one whose dead letters are read; else the one that tells which ids are done). */
+static struct collector *find_source(const struct sources *s, struct cfg_node *map,
+                                     const char *name, int broker, struct err *e)
 {
     struct collector *c = sources_find(s, name);
-    if (c)
+    if (c && can_play(c->kind, broker))
         return c;
+    if (c) {
+        const char *why = broker ? ", whose dead letters qrel can neither classify on a scrape "
+                                   "nor read with qrel dlq (kinds that can: "
+                                 : "; want a source that can tell which ids are done (of kind ";
+        char *k = kinds_with(broker);
+        cfg_error(e, cfg_at(map, "source"), "source: \"%s\" is a %s source%s%s)", name,
+                  c->kind->name, why, k);
+        free(k);
+        return NULL;
+    }
     struct buf b;
     buf_init(&b);
     for (size_t i = 0; i < s->n; i++) {
@@ -92,7 +113,7 @@ static struct collector *find_source(const struct sources *s, struct cfg_node *m
             buf_puts(&b, ", ");
         buf_puts(&b, s->items[i]->name);
     }
-    cfg_error(e, cfg_at(map, key), "%s: no source \"%s\" in this file (sources: %s)", key, name,
+    cfg_error(e, cfg_at(map, "source"), "source: no source \"%s\" in this file (sources: %s)", name,
               b.data ? b.data : "none");
     buf_free(&b);
     return NULL;
@@ -137,20 +158,9 @@ static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t i
         cfg_error(e, cfg_at(map, k), "%s: want a non-empty string", k);
         goto out;
     }
-    j->broker = find_source(s, map, "source", source, e);
+    j->broker = find_source(s, map, source, 1, e);
     if (!j->broker)
         goto out;
-    /* A kind with dlq hooks but no dead_letter_ids reads with side effects: its entries are
-     * classified only by `qrel dlq`, never on a scrape (scheduler.c skips them). */
-    if (!j->broker->kind->dead_letter_ids && !j->broker->kind->dlq) {
-        char *k = kinds_with(1);
-        cfg_error(e, cfg_at(map, "source"),
-                  "source: \"%s\" is a %s source, whose dead letters qrel can neither classify "
-                  "on a scrape nor read with qrel dlq (kinds that can: %s)",
-                  source, j->broker->kind->name, k);
-        free(k);
-        goto out;
-    }
     if (j->broker->kind->dead_letter_validate &&
         j->broker->kind->dead_letter_validate(j->broker, map, j->queue, j->id_field, e))
         goto out;
@@ -159,18 +169,9 @@ static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t i
     snprintf(wwhere, sizeof wwhere, "work_table of %s", where);
     if (cfg_get_str(wt, "source", 1, &work_source, e))
         goto out;
-    j->work = find_source(s, wt, "source", work_source, e);
+    j->work = find_source(s, wt, work_source, 0, e);
     if (!j->work)
         goto out;
-    if (!j->work->kind->work_done || !j->work->kind->work_table_configure) {
-        char *k = kinds_with(0);
-        cfg_error(e, cfg_at(wt, "source"),
-                  "source: \"%s\" is a %s source; want a source that can tell which ids are done "
-                  "(of kind %s)",
-                  work_source, j->work->kind->name, k);
-        free(k);
-        goto out;
-    }
     j->table = j->work->kind->work_table_configure(j->work, wt, wwhere, e);
     if (!j->table)
         goto out;

@@ -19,6 +19,15 @@ struct dlq_message *dlq_batch_push(struct dlq_batch *b)
     return m;
 }
 
+/* A kind's data, by its own free hook when it has one, else as plain malloc'd memory. */
+static void kind_data_free(void (*hook)(void *), void *data)
+{
+    if (hook)
+        hook(data);
+    else
+        free(data);
+}
+
 void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k)
 {
     if (!b)
@@ -27,17 +36,11 @@ void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k)
         struct dlq_message *m = &b->v[i];
         free(m->message_id);
         free(m->work_id);
-        if (k && k->message_free)
-            k->message_free(m->kind_data);
-        else
-            free(m->kind_data);
+        kind_data_free(k ? k->message_free : NULL, m->kind_data);
     }
     free(b->v);
     free(b->dead_letter_queue);
     free(b->origin);
-    if (k && k->batch_free)
-        k->batch_free(b->kind_data);
-    else
-        free(b->kind_data);
+    kind_data_free(k ? k->batch_free : NULL, b->kind_data);
     memset(b, 0, sizeof *b);
 }

@@ -20,6 +20,14 @@ struct flag {
     int given;
 };
 
+/* The --log.level and --log.format rows every command's table has; level is its default. */
+// clang-format off
+#define FLAGS_LOG(level)                                                                        \
+    {"log.level", FLAG_STRING, level, "Only log messages at or above: debug, info, warn, error.", \
+     NULL, 0},                                                                                  \
+    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0}
+// clang-format on
+
 /* Parses argv[start..]. Positional arguments (not starting with "--") are moved, in order, to
  * the front of argv[start..]; *npos receives their count. "-h"/"--help" sets *help. */
 int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, int *npos,

@@ -96,8 +96,11 @@ int http_split_address(const char *addr, char *host, size_t hostlen, char *port,
     return 0;
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
-                                 char *body, size_t len)
+/* body (malloc'd, ours to free) as the answer, with one more header when header is not NULL
+ * (Allow on a 405, Retry-After on a 503). */
+static enum MHD_Result send_text_header(struct MHD_Connection *conn, unsigned status,
+                                        const char *ctype, char *body, size_t len,
+                                        const char *header, const char *value)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -105,9 +108,17 @@ static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, c
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (header)
+        MHD_add_response_header(r, header, value);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                                 char *body, size_t len)
+{
+    return send_text_header(conn, status, ctype, body, len, NULL, NULL);
 }
 
 static enum MHD_Result send_plain(struct MHD_Connection *conn, unsigned status, const char *msg)
@@ -119,17 +130,8 @@ static enum MHD_Result send_plain(struct MHD_Connection *conn, unsigned status, 
 static enum MHD_Result send_405(struct MHD_Connection *conn, const char *allow)
 {
     char *body = xasprintf("method not allowed; allowed: %s\n", allow);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
-    MHD_destroy_response(r);
-    return ret;
+    return send_text_header(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", body,
+                            strlen(body), MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 /* Load shedding: a scrape holds a thread, its wait and a gzip stream (~300 KiB), so only
@@ -167,16 +169,9 @@ static void release(struct http_server *h)
 
 static enum MHD_Result send_503(struct MHD_Connection *conn)
 {
-    static const char body[] = "too many concurrent scrapes, retry later\n";
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER);
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
-    MHD_destroy_response(r);
-    return ret;
+    char *body = xstrdup("too many concurrent scrapes, retry later\n");
+    return send_text_header(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
+                            strlen(body), MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER);
 }
 
 /* X-Prometheus-Scrape-Timeout-Seconds: a positive decimal; anything else is ignored. Values

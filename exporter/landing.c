@@ -8,29 +8,14 @@
 #include "audit_report.h"
 #include "version.h"
 
+/* HTML text and attribute values: the five characters that can end either. */
+static const struct buf_escape html_escape = {
+    .rep = {['<'] = "&lt;", ['>'] = "&gt;", ['&'] = "&amp;", ['"'] = "&quot;", ['\''] = "&#39;"},
+};
+
 static void esc(struct buf *b, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            buf_puts(b, "&lt;");
-            break;
-        case '>':
-            buf_puts(b, "&gt;");
-            break;
-        case '&':
-            buf_puts(b, "&amp;");
-            break;
-        case '"':
-            buf_puts(b, "&quot;");
-            break;
-        case '\'':
-            buf_puts(b, "&#39;");
-            break;
-        default:
-            buf_putc(b, *s);
-        }
-    }
+    buf_escaped(b, s, &html_escape);
 }
 
 static const char style[] =
@@ -81,13 +66,20 @@ static void number_cell(struct buf *b, int has, double v, int bad, const char *f
     buf_puts(b, "</td>");
 }
 
+/* A section's heading, then the paragraph that says it is empty when it has no rows (0). */
+static int section(struct buf *b, const char *heading, size_t rows, const char *empty)
+{
+    buf_printf(b, "<h2>%s</h2>\n", heading);
+    if (rows == 0)
+        buf_printf(b, "%s\n", empty);
+    return rows > 0;
+}
+
 static void queues_table(struct buf *b, const struct audit_report *r)
 {
-    buf_puts(b, "<h2>Queues, worst first</h2>\n");
-    if (r->nqueues == 0) {
-        buf_puts(b, "<p class=\"muted\">No queue was collected.</p>\n");
+    if (!section(b, "Queues, worst first", r->nqueues,
+                 "<p class=\"muted\">No queue was collected.</p>"))
         return;
-    }
     buf_puts(b, "<table id=\"queues\">\n<tr><th>Status</th><th>Queue</th><th>Group</th>"
                 "<th>Source</th><th>Kind</th><th>Lease margin</th><th>Dead letters</th>"
                 "<th>Oldest age</th><th>Depth</th><th>Rules broken</th></tr>\n");
@@ -124,23 +116,16 @@ static void queues_table(struct buf *b, const struct audit_report *r)
 
 static void findings_list(struct buf *b, const struct audit_report *r)
 {
-    buf_puts(b, "<h2>What to change, worst first</h2>\n");
-    if (r->nfindings == 0) {
-        buf_puts(b, "<p>No reliability rule is broken.</p>\n");
+    if (!section(b, "What to change, worst first", r->nfindings,
+                 "<p>No reliability rule is broken.</p>"))
         return;
-    }
     buf_puts(b, "<ul class=\"findings\">\n");
     for (size_t i = 0; i < r->nfindings; i++) {
         const struct audit_finding *f = &r->findings[i];
         buf_printf(b, "<li class=\"%s\">", audit_status_label(f->severity));
         badge(b, f->severity);
         buf_puts(b, " <b>");
-        esc(b, f->queue);
-        if (f->group) {
-            buf_puts(b, " (group ");
-            esc(b, f->group);
-            buf_putc(b, ')');
-        }
+        audit_write_queue(b, f, esc);
         buf_puts(b, "</b> <span class=\"muted\">");
         esc(b, f->source);
         buf_puts(b, "</span>: ");

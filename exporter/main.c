@@ -38,9 +38,7 @@ static struct flag flags[] = {
      NULL, 0},
     {"web.enable-lifecycle", FLAG_BOOL, "false",
      "Enable reload via HTTP request (POST /-/reload); SIGHUP always reloads.", NULL, 0},
-    {"log.level", FLAG_STRING, "info", "Only log messages at or above: debug, info, warn, error.",
-     NULL, 0},
-    {"log.format", FLAG_STRING, "logfmt", "Log format: logfmt or json.", NULL, 0},
+    FLAGS_LOG("info"),
     {"version", FLAG_BOOL, "false", "Print the version and exit.", NULL, 0},
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])

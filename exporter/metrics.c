@@ -526,6 +526,17 @@ add_sample(struct metric_set *s, const struct metric_family *f, size_t fi, doubl
     return 0;
 }
 
+/* add_sample with the name/value pairs of a variadic add: the tail of metric_set_add and
+ * metric_set_add_family. */
+static inline __attribute__((always_inline)) int
+add_pairs(struct metric_set *s, const struct metric_family *f, size_t fi, double value, va_list ap)
+{
+    const char *names[METRIC_MAX_LABELS + 1];
+    const char *values[METRIC_MAX_LABELS + 1];
+    size_t n = read_pairs(ap, names, values);
+    return add_sample(s, f, fi, value, names, values, n);
+}
+
 int metric_set_add(struct metric_set *s, const char *family, double value, ...)
 {
     if (!s)
@@ -536,13 +547,11 @@ int metric_set_add(struct metric_set *s, const char *family, double value, ...)
         f = metric_catalog_find(family);
     if (!f)
         return set_error(s, "unknown metric family \"%s\"", family ? family : "(null)");
-    const char *names[METRIC_MAX_LABELS + 1];
-    const char *values[METRIC_MAX_LABELS + 1];
     va_list ap;
     va_start(ap, value);
-    size_t n = read_pairs(ap, names, values);
+    int rc = add_pairs(s, f, (size_t)(f - metric_catalog_rows), value, ap);
     va_end(ap);
-    return add_sample(s, f, (size_t)(f - metric_catalog_rows), value, names, values, n);
+    return rc;
 }
 
 /* The family index of f in s: its catalogue index when f points into the catalogue, else its
@@ -600,13 +609,11 @@ int metric_set_add_family(struct metric_set *s, const struct metric_family *f, d
     size_t fi = s->last_index;
     if (f != s->last_family && dyn_index(s, f, &fi) != 0)
         return -1;
-    const char *names[METRIC_MAX_LABELS + 1];
-    const char *values[METRIC_MAX_LABELS + 1];
     va_list ap;
     va_start(ap, value);
-    size_t n = read_pairs(ap, names, values);
+    int rc = add_pairs(s, f, fi, value, ap);
     va_end(ap);
-    return add_sample(s, f, fi, value, names, values, n);
+    return rc;
 }
 
 int metric_set_add_familyv(struct metric_set *s, const struct metric_family *f, double value,

@@ -366,6 +366,23 @@ int util_parse_rfc3339(const char *s, double *epoch)
     return 0;
 }
 
+void buf_escaped(struct buf *out, const char *s, const struct buf_escape *how)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (how->rep[*p])
+            buf_puts(out, how->rep[*p]);
+        else if (how->hex_controls && *p < 0x20)
+            buf_printf(out, "\\u%04x", *p);
+        else
+            buf_putc(out, (char)*p);
+    }
+}
+
+static const struct buf_escape json_escape = {
+    .rep = {['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"},
+    .hex_controls = 1,
+};
+
 void buf_json_string(struct buf *out, const char *s)
 {
     if (!s) {
@@ -373,30 +390,7 @@ void buf_json_string(struct buf *out, const char *s)
         return;
     }
     buf_putc(out, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            buf_puts(out, "\\\"");
-            break;
-        case '\\':
-            buf_puts(out, "\\\\");
-            break;
-        case '\n':
-            buf_puts(out, "\\n");
-            break;
-        case '\r':
-            buf_puts(out, "\\r");
-            break;
-        case '\t':
-            buf_puts(out, "\\t");
-            break;
-        default:
-            if (*p < 0x20)
-                buf_printf(out, "\\u%04x", *p);
-            else
-                buf_putc(out, (char)*p);
-        }
-    }
+    buf_escaped(out, s, &json_escape);
     buf_putc(out, '"');
 }
 

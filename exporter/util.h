@@ -53,6 +53,17 @@ void util_chomp(char *s);
 /* Copies the valid UTF-8 of src into out; each invalid byte becomes U+FFFD. */
 void util_utf8_sanitize(struct buf *out, const char *src, size_t len);
 
+/* An escaping scheme for buf_escaped: the text that replaces each byte (NULL keeps the byte),
+ * and whether the other bytes below 0x20 become \u00XX (JSON's form for them). One table per
+ * format, so that JSON and HTML escaping are one loop. */
+struct buf_escape {
+    const char *rep[256];
+    int hex_controls;
+};
+
+/* Appends s with each byte replaced as how says. */
+void buf_escaped(struct buf *out, const char *s, const struct buf_escape *how);
+
 /* Appends s as a JSON string ("null" for NULL): quotes, backslashes and control characters
  * escaped, other bytes as they are (the caller passes UTF-8). */
 void buf_json_string(struct buf *out, const char *s);

@@ -1,6 +1,7 @@
 /* check_util.c: unit tests for exporter/util.c's base64 decoder, the one that HTTP Basic
  * credentials (strict) and Pub/Sub message data (protobuf's lenient JSON form) both go through:
- * every case is decoded both ways and must give the bytes, or be refused, as the table says. */
+ * every case is decoded both ways and must give the bytes, or be refused, as the table says.
+ * Also its escaping loop, buf_escaped, with the tables of a format and JSON's own. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,37 @@ START_TEST(test_base64)
 }
 END_TEST
 
+/* Tables built the way landing.c builds its HTML one. */
+static const struct buf_escape amp_lt = {.rep = {['&'] = "&amp;", ['<'] = "&lt;"}};
+static const struct buf_escape amp_hex = {.rep = {['&'] = "&amp;"}, .hex_controls = 1};
+
+static const struct {
+    const char *in;
+    const struct buf_escape *how; /* NULL: buf_json_string */
+    const char *want;
+} escapes[] = {
+    {"a<b & c", &amp_lt, "a&lt;b &amp; c"},
+    {"", &amp_lt, ""},
+    {"tab\there\x01", &amp_lt, "tab\there\x01"}, /* control bytes kept without hex_controls */
+    {"tab\there\x01&", &amp_hex, "tab\\u0009here\\u0001&amp;"},
+    {"caf\xc3\xa9", &amp_hex, "caf\xc3\xa9"}, /* bytes above 0x7f are UTF-8: kept */
+    {"q\"b\\n\nr\r\t\x1f<", NULL, "\"q\\\"b\\\\n\\nr\\r\\t\\u001f<\""},
+    {NULL, NULL, "null"},
+};
+
+START_TEST(test_escape)
+{
+    struct buf b;
+    buf_init(&b);
+    if (escapes[_i].how)
+        buf_escaped(&b, escapes[_i].in, escapes[_i].how);
+    else
+        buf_json_string(&b, escapes[_i].in);
+    ck_assert_str_eq(b.data ? b.data : "", escapes[_i].want);
+    buf_free(&b);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 int main(void)
@@ -59,6 +91,9 @@ int main(void)
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("base64");
     tcase_add_loop_test(tc, test_base64, 0, N(b64));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("escape");
+    tcase_add_loop_test(tc, test_escape, 0, N(escapes));
     suite_add_tcase(s, tc);
     return check_run(s, CK_ENV);
 }
