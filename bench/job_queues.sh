@@ -39,15 +39,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 QUEUES=1000
 SCRAPES=11
 KINDS="rq sidekiq celery bullmq"
-while [ $# -gt 0 ]; do
-  case $1 in
-    --queues) QUEUES=$2; shift 2 ;;
-    --scrapes) SCRAPES=$2; shift 2 ;;
-    --kinds) KINDS=$2; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
-  esac
-done
+parse_options "--queues:QUEUES --scrapes:SCRAPES --kinds:KINDS" "$@"
 BUILD=${QREL_BUILD_DIR:-$root/build}
 QREL=$BUILD/qrel
 [ -x "$QREL" ] || { echo "job_queues.sh: build qrel first ($QREL)" >&2; exit 1; }

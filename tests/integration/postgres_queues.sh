@@ -174,10 +174,12 @@ age() {
   expect_between "$name{$*}" "$(mval "$file" "$name" "$@")" "$lo" "$((lo + 5))"
 }
 
-# check_dead FILE LABELS DLQ COUNT OLDEST: COUNT dead letters in DLQ, the oldest OLDEST s old (age).
+# check_dead FILE LABELS DLQ COUNT OLDEST [MAX]: COUNT dead letters in DLQ, the oldest OLDEST s old
+# (age); with MAX, a job is given up after MAX deliveries.
 check_dead() {
   expect_metric "$1" "$4" qrel_dead_letter_messages "$2" "dead_letter_queue=\"$3\""
   age "$1" qrel_dead_letter_oldest_age_seconds "$5" "$2"
+  [ $# -lt 6 ] || expect_metric "$1" "$6" qrel_max_deliveries "$2"
 }
 
 # check_lease FILE LABELS TIMEOUT HOLD: a lease timeout of TIMEOUT s, the oldest hold HOLD s (age).
@@ -210,16 +212,14 @@ expect_absent "$T/m.txt" qrel_queue_messages 'queue="ignored"'
 # --- graphile-worker (the job locked 5 h ago is past the 4 h lock lifetime: ready again)
 check_queue "$T/m.txt" pg_jobs mail 2 1 1 21600 1
 o='kind="pg_jobs",queue="mail"'
-check_dead "$T/m.txt" "$o" failed 1 90
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" failed 1 90 25
 check_lease "$T/m.txt" "$o" 14400 40
 check_queue "$T/m.txt" pg_jobs '(none)' 1 0 0 120 0
 
 # --- pg-boss (min expire_in over pending jobs; reports filtered out)
 check_queue "$T/m.txt" pg_jobs billing 2 1 1 80 1
 o='kind="pg_jobs",queue="billing"'
-check_dead "$T/m.txt" "$o" failed 1 500
-expect_metric "$T/m.txt" 5 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" failed 1 500 5
 check_lease "$T/m.txt" "$o" 120 70
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="reports"'
 check_queue "$T/m.txt" pg_jobs idle 0 0 0 0 0 # listed, no job at all: zeros, not absence
@@ -228,8 +228,7 @@ expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="idle"'
 # --- pg-boss 9 (detected by its column names; expired and failed are both dead)
 check_queue "$T/m.txt" pg_jobs billing9 1 1 0 50 0
 o='kind="pg_jobs",queue="billing9"'
-check_dead "$T/m.txt" "$o" failed 2 600
-expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" failed 2 600 1
 check_lease "$T/m.txt" "$o" 900 11
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="__state__completed__billing9"'
 
@@ -268,8 +267,7 @@ margin "$T/m.txt" default 60
 # River's default retry policy: 25 deliveries x the 60 s job_timeout + 1.1 x sum of n^4 for the
 # 24 retries (1,763,020 s, jitter at its upper bound)
 approx "$T/m.txt" 1940822 qrel_retry_horizon_seconds "$o"
-check_dead "$T/m.txt" "$o" discarded 1 1000
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" discarded 1 1000 25
 check_lease "$T/m.txt" "$o" 60 15
 
 # --- Oban (no lease declared: no lease timeout, no margin; a suspended job waits)
@@ -278,16 +276,14 @@ o='kind="pg_jobs",queue="events"'
 quantiles "$T/m.txt" events 2 2.8 2.98 3
 expect_absent "$T/m.txt" qrel_lease_margin_ratio "$o"
 expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" # no job_timeout: no horizon
-check_dead "$T/m.txt" "$o" discarded 1 300
-expect_metric "$T/m.txt" 20 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" discarded 1 300 20
 age "$T/m.txt" qrel_lease_oldest_age_seconds 8 "$o"
 expect_absent "$T/m.txt" qrel_lease_timeout_seconds "$o"
 
 # --- Que (in flight by its advisory lock; no hold time, no max attempts in the table)
 check_queue "$T/m.txt" pg_jobs mailers 2 1 1 90 1
 o='kind="pg_jobs",queue="mailers"'
-check_dead "$T/m.txt" "$o" expired 1 700
-expect_metric "$T/m.txt" 16 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" expired 1 700 16
 expect_absent "$T/m.txt" qrel_lease_oldest_age_seconds "$o"
 
 # --- GoodJob (one job finished without error in the window, after 5 s: margin 600 / 12 s hold)

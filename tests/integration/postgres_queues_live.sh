@@ -92,6 +92,18 @@ age_or_0() { # age_or_0 NAME B LABELS [LABEL]: 0 when B is (LABEL left out then)
     age "$T/m.txt" "$1" 0 "$2" "${@:3}"
   fi
 }
+# limits Q TIMEOUT MAX [HORIZON]: Q's lease timeout, max deliveries and, when given, its retry
+# horizon (- for none) in seconds.
+limits() {
+  local o="kind=\"pg_jobs\",queue=\"$1\""
+  expect_metric "$T/m.txt" "$2" qrel_lease_timeout_seconds "$o"
+  expect_metric "$T/m.txt" "$3" qrel_max_deliveries "$o"
+  case ${4-} in
+    '') ;;
+    -) expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" ;;
+    *) expect_metric "$T/m.txt" "$4" qrel_retry_horizon_seconds "$o" ;;
+  esac
+}
 # quantiles Q P50 P90 P99 MAX: each at least the known duration and at most 150 ms more (the
 # time the runner's own calls take after the driver's timer, on a loaded machine).
 quantiles() {
@@ -116,65 +128,46 @@ margin() {
 
 # --- pg-boss 12: billing, whose failed job pg-boss copied to its dead_letter queue billing_dlq
 counts billing 2 1 1 0 1 billing_dlq
-o='kind="pg_jobs",queue="billing"'
 ages billing 15 15 15 billing_dlq
-expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-# (2 retries + 1) x 60 s + min(7, 5 x 2) + min(7, 5 x 4): backoff capped by retryDelayMax
-expect_metric "$T/m.txt" 194 qrel_retry_horizon_seconds "$o"
+# horizon: (2 retries + 1) x 60 s + min(7, 5 x 2) + min(7, 5 x 4): backoff capped by retryDelayMax
+limits billing 60 3 194
 quantiles billing 0.5 0.74 0.794 0.8
 margin billing 60 1
 series billing 16
 # billing_dlq: the dead-letter copy waits there as a ready job
 counts billing_dlq 1 0 0 0 0 failed
-o='kind="pg_jobs",queue="billing_dlq"'
 ages billing_dlq 15 0 0
-expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 2700 qrel_retry_horizon_seconds "$o"
+limits billing_dlq 900 3 2700
 series billing_dlq 11
 # plain: no dead_letter queue, so its failed job is its dead letter; nothing pending
 counts plain 0 0 0 0 1 failed
-o='kind="pg_jobs",queue="plain"'
 ages plain 0 15 0
-expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
+expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds 'kind="pg_jobs",queue="plain"'
 series plain 9
 # beat: held by a live worker beating a 10 s heartbeat: the lease is the heartbeat, the hold is
 # since the last beat, and the margin leaves the handler's length out
 counts beat 0 1 0 0 0 failed
-o='kind="pg_jobs",queue="beat"'
 ages beat 15 0 10
-expect_metric "$T/m.txt" 10 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 1800 qrel_retry_horizon_seconds "$o"
+limits beat 10 3 1800
 margin beat 10 0
 series beat 12
 
 # --- pg-boss 11, 10 and 9: the same state in each one's layout (9 has no queue table: no horizon)
 for n in 11 10 9; do
   q=jobs$n
-  o="kind=\"pg_jobs\",queue=\"$q\""
+  if [ "$n" = 9 ]; then horizon=- n_series=15; else horizon=900 n_series=16; fi
   counts "$q" 1 1 0 0 1 failed
   ages "$q" 20 20 20
-  expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
-  expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
+  limits "$q" 900 1 "$horizon"
   quantiles "$q" 0.3 0.3 0.3 0.3
   margin "$q" 900 1
-  if [ "$n" = 9 ]; then
-    expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o"
-    series "$q" 15
-  else
-    expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
-    series "$q" 16
-  fi
+  series "$q" "$n_series"
 done
 
 # --- graphile-worker 0.18: it deletes a job when it succeeds, so no handler quantiles
 counts mail 1 1 1 0 0 failed
-o='kind="pg_jobs",queue="mail"'
 ages mail 15 0 15
-expect_metric "$T/m.txt" 14400 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+limits mail 14400 25
 margin mail 14400 0
 series mail 11
 counts '(none)' 0 0 0 0 1 failed
