@@ -23,7 +23,7 @@ done
 [ -n "$PY" ] || { echo "python3 with yaml missing (Debian package python3-yaml)" >&2; exit 1; }
 
 # ---- the runners and Node 22 from npm, installed once into the build dir (as sqs.sh does)
-npm_peers_install pg_queues "pg-boss, graphile-worker and Node 22, about 45 s"
+npm_peers_install pg_queues "pg-boss, graphile-worker and Node 22, about 45 s" --prefer-offline
 v() { "$NODE" -p "require('$PEERS/node_modules/$1/package.json').version"; }
 echo "runners: pg-boss $(v pg-boss) $(v pg-boss-11) $(v pg-boss-10) $(v pg-boss-9) $(v pg-boss-2), graphile-worker $(v graphile-worker), node $("$NODE" --version)"
 
