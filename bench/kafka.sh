@@ -52,22 +52,8 @@ The table goes to stdout, progress to stderr.
 EOF
 }
 
-die() { echo "kafka.sh: $*" >&2; exit 2; }
-need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --topics) TOPICS=${2:?}; shift 2 ;;
-    --partitions) PARTS=${2:?}; shift 2 ;;
-    --groups) GROUPS_N=${2:?}; shift 2 ;;
-    --brokers) BROKERS=${2:?}; shift 2 ;;
-    --records) RECORDS=${2:?}; shift 2 ;;
-    --scrapes) SCRAPES=${2:?}; shift 2 ;;
-    --warmup) WARMUP=${2:?}; shift 2 ;;
-    --shapes) SHAPES=${2:?}; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) die "unknown argument \"$1\" (see --help)" ;;
-  esac
-done
+parse_options "--topics:TOPICS --partitions:PARTS --groups:GROUPS_N --brokers:BROKERS --records:RECORDS \
+  --scrapes:SCRAPES --warmup:WARMUP --shapes:SHAPES" "$@"
 for v in TOPICS PARTS GROUPS_N BROKERS RECORDS SCRAPES WARMUP; do need_num "$v" "${!v}"; done
 [ "$BROKERS" -le 8 ] || die "--brokers: at most 8"
 [ "$RECORDS" -ge 11 ] || die "--records: at least 11 (the lag shape commits 10 short of the end)"

@@ -5,6 +5,11 @@
 # shellcheck source=../tests/lib/servers.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/servers.sh"
 
+# The checkout, and the qrel_exporter a benchmark measures unless its --qrel names another.
+SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck disable=SC2034 # for the benchmark that sources this
+QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+
 # median of the numbers on stdin, one a line ("nan" when there are none)
 median() {
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) printf "%.6f\n", v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
@@ -35,4 +40,63 @@ fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") 
 listening() {
   ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
   [ -n "$ADDR" ]
+}
+
+# ---- the command line ----
+
+# usage_end: the closing paragraph of a comparing benchmark's --help.
+usage_end() {
+  cat <<'EOF'
+
+The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
+met; non-zero only when the benchmark itself could not run.
+EOF
+}
+
+# die MESSAGE: the benchmark cannot run: says why, named after the script, and exits 2.
+die() { echo "$(basename "$0"): $*" >&2; exit 2; }
+
+# need_num OPTION VALUE: VALUE is a positive integer, else die naming OPTION.
+need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
+
+# parse_options "OPTION:VARIABLE ..." ARG...: sets VARIABLE to the value of each --OPTION VALUE or
+# --OPTION=VALUE among the ARGs; -h or --help shows usage (the caller's function) and exits 0; an
+# unknown argument, or an option without its value, dies.
+parse_options() {
+  local spec=$1 opt val var pair
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in -h | --help) usage; exit 0 ;; esac
+    opt=${1%%=*} var=''
+    for pair in $spec; do [ "${pair%%:*}" != "$opt" ] || var=${pair#*:}; done
+    [ -n "$var" ] || die "unknown argument \"$1\" (see --help)"
+    if [ "$opt" != "$1" ]; then
+      val=${1#*=}
+      shift
+    else
+      [ $# -ge 2 ] || die "$opt needs a value"
+      val=$2
+      shift 2
+    fi
+    printf -v "$var" '%s' "$val"
+  done
+}
+
+# ascending_sizes OPTION LIST [WHY]: the words of LIST into the array SIZE_LIST: at least one,
+# each a positive integer, in ascending order (WHY, e.g. " (queues are only added)", says why).
+ascending_sizes() {
+  local n prev=0
+  read -ra SIZE_LIST <<<"$2"
+  [ ${#SIZE_LIST[@]} -gt 0 ] || die "$1: want at least one number"
+  for n in "${SIZE_LIST[@]}"; do
+    need_num "$1" "$n"
+    [ "$n" -gt "$prev" ] || die "$1: want ascending numbers${3:-}, got \"$2\""
+    prev=$n
+  done
+}
+
+# need_tools TOOL...: each TOOL is in PATH, else die.
+need_tools() {
+  local t
+  for t in "$@"; do command -v "$t" >/dev/null || die "$t not found"; done
 }

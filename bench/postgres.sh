@@ -48,10 +48,8 @@ Usage: bench/postgres.sh [--sizes "100000 1000000 10000000"] [--shapes "past fut
   --sql-exporter PATH   prometheus-sql-exporter binary (default: from PATH)
   --pg-bin DIR          PostgreSQL server binaries (default: pg_config --bindir)
   -h, --help            this text
-
-The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
-met; non-zero only when the benchmark itself could not run.
 EOF
+  usage_end
 }
 
 SIZES="100000 1000000 10000000"
@@ -59,10 +57,8 @@ SCRAPES=15
 WARMUP=5
 RECONNECTS=5
 SQLE_INTERVAL=15
-SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
-. "$SRC_DIR/bench/lib.sh"
-QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+. "$(dirname "$0")/lib.sh"
 SQLE_BIN=prometheus-sql-exporter
 PGEXP_BIN=prometheus-postgres-exporter
 PG_BIN=
@@ -71,53 +67,20 @@ SPAN_S=86400          # the rows' timestamps are spread evenly over the last day
 AHEAD_S=900           # shape "future": how far ahead of now() the newest row lies
 SHAPES="past future"
 
-die() { echo "postgres.sh: $*" >&2; exit 2; }
-need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
 
-while [ $# -gt 0 ]; do
-  case $1 in
-    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
-    --sizes=*) SIZES=${1#*=}; shift ;;
-    --shapes) [ $# -ge 2 ] || die "--shapes needs a value"; SHAPES=$2; shift 2 ;;
-    --shapes=*) SHAPES=${1#*=}; shift ;;
-    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
-    --scrapes=*) SCRAPES=${1#*=}; shift ;;
-    --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
-    --warmup=*) WARMUP=${1#*=}; shift ;;
-    --reconnects) [ $# -ge 2 ] || die "--reconnects needs a value"; RECONNECTS=$2; shift 2 ;;
-    --reconnects=*) RECONNECTS=${1#*=}; shift ;;
-    --sql-exporter-interval) [ $# -ge 2 ] || die "--sql-exporter-interval needs a value"; SQLE_INTERVAL=$2; shift 2 ;;
-    --sql-exporter-interval=*) SQLE_INTERVAL=${1#*=}; shift ;;
-    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
-    --qrel=*) QREL_BIN=${1#*=}; shift ;;
-    --sql-exporter) [ $# -ge 2 ] || die "--sql-exporter needs a value"; SQLE_BIN=$2; shift 2 ;;
-    --sql-exporter=*) SQLE_BIN=${1#*=}; shift ;;
-    --pg-bin) [ $# -ge 2 ] || die "--pg-bin needs a value"; PG_BIN=$2; shift 2 ;;
-    --pg-bin=*) PG_BIN=${1#*=}; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) die "unknown argument \"$1\" (see --help)" ;;
-  esac
-done
+parse_options "--sizes:SIZES --shapes:SHAPES --scrapes:SCRAPES --warmup:WARMUP --reconnects:RECONNECTS \
+  --sql-exporter-interval:SQLE_INTERVAL --qrel:QREL_BIN --sql-exporter:SQLE_BIN --pg-bin:PG_BIN" "$@"
 need_num --scrapes "$SCRAPES"
 need_num --warmup "$WARMUP"
 need_num --reconnects "$RECONNECTS"
 need_num --sql-exporter-interval "$SQLE_INTERVAL"
-read -ra SIZE_LIST <<<"$SIZES"
+ascending_sizes --sizes "$SIZES"
 read -ra SHAPE_LIST <<<"$SHAPES"
 [ ${#SHAPE_LIST[@]} -gt 0 ] || die "--shapes: want past, future or both"
 for sh in "${SHAPE_LIST[@]}"; do
   case $sh in past|future) ;; *) die "--shapes: want past and/or future, got \"$sh\"" ;; esac
 done
-[ ${#SIZE_LIST[@]} -gt 0 ] || die "--sizes: want at least one number"
-prev=0
-for n in "${SIZE_LIST[@]}"; do
-  need_num --sizes "$n"
-  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers, got \"$SIZES\""
-  prev=$n
-done
-for tool in psql curl awk python3; do
-  command -v "$tool" >/dev/null || die "$tool not found"
-done
+need_tools psql curl awk python3
 if [ -z "$PG_BIN" ]; then
   PG_BIN=$(pg_config --bindir 2>/dev/null || true)
 fi

@@ -42,41 +42,20 @@ INTERVAL=15
 WINDOW=60
 FETCHES=3
 META_INTERVAL=auto
-SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
-. "$SRC_DIR/bench/lib.sh"
+. "$(dirname "$0")/lib.sh"
 # shellcheck source=../tests/lib/rabbitmq.sh
 . "$SRC_DIR/tests/lib/rabbitmq.sh"
-QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
 GOAL_N=10000
 
-die() { echo "rabbitmq.sh: $*" >&2; exit 2; }
-need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
-    --dlq-every) [ $# -ge 2 ] || die "--dlq-every needs a value"; DLQ_EVERY=$2; shift 2 ;;
-    --interval) [ $# -ge 2 ] || die "--interval needs a value"; INTERVAL=$2; shift 2 ;;
-    --window) [ $# -ge 2 ] || die "--window needs a value"; WINDOW=$2; shift 2 ;;
-    --fetches) [ $# -ge 2 ] || die "--fetches needs a value"; FETCHES=$2; shift 2 ;;
-    --metadata-interval) [ $# -ge 2 ] || die "--metadata-interval needs a value"; META_INTERVAL=$2; shift 2 ;;
-    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) die "unknown argument \"$1\" (see --help)" ;;
-  esac
-done
+parse_options "--sizes:SIZES --dlq-every:DLQ_EVERY --interval:INTERVAL --window:WINDOW --fetches:FETCHES \
+  --metadata-interval:META_INTERVAL --qrel:QREL_BIN" "$@"
 need_num --dlq-every "$DLQ_EVERY"
 need_num --interval "$INTERVAL"
 need_num --window "$WINDOW"
 need_num --fetches "$FETCHES"
-read -ra SIZE_LIST <<<"$SIZES"
-prev=0
-for n in "${SIZE_LIST[@]}"; do
-  need_num --sizes "$n"
-  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers (queues are only added)"
-  prev=$n
-done
-for tool in curl awk python3; do command -v "$tool" >/dev/null || die "$tool not found"; done
+ascending_sizes --sizes "$SIZES" " (queues are only added)"
+need_tools curl awk python3
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server not found (apt-get install rabbitmq-server)"
 [ -x "$QREL_BIN" ] || die "$QREL_BIN not found: build first or pass --qrel"
 

@@ -34,10 +34,8 @@ Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--deep-streams N] [--s
                         build/qrel_exporter in this checkout)
   --redis-exporter PATH prometheus-redis-exporter binary (default: from PATH)
   -h, --help            this text
-
-The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
-met; non-zero only when the benchmark itself could not run.
 EOF
+  usage_end
 }
 
 SIZES="100 1000 10000"
@@ -45,10 +43,8 @@ DEEP_N=10000
 SCRAPES=15
 WARMUP=5
 SLOW_SCRAPES=7
-SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
-. "$SRC_DIR/bench/lib.sh"
-QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+. "$(dirname "$0")/lib.sh"
 RE_BIN=prometheus-redis-exporter
 GOAL_N=10000
 STREAM_PREFIX="bench:"
@@ -56,45 +52,16 @@ DEEP_PREFIX="deep:"
 PREFIX=$STREAM_PREFIX  # the streams of the shape being measured
 PEND=3                 # pending entries per group in that shape
 
-die() { echo "redis_streams.sh: $*" >&2; exit 2; }
-need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
 
-while [ $# -gt 0 ]; do
-  case $1 in
-    --sizes) [ $# -ge 2 ] || die "--sizes needs a value"; SIZES=$2; shift 2 ;;
-    --sizes=*) SIZES=${1#*=}; shift ;;
-    --deep-streams) [ $# -ge 2 ] || die "--deep-streams needs a value"; DEEP_N=$2; shift 2 ;;
-    --deep-streams=*) DEEP_N=${1#*=}; shift ;;
-    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
-    --scrapes=*) SCRAPES=${1#*=}; shift ;;
-    --warmup) [ $# -ge 2 ] || die "--warmup needs a value"; WARMUP=$2; shift 2 ;;
-    --warmup=*) WARMUP=${1#*=}; shift ;;
-    --slow-scrapes) [ $# -ge 2 ] || die "--slow-scrapes needs a value"; SLOW_SCRAPES=$2; shift 2 ;;
-    --slow-scrapes=*) SLOW_SCRAPES=${1#*=}; shift ;;
-    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
-    --qrel=*) QREL_BIN=${1#*=}; shift ;;
-    --redis-exporter) [ $# -ge 2 ] || die "--redis-exporter needs a value"; RE_BIN=$2; shift 2 ;;
-    --redis-exporter=*) RE_BIN=${1#*=}; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) die "unknown argument \"$1\" (see --help)" ;;
-  esac
-done
+parse_options "--sizes:SIZES --deep-streams:DEEP_N --scrapes:SCRAPES --warmup:WARMUP \
+  --slow-scrapes:SLOW_SCRAPES --qrel:QREL_BIN --redis-exporter:RE_BIN" "$@"
 [[ $DEEP_N =~ ^(0|[1-9][0-9]*)$ ]] || die "--deep-streams: want a number, got \"$DEEP_N\""
 need_num --scrapes "$SCRAPES"
 need_num --warmup "$WARMUP"
 need_num --slow-scrapes "$SLOW_SCRAPES"
 [ "$SLOW_SCRAPES" -le "$SCRAPES" ] || SLOW_SCRAPES=$SCRAPES
-read -ra SIZE_LIST <<<"$SIZES"
-[ ${#SIZE_LIST[@]} -gt 0 ] || die "--sizes: want at least one number"
-prev=0
-for n in "${SIZE_LIST[@]}"; do
-  need_num --sizes "$n"
-  [ "$n" -gt "$prev" ] || die "--sizes: want ascending numbers (streams are only added), got \"$SIZES\""
-  prev=$n
-done
-for tool in redis-server redis-cli curl awk; do
-  command -v "$tool" >/dev/null || die "$tool not found"
-done
+ascending_sizes --sizes "$SIZES" " (streams are only added)"
+need_tools redis-server redis-cli curl awk
 command -v "$RE_BIN" >/dev/null || die "$RE_BIN not found (apt-get install prometheus-redis-exporter)"
 [ -x "$QREL_BIN" ] || die "$QREL_BIN not found or not executable: build first (cmake -S . -B build && cmake --build build) or pass --qrel"
 

@@ -50,30 +50,16 @@ TIMEOUT=10
 SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 QREL_BIN=""
 
-die() { echo "sources.sh: $*" >&2; exit 2; }
-need_num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: want a positive integer, got \"$2\""; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --sources) [ $# -ge 2 ] || die "--sources needs a value"; NSRC=$2; shift 2 ;;
-    --redis) [ $# -ge 2 ] || die "--redis needs a value"; NREDIS=$2; shift 2 ;;
-    --postgres) [ $# -ge 2 ] || die "--postgres needs a value"; NPG=$2; shift 2 ;;
-    --pg-sources) [ $# -ge 2 ] || die "--pg-sources needs a value"; NPGSRC=$2; shift 2 ;;
-    --pool) [ $# -ge 2 ] || die "--pool needs a value"; POOL=$2; shift 2 ;;
-    --scrapes) [ $# -ge 2 ] || die "--scrapes needs a value"; SCRAPES=$2; shift 2 ;;
-    --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
-    --qrel) [ $# -ge 2 ] || die "--qrel needs a value"; QREL_BIN=$2; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) die "unknown argument \"$1\" (see --help)" ;;
-  esac
-done
+# shellcheck source=lib.sh
+. "$SRC_DIR/bench/lib.sh"
+parse_options "--sources:NSRC --redis:NREDIS --postgres:NPG --pg-sources:NPGSRC --pool:POOL --scrapes:SCRAPES \
+  --timeout:TIMEOUT --qrel:QREL_BIN" "$@"
 for v in "--sources $NSRC" "--redis $NREDIS" "--postgres $NPG" "--pg-sources $NPGSRC" \
   "--pool $POOL" "--scrapes $SCRAPES" "--timeout $TIMEOUT"; do
   need_num ${v% *} "${v#* }"
 done
 [ "$NPGSRC" -lt $((NSRC - NSRC / 10)) ] || die "--pg-sources: want fewer than the healthy sources"
 
-# shellcheck source=lib.sh
-. "$SRC_DIR/bench/lib.sh"
 export QREL_SOURCE_DIR=$SRC_DIR
 # shellcheck source=../tests/lib/common.sh
 . "$SRC_DIR/tests/lib/common.sh"

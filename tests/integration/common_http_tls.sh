@@ -29,30 +29,18 @@ start_http_stub MTLS routes --routes "$T/routes.json" --tls-cert "$T/server.pem"
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: verified
-    kind: nats
-    url: https://127.0.0.1:$HTTPS
+$(nats_source verified "https://127.0.0.1:$HTTPS")
     tls_config: {ca_file: $T/ca.pem}
-  - name: unverified
-    kind: nats
+$(nats_source unverified "https://127.0.0.1:$HTTPS")
     timeout: 3s
-    url: https://127.0.0.1:$HTTPS
-  - name: insecure
-    kind: nats
-    url: https://127.0.0.1:$HTTPS
+$(nats_source insecure "https://127.0.0.1:$HTTPS")
     tls_config: {insecure_skip_verify: true}
-  - name: plain
-    kind: nats
+$(nats_source plain "http://127.0.0.1:$HTTPS")
     timeout: 3s
-    url: http://127.0.0.1:$HTTPS
-  - name: mtls-nocert
-    kind: nats
+$(nats_source mtls-nocert "https://127.0.0.1:$MTLS")
     timeout: 3s
-    url: https://127.0.0.1:$MTLS
     tls_config: {ca_file: $T/ca.pem}
-  - name: mtls
-    kind: nats
-    url: https://127.0.0.1:$MTLS
+$(nats_source mtls "https://127.0.0.1:$MTLS")
     tls_config: {ca_file: $T/ca.pem, cert_file: $T/client.pem, key_file: $T/client.key}
 YML
 start_exporter "$T/qrel.yml"
@@ -77,9 +65,7 @@ expect_cmd "no warning for the verified source" bash -c "! grep -q 'verification
 # ---- config errors: file:line:col and what was expected ----
 cat > "$T/bad.yml" <<YML
 sources:
-  - name: half
-    kind: nats
-    url: https://127.0.0.1:$HTTPS
+$(nats_source half "https://127.0.0.1:$HTTPS")
     tls_config: {cert_file: $T/client.pem}
 YML
 expect_cmd "cert_file without key_file is refused" \

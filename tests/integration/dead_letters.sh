@@ -52,9 +52,7 @@ R XADD plain.dlq '*' order 1
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams:
       - name: orders
         dead_letter_stream: orders.dlq
@@ -185,9 +183,7 @@ expect_metric "$T/bad.txt" 0 qrel_dead_letter_classified_messages "$j" 'work="do
 # The block of earlier releases: refused at its position, with the new form filled in.
 cat > "$T/old.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams:
       - name: orders
         dead_letter_stream: orders.dlq

@@ -61,12 +61,7 @@ sources:
     groups:
       - {name: mailer, topics: [orders, invoices], dead_letter_topic: "{topic}.dlq"}
       - {name: billing, topics: [payments, refunds], dead_letter_topic: money.dlq}
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $PGP
-    user: postgres
-    dbname: postgres
+$(pg_source shop "$PGP")
     claim_tables: [{table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at, in_flight_window: 2m}]
 dead_letters:
   - {source: bus, queue: orders, id_field: order.id,

@@ -66,9 +66,7 @@ config() {
   shift 3
   cat > "$file" <<YML
 sources:
-  - name: shop-redis
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source shop-redis "$RP")
     ${user:+username: $user}
     ${user:+password_file: $T/redis.pw}
     streams:
@@ -76,12 +74,7 @@ sources:
         dead_letter_stream: orders.dlq
       - name: invoices
         dead_letter_stream: "{stream}.dlq"
-  - name: shop-db
-    kind: postgres
-    host: 127.0.0.1
-    port: $PGP
-    user: postgres
-    dbname: postgres
+$(pg_source shop-db "$PGP")
     dedup_tables:
       - {table: handled_orders, id_column: order_id, handled_at_column: handled_at}
 dead_letters:

@@ -121,6 +121,13 @@ unchanged() {
       '[$a[0] | to_entries[] | $b[0][.key] - .value == $k] | all and ($a[0] | length) == 14')" true
 }
 
+# claims_join QUEUE: the dead_letters entry classifying the dead letters of QUEUE (source aws) by
+# their order.id against shop's claims.
+claims_join() {
+  printf '  - source: aws\n    queue: %s\n    id_field: order.id\n' "$1"
+  printf '    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}\n'
+}
+
 cat > "$T/qrel.yml" <<YML
 sources:
   - name: aws
@@ -145,22 +152,7 @@ sources:
       - {table: claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at,
          in_flight_window: 1m}
 dead_letters:
-  - source: aws
-    queue: orders
-    id_field: order.id
-    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
-  - source: aws
-    queue: payments
-    id_field: order.id
-    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
-  - source: aws
-    queue: events.fifo
-    id_field: order.id
-    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
-  - source: aws
-    queue: plain
-    id_field: order.id
-    work_table: {source: shop, table: claims, id_column: order_id, done_column: sent_at}
+$(for q in orders payments events.fifo plain; do claims_join "$q"; done)
   - source: aws-attr
     queue: orders
     id_field: "attribute:order_id"

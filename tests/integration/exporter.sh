@@ -13,9 +13,7 @@ cat > "$T/good.yml" <<YML
 global:
   timeout: 5s
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams:
       - name: orders
 YML

@@ -56,9 +56,7 @@ mv "$T/qrel.real.yml" "$T/qrel.yml"
 mkfifo "$T/pw.fifo"
 cat > "$T/pw.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     password_file: $T/pw.fifo
     streams: [{name: orders}]
 YML

@@ -34,9 +34,7 @@ R XGROUP CREATE quiet g 0 MKSTREAM >/dev/null
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams:
       - name: orders
         claim_min_idle: 30s

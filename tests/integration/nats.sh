@@ -54,9 +54,7 @@ J req '$JS.API.CONSUMER.INFO.ORDERS.worker' > "$T/worker.json"
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: events
-    kind: nats
-    url: http://127.0.0.1:$NM/
+$(nats_source events "http://127.0.0.1:$NM/")
     streams:
       - name: ORDERS
         dead_letter_stream: ORDERS_DLQ
@@ -106,12 +104,8 @@ expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'
 # consumers: narrows; every stream when streams is left out.
 cat > "$T/all.yml" <<YML
 sources:
-  - name: all
-    kind: nats
-    url: http://127.0.0.1:$NM
-  - name: narrow
-    kind: nats
-    url: http://127.0.0.1:$NM
+$(nats_source all "http://127.0.0.1:$NM")
+$(nats_source narrow "http://127.0.0.1:$NM")
     streams: [{name: EVENTS, consumers: [fire]}]
 YML
 "$QREL" scrape --config.file="$T/all.yml" > "$T/all.txt"
@@ -138,13 +132,9 @@ NATS_USER=b NATS_PASS=b $JSCTL "$AP" req '$JS.API.STREAM.CREATE.JOBS' '{"name":"
 NATS_USER=c NATS_PASS=c $JSCTL "$AP" req '$JS.API.STREAM.CREATE.MAIL' '{"name":"MAIL","subjects":["mail"],"duplicate_window":10000000000}' >/dev/null
 cat > "$T/acc.yml" <<YML
 sources:
-  - name: paged
-    kind: nats
-    url: http://127.0.0.1:$AM
+$(nats_source paged "http://127.0.0.1:$AM")
     page_size: 1
-  - name: one
-    kind: nats
-    url: http://127.0.0.1:$AM
+$(nats_source one "http://127.0.0.1:$AM")
     account: B
 YML
 "$QREL" scrape --config.file="$T/acc.yml" --log.level=debug > "$T/acc.txt" 2> "$T/acc.log"
@@ -163,49 +153,25 @@ printf '%s\n' "$secret" > "$T/proxy.pass"
 chmod 600 "$T/proxy.pass"
 curl -fsS "http://127.0.0.1:$NM/jsz?streams=true&consumers=true&config=true" > "$T/jsz.json"
 start_http_stub PROXY ok --body "$T/jsz.json" --log "$T/proxy.log"
-start_http_stub H500 ok --status 500 --body-text 'internal error'
-start_http_stub H401 ok --status 401 --body-text 'unauthorized'
-start_http_stub H403 ok --status 403 --body-text 'forbidden'
-start_http_stub HANG hang
-start_http_stub TRUNC truncated
-start_http_stub GARBAGE ok --body-text '{"account_details": [ {"name": '
-start_http_stub WRONG ok --body-text '{"now":"2026-01-01T00:00:00Z","account_details":[{"name":"$G","stream_detail":[{"name":"S","config":{},"state":{"messages":"many"}}]}]}'
-start_http_stub HUGE huge --size 2000000
-DOWN=$(free_port)
+http_fault_stubs 'internal error' unauthorized forbidden '{"account_details": [ {"name": ' \
+  '{"now":"2026-01-01T00:00:00Z","account_details":[{"name":"$G","stream_detail":[{"name":"S","config":{},"state":{"messages":"many"}}]}]}'
 cat > "$T/faults.yml" <<YML
 sources:
-  - name: healthy
-    kind: nats
-    url: http://127.0.0.1:$NM
-  - name: proxied
-    kind: nats
-    url: http://127.0.0.1:$PROXY
+$(nats_source healthy "http://127.0.0.1:$NM")
+$(nats_source proxied "http://127.0.0.1:$PROXY")
     username: qrel
     password_file: $T/proxy.pass
 YML
-for f in down:$DOWN h500:$H500 h401:$H401 h403:$H403 hang:$HANG truncated:$TRUNC \
-  malformed:$GARBAGE wrongtype:$WRONG huge:$HUGE; do
-  printf '  - name: %s\n    kind: nats\n    url: http://127.0.0.1:%s\n    timeout: 2s\n    max_response_bytes: 1000000\n' \
-    "${f%%:*}" "${f#*:}" >> "$T/faults.yml"
-done
+http_fault_sources '    kind: nats\n    url: http://127.0.0.1:%s\n' >> "$T/faults.yml"
 start_exporter "$T/faults.yml"
-t0=$(now_ms)
-scrape "$T/f.txt"
-took=$(( $(now_ms) - t0 ))
-expect_between "scrape time with a hanging peer (timeout 2 s), ms" "$took" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
 expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="healthy"' 'group="worker"' 'state="ready"'
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="proxied"'
 expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="proxied"' 'group="worker"' 'state="ready"'
 auth=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["headers"].get("Authorization",""))' "$T/proxy.log")
 expect_eq "basic auth sent to the proxy" "$auth" "Basic $(printf 'qrel:%s' "$secret" | base64)"
-for want in down:connect h500:query h401:auth h403:auth hang:timeout truncated:protocol \
-  malformed:protocol wrongtype:protocol huge:limit; do
-  s=${want%%:*} r=${want#*:}
-  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"$s\""
-  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
-  expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=nats reason=$r" "$T/exporter.log"
-done
+expect_http_faults "$T/f.txt" nats
 expect_cmd "the type error names the JSON path" \
   grep -q 'GET /jsz: \$.account_details\[0\].stream_detail\[0\].state.messages: want a number, got a string' "$T/exporter.log"
 expect_cmd "the cap is named" grep -q 'larger than 1000000 bytes' "$T/exporter.log"

@@ -62,12 +62,7 @@ cat > "$T/qrel.yml" <<YML
 global:
   timeout: 10s
 sources:
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: postgres
+$(pg_source shop "$P")
     outboxes:
       - $outbox
       - table: app.Events
@@ -76,20 +71,10 @@ sources:
         status_column: state
         pending_value: new
       - {table: empty_outbox, created_at_column: created_at, published_at_column: published_at}
-  - name: mon-right
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: qrel_mon
-    dbname: postgres
+$(pg_source mon-right "$P" qrel_mon)
     password_env: QREL_TEST_PG_PASSWORD
     outboxes: [$outbox]
-  - name: mon-wrong
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: qrel_mon
-    dbname: postgres
+$(pg_source mon-wrong "$P" qrel_mon)
     password_file: $T/wrong.pass
     outboxes: [$outbox]
   - name: by-dsn
@@ -102,12 +87,8 @@ sources:
     user: qrel_mon
     password_env: QREL_TEST_PG_PASSWORD
     outboxes: [$outbox]
-  - name: slow
-    kind: postgres
+$(pg_source slow "$P")
     timeout: 3s
-    host: 127.0.0.1
-    port: $P
-    user: postgres
     outboxes:
       - {table: slow_outbox, created_at_column: created_at, published_at_column: published_at}
 YML
@@ -184,28 +165,18 @@ stop_exporter
 # Read-only: a view whose function writes fails the scrape (reason query); the row is unchanged.
 cat > "$T/sneaky.yml" <<YML
 sources:
-  - name: sneaky
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source sneaky "$P")
     outboxes: [{table: sneaky_outbox, created_at_column: created_at, published_at_column: published_at}]
 YML
-rc=0
-"$QREL" scrape --config.file="$T/sneaky.yml" > "$T/sneaky.txt" 2> "$T/sneaky.err" || rc=$?
-expect_eq "qrel scrape exit status with a writing view" "$rc" 1
-expect_metric "$T/sneaky.txt" 1 qrel_collector_errors_total 'source="sneaky"' 'reason="query"'
-expect_cmd "the error says read-only" grep -q 'cannot execute UPDATE in a read-only transaction' "$T/sneaky.err"
+expect_scrape_error "with a writing view" "$T/sneaky.yml" "$T/sneaky" sneaky query \
+  "the error says read-only" \
+  'cannot execute UPDATE in a read-only transaction'
 expect_eq "counter after the scrape" "$(psql_val 'SELECT n FROM counter')" 0
 
 # A missing column: --config.check names source, table and column; so does a scrape.
 cat > "$T/missing.yml" <<YML
 sources:
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source shop "$P")
     outboxes:
       - {table: outbox, created_at_column: created_at, published_at_column: published_at}
       - {table: app.Events, created_at_column: created, status_column: state, pending_value: new}
@@ -220,23 +191,15 @@ sed -i '/app.Events/d' "$T/missing.yml"
 expect_exit "--config.check exit status when every column exists" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/missing.yml" --config.check
 expect_cmd "--config.check says OK" grep -q ': OK, 1 source$' "$T/check-ok.out"
 sed -i 's/created_at_column: created_at/created_at_column: created/' "$T/missing.yml"
-rc=0
-"$QREL" scrape --config.file="$T/missing.yml" > "$T/missing.txt" 2> "$T/missing.err" || rc=$?
-expect_eq "qrel scrape exit status with a missing column" "$rc" 1
-expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
-expect_cmd "qrel scrape names table and column" \
-  grep -qF 'outbox "outbox": column "created" does not exist in table "outbox"' "$T/missing.err"
+expect_scrape_error "with a missing column" "$T/missing.yml" "$T/missing" shop query \
+  "qrel scrape names table and column" \
+  'outbox "outbox": column "created" does not exist in table "outbox"'
 
 # min_interval: a recent result is served again, qrel_sample_age_seconds says how old it is, and
 # the database is not asked until it has expired.
 cat > "$T/cached.yml" <<YML
 sources:
-  - name: cached
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: postgres
+$(pg_source cached "$P")
     min_interval: 2s
     outboxes: [{table: empty_outbox, created_at_column: created_at, published_at_column: published_at}]
 YML

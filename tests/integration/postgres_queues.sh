@@ -143,11 +143,7 @@ wait_for 15 "the two advisory locks to be granted" two_locks || true
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: jobs
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source jobs "$P")
     queues:
       - preset: pgmq
         queues: [orders, empty]
@@ -178,6 +174,20 @@ age() {
   expect_between "$name{$*}" "$(mval "$file" "$name" "$@")" "$lo" "$((lo + 5))"
 }
 
+# check_dead FILE LABELS DLQ COUNT OLDEST [MAX]: COUNT dead letters in DLQ, the oldest OLDEST s old
+# (age); with MAX, a job is given up after MAX deliveries.
+check_dead() {
+  expect_metric "$1" "$4" qrel_dead_letter_messages "$2" "dead_letter_queue=\"$3\""
+  age "$1" qrel_dead_letter_oldest_age_seconds "$5" "$2"
+  [ $# -lt 6 ] || expect_metric "$1" "$6" qrel_max_deliveries "$2"
+}
+
+# check_lease FILE LABELS TIMEOUT HOLD: a lease timeout of TIMEOUT s, the oldest hold HOLD s (age).
+check_lease() {
+  expect_metric "$1" "$3" qrel_lease_timeout_seconds "$2"
+  age "$1" qrel_lease_oldest_age_seconds "$4" "$2"
+}
+
 # check_queue FILE KIND QUEUE READY IN_FLIGHT DELAYED OLDEST REDELIVERED
 check_queue() {
   local f=$1 q="kind=\"$2\",queue=\"$3\""
@@ -192,9 +202,8 @@ check_queue() {
 # --- pgmq
 check_queue "$T/m.txt" pgmq orders 2 2 1 400 2
 o='kind="pgmq",queue="orders"'
-expect_metric "$T/m.txt" 30 qrel_lease_timeout_seconds "$o"
 expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 25 "$o"
+check_lease "$T/m.txt" "$o" 30 25
 expect_absent "$T/m.txt" qrel_dead_letter_messages "$o"
 check_queue "$T/m.txt" pgmq empty 0 0 0 0 0
 expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds 'queue="empty"'
@@ -203,21 +212,15 @@ expect_absent "$T/m.txt" qrel_queue_messages 'queue="ignored"'
 # --- graphile-worker (the job locked 5 h ago is past the 4 h lock lifetime: ready again)
 check_queue "$T/m.txt" pg_jobs mail 2 1 1 21600 1
 o='kind="pg_jobs",queue="mail"'
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 90 "$o"
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 14400 qrel_lease_timeout_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 40 "$o"
+check_dead "$T/m.txt" "$o" failed 1 90 25
+check_lease "$T/m.txt" "$o" 14400 40
 check_queue "$T/m.txt" pg_jobs '(none)' 1 0 0 120 0
 
 # --- pg-boss (min expire_in over pending jobs; reports filtered out)
 check_queue "$T/m.txt" pg_jobs billing 2 1 1 80 1
 o='kind="pg_jobs",queue="billing"'
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 500 "$o"
-expect_metric "$T/m.txt" 5 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 120 qrel_lease_timeout_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 70 "$o"
+check_dead "$T/m.txt" "$o" failed 1 500 5
+check_lease "$T/m.txt" "$o" 120 70
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="reports"'
 check_queue "$T/m.txt" pg_jobs idle 0 0 0 0 0 # listed, no job at all: zeros, not absence
 expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="idle"'
@@ -225,11 +228,8 @@ expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="idle"'
 # --- pg-boss 9 (detected by its column names; expired and failed are both dead)
 check_queue "$T/m.txt" pg_jobs billing9 1 1 0 50 0
 o='kind="pg_jobs",queue="billing9"'
-expect_metric "$T/m.txt" 2 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 600 "$o"
-expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 11 "$o"
+check_dead "$T/m.txt" "$o" failed 2 600 1
+check_lease "$T/m.txt" "$o" 900 11
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="__state__completed__billing9"'
 
 # approx FILE WANT NAME labels...: a figure computed in floating point, to 1e-9.
@@ -267,11 +267,8 @@ margin "$T/m.txt" default 60
 # River's default retry policy: 25 deliveries x the 60 s job_timeout + 1.1 x sum of n^4 for the
 # 24 retries (1,763,020 s, jitter at its upper bound)
 approx "$T/m.txt" 1940822 qrel_retry_horizon_seconds "$o"
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 1000 "$o"
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 15 "$o"
+check_dead "$T/m.txt" "$o" discarded 1 1000 25
+check_lease "$T/m.txt" "$o" 60 15
 
 # --- Oban (no lease declared: no lease timeout, no margin; a suspended job waits)
 check_queue "$T/m.txt" pg_jobs events 1 1 2 45 0
@@ -279,18 +276,14 @@ o='kind="pg_jobs",queue="events"'
 quantiles "$T/m.txt" events 2 2.8 2.98 3
 expect_absent "$T/m.txt" qrel_lease_margin_ratio "$o"
 expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" # no job_timeout: no horizon
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 300 "$o"
-expect_metric "$T/m.txt" 20 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" discarded 1 300 20
 age "$T/m.txt" qrel_lease_oldest_age_seconds 8 "$o"
 expect_absent "$T/m.txt" qrel_lease_timeout_seconds "$o"
 
 # --- Que (in flight by its advisory lock; no hold time, no max attempts in the table)
 check_queue "$T/m.txt" pg_jobs mailers 2 1 1 90 1
 o='kind="pg_jobs",queue="mailers"'
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="expired"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 700 "$o"
-expect_metric "$T/m.txt" 16 qrel_max_deliveries "$o"
+check_dead "$T/m.txt" "$o" expired 1 700 16
 expect_absent "$T/m.txt" qrel_lease_oldest_age_seconds "$o"
 
 # --- GoodJob (one job finished without error in the window, after 5 s: margin 600 / 12 s hold)
@@ -298,17 +291,14 @@ check_queue "$T/m.txt" pg_jobs gj 1 1 1 40 1
 o='kind="pg_jobs",queue="gj"'
 quantiles "$T/m.txt" gj 5 5 5 5
 margin "$T/m.txt" gj 600
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="discarded"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 200 "$o"
-expect_metric "$T/m.txt" 600 qrel_lease_timeout_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 12 "$o"
+check_dead "$T/m.txt" "$o" discarded 1 200
+check_lease "$T/m.txt" "$o" 600 12
 expect_absent "$T/m.txt" qrel_max_deliveries "$o"
 
 # --- Solid Queue (no attempt count: no redelivered series)
 check_queue "$T/m.txt" pg_jobs sq 1 1 2 70 -
 o='kind="pg_jobs",queue="sq"'
-expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$o" 'dead_letter_queue="failed"'
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 400 "$o"
+check_dead "$T/m.txt" "$o" failed 1 400
 age "$T/m.txt" qrel_lease_oldest_age_seconds 21 "$o"
 
 kill "${LOCKERS[@]}" 2>/dev/null || true

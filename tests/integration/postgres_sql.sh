@@ -23,12 +23,7 @@ SQL
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
-    dbname: postgres
+$(pg_source shop "$P")
     queries:
       - name: orders_by_state
         sql: |
@@ -76,42 +71,29 @@ stop_exporter
 # max_rows: one row too many fails with reason limit and adds none of the query's samples.
 sed 's/        labels: \[region, status\]/        labels: [region, status]\n        max_rows: 3/' \
   "$T/qrel.yml" > "$T/cap.yml"
-rc=0
-"$QREL" scrape --config.file="$T/cap.yml" > "$T/cap.txt" 2> "$T/cap.err" || rc=$?
-expect_eq "qrel scrape exit status past max_rows" "$rc" 1
-expect_metric "$T/cap.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="limit"'
-expect_cmd "the error names the query and the cap" \
-  grep -qF 'query "orders_by_state": more than 3 rows (max_rows)' "$T/cap.err"
+expect_scrape_error "past max_rows" "$T/cap.yml" "$T/cap" shop limit \
+  "the error names the query and the cap" \
+  'query "orders_by_state": more than 3 rows (max_rows)'
 expect_absent "$T/cap.txt" shop_orders
 
 # A value that is not a number: reason query, naming query, row and column.
 cat > "$T/text.yml" <<YML
 sources:
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source shop "$P")
     queries:
       - name: statuses
         sql: SELECT status AS v FROM orders ORDER BY id
         metrics: [{name: app_v, type: gauge, help: h, value_column: v}]
 YML
-rc=0
-"$QREL" scrape --config.file="$T/text.yml" > "$T/text.txt" 2> "$T/text.err" || rc=$?
-expect_eq "qrel scrape exit status with a text value" "$rc" 1
-expect_metric "$T/text.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
-expect_cmd "the error names query, row and column" \
-  grep -qF 'query "statuses": row 1, column "v": want a number, got "pending"' "$T/text.err"
+expect_scrape_error "with a text value" "$T/text.yml" "$T/text" shop query \
+  "the error names query, row and column" \
+  'query "statuses": row 1, column "v": want a number, got "pending"'
 
 # A missing column: qrel scrape and --config.check name the query and the column.
 sed 's/value_column: cents}/value_column: cents_sum}/' "$T/qrel.yml" > "$T/missing.yml"
-rc=0
-"$QREL" scrape --config.file="$T/missing.yml" > "$T/missing.txt" 2> "$T/missing.err" || rc=$?
-expect_eq "qrel scrape exit status with a missing column" "$rc" 1
-expect_metric "$T/missing.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
-expect_cmd "qrel scrape names query and column" \
-  grep -qF "postgres \"shop\" 127.0.0.1:$P/postgres: query \"orders_by_state\": column \"cents_sum\" is not in the result (columns: region, status, n, cents, biggest)" "$T/missing.err"
+expect_scrape_error "with a missing column" "$T/missing.yml" "$T/missing" shop query \
+  "qrel scrape names query and column" \
+  "postgres \"shop\" 127.0.0.1:$P/postgres: query \"orders_by_state\": column \"cents_sum\" is not in the result (columns: region, status, n, cents, biggest)"
 expect_exit "--config.check exit status with a missing column" 1 "$T/check.out" "$EXPORTER" --config.file="$T/missing.yml" --config.check
 expect_cmd "--config.check names query and column" \
   grep -qF 'query "orders_by_state": column "cents_sum" is not in the result' "$T/check.out"
@@ -120,11 +102,7 @@ expect_exit "--config.check exit status when the columns exist" 0 "$T/check-ok.o
 # A statement that writes is refused: the subquery wrapping, and the read-only session behind it.
 cat > "$T/write.yml" <<YML
 sources:
-  - name: shop
-    kind: postgres
-    host: 127.0.0.1
-    port: $P
-    user: postgres
+$(pg_source shop "$P")
     queries:
       - name: sneaky
         sql: UPDATE counter SET n = n + 1 RETURNING n
@@ -133,10 +111,7 @@ sources:
         sql: WITH u AS (UPDATE counter SET n = n + 1 RETURNING n) SELECT n FROM u
         metrics: [{name: app_m, type: gauge, help: h, value_column: n}]
 YML
-rc=0
-"$QREL" scrape --config.file="$T/write.yml" > "$T/write.txt" 2> "$T/write.err" || rc=$?
-expect_eq "qrel scrape exit status with a writing statement" "$rc" 1
-expect_metric "$T/write.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="query"'
+expect_scrape_error "with a writing statement" "$T/write.yml" "$T/write" shop query
 sed -i '/name: sneaky$/,/app_n/d' "$T/write.yml"
 "$QREL" scrape --config.file="$T/write.yml" > /dev/null 2>&1 || true
 expect_eq "counter after the scrapes" "$(psql_val 'SELECT n FROM counter')" 0

@@ -10,9 +10,7 @@ for i in 1 2 3; do redis-cli -p "$RP" XADD orders '*' n "$i" >/dev/null; done
 redis-cli -p "$RP" XREADGROUP GROUP workers c COUNT 1 STREAMS orders '>' >/dev/null
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams: [{name: orders, claim_min_idle: 30s}]
 YML
 start_exporter "$T/qrel.yml"

@@ -214,15 +214,9 @@ done
 expect_eq "no token or key in the log, the metrics or the landing page" "$leak" 0
 
 # ---- faults -----------------------------------------------------------------------------------
-start_http_stub H500 ok --status 500 --body-text '{"error":{"code":500}}'
-start_http_stub H401 ok --status 401 --body-text '{"error":{"code":401}}'
-start_http_stub H403 ok --status 403 --body-text '{"error":{"code":403,"status":"PERMISSION_DENIED"}}'
-start_http_stub HANG hang
-start_http_stub TRUNC truncated
-start_http_stub GARBAGE ok --body-text '{"subscriptions": [{"name": '
-start_http_stub WRONG ok --body-text '{"subscriptions":[{"name":"projects/shop/subscriptions/x","ackDeadlineSeconds":true}]}'
-start_http_stub HUGE huge --size 2000000
-DOWN=$(free_port)
+http_fault_stubs '{"error":{"code":500}}' '{"error":{"code":401}}' \
+  '{"error":{"code":403,"status":"PERMISSION_DENIED"}}' '{"subscriptions": [{"name": ' \
+  '{"subscriptions":[{"name":"projects/shop/subscriptions/x","ackDeadlineSeconds":true}]}'
 cat > "$T/faults.yml" <<YML
 sources:
   - name: healthy
@@ -231,29 +225,16 @@ sources:
     subscriptions: [orders-mailer]
     endpoint: $G
 YML
-for f in down:$DOWN h500:$H500 h401:$H401 h403:$H403 hang:$HANG truncated:$TRUNC \
-  malformed:$GARBAGE wrongtype:$WRONG huge:$HUGE; do
-  printf '  - name: %s\n    kind: pubsub\n    project: shop\n    endpoint: http://127.0.0.1:%s\n    timeout: 2s\n    max_response_bytes: 1000000\n' \
-    "${f%%:*}" "${f#*:}" >> "$T/faults.yml"
-done
+http_fault_sources '    kind: pubsub\n    project: shop\n    endpoint: http://127.0.0.1:%s\n' >> "$T/faults.yml"
 # The token endpoint itself down: the grant fails with connect.
 key_json "$T/sa.pem" "$DOWN" > "$T/sa-down.json"
 printf '  - name: tokendown\n    kind: pubsub\n    project: shop\n    endpoint: %s\n    credentials_file: %s\n' \
   "$G" "$T/sa-down.json" >> "$T/faults.yml"
 start_exporter "$T/faults.yml"
-t0=$(now_ms)
-scrape "$T/f.txt"
-took=$(( $(now_ms) - t0 ))
-expect_between "scrape time with a hanging peer (timeout 2 s), ms" "$took" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
 expect_metric "$T/f.txt" 30 qrel_lease_timeout_seconds 'source="healthy"'
-for want in down:connect h500:query h401:auth h403:auth hang:timeout truncated:protocol \
-  malformed:protocol wrongtype:protocol huge:limit tokendown:connect; do
-  s=${want%%:*} r=${want#*:}
-  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"$s\""
-  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
-  expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=pubsub reason=$r" "$T/exporter.log"
-done
+expect_http_faults "$T/f.txt" pubsub tokendown:connect
 expect_cmd "the type error names the JSON path" \
   grep -q 'GET subscriptions: \$.subscriptions\[0\].ackDeadlineSeconds: want a number, got a boolean' "$T/exporter.log"
 expect_cmd "a failed token exchange says so" grep -q 'source=tokendown.*token exchange: POST /token' "$T/exporter.log"

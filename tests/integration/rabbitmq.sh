@@ -12,19 +12,7 @@
 . "$QREL_SOURCE_DIR/tests/lib/rabbitmq.sh"
 PY=/usr/bin/python3 # Debian's python3-pika imports only there
 
-rabbit_cleanup() {
-  local rc=$?
-  set +e # so that the (exit) below only sets $? for cleanup
-  rabbit_stop_all
-  (exit "$rc")
-  cleanup
-}
-trap rabbit_cleanup EXIT
-
-t0=$(now_ms)
-rabbit_start "$T/rabbit"
-echo "# broker ready in $(( $(now_ms) - t0 )) ms"
-API=http://127.0.0.1:$RABBIT_MGMT/api
+rabbit_test_start
 api() { # api METHOD PATH [JSON]
   curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
 }
@@ -86,14 +74,17 @@ PIDS+=("$!")
 wait_for -i 0.1 30 "the consumer to write consumer.ready" test -f "$T/consumer.ready" || true
 expect_cmd "consumer saw the expected deliveries" test -f "$T/consumer.ready"
 
+# mon_source NAME PORT [PASSWORD_FILE]: a source NAME of the monitoring user qrel (password in
+# $T/mon.pass unless given) reading the management API on PORT.
+mon_source() {
+  printf '  - name: %s\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n' "$1" "$2"
+  printf '    username: qrel\n    password_file: %s\n' "${3:-$T/mon.pass}"
+}
+
 write_config() { # write_config FILE [extra keys for both sources]
   cat > "$1" <<YML
 sources:
-  - name: mgmt
-    kind: rabbitmq
-    url: http://127.0.0.1:$RABBIT_MGMT
-    username: qrel
-    password_file: $T/mon.pass
+$(mon_source mgmt "$RABBIT_MGMT")
     vhosts: ["/"]
     consumer_timeout: 15m
 $2
@@ -244,45 +235,18 @@ WRONG_PASS=not-it-$$-x
 printf '%s\n' "$WRONG_PASS" > "$T/wrong.pass"
 cat > "$T/faults.yml" <<YML
 sources:
-  - name: good
-    kind: rabbitmq
-    url: http://127.0.0.1:$RABBIT_MGMT
-    username: qrel
-    password_file: $T/mon.pass
-  - name: down
-    kind: rabbitmq
-    url: http://127.0.0.1:$DEAD
-    username: qrel
-    password_file: $T/mon.pass
-  - name: hang
-    kind: rabbitmq
+$(mon_source good "$RABBIT_MGMT")
+$(mon_source down "$DEAD")
+$(mon_source hang "$HANG")
     timeout: 2s
-    url: http://127.0.0.1:$HANG
-    username: qrel
-    password_file: $T/mon.pass
-  - name: badauth
-    kind: rabbitmq
-    url: http://127.0.0.1:$RABBIT_MGMT
-    username: qrel
-    password_file: $T/wrong.pass
-  - name: capped
-    kind: rabbitmq
-    url: http://127.0.0.1:$RABBIT_MGMT
-    username: qrel
-    password_file: $T/mon.pass
+$(mon_source badauth "$RABBIT_MGMT" "$T/wrong.pass")
+$(mon_source capped "$RABBIT_MGMT")
     max_response_bytes: 1024
-  - name: promdown
-    kind: rabbitmq
-    url: http://127.0.0.1:$RABBIT_MGMT
+$(mon_source promdown "$RABBIT_MGMT")
     prometheus_url: http://127.0.0.1:$DEAD
-    username: qrel
-    password_file: $T/mon.pass
 YML
 start_exporter "$T/faults.yml"
-t0=$(now_ms)
-scrape "$T/f.txt"
-took=$(( $(now_ms) - t0 ))
-expect_between "scrape with a hanging source took (ms)" "$took" 1900 3500
+expect_scrape_ms "scrape with a hanging source took (ms)" "$T/f.txt" 1900 3500
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="good"'
 expect_metric "$T/f.txt" 2 qrel_queue_messages 'source="good"' 'queue="orders",vhost="/"' 'state="in_flight"'
 for f in down:connect hang:timeout badauth:auth capped:limit promdown:connect; do

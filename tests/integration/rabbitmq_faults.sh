@@ -76,10 +76,7 @@ source_yaml() { # source_yaml NAME URL [PROMETHEUS_URL]
 } > "$T/faults.yml"
 
 start_exporter "$T/faults.yml"
-t0=$(now_ms)
-scrape "$T/f.txt"
-took=$(( $(now_ms) - t0 ))
-expect_between "scrape time with a hanging peer (timeout 2 s), ms" "$took" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
 for s in healthy healthy_plugin; do
   expect_metric "$T/f.txt" 1 qrel_collector_up "source=\"$s\""
   expect_metric "$T/f.txt" 2 qrel_queue_messages "source=\"$s\"" 'queue="orders",vhost="/"' 'state="in_flight"'
@@ -95,14 +92,8 @@ print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["path"] == "/metrics/det
 expect_eq "requests are all GET" "$(python3 -c 'import json,sys
 print(sorted({json.loads(l)["method"] for l in open(sys.argv[1])}))' "$T/good.log")" "['GET']"
 
-for want in nometa:query down:connect h500:query h401:auth h403:auth hang:timeout close:connect \
-  garbage:protocol truncated:protocol malformed:protocol wrongtype:protocol huge:limit \
-  plugin_html:protocol plugin_down:connect; do
-  s=${want%%:*} r=${want#*:}
-  expect_metric "$T/f.txt" 0 qrel_collector_up "source=\"$s\""
-  expect_metric "$T/f.txt" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
-  expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=rabbitmq reason=$r" "$T/exporter.log"
-done
+expect_http_faults "$T/f.txt" rabbitmq nometa:query close:connect garbage:protocol \
+  plugin_html:protocol plugin_down:connect
 expect_cmd "the type error names the JSON path" \
   grep -q 'GET /api/queues: \$\[0\].messages: want a number, got a string' "$T/exporter.log"
 expect_cmd "the plugin's HTML is refused naming the line" \

@@ -9,19 +9,7 @@
 . "$QREL_SOURCE_DIR/tests/lib/rabbitmq.sh"
 N=${QREL_RABBIT_SCALE_QUEUES:-10000}
 
-rabbit_cleanup() {
-  local rc=$?
-  set +e # so that the (exit) below only sets $? for cleanup
-  rabbit_stop_all
-  (exit "$rc")
-  cleanup
-}
-trap rabbit_cleanup EXIT
-
-t0=$(now_ms)
-rabbit_start "$T/rabbit"
-echo "# broker ready in $(( $(now_ms) - t0 )) ms"
-API=http://127.0.0.1:$RABBIT_MGMT/api
+rabbit_test_start
 
 # All queues in one definitions import: the fastest way measured here (10,000 queues in about
 # 25 s on a busy 2-core machine; one AMQP channel declaring them without waiting took about 50 s).

@@ -44,9 +44,7 @@ R XGROUP CREATE "$(printf 'odd"na\\me\nx\377')" g 0 MKSTREAM >/dev/null
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: cache
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source cache "$RP")
     streams:
       - name: orders
         groups: [workers]
@@ -128,9 +126,7 @@ round_trips() { # round_trips MAX_STREAMS [DLQ]: scrape rt:* capped at MAX and p
   [ -z "${2:-}" ] || dlq=", dead_letter_stream: \"$2\""
   cat > "$T/rt.yml" <<YML
 sources:
-  - name: rt
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source rt "$RP")
     max_streams: $1
     streams: [{pattern: "rt:*"$dlq}]
 YML

@@ -88,17 +88,13 @@ redis_truth() {
 
 cat > "$T/qrel.yml" <<YML
 sources:
-  - name: deep
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source deep "$RP")
     max_streams: 5000
     streams:
       - pattern: "deep:*"
         claim_min_idle: 30s
         max_deliveries: 3
-  - name: over
-    kind: redis_stream
-    address: 127.0.0.1:$RP
+$(redis_source over "$RP")
     pending_scan_limit: $LIMIT
     streams:
       - pattern: "over:*"

@@ -24,22 +24,14 @@ cat > "$T/qrel.yml" <<YML
 global:
   timeout: 10s
 sources:
-  - name: good
-    kind: redis_stream
-    address: 127.0.0.1:$GOOD
+$(redis_source good "$GOOD")
     streams: [{name: orders}]
-  - name: hung
-    kind: redis_stream
-    address: 127.0.0.1:$HUNG
+$(redis_source hung "$HUNG")
     streams: [{name: orders}]
-  - name: locked-wrong
-    kind: redis_stream
-    address: 127.0.0.1:$LOCKED
+$(redis_source locked-wrong "$LOCKED")
     password_file: $T/wrong.pass
     streams: [{name: orders}]
-  - name: locked-right
-    kind: redis_stream
-    address: 127.0.0.1:$LOCKED
+$(redis_source locked-right "$LOCKED")
     password_env: QREL_TEST_REDIS_PASSWORD
     streams: [{name: orders}]
 YML

