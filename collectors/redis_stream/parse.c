@@ -221,6 +221,12 @@ int redis_stream_parse_pending(const redisReply *r, const char *stream, const ch
     return 0;
 }
 
+int redis_stream_pending_truncated(const struct redis_stream_pending *p, long long pending,
+                                   long long limit)
+{
+    return p && limit > 0 && (long long)p->scanned >= limit && pending > (long long)p->scanned;
+}
+
 int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,
                                    struct err *e)
 {
