@@ -106,6 +106,10 @@ const struct metric_family metric_catalog_rows[] = {
      "relay is stuck."},
     {"qrel_outbox_pending_messages", METRIC_GAUGE,
      "Rows of the outbox table queue that the relay has not published yet."},
+    {"qrel_pending_scan_truncated_groups", METRIC_GAUGE,
+     "Consumer groups of source with more pending entries than its pending_scan_limit: their "
+     "qrel_messages_redelivered and qrel_lease_oldest_age_seconds count only the oldest "
+     "pending_scan_limit entries; raise the limit to read them all."},
     {"qrel_queue_info", METRIC_GAUGE,
      "Always 1; the labels state delivery settings of queue that are not numbers: "
      "dead_letter_queue (empty when none), exactly_once and ordered (true or false)."},

@@ -46,3 +46,8 @@ void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const
                        redis_stream_age_seconds(now_ms, d->last.ms), "queue", t->name,
                        "dead_letter_queue", t->dlq, NULL);
 }
+
+void redis_stream_emit_truncated(struct metric_set *out, size_t groups)
+{
+    metric_set_add(out, "qrel_pending_scan_truncated_groups", (double)groups, NULL);
+}

@@ -12,31 +12,42 @@
 #include "common/redis.h"
 #include "util.h"
 
+/* The decimal number of the digits s[*i ..] up to the first non-digit, strictly: at least one
+ * digit, at most 20, and no more than UINT64_MAX. Up to 19 digits cannot overflow, so only a
+ * 20-digit number is compared (this runs for every entry of every XPENDING reply). */
+static int parse_u64_part(const char *s, size_t len, size_t *i, uint64_t *out)
+{
+    size_t start = *i, end = start;
+    while (end < len && s[end] >= '0' && s[end] <= '9')
+        end++;
+    size_t n = end - start;
+    if (n == 0 || n > 20)
+        return -1;
+    uint64_t v = 0;
+    for (size_t k = start; k < end && k < start + 19; k++)
+        v = v * 10 + (uint64_t)(s[k] - '0');
+    if (n == 20) {
+        uint64_t d = (uint64_t)(s[start + 19] - '0');
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    *i = end;
+    return 0;
+}
+
 int redis_stream_parse_id(const char *s, size_t len, struct redis_stream_id *out)
 {
-    uint64_t part[2] = {0, 0};
+    uint64_t ms, seq;
     size_t i = 0;
-    for (int k = 0; k < 2; k++) {
-        size_t start = i;
-        while (i < len && s[i] >= '0' && s[i] <= '9') {
-            uint64_t d = (uint64_t)(s[i] - '0');
-            if (part[k] > UINT64_MAX / 10 || (part[k] == UINT64_MAX / 10 && d > UINT64_MAX % 10))
-                return -1;
-            part[k] = part[k] * 10 + d;
-            i++;
-        }
-        if (i == start)
-            return -1;
-        if (k == 0) {
-            if (i >= len || s[i] != '-')
-                return -1;
-            i++;
-        }
-    }
-    if (i != len)
+    if (parse_u64_part(s, len, &i, &ms) || i >= len || s[i] != '-')
         return -1;
-    out->ms = part[0];
-    out->seq = part[1];
+    i++;
+    if (parse_u64_part(s, len, &i, &seq) || i != len)
+        return -1;
+    out->ms = ms;
+    out->seq = seq;
     return 0;
 }
 
@@ -219,6 +230,12 @@ int redis_stream_parse_pending(const redisReply *r, const char *stream, const ch
         out->scanned++;
     }
     return 0;
+}
+
+int redis_stream_pending_truncated(const struct redis_stream_pending *p, long long pending,
+                                   long long limit)
+{
+    return p && limit > 0 && (long long)p->scanned >= limit && pending > (long long)p->scanned;
 }
 
 int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,

@@ -381,6 +381,7 @@ struct walk {
     struct redis_stream_pending pending;
     int found;
     struct redis_stream_id first;
+    size_t truncated; /* groups whose pending scan stopped at pending_scan_limit */
 };
 
 static void walk_emit_group(struct walk *w, const struct target *t, const struct group *g)
@@ -394,6 +395,9 @@ static void walk_emit_group(struct walk *w, const struct target *t, const struct
     redis_stream_group_values(w->now_ms, &rg, w->have_pending ? &w->pending : NULL, w->found,
                               &w->first, &w->st->specs[t->spec].pol, &v);
     redis_stream_emit_group(w->out, t->name, g->name, &v);
+    if (w->have_pending &&
+        redis_stream_pending_truncated(&w->pending, g->pending, w->st->pending_scan_limit))
+        w->truncated++;
 }
 
 /* Moves the walk to the next reply due, emitting what is complete on the way. Returns 1 when a
@@ -550,5 +554,7 @@ int redis_stream_read_details(struct state *st, struct redis_pipe *p, const stru
     if (due > 0)
         return err_set(e, ERR_INTERNAL, "redis_stream: %zu replies for more commands",
                        redis_pipe_len(p));
+    if (due == 0)
+        redis_stream_emit_truncated(out, w.truncated);
     return due;
 }

@@ -67,6 +67,12 @@ struct redis_stream_pending {
 int redis_stream_parse_pending(const redisReply *r, const char *stream, const char *group,
                                struct redis_stream_pending *out, struct err *e);
 
+/* Whether a group's pending scan was cut short: XPENDING returned limit entries (its COUNT, the
+ * source's pending_scan_limit) and XINFO GROUPS counted more pending than were scanned, so the
+ * figures of the scanned entries leave the rest out. p NULL (nothing scanned): 0. */
+int redis_stream_pending_truncated(const struct redis_stream_pending *p, long long pending,
+                                   long long limit);
+
 /* Parses the reply to `XRANGE <key> <start> + COUNT 1`: *found = 0 for an empty array, else the
  * first entry's id. ERR_PROTOCOL messages do not name the command ("entry 1: want an id like
  * ..."): the caller prefixes them, so that it formats what it asked only when something is

@@ -163,5 +163,7 @@ void redis_stream_emit_group(struct metric_set *out, const char *queue, const ch
                              const struct redis_stream_group_values *v);
 void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
                            int64_t now_ms);
+/* The source's count of groups whose pending scan pending_scan_limit cut short (0 included). */
+void redis_stream_emit_truncated(struct metric_set *out, size_t groups);
 
 #endif

@@ -188,5 +188,8 @@ expect_eq "Redis's full reading of over:0 (pending, redelivered)" \
   "$(awk '$1 == "over:0" { print $2, $3 }' "$T/full.txt")" "120 16"
 expect_between "over:0 longest hold among the first $LIMIT (50 s, not the 90 s beyond them)" \
   "$(mval "$T/m.txt" qrel_lease_oldest_age_seconds "$o")" 50 69
+# Each over stream's scan was cut short at the limit, and it says so; no deep one's was.
+expect_metric "$T/m.txt" "$OVER" qrel_pending_scan_truncated_groups 'source="over"' 'kind="redis_stream"'
+expect_metric "$T/m.txt" 0 qrel_pending_scan_truncated_groups 'source="deep"' 'kind="redis_stream"'
 
 finish

@@ -46,6 +46,8 @@ static const struct {
     {"qrel_queue_info", METRIC_GAUGE},
     /* not in design/metrics.md either: rows stamped ahead of the database's now() (issue 14) */
     {"qrel_future_stamped_rows", METRIC_GAUGE},
+    /* nor this: redis_stream groups whose pending scan pending_scan_limit cut short (issue 14) */
+    {"qrel_pending_scan_truncated_groups", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},

@@ -103,6 +103,9 @@ static const struct {
     {"a-1", 0, 0, 0},
     {"18446744073709551616-0", 0, 0, 0},
     {"0-18446744073709551616", 0, 0, 0},
+    {"99999999999999999999-0", 0, 0, 0},  /* 20 digits, above UINT64_MAX */
+    {"000000000000000000001-0", 0, 0, 0}, /* 21 digits, even with a small value */
+    {"9999999999999999999-1", 1, 9999999999999999999ULL, 1}, /* 19 digits: no check needed */
     {"1.5-0", 0, 0, 0},
 };
 
@@ -608,6 +611,19 @@ START_TEST(test_values_edges)
     ck_assert_int_eq(v.has_max_deliveries, 1);
     ck_assert_int_eq(v.has_retry_horizon, 0);
     ck_assert_int_eq(v.has_lease_timeout, 0);
+}
+END_TEST
+
+/* A scan is cut short only when it came back full and more were pending. */
+START_TEST(test_pending_truncated)
+{
+    struct redis_stream_pending p = {10, 0, 0, 1, {1, 0}};
+    ck_assert_int_eq(redis_stream_pending_truncated(&p, 25, 10), 1);
+    ck_assert_int_eq(redis_stream_pending_truncated(&p, 10, 10), 0); /* exactly the limit */
+    ck_assert_int_eq(redis_stream_pending_truncated(&p, 25, 11), 0); /* not full */
+    p.scanned = 3;
+    ck_assert_int_eq(redis_stream_pending_truncated(&p, 25, 10), 0); /* acknowledged meanwhile */
+    ck_assert_int_eq(redis_stream_pending_truncated(NULL, 25, 10), 0);
 }
 END_TEST
 
@@ -1288,8 +1304,9 @@ START_TEST(test_collect_walk)
     ck_assert_msg(rc == 0, "%s", e.msg);
     /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
      * redelivered (8); a's dead-letter series: messages, oldest and newest age (3); b/g2 without a
-     * lease (6); g3 none; b's dead-letter series from a's replies (3). */
-    ck_assert_uint_eq(n, 20);
+     * lease (6); g3 none; b's dead-letter series from a's replies (3); the source's count of
+     * groups whose pending scan was cut short (1). */
+    ck_assert_uint_eq(n, 21);
 
     /* Errors name the command and stop the collection. */
     rc = collect_once(
@@ -1544,6 +1561,7 @@ static Suite *redis_stream_suite(void)
     tcase_add_test(tc, test_age_and_dlq_name);
     tcase_add_test(tc, test_values_worked_example);
     tcase_add_test(tc, test_values_edges);
+    tcase_add_test(tc, test_pending_truncated);
     tcase_add_loop_test(tc, test_address, 0, N(addresses));
     tcase_add_test(tc, test_reply_helpers);
     suite_add_tcase(s, tc);
