@@ -29,6 +29,9 @@ struct pubsub_state {
      * of a watched subscription, where that topic has not exactly one (parallel lists) */
     char **dl_queue, **dl_sub;
     size_t ndl;
+    /* the subscriptions whose dead letters `qrel dlq` may read (named by dead_letters entries
+     * or dead_letter_subscriptions), for the --config.check hook (common/live_check.h) */
+    char **dead_letter_queues;
     char *endpoint, *monitoring_endpoint;
     int monitoring;
     double monitoring_window;

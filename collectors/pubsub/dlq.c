@@ -15,6 +15,7 @@
 #include "api.h"
 #include "common/json.h"
 #include "common/json_id.h"
+#include "common/live_check.h"
 #include "hashtab.h"
 #include "pubsub.h"
 #include "util.h"
@@ -81,6 +82,7 @@ int pubsub_dead_letter_subs_configure(struct collector *c, struct cfg_node *map,
                              p->key);
         if (!watched(st, p->key))
             return not_watched(c, v, "dead_letter_subscriptions", p->key, e);
+        live_check_note(&st->dead_letter_queues, p->key);
         st->dl_queue[st->ndl] = xstrdup(p->key);
         st->dl_sub[st->ndl++] = xstrdup(v->scalar);
     }
@@ -101,6 +103,7 @@ int pubsub_dead_letter_validate(struct collector *c, struct cfg_node *entry, con
     /* Whether it has a deadLetterPolicy only Pub/Sub knows: read() says so when it has none. */
     if (!watched(c->priv, queue))
         return not_watched(c, cfg_at(entry, "queue"), "queue", queue, e);
+    live_check_note(&((struct pubsub_state *)c->priv)->dead_letter_queues, queue);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "collector.h"
 #include "common/http.h"
 #include "common/json.h"
+#include "common/live_check.h"
 #include "config.h"
 #include "log.h"
 #include "api.h"
@@ -38,6 +39,7 @@ static void destroy(struct collector *c)
     cfg_strv_free(st->subscriptions);
     cfg_strv_free(st->dl_queue);
     cfg_strv_free(st->dl_sub);
+    cfg_strv_free(st->dead_letter_queues);
     for (size_t i = 0; i < st->nexp; i++)
         free(st->exp[i].subscription);
     free(st->exp);
@@ -458,6 +460,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
+/* --config.check: a scrape, and for each subscription whose dead letters `qrel dlq` may read, its
+ * deadLetterPolicy and the subscription on the dead-letter topic, found as `qrel dlq` finds them
+ * (nothing is pulled). */
+static int check(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    return live_check(c, ((const struct pubsub_state *)c->priv)->dead_letter_queues, dl, e);
+}
+
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const struct audit_hint hints[] = {
     {"no_dead_letter_queue", "add a deadLetterPolicy with maxDeliveryAttempts"}, {NULL, NULL}};
@@ -468,5 +478,6 @@ const struct collector_kind pubsub_kind = {.name = "pubsub",
                                            .collect = collect,
                                            .destroy = destroy,
                                            .audit_hints = hints,
+                                           .check = check,
                                            .dead_letter_validate = pubsub_dead_letter_validate,
                                            .dlq = &pubsub_dlq};

@@ -23,6 +23,7 @@
 
 #include "collector.h"
 #include "common/json.h"
+#include "common/live_check.h"
 #include "common/secret.h"
 #include "config.h"
 #include "log.h"
@@ -114,7 +115,8 @@ struct state {
     struct dlq_url *dlq_urls;
     size_t ndlq_urls;
     int warned_cap;
-    double dlq_visibility; /* the VisibilityTimeout `qrel dlq` reads dead letters with */
+    double dlq_visibility;     /* the VisibilityTimeout `qrel dlq` reads dead letters with */
+    char **dead_letter_queues; /* named by dead_letters entries, for check() (live_check.h) */
 };
 
 static void destroy(struct collector *c)
@@ -142,6 +144,7 @@ static void destroy(struct collector *c)
         free(st->dlq_urls[i].url);
     }
     free(st->dlq_urls);
+    cfg_strv_free(st->dead_letter_queues);
 }
 
 /* The public endpoint of service in region (China's regions live under amazonaws.com.cn). */
@@ -858,7 +861,15 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
                          "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
                          "its queues, or a name its queue_name_prefix matches)",
                          c->name, queue);
+    live_check_note(&((struct state *)c->priv)->dead_letter_queues, queue);
     return 0;
+}
+
+/* --config.check: a scrape, and the RedrivePolicy and dead-letter queue of each queue that a
+ * dead_letters entry names, found as `qrel dlq` finds them (no message is received). */
+static int check(struct collector *c, const struct deadline *dl, struct err *e)
+{
+    return live_check(c, ((const struct state *)c->priv)->dead_letter_queues, dl, e);
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
@@ -872,5 +883,6 @@ const struct collector_kind sqs_kind = {.name = "sqs",
                                         .collect = collect,
                                         .destroy = destroy,
                                         .audit_hints = hints,
+                                        .check = check,
                                         .dead_letter_validate = dead_letter_validate,
                                         .dlq = &sqs_dlq_kind};

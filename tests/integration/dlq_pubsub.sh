@@ -10,6 +10,8 @@
 #   inspect and a dry run change nothing (every message of the dead-letter subscriptions, data and
 #            attributes, compared before and after: released at once, none lost or acked);
 #   a dead-letter topic with two subscriptions needs dead_letter_subscriptions, and says so;
+#   --config.check fails with qrel dlq's message on that and on a dead-letter subscription that
+#            does not exist, and passes (pulling nothing) once the subscription is named;
 #   replay --yes moves exactly the not-done messages to the origin topic, data, attributes (less
 #            the CloudPubSubDeadLetter* ones) and orderingKey intact; a second replay moves nothing;
 #   a replay SIGKILLed after N messages, run again once its lease ran out, ends with every
@@ -162,6 +164,20 @@ expect_cmd "... naming the key to set" grep -qF \
 DLQ inspect --config.file="$T/claims.yml" --source=gcp --queue=invoices-mailer --format=json > "$T/invoices.json"
 expect_eq "invoices (dead_letter_subscriptions): done not_done unknown" \
   "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/invoices.json")" "2 6 0"
+
+
+# ---- --config.check fails on what `qrel dlq` would fail on, and says the same (it pulls nothing:
+# the snapshot after the dry run below covers it too)
+check() { expect_exit "--config.check $1: exit status" "$2" "$T/check.out" "$EXPORTER" --config.file="$1" --config.check; }
+check "$T/claims.yml" 0
+expect_eq "--config.check with the dead-letter subscription named" "$(cat "$T/check.out")" "$T/claims.yml: OK, 2 sources"
+check "$T/nopick.yml" 1
+expect_eq "--config.check: a dead-letter topic with two subscriptions, none named" "$(cat "$T/check.out")" \
+  "$T/nopick.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead-letter topic \"projects/shop/topics/invoices-dlq\" of \"invoices-mailer\" has 2 subscriptions: name the one to read in the source's dead_letter_subscriptions (invoices-mailer: SUBSCRIPTION)"
+config "$T/gone.yml" "$CLAIMS" order_id "    dead_letter_subscriptions: {invoices-mailer: no-such-dead}"
+check "$T/gone.yml" 1
+expect_eq "--config.check: dead_letter_subscriptions names a subscription that does not exist" "$(cat "$T/check.out")" \
+  "$T/gone.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead_letter_subscriptions: subscription \"projects/shop/subscriptions/no-such-dead\" does not exist"
 
 echo "     phase: inspect done at $(($(now_ms) - t0)) ms"
 # ---- dry run -----------------------------------------------------------------------------------

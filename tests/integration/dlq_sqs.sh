@@ -9,7 +9,7 @@
 # SIGKILLed after a few messages and run again ends with every message moved and none lost; the
 # source queue's own messages are never received (their receive count is still 0 at the end);
 # a FIFO queue's dead letters go back each to its group; a queue without a RedrivePolicy is a
-# clear error.
+# clear error, and so is it to --config.check, as is a dead-letter queue deleted since.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/sqs.sh
@@ -281,5 +281,31 @@ expect_eq "events.fifo: each body back in its own group" \
 dlq inspect aws plain > /dev/null 2> "$T/plain.err" && not_ok "inspect of a queue without a RedrivePolicy succeeded"
 expect_eq "inspect of a queue without a RedrivePolicy says why" "$(cat "$T/plain.err")" \
   'qrel dlq: queue "plain": source "aws": no RedrivePolicy, so no dead-letter queue to read'
+
+# ---- --config.check fails on what `qrel dlq` would fail on, and says the same
+check() { expect_exit "--config.check $1: exit status" "$2" "$T/check.out" "$EXPORTER" --config.file="$1" --config.check; }
+check "$T/qrel.yml" 1
+expect_eq "--config.check: a dead_letters queue without a RedrivePolicy" "$(cat "$T/check.out")" \
+  "$T/qrel.yml: source \"aws\": dead_letters: queue \"plain\": no RedrivePolicy, so no dead-letter queue to read"
+# what a scrape fails on: an endpoint nobody listens on
+sed "s|endpoint: http://127.0.0.1:$FQ/|endpoint: http://127.0.0.1:$(free_port)/|" "$T/qrel.yml" > "$T/down.yml"
+check "$T/down.yml" 1
+expect_line "--config.check: the source's endpoint is down" \
+  "^$T/down.yml: source \"aws\": AmazonSQS.GetQueueUrl \"orders\": POST /: .*connect" "$T/check.out"
+# a RedrivePolicy whose dead-letter queue was deleted since
+create gone-dlq '{}' >/dev/null
+create orphan "{\"RedrivePolicy\":$(policy gone-dlq 2)}" >/dev/null
+sqs DeleteQueue "{\"QueueUrl\":\"$(sqs GetQueueUrl '{"QueueName":"gone-dlq"}' | jq -r .QueueUrl)\"}" >/dev/null
+sed 's/\bplain\b/orphan/' "$T/qrel.yml" > "$T/orphan.yml"
+check "$T/orphan.yml" 1
+expect_eq "--config.check: a dead_letters queue whose dead-letter queue is gone" "$(cat "$T/check.out")" \
+  "$T/orphan.yml: source \"aws\": dead_letters: queue \"orphan\": its dead-letter queue \"gone-dlq\" does not exist"
+# once plain has one, the file passes, having received nothing (none of orders-dlq is hidden)
+sqs SetQueueAttributes "{\"QueueUrl\":\"$(sqs GetQueueUrl '{"QueueName":"plain"}' | jq -r .QueueUrl)\",
+  \"Attributes\":{\"RedrivePolicy\":$(policy orders-dlq 2)}}" >/dev/null
+check "$T/qrel.yml" 0
+expect_eq "--config.check once plain has a RedrivePolicy" "$(cat "$T/check.out")" "$T/qrel.yml: OK, 3 sources"
+expect_eq "orders-dlq after the checks: its 6, none received" \
+  "$(depth "$orders_dlq" ApproximateNumberOfMessages) $(depth "$orders_dlq" ApproximateNumberOfMessagesNotVisible)" "6 0"
 
 finish

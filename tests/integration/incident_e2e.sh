@@ -3,14 +3,16 @@
 # qrel_exporter with the bundled demo/qrel-demo.yml, and a real Prometheus (Debian's) scraping it
 # every 2 s with every shipped rule file (alerts/*.yml) evaluated every 2 s.
 #   quiet:    QrelDeadLetterQueueNotEmpty and QrelLeaseMarginCritical are loaded and inactive,
-#             the margin is above 1 and the dead-letter stream empty;
+#             the margin is above 1 and the dead-letter stream empty; QrelClockSkew is pending
+#             for the one dedup row the test stamps a day ahead;
 #   incident: the provider turns slow (6.5-8 s against a 3 s lease); both alerts go pending or
 #             firing within a bounded wait, the DLQ fills with orders whose email was sent (and
 #             qrel_dead_letter_classified_messages says so: work="done"), the margin falls below
 #             1, entries are redelivered;
 #   dashboards: every panel query of dashboards/*.json, with the template variables set to the
 #             scenario's source and queue, returns data from this Prometheus (except panels made
-#             only of series no kind of this scenario exports: those must parse).
+#             only of series no kind of this scenario exports: those must parse); the clock-skew
+#             and broken-rules panels return the very series the scenario makes.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -54,6 +56,9 @@ PIDS+=("$WORKLOAD_PID")
 sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
 started() { grep -q 'phase=normal' "$T/workload.log"; }
 expect_cmd "the workload starts (and creates its tables)" wait_for -i 0.5 10 "phase=normal in the workload log" started
+# A writer whose clock runs a day ahead: one dedup row qrel must count in qrel_future_stamped_rows
+# (and in no window), for the clock-skew panel and QrelClockSkew. The workload's ids are positive.
+psql_do "INSERT INTO handled_orders (order_id, handled_at) VALUES (-1, now() + interval '1 day')"
 # The bundled config matches the tables the workload made: every table and column exists.
 expect_cmd "demo/qrel-demo.yml passes --config.check against the live servers" \
   "$EXPORTER" --config.file="$T/qrel.yml" --config.check
@@ -78,6 +83,8 @@ for a in QrelDeadLetterQueueNotEmpty QrelLeaseMarginCritical; do
   expect_eq "$a loaded, quiet" "$(rule_state "$a")" inactive
   expect_eq "$a not pending or firing (/api/v1/alerts)" "$(alert_state "$a")" inactive
 done
+s=$(alert_state QrelClockSkew)
+case $s in pending | firing) ok "QrelClockSkew is $s (the row stamped ahead)" ;; *) not_ok "QrelClockSkew: got '$s', want pending or firing" ;; esac
 m=$(query 'min(qrel_lease_margin_ratio)')
 if gt "$m" 1; then ok "min(qrel_lease_margin_ratio) = $m > 1 before the incident"; else not_ok "min(qrel_lease_margin_ratio) before the incident: got '$m', want > 1"; fi
 expect_eq "dead letters before the incident" "$(query 'sum(qrel_dead_letter_messages{source="shop-redis",queue="orders",dead_letter_queue="orders.dlq"})')" 0
@@ -204,6 +211,24 @@ else
   done
   if [ "$panels" -gt 0 ]; then ok "$panels panel queries evaluated, $((panels - na)) with data"; else not_ok "no panel query found in dashboards/*.json"; fi
 fi
+# And what two panels return, series by series: the clock-skew panel counts the one row stamped
+# ahead, in the dedup table only; the audit panel has the rules the incident breaks, each for the
+# one queue of its source (their series come and go with the findings, so any other rule may be
+# there too).
+panel_series() { # panel_series DASHBOARD TITLE SOURCE JQ: each series of the panel's first query
+  local expr
+  expr=$(jq -r --arg t "$2" '.panels[] | select(.title == $t) | .targets[0].expr' "$QREL_SOURCE_DIR/dashboards/$1.json")
+  curl -fsS "$API/query" --data-urlencode "query=$(subst "$expr" "$3" orders)" | jq -r ".data.result[] | $4" | sort | paste -sd' ' -
+}
+expect_eq "Rows stamped in the future (qrel-exporter), shop-db" \
+  "$(panel_series qrel-exporter 'Rows stamped in the future' shop-db '"\(.metric.kind)/\(.metric.queue)=\(.value[1])"')" \
+  "claim_table/orders=0 dedup_table/orders=1 outbox/orders=0"
+rules=$(panel_series qrel-overview 'Broken reliability rules' shop-redis '"\(.metric.rule)/\(.metric.severity)/\(.metric.kind)=\(.value[1])"')
+expect_cmd "Broken reliability rules (qrel-overview), shop-redis: the dead letters ($rules)" \
+  grep -qw 'dead_letter_queue_not_empty/critical/redis_stream=1' <<<"$rules"
+rules=$(panel_series qrel-overview 'Broken reliability rules' shop-db '"\(.metric.rule)/\(.metric.severity)/\(.metric.kind)=\(.value[1])"')
+expect_cmd "Broken reliability rules (qrel-overview), shop-db: the claim table's margin ($rules)" \
+  grep -qw 'lease_margin_below_1/critical/claim_table=1' <<<"$rules"
 
 # The workload stops cleanly (its servers are still up), and claim-before-send held: every email
 # it sent stamped a claim of its own (redeliveries deferred instead of sending again).
