@@ -33,9 +33,9 @@ own_kib() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
 # a reading right after curl can catch it in between; read until two readings 0.1 s apart agree
 # (at most 2 s).
 own_settled_kib() {
-  local a b i
+  local a b
   b=$(own_kib "$1")
-  for i in $(seq 1 20); do
+  for _ in $(seq 1 20); do
     a=$b; sleep 0.1; b=$(own_kib "$1")
     [ "$a" = "$b" ] && break
   done
