@@ -21,7 +21,7 @@ void xmalloc_release(void);
  * thread that allocates its own arena (up to 8 per core), and every arena keeps its own partly
  * used pages, which malloc_trim cannot give back: with librdkafka's 6 threads qrel's own memory
  * after a Kafka scrape was 7.1-8.6 MiB with the arenas, 6.1-6.5 MiB with one; after a RabbitMQ
- * scrape of 10,000 queues 8.8 and 6.0 MiB, and the peak RSS 55.7 and 37.4 MiB (issue 14). A
+ * scrape of 10,000 queues 5.9-8.8 and 6.0 MiB, and the peak RSS 46-56 and 37.4 MiB (issue 14). A
  * scrape is one collector thread's work at a time per source, so the shared lock costs little.
  * MALLOC_ARENA_MAX in the environment still decides when it is set. */
 void xmalloc_setup(void);
