@@ -138,7 +138,7 @@ for shape in "${SHAPE_LIST[@]}"; do
   c0=$(cpu_ticks "$EXP_PID")
   for ((i = 0; i < SCRAPES; i++)); do
     scrape_to "$T/body.txt" >> "$T/times"; echo >> "$T/times"
-    own_kib "$EXP_PID" >> "$T/own"
+    own_settled_kib "$EXP_PID" >> "$T/own"
     if up "$T/body.txt"; then n_up=$((n_up + 1)); fi
   done
   c1=$(cpu_ticks "$EXP_PID")
@@ -147,6 +147,7 @@ for shape in "${SHAPE_LIST[@]}"; do
   RES[$shape,cpu]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
   RES[$shape,rss]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
   RES[$shape,own]=$(sort -n "$T/own" | tail -1)
+  RES[$shape,peak_own]=$(peak_own_kib "$EXP_PID")
   RES[$shape,up]="$n_up/$SCRAPES"
   RES[$shape,lag]=$(awk '/^qrel_queue_messages\{/ { s += $NF } END { printf "%d", s }' "$T/body.txt")
   RES[$shape,lag_s]=$(awk '/^qrel_consumer_lag_seconds\{/ { if ($NF > m) m = $NF; n++ } END { printf "%d series, max %.0f s", n, m }' "$T/body.txt")
@@ -180,12 +181,12 @@ echo "# qrel kafka benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, lo
 echo "# $("$EXPORTER" --version 2>&1 | head -1); librdkafka $(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null || echo '?') (qrel, the floor and the mock cluster)"
 echo "# workload: $TOPICS topics x $PARTS partitions on $BROKERS mock brokers, $RECORDS records each; $GROUPS_N groups, group i on topic i mod $TOPICS;"
 echo "#   lag: every group 10 messages behind on every partition; caught-up: every group at the end"
-printf '%-10s %-6s %9s %9s %10s %8s %8s %s\n' shape who median_s min_s cpu_ms/scr rss_mib own_kib requests/scrape
+printf '%-10s %-6s %9s %9s %10s %8s %8s %8s %s\n' shape who median_s min_s cpu_ms/scr rss_mib own_kib peak_own requests/scrape
 for shape in "${SHAPE_LIST[@]}"; do
-  printf '%-10s %-6s %9s %9s %10s %8s %8s %s\n' "$shape" qrel "$(fmt "${RES[$shape,median]}" %.4f)" \
-    "$(fmt "${RES[$shape,min]}" %.4f)" "${RES[$shape,cpu]}" "${RES[$shape,rss]}" "${RES[$shape,own]}" "${RES[$shape,reqs]}"
-  printf '%-10s %-6s %9s %9s %10s %8s %8s %s\n' "$shape" floor "$(fmt "${RES[$shape,fmed]}" %.4f)" \
-    "$(fmt "${RES[$shape,fmin]}" %.4f)" - - - "${RES[$shape,freqs]}"
+  printf '%-10s %-6s %9s %9s %10s %8s %8s %8s %s\n' "$shape" qrel "$(fmt "${RES[$shape,median]}" %.4f)" \
+    "$(fmt "${RES[$shape,min]}" %.4f)" "${RES[$shape,cpu]}" "${RES[$shape,rss]}" "${RES[$shape,own]}" "${RES[$shape,peak_own]}" "${RES[$shape,reqs]}"
+  printf '%-10s %-6s %9s %9s %10s %8s %8s %8s %s\n' "$shape" floor "$(fmt "${RES[$shape,fmed]}" %.4f)" \
+    "$(fmt "${RES[$shape,fmin]}" %.4f)" - - - - "${RES[$shape,freqs]}"
 done
 for shape in "${SHAPE_LIST[@]}"; do
   echo "# $shape: qrel up ${RES[$shape,up]}; lag in messages summed over the groups ${RES[$shape,lag]}; qrel_consumer_lag_seconds ${RES[$shape,lag_s]}; body ${RES[$shape,bytes]} bytes; the floor saw ${RES[$shape,parts]} partitions and read ${RES[$shape,reads]} lagging records"

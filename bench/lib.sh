@@ -33,6 +33,24 @@ hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 # it after each scrape and keep the largest, since the kernel keeps no peak of it.
 own_kib() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
 
+# own_settled_kib PID: own_kib once the exporter has freed the scrape it answered. The client has
+# the last byte before the exporter frees the scrape's memory and hands it back (malloc_trim), so
+# a reading right after curl can catch it in between; read until two readings 0.1 s apart agree
+# (at most 2 s).
+own_settled_kib() {
+  local a b
+  b=$(own_kib "$1")
+  for _ in $(seq 1 20); do
+    a=$b; sleep 0.1; b=$(own_kib "$1")
+    [ "$a" = "$b" ] && break
+  done
+  echo "$b"
+}
+
+# peak_own_kib PID: a lower bound of the largest own memory so far, inside scrapes too: the peak
+# RSS (VmHWM) less the file-backed and shared pages now (which only grow while libraries are used)
+peak_own_kib() { awk '$1 == "VmHWM:" { h = $2 } $1 == "RssFile:" || $1 == "RssShmem:" { f += $2 } END { print h - f }' "/proc/$1/status"; }
+
 # fmt VALUE PRINTF-FORMAT: the value formatted, or "-" when it is empty, "nan" or "-"
 fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x == "" || x == "nan" || x == "-") print "-"; else printf f, x }'; }
 

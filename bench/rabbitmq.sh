@@ -187,7 +187,7 @@ qrel_row() {
     RES[$n,$row,bytes]=${out#* }
     grep -Eq '^qrel_collector_up\{source="bench",kind="rabbitmq"\} 1$' "$T/body.txt" ||
       die "$row at $n queues: scrape $i not up: $(grep -m1 'collection failed' "$T/exporter.log" || true)"
-    own=$(own_kib "$EXP_PID")
+    own=$(own_settled_kib "$EXP_PID")
     [ "$own" -gt "${RES[$n,$row,own]}" ] && RES[$n,$row,own]=$own
     [ "$i" = 1 ] && RES[$n,$row,first]=${out% *}
     [ "$i" -lt "$k" ] && sleep "$(awk -v s="$start" -v e="$(now_s)" -v iv="$INTERVAL" 'BEGIN { x = iv - (e - s); print (x > 0 ? x : 0) }')"
@@ -201,6 +201,7 @@ qrel_row() {
   RES[$n,$row,refresh_cpu]=$(head -1 "$T/cpus")
   RES[$n,$row,depth_cpu]=$(tail -n +2 "$T/cpus" | median)
   RES[$n,$row,rss]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
+  RES[$n,$row,peak_own]=$(peak_own_kib "$EXP_PID")
   RES[$n,$row,req]=$(if [ "$plugin" = 1 ]; then echo "1 (+refresh)"; else echo "1"; fi)
   kill "$EXP_PID"; wait "$EXP_PID" 2>/dev/null || true; EXP_PID=
 }
@@ -235,22 +236,23 @@ echo "# shape: N queues, 1 in ${DLQ_EVERY} with a dead-letter exchange to one de
 echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %8s %11s %11s %10s %12s\n'
+fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %8s %8s %11s %11s %10s %12s\n'
 # shellcheck disable=SC2059
-printf "$fmtrow" queues row requests median_s first_s body_kib rss_mib own_kib broker_ms/scr refresh_ms depth_ms audit_series
+printf "$fmtrow" queues row requests median_s first_s body_kib rss_mib own_kib peak_own broker_ms/scr refresh_ms depth_ms audit_series
 for n in "${SIZE_LIST[@]}"; do
   for row in "${ROWS[@]}"; do
     # shellcheck disable=SC2059
     printf "$fmtrow" "$n" "$row" "${RES[$n,$row,req]:-1}" "$(fmt "${RES[$n,$row,median]:-}" '%.4f')" \
       "$(fmt "${RES[$n,$row,first]:-}" '%.3f')" \
       "$(awk -v b="${RES[$n,$row,bytes]:-0}" 'BEGIN { printf "%.0f", b / 1024 }')" \
-      "${RES[$n,$row,rss]:--}" "${RES[$n,$row,own]:--}" "${RES[$n,$row,cpu]}" \
+      "${RES[$n,$row,rss]:--}" "${RES[$n,$row,own]:--}" "${RES[$n,$row,peak_own]:--}" "${RES[$n,$row,cpu]}" \
       "$(fmt "${RES[$n,$row,refresh_cpu]:-}" '%.0f')" "$(fmt "${RES[$n,$row,depth_cpu]:-}" '%.0f')" \
       "${RES[$n,$row,audit]:--}"
   done
 done
 echo "# median_s: qrel rows leave out the first scrape (it makes the first refresh; first_s shows it)"
-echo "# own_kib: qrel's anonymous resident memory (heap, arenas, stacks), the largest after any scrape"
+echo "# own_kib: qrel's anonymous resident memory (heap, arenas, stacks), the largest after any scrape (once freed)"
+echo "# peak_own: at least this much own memory at the peak, inside a scrape (VmHWM less RssFile and RssShmem)"
 echo "# audit_series: qrel_audit_failed series / qrel_audit_failed_queues{rule=\"no_dead_letter_queue\"}"
 echo "# detailed_queue: family=queue_metrics, the only one with rabbitmq_detailed_queue_head_message_timestamp"
 echo "# broker_ms/scr: beam utime+stime per fetch or scrape, less the idle broker's CPU over the same time;"

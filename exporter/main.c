@@ -15,6 +15,7 @@
 #include "log.h"
 #include "pool.h"
 #include "sources.h"
+#include "util.h"
 #include "version.h"
 #include "webconfig.h"
 
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    xmalloc_setup(); /* before any thread exists: threads pick their arena when they start */
     /* Block the signals we wait for before any thread exists, so every thread inherits it. */
     sigset_t sigs;
     sigemptyset(&sigs);

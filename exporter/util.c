@@ -63,6 +63,14 @@ void xmalloc_release(void)
 #endif
 }
 
+void xmalloc_setup(void)
+{
+#if defined(__GLIBC__) && !QREL_ASAN
+    if (!getenv("MALLOC_ARENA_MAX"))
+        mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
 char *xstrdup(const char *s)
 {
     return s ? xstrndup(s, strlen(s)) : NULL;

@@ -92,6 +92,84 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
     return 0;
 }
 
+static size_t skip_space(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* One element decoded from body + at, which ends at *end. JSON_DISABLE_EOF_CHECK stops jansson
+ * after one value, and its error position then counts the bytes read; integers beyond 64 bits
+ * are read again as doubles, as json_parse_body does. */
+static json_t *load_one(const char *body, size_t len, size_t at, size_t *end, const char *what,
+                        struct err *e)
+{
+    json_error_t je;
+    size_t flags = JSON_ALLOW_NUL | JSON_DISABLE_EOF_CHECK;
+    json_t *v = json_loadb(body + at, len - at, flags, &je);
+    if (!v && json_error_code(&je) == json_error_numeric_overflow)
+        v = json_loadb(body + at, len - at, flags | JSON_DECODE_INT_AS_REAL, &je);
+    if (!v) {
+        err_set(e, ERR_PROTOCOL, "%s: malformed JSON at byte %zu: %s", what,
+                at + (size_t)(je.position > 0 ? je.position : 0), je.text);
+        return NULL;
+    }
+    *end = at + (size_t)je.position;
+    return v;
+}
+
+int rabbitmq_each_object(const char *body, size_t len, const char *what,
+                         int (*each)(const json_t *elem, const char *ctx, void *arg, struct err *e),
+                         void *arg, struct err *e)
+{
+    size_t i = body ? skip_space(body, len, 0) : 0;
+    if (!body || i == len || body[i] != '[') {
+        /* Not a list: the whole document's parse says what it is instead. */
+        json_t *doc = json_parse_body(body, len, what, e);
+        if (doc && json_expect_array(doc, "$", e))
+            err_prefix(e, "%s", what);
+        json_decref(doc);
+        return -1;
+    }
+    i = skip_space(body, len, i + 1);
+    for (size_t n = 0; i == len || body[i] != ']'; n++) {
+        char ctx[32];
+        json_path_index(ctx, sizeof ctx, "$", n);
+        if (i < len && body[i] != '{') {
+            err_set(e, ERR_PROTOCOL, "%s: %s: want an object", what, ctx);
+            return -1;
+        }
+        size_t end = 0;
+        json_t *v = load_one(body, len, i, &end, what, e);
+        if (!v)
+            return -1;
+        int rc = each(v, ctx, arg, e);
+        json_decref(v);
+        if (rc)
+            return -1;
+        i = skip_space(body, len, end);
+        if (i < len && body[i] == ']')
+            break;
+        if (i == len || body[i] != ',') {
+            err_set(e, ERR_PROTOCOL, "%s: malformed JSON at byte %zu: want ',' or ']' after %s",
+                    what, i, ctx);
+            return -1;
+        }
+        i = skip_space(body, len, i + 1);
+        if (i < len && body[i] == ']') {
+            err_set(e, ERR_PROTOCOL, "%s: malformed JSON at byte %zu: a value expected", what, i);
+            return -1;
+        }
+    }
+    if (skip_space(body, len, i + 1) != len) {
+        err_set(e, ERR_PROTOCOL, "%s: malformed JSON at byte %zu: end of the list expected", what,
+                i + 1);
+        return -1;
+    }
+    return 0;
+}
+
 double rabbitmq_max_deliveries(double delivery_limit)
 {
     return delivery_limit < 0 ? -1 : delivery_limit + 1;

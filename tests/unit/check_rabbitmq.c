@@ -111,6 +111,61 @@ START_TEST(test_queue_parse_bad)
 }
 END_TEST
 
+/* rabbitmq_each_object over whole bodies: what it hands over, in order, and where it stops. */
+static const struct {
+    const char *body;
+    int rc;
+    const char *seen; /* the names handed over, each followed by its path */
+    const char *msg;  /* the error, when rc is -1 */
+} lists[] = {
+    {"[]", 0, "", NULL},
+    {" \n[ ]\r\n", 0, "", NULL},
+    {"[{\"name\":\"a\"}]", 0, "a$[0] ", NULL},
+    {"[ {\"name\":\"a\",\"n\":[1,{\"x\":\"]\"}]} ,\n{\"name\":\"b\"}\n]\n", 0, "a$[0] b$[1] ",
+     NULL},
+    /* beyond 64 bits: read as a double, as json_parse_body does */
+    {"[{\"name\":\"a\",\"n\":18446744073709551615}]", 0, "a$[0] ", NULL},
+    /* the callback's failure stops the walk */
+    {"[{\"name\":\"a\"},{\"name\":\"stop\"},{\"name\":\"c\"}]", -1, "a$[0] stop$[1] ", "stopped"},
+    {"", -1, "", "GET /q: empty response where JSON was expected"},
+    {"{\"error\":\"x\"}", -1, "", "GET /q: $: want a list, got an object"},
+    {"[{\"name\":\"a\"},2]", -1, "a$[0] ", "GET /q: $[1]: want an object"},
+    {"[{\"name\":\"a\"},", -1, "a$[0] ",
+     "GET /q: malformed JSON at byte 14: '[' or '{' expected near end of file"},
+    {"[{\"name\":\"a\"", -1, "",
+     "GET /q: malformed JSON at byte 12: '}' expected near end of file"},
+    {"[{\"name\":\"a\"} {\"name\":\"b\"}]", -1, "a$[0] ",
+     "GET /q: malformed JSON at byte 14: want ',' or ']' after $[0]"},
+    {"[{\"name\":\"a\"},]", -1, "a$[0] ", "GET /q: malformed JSON at byte 14: a value expected"},
+    {"[{\"name\":\"a\"}] x", -1, "a$[0] ",
+     "GET /q: malformed JSON at byte 14: end of the list expected"},
+};
+
+static int seen_one(const json_t *elem, const char *ctx, void *arg, struct err *e)
+{
+    char *seen = arg;
+    const char *name = json_string_value(json_object_get(elem, "name"));
+    size_t n = strlen(seen);
+    snprintf(seen + n, 256 - n, "%s%s ", name ? name : "?", ctx);
+    return name && strcmp(name, "stop") == 0 ? err_set(e, ERR_PROTOCOL, "stopped") : 0;
+}
+
+START_TEST(test_each_object)
+{
+    char seen[256] = "";
+    struct err e;
+    err_clear(&e);
+    const char *body = lists[_i].body;
+    ck_assert_int_eq(rabbitmq_each_object(body, strlen(body), "GET /q", seen_one, seen, &e),
+                     lists[_i].rc);
+    ck_assert_str_eq(seen, lists[_i].seen);
+    if (lists[_i].msg) {
+        ck_assert_int_eq(e.code, ERR_PROTOCOL);
+        ck_assert_str_eq(e.msg, lists[_i].msg);
+    }
+}
+END_TEST
+
 START_TEST(test_max_deliveries)
 {
     ck_assert_double_eq(rabbitmq_max_deliveries(-1), -1);
@@ -230,6 +285,7 @@ static Suite *rabbitmq_suite(void)
     tcase_add_test(tc, test_queue_parse);
     tcase_add_loop_test(tc, test_queue_parse_bad, 0,
                         (int)(sizeof bad_queues / sizeof bad_queues[0]));
+    tcase_add_loop_test(tc, test_each_object, 0, (int)(sizeof lists / sizeof lists[0]));
     tcase_add_test(tc, test_max_deliveries);
     tcase_add_test(tc, test_topic);
     tcase_add_test(tc, test_binding_routes);
