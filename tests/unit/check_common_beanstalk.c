@@ -8,6 +8,7 @@
 
 #include "common/beanstalk.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 static char *fixture(const char *name, size_t *len)
@@ -72,10 +73,7 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad[] = {
+static const struct check_case bad[] = {
     {"\x00\xffHELLO\r\n", "a reply line with a NUL byte"},
     {"ok 5\r\n", "a reply that does not start with a status word"},
     {"OK\r\n", "OK without a body size"},
@@ -90,14 +88,12 @@ static const struct {
 START_TEST(test_refused)
 {
     /* The first case starts with a NUL byte: its length is given, not measured. */
-    size_t len = _i == 0 ? 9 : strlen(bad[_i].text), used;
+    size_t len = _i == 0 ? 9 : strlen(bad[_i].in), used;
     char *copy = xmalloc(len + 1);
-    memcpy(copy, bad[_i].text, len + 1);
+    memcpy(copy, bad[_i].in, len + 1);
     struct beanstalk_reply r;
     struct err e;
-    ck_assert_int_eq(beanstalk_frame(copy, len, 1024, &used, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad[_i].msg);
+    check_failed(beanstalk_frame(copy, len, 1024, &used, &r, &e), &e, ERR_PROTOCOL, bad[_i].want);
     free(copy);
 }
 END_TEST

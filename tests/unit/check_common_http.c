@@ -21,6 +21,7 @@
 #include "common/http.h"
 #include "deadline.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 enum mode { ANSWER, HUGE, HANG };
@@ -228,9 +229,8 @@ START_TEST(test_401_auth)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_AUTH);
-    ck_assert_str_eq(e.msg, "GET /api/queues: HTTP 401: the server refused the credentials");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_AUTH,
+                 "GET /api/queues: HTTP 401: the server refused the credentials");
     /* basic auth went over the wire (base64 of monitor:hunter2-basic-secret) */
     ck_assert_ptr_nonnull(
         strstr(s.got, "Authorization: Basic bW9uaXRvcjpodW50ZXIyLWJhc2ljLXNlY3JldA=="));
@@ -271,9 +271,8 @@ START_TEST(test_over_cap_limit)
     char *url = url_of(&s, "/big");
     struct http_response r;
     struct err e;
-    ck_assert_int_eq(do_get(c, url, 5, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_LIMIT);
-    ck_assert_str_eq(e.msg, "GET /big: response larger than 4096 bytes (raise max_response_bytes)");
+    check_failed(do_get(c, url, 5, &r, &e), &e, ERR_LIMIT,
+                 "GET /big: response larger than 4096 bytes (raise max_response_bytes)");
     free(url);
     http_client_free(c);
     server_stop(&s);
@@ -308,9 +307,8 @@ START_TEST(test_deadline_already_passed)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_TIMEOUT);
-    ck_assert_str_eq(e.msg, "GET /x: no time left before the deadline");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_TIMEOUT,
+                 "GET /x: no time left before the deadline");
     http_client_free(c);
 }
 END_TEST
@@ -393,9 +391,8 @@ START_TEST(test_sigv4_needs_region_and_service)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_INTERNAL);
-    ck_assert_str_eq(e.msg, "SigV4 needs \"aws:amz:REGION:SERVICE\"");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_INTERNAL,
+                 "SigV4 needs \"aws:amz:REGION:SERVICE\"");
     http_client_free(c);
 }
 END_TEST

@@ -63,10 +63,7 @@ static int load_text(const char *text, struct err *e)
 #define ENTRY "  - source: cache\n    queue: orders\n    id_field: order\n"
 #define WT "    work_table:\n      source: shop\n      table: claims\n      id_column: order_id\n"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SOURCES DL "  - source: nope\n    queue: orders\n    id_field: order\n" WT,
      "x.yml:17:13: source: no source \"nope\" in this file (sources: cache, shop)"},
     {SOURCES DL ENTRY "    work_table:\n      source: cache\n      table: t\n      id_column: a\n",
@@ -110,7 +107,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    check_refused(load_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(load_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
 }
 END_TEST
 
@@ -394,9 +391,8 @@ START_TEST(test_tally_bad)
     struct dead_letter_read t = {0};
     struct err e = {0};
     redisReply *r = RESP("$-1\r\n");
-    ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "want an array of entries, got nil");
+    check_failed(redis_stream_dead_letter_ids(r, "order", &t, &e), &e, ERR_PROTOCOL,
+                 "want an array of entries, got nil");
     freeReplyObject(r);
     r = RESP("*1\r\n*1\r\n$3\r\n1-1\r\n");
     ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), -1);

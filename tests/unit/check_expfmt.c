@@ -310,10 +310,7 @@ START_TEST(test_writers_independent)
 }
 END_TEST
 
-static const struct {
-    const char *in;
-    const char *out;
-} label_escapes[] = {
+static const struct check_case label_escapes[] = {
     {"", ""},
     {"plain", "plain"},
     {"a\"b\\c\n", "a\\\"b\\\\c\\n"},
@@ -328,7 +325,7 @@ START_TEST(test_escape_label_value)
     struct buf out;
     buf_init(&out);
     expfmt_escape_label_value(&out, label_escapes[_i].in);
-    ck_assert_str_eq(out.data ? out.data : "", label_escapes[_i].out);
+    ck_assert_str_eq(out.data ? out.data : "", label_escapes[_i].want);
     buf_free(&out);
 }
 END_TEST

@@ -314,10 +314,7 @@ static int configure_text(const char *text, struct err *e)
     "(known keys: account, kind, max_response_bytes, min_interval, name, page_size, "              \
     "password_env, password_file, streams, timeout, tls_config, url, username)"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC "    streams: [{name: A}]\n",
      "x.yml:2:5: url: want the monitoring URL, like http://127.0.0.1:8222"},
     {SRC "    ulr: http://h:8222\n", "x.yml:4:5: unknown key \"ulr\" in source \"ev\" " KNOWN},
@@ -346,7 +343,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
 }
 END_TEST
 

@@ -19,17 +19,9 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "json_doc.h"
 
 extern const struct collector_kind sqs_kind;
-
-static json_t *doc(const char *text)
-{
-    struct err e;
-    err_clear(&e);
-    json_t *d = json_parse_body(text, strlen(text), "test", &e);
-    ck_assert_msg(d != NULL, "%s", e.msg);
-    return d;
-}
 
 /* ---- RedrivePolicy and ARNs ---- */
 
@@ -69,10 +61,7 @@ START_TEST(test_redrive_number_count)
 }
 END_TEST
 
-static const struct {
-    const char *policy;
-    const char *msg;
-} bad_policies[] = {
+static const struct check_case bad_policies[] = {
     {"{\"deadLetterTargetArn\":\"arn:aws:sqs:r:1:d\"}",
      "queue \"q\": RedrivePolicy.maxReceiveCount: missing"},
     {"{\"deadLetterTargetArn\":\"arn:aws:sqs:r:1:d\",\"maxReceiveCount\":\"three\"}",
@@ -95,9 +84,8 @@ START_TEST(test_redrive_bad)
     struct sqs_redrive r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy(bad_policies[_i].policy, "q", &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_policies[_i].msg);
+    check_failed(sqs_parse_redrive_policy(bad_policies[_i].in, "q", &r, &e), &e, ERR_PROTOCOL,
+                 bad_policies[_i].want);
     ck_assert_ptr_null(r.dlq_name);
 }
 END_TEST
@@ -166,7 +154,7 @@ static json_t *recorded_attrs(void)
     char *text =
         util_read_file(QREL_FIXTURES "/sqs/get-queue-attributes-fauxqs-2.4.1.json", 1 << 20, &len);
     ck_assert_msg(text != NULL, "cannot read the fixture");
-    json_t *d = doc(text);
+    json_t *d = json_doc(text);
     free(text);
     return d;
 }
@@ -198,8 +186,8 @@ END_TEST
 START_TEST(test_attributes_fifo_and_absent)
 {
     /* FIFO, no policy (removed: SQS reads it back as ""), counts left out */
-    json_t *d = doc("{\"Attributes\":{\"FifoQueue\":\"true\",\"VisibilityTimeout\":\"10\","
-                    "\"MessageRetentionPeriod\":\"600\",\"RedrivePolicy\":\"\"}}");
+    json_t *d = json_doc("{\"Attributes\":{\"FifoQueue\":\"true\",\"VisibilityTimeout\":\"10\","
+                         "\"MessageRetentionPeriod\":\"600\",\"RedrivePolicy\":\"\"}}");
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
@@ -212,7 +200,7 @@ START_TEST(test_attributes_fifo_and_absent)
     sqs_attrs_free(&a);
     json_decref(d);
 
-    d = doc("{}"); /* SQS leaves Attributes out when it has none */
+    d = json_doc("{}"); /* SQS leaves Attributes out when it has none */
     ck_assert_int_eq(sqs_parse_attributes(d, "x", &a, &e), 0);
     ck_assert_int_eq(a.has_visibility, 0);
     ck_assert_double_eq(sqs_retry_horizon(&a), -1);
@@ -221,10 +209,7 @@ START_TEST(test_attributes_fifo_and_absent)
 }
 END_TEST
 
-static const struct {
-    const char *body;
-    const char *msg;
-} bad_attrs[] = {
+static const struct check_case bad_attrs[] = {
     {"{\"Attributes\":{\"ApproximateNumberOfMessages\":[1]}}",
      "queue \"q\": $.Attributes.ApproximateNumberOfMessages: want a number, got a list"},
     {"{\"Attributes\":{\"VisibilityTimeout\":\"-1\"}}",
@@ -239,13 +224,11 @@ static const struct {
 
 START_TEST(test_attributes_bad)
 {
-    json_t *d = doc(bad_attrs[_i].body);
+    json_t *d = json_doc(bad_attrs[_i].in);
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_parse_attributes(d, "q", &a, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_attrs[_i].msg);
+    check_failed(sqs_parse_attributes(d, "q", &a, &e), &e, ERR_PROTOCOL, bad_attrs[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -322,7 +305,7 @@ START_TEST(test_cw_request_body)
 {
     const char *queues[] = {"orders", "orders-dlq"};
     char *body = sqs_cw_request_body(queues, 2, 1795966000.7, 1795966900.2, 60, "tok");
-    json_t *d = doc(body);
+    json_t *d = json_doc(body);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "StartTime")), 1795966000);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "EndTime")), 1795966901);
     ck_assert_str_eq(json_string_value(json_object_get(d, "ScanBy")), "TimestampDescending");
@@ -349,10 +332,10 @@ END_TEST
 START_TEST(test_cw_parse)
 {
     /* q0: two data, newest first; q1: none; a second page adds an older datum for q0 */
-    json_t *d = doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Label\":\"x\",\"StatusCode\":"
-                    "\"Complete\",\"Timestamps\":[1795966860,1795966800],\"Values\":[75,70]},"
-                    "{\"Id\":\"q1\",\"Timestamps\":[],\"Values\":[]}],\"NextToken\":\"n2\","
-                    "\"Messages\":[]}");
+    json_t *d = json_doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Label\":\"x\",\"StatusCode\":"
+                         "\"Complete\",\"Timestamps\":[1795966860,1795966800],\"Values\":[75,70]},"
+                         "{\"Id\":\"q1\",\"Timestamps\":[],\"Values\":[]}],\"NextToken\":\"n2\","
+                         "\"Messages\":[]}");
     struct sqs_cw_datum out[2];
     memset(out, 0, sizeof out);
     char *next = NULL;
@@ -366,7 +349,8 @@ START_TEST(test_cw_parse)
     ck_assert_double_eq(out[0].value, 75);
     ck_assert_double_eq(out[0].timestamp, 1795966860);
     ck_assert_int_eq(out[1].found, 0);
-    d = doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Timestamps\":[1795966740],\"Values\":[9]}]}");
+    d = json_doc(
+        "{\"MetricDataResults\":[{\"Id\":\"q0\",\"Timestamps\":[1795966740],\"Values\":[9]}]}");
     ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), 0);
     ck_assert_ptr_null(next);
     ck_assert_double_eq(out[0].value, 75); /* the newer datum stays */
@@ -374,10 +358,7 @@ START_TEST(test_cw_parse)
 }
 END_TEST
 
-static const struct {
-    const char *body;
-    const char *msg;
-} bad_cw[] = {
+static const struct check_case bad_cw[] = {
     {"{}", "$.MetricDataResults: missing"},
     {"{\"MetricDataResults\":[{\"Id\":\"q7\"}]}",
      "$.MetricDataResults[0].Id: \"q7\" is not one of the queries sent"},
@@ -393,15 +374,13 @@ static const struct {
 
 START_TEST(test_cw_parse_bad)
 {
-    json_t *d = doc(bad_cw[_i].body);
+    json_t *d = json_doc(bad_cw[_i].in);
     struct sqs_cw_datum out[2];
     memset(out, 0, sizeof out);
     char *next = NULL;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_cw[_i].msg);
+    check_failed(sqs_cw_parse(d, 2, out, &next, &e), &e, ERR_PROTOCOL, bad_cw[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -425,10 +404,8 @@ static void clear_aws_env(void)
 
 #define HEAD "sources:\n  - name: aws\n    kind: sqs\n"
 
-static const struct {
-    const char *yaml;
-    const char *msg; /* NULL: accepted */
-} configs[] = {
+/* want: the error, NULL where the configuration is accepted */
+static const struct check_case configs[] = {
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
           "    queues: [orders, \"https://sqs.eu-west-1.amazonaws.com/1/billing\"]\n"
           "    queue_name_prefix: jobs\n    cloudwatch: true\n    cloudwatch_lookback: 5m\n",
@@ -497,12 +474,12 @@ START_TEST(test_configure)
     clear_aws_env();
     setenv("T_SECRET", "very-secret-value", 1);
     struct err e;
-    int rc = configure_text(configs[_i].yaml, &e);
-    if (!configs[_i].msg) {
+    int rc = configure_text(configs[_i].in, &e);
+    if (!configs[_i].want) {
         ck_assert_msg(rc == 0, "%s", e.msg);
         return;
     }
-    check_refused(rc, &e, configs[_i].msg);
+    check_refused(rc, &e, configs[_i].want);
     ck_assert_ptr_null(strstr(e.msg, "very-secret-value"));
 }
 END_TEST
