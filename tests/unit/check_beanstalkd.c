@@ -12,15 +12,15 @@
 #include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "fixture.h"
 
 /* The body of a recorded reply (the framing is check_common_beanstalk's). */
 static char *body_of(const char *name, char **whole)
 {
-    char path[512];
+    char path[256];
     size_t len, used;
-    snprintf(path, sizeof path, "%s/beanstalkd/%s", QREL_FIXTURES, name);
-    *whole = util_read_file(path, 1 << 20, &len);
-    ck_assert_ptr_nonnull(*whole);
+    snprintf(path, sizeof path, "beanstalkd/%s", name);
+    *whole = fixture_text(path, &len);
     struct beanstalk_reply r;
     struct err e;
     ck_assert_int_eq(beanstalk_frame(*whole, len, 1024, &used, &r, &e), 1);

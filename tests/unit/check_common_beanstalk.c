@@ -10,20 +10,12 @@
 #include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
-
-static char *fixture(const char *name, size_t *len)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/beanstalkd/%s", QREL_FIXTURES, name);
-    char *text = util_read_file(path, 1 << 20, len);
-    ck_assert_msg(text != NULL, "fixture %s", path);
-    return text;
-}
+#include "fixture.h"
 
 START_TEST(test_recorded_stats_tube)
 {
     size_t len, used;
-    char *text = fixture("stats-tube-emails-1.12.txt", &len);
+    char *text = fixture_text("beanstalkd/stats-tube-emails-1.12.txt", &len);
     struct beanstalk_reply r;
     struct err e;
     ck_assert_int_eq(beanstalk_frame(text, len, 1024, &used, &r, &e), 1);
@@ -39,7 +31,7 @@ START_TEST(test_every_split_needs_more)
 {
     /* Any prefix of a reply is "need more", never an error or a short reply. */
     size_t len, used;
-    char *text = fixture("stats-1.12.txt", &len);
+    char *text = fixture_text("beanstalkd/stats-1.12.txt", &len);
     for (size_t cut = 0; cut < len; cut++) {
         char *copy = xstrndup(text, cut);
         struct beanstalk_reply r;

@@ -22,21 +22,15 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "json_doc.h"
 
 extern const struct collector_kind nats_kind;
 
+/* nats-server 2.9.10's GET /jsz. The document holds reserved_memory 18446744073709551615, beyond
+ * jansson's integers, which json_parse_body reads as the kinds do. */
 static json_t *fixture(void)
 {
-    size_t len = 0;
-    char *text = util_read_file(QREL_FIXTURES "/nats/jsz-2.9.10.json", 1 << 20, &len);
-    ck_assert_msg(text != NULL, "cannot read the fixture");
-    struct err e;
-    err_clear(&e);
-    /* The document holds reserved_memory 18446744073709551615, beyond jansson's integers. */
-    json_t *doc = json_parse_body(text, len, "GET /jsz", &e);
-    ck_assert_msg(doc != NULL, "%s", e.msg);
-    free(text);
-    return doc;
+    return json_doc_fixture("nats/jsz-2.9.10.json");
 }
 
 /* The value of the sample of family whose labels include every name=value pair given (NULL

@@ -30,20 +30,9 @@
 
 extern const struct collector_kind pubsub_kind;
 
-static json_t *fixture(void)
-{
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/pubsub/subscription-emulator-0.8.20.json", 65536, &len);
-    ck_assert_ptr_nonnull(text);
-    json_t *d = json_doc(text);
-    free(text);
-    return d;
-}
-
 START_TEST(test_recorded_subscription)
 {
-    json_t *d = fixture();
+    json_t *d = json_doc_fixture("pubsub/subscription-emulator-0.8.20.json");
     struct pubsub_sub s;
     struct err e;
     ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);

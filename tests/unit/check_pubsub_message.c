@@ -24,12 +24,7 @@ extern const struct collector_kind pubsub_kind;
 
 START_TEST(test_recorded_pull)
 {
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/pubsub/pull-dead-letters-emulator-0.8.20.json", 65536, &len);
-    ck_assert_ptr_nonnull(text);
-    json_t *doc = json_doc(text), *list = NULL;
-    free(text);
+    json_t *doc = json_doc_fixture("pubsub/pull-dead-letters-emulator-0.8.20.json"), *list = NULL;
     struct err e;
     ck_assert_int_eq(pubsub_pull_list(doc, &list, &e), 0);
     ck_assert_uint_eq(json_array_size(list), 2);

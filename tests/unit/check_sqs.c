@@ -146,22 +146,11 @@ END_TEST
 
 /* ---- GetQueueAttributes ---- */
 
-/* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
- * 1 ready, 2 in flight, 1 delayed (tests/fixtures/sqs/, as it came over the wire). */
-static json_t *recorded_attrs(void)
-{
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/sqs/get-queue-attributes-fauxqs-2.4.1.json", 1 << 20, &len);
-    ck_assert_msg(text != NULL, "cannot read the fixture");
-    json_t *d = json_doc(text);
-    free(text);
-    return d;
-}
-
 START_TEST(test_attributes_recorded)
 {
-    json_t *d = recorded_attrs();
+    /* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
+     * 1 ready, 2 in flight, 1 delayed (tests/fixtures/sqs/, as it came over the wire). */
+    json_t *d = json_doc_fixture("sqs/get-queue-attributes-fauxqs-2.4.1.json");
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
