@@ -23,6 +23,7 @@
 #include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 enum mode { ANSWER, HUGE, HANG };
 
@@ -399,9 +400,7 @@ END_TEST
 
 START_TEST(test_escape)
 {
-    char *s = http_escape("a b/c~d%é");
-    ck_assert_str_eq(s, "a%20b%2Fc~d%25%C3%A9");
-    free(s);
+    check_str_free(http_escape("a b/c~d%é"), "a%20b%2Fc~d%25%C3%A9");
 }
 END_TEST
 
@@ -420,16 +419,13 @@ START_TEST(test_base_url)
     struct cfg_node *m = cfg_doc_root(d);
     char *u = NULL;
     ck_assert_int_eq(http_base_url(m, "a", NULL, &u, &e), 0);
-    ck_assert_str_eq(u, "http://h:15672");
-    free(u);
+    check_str_free(u, "http://h:15672");
     ck_assert_int_eq(http_base_url(m, "d", NULL, &u, &e), 0);
-    ck_assert_str_eq(u, "https://h/api");
-    free(u);
+    check_str_free(u, "https://h/api");
     ck_assert_int_eq(http_base_url(m, "absent", NULL, &u, &e), 0);
     ck_assert_ptr_null(u);
     ck_assert_int_eq(http_base_url(m, "absent", "https://default.example", &u, &e), 0);
-    ck_assert_str_eq(u, "https://default.example");
-    free(u);
+    check_str_free(u, "https://default.example");
     ck_assert_int_eq(http_base_url(m, "b", NULL, &u, &e), -1);
     ck_assert_ptr_null(u);
     ck_assert_str_eq(e.msg, "b.yml:2:4: b: want a non-empty string");

@@ -25,6 +25,7 @@
 #include "sources.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static redisReply *resp(const char *raw, size_t len)
 {
@@ -320,25 +321,19 @@ END_TEST
 START_TEST(test_text_array)
 {
     const char *v[] = {"1", "a\"b", "c\\d", "e,f}", ""};
-    char *a = work_table_text_array(v, 5);
-    ck_assert_str_eq(a, "{\"1\",\"a\\\"b\",\"c\\\\d\",\"e,f}\",\"\"}");
-    free(a);
-    a = work_table_text_array(NULL, 0);
-    ck_assert_str_eq(a, "{}");
-    free(a);
+    check_str_free(work_table_text_array(v, 5), "{\"1\",\"a\\\"b\",\"c\\\\d\",\"e,f}\",\"\"}");
+    check_str_free(work_table_text_array(NULL, 0), "{}");
 }
 END_TEST
 
 START_TEST(test_sql)
 {
-    char *s = work_table_sql("confirmation_claims", "order_id", "sent_at", WT_ID_INT);
-    ck_assert_str_eq(s, "SELECT \"order_id\"::text, (\"sent_at\" IS NOT NULL) FROM "
-                        "\"confirmation_claims\" WHERE \"order_id\" = ANY($1)");
-    free(s);
-    s = work_table_sql("app.Handled \"x\"", "id", NULL, WT_ID_OTHER);
-    ck_assert_str_eq(s, "SELECT \"id\"::text, true FROM \"app\".\"Handled \"\"x\"\"\" WHERE "
-                        "\"id\"::text = ANY($1::text[])");
-    free(s);
+    check_str_free(work_table_sql("confirmation_claims", "order_id", "sent_at", WT_ID_INT),
+                   "SELECT \"order_id\"::text, (\"sent_at\" IS NOT NULL) FROM "
+                   "\"confirmation_claims\" WHERE \"order_id\" = ANY($1)");
+    check_str_free(work_table_sql("app.Handled \"x\"", "id", NULL, WT_ID_OTHER),
+                   "SELECT \"id\"::text, true FROM \"app\".\"Handled \"\"x\"\"\" WHERE "
+                   "\"id\"::text = ANY($1::text[])");
     ck_assert_ptr_null(work_table_sql("a.b.c", "id", NULL, WT_ID_TEXT));
 }
 END_TEST

@@ -17,6 +17,7 @@
 #include "postgres/postgres.h"
 #include "sources.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static char tmpdir[256];
 
@@ -341,19 +342,14 @@ START_TEST(test_table_sql)
         return;
     }
     ck_assert_ptr_nonnull(got);
-    ck_assert_str_eq(got, tables[_i].want);
-    free(got);
+    check_str_free(got, tables[_i].want);
 }
 END_TEST
 
 START_TEST(test_quote_ident)
 {
-    char *q = pg_quote_ident("a.b");
-    ck_assert_str_eq(q, "\"a.b\"");
-    free(q);
-    q = pg_quote_ident("\"\"");
-    ck_assert_str_eq(q, "\"\"\"\"\"\"");
-    free(q);
+    check_str_free(pg_quote_ident("a.b"), "\"a.b\"");
+    check_str_free(pg_quote_ident("\"\""), "\"\"\"\"\"\"");
     ck_assert_ptr_null(pg_table_sql(NULL));
     ck_assert_ptr_null(pg_ident(NULL, "x"));
 }
@@ -466,16 +462,11 @@ START_TEST(test_live_session)
 {
     LIVE_OR_SKIP();
     struct pg_conn *c = live_connect(5);
-    char *v = live_value(c, "SHOW default_transaction_read_only");
-    ck_assert_str_eq(v, "on");
-    free(v);
-    v = live_value(c, "SELECT application_name FROM pg_stat_activity WHERE pid = "
-                      "pg_backend_pid()");
-    ck_assert_str_eq(v, "qrel");
-    free(v);
-    v = live_value(c, "SHOW client_encoding");
-    ck_assert_str_eq(v, "UTF8");
-    free(v);
+    check_str_free(live_value(c, "SHOW default_transaction_read_only"), "on");
+    check_str_free(live_value(c, "SELECT application_name FROM pg_stat_activity WHERE pid = "
+                                 "pg_backend_pid()"),
+                   "qrel");
+    check_str_free(live_value(c, "SHOW client_encoding"), "UTF8");
     /* nothing asked for GSSAPI: libpq did not look for a Kerberos credential cache */
     PQconninfoOption *opts = PQconninfo(pg_raw(c));
     const char *gss = NULL;
@@ -485,7 +476,7 @@ START_TEST(test_live_session)
     ck_assert_str_eq(gss ? gss : "(unset)", "disable");
     PQconninfoFree(opts);
     /* statement_timeout follows the deadline: about 5 s here */
-    v = live_value(c, "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
+    char *v = live_value(c, "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
     long ms = strtol(v, NULL, 10);
     ck_assert_msg(ms > 4000 && ms <= 5100, "statement_timeout %ld", ms);
     free(v);
@@ -500,9 +491,7 @@ START_TEST(test_live_session)
     ck_assert_str_eq(e.msg, "postgres \"live\" 127.0.0.1:test/postgres: write: cannot execute "
                             "CREATE TABLE in a read-only transaction");
     /* the connection is still good after a query error */
-    v = live_value(c, "SELECT 1");
-    ck_assert_str_eq(v, "1");
-    free(v);
+    check_str_free(live_value(c, "SELECT 1"), "1");
 
     /* parameters */
     const char *params[2] = {"4", "it's"};
@@ -520,9 +509,7 @@ START_TEST(test_live_session)
     ck_assert_int_eq(e.code, ERR_QUERY);
     ck_assert_str_eq(e.msg, "postgres \"live\" 127.0.0.1:test/postgres: outbox \"o\": column "
                             "\"nope\" does not exist");
-    char *q = pg_ident(c, "we\"ird");
-    ck_assert_str_eq(q, "\"we\"\"ird\"");
-    free(q);
+    check_str_free(pg_ident(c, "we\"ird"), "\"we\"\"ird\"");
     pg_close(c);
 }
 END_TEST

@@ -21,6 +21,7 @@
 #include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static struct queues *configured(const char *list)
 {
@@ -127,12 +128,9 @@ END_TEST
 START_TEST(test_array_literal)
 {
     char *v[] = {"plain", "with \"quote\"", "back\\slash", "comma,brace}", NULL};
-    char *s = pgq_array_literal(v, 4);
-    ck_assert_str_eq(s, "{\"plain\",\"with \\\"quote\\\"\",\"back\\\\slash\",\"comma,brace}\"}");
-    free(s);
-    s = pgq_array_literal(v, 0);
-    ck_assert_str_eq(s, "{}");
-    free(s);
+    check_str_free(pgq_array_literal(v, 4),
+                   "{\"plain\",\"with \\\"quote\\\"\",\"back\\\\slash\",\"comma,brace}\"}");
+    check_str_free(pgq_array_literal(v, 0), "{}");
 }
 END_TEST
 

@@ -26,6 +26,7 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 #include "json_doc.h"
 
 extern const struct collector_kind pubsub_kind;
@@ -278,14 +279,10 @@ START_TEST(test_base64url)
     const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
     const char *want[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
     for (int i = 0; i < 7; i++) {
-        char *got = pubsub_base64url((const unsigned char *)in[i], strlen(in[i]));
-        ck_assert_str_eq(got, want[i]);
-        free(got);
+        check_str_free(pubsub_base64url((const unsigned char *)in[i], strlen(in[i])), want[i]);
     }
     const unsigned char bin[] = {0xfb, 0xff, 0xbf};
-    char *got = pubsub_base64url(bin, 3);
-    ck_assert_str_eq(got, "-_-_");
-    free(got);
+    check_str_free(pubsub_base64url(bin, 3), "-_-_");
 }
 END_TEST
 

@@ -18,6 +18,7 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 #include "json_doc.h"
 
 extern const struct collector_kind pubsub_kind;
@@ -163,12 +164,10 @@ END_TEST
 START_TEST(test_ack_bodies)
 {
     const char *ids[] = {"projects/p/subscriptions/d:1", "x\"y"};
-    char *b = pubsub_ack_body(ids, 2, -1);
-    ck_assert_str_eq(b, "{\"ackIds\":[\"projects/p/subscriptions/d:1\",\"x\\\"y\"]}");
-    free(b);
-    b = pubsub_ack_body(ids, 1, 0);
-    ck_assert_str_eq(b, "{\"ackDeadlineSeconds\":0,\"ackIds\":[\"projects/p/subscriptions/d:1\"]}");
-    free(b);
+    check_str_free(pubsub_ack_body(ids, 2, -1),
+                   "{\"ackIds\":[\"projects/p/subscriptions/d:1\",\"x\\\"y\"]}");
+    check_str_free(pubsub_ack_body(ids, 1, 0),
+                   "{\"ackDeadlineSeconds\":0,\"ackIds\":[\"projects/p/subscriptions/d:1\"]}");
 }
 END_TEST
 

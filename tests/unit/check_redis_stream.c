@@ -31,6 +31,7 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -481,18 +482,10 @@ START_TEST(test_age_and_dlq_name)
     ck_assert_double_eq(redis_stream_age_seconds(10000, 20000), 0.0); /* future id: clamped */
     ck_assert_double_eq(redis_stream_age_seconds(-1, 0), 0.0);
 
-    char *s = redis_stream_dlq_name("{stream}.dlq", "orders");
-    ck_assert_str_eq(s, "orders.dlq");
-    free(s);
-    s = redis_stream_dlq_name("dlq:{stream}:{stream}", "a");
-    ck_assert_str_eq(s, "dlq:a:a");
-    free(s);
-    s = redis_stream_dlq_name("all.dlq", "a");
-    ck_assert_str_eq(s, "all.dlq");
-    free(s);
-    s = redis_stream_dlq_name("{strea}{stream", "a");
-    ck_assert_str_eq(s, "{strea}{stream");
-    free(s);
+    check_str_free(redis_stream_dlq_name("{stream}.dlq", "orders"), "orders.dlq");
+    check_str_free(redis_stream_dlq_name("dlq:{stream}:{stream}", "a"), "dlq:a:a");
+    check_str_free(redis_stream_dlq_name("all.dlq", "a"), "all.dlq");
+    check_str_free(redis_stream_dlq_name("{strea}{stream", "a"), "{strea}{stream");
 }
 END_TEST
 

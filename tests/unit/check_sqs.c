@@ -19,6 +19,7 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 #include "json_doc.h"
 
 extern const struct collector_kind sqs_kind;
@@ -133,12 +134,12 @@ END_TEST
 
 START_TEST(test_queue_name_from_url)
 {
-    char *n = sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/123456789012/orders");
-    ck_assert_str_eq(n, "orders");
-    free(n);
-    n = sqs_queue_name_from_url("http://sqs.us-east-1.localhost:9324/000000000000/a.fifo/");
-    ck_assert_str_eq(n, "a.fifo");
-    free(n);
+    check_str_free(
+        sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/123456789012/orders"),
+        "orders");
+    check_str_free(
+        sqs_queue_name_from_url("http://sqs.us-east-1.localhost:9324/000000000000/a.fifo/"),
+        "a.fifo");
     ck_assert_ptr_null(sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com"));
     ck_assert_ptr_null(sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/"));
 }
@@ -331,8 +332,7 @@ START_TEST(test_cw_parse)
     struct err e;
     err_clear(&e);
     ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), 0);
-    ck_assert_str_eq(next, "n2");
-    free(next);
+    check_str_free(next, "n2");
     json_decref(d);
     ck_assert_int_eq(out[0].found, 1);
     ck_assert_double_eq(out[0].value, 75);

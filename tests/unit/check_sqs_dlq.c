@@ -18,6 +18,7 @@
 #include "sqs/dlq.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 extern const struct collector_kind sqs_kind;
 
@@ -56,9 +57,7 @@ static struct sqs_dead_letter **received(const char *text, size_t *n)
 /* v, printed compactly with sorted keys, is want. */
 static void assert_json(const json_t *v, const char *want)
 {
-    char *got = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-    ck_assert_str_eq(got, want);
-    free(got);
+    check_str_free(json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS), want);
 }
 
 static void letters_free(struct sqs_dead_letter **v, size_t n)
@@ -218,17 +217,16 @@ END_TEST
 
 START_TEST(test_requests)
 {
-    char *s = sqs_dlq_receive_body("http://q/1/o-dlq", 10, 30, 0);
-    ck_assert_str_eq(s, "{\"QueueUrl\":\"http://q/1/o-dlq\",\"MaxNumberOfMessages\":10,"
-                        "\"VisibilityTimeout\":30,\"WaitTimeSeconds\":0,\"AttributeNames\":"
-                        "[\"All\"],\"MessageSystemAttributeNames\":[\"All\"],"
-                        "\"MessageAttributeNames\":[\"All\"]}");
-    free(s);
+    check_str_free(sqs_dlq_receive_body("http://q/1/o-dlq", 10, 30, 0),
+                   "{\"QueueUrl\":\"http://q/1/o-dlq\",\"MaxNumberOfMessages\":10,"
+                   "\"VisibilityTimeout\":30,\"WaitTimeSeconds\":0,\"AttributeNames\":"
+                   "[\"All\"],\"MessageSystemAttributeNames\":[\"All\"],"
+                   "\"MessageAttributeNames\":[\"All\"]}");
 
     size_t n = 0;
     struct sqs_dead_letter **v = received(RECEIVED, &n);
     /* a standard queue: body and attributes as read, no group or dedup id */
-    s = sqs_dlq_send_body("http://q/1/o", v[0], NULL);
+    char *s = sqs_dlq_send_body("http://q/1/o", v[0], NULL);
     json_t *d = answer(s);
     free(s);
     assert_json(d, "{\"MessageAttributes\":{\"b\":{\"BinaryValue\":\"AAEC\",\"DataType\":"
@@ -257,11 +255,10 @@ START_TEST(test_requests)
     ck_assert_uint_eq(strlen(dedup), 5 + 100 + 1 + 13);
     free(dedup);
 
-    s = sqs_dlq_visibility_body("http://q/1/o-dlq", v, 1, 0);
-    ck_assert_str_eq(s, "{\"QueueUrl\":\"http://q/1/o-dlq\",\"Entries\":[{\"Id\":\"m0\","
-                        "\"ReceiptHandle\":\"3945a0eb-e635-4907-8921-30605486c0e0\","
-                        "\"VisibilityTimeout\":0}]}");
-    free(s);
+    check_str_free(sqs_dlq_visibility_body("http://q/1/o-dlq", v, 1, 0),
+                   "{\"QueueUrl\":\"http://q/1/o-dlq\",\"Entries\":[{\"Id\":\"m0\","
+                   "\"ReceiptHandle\":\"3945a0eb-e635-4907-8921-30605486c0e0\","
+                   "\"VisibilityTimeout\":0}]}");
     letters_free(v, n);
 }
 END_TEST
