@@ -234,19 +234,7 @@ START_TEST(test_entry)
                      0);
     struct cfg_doc *ed = cfg_parse_string("e.yml", entries[_i].in, strlen(entries[_i].in), &e);
     ck_assert_ptr_nonnull(ed);
-    struct cfg_node *entry = cfg_doc_root(ed);
-    char *queue = NULL, *id_field = NULL;
-    ck_assert_int_eq(cfg_get_str(entry, "queue", 1, &queue, &e), 0);
-    ck_assert_int_eq(cfg_get_str(entry, "id_field", 1, &id_field, &e), 0);
-    err_clear(&e);
-    int rc = pubsub_kind.dead_letter_validate(&c, entry, queue, id_field, &e);
-    if (entries[_i].want) {
-        check_refused(rc, &e, entries[_i].want);
-    } else {
-        ck_assert_msg(rc == 0, "%s", e.msg);
-    }
-    free(queue);
-    free(id_field);
+    kind_config_check_entry(&c, cfg_doc_root(ed), entries[_i].want);
     cfg_doc_free(ed);
     kind_config_free(&c, d);
 }

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "sources.h"
 #include "sqs/dlq.h"
+#include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "check_str.h"
@@ -357,19 +358,8 @@ START_TEST(test_entry)
     struct sources s = {.timeout = SOURCES_DEFAULT_TIMEOUT};
     struct collector c = {0};
     ck_assert_msg(sources_configure(&s, &c, seq->items[0], &e) == 0, "%s", e.msg);
-    struct cfg_node *entry = dl->items[0];
-    char *queue = NULL, *id_field = NULL;
-    ck_assert_int_eq(cfg_get_str(entry, "queue", 1, &queue, &e), 0);
-    ck_assert_int_eq(cfg_get_str(entry, "id_field", 1, &id_field, &e), 0);
     ck_assert_ptr_eq(c.kind->dlq, &sqs_dlq_kind);
-    int rc = c.kind->dead_letter_validate(&c, entry, queue, id_field, &e);
-    if (entries[_i].want) {
-        check_refused(rc, &e, entries[_i].want);
-    } else {
-        ck_assert_msg(rc == 0, "%s", e.msg);
-    }
-    free(queue);
-    free(id_field);
+    kind_config_check_entry(&c, dl->items[0], entries[_i].want);
     c.kind->destroy(&c);
     free(c.name);
     cfg_doc_free(doc);
