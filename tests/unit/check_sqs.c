@@ -26,38 +26,33 @@ extern const struct collector_kind sqs_kind;
 
 /* ---- RedrivePolicy and ARNs ---- */
 
-START_TEST(test_redrive_string_count)
-{
-    /* as fauxqs (and SQS) echo a policy set with "maxReceiveCount":"3" */
-    struct sqs_redrive r;
-    struct err e;
-    err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy("{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:"
-                                              "000000000000:orders-dlq\",\"maxReceiveCount\":"
-                                              "\"3\"}",
-                                              "orders", &r, &e),
-                     0);
-    ck_assert_double_eq(r.max_receive_count, 3);
-    ck_assert_str_eq(r.dlq_name, "orders-dlq");
-    ck_assert_str_eq(r.dlq_account, "000000000000");
-    ck_assert_str_eq(r.dlq_arn, "arn:aws:sqs:us-east-1:000000000000:orders-dlq");
-    sqs_redrive_free(&r);
-}
-END_TEST
+/* Policies that parse: as fauxqs (and SQS) echo one set with "maxReceiveCount":"3", and in
+ * AWS's documented shape (a number), in another partition. */
+static const struct {
+    const char *policy, *queue;
+    double count;
+    const char *dlq_name, *dlq_account, *dlq_arn;
+} policies[] = {
+    {"{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:orders-dlq\","
+     "\"maxReceiveCount\":\"3\"}",
+     "orders", 3, "orders-dlq", "000000000000", "arn:aws:sqs:us-east-1:000000000000:orders-dlq"},
+    {"{\"maxReceiveCount\": 5, \"deadLetterTargetArn\": "
+     "\"arn:aws-cn:sqs:cn-north-1:123456789012:jobs-dlq.fifo\"}",
+     "jobs.fifo", 5, "jobs-dlq.fifo", "123456789012",
+     "arn:aws-cn:sqs:cn-north-1:123456789012:jobs-dlq.fifo"},
+};
 
-START_TEST(test_redrive_number_count)
+START_TEST(test_redrive)
 {
     struct sqs_redrive r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy("{\"maxReceiveCount\": 5, \"deadLetterTargetArn\": "
-                                              "\"arn:aws-cn:sqs:cn-north-1:123456789012:"
-                                              "jobs-dlq.fifo\"}",
-                                              "jobs.fifo", &r, &e),
-                     0);
-    ck_assert_double_eq(r.max_receive_count, 5);
-    ck_assert_str_eq(r.dlq_name, "jobs-dlq.fifo");
-    ck_assert_str_eq(r.dlq_account, "123456789012");
+    ck_assert_msg(sqs_parse_redrive_policy(policies[_i].policy, policies[_i].queue, &r, &e) == 0,
+                  "%s", e.msg);
+    ck_assert_double_eq(r.max_receive_count, policies[_i].count);
+    ck_assert_str_eq(r.dlq_name, policies[_i].dlq_name);
+    ck_assert_str_eq(r.dlq_account, policies[_i].dlq_account);
+    ck_assert_str_eq(r.dlq_arn, policies[_i].dlq_arn);
     sqs_redrive_free(&r);
 }
 END_TEST
@@ -493,8 +488,7 @@ static Suite *sqs_suite(void)
 {
     Suite *s = suite_create("sqs");
     TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_redrive_string_count);
-    tcase_add_test(tc, test_redrive_number_count);
+    tcase_add_loop_test(tc, test_redrive, 0, sizeof policies / sizeof policies[0]);
     tcase_add_loop_test(tc, test_redrive_bad, 0, sizeof bad_policies / sizeof bad_policies[0]);
     tcase_add_test(tc, test_redrive_not_json);
     tcase_add_loop_test(tc, test_arn, 0, sizeof arns / sizeof arns[0]);
