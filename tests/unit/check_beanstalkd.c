@@ -10,16 +10,17 @@
 #include "common/beanstalk.h"
 #include "config.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
+#include "fixture.h"
 
 /* The body of a recorded reply (the framing is check_common_beanstalk's). */
 static char *body_of(const char *name, char **whole)
 {
-    char path[512];
+    char path[256];
     size_t len, used;
-    snprintf(path, sizeof path, "%s/beanstalkd/%s", QREL_FIXTURES, name);
-    *whole = util_read_file(path, 1 << 20, &len);
-    ck_assert_ptr_nonnull(*whole);
+    snprintf(path, sizeof path, "beanstalkd/%s", name);
+    *whole = fixture_text(path, &len);
     struct beanstalk_reply r;
     struct err e;
     ck_assert_int_eq(beanstalk_frame(*whole, len, 1024, &used, &r, &e), 1);
@@ -79,10 +80,7 @@ START_TEST(test_stats)
 }
 END_TEST
 
-static const struct {
-    const char *body;
-    const char *msg;
-} bad_stats[] = {
+static const struct check_case bad_stats[] = {
     {"---\nage: 3\n", "stats without ttr"},
     {"---\nage: 3\nttr: -1\n", "ttr: want a number, got \"-1\""},
     {"---\nage: 3\nttr: 6x\n", "ttr: want a number, got \"6x\""},
@@ -96,9 +94,8 @@ START_TEST(test_bad_stats)
     static const char *const keys[] = {"age", "ttr"};
     double v[2];
     struct err e;
-    ck_assert_int_eq(beanstalkd_parse_stats(bad_stats[_i].body, keys, v, 2, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_stats[_i].msg);
+    check_failed(beanstalkd_parse_stats(bad_stats[_i].in, keys, v, 2, &e), &e, ERR_PROTOCOL,
+                 bad_stats[_i].want);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 
 #include "bullmq/bullmq.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static char *queue_of(const char *key, const char *prefix)
 {
@@ -15,15 +16,9 @@ static char *queue_of(const char *key, const char *prefix)
 
 START_TEST(test_meta_keys)
 {
-    char *q = queue_of("bull:email:meta", "bull");
-    ck_assert_str_eq(q, "email");
-    free(q);
-    q = queue_of("bull:a:b:meta", "bull"); /* a queue name may hold ':' */
-    ck_assert_str_eq(q, "a:b");
-    free(q);
-    q = queue_of("myapp:email:meta", "myapp");
-    ck_assert_str_eq(q, "email");
-    free(q);
+    check_str_free(queue_of("bull:email:meta", "bull"), "email");
+    check_str_free(queue_of("bull:a:b:meta", "bull"), "a:b"); /* a queue name may hold ':' */
+    check_str_free(queue_of("myapp:email:meta", "myapp"), "email");
     ck_assert_ptr_null(queue_of("bull::meta", "bull"));
     ck_assert_ptr_null(queue_of("bull:meta", "bull"));
     ck_assert_ptr_null(queue_of("bullx:email:meta", "bull"));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "celery/celery.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 static const char eta_task[] =
@@ -49,10 +50,7 @@ START_TEST(test_naive_eta_is_utc)
 }
 END_TEST
 
-static const struct {
-    const char *json;
-    const char *msg;
-} bad[] = {
+static const struct check_case bad[] = {
     {"{\"a\": 1}", "unacked: want [message, exchange, routing_key]"},
     {"[{}, \"\"]", "unacked: want [message, exchange, routing_key]"},
     {"[{}, \"\", 5]", "unacked: want [message, exchange, routing_key]"},
@@ -67,9 +65,8 @@ START_TEST(test_refused)
 {
     struct celery_unacked u;
     struct err e;
-    ck_assert_int_eq(celery_parse_unacked(bad[_i].json, strlen(bad[_i].json), &u, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad[_i].msg);
+    check_failed(celery_parse_unacked(bad[_i].in, strlen(bad[_i].in), &u, &e), &e, ERR_PROTOCOL,
+                 bad[_i].want);
     ck_assert_ptr_null(u.routing_key);
 }
 END_TEST

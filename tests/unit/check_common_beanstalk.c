@@ -8,21 +8,14 @@
 
 #include "common/beanstalk.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
-
-static char *fixture(const char *name, size_t *len)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/beanstalkd/%s", QREL_FIXTURES, name);
-    char *text = util_read_file(path, 1 << 20, len);
-    ck_assert_msg(text != NULL, "fixture %s", path);
-    return text;
-}
+#include "fixture.h"
 
 START_TEST(test_recorded_stats_tube)
 {
     size_t len, used;
-    char *text = fixture("stats-tube-emails-1.12.txt", &len);
+    char *text = fixture_text("beanstalkd/stats-tube-emails-1.12.txt", &len);
     struct beanstalk_reply r;
     struct err e;
     ck_assert_int_eq(beanstalk_frame(text, len, 1024, &used, &r, &e), 1);
@@ -38,7 +31,7 @@ START_TEST(test_every_split_needs_more)
 {
     /* Any prefix of a reply is "need more", never an error or a short reply. */
     size_t len, used;
-    char *text = fixture("stats-1.12.txt", &len);
+    char *text = fixture_text("beanstalkd/stats-1.12.txt", &len);
     for (size_t cut = 0; cut < len; cut++) {
         char *copy = xstrndup(text, cut);
         struct beanstalk_reply r;
@@ -72,10 +65,7 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad[] = {
+static const struct check_case bad[] = {
     {"\x00\xffHELLO\r\n", "a reply line with a NUL byte"},
     {"ok 5\r\n", "a reply that does not start with a status word"},
     {"OK\r\n", "OK without a body size"},
@@ -90,14 +80,12 @@ static const struct {
 START_TEST(test_refused)
 {
     /* The first case starts with a NUL byte: its length is given, not measured. */
-    size_t len = _i == 0 ? 9 : strlen(bad[_i].text), used;
+    size_t len = _i == 0 ? 9 : strlen(bad[_i].in), used;
     char *copy = xmalloc(len + 1);
-    memcpy(copy, bad[_i].text, len + 1);
+    memcpy(copy, bad[_i].in, len + 1);
     struct beanstalk_reply r;
     struct err e;
-    ck_assert_int_eq(beanstalk_frame(copy, len, 1024, &used, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad[_i].msg);
+    check_failed(beanstalk_frame(copy, len, 1024, &used, &r, &e), &e, ERR_PROTOCOL, bad[_i].want);
     free(copy);
 }
 END_TEST

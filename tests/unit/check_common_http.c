@@ -21,7 +21,9 @@
 #include "common/http.h"
 #include "deadline.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 enum mode { ANSWER, HUGE, HANG };
 
@@ -228,9 +230,8 @@ START_TEST(test_401_auth)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_AUTH);
-    ck_assert_str_eq(e.msg, "GET /api/queues: HTTP 401: the server refused the credentials");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_AUTH,
+                 "GET /api/queues: HTTP 401: the server refused the credentials");
     /* basic auth went over the wire (base64 of monitor:hunter2-basic-secret) */
     ck_assert_ptr_nonnull(
         strstr(s.got, "Authorization: Basic bW9uaXRvcjpodW50ZXIyLWJhc2ljLXNlY3JldA=="));
@@ -271,9 +272,8 @@ START_TEST(test_over_cap_limit)
     char *url = url_of(&s, "/big");
     struct http_response r;
     struct err e;
-    ck_assert_int_eq(do_get(c, url, 5, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_LIMIT);
-    ck_assert_str_eq(e.msg, "GET /big: response larger than 4096 bytes (raise max_response_bytes)");
+    check_failed(do_get(c, url, 5, &r, &e), &e, ERR_LIMIT,
+                 "GET /big: response larger than 4096 bytes (raise max_response_bytes)");
     free(url);
     http_client_free(c);
     server_stop(&s);
@@ -308,9 +308,8 @@ START_TEST(test_deadline_already_passed)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_TIMEOUT);
-    ck_assert_str_eq(e.msg, "GET /x: no time left before the deadline");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_TIMEOUT,
+                 "GET /x: no time left before the deadline");
     http_client_free(c);
 }
 END_TEST
@@ -393,18 +392,15 @@ START_TEST(test_sigv4_needs_region_and_service)
     struct http_response r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(http_do(c, &req, &dl, &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_INTERNAL);
-    ck_assert_str_eq(e.msg, "SigV4 needs \"aws:amz:REGION:SERVICE\"");
+    check_failed(http_do(c, &req, &dl, &r, &e), &e, ERR_INTERNAL,
+                 "SigV4 needs \"aws:amz:REGION:SERVICE\"");
     http_client_free(c);
 }
 END_TEST
 
 START_TEST(test_escape)
 {
-    char *s = http_escape("a b/c~d%é");
-    ck_assert_str_eq(s, "a%20b%2Fc~d%25%C3%A9");
-    free(s);
+    check_str_free(http_escape("a b/c~d%é"), "a%20b%2Fc~d%25%C3%A9");
 }
 END_TEST
 
@@ -423,16 +419,13 @@ START_TEST(test_base_url)
     struct cfg_node *m = cfg_doc_root(d);
     char *u = NULL;
     ck_assert_int_eq(http_base_url(m, "a", NULL, &u, &e), 0);
-    ck_assert_str_eq(u, "http://h:15672");
-    free(u);
+    check_str_free(u, "http://h:15672");
     ck_assert_int_eq(http_base_url(m, "d", NULL, &u, &e), 0);
-    ck_assert_str_eq(u, "https://h/api");
-    free(u);
+    check_str_free(u, "https://h/api");
     ck_assert_int_eq(http_base_url(m, "absent", NULL, &u, &e), 0);
     ck_assert_ptr_null(u);
     ck_assert_int_eq(http_base_url(m, "absent", "https://default.example", &u, &e), 0);
-    ck_assert_str_eq(u, "https://default.example");
-    free(u);
+    check_str_free(u, "https://default.example");
     ck_assert_int_eq(http_base_url(m, "b", NULL, &u, &e), -1);
     ck_assert_ptr_null(u);
     ck_assert_str_eq(e.msg, "b.yml:2:4: b: want a non-empty string");

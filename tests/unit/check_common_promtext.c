@@ -114,9 +114,7 @@ START_TEST(test_callback_stops)
 }
 END_TEST
 
-static const struct {
-    const char *text, *msg;
-} bad[] = {
+static const struct check_case bad[] = {
     {"<html>oops</html>\n", "GET /m: line 1: want a metric name, a comment or an empty line"},
     {"a 1\nb{x=\"1\" 2\n", "GET /m: line 2: want ',' or '}' after a label value"},
     {"a{x=1} 2\n", "GET /m: line 1: want '\"' to open a label value"},
@@ -141,10 +139,10 @@ START_TEST(test_bad)
 {
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(promtext_parse(bad[_i].text, strlen(bad[_i].text), "GET /m", ignore, NULL, &e),
+    ck_assert_int_eq(promtext_parse(bad[_i].in, strlen(bad[_i].in), "GET /m", ignore, NULL, &e),
                      -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad[_i].msg);
+    ck_assert_str_eq(e.msg, bad[_i].want);
 }
 END_TEST
 

@@ -16,6 +16,7 @@
 #include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static struct cfg_doc *parse(const char *text, struct err *e)
 {
@@ -474,20 +475,15 @@ START_TEST(test_strings)
     struct err e;
     char *s;
     ck_assert_int_eq(cfg_get_str(r, "a", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "plain text");
-    free(s);
+    check_str_free(s, "plain text");
     ck_assert_int_eq(cfg_get_str(r, "b", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "single");
-    free(s);
+    check_str_free(s, "single");
     ck_assert_int_eq(cfg_get_str(r, "c", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "dq\tx");
-    free(s);
+    check_str_free(s, "dq\tx");
     ck_assert_int_eq(cfg_get_str(r, "d", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "line1\nline2\n");
-    free(s);
+    check_str_free(s, "line1\nline2\n");
     ck_assert_int_eq(cfg_get_str(r, "e", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "12");
-    free(s);
+    check_str_free(s, "12");
     ck_assert_int_eq(cfg_get_str(r, "f", 0, &s, &e), 0);
     ck_assert_ptr_null(s);
     cfg_doc_free(d);
@@ -536,8 +532,7 @@ START_TEST(test_nulls)
     ck_assert_int_eq(cfg_get_bool(r, "e", 1, &b, &e), 0);
     ck_assert_int_eq(b, 1);
     ck_assert_int_eq(cfg_get_str(r, "f", 1, &s, &e), 0);
-    ck_assert_str_eq(s, "");
-    free(s);
+    check_str_free(s, "");
     ck_assert_int_eq(cfg_get_strlist(r, "g", &v, &nv, &e), -1);
     ck_assert_str_eq(e.msg, "x.yml:7:4: g: want a list of strings, got a string");
     ck_assert_int_eq(cfg_get_secret_ref(r, "h", 1, &s, &e), 0);

@@ -25,6 +25,7 @@
 #include "sources.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static redisReply *resp(const char *raw, size_t len)
 {
@@ -63,10 +64,7 @@ static int load_text(const char *text, struct err *e)
 #define ENTRY "  - source: cache\n    queue: orders\n    id_field: order\n"
 #define WT "    work_table:\n      source: shop\n      table: claims\n      id_column: order_id\n"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SOURCES DL "  - source: nope\n    queue: orders\n    id_field: order\n" WT,
      "x.yml:17:13: source: no source \"nope\" in this file (sources: cache, shop)"},
     {SOURCES DL ENTRY "    work_table:\n      source: cache\n      table: t\n      id_column: a\n",
@@ -110,7 +108,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    check_refused(load_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(load_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
 }
 END_TEST
 
@@ -323,25 +321,19 @@ END_TEST
 START_TEST(test_text_array)
 {
     const char *v[] = {"1", "a\"b", "c\\d", "e,f}", ""};
-    char *a = pg_text_array(v, 5);
-    ck_assert_str_eq(a, "{\"1\",\"a\\\"b\",\"c\\\\d\",\"e,f}\",\"\"}");
-    free(a);
-    a = pg_text_array(NULL, 0);
-    ck_assert_str_eq(a, "{}");
-    free(a);
+    check_str_free(pg_text_array(v, 5), "{\"1\",\"a\\\"b\",\"c\\\\d\",\"e,f}\",\"\"}");
+    check_str_free(pg_text_array(NULL, 0), "{}");
 }
 END_TEST
 
 START_TEST(test_sql)
 {
-    char *s = work_table_sql("confirmation_claims", "order_id", "sent_at", WT_ID_INT);
-    ck_assert_str_eq(s, "SELECT \"order_id\"::text, (\"sent_at\" IS NOT NULL) FROM "
-                        "\"confirmation_claims\" WHERE \"order_id\" = ANY($1)");
-    free(s);
-    s = work_table_sql("app.Handled \"x\"", "id", NULL, WT_ID_OTHER);
-    ck_assert_str_eq(s, "SELECT \"id\"::text, true FROM \"app\".\"Handled \"\"x\"\"\" WHERE "
-                        "\"id\"::text = ANY($1::text[])");
-    free(s);
+    check_str_free(work_table_sql("confirmation_claims", "order_id", "sent_at", WT_ID_INT),
+                   "SELECT \"order_id\"::text, (\"sent_at\" IS NOT NULL) FROM "
+                   "\"confirmation_claims\" WHERE \"order_id\" = ANY($1)");
+    check_str_free(work_table_sql("app.Handled \"x\"", "id", NULL, WT_ID_OTHER),
+                   "SELECT \"id\"::text, true FROM \"app\".\"Handled \"\"x\"\"\" WHERE "
+                   "\"id\"::text = ANY($1::text[])");
     ck_assert_ptr_null(work_table_sql("a.b.c", "id", NULL, WT_ID_TEXT));
 }
 END_TEST
@@ -394,9 +386,8 @@ START_TEST(test_tally_bad)
     struct dead_letter_read t = {0};
     struct err e = {0};
     redisReply *r = RESP("$-1\r\n");
-    ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "want an array of entries, got nil");
+    check_failed(redis_stream_dead_letter_ids(r, "order", &t, &e), &e, ERR_PROTOCOL,
+                 "want an array of entries, got nil");
     freeReplyObject(r);
     r = RESP("*1\r\n*1\r\n$3\r\n1-1\r\n");
     ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), -1);

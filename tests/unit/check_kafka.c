@@ -22,6 +22,7 @@
 #include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 extern const struct collector_kind kafka_kind;
 
@@ -51,15 +52,9 @@ START_TEST(ages_names_reasons)
 {
     ck_assert(kafka_age_seconds(10000, 4000) == 6.0);
     ck_assert(kafka_age_seconds(10000, 12000) == 0.0);
-    char *d = kafka_dlq_name("{topic}.dlq", "orders");
-    ck_assert_str_eq(d, "orders.dlq");
-    free(d);
-    d = kafka_dlq_name("dlt", "orders");
-    ck_assert_str_eq(d, "dlt");
-    free(d);
-    d = kafka_full_regex("mail.*");
-    ck_assert_str_eq(d, "^(mail.*)$");
-    free(d);
+    check_str_free(kafka_dlq_name("{topic}.dlq", "orders"), "orders.dlq");
+    check_str_free(kafka_dlq_name("dlt", "orders"), "dlt");
+    check_str_free(kafka_full_regex("mail.*"), "^(mail.*)$");
     ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, NULL), ERR_CONNECT);
     ck_assert_int_eq(kafka_err_code(RD_KAFKA_RESP_ERR__TRANSPORT, "Connection refused"),
                      ERR_CONNECT);

@@ -90,10 +90,7 @@ END_TEST
     "      - name: plain\n        topics: [plain]\n"                                               \
     "dead_letters:\n"
 
-static const struct {
-    const char *entry;
-    const char *msg;
-} bad_entries[] = {
+static const struct check_case bad_entries[] = {
     {"  - {source: bus, queue: plain, id_field: id, work_table: {source: bus}}\n",
      "x.yml:15:26: queue: no entry of groups of source \"bus\" measures topic \"plain\" with a "
      "dead_letter_topic"},
@@ -111,11 +108,11 @@ static const struct {
 START_TEST(test_entry)
 {
     char text[2048];
-    snprintf(text, sizeof text, "%s%s", KAFKA, bad_entries[_i].entry);
+    snprintf(text, sizeof text, "%s%s", KAFKA, bad_entries[_i].in);
     struct err e;
     struct sources *s = sources_load_string("x.yml", text, &e);
     ck_assert_ptr_null(s);
-    ck_assert_str_eq(e.msg, bad_entries[_i].msg);
+    ck_assert_str_eq(e.msg, bad_entries[_i].want);
 }
 END_TEST
 

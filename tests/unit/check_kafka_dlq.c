@@ -11,12 +11,11 @@
 #include "kafka/kafka.h"
 #include "kafka/replay.h"
 #include "check_run.h"
+#include "check_str.h"
 
 START_TEST(test_replay_group)
 {
-    char *g = kafka_replay_group("orders");
-    ck_assert_str_eq(g, "qrel-dlq-replay.orders");
-    free(g);
+    check_str_free(kafka_replay_group("orders"), "qrel-dlq-replay.orders");
 }
 END_TEST
 

@@ -22,62 +22,16 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "sample.h"
+#include "json_doc.h"
 
 extern const struct collector_kind nats_kind;
 
+/* nats-server 2.9.10's GET /jsz. The document holds reserved_memory 18446744073709551615, beyond
+ * jansson's integers, which json_parse_body reads as the kinds do. */
 static json_t *fixture(void)
 {
-    size_t len = 0;
-    char *text = util_read_file(QREL_FIXTURES "/nats/jsz-2.9.10.json", 1 << 20, &len);
-    ck_assert_msg(text != NULL, "cannot read the fixture");
-    struct err e;
-    err_clear(&e);
-    /* The document holds reserved_memory 18446744073709551615, beyond jansson's integers. */
-    json_t *doc = json_parse_body(text, len, "GET /jsz", &e);
-    ck_assert_msg(doc != NULL, "%s", e.msg);
-    free(text);
-    return doc;
-}
-
-/* The value of the sample of family whose labels include every name=value pair given (NULL
- * terminated); NAN when there is none, and the test fails when there are several. */
-static double value(const struct metric_set *s, const char *family, ...)
-{
-    const char *want[16];
-    size_t n = 0;
-    va_list ap;
-    va_start(ap, family);
-    for (const char *p; (p = va_arg(ap, const char *)) != NULL && n < 16;)
-        want[n++] = p;
-    va_end(ap);
-    double found = NAN;
-    int hits = 0;
-    for (size_t i = 0; i < metric_set_len(s); i++) {
-        struct metric_sample m;
-        metric_set_get(s, i, &m);
-        if (strcmp(m.family->name, family) != 0)
-            continue;
-        size_t ok = 0;
-        for (size_t k = 0; k + 1 < n; k += 2)
-            for (size_t l = 0; l < m.nlabels; l++)
-                if (strcmp(m.labels[l].name, want[k]) == 0 &&
-                    strcmp(m.labels[l].value, want[k + 1]) == 0)
-                    ok += 2;
-        if (ok == n - n % 2) {
-            found = m.value;
-            hits++;
-        }
-    }
-    ck_assert_int_le(hits, 1);
-    return found;
-}
-
-static size_t count(const struct metric_set *s, const char *family)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < metric_set_len(s); i++)
-        c += strcmp(metric_set_family(s, i)->name, family) == 0;
-    return c;
+    return json_doc_fixture("nats/jsz-2.9.10.json");
 }
 
 #define W "queue", "ORDERS", "group", "worker"
@@ -102,30 +56,32 @@ START_TEST(test_recorded_document)
     ck_assert_uint_eq(pg.consumers, 3); /* the ephemeral consumer is left out */
     nats_page_free(&pg);
 
-    ck_assert_double_eq(value(s, "qrel_queue_messages", W, "state", "ready", NULL), 1);
-    ck_assert_double_eq(value(s, "qrel_queue_messages", W, "state", "in_flight", NULL), 1);
-    ck_assert_double_eq(value(s, "qrel_messages_redelivered", W, NULL), 2);
-    ck_assert_double_eq(value(s, "qrel_lease_timeout_seconds", W, NULL), 1);
-    ck_assert_double_eq(value(s, "qrel_max_deliveries", W, NULL), 3);
-    ck_assert_double_eq(value(s, "qrel_retry_horizon_seconds", W, NULL), 3);
-    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS", NULL), 90);
-    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "EVENTS", NULL), 120);
-    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL), 120);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_messages", W, "state", "ready", NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_messages", W, "state", "in_flight", NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_messages_redelivered", W, NULL), 2);
+    ck_assert_double_eq(sample_value(s, "qrel_lease_timeout_seconds", W, NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_max_deliveries", W, NULL), 3);
+    ck_assert_double_eq(sample_value(s, "qrel_retry_horizon_seconds", W, NULL), 3);
+    ck_assert_double_eq(sample_value(s, "qrel_dedup_window_seconds", "queue", "ORDERS", NULL), 90);
+    ck_assert_double_eq(sample_value(s, "qrel_dedup_window_seconds", "queue", "EVENTS", NULL), 120);
+    ck_assert_double_eq(sample_value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL),
+                        120);
     /* now 15:36:25.534282113, first_ts 15:36:17.592491986 (work queue) */
     ck_assert_double_eq_tol(
-        value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL), 7.941790127,
-        1e-5);
-    ck_assert_uint_eq(count(s, "qrel_queue_oldest_message_age_seconds"), 1); /* limits streams */
+        sample_value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL),
+        7.941790127, 1e-5);
+    ck_assert_uint_eq(sample_count(s, "qrel_queue_oldest_message_age_seconds"),
+                      1); /* limits streams */
 
-    ck_assert_double_eq(value(s, "qrel_queue_messages", B, "state", "ready", NULL), 2);
-    ck_assert_double_eq(value(s, "qrel_lease_timeout_seconds", B, NULL), 1);
-    ck_assert_double_eq(value(s, "qrel_max_deliveries", B, NULL), 5);
-    ck_assert_double_eq(value(s, "qrel_retry_horizon_seconds", B, NULL), 18);
-    ck_assert_double_eq(value(s, "qrel_queue_messages", F, "state", "ready", NULL), 2);
-    ck_assert(isnan(value(s, "qrel_lease_timeout_seconds", F, NULL)));
-    ck_assert(isnan(value(s, "qrel_max_deliveries", F, NULL)));
-    ck_assert_uint_eq(count(s, "qrel_messages_redelivered"), 3);
-    ck_assert_uint_eq(count(s, "qrel_dead_letter_messages"), 0); /* none configured */
+    ck_assert_double_eq(sample_value(s, "qrel_queue_messages", B, "state", "ready", NULL), 2);
+    ck_assert_double_eq(sample_value(s, "qrel_lease_timeout_seconds", B, NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_max_deliveries", B, NULL), 5);
+    ck_assert_double_eq(sample_value(s, "qrel_retry_horizon_seconds", B, NULL), 18);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_messages", F, "state", "ready", NULL), 2);
+    ck_assert(isnan(sample_value(s, "qrel_lease_timeout_seconds", F, NULL)));
+    ck_assert(isnan(sample_value(s, "qrel_max_deliveries", F, NULL)));
+    ck_assert_uint_eq(sample_count(s, "qrel_messages_redelivered"), 3);
+    ck_assert_uint_eq(sample_count(s, "qrel_dead_letter_messages"), 0); /* none configured */
     metric_set_free(s);
     json_decref(doc);
 }
@@ -149,14 +105,15 @@ START_TEST(test_filter_and_dead_letters)
     nats_page_free(&pg);
     ck_assert_ptr_null(metric_set_error(s));
     const char *dl[] = {"queue", "ORDERS", "dead_letter_queue", "ORDERS_DLQ"};
-    ck_assert_double_eq(value(s, "qrel_dead_letter_messages", dl[0], dl[1], dl[2], dl[3], NULL), 2);
+    ck_assert_double_eq(
+        sample_value(s, "qrel_dead_letter_messages", dl[0], dl[1], dl[2], dl[3], NULL), 2);
     /* now 15:36:25.534282113, the first advisory 15:36:25.427476232 */
     ck_assert_double_eq_tol(
-        value(s, "qrel_dead_letter_oldest_age_seconds", dl[0], dl[1], dl[2], dl[3], NULL),
+        sample_value(s, "qrel_dead_letter_oldest_age_seconds", dl[0], dl[1], dl[2], dl[3], NULL),
         0.106805881, 1e-5);
-    ck_assert_uint_eq(count(s, "qrel_messages_redelivered"), 2); /* worker and fire */
-    ck_assert(isnan(value(s, "qrel_queue_messages", B, "state", "ready", NULL)));
-    ck_assert(isnan(value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL)));
+    ck_assert_uint_eq(sample_count(s, "qrel_messages_redelivered"), 2); /* worker and fire */
+    ck_assert(isnan(sample_value(s, "qrel_queue_messages", B, "state", "ready", NULL)));
+    ck_assert(isnan(sample_value(s, "qrel_dedup_window_seconds", "queue", "ORDERS_DLQ", NULL)));
     metric_set_free(s);
 
     /* Another account's streams are labelled ACCOUNT/STREAM; only_account skips the others. */
@@ -166,7 +123,8 @@ START_TEST(test_filter_and_dead_letters)
     s = metric_set_new("ev", "nats");
     ck_assert_msg(nats_jsz_collect(doc, &all, 0, s, &pg, &e) == 0, "%s", e.msg);
     nats_page_free(&pg);
-    ck_assert_double_eq(value(s, "qrel_dedup_window_seconds", "queue", "SHOP/ORDERS", NULL), 90);
+    ck_assert_double_eq(sample_value(s, "qrel_dedup_window_seconds", "queue", "SHOP/ORDERS", NULL),
+                        90);
     metric_set_free(s);
     struct nats_filter other = {.only_account = "B"};
     s = metric_set_new("ev", "nats");
@@ -287,7 +245,8 @@ START_TEST(test_no_now_uses_local_time)
     ck_assert_int_eq(json_parse_rfc3339("2026-11-29T15:36:17.592491986Z", &first_ts), 0);
     ck_assert_msg(nats_jsz_collect(doc, &f, first_ts + 60, s, &pg, &e) == 0, "%s", e.msg);
     ck_assert_double_eq_tol(
-        value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL), 60, 1e-5);
+        sample_value(s, "qrel_queue_oldest_message_age_seconds", "queue", "ORDERS", NULL), 60,
+        1e-5);
     nats_page_free(&pg);
     metric_set_free(s);
     json_decref(doc);
@@ -314,10 +273,7 @@ static int configure_text(const char *text, struct err *e)
     "(known keys: account, kind, max_response_bytes, min_interval, name, page_size, "              \
     "password_env, password_file, streams, timeout, tls_config, url, username)"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC "    streams: [{name: A}]\n",
      "x.yml:2:5: url: want the monitoring URL, like http://127.0.0.1:8222"},
     {SRC "    ulr: http://h:8222\n", "x.yml:4:5: unknown key \"ulr\" in source \"ev\" " KNOWN},
@@ -346,7 +302,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
 }
 END_TEST
 

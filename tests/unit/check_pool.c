@@ -111,6 +111,20 @@ static uint64_t submit(struct pool *p, void (*run)(void *), const char *name, in
     return id;
 }
 
+/* A pool of one thread that a gate job holds until open_gate(), so that what a test submits next
+ * waits; the gate job's id in *gate where gate is not NULL. */
+static struct pool *gated_pool(uint64_t *gate)
+{
+    reset();
+    struct err e;
+    struct pool *p = pool_new(1, &e);
+    uint64_t g = submit(p, gate_job, "g", 0, 0);
+    if (gate)
+        *gate = g;
+    wait_gate_in(1);
+    return p;
+}
+
 START_TEST(test_size_is_checked)
 {
     struct err e;
@@ -155,11 +169,7 @@ END_TEST
 
 START_TEST(test_order_is_priority_then_start_by_then_arrival)
 {
-    reset();
-    struct err e;
-    struct pool *p = pool_new(1, &e);
-    submit(p, gate_job, "g", 0, 0);
-    wait_gate_in(1);
+    struct pool *p = gated_pool(NULL);
     int64_t now = deadline_now_ms();
     submit(p, run_job, "b", now + 5000, 1);
     submit(p, run_job, "c", now + 9000, 0);
@@ -175,11 +185,7 @@ END_TEST
 
 START_TEST(test_a_job_waiting_past_its_start_by_is_expired)
 {
-    reset();
-    struct err e;
-    struct pool *p = pool_new(1, &e);
-    submit(p, gate_job, "g", 0, 0);
-    wait_gate_in(1);
+    struct pool *p = gated_pool(NULL);
     submit(p, run_job, "a", deadline_now_ms() + 50, 0);
     submit(p, run_job, "b", deadline_now_ms() + 5000, 0);
     sleep_ms(100);
@@ -195,11 +201,8 @@ END_TEST
 
 START_TEST(test_cancel_takes_a_waiting_job_out)
 {
-    reset();
-    struct err e;
-    struct pool *p = pool_new(1, &e);
-    uint64_t g = submit(p, gate_job, "g", 0, 0);
-    wait_gate_in(1);
+    uint64_t g;
+    struct pool *p = gated_pool(&g);
     uint64_t a = submit(p, run_job, "a", 0, 0);
     submit(p, run_job, "b", 0, 0);
     ck_assert_int_eq(pool_cancel(p, g), -1); /* running: too late */
@@ -215,11 +218,7 @@ END_TEST
 
 START_TEST(test_free_expires_waiting_and_waits_for_running)
 {
-    reset();
-    struct err e;
-    struct pool *p = pool_new(1, &e);
-    submit(p, gate_job, "g", 0, 0);
-    wait_gate_in(1);
+    struct pool *p = gated_pool(NULL);
     submit(p, run_job, "a", 0, 0);
     submit(p, run_job, "b", 0, 1);
     /* Open the gate from another thread while pool_free waits for the running job. */

@@ -17,6 +17,7 @@
 #include "postgres/postgres.h"
 #include "sources.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static char tmpdir[256];
 
@@ -84,10 +85,7 @@ static struct sources *load(const char *text, struct err *e)
     "min_interval, name, outboxes, password_env, password_file, port, queries, queues, sslmode, "  \
     "timeout, user)"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC OB, "x.yml:2:5: want host, dsn_file or dsn_env in source \"db\" (the database to "
              "connect to)"},
     {SRC "    hots: h\n" OB, "x.yml:4:5: unknown key \"hots\" in source \"db\" " KNOWN},
@@ -166,9 +164,9 @@ START_TEST(test_config_bad)
     write_file("empty", "\n");
     write_file("bad.dsn", "host=h password=sekrit-in-dsn junk\n");
     struct err e;
-    struct sources *s = load(bad_configs[_i].text, &e);
+    struct sources *s = load(bad_configs[_i].in, &e);
     ck_assert_ptr_null(s);
-    char *want = with_tmpdir(bad_configs[_i].msg);
+    char *want = with_tmpdir(bad_configs[_i].want);
     ck_assert_str_eq(e.msg, want);
     ck_assert_int_eq(e.code, ERR_CONFIG);
     ck_assert_ptr_null(strstr(e.msg, "sekrit"));
@@ -189,10 +187,7 @@ static struct cfg_doc *doc_of(const char *text, struct cfg_node **map)
     return d;
 }
 
-static const struct {
-    const char *text;
-    const char *label;
-} labels[] = {
+static const struct check_case labels[] = {
     {"host: db.internal\n", "db.internal:5432/postgres"},
     {"host: h\nport: 6432\ndbname: shop\nuser: qrel\n", "h:6432/shop"},
     {"host: h\nuser: qrel\n", "h:5432/qrel"},
@@ -204,11 +199,11 @@ START_TEST(test_labels)
 {
     write_file("dsn", "postgresql://u:pw-in-uri@dsnhost:5433/dsndb?sslmode=disable\n");
     struct cfg_node *map;
-    struct cfg_doc *d = doc_of(labels[_i].text, &map);
+    struct cfg_doc *d = doc_of(labels[_i].in, &map);
     struct pg_params p;
     struct err e;
     ck_assert_msg(pg_params_configure(&p, map, "db", &e) == 0, "%s", e.msg);
-    ck_assert_str_eq(pg_params_label(&p), labels[_i].label);
+    ck_assert_str_eq(pg_params_label(&p), labels[_i].want);
     pg_params_free(&p);
     pg_params_free(NULL);
     cfg_doc_free(d);
@@ -275,10 +270,7 @@ START_TEST(test_gss_default)
 }
 END_TEST
 
-static const struct {
-    const char *msg;
-    const char *want;
-} scrubs[] = {
+static const struct check_case scrubs[] = {
     {"password authentication failed for user \"qrel\"",
      "password authentication failed for user \"qrel\""},
     {"bad value hunter2 in options", "bad value *** in options"},
@@ -298,7 +290,7 @@ START_TEST(test_scrub)
     struct pg_params p = {
         .password = "hunter2", .dsn = "host=h password=p2 dbname=d junk", .dsn_password = "p2"};
     char out[256];
-    pg_scrub(&p, scrubs[_i].msg, out, sizeof out);
+    pg_scrub(&p, scrubs[_i].in, out, sizeof out);
     ck_assert_str_eq(out, scrubs[_i].want);
 }
 END_TEST
@@ -328,10 +320,8 @@ END_TEST
 
 /* ---- identifiers ---- */
 
-static const struct {
-    const char *name;
-    const char *sql; /* NULL: refused */
-} tables[] = {
+/* in: a table name; want: the SQL it gives, NULL where it is refused */
+static const struct check_case tables[] = {
     {"outbox", "\"outbox\""},
     {"app.outbox", "\"app\".\"outbox\""},
     {"Mixed Case", "\"Mixed Case\""},
@@ -346,25 +336,20 @@ static const struct {
 
 START_TEST(test_table_sql)
 {
-    char *got = pg_table_sql(tables[_i].name);
-    if (!tables[_i].sql) {
+    char *got = pg_table_sql(tables[_i].in);
+    if (!tables[_i].want) {
         ck_assert_ptr_null(got);
         return;
     }
     ck_assert_ptr_nonnull(got);
-    ck_assert_str_eq(got, tables[_i].sql);
-    free(got);
+    check_str_free(got, tables[_i].want);
 }
 END_TEST
 
 START_TEST(test_quote_ident)
 {
-    char *q = pg_quote_ident("a.b");
-    ck_assert_str_eq(q, "\"a.b\"");
-    free(q);
-    q = pg_quote_ident("\"\"");
-    ck_assert_str_eq(q, "\"\"\"\"\"\"");
-    free(q);
+    check_str_free(pg_quote_ident("a.b"), "\"a.b\"");
+    check_str_free(pg_quote_ident("\"\""), "\"\"\"\"\"\"");
     ck_assert_ptr_null(pg_table_sql(NULL));
     ck_assert_ptr_null(pg_ident(NULL, "x"));
 }
@@ -477,16 +462,11 @@ START_TEST(test_live_session)
 {
     LIVE_OR_SKIP();
     struct pg_conn *c = live_connect(5);
-    char *v = live_value(c, "SHOW default_transaction_read_only");
-    ck_assert_str_eq(v, "on");
-    free(v);
-    v = live_value(c, "SELECT application_name FROM pg_stat_activity WHERE pid = "
-                      "pg_backend_pid()");
-    ck_assert_str_eq(v, "qrel");
-    free(v);
-    v = live_value(c, "SHOW client_encoding");
-    ck_assert_str_eq(v, "UTF8");
-    free(v);
+    check_str_free(live_value(c, "SHOW default_transaction_read_only"), "on");
+    check_str_free(live_value(c, "SELECT application_name FROM pg_stat_activity WHERE pid = "
+                                 "pg_backend_pid()"),
+                   "qrel");
+    check_str_free(live_value(c, "SHOW client_encoding"), "UTF8");
     /* nothing asked for GSSAPI: libpq did not look for a Kerberos credential cache */
     PQconninfoOption *opts = PQconninfo(pg_raw(c));
     const char *gss = NULL;
@@ -496,7 +476,7 @@ START_TEST(test_live_session)
     ck_assert_str_eq(gss ? gss : "(unset)", "disable");
     PQconninfoFree(opts);
     /* statement_timeout follows the deadline: about 5 s here */
-    v = live_value(c, "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
+    char *v = live_value(c, "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
     long ms = strtol(v, NULL, 10);
     ck_assert_msg(ms > 4000 && ms <= 5100, "statement_timeout %ld", ms);
     free(v);
@@ -511,9 +491,7 @@ START_TEST(test_live_session)
     ck_assert_str_eq(e.msg, "postgres \"live\" 127.0.0.1:test/postgres: write: cannot execute "
                             "CREATE TABLE in a read-only transaction");
     /* the connection is still good after a query error */
-    v = live_value(c, "SELECT 1");
-    ck_assert_str_eq(v, "1");
-    free(v);
+    check_str_free(live_value(c, "SELECT 1"), "1");
 
     /* parameters */
     const char *params[2] = {"4", "it's"};
@@ -531,9 +509,7 @@ START_TEST(test_live_session)
     ck_assert_int_eq(e.code, ERR_QUERY);
     ck_assert_str_eq(e.msg, "postgres \"live\" 127.0.0.1:test/postgres: outbox \"o\": column "
                             "\"nope\" does not exist");
-    char *q = pg_ident(c, "we\"ird");
-    ck_assert_str_eq(q, "\"we\"\"ird\"");
-    free(q);
+    check_str_free(pg_ident(c, "we\"ird"), "\"we\"\"ird\"");
     pg_close(c);
 }
 END_TEST

@@ -21,6 +21,8 @@
 #include "../../collectors/postgres/queues_sql.c"
 #include "section_item.h"
 #include "check_run.h"
+#include "sample.h"
+#include "check_str.h"
 
 static struct queues *configured(const char *list)
 {
@@ -127,12 +129,9 @@ END_TEST
 START_TEST(test_array_literal)
 {
     char *v[] = {"plain", "with \"quote\"", "back\\slash", "comma,brace}", NULL};
-    char *s = pg_text_array((const char *const *)v, 4);
-    ck_assert_str_eq(s, "{\"plain\",\"with \\\"quote\\\"\",\"back\\\\slash\",\"comma,brace}\"}");
-    free(s);
-    s = pg_text_array((const char *const *)v, 0);
-    ck_assert_str_eq(s, "{}");
-    free(s);
+    check_str_free(pg_text_array((const char *const *)v, 4),
+                   "{\"plain\",\"with \\\"quote\\\"\",\"back\\\\slash\",\"comma,brace}\"}");
+    check_str_free(pg_text_array((const char *const *)v, 0), "{}");
 }
 END_TEST
 
@@ -209,42 +208,6 @@ START_TEST(test_jobs_sql)
 }
 END_TEST
 
-/* The value of the sample of family whose labels include every name=value pair of want
- * ("queue", "q", ..., NULL); NAN when there is none. */
-static double value_of(const struct metric_set *s, const char *family, ...)
-{
-    for (size_t i = 0; i < metric_set_len(s); i++) {
-        struct metric_sample m;
-        metric_set_get(s, i, &m);
-        if (strcmp(m.family->name, family) != 0)
-            continue;
-        va_list ap;
-        va_start(ap, family);
-        int ok = 1;
-        const char *name;
-        while (ok && (name = va_arg(ap, const char *))) {
-            const char *want = va_arg(ap, const char *);
-            int found = 0;
-            for (size_t k = 0; k < m.nlabels; k++)
-                found |=
-                    strcmp(m.labels[k].name, name) == 0 && strcmp(m.labels[k].value, want) == 0;
-            ok = found;
-        }
-        va_end(ap);
-        if (ok)
-            return m.value;
-    }
-    return NAN;
-}
-
-static size_t count_family(const struct metric_set *s, const char *family)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < metric_set_len(s); i++)
-        n += strcmp(metric_set_family(s, i)->name, family) == 0;
-    return n;
-}
-
 /* A row with every column set: ready 1, in flight 2, delayed 3, oldest 40, redelivered 5, dead
  * 6, dead age 70, max deliveries 8, hold 9, lease 10. */
 static struct pgq_row full_row(void)
@@ -278,28 +241,29 @@ START_TEST(test_emit_job_presets)
         struct metric_set *s = metric_set_new("db", p->kind_label);
         struct pgq_row r = full_row();
         queues_emit_queue(p, &r, NULL, 0, -1.0, s);
-        ck_assert(value_of(s, "qrel_queue_messages", "state", "ready", NULL) == 1);
-        ck_assert(value_of(s, "qrel_queue_messages", "state", "in_flight", NULL) == 2);
-        ck_assert(value_of(s, "qrel_queue_messages", "state", "delayed", NULL) == 3);
-        ck_assert(value_of(s, "qrel_queue_oldest_message_age_seconds", "queue", "q", NULL) == 40);
-        ck_assert_uint_eq(count_family(s, "qrel_messages_redelivered"),
+        ck_assert(sample_value(s, "qrel_queue_messages", "state", "ready", NULL) == 1);
+        ck_assert(sample_value(s, "qrel_queue_messages", "state", "in_flight", NULL) == 2);
+        ck_assert(sample_value(s, "qrel_queue_messages", "state", "delayed", NULL) == 3);
+        ck_assert(sample_value(s, "qrel_queue_oldest_message_age_seconds", "queue", "q", NULL) ==
+                  40);
+        ck_assert_uint_eq(sample_count(s, "qrel_messages_redelivered"),
                           (size_t)cases[i].redelivered);
-        ck_assert_uint_eq(count_family(s, "qrel_max_deliveries"), (size_t)cases[i].maxdel);
-        ck_assert_uint_eq(count_family(s, "qrel_lease_oldest_age_seconds"),
+        ck_assert_uint_eq(sample_count(s, "qrel_max_deliveries"), (size_t)cases[i].maxdel);
+        ck_assert_uint_eq(sample_count(s, "qrel_lease_oldest_age_seconds"),
                           (size_t)cases[i].lease_age);
-        ck_assert_uint_eq(count_family(s, "qrel_lease_timeout_seconds"),
+        ck_assert_uint_eq(sample_count(s, "qrel_lease_timeout_seconds"),
                           (size_t)cases[i].lease_timeout);
-        ck_assert(
-            value_of(s, "qrel_dead_letter_messages", "dead_letter_queue", cases[i].dlq, NULL) == 6);
-        ck_assert(value_of(s, "qrel_dead_letter_oldest_age_seconds", "dead_letter_queue",
-                           cases[i].dlq, NULL) == 70);
+        ck_assert(sample_value(s, "qrel_dead_letter_messages", "dead_letter_queue", cases[i].dlq,
+                               NULL) == 6);
+        ck_assert(sample_value(s, "qrel_dead_letter_oldest_age_seconds", "dead_letter_queue",
+                               cases[i].dlq, NULL) == 70);
         metric_set_free(s);
 
         /* Declared values win over (or stand in for) what the table records. */
         s = metric_set_new("db", p->kind_label);
         queues_emit_queue(p, &r, NULL, 4, 45.0, s);
-        ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 4);
-        ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 45);
+        ck_assert(sample_value(s, "qrel_max_deliveries", "queue", "q", NULL) == 4);
+        ck_assert(sample_value(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 45);
         metric_set_free(s);
     }
 }
@@ -313,19 +277,19 @@ START_TEST(test_emit_pgmq)
     queues_emit_queue(p, &r, NULL, 0, -1.0, s);
     /* The archive is acknowledged history, not dead letters; pgmq keeps no read time, so the
      * hold age needs the declared visibility timeout; it keeps no max reads. */
-    ck_assert_uint_eq(count_family(s, "qrel_dead_letter_messages"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_dead_letter_oldest_age_seconds"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_lease_oldest_age_seconds"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_lease_timeout_seconds"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_max_deliveries"), 0);
-    ck_assert(value_of(s, "qrel_messages_redelivered", "queue", "q", NULL) == 5);
+    ck_assert_uint_eq(sample_count(s, "qrel_dead_letter_messages"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_dead_letter_oldest_age_seconds"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_lease_oldest_age_seconds"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_lease_timeout_seconds"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_max_deliveries"), 0);
+    ck_assert(sample_value(s, "qrel_messages_redelivered", "queue", "q", NULL) == 5);
     metric_set_free(s);
 
     s = metric_set_new("db", "pgmq");
     queues_emit_queue(p, &r, NULL, 3, 30.0, s);
-    ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "q", NULL) == 9);
-    ck_assert(value_of(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 30);
-    ck_assert(value_of(s, "qrel_max_deliveries", "queue", "q", NULL) == 3);
+    ck_assert(sample_value(s, "qrel_lease_oldest_age_seconds", "queue", "q", NULL) == 9);
+    ck_assert(sample_value(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 30);
+    ck_assert(sample_value(s, "qrel_max_deliveries", "queue", "q", NULL) == 3);
     metric_set_free(s);
 }
 END_TEST
@@ -339,11 +303,11 @@ START_TEST(test_emit_empty_queue)
     r.has[PGQ_COL_REDELIVERED] = r.has[PGQ_COL_DEAD] = 1;
     struct metric_set *s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(p, &r, NULL, 0, -1.0, s);
-    ck_assert(value_of(s, "qrel_queue_oldest_message_age_seconds", "queue", "idle", NULL) == 0);
-    ck_assert(value_of(s, "qrel_dead_letter_oldest_age_seconds", "queue", "idle", NULL) == 0);
-    ck_assert(value_of(s, "qrel_lease_oldest_age_seconds", "queue", "idle", NULL) == 0);
+    ck_assert(sample_value(s, "qrel_queue_oldest_message_age_seconds", "queue", "idle", NULL) == 0);
+    ck_assert(sample_value(s, "qrel_dead_letter_oldest_age_seconds", "queue", "idle", NULL) == 0);
+    ck_assert(sample_value(s, "qrel_lease_oldest_age_seconds", "queue", "idle", NULL) == 0);
     /* no pending job, so no max_attempts to read */
-    ck_assert_uint_eq(count_family(s, "qrel_max_deliveries"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_max_deliveries"), 0);
     metric_set_free(s);
 }
 END_TEST
@@ -385,12 +349,13 @@ START_TEST(test_margin_and_latency)
     struct pgq_done d = {.has = 1, .n = 7, .q = {1, 2, 4, 5}};
     struct metric_set *s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(p, &r, &d, 0, -1.0, s);
-    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.5", NULL) == 1);
-    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "0.99", NULL) == 4);
-    ck_assert(value_of(s, "qrel_handler_duration_seconds", "quantile", "1", NULL) == 5);
+    ck_assert(sample_value(s, "qrel_handler_duration_seconds", "quantile", "0.5", NULL) == 1);
+    ck_assert(sample_value(s, "qrel_handler_duration_seconds", "quantile", "0.99", NULL) == 4);
+    ck_assert(sample_value(s, "qrel_handler_duration_seconds", "quantile", "1", NULL) == 5);
     /* the hold (9 s) is worse than the p99 (4 s): 10 / 9 */
-    ck_assert(fabs(value_of(s, "qrel_lease_margin_ratio", "queue", "q", NULL) - 10.0 / 9) < 1e-9);
-    ck_assert_uint_eq(count_family(s, "qrel_retry_horizon_seconds"), 0);
+    ck_assert(fabs(sample_value(s, "qrel_lease_margin_ratio", "queue", "q", NULL) - 10.0 / 9) <
+              1e-9);
+    ck_assert_uint_eq(sample_count(s, "qrel_retry_horizon_seconds"), 0);
     metric_set_free(s);
 
     /* nothing held now: the p99 alone; a horizon and a dead-letter queue of the queue's own */
@@ -400,10 +365,11 @@ START_TEST(test_margin_and_latency)
     r.dlq = "q_dlq";
     s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(p, &r, &d, 0, -1.0, s);
-    ck_assert(value_of(s, "qrel_lease_margin_ratio", "queue", "q", NULL) == 2.5);
-    ck_assert(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) == 123);
-    ck_assert(value_of(s, "qrel_dead_letter_messages", "dead_letter_queue", "q_dlq", NULL) == 6);
-    ck_assert_uint_eq(count_family(s, "qrel_dead_letter_messages"), 1);
+    ck_assert(sample_value(s, "qrel_lease_margin_ratio", "queue", "q", NULL) == 2.5);
+    ck_assert(sample_value(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) == 123);
+    ck_assert(sample_value(s, "qrel_dead_letter_messages", "dead_letter_queue", "q_dlq", NULL) ==
+              6);
+    ck_assert_uint_eq(sample_count(s, "qrel_dead_letter_messages"), 1);
     metric_set_free(s);
 
     /* a heartbeat lease: the handler's length does not count, and with nothing held, no margin */
@@ -411,8 +377,8 @@ START_TEST(test_margin_and_latency)
     r.v[PGQ_COL_HEARTBEAT] = 1;
     s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(p, &r, &d, 0, -1.0, s);
-    ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 4);
+    ck_assert_uint_eq(sample_count(s, "qrel_lease_margin_ratio"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_handler_duration_seconds"), 4);
     metric_set_free(s);
 
     /* nothing finished in the window: no quantiles; no lease: no margin */
@@ -421,8 +387,8 @@ START_TEST(test_margin_and_latency)
     r.has[PGQ_COL_LEASE_TIMEOUT] = 0;
     s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(p, &r, &none, 0, -1.0, s);
-    ck_assert_uint_eq(count_family(s, "qrel_handler_duration_seconds"), 0);
-    ck_assert_uint_eq(count_family(s, "qrel_lease_margin_ratio"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_handler_duration_seconds"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_lease_margin_ratio"), 0);
     metric_set_free(s);
 
     /* River's and Oban's default backoff (jitter at its upper bound), with a declared lease:
@@ -439,11 +405,12 @@ START_TEST(test_margin_and_latency)
     r.v[PGQ_COL_MAX_DELIVERIES] = 3;
     s = metric_set_new("db", "pg_jobs");
     queues_emit_queue(river, &r, NULL, 0, 60.0, s);
-    ck_assert(fabs(value_of(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) - 198.7) < 1e-9);
+    ck_assert(fabs(sample_value(s, "qrel_retry_horizon_seconds", "queue", "q", NULL) - 198.7) <
+              1e-9);
     metric_set_free(s);
     s = metric_set_new("db", "pg_jobs"); /* no job_timeout: no lease, no horizon */
     queues_emit_queue(river, &r, NULL, 0, -1.0, s);
-    ck_assert_uint_eq(count_family(s, "qrel_retry_horizon_seconds"), 0);
+    ck_assert_uint_eq(sample_count(s, "qrel_retry_horizon_seconds"), 0);
     metric_set_free(s);
 
     /* below 1 ms counts as 1 ms */

@@ -113,10 +113,7 @@ START_TEST(test_dedup_quoting)
 }
 END_TEST
 
-static const struct {
-    const char *yaml;
-    const char *msg;
-} dedup_errors[] = {
+static const struct check_case dedup_errors[] = {
     {"- id_column: id\n  handled_at_column: at\n",
      "q.yml:2:3: table: required in each entry of dedup_tables"},
     {"- table: t\n  handled_at_column: at\n",
@@ -156,9 +153,9 @@ START_TEST(test_dedup_errors)
 {
     struct err e;
     err_clear(&e);
-    void *d = dedup_configure(item_of(dedup_errors[_i].yaml), "shop-db", &e);
+    void *d = dedup_configure(item_of(dedup_errors[_i].in), "shop-db", &e);
     ck_assert_ptr_null(d);
-    ck_assert_str_eq(e.msg, dedup_errors[_i].msg);
+    ck_assert_str_eq(e.msg, dedup_errors[_i].want);
     ck_assert_int_eq(e.code, ERR_CONFIG);
 }
 END_TEST
@@ -268,10 +265,7 @@ START_TEST(test_claim_full)
 }
 END_TEST
 
-static const struct {
-    const char *yaml;
-    const char *msg;
-} claim_errors[] = {
+static const struct check_case claim_errors[] = {
     {"- table: t\n  id_column: id\n  claimed_at_column: c\n  done_at_column: d\n",
      "q.yml:2:3: in_flight_window: required in each entry of claim_tables"},
     {"- table: t\n  id_column: id\n  claimed_at_column: c\n  in_flight_window: 2m\n",
@@ -315,9 +309,9 @@ START_TEST(test_claim_errors)
 {
     struct err e;
     err_clear(&e);
-    void *c = claim_configure(item_of(claim_errors[_i].yaml), "shop-db", &e);
+    void *c = claim_configure(item_of(claim_errors[_i].in), "shop-db", &e);
     ck_assert_ptr_null(c);
-    ck_assert_str_eq(e.msg, claim_errors[_i].msg);
+    ck_assert_str_eq(e.msg, claim_errors[_i].want);
     ck_assert_int_eq(e.code, ERR_CONFIG);
 }
 END_TEST

@@ -78,10 +78,7 @@ END_TEST
 
 #define M1 "  metrics:\n    - {name: app_x, type: gauge, help: h, value_column: v}\n"
 
-static const struct {
-    const char *yaml;
-    const char *msg;
-} config_errors[] = {
+static const struct check_case config_errors[] = {
     {"- sql: SELECT 1 AS v\n" M1, "q.yml:2:3: name: required in each entry of queries"},
     {"- name: ''\n  sql: SELECT 1 AS v\n" M1, "q.yml:2:9: name: want a non-empty string"},
     {"- name: q\n" M1, "q.yml:2:3: sql: required in query \"q\""},
@@ -157,10 +154,10 @@ START_TEST(test_configure_errors)
 {
     struct err e;
     err_clear(&e);
-    void *q = sql_configure(item_of(config_errors[_i].yaml), "db", &e);
-    ck_assert_msg(q == NULL, "accepted: %s", config_errors[_i].yaml);
+    void *q = sql_configure(item_of(config_errors[_i].in), "db", &e);
+    ck_assert_msg(q == NULL, "accepted: %s", config_errors[_i].in);
     ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, config_errors[_i].msg);
+    ck_assert_str_eq(e.msg, config_errors[_i].want);
 }
 END_TEST
 

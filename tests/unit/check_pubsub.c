@@ -26,32 +26,14 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
+#include "json_doc.h"
 
 extern const struct collector_kind pubsub_kind;
 
-static json_t *parse(const char *text)
-{
-    struct err e;
-    err_clear(&e);
-    json_t *d = json_parse_body(text, strlen(text), "GET /x", &e);
-    ck_assert_msg(d != NULL, "%s", e.msg);
-    return d;
-}
-
-static json_t *fixture(void)
-{
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/pubsub/subscription-emulator-0.8.20.json", 65536, &len);
-    ck_assert_ptr_nonnull(text);
-    json_t *d = parse(text);
-    free(text);
-    return d;
-}
-
 START_TEST(test_recorded_subscription)
 {
-    json_t *d = fixture();
+    json_t *d = json_doc_fixture("pubsub/subscription-emulator-0.8.20.json");
     struct pubsub_sub s;
     struct err e;
     ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);
@@ -89,7 +71,7 @@ START_TEST(test_defaults_and_horizons)
 {
     struct pubsub_sub s;
     struct err e;
-    json_t *d = parse("{\"name\": \"projects/p/subscriptions/plain\"}");
+    json_t *d = json_doc("{\"name\": \"projects/p/subscriptions/plain\"}");
     ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);
     ck_assert_double_eq(s.ack_deadline, 10);
     ck_assert_double_eq(s.retention, 7 * 86400);
@@ -102,17 +84,17 @@ START_TEST(test_defaults_and_horizons)
     json_decref(d);
 
     /* maxDeliveryAttempts left out means 5; no retry policy: immediate redelivery. */
-    d = parse("{\"name\": \"s\", \"ackDeadlineSeconds\": 20, \"deadLetterPolicy\": "
-              "{\"deadLetterTopic\": \"projects/p/topics/d\"}}");
+    d = json_doc("{\"name\": \"s\", \"ackDeadlineSeconds\": 20, \"deadLetterPolicy\": "
+                 "{\"deadLetterTopic\": \"projects/p/topics/d\"}}");
     ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(s.max_delivery_attempts, 5);
     ck_assert_double_eq(pubsub_retry_horizon(&s), 100);
     json_decref(d);
 
     /* A retry policy without values takes 10 s and 600 s; the retention caps the horizon. */
-    d = parse("{\"name\": \"s\", \"ackDeadlineSeconds\": 600, \"messageRetentionDuration\": "
-              "\"1800s\", \"retryPolicy\": {}, \"deadLetterPolicy\": {\"deadLetterTopic\": "
-              "\"projects/p/topics/d\", \"maxDeliveryAttempts\": 100}}");
+    d = json_doc("{\"name\": \"s\", \"ackDeadlineSeconds\": 600, \"messageRetentionDuration\": "
+                 "\"1800s\", \"retryPolicy\": {}, \"deadLetterPolicy\": {\"deadLetterTopic\": "
+                 "\"projects/p/topics/d\", \"maxDeliveryAttempts\": 100}}");
     ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);
     ck_assert_double_eq(s.min_backoff, 10);
     ck_assert_double_eq(s.max_backoff, 600);
@@ -127,10 +109,7 @@ START_TEST(test_defaults_and_horizons)
 }
 END_TEST
 
-static const struct {
-    const char *doc;
-    const char *msg;
-} bad_subs[] = {
+static const struct check_case bad_subs[] = {
     {"[]", "$: want an object, got a list"},
     {"{\"topic\": \"t\"}", "$.name: missing"},
     {"{\"name\": \"s\", \"ackDeadlineSeconds\": \"ten\"}",
@@ -147,13 +126,11 @@ static const struct {
 
 START_TEST(test_bad_subscriptions)
 {
-    json_t *d = parse(bad_subs[_i].doc);
+    json_t *d = json_doc(bad_subs[_i].in);
     struct pubsub_sub s;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(pubsub_sub_parse(d, "$", &s, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_subs[_i].msg);
+    check_failed(pubsub_sub_parse(d, "$", &s, &e), &e, ERR_PROTOCOL, bad_subs[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -168,7 +145,7 @@ END_TEST
 
 START_TEST(test_monitoring_page)
 {
-    json_t *d = parse("{\"timeSeries\": [" SERIES(
+    json_t *d = json_doc("{\"timeSeries\": [" SERIES(
         "num_undelivered_messages", "orders",
         POINT("2026-11-29T10:02:00Z", "{\"int64Value\": \"42\"}") ", " POINT(
             "2026-11-29T10:01:00Z",
@@ -220,7 +197,7 @@ START_TEST(test_monitoring_page)
     ck_assert_ptr_null(pubsub_monitoring_find(&m, "other", PUBSUB_UNDELIVERED));
     json_decref(d);
     /* An empty page (no data in the window) ends the paging. */
-    d = parse("{}");
+    d = json_doc("{}");
     ck_assert_int_eq(pubsub_monitoring_parse(d, &m, &e), 0);
     ck_assert_ptr_null(m.next_page_token);
     ck_assert_uint_eq(m.n, 2);
@@ -229,10 +206,7 @@ START_TEST(test_monitoring_page)
 }
 END_TEST
 
-static const struct {
-    const char *doc;
-    const char *msg;
-} bad_pages[] = {
+static const struct check_case bad_pages[] = {
     {"{\"timeSeries\": {}}", "$.timeSeries: want a list, got an object"},
     {"{\"timeSeries\": [{\"metric\": {}}]}", "$.timeSeries[0].metric.type: missing"},
     {"{\"timeSeries\": [{\"metric\": {\"type\": "
@@ -252,13 +226,11 @@ static const struct {
 
 START_TEST(test_bad_pages)
 {
-    json_t *d = parse(bad_pages[_i].doc);
+    json_t *d = json_doc(bad_pages[_i].in);
     struct pubsub_monitoring m = {0};
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(pubsub_monitoring_parse(d, &m, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_pages[_i].msg);
+    check_failed(pubsub_monitoring_parse(d, &m, &e), &e, ERR_PROTOCOL, bad_pages[_i].want);
     pubsub_monitoring_free(&m);
     json_decref(d);
 }
@@ -307,14 +279,10 @@ START_TEST(test_base64url)
     const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
     const char *want[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
     for (int i = 0; i < 7; i++) {
-        char *got = pubsub_base64url((const unsigned char *)in[i], strlen(in[i]));
-        ck_assert_str_eq(got, want[i]);
-        free(got);
+        check_str_free(pubsub_base64url((const unsigned char *)in[i], strlen(in[i])), want[i]);
     }
     const unsigned char bin[] = {0xfb, 0xff, 0xbf};
-    char *got = pubsub_base64url(bin, 3);
-    ck_assert_str_eq(got, "-_-_");
-    free(got);
+    check_str_free(pubsub_base64url(bin, 3), "-_-_");
 }
 END_TEST
 
@@ -375,10 +343,7 @@ START_TEST(test_jwt_verifies)
 }
 END_TEST
 
-static const struct {
-    const char *doc;
-    const char *msg;
-} bad_keys[] = {
+static const struct check_case bad_keys[] = {
     {"{\"type\": \"authorized_user\"}",
      "$.type: want \"service_account\", got \"authorized_user\" (for other credentials, write "
      "an access token to token_file)"},
@@ -392,12 +357,12 @@ static const struct {
 
 START_TEST(test_bad_keys)
 {
-    json_t *d = parse(bad_keys[_i].doc);
+    json_t *d = json_doc(bad_keys[_i].in);
     struct pubsub_key k;
     struct err e;
     err_clear(&e);
     ck_assert_int_eq(pubsub_key_parse(d, &k, &e), -1);
-    ck_assert_str_eq(e.msg, bad_keys[_i].msg);
+    ck_assert_str_eq(e.msg, bad_keys[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -411,10 +376,7 @@ static int configure_text(const char *text, struct err *e)
 
 #define SRC "sources:\n  - name: gcp\n    kind: pubsub\n"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC "    subscriptions: [a]\n", "x.yml:2:5: project: want the Google Cloud project id"},
     {SRC "    projet: shop\n",
      "x.yml:4:5: unknown key \"projet\" in source \"gcp\" (known keys: credentials_env, "
@@ -443,7 +405,7 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
 }
 END_TEST
 

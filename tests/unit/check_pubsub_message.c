@@ -16,27 +16,16 @@
 #include "pubsub/pubsub.h"
 #include "util.h"
 #include "kind_config.h"
+#include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
+#include "json_doc.h"
 
 extern const struct collector_kind pubsub_kind;
 
-static json_t *parse(const char *text)
-{
-    struct err e;
-    err_clear(&e);
-    json_t *d = json_parse_body(text, strlen(text), "pull", &e);
-    ck_assert_msg(d != NULL, "%s", e.msg);
-    return d;
-}
-
 START_TEST(test_recorded_pull)
 {
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/pubsub/pull-dead-letters-emulator-0.8.20.json", 65536, &len);
-    ck_assert_ptr_nonnull(text);
-    json_t *doc = parse(text), *list = NULL;
-    free(text);
+    json_t *doc = json_doc_fixture("pubsub/pull-dead-letters-emulator-0.8.20.json"), *list = NULL;
     struct err e;
     ck_assert_int_eq(pubsub_pull_list(doc, &list, &e), 0);
     ck_assert_uint_eq(json_array_size(list), 2);
@@ -61,15 +50,16 @@ START_TEST(test_recorded_pull)
     free(id);
     /* what a replay publishes: the original attributes only, the ordering key kept */
     char *body = pubsub_publish_body(&r[0]);
-    json_t *got = parse(body), *want = parse("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6MX0=\","
-                                             "\"attributes\":{\"k\":\"v\"}}]}");
+    json_t *got = json_doc(body),
+           *want = json_doc("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6MX0=\","
+                            "\"attributes\":{\"k\":\"v\"}}]}");
     ck_assert_msg(json_equal(got, want), "publish body %s", body);
     json_decref(got);
     json_decref(want);
     free(body);
     body = pubsub_publish_body(&r[1]);
-    got = parse(body);
-    want = parse("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6Mn0=\",\"orderingKey\":\"o1\"}]}");
+    got = json_doc(body);
+    want = json_doc("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6Mn0=\",\"orderingKey\":\"o1\"}]}");
     ck_assert_msg(json_equal(got, want), "publish body %s", body);
     json_decref(got);
     json_decref(want);
@@ -83,7 +73,7 @@ END_TEST
 
 START_TEST(test_empty_pull)
 {
-    json_t *doc = parse("{}"), *list = (json_t *)1;
+    json_t *doc = json_doc("{}"), *list = (json_t *)1;
     struct err e;
     ck_assert_int_eq(pubsub_pull_list(doc, &list, &e), 0);
     ck_assert_ptr_null(list);
@@ -91,10 +81,7 @@ START_TEST(test_empty_pull)
 }
 END_TEST
 
-static const struct {
-    const char *reply;
-    const char *msg;
-} bad_pulls[] = {
+static const struct check_case bad_pulls[] = {
     {"[]", "$: want an object, got a list"},
     {"{\"receivedMessages\": {}}", "$.receivedMessages: want a list, got an object"},
     {"{\"receivedMessages\": [{\"message\": {\"messageId\": \"1\"}}]}",
@@ -115,7 +102,7 @@ static const struct {
 
 START_TEST(test_bad_pull)
 {
-    json_t *doc = parse(bad_pulls[_i].reply), *list = NULL;
+    json_t *doc = json_doc(bad_pulls[_i].in), *list = NULL;
     struct err e;
     err_clear(&e);
     int rc = pubsub_pull_list(doc, &list, &e);
@@ -124,9 +111,7 @@ START_TEST(test_bad_pull)
         ck_assert_ptr_nonnull(list);
         rc = pubsub_received_parse(json_array_get(list, 0), "$.receivedMessages[0]", &r, &e);
     }
-    ck_assert_int_eq(rc, -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_pulls[_i].msg);
+    check_failed(rc, &e, ERR_PROTOCOL, bad_pulls[_i].want);
     json_decref(doc);
 }
 END_TEST
@@ -156,7 +141,7 @@ START_TEST(test_work_id)
 {
     char text[512];
     snprintf(text, sizeof text, "{\"ackId\":\"a\",\"message\":%s}", work_ids[_i].message);
-    json_t *doc = parse(text);
+    json_t *doc = json_doc(text);
     struct pubsub_received r;
     struct err e;
     ck_assert_msg(pubsub_received_parse(doc, "$", &r, &e) == 0, "%s", e.msg);
@@ -179,12 +164,10 @@ END_TEST
 START_TEST(test_ack_bodies)
 {
     const char *ids[] = {"projects/p/subscriptions/d:1", "x\"y"};
-    char *b = pubsub_ack_body(ids, 2, -1);
-    ck_assert_str_eq(b, "{\"ackIds\":[\"projects/p/subscriptions/d:1\",\"x\\\"y\"]}");
-    free(b);
-    b = pubsub_ack_body(ids, 1, 0);
-    ck_assert_str_eq(b, "{\"ackDeadlineSeconds\":0,\"ackIds\":[\"projects/p/subscriptions/d:1\"]}");
-    free(b);
+    check_str_free(pubsub_ack_body(ids, 2, -1),
+                   "{\"ackIds\":[\"projects/p/subscriptions/d:1\",\"x\\\"y\"]}");
+    check_str_free(pubsub_ack_body(ids, 1, 0),
+                   "{\"ackDeadlineSeconds\":0,\"ackIds\":[\"projects/p/subscriptions/d:1\"]}");
 }
 END_TEST
 
@@ -192,10 +175,7 @@ END_TEST
 
 #define SRC "sources:\n  - name: gcp\n    kind: pubsub\n    project: shop\n"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC "    dead_letter_subscriptions: [a]\n",
      "x.yml:5:32: dead_letter_subscriptions: want a mapping, got a list"},
     {SRC "    dead_letter_subscriptions: {orders: [a]}\n",
@@ -216,16 +196,13 @@ static const struct {
 START_TEST(test_config_bad)
 {
     struct err e;
-    ck_assert_int_eq(configure_kind_text(&pubsub_kind, bad_configs[_i].text, &e), -1);
-    ck_assert_int_eq(e.code, ERR_CONFIG);
-    ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    check_refused(configure_kind_text(&pubsub_kind, bad_configs[_i].in, &e), &e,
+                  bad_configs[_i].want);
 }
 END_TEST
 
-static const struct {
-    const char *entry; /* YAML of one dead_letters entry */
-    const char *msg;   /* NULL: accepted */
-} entries[] = {
+/* in: YAML of one dead_letters entry; want: its error, NULL where it is accepted */
+static const struct check_case entries[] = {
     {"{queue: orders, id_field: order.id}", NULL},
     {"{queue: projects/shop/subscriptions/orders, id_field: \"attribute:order\"}", NULL},
     {"{queue: pay, id_field: id}", NULL}, /* listed by its full name */
@@ -255,24 +232,9 @@ START_TEST(test_entry)
                                              "projects/shop/subscriptions/pay]\n",
                                          &c, &d, &e),
                      0);
-    struct cfg_doc *ed =
-        cfg_parse_string("e.yml", entries[_i].entry, strlen(entries[_i].entry), &e);
+    struct cfg_doc *ed = cfg_parse_string("e.yml", entries[_i].in, strlen(entries[_i].in), &e);
     ck_assert_ptr_nonnull(ed);
-    struct cfg_node *entry = cfg_doc_root(ed);
-    char *queue = NULL, *id_field = NULL;
-    ck_assert_int_eq(cfg_get_str(entry, "queue", 1, &queue, &e), 0);
-    ck_assert_int_eq(cfg_get_str(entry, "id_field", 1, &id_field, &e), 0);
-    err_clear(&e);
-    int rc = pubsub_kind.dead_letter_validate(&c, entry, queue, id_field, &e);
-    if (entries[_i].msg) {
-        ck_assert_int_eq(rc, -1);
-        ck_assert_int_eq(e.code, ERR_CONFIG);
-        ck_assert_str_eq(e.msg, entries[_i].msg);
-    } else {
-        ck_assert_msg(rc == 0, "%s", e.msg);
-    }
-    free(queue);
-    free(id_field);
+    kind_config_check_entry(&c, cfg_doc_root(ed), entries[_i].want);
     cfg_doc_free(ed);
     kind_config_free(&c, d);
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "rabbitmq/rabbitmq.h"
 #include "util.h"
+#include "check_refused.h"
 #include "check_run.h"
 
 extern const struct collector_kind rabbitmq_kind;
@@ -79,9 +80,7 @@ START_TEST(test_queue_parse)
 }
 END_TEST
 
-static const struct {
-    const char *json, *msg;
-} bad_queues[] = {
+static const struct check_case bad_queues[] = {
     {"{\"vhost\":\"/\"}", "$[4].name: missing"},
     {"{\"name\":\"q\",\"vhost\":1}", "$[4].vhost: want a string, got a number"},
     {"{\"name\":\"q\",\"vhost\":\"/\",\"messages\":1}", "$[4].messages_ready: missing"},
@@ -99,14 +98,12 @@ static const struct {
 START_TEST(test_queue_parse_bad)
 {
     json_error_t je;
-    json_t *v = json_loads(bad_queues[_i].json, JSON_DECODE_ANY, &je);
+    json_t *v = json_loads(bad_queues[_i].in, JSON_DECODE_ANY, &je);
     ck_assert_ptr_nonnull(v);
     struct rabbitmq_queue q;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(rabbitmq_queue_parse(v, "$[4]", 1, &q, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_queues[_i].msg);
+    check_failed(rabbitmq_queue_parse(v, "$[4]", 1, &q, &e), &e, ERR_PROTOCOL, bad_queues[_i].want);
     json_decref(v);
 }
 END_TEST
@@ -175,22 +172,31 @@ START_TEST(test_max_deliveries)
 }
 END_TEST
 
+/* A binding pattern, a routing key, and whether the one matches the other. */
+static const struct {
+    const char *pattern, *key;
+    int match;
+} topics[] = {
+    {"events.#", "events.a", 1},
+    {"events.#", "events", 1},
+    {"events.#", "events.a.b", 1},
+    {"events.#", "other.a", 0},
+    {"#", "anything.at.all", 1},
+    {"*.a", "x.a", 1},
+    {"*.a", "a", 0},
+    {"*.a", "x.y.a", 0},
+    {"a.#.z", "a.z", 1},
+    {"a.#.z", "a.b.c.z", 1},
+    {"a.#.z", "a.b.c", 0},
+    {"#.#", "a", 1},
+    {"orders", "orders", 1},
+    {"orders", "orders.x", 0},
+};
+
 START_TEST(test_topic)
 {
-    ck_assert(rabbitmq_topic_match("events.#", "events.a"));
-    ck_assert(rabbitmq_topic_match("events.#", "events"));
-    ck_assert(rabbitmq_topic_match("events.#", "events.a.b"));
-    ck_assert(!rabbitmq_topic_match("events.#", "other.a"));
-    ck_assert(rabbitmq_topic_match("#", "anything.at.all"));
-    ck_assert(rabbitmq_topic_match("*.a", "x.a"));
-    ck_assert(!rabbitmq_topic_match("*.a", "a"));
-    ck_assert(!rabbitmq_topic_match("*.a", "x.y.a"));
-    ck_assert(rabbitmq_topic_match("a.#.z", "a.z"));
-    ck_assert(rabbitmq_topic_match("a.#.z", "a.b.c.z"));
-    ck_assert(!rabbitmq_topic_match("a.#.z", "a.b.c"));
-    ck_assert(rabbitmq_topic_match("#.#", "a"));
-    ck_assert(rabbitmq_topic_match("orders", "orders"));
-    ck_assert(!rabbitmq_topic_match("orders", "orders.x"));
+    ck_assert_msg(rabbitmq_topic_match(topics[_i].pattern, topics[_i].key) == topics[_i].match,
+                  "%s ~ %s: want %d", topics[_i].pattern, topics[_i].key, topics[_i].match);
 }
 END_TEST
 
@@ -204,9 +210,7 @@ START_TEST(test_binding_routes)
 }
 END_TEST
 
-static const struct {
-    const char *yaml, *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {"username: u\npassword_env: HOME\n",
      "t.yml:1:1: missing required key \"url\" in this mapping"},
     /* a misspelt key is reported, with the known keys, before what it leaves missing */
@@ -230,7 +234,7 @@ START_TEST(test_config_bad)
 {
     struct err e;
     struct cfg_doc *d =
-        cfg_parse_string("t.yml", bad_configs[_i].yaml, strlen(bad_configs[_i].yaml), &e);
+        cfg_parse_string("t.yml", bad_configs[_i].in, strlen(bad_configs[_i].in), &e);
     ck_assert_ptr_nonnull(d);
     struct collector c = {.name = "rmq", .kind = &rabbitmq_kind};
     err_clear(&e);
@@ -239,8 +243,8 @@ START_TEST(test_config_bad)
         rc = cfg_finish(cfg_doc_root(d), "source \"rmq\"", &e);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_CONFIG);
-    if (bad_configs[_i].msg)
-        ck_assert_str_eq(e.msg, bad_configs[_i].msg);
+    if (bad_configs[_i].want)
+        ck_assert_str_eq(e.msg, bad_configs[_i].want);
     collector_release(&c);
     cfg_doc_free(d);
 }
@@ -287,7 +291,7 @@ static Suite *rabbitmq_suite(void)
                         (int)(sizeof bad_queues / sizeof bad_queues[0]));
     tcase_add_loop_test(tc, test_each_object, 0, (int)(sizeof lists / sizeof lists[0]));
     tcase_add_test(tc, test_max_deliveries);
-    tcase_add_test(tc, test_topic);
+    tcase_add_loop_test(tc, test_topic, 0, (int)(sizeof topics / sizeof topics[0]));
     tcase_add_test(tc, test_binding_routes);
     suite_add_tcase(s, tc);
     tc = tcase_create("configure");

@@ -31,6 +31,7 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 extern const struct collector_kind redis_stream_kind;
 
@@ -240,10 +241,7 @@ END_TEST
 #define G_PEND "$7\r\npending\r\n:0\r\n"
 #define G_LAST "$17\r\nlast-delivered-id\r\n$3\r\n5-1\r\n"
 
-static const struct {
-    const char *raw;
-    const char *msg;
-} bad_groups[] = {
+static const struct check_case bad_groups[] = {
     {"$2\r\nhi\r\n", "XINFO GROUPS \"s\": want an array, got string"},
     {"*1\r\n:5\r\n",
      "XINFO GROUPS \"s\": group 1: want a flat array of keys and values, got integer"},
@@ -277,13 +275,11 @@ static const struct {
 
 START_TEST(test_groups_bad)
 {
-    redisReply *r = resp(bad_groups[_i].raw);
+    redisReply *r = resp(bad_groups[_i].in);
     struct redis_stream_group g[1];
     size_t n = 7;
     struct err e = {0};
-    ck_assert_int_eq(parse_groups(r, "s", g, 1, &n, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_groups[_i].msg);
+    check_failed(parse_groups(r, "s", g, 1, &n, &e), &e, ERR_PROTOCOL, bad_groups[_i].want);
     ck_assert_uint_eq(n, 0);
     freeReplyObject(r);
 }
@@ -313,10 +309,7 @@ START_TEST(test_pending_recorded)
 }
 END_TEST
 
-static const struct {
-    const char *raw;
-    const char *msg;
-} bad_pending[] = {
+static const struct check_case bad_pending[] = {
     {":3\r\n", "XPENDING \"s\" \"g\": want an array, got integer"},
     {"*1\r\n*3\r\n$3\r\n1-0\r\n$1\r\nc\r\n:1\r\n",
      "XPENDING \"s\" \"g\": entry 1: want [id, consumer, idle, deliveries], got another number of "
@@ -336,12 +329,11 @@ static const struct {
 
 START_TEST(test_pending_bad)
 {
-    redisReply *r = resp(bad_pending[_i].raw);
+    redisReply *r = resp(bad_pending[_i].in);
     struct redis_stream_pending p;
     struct err e = {0};
-    ck_assert_int_eq(redis_stream_parse_pending(r, "s", "g", &p, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_pending[_i].msg);
+    check_failed(redis_stream_parse_pending(r, "s", "g", &p, &e), &e, ERR_PROTOCOL,
+                 bad_pending[_i].want);
     freeReplyObject(r);
 }
 END_TEST
@@ -365,9 +357,8 @@ START_TEST(test_first_entry)
     freeReplyObject(r);
 
     r = resp("*1\r\n*2\r\n$3\r\n1-x\r\n*0\r\n");
-    ck_assert_int_eq(redis_stream_parse_first_entry(r, &found, &id, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "entry 1: want an id like \"1700000000000-0\", got \"1-x\"");
+    check_failed(redis_stream_parse_first_entry(r, &found, &id, &e), &e, ERR_PROTOCOL,
+                 "entry 1: want an id like \"1700000000000-0\", got \"1-x\"");
     freeReplyObject(r);
 
     r = resp("$-1\r\n");
@@ -387,9 +378,8 @@ START_TEST(test_time)
     freeReplyObject(r);
 
     r = resp("*2\r\n$10\r\n1795959044\r\n$7\r\n1000000\r\n");
-    ck_assert_int_eq(redis_stream_parse_time(r, &now, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "TIME: want two decimal numbers");
+    check_failed(redis_stream_parse_time(r, &now, &e), &e, ERR_PROTOCOL,
+                 "TIME: want two decimal numbers");
     freeReplyObject(r);
 
     r = resp("*1\r\n$1\r\n1\r\n");
@@ -442,9 +432,8 @@ START_TEST(test_scan)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = resp(bad[i]);
         err_clear(&e);
-        ck_assert_int_eq(redis_stream_parse_scan(r, cursor, 5, &keys, &e), -1);
-        ck_assert_int_eq(e.code, ERR_PROTOCOL);
-        ck_assert_str_eq(e.msg, "want [cursor, keys]");
+        check_failed(redis_stream_parse_scan(r, cursor, 5, &keys, &e), &e, ERR_PROTOCOL,
+                     "want [cursor, keys]");
         freeReplyObject(r);
     }
     r = resp("*2\r\n$4\r\n1234\r\n*0\r\n"); /* exactly fits with its NUL */
@@ -467,9 +456,8 @@ START_TEST(test_len)
     ck_assert_int_eq(n, 0);
     freeReplyObject(r);
     r = resp(":-1\r\n");
-    ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "want an integer >= 0, got integer");
+    check_failed(redis_stream_parse_len(r, &n, &e), &e, ERR_PROTOCOL,
+                 "want an integer >= 0, got integer");
     freeReplyObject(r);
     r = resp("$2\r\n42\r\n");
     ck_assert_int_eq(redis_stream_parse_len(r, &n, &e), -1);
@@ -497,18 +485,10 @@ START_TEST(test_age_and_dlq_name)
     ck_assert_double_eq(redis_stream_age_seconds(10000, 20000), 0.0); /* future id: clamped */
     ck_assert_double_eq(redis_stream_age_seconds(-1, 0), 0.0);
 
-    char *s = redis_stream_dlq_name("{stream}.dlq", "orders");
-    ck_assert_str_eq(s, "orders.dlq");
-    free(s);
-    s = redis_stream_dlq_name("dlq:{stream}:{stream}", "a");
-    ck_assert_str_eq(s, "dlq:a:a");
-    free(s);
-    s = redis_stream_dlq_name("all.dlq", "a");
-    ck_assert_str_eq(s, "all.dlq");
-    free(s);
-    s = redis_stream_dlq_name("{strea}{stream", "a");
-    ck_assert_str_eq(s, "{strea}{stream");
-    free(s);
+    check_str_free(redis_stream_dlq_name("{stream}.dlq", "orders"), "orders.dlq");
+    check_str_free(redis_stream_dlq_name("dlq:{stream}:{stream}", "a"), "dlq:a:a");
+    check_str_free(redis_stream_dlq_name("all.dlq", "a"), "all.dlq");
+    check_str_free(redis_stream_dlq_name("{strea}{stream", "a"), "{strea}{stream");
 }
 END_TEST
 
@@ -923,9 +903,8 @@ START_TEST(test_pipe_each_stops)
     struct seen seen = {"", 0, 1};
     struct deadline dl = deadline_in(5);
     struct err e = {0};
-    ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, "stop at 1");
+    check_failed(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), &e, ERR_PROTOCOL,
+                 "stop at 1");
     ck_assert_str_eq(seen.log, "0:status:OK;1:integer:-5;");
     /* An executed pipe is spent until reset. */
     ck_assert_int_eq(redis_pipe_exec_each(c, p, &dl, 0, record, &seen, &e), -1);
@@ -1358,10 +1337,7 @@ static int configure_text(const char *text, struct err *e)
 
 #define SRC "sources:\n  - name: cache\n    kind: redis_stream\n"
 
-static const struct {
-    const char *text;
-    const char *msg;
-} bad_configs[] = {
+static const struct check_case bad_configs[] = {
     {SRC "    streams: [{name: a}]\n",
      "x.yml:2:5: missing required key \"address\" in this mapping"},
     {SRC "    address: \"::1:6379\"\n    streams: [{name: a}]\n",
@@ -1447,7 +1423,7 @@ START_TEST(test_config_bad)
     struct err e;
     setenv("QREL_TEST_EMPTY_VARIABLE", "", 1);
     unsetenv("QREL_TEST_UNSET_VARIABLE");
-    check_refused(configure_text(bad_configs[_i].text, &e), &e, bad_configs[_i].msg);
+    check_refused(configure_text(bad_configs[_i].in, &e), &e, bad_configs[_i].want);
     ck_assert_ptr_null(strstr(e.msg, "hunter2"));
 }
 END_TEST

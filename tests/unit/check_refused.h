@@ -1,6 +1,7 @@
-/* check_refused.h: the one way a unit test asserts that a configuration was refused: the call
- * returned -1 with a configuration error whose message is exactly the expected one (file:line:col
- * and what was expected), so that every such test holds messages to the same three checks. */
+/* check_refused.h: the one way a unit test asserts that a call failed: it returned -1 with an
+ * error of the expected code whose message is exactly the expected one (for configurations,
+ * file:line:col and what was expected), so that every such test holds errors to the same three
+ * checks. */
 #ifndef QREL_TESTS_CHECK_REFUSED_H
 #define QREL_TESTS_CHECK_REFUSED_H
 
@@ -8,12 +9,18 @@
 
 #include "err.h"
 
-/* rc and e: what the refusing call returned and set; msg: the message it must give. */
-static inline void check_refused(int rc, const struct err *e, const char *msg)
+/* rc and e: what the failing call returned and set; code and msg: the error it must give. */
+static inline void check_failed(int rc, const struct err *e, enum err_code code, const char *msg)
 {
     ck_assert_int_eq(rc, -1);
-    ck_assert_int_eq(e->code, ERR_CONFIG);
+    ck_assert_int_eq(e->code, code);
     ck_assert_str_eq(e->msg, msg);
+}
+
+/* check_failed for a configuration that was refused. */
+static inline void check_refused(int rc, const struct err *e, const char *msg)
+{
+    check_failed(rc, e, ERR_CONFIG, msg);
 }
 
 #endif

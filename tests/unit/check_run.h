@@ -18,6 +18,14 @@ static inline int check_run(Suite *s, enum print_output mode)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* One row of a table test that feeds one text in and holds what comes out to one text: an error
+ * message, a label, an output (NULL where the test's table says so). The one row type of such
+ * tables, so that each table states only its rows. */
+struct check_case {
+    const char *in;
+    const char *want;
+};
+
 /* How many rows a test table has: the count a loop test runs over. */
 #define CHECK_ROWS(table) ((int)(sizeof(table) / sizeof((table)[0])))
 

@@ -7,6 +7,7 @@
 
 #include "sidekiq/sidekiq.h"
 #include "check_run.h"
+#include "check_str.h"
 
 static const char job64[] =
     "{\"retry\":0,\"queue\":\"emails\",\"args\":[],\"class\":\"DeadJob\",\"jid\":"
@@ -54,8 +55,7 @@ START_TEST(test_top_level_only)
     free(q);
     const char escaped[] = "{\"queue\":\"a\\\"b\",\"enqueued_at\":1}";
     ck_assert_int_eq(sidekiq_parse_job(escaped, strlen(escaped), &q, &at, &e), 0);
-    ck_assert_str_eq(q, "a\"b");
-    free(q);
+    check_str_free(q, "a\"b");
     const char null_at[] = "{\"queue\":\"q\",\"enqueued_at\":null}";
     ck_assert_int_eq(sidekiq_parse_job(null_at, strlen(null_at), &q, &at, &e), -1);
     ck_assert_str_eq(e.msg, "job: want \"enqueued_at\" as epoch seconds");

@@ -19,60 +19,45 @@
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
+#include "json_doc.h"
 
 extern const struct collector_kind sqs_kind;
 
-static json_t *doc(const char *text)
-{
-    struct err e;
-    err_clear(&e);
-    json_t *d = json_parse_body(text, strlen(text), "test", &e);
-    ck_assert_msg(d != NULL, "%s", e.msg);
-    return d;
-}
-
 /* ---- RedrivePolicy and ARNs ---- */
 
-START_TEST(test_redrive_string_count)
-{
-    /* as fauxqs (and SQS) echo a policy set with "maxReceiveCount":"3" */
-    struct sqs_redrive r;
-    struct err e;
-    err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy("{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:"
-                                              "000000000000:orders-dlq\",\"maxReceiveCount\":"
-                                              "\"3\"}",
-                                              "orders", &r, &e),
-                     0);
-    ck_assert_double_eq(r.max_receive_count, 3);
-    ck_assert_str_eq(r.dlq_name, "orders-dlq");
-    ck_assert_str_eq(r.dlq_account, "000000000000");
-    ck_assert_str_eq(r.dlq_arn, "arn:aws:sqs:us-east-1:000000000000:orders-dlq");
-    sqs_redrive_free(&r);
-}
-END_TEST
-
-START_TEST(test_redrive_number_count)
-{
-    struct sqs_redrive r;
-    struct err e;
-    err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy("{\"maxReceiveCount\": 5, \"deadLetterTargetArn\": "
-                                              "\"arn:aws-cn:sqs:cn-north-1:123456789012:"
-                                              "jobs-dlq.fifo\"}",
-                                              "jobs.fifo", &r, &e),
-                     0);
-    ck_assert_double_eq(r.max_receive_count, 5);
-    ck_assert_str_eq(r.dlq_name, "jobs-dlq.fifo");
-    ck_assert_str_eq(r.dlq_account, "123456789012");
-    sqs_redrive_free(&r);
-}
-END_TEST
-
+/* Policies that parse: as fauxqs (and SQS) echo one set with "maxReceiveCount":"3", and in
+ * AWS's documented shape (a number), in another partition. */
 static const struct {
-    const char *policy;
-    const char *msg;
-} bad_policies[] = {
+    const char *policy, *queue;
+    double count;
+    const char *dlq_name, *dlq_account, *dlq_arn;
+} policies[] = {
+    {"{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:orders-dlq\","
+     "\"maxReceiveCount\":\"3\"}",
+     "orders", 3, "orders-dlq", "000000000000", "arn:aws:sqs:us-east-1:000000000000:orders-dlq"},
+    {"{\"maxReceiveCount\": 5, \"deadLetterTargetArn\": "
+     "\"arn:aws-cn:sqs:cn-north-1:123456789012:jobs-dlq.fifo\"}",
+     "jobs.fifo", 5, "jobs-dlq.fifo", "123456789012",
+     "arn:aws-cn:sqs:cn-north-1:123456789012:jobs-dlq.fifo"},
+};
+
+START_TEST(test_redrive)
+{
+    struct sqs_redrive r;
+    struct err e;
+    err_clear(&e);
+    ck_assert_msg(sqs_parse_redrive_policy(policies[_i].policy, policies[_i].queue, &r, &e) == 0,
+                  "%s", e.msg);
+    ck_assert_double_eq(r.max_receive_count, policies[_i].count);
+    ck_assert_str_eq(r.dlq_name, policies[_i].dlq_name);
+    ck_assert_str_eq(r.dlq_account, policies[_i].dlq_account);
+    ck_assert_str_eq(r.dlq_arn, policies[_i].dlq_arn);
+    sqs_redrive_free(&r);
+}
+END_TEST
+
+static const struct check_case bad_policies[] = {
     {"{\"deadLetterTargetArn\":\"arn:aws:sqs:r:1:d\"}",
      "queue \"q\": RedrivePolicy.maxReceiveCount: missing"},
     {"{\"deadLetterTargetArn\":\"arn:aws:sqs:r:1:d\",\"maxReceiveCount\":\"three\"}",
@@ -95,9 +80,8 @@ START_TEST(test_redrive_bad)
     struct sqs_redrive r;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_parse_redrive_policy(bad_policies[_i].policy, "q", &r, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_policies[_i].msg);
+    check_failed(sqs_parse_redrive_policy(bad_policies[_i].in, "q", &r, &e), &e, ERR_PROTOCOL,
+                 bad_policies[_i].want);
     ck_assert_ptr_null(r.dlq_name);
 }
 END_TEST
@@ -145,12 +129,12 @@ END_TEST
 
 START_TEST(test_queue_name_from_url)
 {
-    char *n = sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/123456789012/orders");
-    ck_assert_str_eq(n, "orders");
-    free(n);
-    n = sqs_queue_name_from_url("http://sqs.us-east-1.localhost:9324/000000000000/a.fifo/");
-    ck_assert_str_eq(n, "a.fifo");
-    free(n);
+    check_str_free(
+        sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/123456789012/orders"),
+        "orders");
+    check_str_free(
+        sqs_queue_name_from_url("http://sqs.us-east-1.localhost:9324/000000000000/a.fifo/"),
+        "a.fifo");
     ck_assert_ptr_null(sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com"));
     ck_assert_ptr_null(sqs_queue_name_from_url("https://sqs.eu-west-1.amazonaws.com/"));
 }
@@ -158,22 +142,11 @@ END_TEST
 
 /* ---- GetQueueAttributes ---- */
 
-/* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
- * 1 ready, 2 in flight, 1 delayed (tests/fixtures/sqs/, as it came over the wire). */
-static json_t *recorded_attrs(void)
-{
-    size_t len = 0;
-    char *text =
-        util_read_file(QREL_FIXTURES "/sqs/get-queue-attributes-fauxqs-2.4.1.json", 1 << 20, &len);
-    ck_assert_msg(text != NULL, "cannot read the fixture");
-    json_t *d = doc(text);
-    free(text);
-    return d;
-}
-
 START_TEST(test_attributes_recorded)
 {
-    json_t *d = recorded_attrs();
+    /* fauxqs 2.4.1, GetQueueAttributes All of a queue with VisibilityTimeout 2 and a RedrivePolicy,
+     * 1 ready, 2 in flight, 1 delayed (tests/fixtures/sqs/, as it came over the wire). */
+    json_t *d = json_doc_fixture("sqs/get-queue-attributes-fauxqs-2.4.1.json");
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
@@ -198,8 +171,8 @@ END_TEST
 START_TEST(test_attributes_fifo_and_absent)
 {
     /* FIFO, no policy (removed: SQS reads it back as ""), counts left out */
-    json_t *d = doc("{\"Attributes\":{\"FifoQueue\":\"true\",\"VisibilityTimeout\":\"10\","
-                    "\"MessageRetentionPeriod\":\"600\",\"RedrivePolicy\":\"\"}}");
+    json_t *d = json_doc("{\"Attributes\":{\"FifoQueue\":\"true\",\"VisibilityTimeout\":\"10\","
+                         "\"MessageRetentionPeriod\":\"600\",\"RedrivePolicy\":\"\"}}");
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
@@ -212,7 +185,7 @@ START_TEST(test_attributes_fifo_and_absent)
     sqs_attrs_free(&a);
     json_decref(d);
 
-    d = doc("{}"); /* SQS leaves Attributes out when it has none */
+    d = json_doc("{}"); /* SQS leaves Attributes out when it has none */
     ck_assert_int_eq(sqs_parse_attributes(d, "x", &a, &e), 0);
     ck_assert_int_eq(a.has_visibility, 0);
     ck_assert_double_eq(sqs_retry_horizon(&a), -1);
@@ -221,10 +194,7 @@ START_TEST(test_attributes_fifo_and_absent)
 }
 END_TEST
 
-static const struct {
-    const char *body;
-    const char *msg;
-} bad_attrs[] = {
+static const struct check_case bad_attrs[] = {
     {"{\"Attributes\":{\"ApproximateNumberOfMessages\":[1]}}",
      "queue \"q\": $.Attributes.ApproximateNumberOfMessages: want a number, got a list"},
     {"{\"Attributes\":{\"VisibilityTimeout\":\"-1\"}}",
@@ -239,13 +209,11 @@ static const struct {
 
 START_TEST(test_attributes_bad)
 {
-    json_t *d = doc(bad_attrs[_i].body);
+    json_t *d = json_doc(bad_attrs[_i].in);
     struct sqs_attrs a;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_parse_attributes(d, "q", &a, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_attrs[_i].msg);
+    check_failed(sqs_parse_attributes(d, "q", &a, &e), &e, ERR_PROTOCOL, bad_attrs[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -322,7 +290,7 @@ START_TEST(test_cw_request_body)
 {
     const char *queues[] = {"orders", "orders-dlq"};
     char *body = sqs_cw_request_body(queues, 2, 1795966000.7, 1795966900.2, 60, "tok");
-    json_t *d = doc(body);
+    json_t *d = json_doc(body);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "StartTime")), 1795966000);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "EndTime")), 1795966901);
     ck_assert_str_eq(json_string_value(json_object_get(d, "ScanBy")), "TimestampDescending");
@@ -349,24 +317,24 @@ END_TEST
 START_TEST(test_cw_parse)
 {
     /* q0: two data, newest first; q1: none; a second page adds an older datum for q0 */
-    json_t *d = doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Label\":\"x\",\"StatusCode\":"
-                    "\"Complete\",\"Timestamps\":[1795966860,1795966800],\"Values\":[75,70]},"
-                    "{\"Id\":\"q1\",\"Timestamps\":[],\"Values\":[]}],\"NextToken\":\"n2\","
-                    "\"Messages\":[]}");
+    json_t *d = json_doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Label\":\"x\",\"StatusCode\":"
+                         "\"Complete\",\"Timestamps\":[1795966860,1795966800],\"Values\":[75,70]},"
+                         "{\"Id\":\"q1\",\"Timestamps\":[],\"Values\":[]}],\"NextToken\":\"n2\","
+                         "\"Messages\":[]}");
     struct sqs_cw_datum out[2];
     memset(out, 0, sizeof out);
     char *next = NULL;
     struct err e;
     err_clear(&e);
     ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), 0);
-    ck_assert_str_eq(next, "n2");
-    free(next);
+    check_str_free(next, "n2");
     json_decref(d);
     ck_assert_int_eq(out[0].found, 1);
     ck_assert_double_eq(out[0].value, 75);
     ck_assert_double_eq(out[0].timestamp, 1795966860);
     ck_assert_int_eq(out[1].found, 0);
-    d = doc("{\"MetricDataResults\":[{\"Id\":\"q0\",\"Timestamps\":[1795966740],\"Values\":[9]}]}");
+    d = json_doc(
+        "{\"MetricDataResults\":[{\"Id\":\"q0\",\"Timestamps\":[1795966740],\"Values\":[9]}]}");
     ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), 0);
     ck_assert_ptr_null(next);
     ck_assert_double_eq(out[0].value, 75); /* the newer datum stays */
@@ -374,10 +342,7 @@ START_TEST(test_cw_parse)
 }
 END_TEST
 
-static const struct {
-    const char *body;
-    const char *msg;
-} bad_cw[] = {
+static const struct check_case bad_cw[] = {
     {"{}", "$.MetricDataResults: missing"},
     {"{\"MetricDataResults\":[{\"Id\":\"q7\"}]}",
      "$.MetricDataResults[0].Id: \"q7\" is not one of the queries sent"},
@@ -393,15 +358,13 @@ static const struct {
 
 START_TEST(test_cw_parse_bad)
 {
-    json_t *d = doc(bad_cw[_i].body);
+    json_t *d = json_doc(bad_cw[_i].in);
     struct sqs_cw_datum out[2];
     memset(out, 0, sizeof out);
     char *next = NULL;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_cw_parse(d, 2, out, &next, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_cw[_i].msg);
+    check_failed(sqs_cw_parse(d, 2, out, &next, &e), &e, ERR_PROTOCOL, bad_cw[_i].want);
     json_decref(d);
 }
 END_TEST
@@ -425,10 +388,8 @@ static void clear_aws_env(void)
 
 #define HEAD "sources:\n  - name: aws\n    kind: sqs\n"
 
-static const struct {
-    const char *yaml;
-    const char *msg; /* NULL: accepted */
-} configs[] = {
+/* want: the error, NULL where the configuration is accepted */
+static const struct check_case configs[] = {
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
           "    queues: [orders, \"https://sqs.eu-west-1.amazonaws.com/1/billing\"]\n"
           "    queue_name_prefix: jobs\n    cloudwatch: true\n    cloudwatch_lookback: 5m\n",
@@ -497,12 +458,12 @@ START_TEST(test_configure)
     clear_aws_env();
     setenv("T_SECRET", "very-secret-value", 1);
     struct err e;
-    int rc = configure_text(configs[_i].yaml, &e);
-    if (!configs[_i].msg) {
+    int rc = configure_text(configs[_i].in, &e);
+    if (!configs[_i].want) {
         ck_assert_msg(rc == 0, "%s", e.msg);
         return;
     }
-    check_refused(rc, &e, configs[_i].msg);
+    check_refused(rc, &e, configs[_i].want);
     ck_assert_ptr_null(strstr(e.msg, "very-secret-value"));
 }
 END_TEST
@@ -527,8 +488,7 @@ static Suite *sqs_suite(void)
 {
     Suite *s = suite_create("sqs");
     TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, test_redrive_string_count);
-    tcase_add_test(tc, test_redrive_number_count);
+    tcase_add_loop_test(tc, test_redrive, 0, sizeof policies / sizeof policies[0]);
     tcase_add_loop_test(tc, test_redrive_bad, 0, sizeof bad_policies / sizeof bad_policies[0]);
     tcase_add_test(tc, test_redrive_not_json);
     tcase_add_loop_test(tc, test_arn, 0, sizeof arns / sizeof arns[0]);

@@ -16,7 +16,10 @@
 #include "config.h"
 #include "sources.h"
 #include "sqs/dlq.h"
+#include "kind_config.h"
+#include "check_refused.h"
 #include "check_run.h"
+#include "check_str.h"
 
 extern const struct collector_kind sqs_kind;
 
@@ -55,9 +58,7 @@ static struct sqs_dead_letter **received(const char *text, size_t *n)
 /* v, printed compactly with sorted keys, is want. */
 static void assert_json(const json_t *v, const char *want)
 {
-    char *got = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-    ck_assert_str_eq(got, want);
-    free(got);
+    check_str_free(json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS), want);
 }
 
 static void letters_free(struct sqs_dead_letter **v, size_t n)
@@ -121,10 +122,7 @@ START_TEST(test_receive_fifo_and_bare)
 }
 END_TEST
 
-static const struct {
-    const char *answer;
-    const char *msg;
-} bad_receives[] = {
+static const struct check_case bad_receives[] = {
     {"[]", "R: $: want an object, got a list"},
     {"{\"Messages\":{}}", "R: $.Messages: want a list, got an object"},
     {"{\"Messages\":[7]}", "R: $.Messages[0]: want an object, got a number"},
@@ -146,24 +144,21 @@ static const struct {
 
 START_TEST(test_receive_bad)
 {
-    json_t *d = answer(bad_receives[_i].answer);
+    json_t *d = answer(bad_receives[_i].in);
     struct sqs_dead_letter **v = (void *)1;
     size_t n = 99;
     struct err e;
     err_clear(&e);
-    ck_assert_int_eq(sqs_dlq_parse_receive(d, "R", &v, &n, &e), -1);
-    ck_assert_int_eq(e.code, ERR_PROTOCOL);
-    ck_assert_str_eq(e.msg, bad_receives[_i].msg);
+    check_failed(sqs_dlq_parse_receive(d, "R", &v, &n, &e), &e, ERR_PROTOCOL,
+                 bad_receives[_i].want);
     ck_assert_ptr_null(v);
     ck_assert_uint_eq(n, 0);
     json_decref(d);
 }
 END_TEST
 
-static const struct {
-    const char *id_field;
-    const char *id; /* NULL: none */
-} work_ids[] = {
+/* in: an id_field; want: the id it reads, NULL where none */
+static const struct check_case work_ids[] = {
     {"order.id", "17"},       {"order", NULL},
     {"order.id.x", NULL},     {"attribute:order_id", "o-17"},
     {"attribute:n", "3"},     {"attribute:b", NULL}, /* binary: no id */
@@ -176,10 +171,10 @@ START_TEST(test_work_id)
     struct sqs_dead_letter **v = received(RECEIVED, &n);
     char *id = NULL;
     size_t len = 0;
-    sqs_dlq_work_id(v[0], work_ids[_i].id_field, &id, &len);
-    if (work_ids[_i].id) {
-        ck_assert_str_eq(id, work_ids[_i].id);
-        ck_assert_uint_eq(len, strlen(work_ids[_i].id));
+    sqs_dlq_work_id(v[0], work_ids[_i].in, &id, &len);
+    if (work_ids[_i].want) {
+        ck_assert_str_eq(id, work_ids[_i].want);
+        ck_assert_uint_eq(len, strlen(work_ids[_i].want));
     } else {
         ck_assert_ptr_null(id);
         ck_assert_uint_eq(len, 0);
@@ -223,17 +218,16 @@ END_TEST
 
 START_TEST(test_requests)
 {
-    char *s = sqs_dlq_receive_body("http://q/1/o-dlq", 10, 30, 0);
-    ck_assert_str_eq(s, "{\"QueueUrl\":\"http://q/1/o-dlq\",\"MaxNumberOfMessages\":10,"
-                        "\"VisibilityTimeout\":30,\"WaitTimeSeconds\":0,\"AttributeNames\":"
-                        "[\"All\"],\"MessageSystemAttributeNames\":[\"All\"],"
-                        "\"MessageAttributeNames\":[\"All\"]}");
-    free(s);
+    check_str_free(sqs_dlq_receive_body("http://q/1/o-dlq", 10, 30, 0),
+                   "{\"QueueUrl\":\"http://q/1/o-dlq\",\"MaxNumberOfMessages\":10,"
+                   "\"VisibilityTimeout\":30,\"WaitTimeSeconds\":0,\"AttributeNames\":"
+                   "[\"All\"],\"MessageSystemAttributeNames\":[\"All\"],"
+                   "\"MessageAttributeNames\":[\"All\"]}");
 
     size_t n = 0;
     struct sqs_dead_letter **v = received(RECEIVED, &n);
     /* a standard queue: body and attributes as read, no group or dedup id */
-    s = sqs_dlq_send_body("http://q/1/o", v[0], NULL);
+    char *s = sqs_dlq_send_body("http://q/1/o", v[0], NULL);
     json_t *d = answer(s);
     free(s);
     assert_json(d, "{\"MessageAttributes\":{\"b\":{\"BinaryValue\":\"AAEC\",\"DataType\":"
@@ -262,11 +256,10 @@ START_TEST(test_requests)
     ck_assert_uint_eq(strlen(dedup), 5 + 100 + 1 + 13);
     free(dedup);
 
-    s = sqs_dlq_visibility_body("http://q/1/o-dlq", v, 1, 0);
-    ck_assert_str_eq(s, "{\"QueueUrl\":\"http://q/1/o-dlq\",\"Entries\":[{\"Id\":\"m0\","
-                        "\"ReceiptHandle\":\"3945a0eb-e635-4907-8921-30605486c0e0\","
-                        "\"VisibilityTimeout\":0}]}");
-    free(s);
+    check_str_free(sqs_dlq_visibility_body("http://q/1/o-dlq", v, 1, 0),
+                   "{\"QueueUrl\":\"http://q/1/o-dlq\",\"Entries\":[{\"Id\":\"m0\","
+                   "\"ReceiptHandle\":\"3945a0eb-e635-4907-8921-30605486c0e0\","
+                   "\"VisibilityTimeout\":0}]}");
     letters_free(v, n);
 }
 END_TEST
@@ -337,10 +330,8 @@ END_TEST
     "    queues: [orders, \"https://sqs.eu-west-1.amazonaws.com/1/billing\"]\n"                    \
     "    queue_name_prefix: jobs-\n"
 
-static const struct {
-    const char *entry; /* queue and id_field of a dead_letters entry */
-    const char *msg;   /* NULL: accepted */
-} entries[] = {
+/* in: queue and id_field of a dead_letters entry; want: its error, NULL where it is accepted */
+static const struct check_case entries[] = {
     {"{queue: orders, id_field: order.id}", NULL},
     {"{queue: billing, id_field: \"attribute:order_id\"}", NULL},
     {"{queue: jobs-mail, id_field: id}", NULL},
@@ -356,7 +347,7 @@ START_TEST(test_entry)
 {
     setenv("T_SECRET", "very-secret-value", 1);
     char text[2048];
-    snprintf(text, sizeof text, "%sdead_letters:\n  - %s\n", SOURCES, entries[_i].entry);
+    snprintf(text, sizeof text, "%sdead_letters:\n  - %s\n", SOURCES, entries[_i].in);
     struct err e;
     err_clear(&e);
     struct cfg_doc *doc = cfg_parse_string("x.yml", text, strlen(text), &e);
@@ -367,21 +358,8 @@ START_TEST(test_entry)
     struct sources s = {.timeout = SOURCES_DEFAULT_TIMEOUT};
     struct collector c = {0};
     ck_assert_msg(sources_configure(&s, &c, seq->items[0], &e) == 0, "%s", e.msg);
-    struct cfg_node *entry = dl->items[0];
-    char *queue = NULL, *id_field = NULL;
-    ck_assert_int_eq(cfg_get_str(entry, "queue", 1, &queue, &e), 0);
-    ck_assert_int_eq(cfg_get_str(entry, "id_field", 1, &id_field, &e), 0);
     ck_assert_ptr_eq(c.kind->dlq, &sqs_dlq_kind);
-    int rc = c.kind->dead_letter_validate(&c, entry, queue, id_field, &e);
-    if (entries[_i].msg) {
-        ck_assert_int_eq(rc, -1);
-        ck_assert_int_eq(e.code, ERR_CONFIG);
-        ck_assert_str_eq(e.msg, entries[_i].msg);
-    } else {
-        ck_assert_msg(rc == 0, "%s", e.msg);
-    }
-    free(queue);
-    free(id_field);
+    kind_config_check_entry(&c, dl->items[0], entries[_i].want);
     collector_release(&c);
     free(c.name);
     cfg_doc_free(doc);
