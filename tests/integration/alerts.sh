@@ -73,7 +73,8 @@ rule_files, test_files = args[1:sep], args[sep + 1:]
 required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMarginLow
 QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
-QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew""".split()
+QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
+QrelPendingScanTruncated""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",

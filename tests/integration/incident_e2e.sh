@@ -4,15 +4,18 @@
 # every 2 s with every shipped rule file (alerts/*.yml) evaluated every 2 s.
 #   quiet:    QrelDeadLetterQueueNotEmpty and QrelLeaseMarginCritical are loaded and inactive,
 #             the margin is above 1 and the dead-letter stream empty; QrelClockSkew is pending
-#             for the one dedup row the test stamps a day ahead;
+#             for the one dedup row the test stamps a day ahead, and QrelPendingScanTruncated for
+#             a second Redis source (imports) whose group holds more pending entries than its
+#             pending_scan_limit;
 #   incident: the provider turns slow (6.5-8 s against a 3 s lease); both alerts go pending or
 #             firing within a bounded wait, the DLQ fills with orders whose email was sent (and
 #             qrel_dead_letter_classified_messages says so: work="done"), the margin falls below
 #             1, entries are redelivered;
 #   dashboards: every panel query of dashboards/*.json, with the template variables set to the
 #             scenario's source and queue, returns data from this Prometheus (except panels made
-#             only of series no kind of this scenario exports: those must parse); the clock-skew
-#             and broken-rules panels return the very series the scenario makes.
+#             only of series no kind of this scenario exports: those must parse); the clock-skew,
+#             partial-pending-scan and broken-rules panels return the very series the scenario
+#             makes.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -53,14 +56,27 @@ redis-cli -p "$RP" SET "$CONTROL" normal >/dev/null # the test, not the schedule
 WORKLOAD_PID=$!
 PIDS+=("$WORKLOAD_PID")
 
-sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
+# Besides the demo's sources, a Redis source whose pending_scan_limit (2) one group outgrows:
+# loader holds 3 entries it read and never acknowledged, auditor exactly 2 (read to the end).
+# qrel_pending_scan_truncated_groups of imports is then 1, from the real XINFO and XPENDING.
+redis-cli -p "$RP" XGROUP CREATE imports loader '$' MKSTREAM >/dev/null
+redis-cli -p "$RP" XGROUP CREATE imports auditor '$' >/dev/null
+for i in 1 2 3; do redis-cli -p "$RP" XADD imports '*' batch "$i" >/dev/null; done
+redis-cli -p "$RP" XREADGROUP GROUP loader loader-1 COUNT 3 STREAMS imports '>' >/dev/null
+redis-cli -p "$RP" XREADGROUP GROUP auditor auditor-1 COUNT 2 STREAMS imports '>' >/dev/null
+{
+  redis_source imports "$RP"
+  printf '    pending_scan_limit: 2\n    streams:\n      - name: imports\n        groups: [loader, auditor]\n'
+} > "$T/imports.yml"
+sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" -e "/^sources:\$/r $T/imports.yml" \
+  "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
 started() { grep -q 'phase=normal' "$T/workload.log"; }
 expect_cmd "the workload starts (and creates its tables)" wait_for -i 0.5 10 "phase=normal in the workload log" started
 # A writer whose clock runs a day ahead: one dedup row qrel must count in qrel_future_stamped_rows
 # (and in no window), for the clock-skew panel and QrelClockSkew. The workload's ids are positive.
 psql_do "INSERT INTO handled_orders (order_id, handled_at) VALUES (-1, now() + interval '1 day')"
 # The bundled config matches the tables the workload made: every table and column exists.
-expect_cmd "demo/qrel-demo.yml passes --config.check against the live servers" \
+expect_cmd "demo/qrel-demo.yml (and imports) passes --config.check against the live servers" \
   "$EXPORTER" --config.file="$T/qrel.yml" --config.check
 start_exporter "$T/qrel.yml"
 
@@ -83,8 +99,10 @@ for a in QrelDeadLetterQueueNotEmpty QrelLeaseMarginCritical; do
   expect_eq "$a loaded, quiet" "$(rule_state "$a")" inactive
   expect_eq "$a not pending or firing (/api/v1/alerts)" "$(alert_state "$a")" inactive
 done
-s=$(alert_state QrelClockSkew)
-case $s in pending | firing) ok "QrelClockSkew is $s (the row stamped ahead)" ;; *) not_ok "QrelClockSkew: got '$s', want pending or firing" ;; esac
+for a in "QrelClockSkew:the row stamped ahead" "QrelPendingScanTruncated:the imports group over its limit"; do
+  s=$(alert_state "${a%%:*}")
+  case $s in pending | firing) ok "${a%%:*} is $s (${a#*:})" ;; *) not_ok "${a%%:*}: got '$s', want pending or firing" ;; esac
+done
 m=$(query 'min(qrel_lease_margin_ratio)')
 if gt "$m" 1; then ok "min(qrel_lease_margin_ratio) = $m > 1 before the incident"; else not_ok "min(qrel_lease_margin_ratio) before the incident: got '$m', want > 1"; fi
 expect_eq "dead letters before the incident" "$(query 'sum(qrel_dead_letter_messages{source="shop-redis",queue="orders",dead_letter_queue="orders.dlq"})')" 0
@@ -223,6 +241,10 @@ panel_series() { # panel_series DASHBOARD TITLE SOURCE JQ: each series of the pa
 expect_eq "Rows stamped in the future (qrel-exporter), shop-db" \
   "$(panel_series qrel-exporter 'Rows stamped in the future' shop-db '"\(.metric.kind)/\(.metric.queue)=\(.value[1])"')" \
   "claim_table/orders=0 dedup_table/orders=1 outbox/orders=0"
+for a in "imports:redis_stream=1" "shop-redis:redis_stream=0"; do
+  expect_eq "Groups with a partial pending scan (qrel-exporter), ${a%%:*}" \
+    "$(panel_series qrel-exporter 'Groups with a partial pending scan' "${a%%:*}" '"\(.metric.source):\(.metric.kind)=\(.value[1])"')" "$a"
+done
 rules=$(panel_series qrel-overview 'Broken reliability rules' shop-redis '"\(.metric.rule)/\(.metric.severity)/\(.metric.kind)=\(.value[1])"')
 expect_cmd "Broken reliability rules (qrel-overview), shop-redis: the dead letters ($rules)" \
   grep -qw 'dead_letter_queue_not_empty/critical/redis_stream=1' <<<"$rules"
