@@ -15,7 +15,9 @@
 # commands per
 # scrape, and the peer: prometheus-redis-exporter
 # reading the queue lengths with --check-keys (depth only; no lease, age or dead-letter figures),
-# its median scrape time. A missed goal is reported, not an error. See bench/README.md.
+# its median scrape time. And qrel's memory: a qrel_exporter on the same source, the largest
+# RssAnon (own) and heap + stacks (heap, the 2 MiB goal's figure) after each of 3 scrapes. A
+# missed goal is reported, not an error. See bench/README.md.
 #
 # Needs: redis-server, redis-cli, python3-rq, ruby-sidekiq, python3-celery, npm (BullMQ on Node 22
 # from npm, as tests/integration/bullmq.sh installs it), prometheus-redis-exporter, curl, and a
@@ -159,7 +161,7 @@ PY
 }
 
 measure() { # measure KIND SHAPE
-  local kind=$1 shape=$2 cmds i qrel qmin floor floor_med peer keys pid addr
+  local kind=$1 shape=$2 cmds i qrel qmin floor floor_med peer keys pid addr own heap
   cmds=$(capture "$kind")
   : > "$T/q.txt"; : > "$T/p.txt"
   for ((i = 0; i < SCRAPES + 2; i++)); do
@@ -187,17 +189,19 @@ measure() { # measure KIND SHAPE
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   peer=$(median < "$T/p.txt")
-  printf '| %-8s | %-7s | %9s | %9s | %15s | %5s | %8s | %9s |\n' "$kind" "$shape" \
+  read -r own heap < <(exporter_mem "$T/$kind.yml" 3)
+  printf '| %-8s | %-7s | %9s | %9s | %15s | %5s | %8s | %9s | %7s | %8s |\n' "$kind" "$shape" \
     "$(awk -v q="$qrel" 'BEGIN { printf "%.1f ms", q * 1000 }')" \
     "$(awk -v q="$qmin" 'BEGIN { printf "%.1f ms", q * 1000 }')" \
     "$(awk -v f="$floor" -v m="$floor_med" 'BEGIN { printf "%.1f (%.1f) ms", f * 1000, m * 1000 }')" \
     "$(awk -v q="$qmin" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", q / f; else print "-" }')" \
-    "$cmds" "$(awk -v p="$peer" 'BEGIN { printf "%.1f ms", p * 1000 }')"
+    "$cmds" "$(awk -v p="$peer" 'BEGIN { printf "%.1f ms", p * 1000 }')" "$own" \
+    "$heap $([ "$heap" -le 2048 ] && echo met || echo missed)"
 }
 
 echo "# $QUEUES queues per kind, $SCRAPES runs each side; redis-server $(redis-server --version | sed -nE 's/.*v=([^ ]+).*/\1/p')"
-echo "| kind     | shape   | qrel med  | qrel min  | floor min (med) | ratio | commands | peer med  |"
-echo "|----------|---------|-----------|-----------|-----------------|-------|----------|-----------|"
+echo "| kind     | shape   | qrel med  | qrel min  | floor min (med) | ratio | commands | peer med  | own_kib | heap_kib |"
+echo "|----------|---------|-----------|-----------|-----------------|-------|----------|-----------|---------|----------|"
 for kind in $KINDS; do
   config "$kind"
   for shape in shallow deep; do

@@ -27,28 +27,64 @@ cpu_ticks() {
 # hwm_kib PID: peak resident set size in KiB (VmHWM)
 hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 
-# own_kib PID: qrel's own memory now, in KiB: anonymous resident pages (RssAnon: the heap, malloc
-# arenas and thread stacks), leaving out the binary and the shared libraries (RssFile), which are
-# the same for every process that links them. Issue 14's goal (<= 2 MiB) is on this figure; call
-# it after each scrape and keep the largest, since the kernel keeps no peak of it.
+# own_kib PID: all of the process's anonymous resident pages now, in KiB (RssAnon): the heap,
+# malloc arenas and thread stacks, but also the private pages the dynamic loader and the libraries
+# wrote inside their file mappings (relocations, .data, .bss: about 1.0 MiB of an idle qrel's
+# 1.6-1.8 MiB, from libcrypto, librdkafka, gnutls and krb5). It leaves out the binary's and the
+# libraries' unwritten pages (RssFile).
 own_kib() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
 
-# own_settled_kib PID: own_kib once the exporter has freed the scrape it answered. The client has
+# heap_kib PID: the process's own heap and stacks now, in KiB, from /proc/PID/smaps: the resident
+# anonymous pages of [heap], [stack] and of the mappings without a file (malloc arenas, chunks
+# malloc maps on their own, thread stacks), leaving out the anonymous pages inside file mappings
+# that own_kib also counts. Issue 14's goal ("qrel's own heap + stacks stay <= 2 MiB") is on this
+# figure; the kernel keeps no peak of it, so read it after each scrape and keep the largest.
+heap_kib() {
+  awk '$1 ~ /^[0-9a-f]+-[0-9a-f]+$/ { own = (NF == 5 || $6 ~ /^\[(heap|stack|anon:)/) }
+    own && $1 == "Anonymous:" { kib += $2 } END { print kib + 0 }' "/proc/$1/smaps"
+}
+
+# mem_kib PID: "OWN HEAP": own_kib and heap_kib now
+mem_kib() { echo "$(own_kib "$1") $(heap_kib "$1")"; }
+
+# mem_settled_kib PID: mem_kib once the exporter has freed the scrape it answered. The client has
 # the last byte before the exporter frees the scrape's memory and hands it back (malloc_trim), so
 # a reading right after curl can catch it in between; read until two readings 0.1 s apart agree
 # (at most 2 s).
-own_settled_kib() {
+mem_settled_kib() {
   local a b
-  b=$(own_kib "$1")
+  b=$(mem_kib "$1")
   for _ in $(seq 1 20); do
-    a=$b; sleep 0.1; b=$(own_kib "$1")
+    a=$b; sleep 0.1; b=$(mem_kib "$1")
     [ "$a" = "$b" ] && break
   done
   echo "$b"
 }
 
-# peak_own_kib PID: a lower bound of the largest own memory so far, inside scrapes too: the peak
-# RSS (VmHWM) less the file-backed and shared pages now (which only grow while libraries are used)
+# col_max N FILE: the largest number in column N of FILE (0 when it is empty)
+col_max() { awk -v c="$1" '$c > m { m = $c } END { print m + 0 }' "$2"; }
+
+# exporter_mem CONFIG N: "OWN HEAP", the largest mem_settled_kib of a qrel_exporter ($QREL_BIN)
+# serving CONFIG, read after each of N scrapes, for a benchmark that times something else (qrel
+# scrape); the exporter is stopped after. Uses $T/exporter.log.
+exporter_mem() {
+  local pid i
+  : > "$T/exporter.log"
+  "$QREL_BIN" --config.file="$1" --web.listen-address=127.0.0.1:0 2>> "$T/exporter.log" &
+  pid=$!
+  wait_for 5 "qrel_exporter to log its listening address" listening || { kill "$pid"; die "qrel_exporter did not start"; }
+  for ((i = 0; i < $2; i++)); do
+    curl -fsS -o /dev/null "http://$ADDR/metrics"
+    mem_settled_kib "$pid"
+  done > "$T/exporter.mem"
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  echo "$(col_max 1 "$T/exporter.mem") $(col_max 2 "$T/exporter.mem")"
+}
+
+# peak_own_kib PID: a lower bound of the largest own_kib (RssAnon) so far, inside scrapes too: the
+# peak RSS (VmHWM) less the file-backed and shared pages now (which only grow while libraries are
+# used)
 peak_own_kib() { awk '$1 == "VmHWM:" { h = $2 } $1 == "RssFile:" || $1 == "RssShmem:" { f += $2 } END { print h - f }' "/proc/$1/status"; }
 
 # fmt VALUE PRINTF-FORMAT: the value formatted, or "-" when it is empty, "nan" or "-"

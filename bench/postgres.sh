@@ -7,8 +7,9 @@
 # tables for each size and shape with one generate_series INSERT each, and measures side by side:
 #   - the queries qrel sends (read from the server's statement log while qrel scrapes), timed
 #     with \timing in one open psql session, interleaved with qrel's scrapes;
-#   - qrel_exporter's scrape time, its CPU, peak RSS and own memory (own_kib), the database time
-#     per scrape (pg_stat_statements) and whether every value was computed during the scrape;
+#   - qrel_exporter's scrape time, its CPU, peak RSS, own memory (own_kib) and heap + stacks
+#     (heap_kib), the database time per scrape (pg_stat_statements) and whether every value was
+#     computed during the scrape;
 #   - prometheus-postgres-exporter running the reference queries (the same figures, each window
 #     bounded by now(), written plainly) on every scrape: scrape time, CPU, RSS, database time;
 #   - prometheus-sql-exporter running qrel's queries on its interval: scrape time, RSS and how
@@ -521,7 +522,8 @@ exporter_figures() {
   RES[$key,$who,cpu_ms]=$(awk -v d=$((c1 - c0)) -v k="$SCRAPES" -v t="$TCK" 'BEGIN { printf "%.1f", d * 1000 / t / k }')
   RES[$key,$who,rss_mib]=$(awk -v k="$(hwm_kib "$pid")" 'BEGIN { printf "%.1f", k / 1024 }')
   RES[$key,$who,rss_split]=$(rss_split "$pid")
-  RES[$key,$who,own_kib]=$(sort -n "$5" | tail -1)
+  RES[$key,$who,own_kib]=$(col_max 1 "$5")
+  RES[$key,$who,heap_kib]=$(col_max 2 "$5")
 }
 
 # The measurement of the psql session and qrel, interleaved in one psql session: each round runs
@@ -531,20 +533,22 @@ write_helpers() {
   cat > "$T/scrape.sh" <<'SH'
 #!/usr/bin/env bash
 # scrape.sh PHASE I: one scrape of qrel and one of postgres_exporter, qrel first in odd rounds
-# (ADDR, EXP_PID, PGEXP_ADDR, PGEXP_PID and T from the environment)
+# (ADDR, EXP_PID, PGEXP_ADDR, PGEXP_PID, T and BENCH_LIB from the environment)
 export LC_ALL=C
+# shellcheck source=lib.sh
+. "$BENCH_LIB" # mem_kib
 qrel() {
   s=$EPOCHREALTIME
   t=$(curl -s --max-time 120 -o "$T/body.$1.$2" -w '%{time_total} %{time_starttransfer}' \
     -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "http://$ADDR/metrics") || t=nan
   e=$EPOCHREALTIME
   echo "$s $e $t" >> "$T/scrapes.$1"
-  awk '$1 == "RssAnon:" { print $2 }' "/proc/$EXP_PID/status" >> "$T/own.$1"
+  mem_kib "$EXP_PID" >> "$T/own.$1"
 }
 pgexp() {
   t=$(curl -s --max-time 120 -o "$T/pgexp_body.$1.$2" -w '%{time_total}' "http://$PGEXP_ADDR/metrics") || t=nan
   echo "$t" >> "$T/pgexp_times.$1"
-  awk '$1 == "RssAnon:" { print $2 }' "/proc/$PGEXP_PID/status" >> "$T/pgexp_own.$1"
+  mem_kib "$PGEXP_PID" >> "$T/pgexp_own.$1"
 }
 if [ $(($2 % 2)) = 1 ]; then qrel "$@"; pgexp "$@"; else pgexp "$@"; qrel "$@"; fi
 SH
@@ -599,7 +603,8 @@ run_session_and_qrel() {
     printf '%s\n' "\\! bash '$T/mark.sh' end"
   } > "$T/rounds.psql"
   progress "  $WARMUP + $SCRAPES rounds: the queries in one psql session, then a qrel scrape"
-  export ADDR T PG_PORT EXP_PID PGSS PSQL PGEXP_ADDR PGEXP_PID # for scrape.sh and mark.sh (psql's \!)
+  BENCH_LIB=$SRC_DIR/bench/lib.sh
+  export ADDR T PG_PORT EXP_PID PGSS PSQL PGEXP_ADDR PGEXP_PID BENCH_LIB # for scrape.sh and mark.sh (psql's \!)
   pq_as bench_raw -f "$T/rounds.psql" > "$T/rounds.out"
   log_settle
 
@@ -962,20 +967,20 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---- table ----
 
 row() {
-  printf '%-16s %-18s %5s %9s %8s %10s %8s %8s %9s %9s %9s %9s %7s %7s\n' "$@"
+  printf '%-16s %-18s %5s %9s %8s %10s %8s %8s %8s %9s %9s %9s %9s %7s %7s\n' "$@"
 }
 echo
-row shape:rows what runs median_s min_s cpu_ms/scr rss_mib own_kib db_ms/scr stmts/scr age_med_s age_max_s fresh up
+row shape:rows what runs median_s min_s cpu_ms/scr rss_mib own_kib heap_kib db_ms/scr stmts/scr age_med_s age_max_s fresh up
 for key in "${KEYS[@]}"; do
   row "$key" "psql session" "${RES[$key,psql,scrapes]}" "$(fmt "${RES[$key,psql,median]}" %.4f)" \
-    "$(fmt "${RES[$key,psql,min]}" %.4f)" - - - "${RES[$key,psql,db_ms]:--}" "${RES[$key,psql,stmts]:--}" - - - -
+    "$(fmt "${RES[$key,psql,min]}" %.4f)" - - - - "${RES[$key,psql,db_ms]:--}" "${RES[$key,psql,stmts]:--}" - - - -
   row "$key" "reconnect" "${RES[$key,reconnect,scrapes]}" "$(fmt "${RES[$key,reconnect,median]}" %.4f)" \
-    "$(fmt "${RES[$key,reconnect,min]}" %.4f)" - - - - - - - - -
+    "$(fmt "${RES[$key,reconnect,min]}" %.4f)" - - - - - - - - - -
   for who in qrel pgexp sqle; do
     row "$key" "$(case $who in qrel) echo qrel ;; pgexp) echo postgres_exporter ;; sqle) echo sql_exporter ;; esac)" \
       "${RES[$key,$who,scrapes]}" "$(fmt "${RES[$key,$who,median]}" %.4f)" \
       "$(fmt "${RES[$key,$who,min]}" %.4f)" "${RES[$key,$who,cpu_ms]}" "${RES[$key,$who,rss_mib]}" \
-      "${RES[$key,$who,own_kib]:--}" "${RES[$key,$who,db_ms]:--}" "${RES[$key,$who,stmts]:--}" \
+      "${RES[$key,$who,own_kib]:--}" "${RES[$key,$who,heap_kib]:--}" "${RES[$key,$who,db_ms]:--}" "${RES[$key,$who,stmts]:--}" \
       "$(fmt "${RES[$key,$who,age_med]}" %.4f)" "$(fmt "${RES[$key,$who,age_max]}" %.4f)" \
       "${RES[$key,$who,fresh]}" "${RES[$key,$who,up]}"
   done
@@ -984,7 +989,9 @@ echo "# psql session: the queries qrel sends, one round per qrel scrape in one o
 printf '%s\n' "#   median_s = median over rounds of the summed \\timing; reconnect: pgbench -C, a new connection (new backend) and the same queries"
 echo "# postgres_exporter: the reference queries (each window bounded by now(), no count of the rows ahead), its own collectors off"
 echo "# sql_exporter: qrel's own statements on its ${SQLE_INTERVAL} s job interval"
-echo "# own_kib: the largest RssAnon (heap, arenas, stacks) after a measured scrape; rss_mib: peak RSS (VmHWM)"
+echo "# own_kib: the largest RssAnon (heap, arenas, stacks and the libraries' private pages) after a measured scrape;"
+echo "#   heap_kib: the largest heap + stacks alone (smaps: anonymous pages outside file mappings), the 2 MiB goal's figure;"
+echo "#   rss_mib: peak RSS (VmHWM)"
 echo "# db_ms/scr, stmts/scr: server time (plan + execution) and statements per scrape (psql: per round),"
 echo "#   from $([ "$PGSS" = 1 ] && echo pg_stat_statements || echo 'the statement log')"
 echo "# age_*_s: scrape end minus the start of the oldest statement run behind the served values;"
@@ -1018,7 +1025,7 @@ fi
 for shape in "${SHAPE_LIST[@]}"; do
   k=$shape:$g
   awk -v q="${RES[$k,qrel,median]}" -v p="${RES[$k,psql,median]}" -v r="${RES[$k,pgexp,median]}" \
-      -v rss="${RES[$k,qrel,rss_mib]}" -v own="${RES[$k,qrel,own_kib]}" \
+      -v rss="${RES[$k,qrel,rss_mib]}" -v own="${RES[$k,qrel,heap_kib]}" \
       -v prss="${RES[$k,pgexp,rss_mib]}" -v srss="${RES[$k,sqle,rss_mib]}" \
       -v fresh="${RES[$k,qrel,fresh]}" -v up="${RES[$k,qrel,up]}" -v k="$k" -v note="$note" \
       -v qmin="${RES[$k,qrel,min]}" -v rmin="${RES[$k,pgexp,min]}" 'BEGIN {
@@ -1026,7 +1033,7 @@ for shape in "${SHAPE_LIST[@]}"; do
     ratio = (r > 0) ? q / r : 0
     r_ok = (ratio <= 1.1); f_ok = (f[1] == f[2]); o_ok = (own <= 2048)
     m_ok = (rss < prss && rss < srss); u_ok = (u[1] == u[2])
-    printf "verdict %s%s: qrel scrape %.2fx postgres_exporter with the reference queries (goal <= 1.1: %s; %.2fx the open-session floor), values computed inside the scrape in %s scrapes (goal all: %s), own memory %d KiB (goal <= 2048: %s), RSS %.1f MiB vs postgres_exporter %.1f, sql_exporter %.1f (goal below every peer: %s)%s: %s\n",
+    printf "verdict %s%s: qrel scrape %.2fx postgres_exporter with the reference queries (goal <= 1.1: %s; %.2fx the open-session floor), values computed inside the scrape in %s scrapes (goal all: %s), heap + stacks %d KiB (goal <= 2048: %s), RSS %.1f MiB vs postgres_exporter %.1f, sql_exporter %.1f (goal below every peer: %s)%s: %s\n",
       k, note, ratio, r_ok ? "met" : "missed", (p > 0) ? q / p : 0, fresh, f_ok ? "met" : "missed", own, o_ok ? "met" : "missed",
       rss, prss, srss, m_ok ? "met" : "missed",
       u_ok ? "" : ", qrel collector NOT up in every scrape", (r_ok && f_ok && o_ok && m_ok && u_ok) ? "MET" : "NOT MET"

@@ -10,9 +10,9 @@
 # Each shape runs with --collector.concurrency equal to the number of sources (every source on
 # its own thread at once: the behaviour before the pool) and with the default pool size. Prints
 # per run: the first scrape, the median of the measured ones, sources up, peak and final thread
-# count, peak RSS, peak and final open file descriptors, and the connections the servers
-# accepted during the measured scrapes (0 when every source keeps its connection). See
-# bench/README.md for the method and the results.
+# count, peak RSS, RssAnon and heap + stacks after the last scrape (once freed), peak and final
+# open file descriptors, and the connections the servers accepted during the measured scrapes (0
+# when every source keeps its connection). See bench/README.md for the method and the results.
 #
 # Needs: bash, redis-server, redis-cli, PostgreSQL (initdb, pg_ctl, psql), curl, awk, python3,
 # and a built qrel_exporter (build/qrel_exporter, or QREL_BUILD_DIR, or --qrel PATH).
@@ -166,8 +166,10 @@ printf '# %d sources: %d redis_stream on %d servers, %d postgres on %d clusters,
   "$NSRC" $((NSRC - NSRC / 10 - NPGSRC)) "$NREDIS" "$NPGSRC" "$NPG" $((NSRC / 10))
 printf '# each scrape: GET /metrics with X-Prometheus-Scrape-Timeout-Seconds: %s, back to back; %d measured after the first\n' "$TIMEOUT" "$SCRAPES"
 printf '# load average at start: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %-12s %8s %8s %9s %8s %8s %8s %8s %8s %8s %8s %9s\n' shape concurrency first_s first_up \
-  median_s max_s up thr_peak thr_end rss_mib fd_peak fd_end new_conns
+ROW='%-8s %-12s %8s %8s %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n'
+# shellcheck disable=SC2059 # the format is the table's
+printf "$ROW" shape concurrency first_s first_up median_s max_s up thr_peak thr_end rss_mib own_kib \
+  heap_kib fd_peak fd_end new_conns
 
 for shape in healthy hanging; do
   if [ "$shape" = hanging ]; then
@@ -206,6 +208,7 @@ for shape in healthy hanging; do
     thr_end=$(awk '$1 == "Threads:" { print $2 }' "/proc/$EXPORTER_PID/status")
     fd_end=$(find "/proc/$EXPORTER_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
     rss=$(hwm_kib "$EXPORTER_PID")
+    read -r own heap < <(mem_settled_kib "$EXPORTER_PID")
     kill "$sampler_pid" 2>/dev/null || true
     wait "$sampler_pid" 2>/dev/null || true
     kill "$EXPORTER_PID"
@@ -215,10 +218,11 @@ for shape in healthy hanging; do
     med=$(printf '%s\n' "${times[@]}" | median)
     max=$(printf '%s\n' "${times[@]}" | sort -g | tail -1)
     upm=$(printf '%s\n' "${ups[@]}" | median)
-    printf '%-8s %-12s %8s %8s %9s %8s %8s %8s %8s %8s %8s %8s %9s\n' "$shape" "$conc" \
+    # shellcheck disable=SC2059
+    printf "$ROW" "$shape" "$conc" \
       "$(fmt "$first_s" %.3f)" "$first_up" "$(fmt "$med" %.3f)" "$(fmt "$max" %.3f)" \
       "$(fmt "$upm" %.0f)" "$thr_peak" "$thr_end" "$(fmt "$rss" '%.1f' | awk '{ printf "%.1f", $1 / 1024 }')" \
-      "$fd_peak" "$fd_end" "$new"
+      "$own" "$heap" "$fd_peak" "$fd_end" "$new"
     printf '#   %s %s: measured scrapes (s/up): %s\n' "$shape" "$conc" \
       "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
     nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)

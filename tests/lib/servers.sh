@@ -128,15 +128,17 @@ start_nats() {
 
 # ---- Kafka: librdkafka's mock cluster (tests/peers/kafka_mock) ---------------------------------
 
-# start_kafka_mock VAR ARGS...: runs kafka_mock on two free ports, sets VAR to the bootstrap list.
+# start_kafka_mock VAR ARGS...: runs kafka_mock with one broker on each of KAFKA_MOCK_BROKERS
+# (default 2) free ports, sets VAR to the bootstrap list.
 start_kafka_mock() {
-  local var=$1 p1 p2 out; shift
-  p1=$(free_port); p2=$(free_port)
-  out=$T/mock-$p1.out
-  "$QREL_BUILD_DIR/tests/kafka_mock" -p "$p1,$p2" "$@" >"$out" 2>"$T/mock-$p1.log" &
+  local var=$1 ports i out; shift
+  ports=$(free_port)
+  for ((i = 1; i < ${KAFKA_MOCK_BROKERS:-2}; i++)); do ports+=,$(free_port); done
+  out=$T/mock-${ports%%,*}.out
+  "$QREL_BUILD_DIR/tests/kafka_mock" -p "$ports" "$@" >"$out" 2>"$T/mock-${ports%%,*}.log" &
   PIDS+=("$!")
-  if ! wait_for 30 "kafka_mock on ports $p1,$p2 to print BOOTSTRAP=" grep -q '^BOOTSTRAP=' "$out"; then
-    cat "$T/mock-$p1.log" >&2
+  if ! wait_for 30 "kafka_mock on ports $ports to print BOOTSTRAP=" grep -qs '^BOOTSTRAP=' "$out"; then
+    cat "$T/mock-${ports%%,*}.log" >&2
     return 1
   fi
   printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
