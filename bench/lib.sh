@@ -29,9 +29,9 @@ hwm_kib() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 
 # own_kib PID: all of the process's anonymous resident pages now, in KiB (RssAnon): the heap,
 # malloc arenas and thread stacks, but also the private pages the dynamic loader and the libraries
-# wrote inside their file mappings (relocations, .data, .bss: about 1.0 MiB of an idle qrel's
-# 1.6-1.8 MiB, from libcrypto, librdkafka, gnutls and krb5). It leaves out the binary's and the
-# libraries' unwritten pages (RssFile).
+# wrote inside their file mappings (relocations, .data, .bss: 1.2 MiB of an idle qrel's 1.6 MiB,
+# most of it libcrypto, librdkafka, p11-kit, gnutls and krb5; bench/README.md has the split). It
+# leaves out the binary's and the libraries' unwritten pages (RssFile).
 own_kib() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
 
 # heap_kib PID: the process's own heap and stacks now, in KiB, from /proc/PID/smaps: the resident
