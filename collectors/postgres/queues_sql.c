@@ -334,73 +334,55 @@ static void put_with_schema(struct buf *b, const char *tmpl, const char *schema)
     buf_puts(b, p);
 }
 
-/* The per-job rows of a preset in the layout found (pure). */
-static const char *pgq_rows(enum pgq_preset_id id, int layout)
-{
-    switch (id) {
-    case PGQ_GRAPHILE_WORKER:
-        return layout == LAYOUT_LEGACY ? graphile_legacy_rows : graphile_rows;
-    case PGQ_PG_BOSS:
-        return layout == LAYOUT_BOSS9    ? pg_boss_9_rows
-               : layout == LAYOUT_BOSS10 ? boss10_rows
-               : layout == LAYOUT_BOSS11 ? boss11_rows
-                                         : boss12_rows;
-    case PGQ_RIVER:
-        return river_rows;
-    case PGQ_OBAN:
-        return layout == LAYOUT_LEGACY ? oban_legacy_rows : oban_rows;
-    case PGQ_QUE:
-        return que_rows;
-    case PGQ_GOOD_JOB:
-        return good_job_rows;
-    case PGQ_SOLID_QUEUE:
-        return solid_queue_rows;
-    case PGQ_PGMQ:
-        break;
-    }
-    return NULL;
-}
+/* Each preset's SQL in each layout: its per-job rows, and its rows ahead (NULL where none can
+ * be). The first entry of the preset whose layout matches serves; layout 0 matches any. */
+static const struct pgq_sql {
+    enum pgq_preset_id id;
+    int layout;
+    const char *rows, *ahead;
+} pgq_sqls[] = {
+    {PGQ_GRAPHILE_WORKER, LAYOUT_LEGACY, graphile_legacy_rows, graphile_legacy_ahead},
+    {PGQ_GRAPHILE_WORKER, 0, graphile_rows, graphile_ahead},
+    {PGQ_PG_BOSS, LAYOUT_BOSS9, pg_boss_9_rows, NULL},
+    {PGQ_PG_BOSS, LAYOUT_BOSS10, boss10_rows, NULL},
+    {PGQ_PG_BOSS, LAYOUT_BOSS11, boss11_rows, NULL},
+    {PGQ_PG_BOSS, 0, boss12_rows, NULL},
+    {PGQ_RIVER, 0, river_rows, river_ahead},
+    {PGQ_OBAN, LAYOUT_LEGACY, oban_legacy_rows, oban_ahead},
+    {PGQ_OBAN, 0, oban_rows, oban_ahead},
+    {PGQ_QUE, 0, que_rows, NULL},
+    {PGQ_GOOD_JOB, 0, good_job_rows, good_job_ahead},
+    {PGQ_SOLID_QUEUE, 0, solid_queue_rows, solid_queue_ahead},
+};
 
-/* The rows ahead of a preset in the layout found, NULL where none can be (pure). */
-static const char *pgq_ahead(enum pgq_preset_id id, int layout)
+static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
 {
-    switch (id) {
-    case PGQ_GRAPHILE_WORKER:
-        return layout == LAYOUT_LEGACY ? graphile_legacy_ahead : graphile_ahead;
-    case PGQ_RIVER:
-        return river_ahead;
-    case PGQ_OBAN:
-        return oban_ahead;
-    case PGQ_GOOD_JOB:
-        return good_job_ahead;
-    case PGQ_SOLID_QUEUE:
-        return solid_queue_ahead;
-    default:
-        return NULL;
-    }
+    for (size_t i = 0; i < sizeof pgq_sqls / sizeof pgq_sqls[0]; i++)
+        if (pgq_sqls[i].id == id && (!pgq_sqls[i].layout || pgq_sqls[i].layout == layout))
+            return &pgq_sqls[i];
+    return NULL;
 }
 
 /* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
  * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
 char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered)
 {
-    const char *rows = pgq_rows(id, layout);
-    if (!rows)
+    const struct pgq_sql *sql = pgq_sql_find(id, layout);
+    if (!sql)
         return NULL;
     char *qs = pg_quote_ident(schema);
     struct buf b;
     buf_init(&b);
     buf_puts(&b, aggregate_head);
-    put_with_schema(&b, rows, qs);
+    put_with_schema(&b, sql->rows, qs);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
         buf_printf(&b, " UNION ALL SELECT unnest($1::text[])%s", no_job);
     /* The rows ahead, in this same statement: the filter inside the cap, so that the queues
      * left out do not take the listed ones' share of it. */
-    const char *ahead = pgq_ahead(id, layout);
-    if (ahead) {
+    if (sql->ahead) {
         buf_puts(&b, " UNION ALL SELECT queue, 'a'" NO_JOB_TAIL " FROM (SELECT queue FROM (");
-        put_with_schema(&b, ahead, qs);
+        put_with_schema(&b, sql->ahead, qs);
         buf_printf(&b, ") AS a%s LIMIT " PG_AHEAD_CAP ") AS ahead",
                    filtered ? " WHERE queue = ANY ($1::text[])" : "");
     }

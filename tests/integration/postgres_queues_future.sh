@@ -59,11 +59,9 @@ INSERT INTO good_jobs (queue_name, scheduled_at, performed_at, finished_at, erro
   ('gj', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()) - interval '250 s', timezone('UTC', now()) - interval '200 s', 'boom', timezone('UTC', now()) - interval '300 s', timezone('UTC', now()), 3),
   ('gj', timezone('UTC', now()) - interval '40 s', timezone('UTC', now()) - interval '30 s', timezone('UTC', now()) - interval '25 s', NULL, timezone('UTC', now()) - interval '40 s', timezone('UTC', now()), 1);
 
-INSERT INTO solid_queue_jobs (id, queue_name, class_name, created_at, updated_at) VALUES
-  (1, 'sq', 'J', timezone('UTC', now()) - interval '33 s', timezone('UTC', now())),
-  (2, 'sq', 'J', timezone('UTC', now()) - interval '70 s', timezone('UTC', now())),
-  (3, 'sq', 'J', timezone('UTC', now()) - interval '10 s', timezone('UTC', now())),
-  (4, 'sq', 'J', timezone('UTC', now()) - interval '900 s', timezone('UTC', now()));
+INSERT INTO solid_queue_jobs (id, queue_name, class_name, created_at, updated_at)
+SELECT id, 'sq', 'J', timezone('UTC', now()) - secs * interval '1 s', timezone('UTC', now())
+FROM (VALUES (1, 33), (2, 70), (3, 10), (4, 900)) AS v (id, secs);
 INSERT INTO solid_queue_ready_executions (job_id, queue_name, created_at) VALUES (1, 'sq', timezone('UTC', now()));
 INSERT INTO solid_queue_claimed_executions (job_id, created_at) VALUES (2, timezone('UTC', now()) - interval '21 s');
 INSERT INTO solid_queue_scheduled_executions (job_id, queue_name, scheduled_at, created_at) VALUES (3, 'sq', timezone('UTC', now()) + interval '1 h', timezone('UTC', now()));
