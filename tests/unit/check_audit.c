@@ -671,6 +671,60 @@ START_TEST(test_audit_series_bounded)
 }
 END_TEST
 
+/* ---- an entry with many families ---- */
+
+/* The families of three rules on one queue, after fillers (families no rule fires on here):
+ * with 7 fillers the entry outgrows its inline figures in the middle of the rules' own. */
+static struct audit_report *many_families(struct col *c, int fillers)
+{
+    static const char *const filler_families[] = {
+        "qrel_queue_messages",          "qrel_queue_oldest_message_age_seconds",
+        "qrel_outbox_pending_messages", "qrel_outbox_oldest_pending_age_seconds",
+        "qrel_dedup_window_seconds",    "qrel_lease_eta_beyond_messages",
+        "qrel_lease_orphaned_messages",
+    };
+    struct metric_set *s = col_set(c, "db", "claim_table");
+    for (int i = 0; i < fillers; i++)
+        metric_set_add(s, filler_families[i],
+                       i == 4   ? 300
+                       : i == 3 ? 10
+                                : 0,
+                       "queue", "mail", i == 0 ? "state" : NULL, "ready",
+                       NULL); /* NULL ends early */
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 0.5, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_max_deliveries", 3, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_lease_oldest_age_seconds", 20, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_claim_in_flight_window_seconds", 120, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_claims", 2, "queue", "mail", "state", "stale", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 0.75, "queue", "mail", NULL); /* the worse stays */
+    return run(c, NULL);
+}
+
+START_TEST(test_many_families)
+{
+    struct col few = {0}, many = {0};
+    struct audit_report *a = many_families(&few, 0), *b = many_families(&many, 7);
+    ck_assert_uint_eq(a->nfindings, 3); /* lease margin, stale claims, claim window */
+    ck_assert_uint_eq(b->nfindings, a->nfindings);
+    for (size_t i = 0; i < a->nfindings; i++) {
+        ck_assert_int_eq(b->findings[i].rule, a->findings[i].rule);
+        ck_assert_str_eq(b->findings[i].message, a->findings[i].message);
+    }
+    ck_assert_ptr_nonnull(strstr(a->findings[0].message, "lease 30s, longest hold now 20s → "
+                                                         "margin 0.50"));
+    ck_assert_uint_eq(b->nqueues, 1);
+    ck_assert_double_eq(b->queues[0].margin, 0.5);
+    ck_assert_int_eq(b->queues[0].has_depth, 1);
+    ck_assert_double_eq(b->queues[0].age, 0);
+    ck_assert_int_eq(a->queues[0].has_depth, 0);
+    audit_report_free(a);
+    audit_report_free(b);
+    col_free(&few);
+    col_free(&many);
+}
+END_TEST
+
 /* ---- the exporter's series path against the report ---- */
 
 /* A varied collection from a seed: two sources of two kinds, each over two sets (a queue's dead
@@ -939,6 +993,7 @@ int main(void)
         {test_audit_series, 0},
         {test_audit_series_bounded, 0},
         {test_series_path_matches_report, 0},
+        {test_many_families, 0},
         {test_text_and_json, 0},
         {test_names_are_quoted, 0},
         {test_format_seconds, 0},
