@@ -854,7 +854,7 @@ static int cmp_dlq(const void *pa, const void *pb)
 static int is_dead_letter_queue(const struct audit_ctx *x, const char *source, const char *queue)
 {
     struct dlq_name key = {source, queue};
-    return bsearch(&key, x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq) != NULL;
+    return x->ndlqs && bsearch(&key, x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq) != NULL;
 }
 
 /* Over one (source, kind, queue) and all its groups. */
