@@ -161,7 +161,7 @@ void audit_format_seconds(struct buf *out, double s)
         buf_printf(out, "%llds", sec);
 }
 
-/* ---- records: the samples the rules read ---- */
+/* ---- the families the rules read ---- */
 
 enum fam {
     F_UP,
