@@ -248,6 +248,22 @@ void util_chomp(char *s)
         s[--n] = '\0';
 }
 
+char *util_substitute(const char *tmpl, const char *placeholder, const char *value)
+{
+    size_t plen = strlen(placeholder);
+    struct buf b;
+    buf_init(&b);
+    for (const char *p = tmpl; *p;) {
+        if (plen && strncmp(p, placeholder, plen) == 0) {
+            buf_puts(&b, value);
+            p += plen;
+        } else {
+            buf_putc(&b, *p++);
+        }
+    }
+    return buf_steal(&b);
+}
+
 /* Length of the valid UTF-8 sequence at p (at most n bytes), or 0 when it is invalid. Rejects
  * overlong forms, surrogates and code points past U+10FFFF, as Prometheus does. */
 static size_t utf8_seq_len(const unsigned char *p, size_t n)

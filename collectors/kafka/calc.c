@@ -27,18 +27,7 @@ double kafka_age_seconds(int64_t now_ms, int64_t ts_ms)
 
 char *kafka_dlq_name(const char *tmpl, const char *topic)
 {
-    static const char ph[] = "{topic}";
-    struct buf b;
-    buf_init(&b);
-    for (const char *p = tmpl; *p;) {
-        if (strncmp(p, ph, sizeof ph - 1) == 0) {
-            buf_puts(&b, topic);
-            p += sizeof ph - 1;
-        } else {
-            buf_putc(&b, *p++);
-        }
-    }
-    return buf_steal(&b);
+    return util_substitute(tmpl, "{topic}", topic);
 }
 
 enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text)

@@ -43,21 +43,16 @@ struct state {
 static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
-    if (!st)
-        return;
     pg_close(st->conn);
     for (size_t i = 0; i < st->nitems; i++)
         st->items[i].sec->destroy(st->items[i].state);
     free(st->items);
     pg_params_free(&st->params);
-    free(st);
-    c->priv = NULL;
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = xcalloc(1, sizeof *st);
-    c->priv = st;
+    struct state *st = c->priv;
 
     /* The section lists are looked up first so that every error's list of known keys names
      * them too (a misspelt "outboxs" is reported with the right spelling beside it). */
@@ -234,6 +229,7 @@ static void wt_free(void *table)
 
 const struct collector_kind postgres_kind = {
     .name = "postgres",
+    .state_size = sizeof(struct state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,

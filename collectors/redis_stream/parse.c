@@ -295,18 +295,7 @@ double redis_stream_age_seconds(int64_t now_ms, uint64_t ms)
 
 char *redis_stream_dlq_name(const char *tmpl, const char *stream)
 {
-    static const char ph[] = "{stream}";
-    struct buf b;
-    buf_init(&b);
-    for (const char *p = tmpl; *p;) {
-        if (strncmp(p, ph, sizeof ph - 1) == 0) {
-            buf_puts(&b, stream);
-            p += sizeof ph - 1;
-        } else {
-            buf_putc(&b, *p++);
-        }
-    }
-    return buf_steal(&b);
+    return util_substitute(tmpl, "{stream}", stream);
 }
 
 void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *g,

@@ -1,7 +1,8 @@
 /* check_util.c: unit tests for exporter/util.c's base64 decoder, the one that HTTP Basic
  * credentials (strict) and Pub/Sub message data (protobuf's lenient JSON form) both go through:
  * every case is decoded both ways and must give the bytes, or be refused, as the table says.
- * Also its escaping loop, buf_escaped, with the tables of a format and JSON's own. */
+ * Also its escaping loop, buf_escaped, with the tables of a format and JSON's own, and
+ * util_substitute, which names a dead-letter queue per queue from one pattern. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,27 @@ START_TEST(test_escape)
 }
 END_TEST
 
+static const struct {
+    const char *tmpl, *placeholder, *value, *want;
+} substitutions[] = {
+    {"{topic}.dlq", "{topic}", "orders", "orders.dlq"},
+    {"dlq:{stream}:{stream}", "{stream}", "a", "dlq:a:a"}, /* every occurrence */
+    {"all.dlq", "{stream}", "a", "all.dlq"},               /* none: the pattern itself */
+    {"{strea}{stream", "{stream}", "a", "{strea}{stream"}, /* near misses are kept */
+    {"{topic}", "{topic}", "", ""},
+    {"{topic}{topic}", "{topic}", "{topic}", "{topic}{topic}"}, /* the value is not re-read */
+    {"x", "", "v", "x"},                                        /* an empty placeholder: none */
+};
+
+START_TEST(test_substitute)
+{
+    char *got = util_substitute(substitutions[_i].tmpl, substitutions[_i].placeholder,
+                                substitutions[_i].value);
+    ck_assert_str_eq(got, substitutions[_i].want);
+    free(got);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 int main(void)
@@ -94,6 +116,9 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("escape");
     tcase_add_loop_test(tc, test_escape, 0, N(escapes));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("substitute");
+    tcase_add_loop_test(tc, test_substitute, 0, N(substitutions));
     suite_add_tcase(s, tc);
     return check_run(s, CK_ENV);
 }
