@@ -10,7 +10,8 @@
 #include "util.h"
 
 /* Seconds the page may show a collection before it collects again: views within this of the
- * last successful collection (a Prometheus scrape, or an earlier view) cost no query. */
+ * last successful collection the scheduler kept (an earlier view's, or any with min_interval)
+ * cost no query. */
 #define LANDING_MAX_AGE 30.0
 
 /* Appends the page. r is the audit of the collection the page shows; s gives each source's

@@ -71,9 +71,9 @@ const struct metric_family metric_catalog_rows[] = {
      "Seconds a dedup key of queue is remembered (table retention, SQS FIFO 5 minutes, NATS "
      "duplicate window); it must exceed qrel_retry_horizon_seconds."},
     {"qrel_future_stamped_rows", METRIC_GAUGE,
-     "Rows of the table queue whose timestamp lies after the database's now(): the clocks of the "
-     "hosts that write them run ahead. They are in no window of the other series; any above 0 "
-     "means the writers' clocks need fixing. Counted up to 1000 per table."},
+     "Rows of the table queue (jobs, for a job runner) whose timestamp lies after the database's "
+     "now(): the clocks of the hosts that write them run ahead. They are in no window of the other "
+     "series; any above 0 means the writers' clocks need fixing. Counted up to 1000 per table."},
     {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
      "configured window, from the start and finish times a table records."},

@@ -12,8 +12,9 @@
  * A collection still waiting for a pool thread at its deadline is reported up 0 with the reason
  * "not started before the deadline" (counted as a timeout; a healthy source does not back off for
  * it). Sources whose last attempt failed are handed to the pool after the others.
- * Each source's latest successful collection is kept until the next one succeeds, for the
- * landing page (scheduler_opts.max_age) and min_interval: at most one extra set per source. */
+ * A source's latest successful collection is kept until the next one succeeds when it may be
+ * served again: with min_interval, or when the landing page (scheduler_opts.max_age) started it;
+ * at most one extra set per source. A plain scrape's set is freed once served. */
 #ifndef QREL_SCHEDULER_H
 #define QREL_SCHEDULER_H
 

@@ -23,16 +23,18 @@ static const struct pgq_preset presets[] = {
     /* name, default schema, dead_letter_queue label, kind label, flags */
     {PGQ_PGMQ, "pgmq", "pgmq", NULL, "pgmq", PGQ_HAS_REDELIVERED},
     {PGQ_GRAPHILE_WORKER, "graphile_worker", "graphile_worker", "failed", "pg_jobs",
-     PGQ_RUNNER | PGQ_HAS_LEASE_TIMEOUT},
+     PGQ_RUNNER | PGQ_HAS_LEASE_TIMEOUT | PGQ_HAS_AHEAD},
     {PGQ_PG_BOSS, "pg_boss", "pgboss", "failed", "pg_jobs", PGQ_RUNNER | PGQ_HAS_LEASE_TIMEOUT},
-    {PGQ_RIVER, "river", "public", "discarded", "pg_jobs", PGQ_RUNNER | PGQ_JOB_TIMEOUT},
-    {PGQ_OBAN, "oban", "public", "discarded", "pg_jobs", PGQ_RUNNER | PGQ_JOB_TIMEOUT},
+    {PGQ_RIVER, "river", "public", "discarded", "pg_jobs",
+     PGQ_RUNNER | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
+    {PGQ_OBAN, "oban", "public", "discarded", "pg_jobs",
+     PGQ_RUNNER | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
     {PGQ_QUE, "que", "public", "expired", "pg_jobs",
      PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_JOB_TIMEOUT},
     {PGQ_GOOD_JOB, "good_job", "public", "discarded", "pg_jobs",
-     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT},
+     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
     {PGQ_SOLID_QUEUE, "solid_queue", "public", "failed", "pg_jobs",
-     PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT},
+     PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
 };
 #define NPRESETS (sizeof presets / sizeof presets[0])
 

@@ -37,6 +37,7 @@ enum {
     PGQ_HAS_LEASE_AGE = 1 << 3,      /* when the current hold began */
     PGQ_HAS_LEASE_TIMEOUT = 1 << 4,  /* how long a hold may last */
     PGQ_JOB_TIMEOUT = 1 << 5,        /* the lease may be declared as job_timeout */
+    PGQ_HAS_AHEAD = 1 << 6,          /* a column qrel reads is stamped by the host's clock */
 };
 
 struct pgq_preset {
@@ -63,6 +64,7 @@ enum pgq_col {
     PGQ_COL_LEASE_TIMEOUT,
     PGQ_COL_HORIZON,   /* the retry horizon the runner's retry settings give, seconds */
     PGQ_COL_HEARTBEAT, /* 1 when the lease is a renewable heartbeat (pg-boss 12) */
+    PGQ_COL_AHEAD,     /* jobs stamped after now() by a host's clock, up to PG_AHEAD_CAP */
     PGQ_COL_DLQ,       /* text: the queue's own dead-letter queue, NULL when it has none */
     PGQ_NCOLS
 };

@@ -112,6 +112,10 @@ void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
                        row->has[PGQ_COL_DEAD_AGE] ? row->v[PGQ_COL_DEAD_AGE] : 0.0, "queue", qn,
                        "dead_letter_queue", dlq, NULL);
     }
+    /* Jobs a fast host's clock stamped after now(): in no window (the statement counted them
+     * on their own), exported where the runner stamps a column qrel reads with that clock. */
+    if (p->flags & PGQ_HAS_AHEAD)
+        metric_set_add(out, "qrel_future_stamped_rows", row->v[PGQ_COL_AHEAD], "queue", qn, NULL);
     if (max_deliveries > 0)
         metric_set_add(out, "qrel_max_deliveries", (double)max_deliveries, "queue", qn, NULL);
     else if ((p->flags & PGQ_HAS_MAX_DELIVERIES) && row->has[PGQ_COL_MAX_DELIVERIES])

@@ -14,7 +14,9 @@
  * State classes: 'r' ready (runnable now), 'i' in flight (a worker holds it), 'd' delayed
  * (scheduled, or waiting to be retried), 'x' dead (given up on: the runner's discarded / failed
  * jobs). Finished jobs are filtered out in the inner WHERE, so the runners' own state / finished
- * indexes keep the scan to pending work and the dead jobs the runner retains.
+ * indexes keep the scan to pending work and the dead jobs the runner retains. 'a' (ahead): a
+ * job whose column stamped by the application's clock lies after now(), one row each, up to
+ * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below).
  *
  * Timestamps are compared as epochs (EXTRACT(EPOCH FROM col)): for `timestamp without time zone`
  * columns (Rails, Ecto) that reads the stored UTC value as UTC whatever the session's TimeZone,
@@ -215,10 +217,64 @@ static const char solid_queue_rows[] =
     "NULL, NULL, NULL "
     "FROM @S.solid_queue_failed_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id";
 
+/* ---- rows ahead: the jobs whose application-stamped column lies after now() ----
+ *
+ * Where a runner stamps a column qrel reads with the clock of the host that runs it (not the
+ * database's now()), a host whose clock runs fast writes it ahead of now(): the row is then in no
+ * window and reads as 0 s old. Each such column is listed here with the jobs it is read for;
+ * scheduled times (run_at, scheduled_at, start_after) are intended, never counted. The branches
+ * are read up to PG_AHEAD_CAP rows per table (each through the index named) and counted per
+ * queue as class 'a'. pg-boss and Que stamp every column qrel reads with now() in their SQL:
+ * none can be ahead, they have none (docs/kinds/postgres.md cites the code).
+ *
+ * graphile-worker: locked_at is the Node process's clock with its useNodeTime option (else
+ * now()); created_at and updated_at are now(). */
+#define GRAPHILE_AHEAD(from, queue)                                                             \
+    "SELECT COALESCE(" queue ", '" GRAPHILE_NO_QUEUE "') AS queue FROM " from                   \
+    " WHERE j.locked_at > now()"
+static const char graphile_ahead[] =
+    GRAPHILE_AHEAD("@S._private_jobs j "
+                   "LEFT JOIN @S._private_job_queues q ON q.id = j.job_queue_id",
+                   "q.queue_name");
+static const char graphile_legacy_ahead[] = GRAPHILE_AHEAD("@S.jobs j", "j.queue_name");
+/* River: finalized_at is the client's time.Now() (completed and discarded jobs, read by the
+ * latency window and the dead age); created_at and attempted_at are now(). Index (state,
+ * finalized_at). */
+static const char river_ahead[] =
+    "SELECT queue FROM @S.river_job "
+    "WHERE state IN ('completed', 'discarded') AND finalized_at > now()";
+/* Oban: attempted_at, completed_at and discarded_at are the node's DateTime.utc_now(); inserted_at
+ * is the column's default (now()). Its (state, ...) indexes narrow each branch to one state. */
+#define UTC_NOW "timezone('UTC', now())"
+static const char oban_ahead[] =
+    "SELECT queue FROM @S.oban_jobs WHERE state = 'executing' AND attempted_at > " UTC_NOW " "
+    "UNION ALL SELECT queue FROM @S.oban_jobs "
+    "WHERE state = 'completed' AND completed_at > " UTC_NOW " "
+    "UNION ALL SELECT queue FROM @S.oban_jobs "
+    "WHERE state = 'discarded' AND discarded_at > " UTC_NOW;
+/* GoodJob: created_at, performed_at and finished_at are Rails' Time.current. Unfinished jobs
+ * (age, hold), then finished ones through its finished_at index. */
+static const char good_job_ahead[] =
+    "SELECT queue_name AS queue FROM @S.good_jobs WHERE finished_at IS NULL AND "
+    "(created_at > " UTC_NOW " OR performed_at > " UTC_NOW ") "
+    "UNION ALL SELECT queue_name FROM @S.good_jobs WHERE finished_at > " UTC_NOW;
+/* Solid Queue: a job enqueued alone is created by Rails (create!: its created_at is the host's
+ * clock), and so is a failed execution; claimed executions are inserted with insert_all!, whose
+ * timestamps are the database's CURRENT_TIMESTAMP. */
+static const char solid_queue_ahead[] =
+    "SELECT e.queue_name AS queue FROM @S.solid_queue_ready_executions e "
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_NOW " "
+    "UNION ALL SELECT j.queue_name FROM @S.solid_queue_claimed_executions e "
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_NOW " "
+    "UNION ALL SELECT j.queue_name FROM @S.solid_queue_failed_executions e "
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > " UTC_NOW;
+
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
  * empty (its counts are then 0). */
-static const char no_job[] = ", NULL, NULL::float8, NULL::bool, NULL::float8, NULL::float8, "
-                             "NULL::float8, NULL::float8, NULL::float8, NULL::bool, NULL::text";
+#define NO_JOB_TAIL                                                                             \
+    ", NULL::float8, NULL::bool, NULL::float8, NULL::float8, NULL::float8, NULL::float8, "      \
+    "NULL::float8, NULL::bool, NULL::text"
+static const char no_job[] = ", NULL" NO_JOB_TAIL;
 
 /* The aggregate over any preset's rows: one result row per queue, columns as enum pgq_col. */
 static const char aggregate_head[] =
@@ -230,7 +286,8 @@ static const char aggregate_head[] =
     "max(maxdel) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, "
     "GREATEST(max(held) FILTER (WHERE st = 'i'), 0)::float8, "
     "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
-    "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, max(dlq) FROM (";
+    "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, "
+    "count(*) FILTER (WHERE st = 'a')::float8, max(dlq) FROM (";
 
 /* ---- handler latency: the finished jobs that keep their start and end ----
  *
@@ -258,10 +315,10 @@ static const char river_done[] =
  * column can serve the range. */
 static const char oban_done[] =
     "SELECT queue, " DUR("completed_at", "attempted_at") " AS d FROM @S.oban_jobs "
-    "WHERE state = 'completed' AND " WINDOW("completed_at", "timezone('UTC', now())");
+    "WHERE state = 'completed' AND " WINDOW("completed_at", UTC_NOW);
 static const char good_job_done[] =
     "SELECT queue_name AS queue, " DUR("finished_at", "performed_at") " AS d FROM @S.good_jobs "
-    "WHERE error IS NULL AND " WINDOW("finished_at", "timezone('UTC', now())");
+    "WHERE error IS NULL AND " WINDOW("finished_at", UTC_NOW);
 
 /* clang-format on */
 
@@ -277,30 +334,32 @@ static void put_with_schema(struct buf *b, const char *tmpl, const char *schema)
     buf_puts(b, p);
 }
 
-/* The per-job rows of a preset in the layout found (pure). */
-static const char *pgq_rows(enum pgq_preset_id id, int layout)
+/* Each preset's SQL in each layout: its per-job rows, and its rows ahead (NULL where none can
+ * be). The first entry of the preset whose layout matches serves; layout 0 matches any. */
+static const struct pgq_sql {
+    enum pgq_preset_id id;
+    int layout;
+    const char *rows, *ahead;
+} pgq_sqls[] = {
+    {PGQ_GRAPHILE_WORKER, LAYOUT_LEGACY, graphile_legacy_rows, graphile_legacy_ahead},
+    {PGQ_GRAPHILE_WORKER, 0, graphile_rows, graphile_ahead},
+    {PGQ_PG_BOSS, LAYOUT_BOSS9, pg_boss_9_rows, NULL},
+    {PGQ_PG_BOSS, LAYOUT_BOSS10, boss10_rows, NULL},
+    {PGQ_PG_BOSS, LAYOUT_BOSS11, boss11_rows, NULL},
+    {PGQ_PG_BOSS, 0, boss12_rows, NULL},
+    {PGQ_RIVER, 0, river_rows, river_ahead},
+    {PGQ_OBAN, LAYOUT_LEGACY, oban_legacy_rows, oban_ahead},
+    {PGQ_OBAN, 0, oban_rows, oban_ahead},
+    {PGQ_QUE, 0, que_rows, NULL},
+    {PGQ_GOOD_JOB, 0, good_job_rows, good_job_ahead},
+    {PGQ_SOLID_QUEUE, 0, solid_queue_rows, solid_queue_ahead},
+};
+
+static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
 {
-    switch (id) {
-    case PGQ_GRAPHILE_WORKER:
-        return layout == LAYOUT_LEGACY ? graphile_legacy_rows : graphile_rows;
-    case PGQ_PG_BOSS:
-        return layout == LAYOUT_BOSS9    ? pg_boss_9_rows
-               : layout == LAYOUT_BOSS10 ? boss10_rows
-               : layout == LAYOUT_BOSS11 ? boss11_rows
-                                         : boss12_rows;
-    case PGQ_RIVER:
-        return river_rows;
-    case PGQ_OBAN:
-        return layout == LAYOUT_LEGACY ? oban_legacy_rows : oban_rows;
-    case PGQ_QUE:
-        return que_rows;
-    case PGQ_GOOD_JOB:
-        return good_job_rows;
-    case PGQ_SOLID_QUEUE:
-        return solid_queue_rows;
-    case PGQ_PGMQ:
-        break;
-    }
+    for (size_t i = 0; i < sizeof pgq_sqls / sizeof pgq_sqls[0]; i++)
+        if (pgq_sqls[i].id == id && (!pgq_sqls[i].layout || pgq_sqls[i].layout == layout))
+            return &pgq_sqls[i];
     return NULL;
 }
 
@@ -308,17 +367,25 @@ static const char *pgq_rows(enum pgq_preset_id id, int layout)
  * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
 char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered)
 {
-    const char *rows = pgq_rows(id, layout);
-    if (!rows)
+    const struct pgq_sql *sql = pgq_sql_find(id, layout);
+    if (!sql)
         return NULL;
     char *qs = pg_quote_ident(schema);
     struct buf b;
     buf_init(&b);
     buf_puts(&b, aggregate_head);
-    put_with_schema(&b, rows, qs);
+    put_with_schema(&b, sql->rows, qs);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
         buf_printf(&b, " UNION ALL SELECT unnest($1::text[])%s", no_job);
+    /* The rows ahead, in this same statement: the filter inside the cap, so that the queues
+     * left out do not take the listed ones' share of it. */
+    if (sql->ahead) {
+        buf_puts(&b, " UNION ALL SELECT queue, 'a'" NO_JOB_TAIL " FROM (SELECT queue FROM (");
+        put_with_schema(&b, sql->ahead, qs);
+        buf_printf(&b, ") AS a%s LIMIT " PG_AHEAD_CAP ") AS ahead",
+                   filtered ? " WHERE queue = ANY ($1::text[])" : "");
+    }
     buf_puts(&b, ") AS jobs");
     if (filtered)
         buf_puts(&b, " WHERE queue = ANY ($1::text[])");

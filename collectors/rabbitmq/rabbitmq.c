@@ -30,6 +30,7 @@
 #include "config.h"
 #include "hashtab.h"
 #include "log.h"
+#include "rabbitmq/cache.h"
 #include "util.h"
 
 /* Without metadata_interval, the slow part is refreshed when older than the larger of 60 s and
@@ -62,10 +63,9 @@ struct qtab {
     struct hashtab index; /* records by (vhost, name) */
 };
 
-/* The vhost's hash seeds the name's, so ("a", "bc") and ("ab", "c") hash apart. */
 static uint64_t qhash(const char *vhost, const char *name)
 {
-    return hashtab_hash(name, strlen(name), hashtab_hash(vhost, strlen(vhost), 0));
+    return rabbitmq_queue_hash(vhost, name);
 }
 
 static uint64_t qrec_hash_of(const void *ctx, uint32_t id)
@@ -127,17 +127,7 @@ static void qtab_free(struct qtab *t)
     memset(t, 0, sizeof *t);
 }
 
-/* A table kept between scrapes (the cached slow part) gives back the room it grew into: up to
- * half its array, 0.7 MB at 10,000 queues. */
-static void qtab_fit(struct qtab *t)
-{
-    if (t->n && t->n < t->cap) {
-        t->v = xrealloc(t->v, t->n * sizeof *t->v);
-        t->cap = t->n;
-    }
-}
-
-/* The cached slow part. */
+/* The slow part while a refresh builds it; kept as a struct rabbitmq_cache (cache.h). */
 struct meta {
     double wall;     /* when it was fetched (epoch seconds) */
     int64_t mono_ms; /* the same, monotonic, for its age */
@@ -174,8 +164,8 @@ struct state {
     double last_refresh_seconds; /* duration of the last successful refresh */
     struct http_config http;
     struct http_client *client;
-    struct meta *meta;
-    unsigned requests; /* made in this collection, for the debug log */
+    struct rabbitmq_cache *meta; /* the cached slow part; NULL before the first refresh */
+    unsigned requests;           /* made in this collection, for the debug log */
 };
 
 static void destroy(struct collector *c)
@@ -183,7 +173,8 @@ static void destroy(struct collector *c)
     struct state *st = c->priv;
     http_client_free(st->client);
     http_config_free(&st->http);
-    meta_free(st->meta);
+    rabbitmq_cache_free(st->meta);
+    free(st->meta);
     free(st->url);
     free(st->prometheus_url);
     free(st->username);
@@ -568,56 +559,79 @@ out:
 /* The series of one queue. A failed add is remembered by the set, which the core checks after
  * collect(), so nothing here checks it. */
 static void emit_queue(const struct state *st, const struct qrec *d, const struct qtab *depth,
-                       const struct meta *m, struct metric_set *out)
+                       const struct rabbitmq_cache *m, struct metric_set *out)
 {
     const char *q = d->name, *v = d->vhost;
     metric_set_add(out, "qrel_queue_messages", d->ready, "queue", q, "vhost", v, "state", "ready",
                    NULL);
     metric_set_add(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state",
                    "in_flight", NULL);
-    size_t mi = m ? qtab_find(&m->q, v, q) : NONE;
-    const struct qrec *mq = mi != NONE ? &m->q.v[mi] : NULL;
+    struct rabbitmq_cached mq;
+    int cached = m && rabbitmq_cache_find(m, v, q, &mq);
 
-    double lease =
-        mq && mq->consumer_timeout_ms > 0 ? mq->consumer_timeout_ms / 1000.0 : st->consumer_timeout;
+    double lease = cached && mq.consumer_timeout_ms > 0 ? mq.consumer_timeout_ms / 1000.0
+                                                        : st->consumer_timeout;
     if (lease > 0)
         metric_set_add(out, "qrel_lease_timeout_seconds", lease, "queue", q, "vhost", v, NULL);
-    if (!mq)
+    if (!cached)
         return; /* declared since the last refresh: depth only until the next one */
 
     /* Oldest message: empty now means 0 now; else the head's timestamp as of the sample. */
     if (d->ready + d->unacked == 0)
         metric_set_add(out, "qrel_queue_oldest_message_age_seconds", 0.0, "queue", q, "vhost", v,
                        NULL);
-    else if (mq->has_head_ts)
+    else if (mq.has_head_ts)
         metric_set_add(out, "qrel_queue_oldest_message_age_seconds",
-                       fmax(0.0, m->wall - mq->head_ts), "queue", q, "vhost", v, NULL);
-    double maxd = rabbitmq_max_deliveries(mq->delivery_limit);
+                       fmax(0.0, m->wall - mq.head_ts), "queue", q, "vhost", v, NULL);
+    double maxd = rabbitmq_max_deliveries(mq.delivery_limit);
     if (maxd > 0) {
         metric_set_add(out, "qrel_max_deliveries", maxd, "queue", q, "vhost", v, NULL);
         if (lease > 0)
             metric_set_add(out, "qrel_retry_horizon_seconds", maxd * lease, "queue", q, "vhost", v,
                            NULL);
     }
-    if (mq->has_stats)
-        metric_set_add(out, "qrel_redeliveries_total", mq->redeliver, "queue", q, "vhost", v, NULL);
-    for (size_t i = mq->dlq0; i < mq->dlq0 + mq->ndlq; i++) {
-        const char *dlq = m->dlqs[i];
+    if (mq.has_stats)
+        metric_set_add(out, "qrel_redeliveries_total", mq.redeliver, "queue", q, "vhost", v, NULL);
+    for (size_t i = 0; i < mq.ndlqs; i++) {
+        const char *dlq = rabbitmq_cache_dlq(m, &mq, i);
         size_t di = qtab_find(depth, v, dlq);
         if (di == NONE || !depth->v[di].has_stats)
             continue; /* deleted since the refresh, or no stats yet */
         const struct qrec *dd = &depth->v[di];
         metric_set_add(out, "qrel_dead_letter_messages", dd->ready + dd->unacked, "queue", q,
                        "vhost", v, "dead_letter_queue", dlq, NULL);
-        size_t dmi = qtab_find(&m->q, v, dlq);
+        struct rabbitmq_cached dm;
         if (dd->ready + dd->unacked == 0)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", 0.0, "queue", q, "vhost", v,
                            "dead_letter_queue", dlq, NULL);
-        else if (dmi != NONE && m->q.v[dmi].has_head_ts)
+        else if (rabbitmq_cache_find(m, v, dlq, &dm) && dm.has_head_ts)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
-                           fmax(0.0, m->wall - m->q.v[dmi].head_ts), "queue", q, "vhost", v,
+                           fmax(0.0, m->wall - dm.head_ts), "queue", q, "vhost", v,
                            "dead_letter_queue", dlq, NULL);
     }
+}
+
+/* The refreshed slow part, compacted to be kept (cache.h): the figures a scrape serves, and
+ * each queue's dead-letter queues. */
+static struct rabbitmq_cache *meta_keep(const struct meta *m)
+{
+    struct rabbitmq_cache *c = xcalloc(1, sizeof *c);
+    c->wall = m->wall;
+    c->mono_ms = m->mono_ms;
+    for (size_t i = 0; i < m->q.n; i++) {
+        const struct qrec *r = &m->q.v[i];
+        struct rabbitmq_cached v = {.has_stats = r->has_stats,
+                                    .has_head_ts = r->has_head_ts,
+                                    .head_ts = r->head_ts,
+                                    .redeliver = r->redeliver,
+                                    .delivery_limit = r->delivery_limit,
+                                    .consumer_timeout_ms = r->consumer_timeout_ms,
+                                    .ndlqs = r->ndlq};
+        rabbitmq_cache_add(c, r->vhost, r->name, &v,
+                           r->ndlq ? (const char *const *)m->dlqs + r->dlq0 : NULL);
+    }
+    rabbitmq_cache_fit(c);
+    return c;
 }
 
 /* One scrape:
@@ -678,9 +692,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                    c->name, "reason", err_reason(me.code), "err", me.msg, NULL);
             meta_free(fresh);
         } else {
-            meta_free(st->meta);
-            qtab_fit(&fresh->q);
-            st->meta = fresh;
+            rabbitmq_cache_free(st->meta);
+            free(st->meta);
+            st->meta = meta_keep(fresh);
+            meta_free(fresh);
             st->last_refresh_seconds = (double)(deadline_now_ms() - t0) / 1000.0;
         }
         fresh = NULL;

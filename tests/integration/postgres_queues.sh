@@ -301,6 +301,15 @@ o='kind="pg_jobs",queue="sq"'
 check_dead "$T/m.txt" "$o" failed 1 400
 age "$T/m.txt" qrel_lease_oldest_age_seconds 21 "$o"
 
+# --- rows ahead of now(): River's and Oban's completion an hour ahead above, none elsewhere;
+# none exported where the runner stamps with now() (pg-boss, Que) or for pgmq
+for q in default:1 events:1 mail:0 gj:0 sq:0; do
+  expect_metric "$T/m.txt" "${q#*:}" qrel_future_stamped_rows "kind=\"pg_jobs\",queue=\"${q%:*}\""
+done
+for q in billing billing9 mailers orders; do
+  expect_absent "$T/m.txt" qrel_future_stamped_rows "queue=\"$q\""
+done
+
 kill "${LOCKERS[@]}" 2>/dev/null || true
 
 # --config.check: passes here; names source, preset and table when a schema is wrong.

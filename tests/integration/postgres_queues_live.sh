@@ -10,7 +10,10 @@
 # retry settings, the handler quantiles (0.2/0.4/0.6/0.8 s: p50 0.5, p90 0.74, p99 0.794, max 0.8)
 # and the lease margin; ages by range. pg-boss 9, 10, 11 and 12 are told apart by their columns.
 # --config.check passes on them all and fails, naming the preset, schema and column, on pg-boss
-# 2.5.2's real schema (startIn, not startAfter). `qrel check` and the alert expressions of
+# 2.5.2's real schema (startIn, not startAfter). Rows ahead of now(): none can be made through
+# pg-boss's API (the database's clock stamps every column), so it exports none; graphile-worker
+# exports 0, and 1 for a job its worker locked with useNodeTime on a host whose clock runs 10 min
+# fast (a second driver process, its Date moved ahead). `qrel check` and the alert expressions of
 # alerts/qrel-alerts.yml (promtool) work unchanged on these series.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -28,16 +31,22 @@ v() { "$NODE" -p "require('$PEERS/node_modules/$1/package.json').version"; }
 echo "runners: pg-boss $(v pg-boss) $(v pg-boss-11) $(v pg-boss-10) $(v pg-boss-9) $(v pg-boss-2), graphile-worker $(v graphile-worker), node $("$NODE" --version)"
 
 start_postgres P
-(cd "$PEERS" && exec "$NODE" --no-warnings drive.mjs "postgresql://postgres@127.0.0.1:$P/postgres" \
-  "$T/ready") >"$T/drive.out" 2>&1 &
-DRIVER=$!
-PIDS+=("$DRIVER")
-for _ in $(seq 1 1200); do
-  [ -s "$T/ready" ] && break
-  kill -0 "$DRIVER" 2>/dev/null || { cat "$T/drive.out" >&2; echo "the driver failed" >&2; exit 1; }
-  sleep 0.05
-done
-[ -s "$T/ready" ] || { cat "$T/drive.out" >&2; echo "the driver did not reach its state in 60 s" >&2; exit 1; }
+# drive NAME [SKEW_SECONDS]: runs drive.mjs (NAME: its ready file and log) until its state is
+# reached; with SKEW_SECONDS, the graphile-worker host whose clock runs that fast.
+drive() {
+  (cd "$PEERS" && exec "$NODE" --no-warnings drive.mjs "postgresql://postgres@127.0.0.1:$P/postgres" \
+    "$T/$1.ready" "${@:2}") >"$T/$1.out" 2>&1 &
+  local driver=$!
+  PIDS+=("$driver")
+  for _ in $(seq 1 1200); do
+    [ -s "$T/$1.ready" ] && return 0
+    kill -0 "$driver" 2>/dev/null || { cat "$T/$1.out" >&2; echo "the driver $1 failed" >&2; exit 1; }
+    sleep 0.05
+  done
+  cat "$T/$1.out" >&2; echo "the driver $1 did not reach its state in 60 s" >&2; exit 1
+}
+drive runners
+drive fast 600
 
 cat > "$T/qrel.yml" <<YML
 sources:
@@ -52,6 +61,8 @@ $(pg_source live "$P")
         schema: pgboss9
         queues: [jobs9]  # pg-boss 9 keeps its own maintenance jobs beside them
       - preset: graphile_worker
+      - preset: graphile_worker
+        schema: graphile_fast
 YML
 "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.err" || { cat "$T/scrape.err" >&2; exit 1; }
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="live"' 'kind="postgres"'
@@ -60,7 +71,7 @@ expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'
 # Every queue, and no other.
 expect_eq "the queues reported" \
   "$(grep -o '[{,]queue="[^"]*"' "$T/m.txt" | cut -c2- | sort -u | tr '\n' ' ')" \
-  'queue="(none)" queue="beat" queue="billing" queue="billing_dlq" queue="jobs10" queue="jobs11" queue="jobs9" queue="mail" queue="plain" '
+  'queue="(none)" queue="beat" queue="billing" queue="billing_dlq" queue="fast" queue="jobs10" queue="jobs11" queue="jobs9" queue="mail" queue="plain" '
 
 age() { # age FILE NAME LOW HIGH labels...: a figure that moves while the test runs
   local file=$1 name=$2 lo=$3 hi=$4; shift 4
@@ -169,11 +180,27 @@ counts mail 1 1 1 0 0 failed
 ages mail 15 0 15
 limits mail 14400 25
 margin mail 14400 0
-series mail 11
+series mail 12
 counts '(none)' 0 0 0 0 1 failed
 ages '(none)' 0 15 0
-series '(none)' 8
+series '(none)' 9
 expect_absent "$T/m.txt" qrel_handler_duration_seconds 'queue="mail"'
+
+# ---- jobs stamped ahead of now(). pg-boss stamps every column qrel reads with the database's
+# now() (its SQL), so no skew can be produced through its API: it has no such series. Neither can
+# graphile-worker's default; with useNodeTime its locked_at is the worker host's clock: the job
+# held by the host 10 min fast counts ahead, and its hold reads 0 s, not -600.
+for q in beat billing billing_dlq jobs10 jobs11 jobs9 plain; do
+  expect_absent "$T/m.txt" qrel_future_stamped_rows "queue=\"$q\""
+done
+expect_metric "$T/m.txt" 0 qrel_future_stamped_rows 'kind="pg_jobs",queue="mail"'
+expect_metric "$T/m.txt" 0 qrel_future_stamped_rows 'kind="pg_jobs",queue="(none)"'
+expect_eq "graphile-worker with useNodeTime on a host 10 min fast: its lock is ahead" \
+  "$(psql_val "SELECT count(*) FROM graphile_fast._private_jobs WHERE locked_at > now() + interval '9 min'")" 1
+expect_metric "$T/m.txt" 1 qrel_future_stamped_rows 'kind="pg_jobs",queue="fast"'
+counts fast 0 1 0 0 0 failed
+ages fast 15 0 0
+series fast 12
 
 # ---- --config.check: every layout above reads; pg-boss 2.5.2's does not, and says why
 expect_exit "--config.check on pg-boss 9-12 and graphile-worker 0.18 (exit status)" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check

@@ -135,6 +135,52 @@ START_TEST(test_array_literal)
 }
 END_TEST
 
+/* The rows ahead of each preset: only the columns its runner stamps with a host's clock, never a
+ * scheduled time (intended, not skew); none for the runners that stamp everything with now(). */
+START_TEST(test_ahead_sql)
+{
+    static const struct {
+        enum pgq_preset_id id;
+        int layout;
+        const char *ahead; /* NULL: no branch */
+    } cases[] = {
+        {PGQ_GRAPHILE_WORKER, LAYOUT_CURRENT, "WHERE j.locked_at > now()) AS a LIMIT 1000"},
+        {PGQ_PG_BOSS, LAYOUT_BOSS9, NULL},
+        {PGQ_PG_BOSS, LAYOUT_BOSS10, NULL},
+        {PGQ_PG_BOSS, LAYOUT_BOSS11, NULL},
+        {PGQ_PG_BOSS, LAYOUT_BOSS12, NULL},
+        {PGQ_RIVER, LAYOUT_CURRENT, "AND finalized_at > now()) AS a LIMIT 1000"},
+        {PGQ_OBAN, LAYOUT_CURRENT,
+         "WHERE state = 'executing' AND attempted_at > timezone('UTC', "
+         "now()) UNION ALL SELECT queue FROM \"s\".oban_jobs WHERE "
+         "state = 'completed' AND completed_at > timezone('UTC', now())"},
+        {PGQ_OBAN, LAYOUT_LEGACY, "AND discarded_at > timezone('UTC', now())) AS a LIMIT 1000"},
+        {PGQ_QUE, LAYOUT_CURRENT, NULL},
+        {PGQ_GOOD_JOB, LAYOUT_CURRENT,
+         "WHERE finished_at IS NULL AND (created_at > timezone('UTC', "
+         "now()) OR performed_at > timezone('UTC', now())) UNION ALL "
+         "SELECT queue_name FROM \"s\".good_jobs WHERE finished_at > "
+         "timezone('UTC', now())) AS a"},
+        {PGQ_SOLID_QUEUE, LAYOUT_CURRENT,
+         "JOIN \"s\".solid_queue_jobs j ON j.id = e.job_id WHERE "
+         "e.created_at > timezone('UTC', now())) AS a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *s = queues_sql_jobs(cases[i].id, "s", cases[i].layout, 0);
+        const char *branch = strstr(s, " UNION ALL SELECT queue, 'a'");
+        ck_assert_msg((branch != NULL) == (cases[i].ahead != NULL), "case %zu", i);
+        if (branch) {
+            ck_assert_msg(strstr(branch, cases[i].ahead) != NULL, "case %zu: %s", i, branch);
+            ck_assert_ptr_null(strstr(branch, "scheduled_at"));
+            ck_assert_ptr_null(strstr(branch, "run_at"));
+            ck_assert_ptr_null(strstr(branch, "start_after"));
+            ck_assert_ptr_null(strstr(branch, "@S"));
+        }
+        free(s);
+    }
+}
+END_TEST
+
 START_TEST(test_jobs_sql)
 {
     /* pgmq's statement is built per scrape from the queue list, not here. */
@@ -143,8 +189,13 @@ START_TEST(test_jobs_sql)
     char *s = queues_sql_jobs(PGQ_RIVER, "my\"schema", LAYOUT_CURRENT, 0);
     /* the states are listed, so that River's (state, queue, ...) index skips completed jobs */
     ck_assert_ptr_nonnull(strstr(s, "FROM \"my\"\"schema\".river_job WHERE state IN ('available', "
-                                    "'pending', 'retryable', 'running', 'scheduled', 'discarded')) "
-                                    "AS jobs GROUP BY 1 ORDER BY 1"));
+                                    "'pending', 'retryable', 'running', 'scheduled', 'discarded') "
+                                    "UNION ALL SELECT queue, 'a', NULL::float8, "));
+    /* the jobs River finalized ahead of now(), read through its (state, finalized_at) index and
+     * at most 1,000 of them, in the same statement */
+    ck_assert_ptr_nonnull(strstr(s, "(SELECT queue FROM \"my\"\"schema\".river_job WHERE state IN "
+                                    "('completed', 'discarded') AND finalized_at > now()) AS a "
+                                    "LIMIT 1000) AS ahead) AS jobs GROUP BY 1 ORDER BY 1"));
     ck_assert_ptr_null(strstr(s, "$1"));
     ck_assert_ptr_null(strstr(s, "@S"));
     ck_assert(strncmp(s, aggregate_head, strlen(aggregate_head)) == 0);
@@ -155,6 +206,9 @@ START_TEST(test_jobs_sql)
     ck_assert_ptr_nonnull(strstr(s, " UNION ALL SELECT unnest($1::text[]), NULL, NULL::float8, "));
     ck_assert_ptr_nonnull(
         strstr(s, ") AS jobs WHERE queue = ANY ($1::text[]) GROUP BY 1 ORDER BY 1"));
+    /* the filter applies inside the cap: queues left out take none of the 1,000 */
+    ck_assert_ptr_nonnull(strstr(s, "discarded_at > timezone('UTC', now())) AS a WHERE queue = "
+                                    "ANY ($1::text[]) LIMIT 1000) AS ahead"));
     free(s);
 
     s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_CURRENT, 0);
@@ -164,6 +218,7 @@ START_TEST(test_jobs_sql)
     s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_LEGACY, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j"));
     ck_assert_ptr_null(strstr(s, "_private"));
+    ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j WHERE j.locked_at > now()"));
     free(s);
 
     /* pg-boss 9: lower-cased camel case, expired is dead, internal completion jobs left out */
@@ -224,24 +279,30 @@ START_TEST(test_emit_job_presets)
 {
     static const struct {
         const char *preset;
-        int redelivered, dead, maxdel, lease_age, lease_timeout;
+        int redelivered, dead, maxdel, lease_age, lease_timeout, ahead;
         const char *dlq;
     } cases[] = {
-        {"graphile_worker", 1, 1, 1, 1, 1, "failed"},
-        {"pg_boss", 1, 1, 1, 1, 1, "failed"},
-        {"river", 1, 1, 1, 1, 0, "discarded"},
-        {"oban", 1, 1, 1, 1, 0, "discarded"},
-        {"que", 1, 1, 0, 0, 0, "expired"},
-        {"good_job", 1, 1, 0, 1, 0, "discarded"},
-        {"solid_queue", 0, 1, 0, 1, 0, "failed"},
+        {"graphile_worker", 1, 1, 1, 1, 1, 1, "failed"},
+        {"pg_boss", 1, 1, 1, 1, 1, 0, "failed"},
+        {"river", 1, 1, 1, 1, 0, 1, "discarded"},
+        {"oban", 1, 1, 1, 1, 0, 1, "discarded"},
+        {"que", 1, 1, 0, 0, 0, 0, "expired"},
+        {"good_job", 1, 1, 0, 1, 0, 1, "discarded"},
+        {"solid_queue", 0, 1, 0, 1, 0, 1, "failed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct pgq_preset *p = pgq_preset_find(cases[i].preset);
         ck_assert_ptr_nonnull(p);
         struct metric_set *s = metric_set_new("db", p->kind_label);
         struct pgq_row r = full_row();
+        r.has[PGQ_COL_AHEAD] = 1;
+        r.v[PGQ_COL_AHEAD] = 12;
         queues_emit_queue(p, &r, NULL, 0, -1.0, s);
         ck_assert(sample_value(s, "qrel_queue_messages", "state", "ready", NULL) == 1);
+        /* only where the runner stamps a column qrel reads with a host's clock */
+        ck_assert_uint_eq(sample_count(s, "qrel_future_stamped_rows"), (size_t)cases[i].ahead);
+        if (cases[i].ahead)
+            ck_assert(sample_value(s, "qrel_future_stamped_rows", "queue", "q", NULL) == 12);
         ck_assert(sample_value(s, "qrel_queue_messages", "state", "in_flight", NULL) == 2);
         ck_assert(sample_value(s, "qrel_queue_messages", "state", "delayed", NULL) == 3);
         ck_assert(sample_value(s, "qrel_queue_oldest_message_age_seconds", "queue", "q", NULL) ==
@@ -423,11 +484,17 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_defaults, 0},  {test_full, 0},
-        {test_errors, 0},    {test_array_literal, 0},
-        {test_jobs_sql, 0},  {test_emit_job_presets, 0},
-        {test_emit_pgmq, 0}, {test_emit_empty_queue, 0},
-        {test_done_sql, 0},  {test_margin_and_latency, 0},
+        {test_defaults, 0},
+        {test_full, 0},
+        {test_errors, 0},
+        {test_array_literal, 0},
+        {test_jobs_sql, 0},
+        {test_ahead_sql, 0},
+        {test_emit_job_presets, 0},
+        {test_emit_pgmq, 0},
+        {test_emit_empty_queue, 0},
+        {test_done_sql, 0},
+        {test_margin_and_latency, 0},
     };
     return check_run_tests("pg_queues", tests, CHECK_ROWS(tests), 0);
 }

@@ -1,7 +1,8 @@
 /* check_rabbitmq.c: unit tests for the pure parts of collectors/rabbitmq/parse.c: reading queue
  * objects recorded from RabbitMQ 3.10.8's GET /api/queues (tests/fixtures/rabbitmq/) (stats present
  * and absent, empty proplists written as [], settings from arguments and from policy), the
- * delivery-limit mapping, topic matching and binding routing, and configure()'s messages. Talking
+ * delivery-limit mapping, topic matching and binding routing, the compact cache of the slow part
+ * (cache.c), and configure()'s messages. Talking
  * to a broker is left to tests/integration/rabbitmq.sh, which runs a real one. */
 #include <check.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "collector.h"
 #include "config.h"
+#include "rabbitmq/cache.h"
 #include "rabbitmq/rabbitmq.h"
 #include "util.h"
 #include "check_refused.h"
@@ -282,6 +284,67 @@ START_TEST(test_config_good)
 }
 END_TEST
 
+/* The cache gives back what it was given: a quiet queue's defaults (kept as no figures), figures
+ * and dead-letter queues, per vhost, across the index's growth (3,000 queues), and no second
+ * entry for a name it has. */
+START_TEST(test_cache)
+{
+    struct rabbitmq_cache c;
+    memset(&c, 0, sizeof c);
+    const struct rabbitmq_cached quiet = {
+        .has_stats = 1, .delivery_limit = -1, .consumer_timeout_ms = -1};
+    const struct rabbitmq_cached busy = {.has_stats = 1,
+                                         .has_head_ts = 1,
+                                         .head_ts = 1700000000.5,
+                                         .redeliver = 7,
+                                         .delivery_limit = 4,
+                                         .consumer_timeout_ms = 60000,
+                                         .ndlqs = 2};
+    const struct rabbitmq_cached nostats = {.delivery_limit = -1, .consumer_timeout_ms = -1};
+    const char *dlqs[] = {"orders.dlq", "orders.parked"};
+    char name[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof name, "q.%d", i);
+        rabbitmq_cache_add(&c, i % 2 ? "shop" : "/", name, i % 100 ? &quiet : &nostats, NULL);
+    }
+    rabbitmq_cache_add(&c, "shop", "orders", &busy, dlqs);
+    rabbitmq_cache_add(&c, "shop", "orders", &quiet, NULL); /* already there: ignored */
+    rabbitmq_cache_fit(&c);
+    ck_assert_uint_eq(c.n, 3001);
+
+    struct rabbitmq_cached v;
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "shop", "orders", &v), 1);
+    ck_assert_int_eq(v.has_stats, 1);
+    ck_assert_int_eq(v.has_head_ts, 1);
+    ck_assert_double_eq(v.head_ts, 1700000000.5);
+    ck_assert_double_eq(v.redeliver, 7);
+    ck_assert_double_eq(v.delivery_limit, 4);
+    ck_assert_double_eq(v.consumer_timeout_ms, 60000);
+    ck_assert_uint_eq(v.ndlqs, 2);
+    ck_assert_str_eq(rabbitmq_cache_dlq(&c, &v, 0), "orders.dlq");
+    ck_assert_str_eq(rabbitmq_cache_dlq(&c, &v, 1), "orders.parked");
+
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "shop", "q.2999", &v), 1);
+    ck_assert_int_eq(v.has_stats, 1);
+    ck_assert_int_eq(v.has_head_ts, 0);
+    ck_assert_double_eq(v.redeliver, 0);
+    ck_assert_double_eq(v.delivery_limit, -1);
+    ck_assert_double_eq(v.consumer_timeout_ms, -1);
+    ck_assert_uint_eq(v.ndlqs, 0);
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "/", "q.200", &v), 1);
+    ck_assert_int_eq(v.has_stats, 0);
+    /* the vhost is part of the key */
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "/", "q.2999", &v), 0);
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "/", "orders", &v), 0);
+    ck_assert_int_eq(rabbitmq_cache_find(&c, "sho", "porders", &v), 0);
+    /* figures kept only for the one busy queue */
+    ck_assert_uint_eq(c.nfigs, 1);
+    rabbitmq_cache_free(&c);
+    ck_assert_uint_eq(c.n, 0);
+    rabbitmq_cache_free(NULL);
+}
+END_TEST
+
 static Suite *rabbitmq_suite(void)
 {
     Suite *s = suite_create("rabbitmq");
@@ -293,6 +356,7 @@ static Suite *rabbitmq_suite(void)
     tcase_add_test(tc, test_max_deliveries);
     tcase_add_loop_test(tc, test_topic, 0, (int)(sizeof topics / sizeof topics[0]));
     tcase_add_test(tc, test_binding_routes);
+    tcase_add_test(tc, test_cache);
     suite_add_tcase(s, tc);
     tc = tcase_create("configure");
     tcase_add_loop_test(tc, test_config_bad, 0, (int)(sizeof bad_configs / sizeof bad_configs[0]));

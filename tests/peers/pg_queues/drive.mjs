@@ -13,13 +13,18 @@
 // graphile-worker 0.18 (schema graphile_worker): a job failed for good (no queue), one finished
 //   (graphile-worker deletes it), in queue mail 1 held by the live worker, 1 ready (a task no
 //   worker runs), 1 scheduled an hour ahead.
+//
+// drive.mjs CONNSTRING READY_FILE SKEW_SECONDS: instead, a host whose clock runs SKEW_SECONDS
+// fast (this process's Date made so: a separate process, as the clock is process-wide): its
+// graphile-worker 0.18 runs with useNodeTime in schema graphile_fast, and in queue fast 1 job is
+// held by its live worker, locked at that clock's time.
 import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
 import { PgBoss } from "pg-boss";
 import { makeWorkerUtils, run } from "graphile-worker";
 
 const require = createRequire(import.meta.url);
-const [conn, readyFile] = process.argv.slice(2);
+const [conn, readyFile, skew] = process.argv.slice(2);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const forever = new Promise(() => {});
 
@@ -125,8 +130,31 @@ async function graphile() {
   await utils.release();
 }
 
+// The fast host: Date (without arguments) and Date.now() run seconds ahead; graphile-worker's
+// useNodeTime sends that time for run_at and locked_at instead of using the database's now().
+async function graphileFast(seconds) {
+  const RealDate = Date;
+  const ahead = () => RealDate.now() + seconds * 1000;
+  globalThis.Date = class extends RealDate {
+    constructor(...a) { super(...(a.length ? a : [ahead()])); }
+    static now() { return ahead(); }
+  };
+  const opts = { connectionString: conn, schema: "graphile_fast", useNodeTime: true };
+  const utils = await makeWorkerUtils(opts);
+  await utils.migrate();
+  let started;
+  const working = new Promise((r) => (started = r));
+  await run({
+    ...opts, concurrency: 1, noHandleSignals: true, pollInterval: 100, logger: undefined,
+    taskList: { hang: async () => { started(); await forever; } },
+  });
+  await utils.addJob("hang", {}, { queueName: "fast" });
+  await working;
+  await utils.release();
+}
+
 try {
-  await Promise.all([
+  await Promise.all(skew ? [graphileFast(Number(skew))] : [
     boss12(),
     bossOld(require("pg-boss-9"), 9),
     bossOld(require("pg-boss-10"), 10),
