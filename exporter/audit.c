@@ -1,10 +1,11 @@
 /* audit.c: see audit.h; each rule's condition is documented in docs/check.md.
  *
- * One pass over the sets keeps the samples of the families the rules read as small records,
- * sorting them by (source, kind, queue, group) makes each queue a run of adjacent records, and
- * each run becomes one entry holding that queue's figures. The rules then read entries only. The
- * records point into the sets (strings a set owns stay valid while nobody adds to it), so the
- * pass copies nothing but what ends up in the report. */
+ * One pass over the sets adds each sample the rules read to the entry of its (source, kind,
+ * queue, group), found through a hash index, so each queue (or group) becomes one entry holding
+ * its figures; what a queue's entries share (its own entry, the families any of them has) is
+ * kept per (source, kind, queue). The rules then read entries only. Entries point into the sets
+ * (strings a set owns stay valid while nobody adds to it), so the pass copies nothing; the
+ * report copies what it keeps, and the exporter's series path (audit_series.c) not even that. */
 #include "audit.h"
 
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit_series.h"
 #include "collector.h"
 #include "hashtab.h"
 #include "util.h"
@@ -63,7 +65,7 @@ const char *audit_status_label(enum audit_status s)
 
 /* How bad a status is for "worst first": CRITICAL, then UNKNOWN (an unreadable source may hide
  * a critical), then WARNING, then OK. */
-static int status_rank(enum audit_status s)
+int audit_status_rank(enum audit_status s)
 {
     static const int rank[] = {0, 1, 3, 2};
     return (unsigned)s < 4 ? rank[s] : 2;
@@ -159,7 +161,7 @@ void audit_format_seconds(struct buf *out, double s)
         buf_printf(out, "%llds", sec);
 }
 
-/* ---- records: the samples the rules read ---- */
+/* ---- the families the rules read ---- */
 
 enum fam {
     F_UP,
@@ -210,58 +212,276 @@ static const char *const fam_names[F_COUNT] = {
     [F_DL_UNKNOWN] = NULL,
 };
 
-struct rec {
-    uint64_t key;                              /* hash of (source, kind, queue): sorts runs */
-    const char *source, *kind, *queue, *group; /* group NULL when absent */
-    const char *dlq;                           /* F_DEAD, F_DEAD_AGE: dead_letter_queue */
-    int fam;
-    double v;
-};
-
-static int cmp_str(const char *a, const char *b)
+/* Orders names as the report does: absent (NULL) first, so a queue's own finding comes before
+ * its groups'. */
+int audit_cmp_name(const char *a, const char *b)
 {
     if (a == b)
         return 0;
     if (!a)
-        return -1; /* absent sorts first: a queue's own series before its groups' */
+        return -1;
     if (!b)
         return 1;
     return strcmp(a, b);
 }
 
-/* Records are sorted by the hash of their queue first: each queue still becomes one run (its
- * own series before its groups'), and most comparisons end on two integers instead of up to four
- * strcmp calls. Equal strings of one set are one pointer, which cmp_str takes without reading. */
-static int cmp_key(const struct rec *a, const struct rec *b)
+static int same_name(const char *a, const char *b)
 {
-    int c;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
-    if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->kind, b->kind)) ||
-        (c = cmp_str(a->queue, b->queue)) || (c = cmp_str(a->group, b->group)))
-        return c;
-    return 0;
+    return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static int cmp_rec(const void *pa, const void *pb)
-{
-    const struct rec *a = pa, *b = pb;
-    int c = cmp_key(a, b);
-    return c ? c : a->fam - b->fam;
-}
+/* ---- entries: one queue (or group) and its figures ---- */
 
-struct recs {
-    struct rec *v;
-    size_t n, cap;
+/* Figures kept in the entry itself: a queue reports a handful of the families (a Redis stream
+ * group 3 to 7), and 8 inline instead of all 21 halve the entry, the bulk of the audit's memory
+ * at 10,000 queues. An entry with more moves them to an array of all. */
+#define ENTRY_INLINE 8
+
+struct entry {
+    const char *source, *kind, *queue, *group; /* into the sets; group NULL when absent */
+    double v[ENTRY_INLINE]; /* the figures of the families in has, in family order ... */
+    double *spill;          /* ... or all F_COUNT of them, once it has more families */
+    uint32_t has;           /* bit (1 << fam) for each family in v */
+    uint32_t queue_id;      /* its (source, kind, queue) in audit_ctx.queues */
+    const char *dlq;        /* the first dead-letter queue's name */
+    size_t ndlq;            /* how many dead-letter series */
+    unsigned rules;
+    enum audit_status worst;
 };
 
-static void recs_push(struct recs *r, const struct rec *x)
+static int has(const struct entry *en, int fam)
 {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->v = xrealloc(r->v, r->cap * sizeof *r->v);
+    return (int)(en->has >> fam & 1);
+}
+
+/* Where the figure of family fam is among the inline ones: after those of lower families. */
+static unsigned inline_index(uint32_t has, int fam)
+{
+    return (unsigned)__builtin_popcount(has & ((1u << fam) - 1));
+}
+
+/* The figure of family fam, 0 when the entry has none. */
+static double val(const struct entry *en, int fam)
+{
+    if (!has(en, fam))
+        return 0;
+    return en->spill ? en->spill[fam] : en->v[inline_index(en->has, fam)];
+}
+
+/* The place of family fam's figure, made (and *fresh set) if the entry had none. */
+static double *val_slot(struct entry *en, int fam, int *fresh)
+{
+    uint32_t bit = 1u << fam;
+    *fresh = !(en->has & bit);
+    if (!en->spill && *fresh && __builtin_popcount(en->has) == ENTRY_INLINE) {
+        en->spill = xcalloc(F_COUNT, sizeof *en->spill);
+        for (int f = 0; f < F_COUNT; f++)
+            if (has(en, f))
+                en->spill[f] = en->v[inline_index(en->has, f)];
     }
-    r->v[r->n++] = *x;
+    if (en->spill) {
+        en->has |= bit;
+        return &en->spill[fam];
+    }
+    unsigned i = inline_index(en->has, fam);
+    if (*fresh) {
+        unsigned n = (unsigned)__builtin_popcount(en->has);
+        memmove(&en->v[i + 1], &en->v[i], (n - i) * sizeof *en->v);
+        en->has |= bit;
+    }
+    return &en->v[i];
+}
+
+/* What the entries of one (source, kind, queue) share: the queue and each of its groups. */
+struct queue_agg {
+    uint32_t first;    /* its first entry, which names the queue */
+    uint32_t level;    /* its entry without a group, or NO_ENTRY */
+    uint32_t nentries; /* all of them, its own and its groups' */
+    uint32_t has;      /* the has bits of all of them */
+    int no_dlq;        /* no_dead_letter_queue fired on it */
+};
+
+#define NO_ENTRY UINT32_MAX
+
+/* A dead_letter_queue label: that queue of that source is a dead-letter queue. */
+struct dlq_name {
+    const char *source, *dlq;
+};
+
+/* Entries live in blocks, so that a pointer to one stays valid as more are added and no array
+ * of them is ever copied to grow; the last block is the only slack. */
+#define ENTRY_BLOCK 256
+
+struct audit_ctx {
+    const struct audit_config *cfg;
+    struct audit_report *r;      /* the full report, or NULL ... */
+    struct audit_series *series; /* ... when only the series are wanted */
+    size_t findings_cap, sources_cap;
+    struct buf msg; /* the message of the last finding, until finding_end hands it over */
+    int msg_open;
+    struct entry **blocks;
+    size_t nentries, nblocks;
+    struct hashtab entry_index; /* (source, kind, queue, group) to entry id */
+    struct queue_agg *queues;
+    size_t nqueues, queues_cap;
+    struct hashtab queue_index; /* (source, kind, queue) to queues[id] */
+    struct dlq_name *dlqs;      /* sorted by (source, dlq) once collected */
+    size_t ndlqs, dlqs_cap;
+};
+
+static struct entry *entry_at(const struct audit_ctx *x, size_t id)
+{
+    return &x->blocks[id / ENTRY_BLOCK][id % ENTRY_BLOCK];
+}
+
+/* The queue-level entry of a group's entry, or NULL. */
+static const struct entry *parent_of(const struct audit_ctx *x, const struct entry *en)
+{
+    uint32_t level = x->queues[en->queue_id].level;
+    return en->group && level != NO_ENTRY ? entry_at(x, level) : NULL;
+}
+
+static uint64_t queue_hash(const char *source, const char *kind, const char *queue)
+{
+    uint64_t h = hashtab_hash(source, strlen(source), 0);
+    h = hashtab_hash(kind, strlen(kind), h);
+    return hashtab_hash(queue, strlen(queue), h);
+}
+
+static uint64_t entry_hash(uint64_t queue_h, const char *group)
+{
+    return group ? hashtab_hash(group, strlen(group), queue_h) : queue_h;
+}
+
+static uint64_t entry_hash_of(const void *ctx, uint32_t id)
+{
+    const struct entry *en = entry_at(ctx, id);
+    return entry_hash(queue_hash(en->source, en->kind, en->queue), en->group);
+}
+
+static uint64_t queue_hash_of(const void *ctx, uint32_t id)
+{
+    const struct audit_ctx *x = ctx;
+    const struct entry *en = entry_at(x, x->queues[id].first);
+    return queue_hash(en->source, en->kind, en->queue);
+}
+
+/* The queue of entry id (new, named by en), made on its first entry. */
+static uint32_t join_queue(struct audit_ctx *x, uint64_t h, const struct entry *en, uint32_t id)
+{
+    struct hashtab_probe p;
+    uint32_t qid;
+    for (qid = hashtab_first(&x->queue_index, h, &p); qid != HASHTAB_END;
+         qid = hashtab_next(&x->queue_index, &p)) {
+        const struct entry *f = entry_at(x, x->queues[qid].first);
+        if (same_name(f->queue, en->queue) && same_name(f->source, en->source) &&
+            same_name(f->kind, en->kind))
+            break;
+    }
+    if (qid == HASHTAB_END) {
+        if (x->nqueues == x->queues_cap) {
+            x->queues_cap = x->queues_cap ? x->queues_cap * 2 : 64;
+            x->queues = xrealloc(x->queues, x->queues_cap * sizeof *x->queues);
+        }
+        qid = (uint32_t)x->nqueues++;
+        x->queues[qid] = (struct queue_agg){.first = id, .level = NO_ENTRY};
+        hashtab_add(&x->queue_index, &p, qid, queue_hash_of, x);
+    }
+    struct queue_agg *q = &x->queues[qid];
+    q->nentries++;
+    if (!en->group)
+        q->level = id;
+    return qid;
+}
+
+/* The entry of (source, kind, queue, group), made on its first sample. */
+static struct entry *find_entry(struct audit_ctx *x, const char *source, const char *kind,
+                                const char *queue, const char *group)
+{
+    uint64_t qh = queue_hash(source, kind, queue);
+    struct hashtab_probe p;
+    for (uint32_t id = hashtab_first(&x->entry_index, entry_hash(qh, group), &p); id != HASHTAB_END;
+         id = hashtab_next(&x->entry_index, &p)) {
+        struct entry *en = entry_at(x, id);
+        if (same_name(en->queue, queue) && same_name(en->group, group) &&
+            same_name(en->source, source) && same_name(en->kind, kind))
+            return en;
+    }
+    if (x->nentries % ENTRY_BLOCK == 0) {
+        x->blocks = xrealloc(x->blocks, (x->nblocks + 1) * sizeof *x->blocks);
+        x->blocks[x->nblocks++] = xcalloc(ENTRY_BLOCK, sizeof **x->blocks);
+    }
+    uint32_t id = (uint32_t)x->nentries++;
+    struct entry *en = entry_at(x, id);
+    en->source = source;
+    en->kind = kind;
+    en->queue = queue;
+    en->group = group;
+    hashtab_add(&x->entry_index, &p, id, entry_hash_of, x);
+    en->queue_id = join_queue(x, qh, en, id);
+    return en;
+}
+
+/* Counts add up; a margin or a dedup window is as bad as its worst; other figures keep the
+ * largest (ages, leases, horizons). */
+static void entry_take(struct audit_ctx *x, struct entry *en, int f, double v, const char *dlq)
+{
+    if (f == F_DEAD) {
+        if (!en->dlq)
+            en->dlq = dlq;
+        en->ndlq++;
+        if (x->ndlqs == x->dlqs_cap) {
+            x->dlqs_cap = x->dlqs_cap ? x->dlqs_cap * 2 : 16;
+            x->dlqs = xrealloc(x->dlqs, x->dlqs_cap * sizeof *x->dlqs);
+        }
+        x->dlqs[x->ndlqs++] = (struct dlq_name){en->source, dlq};
+    }
+    x->queues[en->queue_id].has |= 1u << f;
+    int fresh;
+    double *p = val_slot(en, f, &fresh);
+    if (fresh) {
+        *p = v;
+        return;
+    }
+    switch (f) {
+    case F_DEPTH:
+    case F_DEAD:
+    case F_STALE:
+    case F_OUTBOX:
+    case F_ORPHANED:
+    case F_ETA_BEYOND:
+    case F_DL_DONE:
+    case F_DL_NOT_DONE:
+    case F_DL_UNKNOWN:
+        *p += v;
+        break;
+    case F_MARGIN:
+    case F_DEDUP_WINDOW:
+        if (v < *p)
+            *p = v;
+        break;
+    default:
+        if (v > *p)
+            *p = v;
+    }
+}
+
+/* A qrel_collector_up series: one source of the report. */
+static void add_source(struct audit_ctx *x, const char *name, const char *kind, double up)
+{
+    struct audit_report *r = x->r;
+    if (!r)
+        return; /* the series do not list sources */
+    if (r->nsources == x->sources_cap) {
+        x->sources_cap = x->sources_cap ? x->sources_cap * 2 : 8;
+        r->sources = xrealloc(r->sources, x->sources_cap * sizeof *r->sources);
+    }
+    struct audit_source *s = &r->sources[r->nsources++];
+    s->name = xstrdup(name);
+    s->kind = xstrdup(kind);
+    s->up = up == 1;
+    if (!s->up)
+        r->count[AUDIT_UNKNOWN]++;
 }
 
 /* Five of these per sample: the first byte rules most names out before strcmp is called. */
@@ -285,12 +505,39 @@ static void family_map(int *by_index, size_t ncat)
                 by_index[i] = f;
 }
 
-static void collect_records(struct metric_set *const *sets, size_t nsets, struct recs *out)
+/* The family of a sample the rules read, told apart by its label where one family holds
+ * several figures, or -1 to skip it. */
+static int sample_family(int fam, const struct metric_sample *smp)
+{
+    if (fam == F_P99) {
+        const char *q = label(smp, "quantile");
+        return q && strcmp(q, "0.99") == 0 ? fam : -1;
+    }
+    if (fam == F_STALE) {
+        const char *st = label(smp, "state");
+        return st && strcmp(st, "stale") == 0 ? fam : -1;
+    }
+    if (fam == F_DL_DONE) {
+        const char *w = label(smp, "work");
+        if (!w)
+            return -1;
+        return strcmp(w, "done") == 0       ? F_DL_DONE
+               : strcmp(w, "not_done") == 0 ? F_DL_NOT_DONE
+                                            : F_DL_UNKNOWN;
+    }
+    return fam;
+}
+
+/* One pass over the samples into entries. Samples of one queue or group mostly come one after
+ * another with the very label pointers of the one before (a set keeps one copy of each
+ * string), which skips the lookup. */
+static void collect(struct audit_ctx *x, struct metric_set *const *sets, size_t nsets)
 {
     size_t ncat = metric_catalog_count();
     int *by_index = xcalloc(ncat ? ncat : 1, sizeof *by_index);
     family_map(by_index, ncat);
     struct metric_sample smp;
+    struct entry *last = NULL;
     for (size_t k = 0; k < nsets; k++) {
         struct metric_set *s = sets[k];
         size_t len = metric_set_len(s);
@@ -299,127 +546,62 @@ static void collect_records(struct metric_set *const *sets, size_t nsets, struct
             if (fi >= ncat || by_index[fi] < 0)
                 continue;
             metric_set_get(s, i, &smp);
-            struct rec r = {0};
-            r.fam = by_index[fi];
-            r.v = smp.value;
-            r.source = label(&smp, "source");
-            r.kind = label(&smp, "kind");
-            r.queue = label(&smp, "queue");
-            r.group = label(&smp, "group");
-            if (!r.source || !r.kind || (r.fam != F_UP && !r.queue) || isnan(r.v))
+            const char *source = label(&smp, "source"), *kind = label(&smp, "kind");
+            const char *queue = label(&smp, "queue"), *dlq = NULL;
+            int fam = by_index[fi];
+            if (!source || !kind || (fam != F_UP && !queue) || isnan(smp.value))
                 continue;
-            if (r.queue)
-                r.key = hashtab_hash(r.queue, strlen(r.queue),
-                                     hashtab_hash(r.kind, strlen(r.kind),
-                                                  hashtab_hash(r.source, strlen(r.source), 0)));
-            if (r.fam == F_P99) {
-                const char *q = label(&smp, "quantile");
-                if (!q || strcmp(q, "0.99") != 0)
-                    continue;
-            } else if (r.fam == F_STALE) {
-                const char *st = label(&smp, "state");
-                if (!st || strcmp(st, "stale") != 0)
-                    continue;
-            } else if (r.fam == F_DL_DONE) {
-                const char *w = label(&smp, "work");
-                if (!w)
-                    continue;
-                r.fam = strcmp(w, "done") == 0       ? F_DL_DONE
-                        : strcmp(w, "not_done") == 0 ? F_DL_NOT_DONE
-                                                     : F_DL_UNKNOWN;
-            } else if (r.fam == F_DEAD || r.fam == F_DEAD_AGE) {
-                r.dlq = label(&smp, "dead_letter_queue");
-                if (!r.dlq)
+            if (fam == F_UP) {
+                add_source(x, source, kind, smp.value);
+                continue;
+            }
+            if ((fam = sample_family(fam, &smp)) < 0)
+                continue;
+            if (fam == F_DEAD || fam == F_DEAD_AGE) {
+                dlq = label(&smp, "dead_letter_queue");
+                if (!dlq)
                     continue;
             }
-            recs_push(out, &r);
+            const char *group = label(&smp, "group");
+            if (!last || last->queue != queue || last->group != group || last->source != source ||
+                last->kind != kind)
+                last = find_entry(x, source, kind, queue, group);
+            entry_take(x, last, fam, smp.value, dlq);
         }
     }
     free(by_index);
 }
 
-/* ---- entries: one queue (or group) and its figures ---- */
-
-struct entry {
-    const char *source, *kind, *queue, *group;
-    int has[F_COUNT];
-    double v[F_COUNT];
-    const char *dlq;      /* the first dead-letter queue's name */
-    size_t ndlq;          /* how many dead-letter series */
-    struct entry *parent; /* the queue-level entry (no group) of a group's entry, or NULL */
-    int has_children;
-    unsigned rules;
-    enum audit_status worst;
-};
-
-static int same_queue(const struct entry *a, const struct entry *b)
-{
-    return cmp_str(a->source, b->source) == 0 && cmp_str(a->kind, b->kind) == 0 &&
-           cmp_str(a->queue, b->queue) == 0;
-}
-
-/* Counts add up; a margin or a dedup window is as bad as its worst; other figures keep the
- * largest (ages, leases, horizons). */
-static void entry_take(struct entry *en, const struct rec *r)
-{
-    int f = r->fam;
-    if (f == F_DEAD) {
-        if (!en->dlq)
-            en->dlq = r->dlq;
-        en->ndlq++;
-    }
-    if (!en->has[f]) {
-        en->has[f] = 1;
-        en->v[f] = r->v;
-        return;
-    }
-    switch (f) {
-    case F_DEPTH:
-    case F_DEAD:
-    case F_STALE:
-    case F_OUTBOX:
-    case F_ORPHANED:
-    case F_ETA_BEYOND:
-    case F_DL_DONE:
-    case F_DL_NOT_DONE:
-    case F_DL_UNKNOWN:
-        en->v[f] += r->v;
-        break;
-    case F_MARGIN:
-    case F_DEDUP_WINDOW:
-        if (r->v < en->v[f])
-            en->v[f] = r->v;
-        break;
-    default:
-        if (r->v > en->v[f])
-            en->v[f] = r->v;
-    }
-}
-
 /* ---- findings ---- */
-
-struct audit_ctx {
-    const struct audit_config *cfg;
-    struct audit_report *r;
-    size_t findings_cap;
-    struct entry *entries;
-    size_t nentries;
-    const struct rec *dlqs; /* F_DEAD records sorted by (source, dlq) */
-    size_t ndlqs;
-};
 
 /* Marks an entry with a finding that concerns it (its row on the landing page). */
 static void mark(struct entry *en, enum audit_rule rule)
 {
     en->rules |= 1u << rule;
-    if (status_rank(rules[rule].severity) > status_rank(en->worst))
+    if (audit_status_rank(rules[rule].severity) > audit_status_rank(en->worst))
         en->worst = rules[rule].severity;
 }
 
-static void add_finding(struct audit_ctx *x, enum audit_rule rule, struct entry *en, int with_group,
-                        double value, double limit, struct buf *msg)
+/* How far past its limit a finding lies, larger for worse: below the limit for a margin or a
+ * dedup window, above it for messages and ages. */
+static double badness(enum audit_rule rule, double value, double limit)
+{
+    double d = rules[rule].below ? limit - value : value - limit;
+    return isnan(d) ? 0 : d;
+}
+
+/* A finding of rule on en. For the report, returns the buffer its message goes into (handed to
+ * the finding by finding_end); for the series, NULL: they need no message, and skipping it is
+ * most of the work at 10,000 findings. */
+static struct buf *add_finding(struct audit_ctx *x, enum audit_rule rule, struct entry *en,
+                               int with_group, double value, double limit)
 {
     mark(en, rule);
+    if (x->series) {
+        audit_series_add(x->series, rule, en->source, en->kind, en->queue,
+                         with_group ? en->group : NULL, badness(rule, value, limit));
+        return NULL;
+    }
     struct audit_report *r = x->r;
     if (r->nfindings == x->findings_cap) {
         x->findings_cap = x->findings_cap ? x->findings_cap * 2 : 16;
@@ -434,8 +616,19 @@ static void add_finding(struct audit_ctx *x, enum audit_rule rule, struct entry 
     f->group = with_group ? xstrdup(en->group) : NULL;
     f->value = value;
     f->limit = limit;
-    f->message = buf_steal(msg);
+    f->message = NULL;
     r->count[f->severity]++;
+    x->msg_open = 1;
+    return &x->msg;
+}
+
+/* After each rule: the message it wrote goes to its finding. */
+static void finding_end(struct audit_ctx *x)
+{
+    if (!x->msg_open)
+        return;
+    x->r->findings[x->r->nfindings - 1].message = buf_steal(&x->msg);
+    x->msg_open = 0;
 }
 
 static void put_secs(struct buf *b, const char *what, double s)
@@ -453,8 +646,8 @@ static const char *plural(double n)
  * (replaying those repeats the work), how many were not, and what to run. */
 static void classified_advice(struct buf *m, const struct entry *en)
 {
-    double done = en->v[F_DL_DONE], not_done = en->v[F_DL_NOT_DONE];
-    double unknown = en->v[F_DL_UNKNOWN];
+    double done = val(en, F_DL_DONE), not_done = val(en, F_DL_NOT_DONE);
+    double unknown = val(en, F_DL_UNKNOWN);
     buf_printf(m, ", %.0f of them done", done);
     if (done > 0)
         buf_puts(m, " (replaying those would repeat the work)");
@@ -473,54 +666,54 @@ static void classified_advice(struct buf *m, const struct entry *en)
 
 static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
 {
-    if (!en->has[F_DEAD] || !(en->v[F_DEAD] > 0))
+    if (!has(en, F_DEAD) || !(val(en, F_DEAD) > 0))
         return;
-    struct buf m;
-    buf_init(&m);
-    double n = en->v[F_DEAD];
+    double n = val(en, F_DEAD);
+    struct buf *m = add_finding(x, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, en, 1, n, 0);
+    if (!m)
+        return; /* the series need no message */
     if (en->ndlq == 1)
-        buf_printf(&m, "dead-letter queue %s holds %.0f message%s", en->dlq, n, plural(n));
+        buf_printf(m, "dead-letter queue %s holds %.0f message%s", en->dlq, n, plural(n));
     else
-        buf_printf(&m, "its %zu dead-letter queues hold %.0f message%s", en->ndlq, n, plural(n));
-    if (en->has[F_DEAD_AGE]) {
-        put_secs(&m, ", the oldest ", en->v[F_DEAD_AGE]);
-        buf_puts(&m, " old");
+        buf_printf(m, "its %zu dead-letter queues hold %.0f message%s", en->ndlq, n, plural(n));
+    if (has(en, F_DEAD_AGE)) {
+        put_secs(m, ", the oldest ", val(en, F_DEAD_AGE));
+        buf_puts(m, " old");
     }
-    if (en->has[F_DL_DONE] || en->has[F_DL_NOT_DONE] || en->has[F_DL_UNKNOWN])
-        classified_advice(&m, en);
+    if (has(en, F_DL_DONE) || has(en, F_DL_NOT_DONE) || has(en, F_DL_UNKNOWN))
+        classified_advice(m, en);
     else
-        buf_puts(&m, ": the broker gave up on them, which does not mean their work was not done; "
-                     "classify each against your dedup or claim table before replaying, and give "
-                     "the dead-letter queue an owner");
-    add_finding(x, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, en, 1, n, 0, &m);
+        buf_puts(m, ": the broker gave up on them, which does not mean their work was not done; "
+                    "classify each against your dedup or claim table before replaying, and give "
+                    "the dead-letter queue an owner");
 }
 
 /* The figures behind a margin: "lease 30s, handler p99 34s, longest hold 12s → margin 0.88".
  * The p99 may come from the queue-level entry (handler times have no group label). */
-static void margin_figures(struct buf *m, const struct entry *en, double *worst)
+static void margin_figures(struct buf *m, const struct entry *en, const struct entry *p,
+                           double *worst)
 {
-    const struct entry *p = en->parent;
-    int has_p99 = en->has[F_P99] || (p && p->has[F_P99]);
-    double p99 = en->has[F_P99] ? en->v[F_P99] : p && p->has[F_P99] ? p->v[F_P99] : 0;
-    double margin = en->v[F_MARGIN];
+    int has_p99 = has(en, F_P99) || (p && has(p, F_P99));
+    double p99 = has(en, F_P99) ? val(en, F_P99) : p && has(p, F_P99) ? val(p, F_P99) : 0;
+    double margin = val(en, F_MARGIN);
     *worst = 0;
-    if (en->has[F_LEASE]) {
-        put_secs(m, "lease ", en->v[F_LEASE]);
+    if (has(en, F_LEASE)) {
+        put_secs(m, "lease ", val(en, F_LEASE));
         if (margin > 0)
-            *worst = en->v[F_LEASE] / margin;
+            *worst = val(en, F_LEASE) / margin;
     }
     if (has_p99)
         put_secs(m, m->len ? ", handler p99 " : "handler p99 ", p99);
-    if (en->has[F_HOLD] && en->v[F_HOLD] > 0)
-        put_secs(m, m->len ? ", longest hold now " : "longest hold now ", en->v[F_HOLD]);
+    if (has(en, F_HOLD) && val(en, F_HOLD) > 0)
+        put_secs(m, m->len ? ", longest hold now " : "longest hold now ", val(en, F_HOLD));
     buf_printf(m, "%smargin %.2f", m->len ? " → " : "", margin);
 }
 
 static void rule_margin(struct audit_ctx *x, struct entry *en)
 {
-    if (!en->has[F_MARGIN])
+    if (!has(en, F_MARGIN))
         return;
-    double margin = en->v[F_MARGIN];
+    double margin = val(en, F_MARGIN);
     enum audit_rule rule;
     if (margin < 1)
         rule = AUDIT_LEASE_MARGIN_BELOW_1;
@@ -530,27 +723,27 @@ static void rule_margin(struct audit_ctx *x, struct entry *en)
         return;
     if (x->cfg->disabled[rule])
         return;
-    struct buf m;
-    buf_init(&m);
+    struct buf *m = add_finding(x, rule, en, 1, margin, rule == AUDIT_LEASE_MARGIN_BELOW_1 ? 1 : 2);
+    if (!m)
+        return; /* the series need no message */
     double worst;
-    margin_figures(&m, en, &worst);
+    margin_figures(m, en, parent_of(x, en), &worst);
     if (rule == AUDIT_LEASE_MARGIN_BELOW_1) {
-        buf_puts(&m, ": leases expire under running handlers, so slow messages are delivered "
-                     "again while still being handled");
-        if (en->has[F_MAX_DELIVERIES])
-            buf_printf(&m, ", up to %.0f times", en->v[F_MAX_DELIVERIES]);
+        buf_puts(m, ": leases expire under running handlers, so slow messages are delivered "
+                    "again while still being handled");
+        if (has(en, F_MAX_DELIVERIES))
+            buf_printf(m, ", up to %.0f times", val(en, F_MAX_DELIVERIES));
     } else {
-        buf_printf(&m,
+        buf_printf(m,
                    ": handlers %.2g times slower than now would have their leases expire "
                    "under them and make duplicates",
                    margin);
     }
     if (worst > 0)
-        put_secs(&m, "; raise the lease above ", 2 * worst);
+        put_secs(m, "; raise the lease above ", 2 * worst);
     else
-        buf_puts(&m, "; raise the lease to twice the longest handler time");
-    buf_puts(&m, " or extend it while the handler works");
-    add_finding(x, rule, en, 1, margin, rule == AUDIT_LEASE_MARGIN_BELOW_1 ? 1 : 2, &m);
+        buf_puts(m, "; raise the lease to twice the longest handler time");
+    buf_puts(m, " or extend it while the handler works");
 }
 
 /* The rules that fire on a positive count: "<count> " then what (a format given the plural
@@ -578,64 +771,65 @@ static const struct count_rule {
 
 static void rule_count(struct audit_ctx *x, struct entry *en, const struct count_rule *c)
 {
-    if (!en->has[c->count] || !(en->v[c->count] > 0))
+    if (!has(en, c->count) || !(val(en, c->count) > 0))
         return;
-    struct buf m;
-    buf_init(&m);
-    double n = en->v[c->count];
-    buf_printf(&m, "%.0f ", n);
+    double n = val(en, c->count);
+    struct buf *m = add_finding(x, c->rule, en, 1, n, 0);
+    if (!m)
+        return; /* the series need no message */
+    buf_printf(m, "%.0f ", n);
     /* what is one of the literals above: a format by design */
-    buf_printf(&m, c->what, plural(n), n == 1 ? "it" : "them");
-    if (c->secs >= 0 && en->has[c->secs])
-        put_secs(&m, " ", en->v[c->secs]);
-    buf_puts(&m, c->todo);
-    add_finding(x, c->rule, en, 1, n, 0, &m);
+    buf_printf(m, c->what, plural(n), n == 1 ? "it" : "them");
+    if (c->secs >= 0 && has(en, c->secs))
+        put_secs(m, " ", val(en, c->secs));
+    buf_puts(m, c->todo);
 }
 
 static void rule_outbox(struct audit_ctx *x, struct entry *en)
 {
     double lag = x->cfg->outbox_lag;
-    if (!en->has[F_OUTBOX_AGE] || !(en->v[F_OUTBOX_AGE] > lag))
+    if (!has(en, F_OUTBOX_AGE) || !(val(en, F_OUTBOX_AGE) > lag))
         return;
-    struct buf m;
-    buf_init(&m);
-    if (en->has[F_OUTBOX])
-        buf_printf(&m, "%.0f row%s unpublished, ", en->v[F_OUTBOX], plural(en->v[F_OUTBOX]));
-    put_secs(&m, "the oldest pending for ", en->v[F_OUTBOX_AGE]);
-    put_secs(&m, " (limit ", lag);
-    buf_puts(&m, "): the relay is behind or stopped; check the relay process and its errors");
-    add_finding(x, AUDIT_OUTBOX_LAGGING, en, 1, en->v[F_OUTBOX_AGE], lag, &m);
+    struct buf *m = add_finding(x, AUDIT_OUTBOX_LAGGING, en, 1, val(en, F_OUTBOX_AGE), lag);
+    if (!m)
+        return; /* the series need no message */
+    if (has(en, F_OUTBOX))
+        buf_printf(m, "%.0f row%s unpublished, ", val(en, F_OUTBOX), plural(val(en, F_OUTBOX)));
+    put_secs(m, "the oldest pending for ", val(en, F_OUTBOX_AGE));
+    put_secs(m, " (limit ", lag);
+    buf_puts(m, "): the relay is behind or stopped; check the relay process and its errors");
 }
 
 /* The dedup window against the longest retry horizon on the same source and queue name: a
  * postgres source reports a consumer's dedup table and its claim table under different kinds. */
 static void rule_dedup(struct audit_ctx *x, struct entry *en)
 {
-    if (!en->has[F_DEDUP_WINDOW])
+    if (!has(en, F_DEDUP_WINDOW))
         return;
     const struct entry *longest = NULL;
     for (size_t i = 0; i < x->nentries; i++) {
-        const struct entry *h = &x->entries[i];
-        if (h->has[F_HORIZON] && strcmp(h->source, en->source) == 0 &&
+        const struct entry *h = entry_at(x, i);
+        if (has(h, F_HORIZON) && strcmp(h->source, en->source) == 0 &&
             strcmp(h->queue, en->queue) == 0 &&
-            (!longest || h->v[F_HORIZON] > longest->v[F_HORIZON]))
+            (!longest || val(h, F_HORIZON) > val(longest, F_HORIZON)))
             longest = h;
     }
-    double window = en->v[F_DEDUP_WINDOW];
-    if (!longest || !(window < longest->v[F_HORIZON]))
+    double window = val(en, F_DEDUP_WINDOW);
+    if (!longest || !(window < val(longest, F_HORIZON)))
         return;
-    double horizon = longest->v[F_HORIZON];
-    struct buf m;
-    buf_init(&m);
-    put_secs(&m, "dedup window ", window);
-    put_secs(&m, " is shorter than the retry horizon ", horizon);
-    buf_printf(&m, " (%s", longest->kind);
+    double horizon = val(longest, F_HORIZON);
+    struct buf *m =
+        add_finding(x, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, en, 1, window, horizon);
+    if (!m)
+        return; /* the series need no message */
+    put_secs(m, "dedup window ", window);
+    put_secs(m, " is shorter than the retry horizon ", horizon);
+    buf_printf(m, " (%s", longest->kind);
     if (longest->group)
-        buf_printf(&m, ", group %s", longest->group);
-    buf_puts(&m, "): a retry after the window is handled again as a new message; keep dedup keys ");
-    put_secs(&m, "longer than ", horizon);
-    buf_puts(&m, " or make the retries end sooner");
-    add_finding(x, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, en, 1, window, horizon, &m);
+        buf_printf(m, ", group %s", longest->group);
+    buf_puts(m, "): a retry after the window is handled again as a new message; keep dedup keys ");
+    put_secs(m, "longer than ", horizon);
+    buf_puts(m, " or make the retries end sooner");
 }
 
 /* What to change, from the kind that reported the queue (collector.h, audit_hints): a kind whose
@@ -652,43 +846,34 @@ static const char *kind_hint(const char *kind, enum audit_rule rule)
 
 static int cmp_dlq(const void *pa, const void *pb)
 {
-    const struct rec *a = pa, *b = pb;
+    const struct dlq_name *a = pa, *b = pb;
     int c = strcmp(a->source, b->source);
     return c ? c : strcmp(a->dlq, b->dlq);
 }
 
 static int is_dead_letter_queue(const struct audit_ctx *x, const char *source, const char *queue)
 {
-    struct rec key = {0};
-    key.source = source;
-    key.dlq = queue;
-    return bsearch(&key, x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq) != NULL;
+    struct dlq_name key = {source, queue};
+    return x->ndlqs && bsearch(&key, x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq) != NULL;
 }
 
-/* Over the entries [from, to) of one (source, kind, queue). */
-static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
+/* Over one (source, kind, queue) and all its groups. */
+static void rule_no_dlq(struct audit_ctx *x, struct queue_agg *q)
 {
-    struct entry *first = &x->entries[from];
+    struct entry *first = entry_at(x, q->first);
     const char *hint = kind_hint(first->kind, AUDIT_NO_DEAD_LETTER_QUEUE);
     if (!hint || is_dead_letter_queue(x, first->source, first->queue))
         return;
-    int depth = 0;
-    for (size_t i = from; i < to; i++) {
-        if (x->entries[i].has[F_DEAD])
-            return;
-        depth |= x->entries[i].has[F_DEPTH];
-    }
-    if (!depth)
+    if (q->has & 1u << F_DEAD || !(q->has & 1u << F_DEPTH))
         return;
-    struct buf m;
-    buf_init(&m);
+    q->no_dlq = 1; /* the finding is about every group of the queue */
+    struct buf *m = add_finding(x, AUDIT_NO_DEAD_LETTER_QUEUE, first, 0, 0, 0);
+    if (!m)
+        return; /* the series need no message */
     /* puts, not printf: a fleet without dead-letter queues has thousands of these */
-    buf_puts(&m, "no dead-letter queue: a message that always fails is retried without end or "
-                 "dropped, with nothing to alert on; ");
-    buf_puts(&m, hint);
-    add_finding(x, AUDIT_NO_DEAD_LETTER_QUEUE, first, 0, 0, 0, &m);
-    for (size_t i = from + 1; i < to; i++) /* the finding is about every group of the queue */
-        mark(&x->entries[i], AUDIT_NO_DEAD_LETTER_QUEUE);
+    buf_puts(m, "no dead-letter queue: a message that always fails is retried without end or "
+                "dropped, with nothing to alert on; ");
+    buf_puts(m, hint);
 }
 
 /* A claim left by a crashed attempt defers every later delivery while it is younger than the
@@ -698,32 +883,32 @@ static void rule_no_dlq(struct audit_ctx *x, size_t from, size_t to)
  * W >= (M - 1) x L. */
 static void rule_claim_window(struct audit_ctx *x, struct entry *en)
 {
-    if (!en->has[F_CLAIM_WINDOW] || !en->has[F_LEASE] || !en->has[F_MAX_DELIVERIES])
+    if (!has(en, F_CLAIM_WINDOW) || !has(en, F_LEASE) || !has(en, F_MAX_DELIVERIES))
         return;
-    double w = en->v[F_CLAIM_WINDOW], lease = en->v[F_LEASE], m_del = en->v[F_MAX_DELIVERIES];
+    double w = val(en, F_CLAIM_WINDOW), lease = val(en, F_LEASE), m_del = val(en, F_MAX_DELIVERIES);
     double last = (m_del - 1) * lease;
     if (!(lease > 0) || !(w >= last))
         return;
-    struct buf m;
-    buf_init(&m);
-    put_secs(&m, "in-flight window ", w);
-    put_secs(&m, " with a lease of ", lease);
-    buf_printf(&m, " and %.0f deliver%s: ", m_del, m_del == 1 ? "y" : "ies");
+    struct buf *m = add_finding(x, AUDIT_CLAIM_WINDOW_TOO_SHORT, en, 1, w, last);
+    if (!m)
+        return; /* the series need no message */
+    put_secs(m, "in-flight window ", w);
+    put_secs(m, " with a lease of ", lease);
+    buf_printf(m, " and %.0f deliver%s: ", m_del, m_del == 1 ? "y" : "ies");
     if (m_del > 1) {
-        put_secs(&m, "the last delivery comes ", last);
-        buf_puts(&m, " after the first");
+        put_secs(m, "the last delivery comes ", last);
+        buf_puts(m, " after the first");
     } else {
-        buf_puts(&m, "there is no later delivery");
+        buf_puts(m, "there is no later delivery");
     }
-    buf_puts(&m, ", while the claim of a crashed attempt still looks in flight, so the message "
-                 "is dead-lettered with its effect possibly never done; ");
+    buf_puts(m, ", while the claim of a crashed attempt still looks in flight, so the message "
+                "is dead-lettered with its effect possibly never done; ");
     if (m_del > 1)
-        put_secs(&m, "make the in-flight window shorter than ", last);
+        put_secs(m, "make the in-flight window shorter than ", last);
     else
-        buf_puts(&m, "allow redeliveries");
+        buf_puts(m, "allow redeliveries");
     double need = floor(w / lease) + 2;
-    buf_printf(&m, " or allow at least %.0f deliveries", need);
-    add_finding(x, AUDIT_CLAIM_WINDOW_TOO_SHORT, en, 1, w, last, &m);
+    buf_printf(m, " or allow at least %.0f deliveries", need);
 }
 
 /* The rules over one entry besides the count rules, each skipped when disabled; margin
@@ -744,13 +929,13 @@ static const struct {
 static int cmp_finding(const void *pa, const void *pb)
 {
     const struct audit_finding *a = pa, *b = pb;
-    int c = status_rank(b->severity) - status_rank(a->severity);
+    int c = audit_status_rank(b->severity) - audit_status_rank(a->severity);
     if (c)
         return c;
     if (a->rule != b->rule)
         return (int)a->rule - (int)b->rule;
-    if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->queue, b->queue)) ||
-        (c = cmp_str(a->group, b->group)) || (c = cmp_str(a->kind, b->kind)))
+    if ((c = audit_cmp_name(a->source, b->source)) || (c = audit_cmp_name(a->queue, b->queue)) ||
+        (c = audit_cmp_name(a->group, b->group)) || (c = audit_cmp_name(a->kind, b->kind)))
         return c;
     return 0;
 }
@@ -758,7 +943,7 @@ static int cmp_finding(const void *pa, const void *pb)
 static int cmp_queue(const void *pa, const void *pb)
 {
     const struct audit_queue *a = pa, *b = pb;
-    int c = status_rank(b->worst) - status_rank(a->worst);
+    int c = audit_status_rank(b->worst) - audit_status_rank(a->worst);
     if (c)
         return c;
     if (a->has_margin != b->has_margin)
@@ -771,8 +956,8 @@ static int cmp_queue(const void *pa, const void *pb)
     double aa = a->has_age ? a->age : 0, ab = b->has_age ? b->age : 0;
     if (aa != ab)
         return aa > ab ? -1 : 1;
-    if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->queue, b->queue)) ||
-        (c = cmp_str(a->group, b->group)) || (c = cmp_str(a->kind, b->kind)))
+    if ((c = audit_cmp_name(a->source, b->source)) || (c = audit_cmp_name(a->queue, b->queue)) ||
+        (c = audit_cmp_name(a->group, b->group)) || (c = audit_cmp_name(a->kind, b->kind)))
         return c;
     return 0;
 }
@@ -782,33 +967,36 @@ static void build_queues(struct audit_ctx *x)
     struct audit_report *r = x->r;
     r->queues = xcalloc(x->nentries ? x->nentries : 1, sizeof *r->queues);
     for (size_t i = 0; i < x->nentries; i++) {
-        const struct entry *en = &x->entries[i];
-        if (en->has_children)
+        struct entry *en = entry_at(x, i);
+        const struct queue_agg *qa = &x->queues[en->queue_id];
+        if (!en->group && qa->nentries > 1)
             continue; /* shown within each of its groups */
-        const struct entry *p = en->parent;
+        if (qa->no_dlq)
+            mark(en, AUDIT_NO_DEAD_LETTER_QUEUE);
+        const struct entry *p = parent_of(x, en);
         struct audit_queue *q = &r->queues[r->nqueues++];
         q->source = xstrdup(en->source);
         q->kind = xstrdup(en->kind);
         q->queue = xstrdup(en->queue);
         q->group = xstrdup(en->group);
-        q->has_margin = en->has[F_MARGIN];
-        q->margin = en->v[F_MARGIN];
-        const struct entry *d = en->has[F_DEAD] ? en : p && p->has[F_DEAD] ? p : NULL;
+        q->has_margin = has(en, F_MARGIN);
+        q->margin = val(en, F_MARGIN);
+        const struct entry *d = has(en, F_DEAD) ? en : p && has(p, F_DEAD) ? p : NULL;
         q->has_dead = d != NULL;
-        q->dead = d ? d->v[F_DEAD] : 0;
-        if (en->has[F_AGE] || en->has[F_OUTBOX_AGE]) {
+        q->dead = d ? val(d, F_DEAD) : 0;
+        if (has(en, F_AGE) || has(en, F_OUTBOX_AGE)) {
             q->has_age = 1;
-            q->age = en->has[F_AGE] ? en->v[F_AGE] : en->v[F_OUTBOX_AGE];
+            q->age = has(en, F_AGE) ? val(en, F_AGE) : val(en, F_OUTBOX_AGE);
         }
-        if (en->has[F_DEPTH] || en->has[F_OUTBOX]) {
+        if (has(en, F_DEPTH) || has(en, F_OUTBOX)) {
             q->has_depth = 1;
-            q->depth = en->has[F_DEPTH] ? en->v[F_DEPTH] : en->v[F_OUTBOX];
+            q->depth = has(en, F_DEPTH) ? val(en, F_DEPTH) : val(en, F_OUTBOX);
         }
         q->worst = en->worst;
         q->rules = en->rules;
         if (p) {
             q->rules |= p->rules;
-            if (status_rank(p->worst) > status_rank(q->worst))
+            if (audit_status_rank(p->worst) > audit_status_rank(q->worst))
                 q->worst = p->worst;
         }
     }
@@ -818,106 +1006,71 @@ static void build_queues(struct audit_ctx *x)
 
 /* ---- the run ---- */
 
+/* Sources built by hand (tests) have a zeroed section: that means the defaults too. */
+static const struct audit_config *config_or_defaults(const struct audit_config *cfg,
+                                                     struct audit_config *defaults)
+{
+    if (cfg && cfg->outbox_lag > 0)
+        return cfg;
+    audit_config_default(defaults);
+    if (cfg)
+        memcpy(defaults->disabled, cfg->disabled, sizeof defaults->disabled);
+    return defaults;
+}
+
+/* Collects the entries and evaluates every enabled rule over them, each finding going to x->r
+ * or x->series. */
+static void evaluate(struct audit_ctx *x, struct metric_set *const *sets, size_t nsets)
+{
+    const struct audit_config *cfg = x->cfg;
+    collect(x, sets, nsets);
+    if (x->ndlqs > 1)
+        qsort(x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq);
+    for (size_t i = 0; i < x->nentries; i++) {
+        struct entry *en = entry_at(x, i);
+        for (size_t k = 0; k < sizeof entry_rules / sizeof *entry_rules; k++) {
+            if (entry_rules[k].rule == AUDIT_RULE_COUNT || !cfg->disabled[entry_rules[k].rule])
+                entry_rules[k].check(x, en);
+            finding_end(x);
+        }
+        for (size_t k = 0; k < sizeof count_rules / sizeof *count_rules; k++) {
+            if (!cfg->disabled[count_rules[k].rule])
+                rule_count(x, en, &count_rules[k]);
+            finding_end(x);
+        }
+    }
+    for (size_t i = 0; i < x->nqueues && !cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]; i++) {
+        rule_no_dlq(x, &x->queues[i]);
+        finding_end(x);
+    }
+}
+
+static void ctx_free(struct audit_ctx *x)
+{
+    for (size_t i = 0; i < x->nentries; i++)
+        free(entry_at(x, i)->spill);
+    for (size_t i = 0; i < x->nblocks; i++)
+        free(x->blocks[i]);
+    free(x->blocks);
+    hashtab_free(&x->entry_index);
+    hashtab_free(&x->queue_index);
+    free(x->queues);
+    free(x->dlqs);
+    buf_free(&x->msg);
+}
+
 static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
                                 const struct audit_config *cfg, int with_queues)
 {
-    /* Sources built by hand (tests) have a zeroed section: that means the defaults too. */
     struct audit_config defaults;
-    if (!cfg || !(cfg->outbox_lag > 0)) {
-        audit_config_default(&defaults);
-        if (cfg)
-            memcpy(defaults.disabled, cfg->disabled, sizeof defaults.disabled);
-        cfg = &defaults;
-    }
+    cfg = config_or_defaults(cfg, &defaults);
     struct audit_report *r = xcalloc(1, sizeof *r);
     r->queue_series = cfg->queue_series;
-    struct recs recs = {0};
-    collect_records(sets, nsets, &recs);
-
-    /* Sources first: they come from the meta series alone. */
-    size_t nup = 0;
-    for (size_t i = 0; i < recs.n; i++)
-        nup += recs.v[i].fam == F_UP;
-    r->sources = xcalloc(nup ? nup : 1, sizeof *r->sources);
-    for (size_t i = 0; i < recs.n; i++) {
-        const struct rec *u = &recs.v[i];
-        if (u->fam != F_UP)
-            continue;
-        struct audit_source *s = &r->sources[r->nsources++];
-        s->name = xstrdup(u->source);
-        s->kind = xstrdup(u->kind);
-        s->up = u->v == 1;
-        if (!s->up)
-            r->count[AUDIT_UNKNOWN]++;
-    }
-
-    /* The queue records, sorted into runs of one key. */
-    size_t keep = 0;
-    for (size_t i = 0; i < recs.n; i++)
-        if (recs.v[i].fam != F_UP)
-            recs.v[keep++] = recs.v[i];
-    recs.n = keep;
-    if (recs.n > 1) /* qsort wants a non-NULL array even for 0 items */
-        qsort(recs.v, recs.n, sizeof *recs.v, cmp_rec);
-
-    struct audit_ctx x = {0};
-    x.cfg = cfg;
-    x.r = r;
-    /* Sized by what they hold (one entry per run, one record per dead-letter series), not by
-     * the records: at 10,000 queues that is a few hundred KiB to zero instead of megabytes. */
-    size_t nruns = 0, ndead = 0;
-    for (size_t i = 0; i < recs.n; i++) {
-        nruns += i == 0 || cmp_key(&recs.v[i - 1], &recs.v[i]) != 0;
-        ndead += recs.v[i].fam == F_DEAD;
-    }
-    x.entries = xcalloc(nruns ? nruns : 1, sizeof *x.entries);
-    struct rec *dlqs = xcalloc(ndead ? ndead : 1, sizeof *dlqs);
-    for (size_t i = 0; i < recs.n; i++) {
-        const struct rec *rc = &recs.v[i];
-        if (rc->fam == F_DEAD)
-            dlqs[x.ndlqs++] = *rc;
-        struct entry *en = x.nentries ? &x.entries[x.nentries - 1] : NULL;
-        if (!en || cmp_key(&recs.v[i - 1], rc) != 0) {
-            en = &x.entries[x.nentries++];
-            en->source = rc->source;
-            en->kind = rc->kind;
-            en->queue = rc->queue;
-            en->group = rc->group;
-        }
-        entry_take(en, rc);
-    }
-    if (x.ndlqs > 1)
-        qsort(dlqs, x.ndlqs, sizeof *dlqs, cmp_dlq);
-    x.dlqs = dlqs;
-    /* A group's entry follows its queue's own entry (absent groups sort first). */
-    struct entry *queue_level = NULL;
-    for (size_t i = 0; i < x.nentries; i++) {
-        struct entry *en = &x.entries[i];
-        if (!en->group) {
-            queue_level = en;
-        } else if (queue_level && same_queue(queue_level, en)) {
-            en->parent = queue_level;
-            queue_level->has_children = 1;
-        }
-    }
-
-    for (size_t i = 0; i < x.nentries; i++) {
-        struct entry *en = &x.entries[i];
-        for (size_t k = 0; k < sizeof entry_rules / sizeof *entry_rules; k++)
-            if (entry_rules[k].rule == AUDIT_RULE_COUNT || !cfg->disabled[entry_rules[k].rule])
-                entry_rules[k].check(&x, en);
-        for (size_t k = 0; k < sizeof count_rules / sizeof *count_rules; k++)
-            if (!cfg->disabled[count_rules[k].rule])
-                rule_count(&x, en, &count_rules[k]);
-    }
-    if (!cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]) {
-        for (size_t i = 0, j; i < x.nentries; i = j) {
-            for (j = i + 1; j < x.nentries && same_queue(&x.entries[j], &x.entries[i]); j++)
-                ;
-            rule_no_dlq(&x, i, j);
-        }
-    }
-
+    struct audit_ctx x = {.cfg = cfg, .r = r};
+    buf_init(&x.msg);
+    evaluate(&x, sets, nsets);
+    if (!r->sources)
+        r->sources = xcalloc(1, sizeof *r->sources);
     if (with_queues)
         build_queues(&x);
     if (r->nfindings > 1)
@@ -927,9 +1080,7 @@ static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
                 : r->count[AUDIT_UNKNOWN] ? AUDIT_UNKNOWN
                 : r->count[AUDIT_WARNING] ? AUDIT_WARNING
                                           : AUDIT_OK;
-    free(dlqs);
-    free(x.entries);
-    free(recs.v);
+    ctx_free(&x);
     return r;
 }
 
@@ -943,6 +1094,20 @@ struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t n
                                         const struct audit_config *cfg)
 {
     return run(sets, nsets, cfg, 0);
+}
+
+int audit_run_series(struct metric_set *const *sets, size_t nsets, const struct audit_config *cfg,
+                     struct metric_set *out)
+{
+    struct audit_config defaults;
+    cfg = config_or_defaults(cfg, &defaults);
+    struct audit_ctx x = {.cfg = cfg, .series = audit_series_new(cfg->queue_series)};
+    buf_init(&x.msg);
+    evaluate(&x, sets, nsets);
+    int rc = audit_series_write(x.series, out);
+    audit_series_free(x.series);
+    ctx_free(&x);
+    return rc;
 }
 
 /* The four names that place a finding or a queue, each its own copy. */
@@ -977,14 +1142,7 @@ void audit_report_free(struct audit_report *r)
     free(r);
 }
 
-/* ---- the series ---- */
-
-/* How far past its limit a finding lies, larger for worse. */
-static double badness(const struct audit_finding *f)
-{
-    double d = rules[f->rule].below ? f->limit - f->value : f->value - f->limit;
-    return isnan(d) ? 0 : d;
-}
+/* ---- the series from a report ---- */
 
 /* Groups the findings by (source, kind, rule), worst first within each, then by name so that
  * equally bad queues keep a stable choice from scrape to scrape. The severity comes first only
@@ -993,17 +1151,17 @@ static int cmp_series(const void *pa, const void *pb)
 {
     const struct audit_finding *a = *(const struct audit_finding *const *)pa;
     const struct audit_finding *b = *(const struct audit_finding *const *)pb;
-    int c = status_rank(b->severity) - status_rank(a->severity);
+    int c = audit_status_rank(b->severity) - audit_status_rank(a->severity);
     if (c)
         return c;
     if (a->rule != b->rule)
         return (int)a->rule - (int)b->rule;
-    if ((c = cmp_str(a->source, b->source)) || (c = cmp_str(a->kind, b->kind)))
+    if ((c = audit_cmp_name(a->source, b->source)) || (c = audit_cmp_name(a->kind, b->kind)))
         return c;
-    double ba = badness(a), bb = badness(b);
+    double ba = badness(a->rule, a->value, a->limit), bb = badness(b->rule, b->value, b->limit);
     if (ba != bb)
         return ba > bb ? -1 : 1;
-    if ((c = cmp_str(a->queue, b->queue)) || (c = cmp_str(a->group, b->group)))
+    if ((c = audit_cmp_name(a->queue, b->queue)) || (c = audit_cmp_name(a->group, b->group)))
         return c;
     return 0;
 }
@@ -1011,17 +1169,6 @@ static int cmp_series(const void *pa, const void *pb)
 static int same_series_group(const struct audit_finding *a, const struct audit_finding *b)
 {
     return a->rule == b->rule && strcmp(a->source, b->source) == 0 && strcmp(a->kind, b->kind) == 0;
-}
-
-static int add_queue_series(const struct audit_finding *f, struct metric_set *out)
-{
-    const char *rule = audit_rule_name(f->rule), *sev = audit_status_label(f->severity);
-    return f->group
-               ? metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source, "kind", f->kind,
-                                "queue", f->queue, "group", f->group, "rule", rule, "severity", sev,
-                                NULL)
-               : metric_set_add(out, "qrel_audit_failed", 1.0, "source", f->source, "kind", f->kind,
-                                "queue", f->queue, "rule", rule, "severity", sev, NULL);
 }
 
 int audit_add_metrics(const struct audit_report *r, struct metric_set *out)
@@ -1037,14 +1184,13 @@ int audit_add_metrics(const struct audit_report *r, struct metric_set *out)
         for (j = i + 1; j < r->nfindings && same_series_group(by[i], by[j]); j++)
             ;
         const struct audit_finding *f = by[i];
-        rc = metric_set_add(out, "qrel_audit_failed_queues", (double)(j - i), "source", f->source,
-                            "kind", f->kind, "rule", audit_rule_name(f->rule), "severity",
-                            audit_status_label(f->severity), NULL);
+        rc = audit_series_put_count(out, f->rule, f->source, f->kind, j - i);
         size_t keep = j - i;
         if (r->queue_series != AUDIT_QUEUE_SERIES_ALL && (size_t)r->queue_series < keep)
             keep = (size_t)r->queue_series;
         for (size_t k = i; k < i + keep && rc == 0; k++)
-            rc = add_queue_series(by[k], out);
+            rc = audit_series_put_queue(out, by[k]->rule, by[k]->source, by[k]->kind, by[k]->queue,
+                                        by[k]->group);
     }
     free(by);
     return rc ? -1 : 0;

@@ -39,6 +39,11 @@ enum audit_status audit_rule_severity(enum audit_rule r); /* AUDIT_CRITICAL or A
  * the `severity` label and the JSON spelling. */
 const char *audit_status_name(enum audit_status s);
 const char *audit_status_label(enum audit_status s);
+/* How bad a status is, for "worst first": CRITICAL, then UNKNOWN (an unreadable source may hide
+ * a critical), then WARNING, then OK. */
+int audit_status_rank(enum audit_status s);
+/* Orders names as the report does: absent (NULL, no group) first, then by strcmp. */
+int audit_cmp_name(const char *a, const char *b);
 
 #define AUDIT_DEFAULT_OUTBOX_LAG 60.0
 /* Per-queue qrel_audit_failed series kept for each (source, kind, rule): a fleet that breaks one
@@ -111,11 +116,18 @@ struct audit_report {
  * other readers. cfg NULL: defaults. Never NULL; free with audit_report_free. */
 struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
                                const struct audit_config *cfg);
-/* audit_run without the list of queues (queues NULL, nqueues 0): all the series need, and at
- * 10,000 queues a third less work on every scrape. */
+/* audit_run without the list of queues (queues NULL, nqueues 0). */
 struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t nsets,
                                         const struct audit_config *cfg);
 void audit_report_free(struct audit_report *r); /* NULL is fine */
+
+/* What the exporter serves on every scrape: the series audit_add_metrics adds for the report
+ * audit_run would return, the same ones in the same order, without building the report (no
+ * messages, no copied names, no list of every finding: only a count and the worst
+ * cfg->queue_series findings of each source, kind and rule). The sets must outlive the call
+ * only. Returns 0 or -1 (a bad label: a bug). */
+int audit_run_series(struct metric_set *const *sets, size_t nsets, const struct audit_config *cfg,
+                     struct metric_set *out);
 
 /* Adds to out, a set made with metric_set_new(NULL, NULL), for each (source, kind, rule) with
  * findings: qrel_audit_failed_queues{source, kind, rule, severity}, how many findings, and

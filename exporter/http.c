@@ -298,12 +298,10 @@ static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection
     b->sets = xcalloc(n + 2, sizeof *b->sets);
     memcpy(b->sets, sets, n * sizeof *b->sets);
     /* The rules over the very collection served, so the series and `qrel check` agree. */
-    struct audit_report *audit = audit_run_findings(sets, n, &scheduler_sources(b->s)->audit);
     b->audit = metric_set_new(NULL, NULL);
-    if (audit_add_metrics(audit, b->audit) != 0)
+    if (audit_run_series(sets, n, &scheduler_sources(b->s)->audit, b->audit) != 0)
         log_kv(LOG_ERROR, "qrel_audit_failed: a bad series (a bug)", "err",
                metric_set_error(b->audit), NULL);
-    audit_report_free(audit);
     b->sets[n++] = b->audit;
     if (!only) {
         b->own = app_exporter_metrics(h->app);

@@ -671,6 +671,172 @@ START_TEST(test_audit_series_bounded)
 }
 END_TEST
 
+/* ---- an entry with many families ---- */
+
+/* The families of three rules on one queue, after fillers (families no rule fires on here):
+ * with 7 fillers the entry outgrows its inline figures in the middle of the rules' own. */
+static struct audit_report *many_families(struct col *c, int fillers)
+{
+    static const char *const filler_families[] = {
+        "qrel_queue_messages",          "qrel_queue_oldest_message_age_seconds",
+        "qrel_outbox_pending_messages", "qrel_outbox_oldest_pending_age_seconds",
+        "qrel_dedup_window_seconds",    "qrel_lease_eta_beyond_messages",
+        "qrel_lease_orphaned_messages",
+    };
+    struct metric_set *s = col_set(c, "db", "claim_table");
+    for (int i = 0; i < fillers; i++)
+        metric_set_add(s, filler_families[i],
+                       i == 4   ? 300
+                       : i == 3 ? 10
+                                : 0,
+                       "queue", "mail", i == 0 ? "state" : NULL, "ready",
+                       NULL); /* NULL ends early */
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 0.5, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_max_deliveries", 3, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_lease_oldest_age_seconds", 20, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_claim_in_flight_window_seconds", 120, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_claims", 2, "queue", "mail", "state", "stale", NULL);
+    metric_set_add(s, "qrel_lease_margin_ratio", 0.75, "queue", "mail", NULL); /* the worse stays */
+    return run(c, NULL);
+}
+
+START_TEST(test_many_families)
+{
+    struct col few = {0}, many = {0};
+    struct audit_report *a = many_families(&few, 0), *b = many_families(&many, 7);
+    ck_assert_uint_eq(a->nfindings, 3); /* lease margin, stale claims, claim window */
+    ck_assert_uint_eq(b->nfindings, a->nfindings);
+    for (size_t i = 0; i < a->nfindings; i++) {
+        ck_assert_int_eq(b->findings[i].rule, a->findings[i].rule);
+        ck_assert_str_eq(b->findings[i].message, a->findings[i].message);
+    }
+    ck_assert_ptr_nonnull(strstr(a->findings[0].message, "lease 30s, longest hold now 20s → "
+                                                         "margin 0.50"));
+    ck_assert_uint_eq(b->nqueues, 1);
+    ck_assert_double_eq(b->queues[0].margin, 0.5);
+    ck_assert_int_eq(b->queues[0].has_depth, 1);
+    ck_assert_double_eq(b->queues[0].age, 0);
+    ck_assert_int_eq(a->queues[0].has_depth, 0);
+    audit_report_free(a);
+    audit_report_free(b);
+    col_free(&few);
+    col_free(&many);
+}
+END_TEST
+
+/* ---- the exporter's series path against the report ---- */
+
+/* A varied collection from a seed: two sources of two kinds, each over two sets (a queue's dead
+ * letters in the second), queues with and without groups, five rules firing with few distinct
+ * figures so that equally bad findings tie (margins give two rules), and dead-letter queues that
+ * must not be reported as lacking one. */
+static void varied(struct col *c, unsigned seed)
+{
+    static const char *const sources[] = {"b", "a"}, *const kinds[] = {"sqs", "redis_stream"};
+    static const double margins[] = {0.5, 1.5, 0.25, 3, 1.5};
+    char q[32], g[32], d[40];
+    for (int si = 0; si < 2; si++) {
+        for (int ki = 0; ki < 2; ki++) {
+            struct metric_set *s = col_set(c, sources[si], kinds[ki]);
+            struct metric_set *late = col_set(c, sources[si], kinds[ki]);
+            for (int i = 0; i < 40; i++) {
+                seed = seed * 1103515245u + 12345u;
+                unsigned r = seed >> 8;
+                snprintf(q, sizeof q, "q%02d", (i * 7) % 40); /* not in name order */
+                snprintf(g, sizeof g, "g%u", r % 3);
+                snprintf(d, sizeof d, "%s.dlq", q);
+                const char *grp = r % 4 == 1 ? g : NULL;
+                if (r % 5)
+                    metric_set_add(s, "qrel_queue_messages", r % 9, "queue", q, "state", "ready",
+                                   grp ? "group" : NULL, grp, NULL); /* NULL ends early */
+                if (r % 3 == 0) {
+                    metric_set_add(late, "qrel_dead_letter_messages", (r >> 4) % 4, "queue", q,
+                                   "dead_letter_queue", d, NULL);
+                    metric_set_add(s, "qrel_queue_messages", 1, "queue", d, "state", "ready", NULL);
+                }
+                if (grp)
+                    metric_set_add(s, "qrel_lease_margin_ratio", margins[(r >> 6) % 5], "queue", q,
+                                   "group", grp, NULL);
+                if (r % 7 < 2)
+                    metric_set_add(s, "qrel_claims", (r >> 3) % 3, "queue", q, "state", "stale",
+                                   NULL);
+                if (r % 11 < 3)
+                    metric_set_add(late, "qrel_lease_orphaned_messages", (r >> 5) % 2 + 1, "queue",
+                                   q, NULL);
+            }
+            col_up(c, sources[si], kinds[ki], 1);
+        }
+    }
+}
+
+/* The series of the collection in exposition text, by the report (audit_run, then
+ * audit_add_metrics) or by the exporter's path (audit_run_series). */
+static void series_text(struct col *c, long queue_series, int by_report, struct buf *b)
+{
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.queue_series = queue_series;
+    struct metric_set *out = metric_set_new(NULL, NULL);
+    if (by_report) {
+        struct audit_report *r = run(c, &cfg);
+        ck_assert_int_eq(audit_add_metrics(r, out), 0);
+        audit_report_free(r);
+    } else {
+        ck_assert_int_eq(audit_run_series(c->sets, c->n, &cfg, out), 0);
+    }
+    buf_reset(b);
+    expfmt_write(b, &out, 1, EXPFMT_TEXT);
+    metric_set_free(out);
+}
+
+/* Equal texts, or a failure that shows the line where they part. */
+static void assert_same_text(const char *got, const char *want)
+{
+    size_t i = 0, line;
+    while (got[i] && got[i] == want[i])
+        i++;
+    for (line = i; line > 0 && got[line - 1] != '\n'; line--)
+        ;
+    ck_assert_msg(got[i] == want[i],
+                  "the series path differs from the report at\n%.200s\nwant\n%.200s", got + line,
+                  want + line);
+}
+
+START_TEST(test_series_path_matches_report)
+{
+    static const long keep[] = {AUDIT_QUEUE_SERIES_ALL, 0, 1, 3, AUDIT_DEFAULT_QUEUE_SERIES};
+    struct buf want, got;
+    buf_init(&want);
+    buf_init(&got);
+    for (unsigned seed = 1; seed <= 8; seed++) {
+        struct col c = {0};
+        varied(&c, seed);
+        struct audit_report *r = run(&c, NULL);
+        size_t nfindings = r->nfindings;
+        audit_report_free(r);
+        ck_assert_uint_gt(nfindings, 40); /* the cut below leaves findings out */
+        for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+            series_text(&c, keep[k], 1, &want);
+            series_text(&c, keep[k], 0, &got);
+            assert_same_text(got.data, want.data);
+            size_t lines = count_lines(got.data, "qrel_audit_failed{");
+            if (keep[k] == AUDIT_QUEUE_SERIES_ALL)
+                ck_assert_uint_eq(lines, nfindings);
+            else if (keep[k] == 0)
+                ck_assert_uint_eq(lines, 0);
+            else
+                ck_assert_uint_lt(lines, nfindings);
+            /* six rules, each broken in both sources and both kinds */
+            ck_assert_uint_eq(count_lines(got.data, "qrel_audit_failed_queues{"), 24);
+        }
+        col_free(&c);
+    }
+    buf_free(&want);
+    buf_free(&got);
+}
+END_TEST
+
 START_TEST(test_text_and_json)
 {
     struct col c = {0};
@@ -826,6 +992,8 @@ int main(void)
         {test_report_order_and_status, 0},
         {test_audit_series, 0},
         {test_audit_series_bounded, 0},
+        {test_series_path_matches_report, 0},
+        {test_many_families, 0},
         {test_text_and_json, 0},
         {test_names_are_quoted, 0},
         {test_format_seconds, 0},
