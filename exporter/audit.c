@@ -1059,8 +1059,8 @@ static void ctx_free(struct audit_ctx *x)
     buf_free(&x->msg);
 }
 
-static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
-                                const struct audit_config *cfg, int with_queues)
+struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
+                               const struct audit_config *cfg)
 {
     struct audit_config defaults;
     cfg = config_or_defaults(cfg, &defaults);
@@ -1071,8 +1071,7 @@ static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
     evaluate(&x, sets, nsets);
     if (!r->sources)
         r->sources = xcalloc(1, sizeof *r->sources);
-    if (with_queues)
-        build_queues(&x);
+    build_queues(&x);
     if (r->nfindings > 1)
         qsort(r->findings, r->nfindings, sizeof *r->findings, cmp_finding);
 
@@ -1082,18 +1081,6 @@ static struct audit_report *run(struct metric_set *const *sets, size_t nsets,
                                           : AUDIT_OK;
     ctx_free(&x);
     return r;
-}
-
-struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
-                               const struct audit_config *cfg)
-{
-    return run(sets, nsets, cfg, 1);
-}
-
-struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t nsets,
-                                        const struct audit_config *cfg)
-{
-    return run(sets, nsets, cfg, 0);
 }
 
 int audit_run_series(struct metric_set *const *sets, size_t nsets, const struct audit_config *cfg,

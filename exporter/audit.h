@@ -116,9 +116,6 @@ struct audit_report {
  * other readers. cfg NULL: defaults. Never NULL; free with audit_report_free. */
 struct audit_report *audit_run(struct metric_set *const *sets, size_t nsets,
                                const struct audit_config *cfg);
-/* audit_run without the list of queues (queues NULL, nqueues 0). */
-struct audit_report *audit_run_findings(struct metric_set *const *sets, size_t nsets,
-                                        const struct audit_config *cfg);
 void audit_report_free(struct audit_report *r); /* NULL is fine */
 
 /* What the exporter serves on every scrape: the series audit_add_metrics adds for the report
