@@ -1131,54 +1131,17 @@ void audit_report_free(struct audit_report *r)
 
 /* ---- the series from a report ---- */
 
-/* Groups the findings by (source, kind, rule), worst first within each, then by name so that
- * equally bad queues keep a stable choice from scrape to scrape. The severity comes first only
- * to keep criticals at the top of the body. */
-static int cmp_series(const void *pa, const void *pb)
-{
-    const struct audit_finding *a = *(const struct audit_finding *const *)pa;
-    const struct audit_finding *b = *(const struct audit_finding *const *)pb;
-    int c = audit_status_rank(b->severity) - audit_status_rank(a->severity);
-    if (c)
-        return c;
-    if (a->rule != b->rule)
-        return (int)a->rule - (int)b->rule;
-    if ((c = audit_cmp_name(a->source, b->source)) || (c = audit_cmp_name(a->kind, b->kind)))
-        return c;
-    double ba = badness(a->rule, a->value, a->limit), bb = badness(b->rule, b->value, b->limit);
-    if (ba != bb)
-        return ba > bb ? -1 : 1;
-    if ((c = audit_cmp_name(a->queue, b->queue)) || (c = audit_cmp_name(a->group, b->group)))
-        return c;
-    return 0;
-}
-
-static int same_series_group(const struct audit_finding *a, const struct audit_finding *b)
-{
-    return a->rule == b->rule && strcmp(a->source, b->source) == 0 && strcmp(a->kind, b->kind) == 0;
-}
-
+/* The same series audit_run_series serves, from a report's findings: one ordering and one cut
+ * (audit_series.c) for both. */
 int audit_add_metrics(const struct audit_report *r, struct metric_set *out)
 {
-    if (!r->nfindings)
-        return 0;
-    const struct audit_finding **by = xcalloc(r->nfindings, sizeof *by);
-    for (size_t i = 0; i < r->nfindings; i++)
-        by[i] = &r->findings[i];
-    qsort(by, r->nfindings, sizeof *by, cmp_series);
-    int rc = 0;
-    for (size_t i = 0, j; i < r->nfindings && rc == 0; i = j) {
-        for (j = i + 1; j < r->nfindings && same_series_group(by[i], by[j]); j++)
-            ;
-        const struct audit_finding *f = by[i];
-        rc = audit_series_put_count(out, f->rule, f->source, f->kind, j - i);
-        size_t keep = j - i;
-        if (r->queue_series != AUDIT_QUEUE_SERIES_ALL && (size_t)r->queue_series < keep)
-            keep = (size_t)r->queue_series;
-        for (size_t k = i; k < i + keep && rc == 0; k++)
-            rc = audit_series_put_queue(out, by[k]->rule, by[k]->source, by[k]->kind, by[k]->queue,
-                                        by[k]->group);
+    struct audit_series *s = audit_series_new(r->queue_series);
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const struct audit_finding *f = &r->findings[i];
+        audit_series_add(s, f->rule, f->source, f->kind, f->queue, f->group,
+                         badness(f->rule, f->value, f->limit));
     }
-    free(by);
-    return rc ? -1 : 0;
+    int rc = audit_series_write(s, out);
+    audit_series_free(s);
+    return rc;
 }

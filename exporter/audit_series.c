@@ -3,8 +3,8 @@
  * Each (source, kind, rule) keeps its candidates in an array that may grow to twice the number
  * it keeps; when full, it is sorted and cut back to the worst ones. Every finding thus costs a
  * copy of three pointers and a double and, amortised, a share of one sort of a short array,
- * whatever the number of queues. The order is the one audit_add_metrics gets by sorting all the
- * findings, so both ways give the same series. */
+ * whatever the number of queues. audit_add_metrics feeds a report's findings through here too,
+ * so the exporter's series and a report's are ordered and cut in one place. */
 #include "audit_series.h"
 
 #include <stdlib.h>
@@ -141,6 +141,27 @@ static int cmp_group(const void *pa, const void *pb)
     return strcmp(a->kind, b->kind);
 }
 
+/* The count of one (source, kind, rule), and one finding's qrel_audit_failed. */
+static int put_count(struct metric_set *out, enum audit_rule rule, const char *source,
+                     const char *kind, size_t count)
+{
+    return metric_set_add(out, "qrel_audit_failed_queues", (double)count, "source", source, "kind",
+                          kind, "rule", audit_rule_name(rule), "severity",
+                          audit_status_label(audit_rule_severity(rule)), NULL);
+}
+
+static int put_queue(struct metric_set *out, enum audit_rule rule, const char *source,
+                     const char *kind, const char *queue, const char *group)
+{
+    const char *name = audit_rule_name(rule);
+    const char *sev = audit_status_label(audit_rule_severity(rule));
+    return group
+               ? metric_set_add(out, "qrel_audit_failed", 1.0, "source", source, "kind", kind,
+                                "queue", queue, "group", group, "rule", name, "severity", sev, NULL)
+               : metric_set_add(out, "qrel_audit_failed", 1.0, "source", source, "kind", kind,
+                                "queue", queue, "rule", name, "severity", sev, NULL);
+}
+
 int audit_series_write(struct audit_series *s, struct metric_set *out)
 {
     /* The index is not used again: sorting the groups may leave its ids stale. */
@@ -151,30 +172,9 @@ int audit_series_write(struct audit_series *s, struct metric_set *out)
     for (size_t i = 0; i < s->ngroups && rc == 0; i++) {
         struct series_group *g = &s->groups[i];
         trim(g, s->keep == AUDIT_QUEUE_SERIES_ALL ? g->n : (size_t)s->keep);
-        rc = audit_series_put_count(out, g->rule, g->source, g->kind, g->count);
+        rc = put_count(out, g->rule, g->source, g->kind, g->count);
         for (size_t k = 0; k < g->n && rc == 0; k++)
-            rc = audit_series_put_queue(out, g->rule, g->source, g->kind, g->v[k].queue,
-                                        g->v[k].group);
+            rc = put_queue(out, g->rule, g->source, g->kind, g->v[k].queue, g->v[k].group);
     }
     return rc ? -1 : 0;
-}
-
-int audit_series_put_count(struct metric_set *out, enum audit_rule rule, const char *source,
-                           const char *kind, size_t count)
-{
-    return metric_set_add(out, "qrel_audit_failed_queues", (double)count, "source", source, "kind",
-                          kind, "rule", audit_rule_name(rule), "severity",
-                          audit_status_label(audit_rule_severity(rule)), NULL);
-}
-
-int audit_series_put_queue(struct metric_set *out, enum audit_rule rule, const char *source,
-                           const char *kind, const char *queue, const char *group)
-{
-    const char *name = audit_rule_name(rule);
-    const char *sev = audit_status_label(audit_rule_severity(rule));
-    return group
-               ? metric_set_add(out, "qrel_audit_failed", 1.0, "source", source, "kind", kind,
-                                "queue", queue, "group", group, "rule", name, "severity", sev, NULL)
-               : metric_set_add(out, "qrel_audit_failed", 1.0, "source", source, "kind", kind,
-                                "queue", queue, "rule", name, "severity", sev, NULL);
 }

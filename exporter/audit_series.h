@@ -23,15 +23,9 @@ void audit_series_free(struct audit_series *s); /* NULL is fine */
 void audit_series_add(struct audit_series *s, enum audit_rule rule, const char *source,
                       const char *kind, const char *queue, const char *group, double badness);
 
-/* Adds the series to out (see audit_add_metrics) in the order audit_add_metrics adds them.
- * Returns 0 or -1 (a bad label: a bug). */
+/* Adds the series to out (what they are: audit_add_metrics in audit.h): criticals first, then by
+ * rule, source and kind; within each, the worst findings first. Returns 0 or -1 (a bad label: a
+ * bug). */
 int audit_series_write(struct audit_series *s, struct metric_set *out);
-
-/* The two series, shared with audit_add_metrics: the count of one (source, kind, rule), and one
- * finding's qrel_audit_failed. Return metric_set_add's result. */
-int audit_series_put_count(struct metric_set *out, enum audit_rule rule, const char *source,
-                           const char *kind, size_t count);
-int audit_series_put_queue(struct metric_set *out, enum audit_rule rule, const char *source,
-                           const char *kind, const char *queue, const char *group);
 
 #endif
