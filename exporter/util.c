@@ -248,19 +248,23 @@ void util_chomp(char *s)
         s[--n] = '\0';
 }
 
-char *util_substitute(const char *tmpl, const char *placeholder, const char *value)
+void buf_substitute(struct buf *b, const char *tmpl, const char *placeholder, const char *value)
 {
     size_t plen = strlen(placeholder);
+    const char *p = tmpl, *at;
+    while (plen && (at = strstr(p, placeholder))) {
+        buf_append(b, p, (size_t)(at - p));
+        buf_puts(b, value);
+        p = at + plen;
+    }
+    buf_puts(b, p);
+}
+
+char *util_substitute(const char *tmpl, const char *placeholder, const char *value)
+{
     struct buf b;
     buf_init(&b);
-    for (const char *p = tmpl; *p;) {
-        if (plen && strncmp(p, placeholder, plen) == 0) {
-            buf_puts(&b, value);
-            p += plen;
-        } else {
-            buf_putc(&b, *p++);
-        }
-    }
+    buf_substitute(&b, tmpl, placeholder, value);
     return buf_steal(&b);
 }
 

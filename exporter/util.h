@@ -58,8 +58,10 @@ const char *util_read_error(int errnum);
 /* Strips trailing "\r\n", "\n" and spaces in place (for secrets read from files). */
 void util_chomp(char *s);
 /* tmpl with every placeholder (e.g. "{topic}") replaced by value: a dead-letter name per queue
- * from one configured pattern. Never NULL; free it. */
+ * from one configured pattern, a schema in a statement. util_substitute returns it (never NULL;
+ * free it), buf_substitute appends it to b. An empty placeholder replaces nothing. */
 char *util_substitute(const char *tmpl, const char *placeholder, const char *value);
+void buf_substitute(struct buf *b, const char *tmpl, const char *placeholder, const char *value);
 
 /* Copies the valid UTF-8 of src into out; each invalid byte becomes U+FFFD. */
 void util_utf8_sanitize(struct buf *out, const char *src, size_t len);

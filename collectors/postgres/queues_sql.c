@@ -322,18 +322,6 @@ static const char good_job_done[] =
 
 /* clang-format on */
 
-/* Replaces every "@S" of tmpl with schema (already quoted) into b. */
-static void put_with_schema(struct buf *b, const char *tmpl, const char *schema)
-{
-    const char *p = tmpl, *at;
-    while ((at = strstr(p, "@S"))) {
-        buf_append(b, p, (size_t)(at - p));
-        buf_puts(b, schema);
-        p = at + 2;
-    }
-    buf_puts(b, p);
-}
-
 /* Each preset's SQL in each layout: its per-job rows, and its rows ahead (NULL where none can
  * be). The first entry of the preset whose layout matches serves; layout 0 matches any. */
 static const struct pgq_sql {
@@ -374,7 +362,7 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
     struct buf b;
     buf_init(&b);
     buf_puts(&b, aggregate_head);
-    put_with_schema(&b, sql->rows, qs);
+    buf_substitute(&b, sql->rows, "@S", qs);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
         buf_printf(&b, " UNION ALL SELECT unnest($1::text[])%s", no_job);
@@ -382,7 +370,7 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
      * left out do not take the listed ones' share of it. */
     if (sql->ahead) {
         buf_puts(&b, " UNION ALL SELECT queue, 'a'" NO_JOB_TAIL " FROM (SELECT queue FROM (");
-        put_with_schema(&b, sql->ahead, qs);
+        buf_substitute(&b, sql->ahead, "@S", qs);
         buf_printf(&b, ") AS a%s LIMIT " PG_AHEAD_CAP ") AS ahead",
                    filtered ? " WHERE queue = ANY ($1::text[])" : "");
     }
@@ -422,7 +410,7 @@ char *queues_sql_done(enum pgq_preset_id id, const char *schema, int layout, int
     buf_puts(&b, "SELECT queue, n, q[1], q[2], q[3], q[4] FROM (SELECT queue::text, "
                  "count(*)::float8 AS n, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP "
                  "(ORDER BY GREATEST(d, 0)) AS q FROM (");
-    put_with_schema(&b, rows, qs);
+    buf_substitute(&b, rows, "@S", qs);
     buf_puts(&b, ") AS done");
     if (filtered)
         buf_puts(&b, " WHERE queue = ANY ($2::text[])");
