@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "deadline.h"
 #include "version.h"
 
 struct app {
@@ -65,7 +66,7 @@ static int reload_now(struct app *a, struct err *e)
     pthread_mutex_lock(&a->mu);
     a->current = next;
     a->last_reload_ok = 1;
-    a->last_reload_success = util_wall_now();
+    a->last_reload_success = deadline_wall_now();
     pthread_mutex_unlock(&a->mu);
     scheduler_unref(old); /* freed once the last scrape and collection using it end */
     char count[32];
@@ -115,7 +116,7 @@ struct app *app_new(const char *config_path, struct pool *pool, struct err *e)
     size_t nsources = src->n;
     a->current = scheduler_new(src, pool);
     a->last_reload_ok = 1;
-    a->last_reload_success = util_wall_now();
+    a->last_reload_success = deadline_wall_now();
     warn_if_empty(nsources, config_path);
     if (pthread_create(&a->reloader, NULL, reloader_main, a) != 0) {
         err_set(e, ERR_INTERNAL, "cannot start the reload thread");

@@ -17,7 +17,8 @@
 #include "audit_series.h"
 #include "collector.h"
 #include "hashtab.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* ---- rule and status names ---- */
 

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "err.h"
 #include "metrics.h"
-#include "util.h"
+#include "buf.h"
 
 /* Ordered as the Nagios plugin exit codes, which `qrel check` returns. */
 enum audit_status { AUDIT_OK = 0, AUDIT_WARNING = 1, AUDIT_CRITICAL = 2, AUDIT_UNKNOWN = 3 };

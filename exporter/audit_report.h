@@ -7,7 +7,7 @@
 #define QREL_AUDIT_REPORT_H
 
 #include "audit.h"
-#include "util.h"
+#include "buf.h"
 
 /* errors[i] is why r->sources[i] could not be read ("" or NULL when it was, or unknown). */
 

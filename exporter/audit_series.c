@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "hashtab.h"
-#include "util.h"
+#include "alloc.h"
 
 struct candidate {
     const char *queue, *group;

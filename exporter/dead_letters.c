@@ -12,35 +12,8 @@
 
 #include "log.h"
 #include "sources.h"
-#include "util.h"
-
-/* ---- what a broker read (collector.h) ---- */
-
-void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len)
-{
-    r->read++;
-    /* An id with a NUL byte could not be passed on as text: it is nobody's id. */
-    if (!id || len == 0 || memchr(id, '\0', len)) {
-        r->without_id++;
-        return;
-    }
-    if (r->nids == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->ids = xrealloc(r->ids, r->cap * sizeof *r->ids);
-    }
-    r->ids[r->nids++] = xstrndup(id, len);
-}
-
-void dead_letter_read_free(struct dead_letter_read *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->nids; i++)
-        free(r->ids[i]);
-    free(r->ids);
-    free(r->dead_letter_queue);
-    memset(r, 0, sizeof *r);
-}
+#include "alloc.h"
+#include "buf.h"
 
 void dead_letter_split_of(const struct dead_letter_read *r, const enum dead_letter_work *work,
                           struct dead_letter_split *out)

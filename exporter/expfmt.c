@@ -11,6 +11,7 @@
  * of thousands of them. Values are formatted by expfmt_value.c, the Accept header is read by
  * expfmt_negotiate.c. */
 #include "expfmt.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@
 
 /* Makes room for n more bytes and returns where they go. The writer formats straight into the
  * buffer because going through buf_append for every quote and comma costs more than all the
- * rest of the work at 200k samples. It relies only on what util.h documents about struct buf
+ * rest of the work at 200k samples. It relies only on what buf.h documents about struct buf
  * (data holds len bytes plus a NUL, cap is the allocation); callers add to len and terminate. */
 static char *out_reserve(struct buf *b, size_t n)
 {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "metrics.h"
-#include "util.h"
+#include "buf.h"
 
 enum expfmt_format { EXPFMT_TEXT, EXPFMT_OPENMETRICS };
 

@@ -35,7 +35,9 @@
 #include "log.h"
 #include "scheduler.h"
 #include "sd.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "text.h"
 
 #define HTTP_MAX_CONNECTIONS 2048
 #define HTTP_MAX_PER_IP 1024
@@ -490,7 +492,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     struct buf b;
     buf_init(&b);
     buf_vprintf(&b, fmt, ap);
-    util_chomp(b.data ? b.data : "");
+    text_chomp(b.data ? b.data : "");
     log_kv(LOG_WARN, "http server", "err", b.data ? b.data : "", NULL);
     buf_free(&b);
 }

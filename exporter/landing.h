@@ -7,7 +7,7 @@
 
 #include "audit.h"
 #include "scheduler.h"
-#include "util.h"
+#include "buf.h"
 
 /* Seconds the page may show a collection before it collects again: views within this of the
  * last successful collection the scheduler kept (an earlier view's, or any with min_interval)

@@ -15,7 +15,7 @@
 #include "log.h"
 #include "pool.h"
 #include "sources.h"
-#include "util.h"
+#include "alloc.h"
 #include "version.h"
 #include "webconfig.h"
 

@@ -13,7 +13,7 @@
 
 #include "deadline.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 struct node {
     struct pool_job job;

@@ -20,7 +20,7 @@
 #include "deadline.h"
 #include "log.h"
 #include "pool.h"
-#include "util.h"
+#include "alloc.h"
 
 struct collection {
     int refs; /* guarded by the source's mutex */
@@ -243,7 +243,7 @@ static void note_success_locked(struct source_state *st, double duration)
     st->backoff_until_ms = 0;
     st->last_up = 1;
     st->has_success = 1;
-    st->last_success = util_wall_now();
+    st->last_success = deadline_wall_now();
     st->last_duration = duration;
     st->last_error[0] = '\0';
     st->logged_error[0] = '\0';

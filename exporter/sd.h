@@ -9,7 +9,7 @@
 
 #include "err.h"
 #include "sources.h"
-#include "util.h"
+#include "buf.h"
 
 /* Appends the JSON array to out: for each source
  *   {"targets":["<advertise>"],"labels":{"__metrics_path__":"/probe",

@@ -5,15 +5,13 @@
  * cfg_finish, so a misspelt key is an error wherever it stands. */
 #include "sources.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 
 #include "config.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* Source names become the `source` label and /probe?target= values, so they are kept to
  * characters that need no escaping anywhere. */
@@ -28,70 +26,6 @@ static int source_name_valid(const char *s)
             return 0;
     }
     return 1;
-}
-
-int collector_configure(struct collector *c, struct cfg_node *map, struct err *e)
-{
-    if (c->kind->state_size && !c->priv)
-        c->priv = xcalloc(1, c->kind->state_size);
-    return c->kind->configure(c, map, e);
-}
-
-int collector_finish(const struct collector *c, struct cfg_node *map, struct err *e)
-{
-    char where[200];
-    snprintf(where, sizeof where, "source \"%s\"", c->name);
-    return cfg_finish(map, where, e);
-}
-
-void collector_release(struct collector *c)
-{
-    const struct collector_kind *k = c->kind;
-    if (!k || (k->state_size && !c->priv))
-        return;
-    if (k->destroy)
-        k->destroy(c);
-    if (k->state_size)
-        free(c->priv);
-    c->priv = NULL;
-}
-
-static void collector_free(struct collector *c)
-{
-    if (!c)
-        return;
-    collector_release(c);
-    pthread_mutex_destroy(&c->use);
-    free(c->name);
-    free(c);
-}
-
-int collector_lock(struct collector *c, const struct deadline *dl, struct err *e)
-{
-    /* POSIX's timed lock waits on the wall clock: the monotonic time left becomes a wall-clock
-     * point now (a clock step while waiting moves it, which costs one slow scrape at most). */
-    int64_t left = deadline_remaining_ms(dl);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(left / 1000);
-    ts.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    int rc = pthread_mutex_timedlock(&c->use, &ts);
-    if (rc == 0)
-        return 0;
-    if (rc == ETIMEDOUT)
-        return err_set(
-            e, ERR_TIMEOUT,
-            "the source was still in use (a collection or a dead-letter join) at the deadline");
-    return err_set(e, ERR_INTERNAL, "cannot lock the source (error %d)", rc);
-}
-
-void collector_unlock(struct collector *c)
-{
-    pthread_mutex_unlock(&c->use);
 }
 
 static void kinds_list(struct buf *b)
@@ -164,8 +98,7 @@ out:
 
 static int load_source(struct sources *s, struct cfg_node *map, struct err *e)
 {
-    struct collector *c = xcalloc(1, sizeof *c);
-    pthread_mutex_init(&c->use, NULL); /* the dead-letter join and collect() take turns on it */
+    struct collector *c = collector_new();
     if (sources_configure(s, c, map, e)) {
         collector_free(c);
         return -1;

@@ -21,7 +21,9 @@
 #include <time.h>
 
 #include "config.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "text.h"
 
 #define WEBCONFIG_MAX_PEM (1024 * 1024)
 #define WEBCONFIG_CACHE_SLOTS 16
@@ -70,9 +72,9 @@ static int read_pem(const char *base, struct cfg_node *map, const char *key, cha
     }
     char *path = resolve(base, rel);
     free(rel);
-    *out = util_read_file(path, WEBCONFIG_MAX_PEM, NULL);
+    *out = text_read_file(path, WEBCONFIG_MAX_PEM, NULL);
     if (!*out) {
-        cfg_error(e, at, "%s: cannot read \"%s\": %s", key, path, util_read_error(errno));
+        cfg_error(e, at, "%s: cannot read \"%s\": %s", key, path, text_read_error(errno));
         free(path);
         return -1;
     }
@@ -372,7 +374,7 @@ int webconfig_authorize(const struct webconfig *w, const char *authorization)
     if (len > WEBCONFIG_MAX_CREDENTIALS)
         return 0;
     unsigned char *cred = xmalloc(len / 4 * 3 + 2);
-    long n = util_base64_decode(p, len, 1, cred);
+    long n = text_base64_decode(p, len, 1, cred);
     int ok = 0;
     unsigned char *colon = n > 0 ? memchr(cred, ':', (size_t)n) : NULL;
     /* A NUL would cut the user or password short in every C string below. */

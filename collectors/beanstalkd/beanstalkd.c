@@ -23,7 +23,7 @@
 #include "common/beanstalk.h"
 #include "config.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEAD_LETTER_LABEL "buried"
 

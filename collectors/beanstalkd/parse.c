@@ -7,7 +7,7 @@
 
 #include "beanstalkd.h"
 #include "config.h"
-#include "util.h"
+#include "alloc.h"
 
 /* Calls line_fn for each line after the "---" header. */
 static int each_line(const char *body, int (*line_fn)(void *, const char *, size_t, struct err *),

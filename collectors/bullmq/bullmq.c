@@ -25,7 +25,7 @@
 #include "common/redis_settings.h"
 #include "config.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_LOCK_DURATION 30.0 /* the Worker's lockDuration default */
 #define DEFAULT_MAX_ACTIVE 1000

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "bullmq.h"
-#include "util.h"
+#include "alloc.h"
 
 char *bullmq_queue_of_meta_key(const char *key, size_t len, const char *prefix)
 {

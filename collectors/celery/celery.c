@@ -24,7 +24,7 @@
 #include "common/redis_settings.h"
 #include "config.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_VISIBILITY_TIMEOUT 3600.0 /* kombu's Redis transport */
 #define PRIORITY_SEP "\x06\x16"

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "celery.h"
-#include "util.h"
+#include "alloc.h"
+#include "text.h"
 
 int celery_parse_unacked(const char *json, size_t len, struct celery_unacked *out, struct err *e)
 {
@@ -33,9 +34,9 @@ int celery_parse_unacked(const char *json, size_t len, struct celery_unacked *ou
          * taken as UTC. */
         char naive[64];
         const char *s = json_string_value(eta);
-        int bad = !s || (util_parse_rfc3339(s, &out->eta) &&
+        int bad = !s || (text_parse_rfc3339(s, &out->eta) &&
                          (snprintf(naive, sizeof naive, "%sZ", s) >= (int)sizeof naive ||
-                          util_parse_rfc3339(naive, &out->eta)));
+                          text_parse_rfc3339(naive, &out->eta)));
         if (bad) {
             err_set(e, ERR_PROTOCOL, "unacked: want headers.eta as an ISO 8601 time");
             goto out;

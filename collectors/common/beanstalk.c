@@ -12,7 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* beanstalkd's own limit on a reply line is far below this; a longer line is not beanstalkd. */
 #define MAX_LINE 1024

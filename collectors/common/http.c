@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 #include "version.h"
 
 struct http_client {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "text.h"
 
 json_t *json_parse_body(const char *body, size_t len, const char *what, struct err *e)
 {
@@ -215,5 +215,5 @@ int json_need_time(const json_t *obj, const char *ctx, const char *key, double *
 
 int json_parse_rfc3339(const char *s, double *epoch)
 {
-    return util_parse_rfc3339(s, epoch);
+    return text_parse_rfc3339(s, epoch);
 }

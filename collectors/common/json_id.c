@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "util.h"
+#include "alloc.h"
 
 const char *json_id_field_name(const char *id_field, const char *prefix)
 {

@@ -9,7 +9,7 @@
 
 #include "dlq_kind.h"
 #include "metrics.h"
-#include "util.h"
+#include "alloc.h"
 
 void live_check_note(char ***queues, const char *queue)
 {

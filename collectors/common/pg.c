@@ -21,7 +21,8 @@
 #include <string.h>
 
 #include "common/secret.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 #define MASK "***"
 /* statement_timeout is the deadline plus this: the server's timer backs up our cancel. */

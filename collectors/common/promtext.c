@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "util.h"
+#include "buf.h"
 
 struct reader {
     const char *p, *end;

@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* ---- reply trees ----
  *

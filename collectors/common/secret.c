@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
+#include "text.h"
 
 void secret_free(char *s)
 {
@@ -22,13 +23,13 @@ static int from_file(struct cfg_node *map, const char *key, const char *file, ch
                      struct err *e)
 {
     size_t len = 0;
-    char *v = util_read_file(file, SECRET_MAX_BYTES, &len);
+    char *v = text_read_file(file, SECRET_MAX_BYTES, &len);
     if (!v)
         return cfg_error(e, cfg_at(map, key), "%s: cannot read \"%s\": %s", key, file,
                          errno == EFBIG ? "larger than " SECRET_MAX_TEXT " bytes"
-                                        : util_read_error(errno));
+                                        : text_read_error(errno));
     int has_nul = strlen(v) != len;
-    util_chomp(v);
+    text_chomp(v);
     if (has_nul || !*v) {
         secret_free(v);
         return cfg_error(e, cfg_at(map, key), "%s: \"%s\" %s", key, file,

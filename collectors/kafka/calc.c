@@ -4,7 +4,8 @@
 
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
+#include "text.h"
 
 int64_t kafka_partition_lag(const struct kafka_offsets *o, int64_t *first)
 {
@@ -27,7 +28,7 @@ double kafka_age_seconds(int64_t now_ms, int64_t ts_ms)
 
 char *kafka_dlq_name(const char *tmpl, const char *topic)
 {
-    return util_substitute(tmpl, "{topic}", topic);
+    return text_substitute(tmpl, "{topic}", topic);
 }
 
 enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text)

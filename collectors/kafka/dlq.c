@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kafka.h"
-#include "util.h"
+#include "alloc.h"
 
 char *kafka_replay_group(const char *topic)
 {

@@ -29,7 +29,8 @@
 #include "kafka/replay.h"
 #include "kafka/settings.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "deadline.h"
 
 struct state {
     const char *source;
@@ -945,7 +946,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                "topics",
                "source", c->name, "max_lag_fetches", cap, NULL);
     }
-    int64_t now_ms = (int64_t)(util_wall_now() * 1000.0);
+    int64_t now_ms = (int64_t)(deadline_wall_now() * 1000.0);
     for (size_t i = 0; i < sc.n; i++) {
         emit_target(st, &sc, &sc.t[i], now_ms, out);
         emit_dlq(&sc, i, now_ms, out);
@@ -1168,7 +1169,7 @@ static int dead_letter_ids(struct collector *c, const char *queue, const char *i
     return rc;
 }
 
-/* ---- `qrel dlq` (exporter/dlq_kind.h) ----
+/* ---- `qrel dlq` (core/dlq_kind.h) ----
  * Reading is the join's read (no group joined, nothing committed), from the log start for
  * inspect and from the replay group's commits for a replay; each record is kept whole (key,
  * value, headers) for requeue. The writing is replay.c's. */

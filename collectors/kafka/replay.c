@@ -21,7 +21,7 @@
 
 #include "kafka.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 struct kafka_replay {
     char *source, *group;

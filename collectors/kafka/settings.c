@@ -10,7 +10,7 @@
 #include "common/glob.h"
 #include "common/secret.h"
 #include "kafka/kafka.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_MAX_LAG_FETCHES 1000
 #define DEFAULT_MAX_RESPONSE_BYTES 100000000LL

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "util.h"
+#include "alloc.h"
 
 #define NS 1e9
 #define GLOBAL_ACCOUNT "$G" /* the account of a server without accounts configured */

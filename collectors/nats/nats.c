@@ -20,7 +20,9 @@
 #include "common/secret.h"
 #include "config.h"
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "deadline.h"
 
 #define DEFAULT_PAGE_SIZE 1024
 
@@ -176,7 +178,7 @@ static int collect_jsz(struct state *st, const struct deadline *dl, const char *
         .specs = st->specs,
         .nspecs = st->nspecs,
     };
-    int rc = nats_jsz_collect(doc, &f, util_wall_now(), out, pg, e);
+    int rc = nats_jsz_collect(doc, &f, deadline_wall_now(), out, pg, e);
     json_decref(doc);
     if (rc) {
         nats_page_free(pg);

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "tables.h"
-#include "util.h"
+#include "alloc.h"
 
 #define CLAIM_DEFAULT_WINDOW 300.0
 /* Holds and durations below 1 ms count as 1 ms in the margin, so a claim made this instant

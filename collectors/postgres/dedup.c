@@ -29,7 +29,8 @@
 #include <string.h>
 
 #include "tables.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 #define DEDUP_DEFAULT_WINDOW 300.0
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "tables.h"
-#include "util.h"
+#include "alloc.h"
 
 /* The columns of an outbox, in their order in tables_specs: published_at or status, not both. */
 enum { OUTBOX_CREATED_AT, OUTBOX_PUBLISHED_AT, OUTBOX_STATUS };

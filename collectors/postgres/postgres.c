@@ -12,7 +12,8 @@
 
 #include "collector.h"
 #include "postgres.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 #include "work_table.h"
 
 const struct pg_section_kind postgres_sections[] = {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "queues.h"
+#include "alloc.h"
 
 /* What every job runner but Que and solid_queue records; the lease is then each runner's own
  * (graphile-worker and pg-boss record it, the others take job_timeout). */

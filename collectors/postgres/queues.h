@@ -8,7 +8,7 @@
 #define QREL_POSTGRES_QUEUES_H
 
 #include "postgres.h"
-#include "util.h"
+#include "buf.h"
 
 /* A queue label for graphile-worker jobs added without a queue name (they run in parallel). */
 #define GRAPHILE_NO_QUEUE "(none)"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "queues.h"
+#include "alloc.h"
 
 /* The tables and columns a preset's statements read, in the layouts given (a bit per LAYOUT_*;
  * ANY_LAYOUT for presets with one). check_tables checks every row of the item's preset and

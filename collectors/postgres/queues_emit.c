@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "queues.h"
+#include "alloc.h"
 
 /* The handler quantiles, in the order of the latency statement's columns. */
 static const char *const emit_quantiles[PGQ_NQ] = {"0.5", "0.9", "0.99", "1"};

@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "postgres.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 #define DEFAULT_MAX_ROWS 10000
 #define MAX_MAX_ROWS 1000000

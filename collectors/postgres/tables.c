@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
 
 #define A PG_COL_ANY
 #define T PG_COL_TIME

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "hashtab.h"
-#include "util.h"
+#include "alloc.h"
 
 /* Ids longer than this are not ids anyone indexes: counted as unknown, kept out of the query. */
 #define WT_ID_MAX_BYTES 1024

@@ -10,7 +10,9 @@
 
 #include "common/json.h"
 #include "common/secret.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "text.h"
 
 #define TOKEN_FILE_MAX 16384
 
@@ -254,10 +256,10 @@ void pubsub_auth_invalidate(struct pubsub_auth *a)
 static int read_token_file(struct pubsub_auth *a, struct err *e)
 {
     size_t len = 0;
-    char *t = util_read_file(a->token_file, TOKEN_FILE_MAX, &len);
+    char *t = text_read_file(a->token_file, TOKEN_FILE_MAX, &len);
     if (!t)
         return err_set(e, ERR_AUTH, "token_file \"%s\": %s", a->token_file,
-                       errno == EFBIG ? "larger than 16384 bytes" : util_read_error(errno));
+                       errno == EFBIG ? "larger than 16384 bytes" : text_read_error(errno));
     size_t n = strlen(t);
     if (n != len) {
         wipe_free(t);

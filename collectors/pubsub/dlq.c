@@ -1,4 +1,4 @@
-/* pubsub/dlq.c: `qrel dlq` for Pub/Sub subscriptions (exporter/dlq_kind.h).
+/* pubsub/dlq.c: `qrel dlq` for Pub/Sub subscriptions (core/dlq_kind.h).
  *
  * A subscription's deadLetterPolicy names a dead-letter topic; a topic holds nothing itself, so
  * the dead letters are read from a subscription on it: the only one, or the one named in the
@@ -18,7 +18,8 @@
 #include "common/live_check.h"
 #include "hashtab.h"
 #include "pubsub.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 #define PULL_MAX 100  /* maxMessages per pull: replies stay small, a limit is met closely */
 #define ACK_CHUNK 500 /* ackIds per acknowledge / modifyAckDeadline (the API caps the body) */

@@ -10,7 +10,8 @@
 
 #include "common/json.h"
 #include "common/json_id.h"
-#include "util.h"
+#include "alloc.h"
+#include "text.h"
 
 int pubsub_pull_list(const json_t *doc, json_t **list, struct err *e)
 {
@@ -87,7 +88,7 @@ char *pubsub_work_id(const struct pubsub_received *r, const char *id_field, size
 {
     size_t dlen = strlen(r->data);
     unsigned char *body = xmalloc(dlen / 4 * 3 + 3);
-    long n = util_base64_decode(r->data, dlen, 0, body);
+    long n = text_base64_decode(r->data, dlen, 0, body);
     size_t blen = n < 0 ? 0 : (size_t)n;
     body[blen] = '\0';
     *body_bytes = blen;

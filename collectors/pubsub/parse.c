@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_ACK_DEADLINE 10.0
 #define DEFAULT_RETENTION (7 * 86400.0)

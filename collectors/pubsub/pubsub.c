@@ -22,7 +22,9 @@
 #include "log.h"
 #include "api.h"
 #include "auth.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "deadline.h"
 
 #define DEFAULT_ENDPOINT "https://pubsub.googleapis.com"
 #define DEFAULT_MONITORING_ENDPOINT "https://monitoring.googleapis.com"
@@ -97,7 +99,7 @@ int pubsub_api_begin(struct collector *c, const struct deadline *dl, struct err 
     struct pubsub_state *st = c->priv;
     if (!st->client)
         st->client = http_client_new(c->name, &st->http);
-    return pubsub_auth_token(st->auth, st->client, dl, util_wall_now(), &st->token, e);
+    return pubsub_auth_token(st->auth, st->client, dl, deadline_wall_now(), &st->token, e);
 }
 
 int pubsub_api_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
@@ -447,7 +449,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         for (size_t i = 0; i < sc.nsubs; i++)
             pubsub_sub_series(&sc.subs[i], out);
         if (st->monitoring)
-            rc = monitoring_series(c, st, dl, util_wall_now(), &sc, out, e);
+            rc = monitoring_series(c, st, dl, deadline_wall_now(), &sc, out, e);
     }
     if (rc == 0 && log_enabled(LOG_DEBUG)) {
         char n[32], r[32];

@@ -2,6 +2,7 @@
  * A queue is a record of three string offsets and a flag; its figures are a second, sparse
  * table, reached from the record only when they differ from a quiet queue's. */
 #include "rabbitmq/cache.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "hashtab.h"
-#include "util.h"
+#include "buf.h"
 
 /* One queue's figures, as rabbitmq_cache_add takes them and rabbitmq_cache_find gives them. */
 struct rabbitmq_cached {

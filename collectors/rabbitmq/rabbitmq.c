@@ -31,7 +31,9 @@
 #include "hashtab.h"
 #include "log.h"
 #include "rabbitmq/cache.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "deadline.h"
 
 /* Without metadata_interval, the slow part is refreshed when older than the larger of 60 s and
  * AUTO_INTERVAL_FACTOR times the last refresh's duration. A refresh's cost to the broker grows
@@ -659,7 +661,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 
     if (due) {
         fresh = xcalloc(1, sizeof *fresh);
-        fresh->wall = util_wall_now();
+        fresh->wall = deadline_wall_now();
         fresh->mono_ms = deadline_now_ms();
     }
     if (st->prometheus_url) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_PENDING_SCAN_LIMIT 1000

@@ -1,4 +1,4 @@
-/* redis_stream/dlq.c: `qrel dlq`'s hooks for Redis streams (exporter/dlq_kind.h).
+/* redis_stream/dlq.c: `qrel dlq`'s hooks for Redis streams (core/dlq_kind.h).
  *
  * A dead-letter stream is read with XLEN and XRANGE, which change nothing (no group reads it),
  * so there is no read_effect and nothing to release. A replay puts an entry back with XADD on
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
 
 static int add_entries(const redisReply *r, const char *id_field, void *out, struct err *e)
 {

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "common/redis.h"
-#include "util.h"
+#include "alloc.h"
+#include "text.h"
 
 /* The decimal number of the digits s[*i ..] up to the first non-digit, strictly: at least one
  * digit, at most 20, and no more than UINT64_MAX. Up to 19 digits cannot overflow, so only a
@@ -295,7 +296,7 @@ double redis_stream_age_seconds(int64_t now_ms, uint64_t ms)
 
 char *redis_stream_dlq_name(const char *tmpl, const char *stream)
 {
-    return util_substitute(tmpl, "{stream}", stream);
+    return text_substitute(tmpl, "{stream}", stream);
 }
 
 void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *g,
@@ -454,7 +455,7 @@ static double time_of(const redisReply *v)
     double t = strtod(v->str, &end);
     if (end != v->str && *end == '\0' && t > 0)
         return t;
-    return util_parse_rfc3339(v->str, &t) == 0 && t > 0 ? t : 0;
+    return text_parse_rfc3339(v->str, &t) == 0 && t > 0 ? t : 0;
 }
 
 int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq_message *m,

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
 
 #define SCAN_COUNT "1000"
 

@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "util.h"
 
 struct redis_conn *redis_stream_conn(struct collector *c, const struct deadline *dl, struct err *e)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
 
 static const char *arena_copy(struct names *t, const char *s, size_t len)
 {

@@ -5,13 +5,13 @@
 #include <string.h>
 
 #include "rq.h"
-#include "util.h"
+#include "text.h"
 
 int rq_parse_time(const char *s, double *epoch)
 {
     if (!s || !*s)
         return -1;
-    return util_parse_rfc3339(s, epoch);
+    return text_parse_rfc3339(s, epoch);
 }
 
 int rq_job_timeout(const char *field, double default_timeout, double *seconds)

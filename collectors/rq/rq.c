@@ -25,7 +25,7 @@
 #include "config.h"
 #include "log.h"
 #include "rq.h"
-#include "util.h"
+#include "alloc.h"
 
 #define QUEUE_PREFIX "rq:queue:"
 #define DEFAULT_TIMEOUT 180.0 /* RQ's Queue.DEFAULT_TIMEOUT */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "sidekiq.h"
-#include "util.h"
+#include "alloc.h"
 
 static json_t *load(const char *json, size_t len, const char *what, struct err *e)
 {

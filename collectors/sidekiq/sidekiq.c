@@ -29,7 +29,7 @@
 #include "hashtab.h"
 #include "log.h"
 #include "sidekiq.h"
-#include "util.h"
+#include "alloc.h"
 
 #define DEFAULT_MAX_SET_ENTRIES 10000
 #define DEFAULT_STALE_AFTER 20.0 /* four missed heartbeats */

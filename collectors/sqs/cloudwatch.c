@@ -13,7 +13,8 @@
 
 #include "common/json.h"
 #include "sqs.h"
-#include "util.h"
+#include "alloc.h"
+#include "deadline.h"
 
 #define CW_PERIOD 60
 #define CW_MAX_PAGES 20
@@ -115,7 +116,7 @@ int sqs_cw_fetch(const struct sqs_aws *aws, const char *endpoint, const char *co
                  size_t n, double lookback, const struct deadline *dl, struct sqs_cw_datum *out,
                  unsigned *calls, struct err *e)
 {
-    double end = util_wall_now();
+    double end = deadline_wall_now();
     double start = end - lookback;
     for (size_t base = 0; base < n; base += SQS_CW_MAX_QUERIES) {
         size_t m = n - base < SQS_CW_MAX_QUERIES ? n - base : SQS_CW_MAX_QUERIES;

@@ -23,7 +23,8 @@
 #include "collector.h"
 #include "log.h"
 #include "sqs/sqs.h"
-#include "util.h"
+#include "alloc.h"
+#include "deadline.h"
 
 /* How long a failed read may still spend making visible what it had received. */
 #define RELEASE_GRACE_SECONDS 5.0
@@ -293,7 +294,7 @@ static int requeue(struct collector *c, struct dlq_batch *b, struct dlq_message 
             return err_set(e, ERR_QUERY,
                            "message %s has no MessageGroupId, which FIFO queue \"%s\" needs",
                            m->message_id, b->origin);
-        dedup = sqs_dlq_dedup_id(m, (long long)(util_wall_now() * 1000));
+        dedup = sqs_dlq_dedup_id(m, (long long)(deadline_wall_now() * 1000));
     }
     char what[200];
     snprintf(what, sizeof what, "AmazonSQS.SendMessage \"%s\"", b->origin);

@@ -1,4 +1,4 @@
-/* dlq.h: `qrel dlq` for SQS (sqs/dlq.c, the hooks of exporter/dlq_kind.h) and its pure parts
+/* dlq.h: `qrel dlq` for SQS (sqs/dlq.c, the hooks of core/dlq_kind.h) and its pure parts
  * (sqs/dlq_parse.c: request bodies and the answers of ReceiveMessage, SendMessage and the batch
  * actions), declared for tests/unit/check_sqs_dlq.c.
  *

@@ -14,7 +14,7 @@
 
 #include "common/json.h"
 #include "common/json_id.h"
-#include "util.h"
+#include "alloc.h"
 
 #define ATTRIBUTE_PREFIX "attribute:"
 #define DEDUP_ID_MESSAGE_ID_MAX 100 /* of SQS's 128 characters */

@@ -11,7 +11,7 @@
 
 #include "common/http.h"
 #include "common/json.h"
-#include "util.h"
+#include "alloc.h"
 
 void sqs_redrive_free(struct sqs_redrive *r)
 {

@@ -28,7 +28,8 @@
 #include "config.h"
 #include "log.h"
 #include "sqs/dlq.h"
-#include "util.h"
+#include "alloc.h"
+#include "deadline.h"
 
 #define DEFAULT_MAX_QUEUES 1000
 #define DEFAULT_CW_LOOKBACK 900.0
@@ -743,7 +744,7 @@ static int read_cloudwatch(struct collector *c, struct scrape *sc, const struct 
     if (n &&
         sqs_cw_fetch(&aws, st->cw_endpoint, names, n, st->cw_lookback, dl, data, &sc->calls, e))
         goto out;
-    double now = util_wall_now();
+    double now = deadline_wall_now();
     size_t j = 0;
     rc = 0;
     for (size_t i = 0; i < sc->n; i++) {

@@ -1,4 +1,4 @@
-/* fuzz_config.c: libFuzzer target for the configuration loader (exporter/config.h, sources.h):
+/* fuzz_config.c: libFuzzer target for the configuration loader (core/config.h, exporter/sources.h):
  * any bytes must end in a tree or a file:line:col error, never a crash, a leak or a hang; a
  * tree is then read by the core and every kind's configure(), as a real file would be. */
 #include <stddef.h>

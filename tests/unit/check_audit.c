@@ -9,7 +9,7 @@
 #include "audit_report.h"
 #include "expfmt.h"
 #include "sources.h"
-#include "util.h"
+#include "buf.h"
 #include "check_run.h"
 
 /* A collection under construction: up to 16 sets, freed by col_free. */

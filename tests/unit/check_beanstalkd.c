@@ -9,7 +9,6 @@
 #include "beanstalkd/beanstalkd.h"
 #include "common/beanstalk.h"
 #include "config.h"
-#include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "fixture.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/beanstalk.h"
-#include "util.h"
+#include "alloc.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "fixture.h"

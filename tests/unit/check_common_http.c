@@ -20,7 +20,7 @@
 
 #include "common/http.h"
 #include "deadline.h"
-#include "util.h"
+#include "alloc.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "check_str.h"

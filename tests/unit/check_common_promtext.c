@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/promtext.h"
-#include "util.h"
+#include "buf.h"
 #include "check_run.h"
 
 /* Recorded, with a queue name holding a quote, a backslash and a newline added by hand. */

@@ -1,4 +1,4 @@
-/* check_config.c: unit tests for exporter/config.c.
+/* check_config.c: unit tests for core/config.c.
  *
  * Config errors are user-facing, so most tests compare the exact message: a table of bad inputs,
  * each with the getter that trips over it and the text the user must see. The rest pin the
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "util.h"
+#include "buf.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "check_str.h"

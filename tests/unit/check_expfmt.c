@@ -11,7 +11,7 @@
 
 #include "expfmt.h"
 #include "metrics.h"
-#include "util.h"
+#include "buf.h"
 #include "check_run.h"
 
 /* Appends "# HELP <name> <help of family>\n# TYPE <name> <type>\n" as the writer should. */

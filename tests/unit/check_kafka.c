@@ -19,7 +19,6 @@
 #include "kafka/kafka.h"
 #include "kafka/settings.h"
 #include "metrics.h"
-#include "util.h"
 #include "check_refused.h"
 #include "check_run.h"
 #include "check_str.h"

@@ -18,7 +18,6 @@
 #include "config.h"
 #include "metrics.h"
 #include "nats/nats.h"
-#include "util.h"
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"

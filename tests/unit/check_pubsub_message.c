@@ -14,7 +14,6 @@
 #include "common/json.h"
 #include "config.h"
 #include "pubsub/pubsub.h"
-#include "util.h"
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"

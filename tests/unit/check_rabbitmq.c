@@ -13,7 +13,7 @@
 #include "config.h"
 #include "rabbitmq/cache.h"
 #include "rabbitmq/rabbitmq.h"
-#include "util.h"
+#include "text.h"
 #include "check_refused.h"
 #include "check_run.h"
 
@@ -25,7 +25,7 @@ extern const struct collector_kind rabbitmq_kind;
 static json_t *load(void)
 {
     size_t len = 0;
-    char *text = util_read_file(QREL_FIXTURES "/rabbitmq/queues-3.10.8.json", 1 << 20, &len);
+    char *text = text_read_file(QREL_FIXTURES "/rabbitmq/queues-3.10.8.json", 1 << 20, &len);
     ck_assert_msg(text != NULL, "cannot read the fixture");
     json_error_t je;
     json_t *doc = json_loadb(text, len, 0, &je);

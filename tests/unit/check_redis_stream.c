@@ -27,7 +27,7 @@
 #include "deadline.h"
 #include "metrics.h"
 #include "redis_stream/redis_stream.h"
-#include "util.h"
+#include "buf.h"
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"

@@ -14,7 +14,7 @@
 #include "pool.h"
 #include "scheduler.h"
 #include "sources.h"
-#include "util.h"
+#include "alloc.h"
 #include "check_run.h"
 
 static void sleep_ms(long ms)

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "sd.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 #include "check_run.h"
 
 static const struct collector_kind redis_kind = {.name = "redis_stream"};

@@ -15,7 +15,6 @@
 #include "common/json.h"
 #include "config.h"
 #include "sqs/sqs.h"
-#include "util.h"
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"

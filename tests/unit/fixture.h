@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "text.h"
 
 /* name: the path below tests/fixtures, like "nats/jsz-2.9.10.json". Returns the text (the caller
  * frees it), its length in *len. */
@@ -16,8 +16,8 @@ static inline char *fixture_text(const char *name, size_t *len)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", QREL_FIXTURES, name);
-    char *text = util_read_file(path, 1 << 20, len);
-    ck_assert_msg(text != NULL, "fixture %s: %s", path, util_read_error(errno));
+    char *text = text_read_file(path, 1 << 20, len);
+    ck_assert_msg(text != NULL, "fixture %s: %s", path, text_read_error(errno));
     return text;
 }
 

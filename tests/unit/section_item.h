@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "postgres/postgres.h"
-#include "util.h"
+#include "alloc.h"
 
 static struct cfg_doc *doc;
 

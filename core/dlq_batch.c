@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "alloc.h"
 
 struct dlq_message *dlq_batch_push(struct dlq_batch *b)
 {

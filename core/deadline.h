@@ -1,4 +1,5 @@
-/* deadline.h: a point in monotonic time by which a collection must be complete.
+/* deadline.h: the clocks. A deadline is a point in monotonic time by which a collection must be
+ * complete; deadline_wall_now is the wall clock that broker timestamps are compared with.
  *
  * C cannot stop a thread, so every blocking helper turns the deadline into its library's own
  * timeout (poll timeout, CURLOPT_TIMEOUT_MS, statement_timeout). Monotonic, so wall-clock jumps
@@ -19,5 +20,9 @@ int64_t deadline_remaining_ms(const struct deadline *d);
 int deadline_expired(const struct deadline *d);
 /* The earlier of two deadlines. */
 struct deadline deadline_min(struct deadline a, struct deadline b);
+
+/* Wall-clock now in seconds since the epoch (CLOCK_REALTIME): for ages of timestamps a broker or
+ * a table wrote, never for deadlines. */
+double deadline_wall_now(void);
 
 #endif

@@ -13,7 +13,7 @@
 static const char *clean(struct buf *b, const char *s)
 {
     buf_init(b);
-    util_utf8_sanitize(b, s, strlen(s));
+    buf_utf8_sanitize(b, s, strlen(s));
     return b->data ? b->data : "";
 }
 

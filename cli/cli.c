@@ -21,7 +21,9 @@
 #include "log.h"
 #include "scheduler.h"
 #include "sources.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "deadline.h"
 #include "version.h"
 
 /* A qrel command: its flags, and how it reports a usage error: on stderr as "qrel NAME: ..."
@@ -402,7 +404,7 @@ static int cmd_dlq(int argc, char **argv)
                                .queue = j->queue,
                                .work_source = j->work->name,
                                .sample = a.sample,
-                               .now = util_wall_now(),
+                               .now = deadline_wall_now(),
                                .json = a.json};
     struct buf out;
     buf_init(&out);

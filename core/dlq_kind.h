@@ -5,7 +5,7 @@
  * kind. A kind that offers them sets collector_kind.dlq (collector.h); a kind without them cannot
  * be inspected or replayed, and `qrel dlq` says so.
  *
- * The order of a replay is the safety argument, and it is the core's (exporter/dlq.c), not the
+ * The order of a replay is the safety argument, and it is the core's (cli/dlq.c), not the
  * kind's: for each chosen message, requeue() first, remove() only after requeue() succeeded. A
  * crash between the two leaves the message twice (once back on its queue, once still dead), a
  * duplicate that the work table absorbs; never a loss. A second run reads the dead-letter queue

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "buf.h"
 
 static enum log_level min_level = LOG_INFO;
 static int as_json;
@@ -78,7 +78,7 @@ static void put_pair(struct buf *b, const char *k, const char *v, int first)
 {
     struct buf clean;
     buf_init(&clean);
-    util_utf8_sanitize(&clean, v, strlen(v));
+    buf_utf8_sanitize(&clean, v, strlen(v));
     if (as_json) {
         if (!first)
             buf_putc(b, ',');

@@ -44,7 +44,9 @@
 
 #include <yaml.h>
 
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "text.h"
 
 /* A config file is small; anything bigger is a mistake (a log file passed by accident). */
 #define CFG_MAX_FILE_SIZE (16u * 1024 * 1024)
@@ -579,11 +581,11 @@ struct cfg_doc *cfg_parse_string(const char *name, const char *text, size_t len,
 struct cfg_doc *cfg_parse_file(const char *path, struct err *e)
 {
     size_t len = 0;
-    char *text = util_read_file(path, CFG_MAX_FILE_SIZE, &len);
+    char *text = text_read_file(path, CFG_MAX_FILE_SIZE, &len);
     if (!text) {
         char q[CFG_QUOTE_MAX];
         err_set(e, ERR_CONFIG, "cannot read config file %s: %s", quote(q, sizeof q, path),
-                util_read_error(errno));
+                text_read_error(errno));
         return NULL;
     }
     struct cfg_doc *d = cfg_parse_string(path, text, len, e);

@@ -111,6 +111,10 @@ struct collector {
     pthread_mutex_t use; /* held by whoever talks through the instance: collect() or a join hook */
 };
 
+/* A zeroed collector with its lock made; collector_free(c) destroys it whole (NULL is fine). */
+struct collector *collector_new(void);
+void collector_free(struct collector *c);
+
 /* Allocates c->priv (c->kind->state_size bytes, zeroed) and runs the kind's configure() on map;
  * c->name and c->kind are set. Whatever it returns, collector_release(c) frees it. */
 int collector_configure(struct collector *c, struct cfg_node *map, struct err *e);
@@ -123,12 +127,12 @@ int collector_finish(const struct collector *c, struct cfg_node *map, struct err
 void collector_release(struct collector *c);
 
 /* Takes c->use, waiting no later than the deadline: -1 (ERR_TIMEOUT in e) when it passes first,
- * as when a collection that outlived its scrape still holds the connection (exporter/sources.c). */
+ * as when a collection that outlived its scrape still holds the connection. */
 int collector_lock(struct collector *c, const struct deadline *dl, struct err *e);
 void collector_unlock(struct collector *c);
 
 /* Adds the len bytes at id to r as a dead letter read (r->read counts it): an empty id or one
- * holding a NUL byte counts as without_id (exporter/dead_letters.c). */
+ * holding a NUL byte counts as without_id (core/dead_letter_read.c). */
 void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len);
 void dead_letter_read_free(struct dead_letter_read *r); /* frees the members */
 

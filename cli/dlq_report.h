@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "dlq.h"
-#include "util.h"
+#include "buf.h"
 
 /* What the report says about where the dead letters came from. */
 struct dlq_report_ctx {

@@ -1,13 +1,14 @@
-/* check_util.c: unit tests for exporter/util.c's base64 decoder, the one that HTTP Basic
+/* check_text.c: unit tests for core/text.c's base64 decoder, the one that HTTP Basic
  * credentials (strict) and Pub/Sub message data (protobuf's lenient JSON form) both go through:
  * every case is decoded both ways and must give the bytes, or be refused, as the table says.
  * Also its escaping loop, buf_escaped, with the tables of a format and JSON's own, and
- * util_substitute, which names a dead-letter queue per queue from one pattern. */
+ * text_substitute, which names a dead-letter queue per queue from one pattern. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "buf.h"
+#include "text.h"
 #include "check_run.h"
 
 static const struct {
@@ -40,7 +41,7 @@ START_TEST(test_base64)
         const char *want = strict ? b64[_i].strict : b64[_i].lenient;
         size_t len = strlen(b64[_i].in);
         unsigned char *out = malloc(len / 4 * 3 + 2);
-        long n = util_base64_decode(b64[_i].in, len, strict, out);
+        long n = text_base64_decode(b64[_i].in, len, strict, out);
         if (!want) {
             ck_assert_msg(n == -1, "\"%s\" (strict %d): want refused, got %ld bytes", b64[_i].in,
                           strict, n);
@@ -99,7 +100,7 @@ static const struct {
 
 START_TEST(test_substitute)
 {
-    char *got = util_substitute(substitutions[_i].tmpl, substitutions[_i].placeholder,
+    char *got = text_substitute(substitutions[_i].tmpl, substitutions[_i].placeholder,
                                 substitutions[_i].value);
     ck_assert_str_eq(got, substitutions[_i].want);
     free(got);

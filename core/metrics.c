@@ -25,7 +25,8 @@
 
 #include "hashtab.h"
 #include "metric_catalog.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* Family indexes below this are the catalogue's rows (metric_catalog.c). */
 #define CATALOG_LEN metric_catalog_len
@@ -273,7 +274,7 @@ static int intern_value(struct metric_set *s, const char *v, size_t pos, uint32_
         return intern(s, v, n, off);
     }
     buf_reset(&s->scratch);
-    util_utf8_sanitize(&s->scratch, v, n);
+    buf_utf8_sanitize(&s->scratch, v, n);
     return intern(s, s->scratch.data, s->scratch.len, off);
 }
 

@@ -12,7 +12,8 @@
 #include <time.h>
 
 #include "log.h"
-#include "util.h"
+#include "alloc.h"
+#include "buf.h"
 
 /* ---- names ---- */
 

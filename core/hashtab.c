@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "util.h"
+#include "alloc.h"
 
 static void slots_alloc(struct hashtab *t, size_t nslots)
 {

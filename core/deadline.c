@@ -31,3 +31,10 @@ struct deadline deadline_min(struct deadline a, struct deadline b)
 {
     return a.at_ms <= b.at_ms ? a : b;
 }
+
+double deadline_wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
