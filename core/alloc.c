@@ -102,4 +102,3 @@ char *xasprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
-

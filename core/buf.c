@@ -179,4 +179,3 @@ void buf_json_string(struct buf *out, const char *s)
     buf_escaped(out, s, &json_escape);
     buf_putc(out, '"');
 }
-

@@ -195,4 +195,3 @@ long text_base64_decode(const char *in, size_t len, int strict, unsigned char *o
     }
     return k;
 }
-
