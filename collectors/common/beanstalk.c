@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -170,6 +171,9 @@ static int is_error_word(const char *w)
 int beanstalk_frame(char *buf, size_t len, size_t max_line, size_t *used, struct beanstalk_reply *r,
                     struct err *e)
 {
+    /* Nothing in buf is written until the whole reply is there: the reader calls this again on
+     * the same bytes once more have arrived, so a reply split across reads (a large body, a long
+     * list-tubes, a network that cuts a header from its body) must find them as they came. */
     memset(r, 0, sizeof *r);
     char *nl = memchr(buf, '\n', len < max_line + 2 ? len : max_line + 2);
     if (!nl) {
@@ -179,14 +183,15 @@ int beanstalk_frame(char *buf, size_t len, size_t max_line, size_t *used, struct
     }
     if (nl == buf || nl[-1] != '\r')
         return err_set(e, ERR_PROTOCOL, "a reply line that does not end in CRLF");
-    nl[-1] = '\0';
     size_t line_len = (size_t)(nl - 1 - buf);
     if (memchr(buf, '\0', line_len))
         return err_set(e, ERR_PROTOCOL, "a reply line with a NUL byte");
     for (size_t i = 0; i < line_len; i++)
         if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
             return err_set(e, ERR_PROTOCOL, "a reply line with a byte that is not printable ASCII");
-    size_t wlen = strcspn(buf, " ");
+    size_t wlen = 0;
+    while (wlen < line_len && buf[wlen] != ' ')
+        wlen++;
     if (wlen == 0 || wlen >= sizeof r->status)
         return err_set(e, ERR_PROTOCOL, "a reply that does not start with a status word");
     for (size_t i = 0; i < wlen; i++)
@@ -194,31 +199,41 @@ int beanstalk_frame(char *buf, size_t len, size_t max_line, size_t *used, struct
             return err_set(e, ERR_PROTOCOL, "a reply that does not start with a status word");
     memcpy(r->status, buf, wlen);
     r->status[wlen] = '\0';
-    r->line = buf;
     size_t head = line_len + 2;
     int has_body = strcmp(r->status, "OK") == 0 || strcmp(r->status, "FOUND") == 0;
+    unsigned long long n = 0;
+    if (has_body) {
+        /* The body's size is the last word: "OK <bytes>", "FOUND <id> <bytes>". */
+        size_t last = line_len; /* where the last word starts */
+        while (last > 0 && buf[last - 1] != ' ')
+            last--;
+        if (last == 0 || last == line_len)
+            return err_set(e, ERR_PROTOCOL, "%s without a body size", r->status);
+        for (size_t i = last; i < line_len; i++) {
+            unsigned d = (unsigned)(buf[i] - '0');
+            if (d > 9 || n > (ULLONG_MAX - d) / 10)
+                return err_set(e, ERR_PROTOCOL, "%s without a body size", r->status);
+            n = n * 10 + d;
+        }
+        if (strcmp(r->status, "FOUND") == 0 && wlen == last - 1)
+            return err_set(e, ERR_PROTOCOL, "FOUND without a job id");
+        if (n > len) /* also keeps head + n + 2 from overflowing */
+            return 0;
+        if (len - head < n + 2)
+            return 0;
+        const char *body = buf + head;
+        if (body[n] != '\r' || body[n + 1] != '\n')
+            return err_set(e, ERR_PROTOCOL, "a body that does not end in CRLF after %llu bytes", n);
+    }
+    /* Whole: the line's and the body's "\r\n" become NULs. */
+    buf[line_len] = '\0';
+    r->line = buf;
     if (!has_body) {
         *used = head;
         return 1;
     }
-    /* The body's size is the last word: "OK <bytes>", "FOUND <id> <bytes>". */
-    const char *last = strrchr(buf, ' ');
-    char *end;
-    errno = 0;
-    unsigned long long n = last ? strtoull(last + 1, &end, 10) : 0;
-    if (!last || errno || end == last + 1 || *end || last[1] == '-')
-        return err_set(e, ERR_PROTOCOL, "%s without a body size", r->status);
-    if (strcmp(r->status, "FOUND") == 0 && strchr(buf, ' ') == last)
-        return err_set(e, ERR_PROTOCOL, "FOUND without a job id");
-    if (n > len) /* also keeps head + n + 2 from overflowing */
-        return 0;
-    if (len - head < n + 2)
-        return 0;
-    char *body = buf + head;
-    if (body[n] != '\r' || body[n + 1] != '\n')
-        return err_set(e, ERR_PROTOCOL, "a body that does not end in CRLF after %llu bytes", n);
-    body[n] = '\0';
-    r->body = body;
+    buf[head + n] = '\0';
+    r->body = buf + head;
     r->body_len = (size_t)n;
     *used = head + (size_t)n + 2;
     return 1;

@@ -43,6 +43,61 @@ START_TEST(test_every_split_needs_more)
 }
 END_TEST
 
+/* The reader frames the same buffer again each time more bytes arrive: a prefix must leave the
+ * bytes as they were, so that the whole reply parses once it is there (a 65,000-byte job at a
+ * tube's head, a long list-tubes, or any network that splits a header from its body). Fed 1 and
+ * 7 bytes at a time, as the fault proxy of issue 29 cuts them. */
+static void feed_in_pieces(const char *text, size_t len, size_t step)
+{
+    char *data = xmalloc(len + 1);
+    memcpy(data, text, len + 1);
+    struct beanstalk_reply r;
+    struct err e;
+    size_t used = 0, have = 0;
+    int f = 0;
+    while (f == 0) {
+        ck_assert_uint_lt(have, len);
+        have = have + step < len ? have + step : len;
+        f = beanstalk_frame(data, have, 1024, &used, &r, &e);
+        ck_assert_int_ne(f, -1);
+    }
+    ck_assert_uint_eq(have, len);
+    ck_assert_uint_eq(used, len);
+    char *fresh = xmalloc(len + 1);
+    memcpy(fresh, text, len + 1);
+    struct beanstalk_reply want;
+    size_t want_used;
+    ck_assert_int_eq(beanstalk_frame(fresh, len, 1024, &want_used, &want, &e), 1);
+    ck_assert_str_eq(r.status, want.status);
+    ck_assert_str_eq(r.line, want.line);
+    ck_assert_uint_eq(r.body_len, want.body_len);
+    ck_assert_int_eq(memcmp(r.body, want.body, want.body_len), 0);
+    free(fresh);
+    free(data);
+}
+
+START_TEST(test_split_reads_in_one_buffer)
+{
+    size_t len;
+    char *text = fixture_text("beanstalkd/stats-1.12.txt", &len);
+    feed_in_pieces(text, len, 1);
+    feed_in_pieces(text, len, 7);
+    free(text);
+    /* A peeked job of 65,000 bytes, as `peek-ready` answers for a large body. */
+    size_t body = 65000;
+    char head[64];
+    int hl = snprintf(head, sizeof head, "FOUND 42 %zu\r\n", body);
+    size_t big_len = (size_t)hl + body + 2;
+    char *big = xmalloc(big_len + 1);
+    memcpy(big, head, (size_t)hl);
+    memset(big + hl, 'x', body);
+    memcpy(big + hl + body, "\r\n", 3);
+    feed_in_pieces(big, big_len, 7);
+    feed_in_pieces(big, big_len, 4096);
+    free(big);
+}
+END_TEST
+
 START_TEST(test_pipelined)
 {
     char text[] = "USING emails\r\nFOUND 7 5\r\nhello\r\nNOT_FOUND\r\n";
@@ -128,9 +183,13 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_recorded_stats_tube, 0}, {test_every_split_needs_more, 0},
-        {test_pipelined, 0},           {test_refused, CHECK_ROWS(bad)},
-        {test_long_line, 0},           {test_address, 0},
+        {test_recorded_stats_tube, 0},
+        {test_every_split_needs_more, 0},
+        {test_split_reads_in_one_buffer, 0},
+        {test_pipelined, 0},
+        {test_refused, CHECK_ROWS(bad)},
+        {test_long_line, 0},
+        {test_address, 0},
     };
     return check_run_tests("common_beanstalk", tests, CHECK_ROWS(tests), 0);
 }
