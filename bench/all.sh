@@ -70,7 +70,7 @@ table() {
         split($0, row, "\t")
         q = v("qrel_s") " s" (v("stat") == "fastest" ? " (fastest)" : "")
         fl = v("floor_s") == "-" ? "-" : v("floor_s") " s: " v("x_floor") "×"
-        pe = v("peer") == "-" ? "-" : v("peer") " " v("peer_s") (v("peer_s") == "-" ? "" : " s")
+        pe = v("peer") (v("peer_s") == "-" ? "" : " " v("peer_s") " s")
         br = v("broker_ms") == "-" ? "-" : v("broker_ms") " ms"
         d = v("date"); sub(/T/, " ", d); sub(/:[0-9][0-9]Z$/, "", d)
         printf "| `%s.sh` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s, %s, load %s | %s |\n",
@@ -91,7 +91,7 @@ write_table() {
     !skip { print }' "$README" > "$README.new"
   rm -f "$README.table"
   mv "$README.new" "$README"
-  echo "all.sh: wrote the table of $README ($(cat "$RESULTS"/*.tsv 2>/dev/null | grep -vc '^bench	' || true) rows)" >&2
+  echo "all.sh: wrote the table of bench/README.md ($(cat "$RESULTS"/*.tsv 2>/dev/null | grep -vc '^bench	' || true) rows)" >&2
 }
 
 ONLY="${ORDER[*]}"

@@ -303,8 +303,10 @@ awk -v n="$g" -v note="$note" -v t="${RES[$g,qrel_plugin,median]}" -v w="${RES[$
   printf("long-run broker CPU %.0f ms = %.3f of the fetch\n", am, am / full) > (vfile ".note")
 }'
 if [ "$DLQ_EVERY" = 1 ]; then shape="every queue with a DLQ"; else shape="1 in $DLQ_EVERY with a DLQ"; fi
+audit=${RES[$g,qrel_plugin,audit]:-/}
+if [ -z "${audit#*/}" ]; then audit="no audit finding"; else audit="${audit%/*} audit series for ${audit#*/} findings"; fi
 bench_result shape="$shape" size="$g queues" stat=median qrel_s="$(fmt "${RES[$g,qrel_plugin,median]}" %.4f)" \
   peer="GET /api/queues" peer_s="$(fmt "${RES[$g,api_queues,median]}" %.4f)" heap="${RES[$g,qrel_plugin,heap]} KiB" \
   broker_ms="${RES[$g,qrel_plugin,cpu]}" \
   goal="with the plugin: scrape < 0.25 s, long-run broker CPU <= 0.10 of one /api/queues fetch; heap + stacks <= 2048 KiB" \
-  verdict="$(cat "$T/verdict")" note="$(cat "$T/verdict.note"); audit series ${RES[$g,qrel_plugin,audit]:--}"
+  verdict="$(cat "$T/verdict")" note="$(cat "$T/verdict.note"); $audit"
