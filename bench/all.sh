@@ -125,6 +125,9 @@ fi
 BENCH_COMMIT=$(bench_commit)
 export BENCH_COMMIT
 echo "all.sh: measuring commit $BENCH_COMMIT; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# Warn, do not refuse: the rows keep their load average either way.
+awk '$1 > 1.5 { exit 1 }' /proc/loadavg ||
+  echo "all.sh: WARNING: the machine is busy (load average above 1.5): these figures will be noisy, and they replace the stored rows" >&2
 mkdir -p "$RESULTS"
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench-all.XXXXXX")
 trap 'rm -rf "$T"' EXIT
