@@ -176,6 +176,7 @@ for shape in healthy hanging; do
   if [ "$shape" = hanging ]; then
     kill -STOP "$(cat "$T/redis-$STUCK/redis.pid")"
   fi
+  pooled=0 # the second run of the shape is the pooled one, even when --pool equals --sources
   for conc in "$NSRC" "$POOL"; do
     say "$shape, --collector.concurrency=$conc"
     : >"$T/exporter.log"
@@ -228,8 +229,8 @@ for shape in healthy hanging; do
       "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
     nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)
     printf '#   %s %s: "not started" log lines: %s\n' "$shape" "$conc" "$nsl"
-    if [ "$conc" = "$NSRC" ]; then # a thread per source: what the pooled run's row compares with
-      one_med=$med one_thr=$thr_peak one_rss=$rss
+    if [ "$pooled" = 0 ]; then # a thread per source: what the pooled run's row compares with
+      one_med=$med one_thr=$thr_peak one_rss=$rss pooled=1
     else
       bench_result shape="$shape" size="$NSRC sources" stat=median qrel_s="$(fmt "$med" %.3f)" \
         peer="a thread per source" peer_s="$(fmt "$one_med" %.3f)" heap="$heap KiB" \
