@@ -106,8 +106,8 @@ BENCH_LOAD=$(cut -d' ' -f1 /proc/loadavg)
 # bench_commit: the commit measured: `git rev-parse --short HEAD` of this checkout, then " dirty"
 # when a tracked file differs from it (leaving out bench/results/ and bench/README.md, which
 # bench/all.sh itself rewrites between benchmarks). BENCH_COMMIT, when set, is used instead:
-# bench/all.sh takes it once before its first benchmark. A binary passed with --qrel is taken to
-# be built from this checkout.
+# bench/all.sh takes it once before its first benchmark, and a benchmark as it starts (below). A
+# binary passed with --qrel is taken to be built from this checkout.
 bench_commit() {
   local c
   if [ -n "${BENCH_COMMIT:-}" ]; then echo "$BENCH_COMMIT"; return; fi
@@ -115,6 +115,8 @@ bench_commit() {
   git -C "$SRC_DIR" diff --quiet HEAD -- . ':!bench/results' ':!bench/README.md' 2>/dev/null || c="$c dirty"
   echo "$c"
 }
+# Taken once, as the run starts: a commit made while it runs is not the one measured.
+BENCH_COMMIT=$(bench_commit)
 
 # qrel_version BIN: "qrel_exporter 0.1.0, commit 1a2b3c4" for a header line. The "(revision …)"
 # of --version is left out: it is the commit the build directory was configured at, which later
