@@ -32,6 +32,8 @@ Usage: bench/job_queues.sh [--queues N] [--scrapes N] [--kinds "rq sidekiq celer
   --queues N     queues per kind (default 1000)
   --scrapes N    measured runs of each side (default 11)
   --kinds LIST   kinds to measure (default "rq sidekiq celery bullmq")
+
+With BENCH_RESULTS=FILE set, one result row per shape is appended to FILE (bench/all.sh sets it).
 EOF
 }
 
@@ -161,7 +163,7 @@ PY
 }
 
 measure() { # measure KIND SHAPE
-  local kind=$1 shape=$2 cmds i qrel qmin floor floor_med peer keys pid addr own heap
+  local kind=$1 shape=$2 cmds i qrel qmin floor floor_med peer pmin keys pid addr own heap x verdict
   cmds=$(capture "$kind")
   : > "$T/q.txt"; : > "$T/p.txt"
   for ((i = 0; i < SCRAPES + 2; i++)); do
@@ -189,6 +191,7 @@ measure() { # measure KIND SHAPE
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   peer=$(median < "$T/p.txt")
+  pmin=$(sort -g "$T/p.txt" | head -1)
   read -r own heap < <(exporter_mem "$T/$kind.yml" 3)
   printf '| %-8s | %-7s | %9s | %9s | %15s | %5s | %8s | %9s | %7s | %8s |\n' "$kind" "$shape" \
     "$(awk -v q="$qrel" 'BEGIN { printf "%.1f ms", q * 1000 }')" \
@@ -197,8 +200,20 @@ measure() { # measure KIND SHAPE
     "$(awk -v q="$qmin" -v f="$floor" 'BEGIN { if (f > 0) printf "%.2f", q / f; else print "-" }')" \
     "$cmds" "$(awk -v p="$peer" 'BEGIN { printf "%.1f ms", p * 1000 }')" "$own" \
     "$heap $([ "$heap" -le 2048 ] && echo met || echo missed)"
+  # The result row: the fastest runs of each side, as the ratio's goal reads them.
+  x=$(ratio "$qmin" "$floor")
+  verdict=$(awk -v x="$x" -v h="$heap" 'BEGIN { m = ""
+    if (x == "-" || x > 2) m = m "; " x "x the floor (goal <= 2)"
+    if (h > 2048) m = m "; heap + stacks " h " KiB (goal <= 2048)"
+    print (m == "" ? "met" : "missed: " substr(m, 3)) }')
+  bench_result shape="$kind $shape" size="$QUEUES queues" stat=fastest qrel_s="$(fmt "$qmin" %.4f)" \
+    floor_s="$(fmt "$floor" %.4f)" x_floor="$x" peer="redis_exporter --check-keys" peer_s="$(fmt "$pmin" %.4f)" \
+    heap="$heap KiB" goal="<= 2x the floor (fastest runs), heap + stacks <= 2048 KiB" verdict="$verdict" \
+    note="$cmds commands per scrape; peer median $(awk -v p="$peer" 'BEGIN { printf "%.1f ms", p * 1000 }')"
 }
 
+echo "# qrel job_queues benchmark, $BENCH_DATE, $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(qrel_version "$QREL")"
 echo "# $QUEUES queues per kind, $SCRAPES runs each side; redis-server $(redis-server --version | sed -nE 's/.*v=([^ ]+).*/\1/p')"
 echo "| kind     | shape   | qrel med  | qrel min  | floor min (med) | ratio | commands | peer med  | own_kib | heap_kib |"
 echo "|----------|---------|-----------|-----------|-----------------|-------|----------|-----------|---------|----------|"

@@ -49,6 +49,7 @@ Usage: bench/kafka.sh [--topics N] [--partitions N] [--groups N] [--brokers N] [
 
 Needs build/qrel_exporter and build/tests/kafka_mock (QREL_BUILD_DIR to use another build).
 The table goes to stdout, progress to stderr.
+With BENCH_RESULTS=FILE set, one result row per shape is appended to FILE (bench/all.sh sets it).
 EOF
 }
 
@@ -179,7 +180,7 @@ for shape in "${SHAPE_LIST[@]}"; do
 done
 
 echo "# qrel kafka benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $("$EXPORTER" --version 2>&1 | head -1); librdkafka $(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null || echo '?') (qrel, the floor and the mock cluster)"
+echo "# $(qrel_version "$EXPORTER"); librdkafka $(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null || echo '?') (qrel, the floor and the mock cluster)"
 echo "# workload: $TOPICS topics x $PARTS partitions on $BROKERS mock brokers, $RECORDS records each; $GROUPS_N groups, group i on topic i mod $TOPICS;"
 echo "#   lag: every group 10 messages behind on every partition; caught-up: every group at the end"
 printf '%-10s %-6s %9s %9s %10s %8s %8s %8s %8s %s\n' shape who median_s min_s cpu_ms/scr rss_mib own_kib heap_kib peak_own requests/scrape
@@ -194,4 +195,11 @@ for shape in "${SHAPE_LIST[@]}"; do
   echo "# $shape: qrel up ${RES[$shape,up]}; lag in messages summed over the groups ${RES[$shape,lag]}; qrel_consumer_lag_seconds ${RES[$shape,lag_s]}; body ${RES[$shape,bytes]} bytes; the floor saw ${RES[$shape,parts]} partitions and read ${RES[$shape,reads]} lagging records"
   awk -v q="${RES[$shape,median]}" -v f="${RES[$shape,fmed]}" -v s="$shape" -v heap="${RES[$shape,heap]}" \
     'BEGIN { printf "# %s: qrel scrape %.2fx the floor; heap + stacks %d KiB (goal <= 2048: %s)\n", s, (f > 0) ? q / f : 0, heap, heap <= 2048 ? "met" : "missed" }'
+  verdict=met
+  [ "${RES[$shape,heap]}" -le 2048 ] || verdict="missed: heap + stacks ${RES[$shape,heap]} KiB"
+  bench_result shape="$shape" size="$((TOPICS * PARTS)) partitions, $GROUPS_N groups" stat=median \
+    qrel_s="$(fmt "${RES[$shape,median]}" %.4f)" floor_s="$(fmt "${RES[$shape,fmed]}" %.4f)" \
+    x_floor="$(ratio "${RES[$shape,median]}" "${RES[$shape,fmed]}")" heap="${RES[$shape,heap]} KiB" \
+    goal="heap + stacks <= 2048 KiB" verdict="$verdict" \
+    note="requests per scrape ${RES[$shape,reqs]##*total } (floor ${RES[$shape,freqs]##*total })"
 done

@@ -96,6 +96,65 @@ listening() {
   [ -n "$ADDR" ]
 }
 
+# ---- what was measured, and the result rows ----
+
+# When the run started, and the machine's 1-minute load average then: the date and load of every
+# result row of this run.
+BENCH_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+BENCH_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+
+# bench_commit: the commit measured: `git rev-parse --short HEAD` of this checkout, then " dirty"
+# when a tracked file differs from it (leaving out bench/results/ and bench/README.md, which
+# bench/all.sh itself rewrites between benchmarks). BENCH_COMMIT, when set, is used instead:
+# bench/all.sh takes it once before its first benchmark, and a benchmark as it starts (below). A
+# binary passed with --qrel is taken to be built from this checkout.
+bench_commit() {
+  local c
+  if [ -n "${BENCH_COMMIT:-}" ]; then echo "$BENCH_COMMIT"; return; fi
+  c=$(git -C "$SRC_DIR" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+  git -C "$SRC_DIR" diff --quiet HEAD -- . ':!bench/results' ':!bench/README.md' 2>/dev/null || c="$c dirty"
+  echo "$c"
+}
+# Taken once, as the run starts: a commit made while it runs is not the one measured.
+BENCH_COMMIT=$(bench_commit)
+
+# qrel_version BIN: "qrel_exporter 0.1.0, commit 1a2b3c4" for a header line. The "(revision …)"
+# of --version is left out: it is the commit the build directory was configured at, which later
+# builds in the same directory do not update, so it can name an older commit than the one built.
+qrel_version() {
+  local v
+  v=$("$1" --version 2>&1 | head -1 | sed 's/ (revision [^)]*)//') || true
+  echo "${v:-${1##*/} ?}, commit $(bench_commit)"
+}
+
+# The columns of a result row, in order (bench/README.md says what each holds).
+BENCH_COLUMNS=(bench shape size stat qrel_s floor_s x_floor peer peer_s heap broker_ms goal verdict commit date load note)
+
+# bench_result COLUMN=VALUE...: one result row, appended to the file $BENCH_RESULTS names (with
+# the header line first when the file is empty). Without BENCH_RESULTS it does nothing, so a quick
+# look writes no row; bench/all.sh sets it. bench, commit, date and load are filled in (bench from
+# the script's name); a column not given is "-". Tabs and newlines in a value become spaces.
+bench_result() {
+  [ -n "${BENCH_RESULTS:-}" ] || return 0
+  local kv col v line=""
+  local -A row=([bench]=$(basename "$0" .sh) [commit]=$(bench_commit) [date]=$BENCH_DATE [load]=$BENCH_LOAD)
+  for kv in "$@"; do
+    col=${kv%%=*}
+    [[ " ${BENCH_COLUMNS[*]} " == *" $col "* ]] || die "bench_result: no column \"$col\""
+    row[$col]=${kv#*=}
+  done
+  for col in "${BENCH_COLUMNS[@]}"; do
+    v=${row[$col]:--}
+    v=${v//$'\t'/ }
+    line+=${line:+$'\t'}${v//$'\n'/ }
+  done
+  [ -s "$BENCH_RESULTS" ] || (IFS=$'\t'; echo "${BENCH_COLUMNS[*]}") > "$BENCH_RESULTS"
+  printf '%s\n' "$line" >> "$BENCH_RESULTS"
+}
+
+# ratio A B: A / B to two decimals, or "-" when either is missing or B is 0
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || a == "-" || b == "" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
+
 # ---- the command line ----
 
 # usage_end: the closing paragraph of a comparing benchmark's --help.
@@ -104,6 +163,7 @@ usage_end() {
 
 The table goes to stdout, progress lines to stderr. Exit status is 0 whether or not the goal is
 met; non-zero only when the benchmark itself could not run.
+With BENCH_RESULTS=FILE set, one result row per shape is appended to FILE (bench/all.sh sets it).
 EOF
 }
 

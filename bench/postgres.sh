@@ -923,7 +923,7 @@ run_reconnect() {
 
 # ---- run ----
 
-QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
+QREL_VERSION=$(qrel_version "$QREL_BIN")
 SQLE_VERSION=$(dpkg-query -W -f '${Version}' prometheus-sql-exporter 2>/dev/null || "$SQLE_BIN" -version 2>&1 | head -1 || true)
 PGEXP_VERSION=$(dpkg-query -W -f '${Version}' prometheus-postgres-exporter 2>/dev/null || true)
 write_helpers
@@ -1027,16 +1027,29 @@ for shape in "${SHAPE_LIST[@]}"; do
   awk -v q="${RES[$k,qrel,median]}" -v p="${RES[$k,psql,median]}" -v r="${RES[$k,pgexp,median]}" \
       -v rss="${RES[$k,qrel,rss_mib]}" -v own="${RES[$k,qrel,heap_kib]}" \
       -v prss="${RES[$k,pgexp,rss_mib]}" -v srss="${RES[$k,sqle,rss_mib]}" \
-      -v fresh="${RES[$k,qrel,fresh]}" -v up="${RES[$k,qrel,up]}" -v k="$k" -v note="$note" \
+      -v fresh="${RES[$k,qrel,fresh]}" -v up="${RES[$k,qrel,up]}" -v k="$k" -v note="$note" -v vfile="$T/verdict" \
       -v qmin="${RES[$k,qrel,min]}" -v rmin="${RES[$k,pgexp,min]}" 'BEGIN {
     split(fresh, f, "/"); split(up, u, "/")
     ratio = (r > 0) ? q / r : 0
     r_ok = (ratio <= 1.1); f_ok = (f[1] == f[2]); o_ok = (own <= 2048)
     m_ok = (rss < prss && rss < srss); u_ok = (u[1] == u[2])
+    m = ""
+    if (!r_ok) m = m sprintf("; %.2fx postgres_exporter (goal <= 1.1)", ratio)
+    if (!f_ok) m = m sprintf("; values computed inside the scrape in %s scrapes (goal all)", fresh)
+    if (!o_ok) m = m sprintf("; heap + stacks %d KiB (goal <= 2048)", own)
+    if (!m_ok) m = m sprintf("; RSS %.1f MiB, not below every peer", rss)
+    if (!u_ok) m = m "; qrel collector not up in every scrape"
+    print ((r_ok && f_ok && o_ok && m_ok && u_ok) ? sprintf("met: %.2fx postgres_exporter", ratio) : "missed: " substr(m, 3)) > vfile
     printf "verdict %s%s: qrel scrape %.2fx postgres_exporter with the reference queries (goal <= 1.1: %s; %.2fx the open-session floor), values computed inside the scrape in %s scrapes (goal all: %s), heap + stacks %d KiB (goal <= 2048: %s), RSS %.1f MiB vs postgres_exporter %.1f, sql_exporter %.1f (goal below every peer: %s)%s: %s\n",
       k, note, ratio, r_ok ? "met" : "missed", (p > 0) ? q / p : 0, fresh, f_ok ? "met" : "missed", own, o_ok ? "met" : "missed",
       rss, prss, srss, m_ok ? "met" : "missed",
       u_ok ? "" : ", qrel collector NOT up in every scrape", (r_ok && f_ok && o_ok && m_ok && u_ok) ? "MET" : "NOT MET"
     printf "  (on the fastest scrapes instead of the medians: %.2fx)\n", (rmin > 0) ? qmin / rmin : 0
   }'
+  bench_result shape="$shape" size="$g rows" stat=median qrel_s="$(fmt "${RES[$k,qrel,median]}" %.4f)" \
+    floor_s="$(fmt "${RES[$k,psql,median]}" %.4f)" x_floor="$(ratio "${RES[$k,qrel,median]}" "${RES[$k,psql,median]}")" \
+    peer=postgres_exporter peer_s="$(fmt "${RES[$k,pgexp,median]}" %.4f)" heap="${RES[$k,qrel,heap_kib]} KiB" \
+    broker_ms="${RES[$k,qrel,db_ms]:--}" \
+    goal="<= 1.1x postgres_exporter, values computed inside the scrape, heap + stacks <= 2048 KiB, RSS below every peer" \
+    verdict="$(cat "$T/verdict")"
 done

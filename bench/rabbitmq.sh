@@ -33,6 +33,8 @@ Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--dlq-every K] [--interval S] [
   --qrel PATH                  qrel_exporter (default: $QREL_BUILD_DIR/qrel_exporter, else
                                build/qrel_exporter in this checkout)
   -h, --help                   this text
+
+With BENCH_RESULTS=FILE set, one result row per shape is appended to FILE (bench/all.sh sets it).
 EOF
 }
 
@@ -233,7 +235,7 @@ done
 
 # ---- table ----
 echo "# qrel rabbitmq benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
-echo "# $("$QREL_BIN" --version 2>&1 | head -1); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
+echo "# $(qrel_version "$QREL_BIN"); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
 echo "# shape: N queues, 1 in ${DLQ_EVERY} with a dead-letter exchange to one dead-letter queue (+1 queue); any others break no_dead_letter_queue"
 echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -280,7 +282,7 @@ awk -v n="$g" -v note="$note" -v t="${RES[$g,qrel_plugin,median]}" -v w="${RES[$
   -v r="${RES[$g,qrel_plugin,refresh_cpu]}" -v d="${RES[$g,qrel_plugin,depth_cpu]}" \
   -v full="${RES[$g,api_queues,cpu]}" -v iv="$INTERVAL" -v mi="$mi_s" -v win="$WINDOW" \
   -v tm="${RES[$g,qrel_mgmt,median]}" -v dm="${RES[$g,qrel_mgmt,depth_cpu]}" \
-  -v hp="${RES[$g,qrel_plugin,heap]}" -v hm="${RES[$g,qrel_mgmt,heap]}" 'BEGIN {
+  -v hp="${RES[$g,qrel_plugin,heap]}" -v hm="${RES[$g,qrel_mgmt,heap]}" -v vfile="$T/verdict" 'BEGIN {
   per = (mi > iv ? iv / mi : 1)             # refreshes per scrape
   am = d + r * per                          # long-run broker ms per scrape
   ok1 = (t < 0.25); okw = (w <= 0.10 * full); oka = (am <= 0.10 * full)
@@ -293,4 +295,18 @@ awk -v n="$g" -v note="$note" -v t="${RES[$g,qrel_plugin,median]}" -v w="${RES[$
   if (need > 0) printf "  the 0.10 goal holds in the long run from metadata_interval >= %.0f s (refresh %.0f ms, cached scrape %.0f ms)\n", need, r, d
   printf "  without the plugin: %.3f s per cached scrape, %.0f ms broker CPU (%.3f of the fetch)\n", tm, dm, dm / full
   printf "  heap + stacks after a scrape: %d KiB with the plugin, %d KiB without (goal <= 2048: %s)\n", hp, hm, (hp <= 2048 && hm <= 2048) ? "met" : "missed"
+  m = ""
+  if (!ok1) m = m sprintf("; scrape %.3f s (goal < 0.25)", t)
+  if (!oka) m = m sprintf("; long-run broker CPU %.3f of the fetch (goal <= 0.10)", am / full)
+  if (hp > 2048 || hm > 2048) m = m sprintf("; heap + stacks %d / %d KiB (goal <= 2048)", hp, hm)
+  print (m == "" ? "met" : "missed: " substr(m, 3)) > vfile
+  printf("long-run broker CPU %.0f ms = %.3f of the fetch\n", am, am / full) > (vfile ".note")
 }'
+if [ "$DLQ_EVERY" = 1 ]; then shape="every queue with a DLQ"; else shape="1 in $DLQ_EVERY with a DLQ"; fi
+audit=${RES[$g,qrel_plugin,audit]:-/}
+if [ -z "${audit#*/}" ]; then audit="no audit finding"; else audit="${audit%/*} audit series for ${audit#*/} findings"; fi
+bench_result shape="$shape" size="$g queues" stat=median qrel_s="$(fmt "${RES[$g,qrel_plugin,median]}" %.4f)" \
+  peer="GET /api/queues" peer_s="$(fmt "${RES[$g,api_queues,median]}" %.4f)" heap="${RES[$g,qrel_plugin,heap]} KiB" \
+  broker_ms="${RES[$g,qrel_plugin,cpu]}" \
+  goal="with the plugin: scrape < 0.25 s, long-run broker CPU <= 0.10 of one /api/queues fetch; heap + stacks <= 2048 KiB" \
+  verdict="$(cat "$T/verdict")" note="$(cat "$T/verdict.note"); $audit"

@@ -399,7 +399,7 @@ run_floor_deep() {
 
 # ---- run ----
 
-QREL_VERSION=$("$QREL_BIN" --version 2>&1 | head -1 || true)
+QREL_VERSION=$(qrel_version "$QREL_BIN")
 RE_VERSION=$("$RE_BIN" --version 2>&1 | sed -nE 's/.*msg="Redis Metrics Exporter ([^ ]+).*/\1/p' | head -1 || true)
 if [ "$DEEP_N" -gt 0 ]; then
   FLOOR_BIN=$T/pipe_floor
@@ -520,19 +520,27 @@ echo "# load average at the end: $LOAD_END (the benchmark itself keeps about one
 
 # ---- verdict ----
 
-# verdict KEY WHAT: the goal on one workload: >= 10x redis_exporter (median), <= 0.20 of its peak
-# RSS, <= 2x the pipelined floor, qrel's heap + stacks <= 2 MiB, and qrel up in every scrape.
+# verdict KEY WHAT SHAPE SIZE: the goal on one workload: >= 10x redis_exporter (median), <= 0.20 of
+# its peak RSS, <= 2x the pipelined floor, qrel's heap + stacks <= 2 MiB, and qrel up in every
+# scrape; then the workload's result row (bench_result).
 verdict() {
   local k=$1
   awk -v q="${RES[$k,qrel,median]}" -v r="${RES[$k,redis_exporter,median]}" \
       -v qm="${RES[$k,qrel,rss_mib]}" -v rm="${RES[$k,redis_exporter,rss_mib]}" -v own="${RES[$k,qrel,heap_mib]}" \
-      -v f="${RES[$k,floor,median]}" -v up="${RES[$k,qrel,up]}" -v what="$2" \
+      -v f="${RES[$k,floor,median]}" -v up="${RES[$k,qrel,up]}" -v what="$2" -v vfile="$T/verdict" \
       -v qmin="${RES[$k,qrel,min]}" -v rmin="${RES[$k,redis_exporter,min]}" -v fmin="${RES[$k,floor,min]}" 'BEGIN {
     split(up, u, "/")
     speed = (q > 0) ? r / q : 0
     rss = (rm > 0) ? qm / rm : 0
     fl = (f > 0) ? q / f : 0
     ok = (speed >= 10 && rss <= 0.2 && fl <= 2 && own <= 2 && u[1] == u[2])
+    m = ""
+    if (speed < 10) m = m sprintf("; %.1fx faster than redis_exporter (goal >= 10)", speed)
+    if (rss > 0.2) m = m sprintf("; RSS %.2f of its (goal <= 0.20)", rss)
+    if (fl > 2) m = m sprintf("; %.2fx the floor (goal <= 2)", fl)
+    if (own > 2) m = m sprintf("; heap + stacks %.2f MiB (goal <= 2)", own)
+    if (u[1] != u[2]) m = m "; qrel collector not up in every scrape"
+    print (ok ? "met" : "missed: " substr(m, 3)) > vfile
     printf "verdict, %s: qrel %.1fx faster than redis_exporter (goal >= 10: %s), RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 2: %s), heap + stacks %.2f MiB (goal <= 2: %s)%s: %s\n",
       what, speed, (speed >= 10) ? "met" : "missed", rss, (rss <= 0.2) ? "met" : "missed",
       fl, (fl <= 2) ? "met" : "missed", own, (own <= 2) ? "met" : "missed",
@@ -540,6 +548,11 @@ verdict() {
     printf "  (on the fastest scrapes instead of the medians: %.1fx faster, %.2fx the floor)\n",
       (qmin > 0) ? rmin / qmin : 0, (fmin > 0) ? qmin / fmin : 0
   }'
+  bench_result shape="$3" size="$4 streams" stat=median qrel_s="$(fmt "${RES[$k,qrel,median]}" %.4f)" \
+    floor_s="$(fmt "${RES[$k,floor,median]}" %.4f)" x_floor="$(ratio "${RES[$k,qrel,median]}" "${RES[$k,floor,median]}")" \
+    peer=redis_exporter peer_s="$(fmt "${RES[$k,redis_exporter,median]}" %.4f)" heap="${RES[$k,qrel,heap_mib]} MiB" \
+    broker_ms="${RES[$k,qrel,rcpu_ms]}" \
+    goal=">= 10x redis_exporter, <= 0.20 of its RSS, <= 2x the floor, heap + stacks <= 2 MiB" verdict="$(cat "$T/verdict")"
 }
 
 g=$GOAL_N
@@ -548,7 +561,7 @@ if [ -z "${RES[$g,qrel,median]:-}" ]; then
   g=${SIZE_LIST[-1]}
   note=" (measured at N=$g: $GOAL_N was not in --sizes)"
 fi
-verdict "$g" "shape small at $g streams$note"
+verdict "$g" "shape small at $g streams$note" small "$g"
 if [ "$DEEP_N" -gt 0 ]; then
-  verdict deep "shape deep at $DEEP_N streams x 60 pending"
+  verdict deep "shape deep at $DEEP_N streams x 60 pending" deep "$DEEP_N"
 fi

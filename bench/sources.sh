@@ -37,6 +37,7 @@ Usage: bench/sources.sh [--sources N] [--redis N] [--postgres N] [--pg-sources N
   -h, --help       this text
 
 The table goes to stdout, progress lines to stderr.
+With BENCH_RESULTS=FILE set, one result row per shape is appended to FILE (bench/all.sh sets it).
 EOF
 }
 
@@ -160,7 +161,7 @@ scrape_once() {
 }
 
 printf '# qrel sources benchmark, %s, %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
-printf '# %s; redis-server %s; PostgreSQL %s\n' "$("$EXPORTER" --version)" \
+printf '# %s; redis-server %s; PostgreSQL %s\n' "$(qrel_version "$EXPORTER")" \
   "$(redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/')" "$("$PGBIN/postgres" --version | awk '{ print $3 }')"
 printf '# %d sources: %d redis_stream on %d servers, %d postgres on %d clusters, %d redis_stream on the server the hanging shape stops\n' \
   "$NSRC" $((NSRC - NSRC / 10 - NPGSRC)) "$NREDIS" "$NPGSRC" "$NPG" $((NSRC / 10))
@@ -175,6 +176,7 @@ for shape in healthy hanging; do
   if [ "$shape" = hanging ]; then
     kill -STOP "$(cat "$T/redis-$STUCK/redis.pid")"
   fi
+  pooled=0 # the second run of the shape is the pooled one, even when --pool equals --sources
   for conc in "$NSRC" "$POOL"; do
     say "$shape, --collector.concurrency=$conc"
     : >"$T/exporter.log"
@@ -227,6 +229,13 @@ for shape in healthy hanging; do
       "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
     nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)
     printf '#   %s %s: "not started" log lines: %s\n' "$shape" "$conc" "$nsl"
+    if [ "$pooled" = 0 ]; then # a thread per source: what the pooled run's row compares with
+      one_med=$med one_thr=$thr_peak one_rss=$rss pooled=1
+    else
+      bench_result shape="$shape" size="$NSRC sources" stat=median qrel_s="$(fmt "$med" %.3f)" \
+        peer="a thread per source" peer_s="$(fmt "$one_med" %.3f)" heap="$heap KiB" \
+        note="pool of $conc: up $(fmt "$upm" %.0f), first scrape $first_up up; threads $thr_peak ($one_thr); RSS $(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }') MiB ($(awk -v k="$one_rss" 'BEGIN { printf "%.1f", k / 1024 }'))"
+    fi
   done
   if [ "$shape" = hanging ]; then
     kill -CONT "$(cat "$T/redis-$STUCK/redis.pid")"

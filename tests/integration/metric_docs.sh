@@ -47,7 +47,7 @@ expect_keys_documented() {
   done
 }
 d=$QREL_SOURCE_DIR/docs
-readme=$QREL_SOURCE_DIR/README.md # its configuration table: the top level and every source's keys
+ops=$QREL_SOURCE_DIR/docs/operations.md # its configuration table: the top level and every source's keys
 printf 'sources:\n  - {name: s, kind: qrel_no_such_kind}\n' > "$T/kinds.yml"
 kinds=$({ "$EXPORTER" --config.file="$T/kinds.yml" --config.check 2>&1 || true; } | sed -n 's/.*kind: want one of \(.*\), got .*/\1/p' | tr -d ,)
 expect_cmd "the exporter lists its kinds ($(wc -w <<<"$kinds"))" test "$(wc -w <<<"$kinds")" -ge 12
@@ -56,7 +56,7 @@ declare -A parent=([postgres]="host: x, " [redis_stream]="address: 'x:1', " [nat
   [kafka]="bootstrap_servers: 'x:1', " [pubsub]="project: p, ")
 for kind in $kinds; do
   src="sources:\n  - {name: s, kind: $kind, ${parent[$kind]:-}"
-  expect_keys_documented "kind $kind" "${src}qrel_no_such_key: 1}\n" "$d/kinds/${kind%%_*}"*.md "$readme"
+  expect_keys_documented "kind $kind" "${src}qrel_no_such_key: 1}\n" "$d/kinds/${kind%%_*}"*.md "$ops"
   if [[ " $(keys_of "$kind" "${src}qrel_no_such_key: 1}\n") " == *" tls_config "* ]]; then
     expect_keys_documented "kind $kind tls_config" "${src}tls_config: {qrel_no_such_key: 1}}\n" "$d/kinds/${kind%%_*}"*.md
   fi
@@ -73,8 +73,8 @@ for nested in redis_stream:streams nats:streams kafka:groups; do
   expect_keys_documented "$kind $list" "sources:\n  - {name: s, kind: $kind, ${parent[$kind]}$list: [{qrel_no_such_key: 1}]}\n" \
     "$d/kinds/$kind.md"
 done
-expect_keys_documented "the top level" 'qrel_no_such_key: 1\n' "$readme"
-expect_keys_documented "global" 'global: {qrel_no_such_key: 1}\n' "$readme"
+expect_keys_documented "the top level" 'qrel_no_such_key: 1\n' "$ops"
+expect_keys_documented "global" 'global: {qrel_no_such_key: 1}\n' "$ops"
 expect_keys_documented "audit" 'audit: {qrel_no_such_key: 1}\n' "$d/check.md"
 expect_keys_documented "dead_letters" 'dead_letters: [{qrel_no_such_key: 1}]\n' "$d/dead-letters.md"
 expect_keys_documented "dead_letters work_table" \
@@ -82,6 +82,6 @@ expect_keys_documented "dead_letters work_table" \
   - {name: r, kind: redis_stream, address: 'x:1', streams: [{name: o, groups: [g], dead_letter_stream: x}]}
 dead_letters: [{source: r, queue: o, id_field: f, work_table: {source: s, qrel_no_such_key: 1}}]\n" "$d/dead-letters.md"
 # And the check can fail: a key no doc names is caught.
-grep -qE '`([a-z_]+(\[\])?\.)*qrel_no_such_key(\[\])?(\.[a-z_.]+)?`' "$d"/*.md "$readme" &&
+grep -qE '`([a-z_]+(\[\])?\.)*qrel_no_such_key(\[\])?(\.[a-z_.]+)?`' "$d"/*.md "$ops" &&
   not_ok "a doc names qrel_no_such_key" || ok "no doc names qrel_no_such_key"
 finish
