@@ -1,11 +1,10 @@
-/* sqs.h: `kind: sqs` (collectors/sqs/sqs.c), its pure parts (sqs/parse.c) and CloudWatch
- * (sqs/cloudwatch.c).
+/* sqs.h: the pure parts of `kind: sqs` (sqs/parse.c, and the CloudWatch request and answer of
+ * sqs/cloudwatch.c), declared for tests/unit/check_sqs.c.
  *
- * The collector itself is `sqs_kind` (listed in registry.c). What is declared here is shared by
- * the two files, and the pure parts (no I/O) are exposed for tests/unit/check_sqs.c: turning
- * GetQueueAttributes answers, RedrivePolicy documents, ARNs, AWS error bodies and GetMetricData
- * answers into values, so every edge case (maxReceiveCount as a string or a number, a missing
- * attribute, a wrong type) is tested without a server. */
+ * The collector itself is `sqs_kind` (listed in registry.c, collectors/sqs/sqs.c). What is
+ * declared here does no I/O: it turns GetQueueAttributes answers, RedrivePolicy documents, ARNs,
+ * AWS error bodies and GetMetricData answers into values, so every edge case (maxReceiveCount as
+ * a string or a number, a missing attribute, a wrong type) is tested without a server. */
 #ifndef QREL_SQS_H
 #define QREL_SQS_H
 
@@ -81,46 +80,6 @@ double sqs_retry_horizon(const struct sqs_attrs *a);
 int sqs_error_from_response(long status, const char *body, size_t len, const char *what,
                             int *missing_queue, struct err *e);
 
-/* ---- the shared request path (sqs.c) ---- */
-
-struct sqs_aws {
-    struct http_client *http;
-    const char *region;
-    const char *access_key_id;
-    const char *secret_access_key;
-    const char *token_header; /* "X-Amz-Security-Token: ..." or NULL */
-};
-
-/* POSTs body (AWS JSON 1.0) to endpoint with X-Amz-Target: target, signed with SigV4 for
- * service in the region. On 2xx, *doc is the parsed answer (caller json_decref's). Otherwise -1
- * with e set (see sqs_error_from_response; what names the call in messages). */
-int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *service,
-                 const char *target, const char *what, const char *body, const struct deadline *dl,
-                 json_t **doc, int *missing_queue, struct err *e);
-
-/* ---- the source's own requests, shared with `qrel dlq` (sqs/dlq.c) ---- */
-
-struct collector;
-
-/* One AmazonSQS.<action> call with the source's endpoint and credentials; *calls counts it.
- * Otherwise as sqs_aws_call. */
-int sqs_request(struct collector *c, unsigned *calls, const char *action, const char *what,
-                const char *body, const struct deadline *dl, json_t **doc, int *missing,
-                struct err *e);
-/* GetQueueUrl of name (owned by account, may be NULL). 1 with *url set (malloc'd), 0 when the
- * queue does not exist, -1 on error. */
-int sqs_get_queue_url(struct collector *c, unsigned *calls, const char *name, const char *account,
-                      const struct deadline *dl, char **url, struct err *e);
-/* GetQueueAttributes of url (All, or only the three counts). 1 with *a filled, 0 when the queue
- * does not exist, -1 on error. */
-int sqs_get_attributes(struct collector *c, unsigned *calls, const char *url, const char *name,
-                       int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e);
-/* The URL the source's queues list gives for the queue called name (malloc'd), NULL when the
- * queue is not listed by URL. */
-char *sqs_configured_url(struct collector *c, const char *name);
-/* dlq_visibility_timeout: how long `qrel dlq` hides the dead letters it reads, seconds. */
-double sqs_dlq_visibility(struct collector *c);
-
 /* ---- CloudWatch (sqs/cloudwatch.c) ---- */
 
 /* GetMetricData takes at most 500 queries per call. */
@@ -142,11 +101,5 @@ char *sqs_cw_request_body(const char *const *queues, size_t n, double start, dou
 /* Folds one GetMetricData answer into out[0..n) (a datum newer than what out holds wins). *next
  * is set to a malloc'd NextToken or NULL. 0, or -1 with ERR_PROTOCOL naming the path. */
 int sqs_cw_parse(const json_t *doc, size_t n, struct sqs_cw_datum *out, char **next, struct err *e);
-
-/* Fetches the newest datum for every queue in queues[0..n) into out (calls GetMetricData in
- * batches of SQS_CW_MAX_QUERIES, following NextToken). *calls counts the requests made. */
-int sqs_cw_fetch(const struct sqs_aws *aws, const char *endpoint, const char *const *queues,
-                 size_t n, double lookback, const struct deadline *dl, struct sqs_cw_datum *out,
-                 unsigned *calls, struct err *e);
 
 #endif
