@@ -7,10 +7,10 @@
  * read bounded by a cap. Writing and reading in the same loop means a pipeline larger than the
  * socket buffers cannot deadlock against a server that is itself blocked on sending us replies.
  * Each reply is handed to the caller's callback the moment the reader has parsed it, and freed
- * when the callback returns, so a pipeline's memory is its commands plus one reply tree. */
-/* MAP_ANONYMOUS for the reply arena: not in POSIX 2008, which the build asks for elsewhere. */
-#define _DEFAULT_SOURCE
+ * when the callback returns, so a pipeline's memory is its commands plus one reply tree; the
+ * reader builds that tree in an arena of its own (redis_reply.c). */
 #include "common/redis.h"
+#include "common/redis_reply.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -29,185 +28,6 @@
 #include "log.h"
 #include "alloc.h"
 #include "buf.h"
-
-/* ---- reply trees ----
- *
- * hiredis's default reader allocates every element of a reply separately (a redisReply, then
- * its string or element array: an XINFO GROUPS reply is some 26 allocations) and freeReplyObject
- * walks the tree to free them one by one; at 10,000 streams that was a quarter of a scrape's
- * CPU. Since a reply here lives only until the callback returns, the reader is given object
- * functions that carve the tree out of an arena instead, which is emptied after each reply.
- * The objects are ordinary redisReply structs (strings NUL-terminated, element arrays filled in
- * order), so the callbacks read them as any hiredis reply; they must never reach
- * freeReplyObject. Allocation failure returns NULL, which the reader reports as out of memory,
- * as it would with its own functions. */
-
-/* Most reply trees fit in one block (an XINFO GROUPS reply takes about 1 KiB, a SCAN page of
- * 1000 keys about 80 KiB); the first block is kept across replies, the others are freed.
- * Later blocks double in size up to REPLY_BLOCK_MAX, and those of REPLY_MAP_BYTES or more are
- * mapped directly: a huge reply (XPENDING of 1,000,000 entries builds ~330 MB of tree) then goes
- * back to the system when it is freed, where malloc'd blocks would stay in the process's heap
- * for good (measured: 322 MB still resident after such a scrape, 10 MB with mapped blocks). */
-#define REPLY_BLOCK_BYTES ((size_t)32 * 1024)
-#define REPLY_BLOCK_MAX ((size_t)8 * 1024 * 1024)
-#define REPLY_MAP_BYTES ((size_t)256 * 1024)
-
-struct reply_block {
-    struct reply_block *next;
-    size_t used, cap;
-    size_t mapped; /* bytes mmap'd for this block, 0 when malloc'd */
-    max_align_t data[];
-};
-
-struct reply_arena {
-    struct reply_block *head;
-    size_t grow; /* the size of the next extra block */
-};
-
-static void block_free(struct reply_block *b)
-{
-    if (b->mapped)
-        munmap(b, b->mapped);
-    else
-        free(b);
-}
-
-static void *arena_alloc(struct reply_arena *a, size_t n)
-{
-    const size_t align = _Alignof(max_align_t);
-    if (n > SIZE_MAX / 2)
-        return NULL;
-    n = (n + align - 1) / align * align;
-    struct reply_block *b = a->head;
-    if (!b || b->cap - b->used < n) {
-        size_t want = b ? (a->grow ? a->grow : REPLY_BLOCK_BYTES) : REPLY_BLOCK_BYTES;
-        size_t cap = n > want ? n : want;
-        if (b && a->grow < REPLY_BLOCK_MAX)
-            a->grow = want * 2;
-        struct reply_block *nb;
-        size_t mapped = 0;
-        if (cap >= REPLY_MAP_BYTES) {
-            mapped = sizeof *nb + cap;
-            nb = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (nb == MAP_FAILED)
-                return NULL;
-        } else {
-            nb = malloc(sizeof *nb + cap);
-            if (!nb)
-                return NULL;
-        }
-        nb->used = 0;
-        nb->cap = cap;
-        nb->mapped = mapped;
-        nb->next = b;
-        a->head = b = nb;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += n;
-    return p;
-}
-
-/* Empties the arena, keeping one standard block for the next reply. */
-static void arena_reset(struct reply_arena *a)
-{
-    struct reply_block *keep = NULL;
-    while (a->head) {
-        struct reply_block *b = a->head;
-        a->head = b->next;
-        if (!keep && b->cap == REPLY_BLOCK_BYTES && !b->mapped) {
-            keep = b;
-            continue;
-        }
-        block_free(b);
-    }
-    a->grow = 0;
-    if (keep) {
-        keep->used = 0;
-        keep->next = NULL;
-    }
-    a->head = keep;
-}
-
-static void arena_free(struct reply_arena *a)
-{
-    if (!a)
-        return;
-    arena_reset(a);
-    if (a->head)
-        block_free(a->head);
-    free(a);
-}
-
-/* A reply object with extra bytes behind it, linked into its parent array as hiredis does. */
-static redisReply *reply_new(const redisReadTask *task, int type, size_t extra)
-{
-    if (extra > SIZE_MAX / 2)
-        return NULL;
-    redisReply *r = arena_alloc(task->privdata, sizeof *r + extra);
-    if (!r)
-        return NULL;
-    memset(r, 0, sizeof *r);
-    r->type = type;
-    if (task->parent) {
-        redisReply *parent = task->parent->obj;
-        parent->element[task->idx] = r;
-    }
-    return r;
-}
-
-static void *reply_string(const redisReadTask *task, char *str, size_t len)
-{
-    redisReply *r = reply_new(task, task->type, len + 1);
-    if (!r)
-        return NULL;
-    r->str = (char *)(r + 1);
-    memcpy(r->str, str, len);
-    r->str[len] = '\0';
-    r->len = len;
-    return r;
-}
-
-static void *reply_array(const redisReadTask *task, int elements)
-{
-    size_t n = elements > 0 ? (size_t)elements : 0;
-    if (n > SIZE_MAX / 2 / sizeof(redisReply *))
-        return NULL;
-    /* Not zeroed: the reader fills every slot before it hands the reply out. */
-    redisReply *r = reply_new(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply *));
-    if (!r)
-        return NULL;
-    r->elements = n;
-    r->element = n ? (redisReply **)(r + 1) : NULL;
-    return r;
-}
-
-static void *reply_integer(const redisReadTask *task, long long value)
-{
-    redisReply *r = reply_new(task, REDIS_REPLY_INTEGER, 0);
-    if (r)
-        r->integer = value;
-    return r;
-}
-
-static void *reply_nil(const redisReadTask *task)
-{
-    return reply_new(task, REDIS_REPLY_NIL, 0);
-}
-
-/* The reader calls this for a half-built reply it drops (on a protocol error, or when the
- * connection is freed): the arena owns that memory already. */
-static void reply_free(void *obj)
-{
-    (void)obj;
-}
-
-static redisReplyObjectFunctions arena_reply_fns = {
-    .createString = reply_string,
-    .createArray = reply_array,
-    .createInteger = reply_integer,
-    .createNil = reply_nil,
-    .freeObject = reply_free,
-};
 
 /* What each command sent in front of a pipeline after a (re)connect was. */
 enum prelude_kind { PRE_AUTH, PRE_SELECT };
@@ -225,7 +45,7 @@ struct redis_conn {
     int used;            /* a pipeline has succeeded on this socket */
     int broken;          /* an error happened: the caller must close */
     struct redis_stats stats;
-    struct reply_arena *arena; /* where the reader builds reply trees */
+    struct redis_reply_arena *arena; /* where the reader builds reply trees */
 };
 
 /* Distinct command names a pipe remembers for messages (a collector's pipelines use a handful). */
@@ -588,9 +408,9 @@ static int conn_connect(struct redis_conn *c, const struct deadline *dl, struct 
         return -1;
     }
     if (!c->arena)
-        c->arena = xcalloc(1, sizeof *c->arena);
-    arena_reset(c->arena);
-    ctx->reader->fn = &arena_reply_fns;
+        c->arena = redis_reply_arena_new();
+    redis_reply_arena_reset(c->arena);
+    ctx->reader->fn = &redis_reply_arena_fns;
     ctx->reader->privdata = c->arena;
     c->ctx = ctx;
     c->prelude_pending = c->nprelude > 0;
@@ -640,7 +460,7 @@ void redis_conn_close(struct redis_conn *c)
         return;
     if (c->ctx)
         redisFree(c->ctx);
-    arena_free(c->arena);
+    redis_reply_arena_free(c->arena);
     if (c->password) {
         wipe(c->password, strlen(c->password));
         free(c->password);
@@ -717,7 +537,7 @@ static int prelude_check(struct redis_conn *c, size_t i, const redisReply *r, st
             rc = err_set(e, ERR_QUERY, "%s: SELECT %ld: %s", c->label, c->db, text);
         }
     }
-    arena_reset(c->arena);
+    redis_reply_arena_reset(c->arena);
     return rc;
 }
 
@@ -762,7 +582,7 @@ static int deliver(struct redis_conn *c, const struct redis_pipe *p, size_t inde
             rc = err_set(e, ERR_INTERNAL, "%s: reply %zu: handler failed without saying why",
                          c->label, index + 1);
     }
-    arena_reset(c->arena);
+    redis_reply_arena_reset(c->arena);
     return rc ? -1 : 0;
 }
 
