@@ -6,7 +6,12 @@
  * forwards it to the dead-letter topic after maxDeliveryAttempts. The settings come from the
  * Pub/Sub REST API (subscriptions.get / list); the backlog (undelivered messages, oldest unacked
  * age, expired ack deadlines) exists only in Cloud Monitoring, whose numbers lag by minutes, so
- * it is optional and every value read from it says how old it is (qrel_sample_age_seconds). */
+ * it is optional and every value read from it says how old it is (qrel_sample_age_seconds).
+ *
+ * This file is the top of the folder (the collector_kind and its hooks). Below it: client.c
+ * (the REST call with its token, shared with dlq.c), auth.c (the token), dlq.c (`qrel dlq`'s
+ * hooks), and the pure parts declared in pubsub.h: parse.c (subscriptions, Cloud Monitoring) and
+ * message.c (dead letters). */
 #include "pubsub.h"
 
 #include <stdio.h>
