@@ -6,6 +6,7 @@
  * and only then removes it with XDEL. The entry gets a new id: Redis refuses ids below the
  * stream's last one, and consumers read by group position, not by id. */
 #include "client.h"
+#include "dlq.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,6 +23,7 @@
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
  * emitted as soon as its last reply is in, so no reply outlives the callback that reads it. */
 #include "client.h"
+#include "dlq.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -44,9 +44,6 @@ void redis_stream_destroy(struct collector *c);
  * which fnmatch reads alike for names). NULL when none. */
 const struct stream_spec *redis_stream_spec_of(const struct state *st, const char *queue);
 
-/* `qrel dlq`'s hooks (dlq.c). */
-extern const struct dlq_kind redis_stream_dlq;
-
 /* ---- one scrape's tables (scrape.c) ---- */
 
 /* The strings of one scrape (stream, dead-letter and group names), each stored once in blocks
