@@ -1,10 +1,11 @@
 /* kafka.h: the pure parts of the `kafka` kind, exposed for unit tests.
  *
  * The collector itself is `kafka_kind` (listed in registry.c, collectors/kafka/kafka.c). What is
- * declared here (collectors/kafka/calc.c) does no I/O: it turns offsets and record timestamps
- * into the values of the series and librdkafka's error codes into qrel's reasons, so the edge
- * cases (no commit, a commit behind the log start or past the end, records that are gone) are
- * tested without a broker. */
+ * declared here (collectors/kafka/calc.c, collectors/kafka/dead_letter.c) does no I/O: it turns
+ * offsets and record timestamps into the values of the series, librdkafka's error codes into
+ * qrel's reasons and a dead letter's headers and value into what `qrel dlq` and the dead-letter
+ * join need, so the edge cases (no commit, a commit behind the log start or past the end,
+ * records that are gone) are tested without a broker. */
 #ifndef QREL_KAFKA_H
 #define QREL_KAFKA_H
 
@@ -46,7 +47,7 @@ enum err_code kafka_err_code(rd_kafka_resp_err_t code, const char *text);
  * kafka_full_regex("mail.*") is "^(mail.*)$". malloc'd. */
 char *kafka_full_regex(const char *pattern);
 
-/* ---- the id of a dead letter, for the core's dead-letter join (collectors/kafka/dead_letter_id.c)
+/* ---- the id of a dead letter, for the core's dead-letter join (collectors/kafka/dead_letter.c)
  * id_field is "header:NAME" (a record header) or a key of the record's value parsed as JSON, with
  * dots for nesting ("order.id" in {"order": {"id": 17}}). */
 
@@ -61,7 +62,7 @@ const char *kafka_id_field_header(const char *id_field);
  * the path is absent, or its value is of another type (a dead letter without an id). */
 void kafka_json_id(const char *value, size_t len, const char *path, char **out, size_t *outlen);
 
-/* ---- `qrel dlq` on a dead-letter topic (collectors/kafka/dlq.c) ----
+/* ---- `qrel dlq`: the decisions that need no broker (collectors/kafka/dead_letter.c) ----
  * A replay records its progress as the committed offsets of a consumer group of its own on the
  * dead-letter topic, one per replayed topic, so that a rerun starts after what it replayed. */
 

@@ -427,3 +427,22 @@ int kafka_spec_topic_match(const struct kafka_group_spec *sp, const char *topic)
         return regexec(&sp->topic_re, topic, 0, NULL, 0) == 0;
     return 0;
 }
+
+/* The first entry of groups that measures topic (listed, or matched by topic_pattern or
+ * topic_regex) and has a
+ * dead_letter_topic; NULL when none. */
+const struct kafka_group_spec *kafka_settings_dlq_spec(const struct kafka_settings *s,
+                                                       const char *topic)
+{
+    for (size_t i = 0; i < s->nspecs; i++) {
+        const struct kafka_group_spec *sp = &s->specs[i];
+        if (!sp->dlq_tmpl)
+            continue;
+        for (size_t k = 0; k < sp->ntopics; k++)
+            if (strcmp(sp->topics[k], topic) == 0)
+                return sp;
+        if (kafka_spec_topic_match(sp, topic))
+            return sp;
+    }
+    return NULL;
+}

@@ -79,4 +79,9 @@ int kafka_settings_is_secret(const char *prop);
 int kafka_spec_group_match(const struct kafka_group_spec *sp, const char *group);
 int kafka_spec_topic_match(const struct kafka_group_spec *sp, const char *topic);
 
+/* The first entry of groups that measures topic (listed, or matched by topic_pattern or
+ * topic_regex) and has a dead_letter_topic; NULL when none. */
+const struct kafka_group_spec *kafka_settings_dlq_spec(const struct kafka_settings *s,
+                                                       const char *topic);
+
 #endif

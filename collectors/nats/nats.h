@@ -1,4 +1,4 @@
-/* nats.h: the pure part of the `nats` kind (collectors/nats/jsz.c), exposed for unit tests.
+/* nats.h: the pure part of the `nats` kind (collectors/nats/parse.c), exposed for unit tests.
  *
  * The collector itself is `nats_kind` (registry.c). nats_jsz_collect turns one page of
  * nats-server's /jsz?streams=true&consumers=true&config=true into series without any I/O, so

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
+#include "claim.h"
 #include "alloc.h"
 
 #define CLAIM_DEFAULT_WINDOW 300.0
@@ -29,21 +29,9 @@
 
 /* The quantiles of qrel_handler_duration_seconds, in the order of the statement's columns. */
 static const char *const claim_quantile_labels[] = {"0.5", "0.9", "0.99", "1"};
-#define CLAIM_NQ 4
-#define CLAIM_P99 2
 
 /* The columns of a claim table, in their order in tables_specs. */
 enum { CLAIM_ID, CLAIM_CLAIMED_AT, CLAIM_DONE_AT };
-
-struct claim {
-    struct table_item t;      /* table, name, columns, statement (first: tables_free) */
-    double in_flight_window;  /* seconds, > 0 */
-    double window;            /* seconds, > 0 */
-    double lease;             /* lease_timeout in seconds; 0: not declared */
-    long long max_deliveries; /* 0: not declared */
-    char in_flight_param[64];
-    char window_param[64];
-};
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
@@ -90,30 +78,9 @@ static char *claim_sql(const struct claim *c)
     return sql;
 }
 
-/* What the statement returned (has_* = the cells were not NULL). */
-struct claim_row {
-    double in_flight;
-    double stale;
-    int has_oldest; /* an in-flight claim exists */
-    double oldest_age;
-    double done;
-    int has_q; /* every quantile is there: something was done within the window */
-    double q[CLAIM_NQ];
-};
-
-/* The derived series; has_* = 0 leaves a series out. */
-struct claim_values {
-    double lease_oldest_age; /* 0 when nothing is in flight */
-    int has_margin;
-    double margin;
-    int has_horizon;
-    double horizon;
-};
-
 /* lease ÷ the worst of (handler p99 over the window, oldest current hold), each only where
  * known. Returns 0 and leaves *out alone when there is no lease or nothing to divide by. */
-static int claim_margin(double lease, int has_p99, double p99, int has_hold, double hold,
-                        double *out)
+int claim_margin(double lease, int has_p99, double p99, int has_hold, double hold, double *out)
 {
     if (lease <= 0 || (!has_p99 && !has_hold))
         return 0;
@@ -126,8 +93,8 @@ static int claim_margin(double lease, int has_p99, double p99, int has_hold, dou
     return 1;
 }
 
-static void claim_values(double lease, long long max_deliveries, const struct claim_row *row,
-                         struct claim_values *out)
+void claim_values(double lease, long long max_deliveries, const struct claim_row *row,
+                  struct claim_values *out)
 {
     memset(out, 0, sizeof *out);
     /* A claim stamped in the future (clock skew between writers) is held 0 s, not less. */

@@ -28,24 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
+#include "dedup.h"
 #include "alloc.h"
 #include "buf.h"
 
 #define DEDUP_DEFAULT_WINDOW 300.0
-
-enum dedup_mode { DEDUP_UNIQUE, DEDUP_ATTEMPTS_LOG };
-
-/* The columns of a dedup table, in their order in tables_specs. */
-enum { DEDUP_ID, DEDUP_HANDLED_AT, DEDUP_DUPLICATES };
-
-struct dedup {
-    struct table_item t; /* table, name, columns, statement (first: tables_free) */
-    enum dedup_mode mode;
-    double window;    /* seconds, > 0 */
-    double retention; /* seconds as declared; 0: measured as now() - min(handled_at) */
-    char window_param[64];
-};
 
 /* ---- the statement and its values (pure; tests/unit/check_postgres_sections.c) ---- */
 
@@ -98,26 +85,7 @@ static char *dedup_sql(const struct dedup *d)
     return buf_steal(&b);
 }
 
-/* What the statement returned (has_* = the cell was not NULL). */
-struct dedup_row {
-    double handled;
-    int has_duplicates;
-    double duplicates;
-    int has_oldest_age;
-    double oldest_age;
-};
-
-/* The values of the series; has_* = 0 leaves a series out. */
-struct dedup_values {
-    double handled;
-    int has_duplicates;
-    double duplicates;
-    int has_window;
-    double window_seconds;
-};
-
-static void dedup_values(double declared_retention, const struct dedup_row *row,
-                         struct dedup_values *out)
+void dedup_values(double declared_retention, const struct dedup_row *row, struct dedup_values *out)
 {
     memset(out, 0, sizeof *out);
     out->handled = row->handled;

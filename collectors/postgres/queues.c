@@ -39,7 +39,7 @@ static const struct pgq_preset presets[] = {
 };
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
-static const struct pgq_preset *pgq_preset_find(const char *name)
+const struct pgq_preset *queues_preset_find(const char *name)
 {
     for (size_t i = 0; i < NPRESETS; i++)
         if (name && strcmp(presets[i].name, name) == 0)
@@ -93,7 +93,7 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
                   "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue)");
         goto fail;
     }
-    q->preset = pgq_preset_find(preset);
+    q->preset = queues_preset_find(preset);
     if (!q->preset) {
         cfg_error(e, pnode,
                   "preset: want one of pgmq, graphile_worker, pg_boss, river, oban, que, "

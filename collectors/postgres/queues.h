@@ -121,7 +121,13 @@ struct pgq_done {
     double q[PGQ_NQ];
 };
 
-/* queues_sql.c (pure): the statement of a job preset in a layout, its pending and dead jobs
+/* queues.c: the preset called name (pgmq, graphile_worker, ...); NULL when there is none. */
+const struct pgq_preset *queues_preset_find(const char *name);
+
+/* queues_sql.c (pure): the start of every statement: the aggregate over any preset's rows, one
+ * result row per queue, columns as enum pgq_col. */
+extern const char queues_sql_aggregate_head[];
+/* The statement of a job preset in a layout, its pending and dead jobs
  * aggregated by queue, with $1 the `queues` filter when filtered; NULL for pgmq. */
 char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered);
 /* The handler-latency statement ($1 the window, $2 the filter), NULL where none. */

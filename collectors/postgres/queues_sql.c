@@ -277,7 +277,7 @@ static const char solid_queue_ahead[] =
 static const char no_job[] = ", NULL" NO_JOB_TAIL;
 
 /* The aggregate over any preset's rows: one result row per queue, columns as enum pgq_col. */
-static const char aggregate_head[] =
+const char queues_sql_aggregate_head[] =
     "SELECT queue::text, count(*) FILTER (WHERE st = 'r'), count(*) FILTER (WHERE st = 'i'), "
     "count(*) FILTER (WHERE st = 'd'), "
     "GREATEST(max(age) FILTER (WHERE st IN ('r', 'i')), 0)::float8, "
@@ -361,7 +361,7 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
     char *qs = pg_quote_ident(schema);
     struct buf b;
     buf_init(&b);
-    buf_puts(&b, aggregate_head);
+    buf_puts(&b, queues_sql_aggregate_head);
     buf_substitute(&b, sql->rows, "@S", qs);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
@@ -423,7 +423,7 @@ char *queues_sql_done(enum pgq_preset_id id, const char *schema, int layout, int
 
 void queues_sql_pgmq_head(struct buf *b)
 {
-    buf_puts(b, aggregate_head);
+    buf_puts(b, queues_sql_aggregate_head);
 }
 
 /* clang-format off */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postgres.h"
+#include "sql.h"
 #include "alloc.h"
 #include "buf.h"
 
@@ -24,27 +24,6 @@
 #define MAX_MAX_ROWS 1000000
 /* The base labels source and kind come first. */
 #define MAX_QUERY_LABELS (METRIC_MAX_LABELS - 2)
-
-struct sql_metric {
-    struct metric_family fam; /* name, type, help point into the strings below */
-    char *at;                 /* "file:line:col" of the name, for errors found across queries */
-    char *name;
-    char *help;
-    char *value_column;
-};
-
-struct sql_query {
-    char *name;
-    char *sql;       /* as configured, trailing ';' and blanks removed */
-    char *collect;   /* SELECT * FROM (sql) q LIMIT max_rows + 1 */
-    char *check_sql; /* SELECT * FROM (sql) q LIMIT 0 */
-    char *what;      /* query "NAME", for messages */
-    struct sql_metric *metrics;
-    size_t nmetrics;
-    char **labels; /* NULL-terminated (cfg_get_strlist) */
-    size_t nlabels;
-    long long max_rows;
-};
 
 void sql_destroy(void *item)
 {
@@ -156,8 +135,7 @@ static int check_labels(struct sql_query *q, struct cfg_node *item, struct err *
     return 0;
 }
 
-/* Trailing blanks and semicolons would break the subquery wrapping: "x;" is one statement. */
-static void trim_sql(char *sql)
+void sql_trim(char *sql)
 {
     size_t n = strlen(sql);
     while (n && (sql[n - 1] == ';' || sql[n - 1] == ' ' || sql[n - 1] == '\t' ||
@@ -188,7 +166,7 @@ void *sql_configure(struct cfg_node *item, const char *source, struct err *e)
         goto fail;
     }
     if (q->sql)
-        trim_sql(q->sql);
+        sql_trim(q->sql);
     if (!q->sql || !*q->sql) {
         cfg_error(e, q->sql ? cfg_at(item, "sql") : item, "sql: %s in query \"%s\"",
                   q->sql ? "want a SELECT statement" : "required", q->name);

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "client.h"
+#include "dlq.h"
 #include "common/json.h"
 #include "common/json_id.h"
 #include "common/live_check.h"
@@ -29,7 +30,7 @@
 /* 1 when a and b name the same subscription of st's project. */
 static int same_sub(const struct pubsub_state *st, const char *a, const char *b)
 {
-    char *na = pubsub_sub_name(st, a), *nb = pubsub_sub_name(st, b);
+    char *na = pubsub_client_sub_name(st, a), *nb = pubsub_client_sub_name(st, b);
     int same = strcmp(na, nb) == 0;
     free(na);
     free(nb);
@@ -123,11 +124,11 @@ static int dead_letter_sub(struct pubsub_state *st, const struct deadline *dl, c
     for (size_t i = 0; i < st->ndl; i++) {
         if (!same_sub(st, st->dl_queue[i], queue))
             continue;
-        char *name = pubsub_sub_name(st, st->dl_sub[i]);
+        char *name = pubsub_client_sub_name(st, st->dl_sub[i]);
         const char *topic = NULL;
         buf_printf(&url, "%s/v1/%s", st->endpoint, name);
-        if (pubsub_api_call(st, dl, "GET", url.data, NULL, "GET dead-letter subscription", 1, &doc,
-                            e) == 0 &&
+        if (pubsub_client_call(st, dl, "GET", url.data, NULL, "GET dead-letter subscription", 1,
+                               &doc, e) == 0 &&
             (!doc || json_expect_object(doc, "$", e) == 0) &&
             (!doc || json_get_string(doc, "$", "topic", &topic, e) >= 0)) {
             if (!doc)
@@ -148,8 +149,8 @@ static int dead_letter_sub(struct pubsub_state *st, const struct deadline *dl, c
         goto out;
     }
     buf_printf(&url, "%s/v1/%s/subscriptions?pageSize=1000", st->endpoint, dlt);
-    if (pubsub_api_call(st, dl, "GET", url.data, NULL, "GET dead-letter topic subscriptions", 1,
-                        &doc, e))
+    if (pubsub_client_call(st, dl, "GET", url.data, NULL, "GET dead-letter topic subscriptions", 1,
+                           &doc, e))
         goto out;
     if (!doc) {
         err_set(e, ERR_QUERY, "dead-letter topic \"%s\" of \"%s\" does not exist", dlt, queue);
@@ -244,7 +245,7 @@ static int pull(struct pubsub_state *st, const struct deadline *dl, const char *
         /* returnImmediately: an empty reply ends the read instead of waiting for new messages */
         buf_printf(&body, "{\"maxMessages\":%zu,\"returnImmediately\":true}", want);
         json_t *doc = NULL, *list = NULL;
-        if (pubsub_api_call(st, dl, "POST", url.data, body.data, "pull", 0, &doc, e))
+        if (pubsub_client_call(st, dl, "POST", url.data, body.data, "pull", 0, &doc, e))
             goto out;
         size_t fresh = 0;
         int bad = pubsub_pull_list(doc, &list, e);
@@ -283,12 +284,12 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     struct buf url;
     buf_init(&url);
     json_t *doc = NULL;
-    char *name = pubsub_sub_name(st, queue);
+    char *name = pubsub_client_sub_name(st, queue);
     int rc = -1;
-    if (pubsub_api_begin(c, dl, e))
+    if (pubsub_client_begin(c, dl, e))
         goto out;
     buf_printf(&url, "%s/v1/%s", st->endpoint, name);
-    if (pubsub_api_call(st, dl, "GET", url.data, NULL, "GET subscription", 1, &doc, e))
+    if (pubsub_client_call(st, dl, "GET", url.data, NULL, "GET subscription", 1, &doc, e))
         goto out;
     if (!doc) {
         err_set(e, ERR_QUERY, "subscription \"%s\" does not exist", name);
@@ -342,7 +343,7 @@ static int post(struct pubsub_state *st, const struct deadline *dl, const char *
     struct buf url;
     buf_init(&url);
     buf_printf(&url, "%s/v1/%s:%s", st->endpoint, name, verb);
-    int rc = pubsub_api_call(st, dl, "POST", url.data, body, verb, 0, doc, e);
+    int rc = pubsub_client_call(st, dl, "POST", url.data, body, verb, 0, doc, e);
     free(body);
     buf_free(&url);
     return rc;
@@ -364,7 +365,7 @@ static int dlq_requeue(struct collector *c, struct dlq_batch *b, struct dlq_mess
 {
     struct pubsub_state *st = c->priv;
     const struct pubsub_received *r = m->kind_data;
-    if (pubsub_api_begin(c, dl, e))
+    if (pubsub_client_begin(c, dl, e))
         return -1;
     json_t *doc = NULL, *ids = NULL;
     int rc = post(st, dl, b->origin, "publish", pubsub_publish_body(r), &doc, e);
@@ -385,7 +386,7 @@ static int dlq_remove(struct collector *c, struct dlq_batch *b, struct dlq_messa
 {
     struct pubsub_received *r = m->kind_data;
     const char *ids[] = {r->ack_id};
-    if (pubsub_api_begin(c, dl, e) || ack_call(c->priv, dl, b->kind_data, ids, 1, -1, e))
+    if (pubsub_client_begin(c, dl, e) || ack_call(c->priv, dl, b->kind_data, ids, 1, -1, e))
         return -1;
     r->removed = 1;
     return 0;
@@ -403,7 +404,7 @@ static int dlq_release(struct collector *c, struct dlq_batch *b, const struct de
         if (!r->removed)
             ids[n++] = r->ack_id;
     }
-    int rc = n ? pubsub_api_begin(c, dl, e) : 0;
+    int rc = n ? pubsub_client_begin(c, dl, e) : 0;
     for (size_t i = 0; rc == 0 && i < n; i += ACK_CHUNK)
         rc = ack_call(c->priv, dl, b->kind_data, ids + i, n - i < ACK_CHUNK ? n - i : ACK_CHUNK, 0,
                       e);

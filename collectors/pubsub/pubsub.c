@@ -6,7 +6,12 @@
  * forwards it to the dead-letter topic after maxDeliveryAttempts. The settings come from the
  * Pub/Sub REST API (subscriptions.get / list); the backlog (undelivered messages, oldest unacked
  * age, expired ack deadlines) exists only in Cloud Monitoring, whose numbers lag by minutes, so
- * it is optional and every value read from it says how old it is (qrel_sample_age_seconds). */
+ * it is optional and every value read from it says how old it is (qrel_sample_age_seconds).
+ *
+ * This file is the top of the folder (the collector_kind and its hooks). Below it: client.c
+ * (the REST call with its token, shared with dlq.c), auth.c (the token), dlq.c (`qrel dlq`'s
+ * hooks), and the pure parts declared in pubsub.h: parse.c (subscriptions, Cloud Monitoring) and
+ * message.c (dead letters). */
 #include "pubsub.h"
 
 #include <stdio.h>
@@ -20,7 +25,8 @@
 #include "common/live_check.h"
 #include "config.h"
 #include "log.h"
-#include "api.h"
+#include "client.h"
+#include "dlq.h"
 #include "auth.h"
 #include "alloc.h"
 #include "buf.h"
@@ -94,71 +100,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* ---- collection ---- */
 
-int pubsub_api_begin(struct collector *c, const struct deadline *dl, struct err *e)
-{
-    struct pubsub_state *st = c->priv;
-    if (!st->client)
-        st->client = http_client_new(c->name, &st->http);
-    return pubsub_auth_token(st->auth, st->client, dl, deadline_wall_now(), &st->token, e);
-}
-
-int pubsub_api_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
-                    const char *url, const char *body, const char *what, int allow_missing,
-                    json_t **doc, struct err *e)
-{
-    *doc = NULL;
-    const char *token = st->token;
-    static const char *const json_headers[] = {"Content-Type: application/json", NULL};
-    struct http_request req = {.method = method,
-                               .url = url,
-                               .headers = body ? json_headers : NULL,
-                               .body = body,
-                               .body_len = body ? strlen(body) : 0,
-                               .auth = token ? HTTP_AUTH_BEARER : HTTP_AUTH_NONE,
-                               .password = token,
-                               .accept_any_status = allow_missing};
-    struct http_response resp = {0};
-    if (http_do(st->client, &req, dl, &resp, e)) {
-        if (e->code == ERR_AUTH)
-            pubsub_auth_invalidate(st->auth); /* revoked or expired early: ask again next time */
-        return -1;
-    }
-    int rc = 0;
-    if (allow_missing && resp.status == 404) {
-        rc = 0;
-    } else if (resp.status < 200 || resp.status > 299) {
-        /* Only for allow_missing requests: redo the status mapping of http.c. */
-        if (resp.status == 401 || resp.status == 403)
-            pubsub_auth_invalidate(st->auth);
-        rc = err_set(e, resp.status == 401 || resp.status == 403 ? ERR_AUTH : ERR_QUERY,
-                     "%s: HTTP %ld", what, resp.status);
-    } else if (!(*doc = json_parse_body(resp.body, resp.len, what, e))) {
-        rc = -1;
-    }
-    http_response_free(&resp);
-    return rc;
-}
-
-/* GET url with the source's token (pubsub_api_call). */
+/* GET url with the source's token (pubsub_client_call). */
 static int api_get(struct pubsub_state *st, const struct deadline *dl, const char *url,
                    const char *what, int allow_missing, json_t **doc, struct err *e)
 {
-    return pubsub_api_call(st, dl, "GET", url, NULL, what, allow_missing, doc, e);
-}
-
-char *pubsub_sub_name(const struct pubsub_state *st, const char *sub)
-{
-    int full = strncmp(sub, "projects/", 9) == 0;
-    const char *id = full ? strrchr(sub, '/') + 1 : sub;
-    char *esc = http_escape(id);
-    struct buf b;
-    buf_init(&b);
-    if (full)
-        buf_printf(&b, "%.*s%s", (int)(id - sub), sub, esc);
-    else
-        buf_printf(&b, "projects/%s/subscriptions/%s", st->project, esc);
-    free(esc);
-    return buf_steal(&b);
+    return pubsub_client_call(st, dl, "GET", url, NULL, what, allow_missing, doc, e);
 }
 
 struct scrape {
@@ -202,7 +148,7 @@ static int read_subscriptions(struct pubsub_state *st, const struct deadline *dl
     int rc = -1;
     if (st->subscriptions) {
         for (size_t i = 0; i < st->nsubscriptions; i++) {
-            char *name = pubsub_sub_name(st, st->subscriptions[i]);
+            char *name = pubsub_client_sub_name(st, st->subscriptions[i]);
             buf_reset(&url);
             buf_printf(&url, "%s/v1/%s", st->endpoint, name);
             free(name);
@@ -442,7 +388,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 {
     struct pubsub_state *st = c->priv;
     struct scrape sc = {0};
-    int rc = pubsub_api_begin(c, dl, e);
+    int rc = pubsub_client_begin(c, dl, e);
     if (rc == 0)
         rc = read_subscriptions(st, dl, &sc, e);
     if (rc == 0) {

@@ -3,6 +3,7 @@
  * missing key is reported, then cfg_finish names a misspelt key with the known ones. No I/O. */
 #include "scrape.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,15 @@ int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err
         if (configure_stream(c, st, streams->items[i], i, e))
             return -1;
     return 0;
+}
+
+const struct stream_spec *redis_stream_spec_of(const struct state *st, const char *queue)
+{
+    for (size_t i = 0; i < st->nspecs; i++)
+        if (st->specs[i].name && strcmp(st->specs[i].name, queue) == 0)
+            return &st->specs[i];
+    for (size_t i = 0; i < st->nspecs; i++)
+        if (st->specs[i].pattern && fnmatch(st->specs[i].pattern, queue, 0) == 0)
+            return &st->specs[i];
+    return NULL;
 }

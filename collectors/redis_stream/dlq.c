@@ -5,7 +5,8 @@
  * the stream it came from (the queue), carrying the dead-letter entry's fields in their order,
  * and only then removes it with XDEL. The entry gets a new id: Redis refuses ids below the
  * stream's last one, and consumers read by group position, not by id. */
-#include "scrape.h"
+#include "client.h"
+#include "dlq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,8 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
                     struct err *e)
 {
     (void)purpose; /* a removed entry is gone: a rerun cannot see it again */
-    out->dead_letter_queue =
-        redis_stream_read_dead(c, queue, id_field, max, dl, add_entries, out, &out->total, e);
+    out->dead_letter_queue = redis_stream_client_read_dead(c, queue, id_field, max, dl, add_entries,
+                                                           out, &out->total, e);
     if (!out->dead_letter_queue)
         return -1;
     out->origin = xstrdup(queue);
@@ -62,7 +63,7 @@ static int run_one(struct collector *c, int argc, const char *const *argv, const
                    int want, const struct deadline *dl, struct err *e)
 {
     struct state *st = c->priv;
-    if (!redis_stream_conn(c, dl, e))
+    if (!redis_stream_client_conn(c, dl, e))
         return -1;
     struct redis_pipe *p = redis_pipe_new();
     redis_pipe_add(p, argc, argv, argvlen);

@@ -11,32 +11,24 @@
  * (one per 1000 keys of the keyspace, all patterns in one pipeline), then one pipeline for TIME
  * and every XINFO GROUPS, then one for every XPENDING / XRANGE / XREVRANGE / XLEN. Ages are
  * computed against the server's TIME, because entry ids carry the server's clock, not ours. For
- * the core's dead-letter join (exporter/dead_letters.h) a dead-letter stream's entries are read,
- * up to a cap, with XLEN and XRANGE in a pipeline of their own (dead_letter_ids below).
+ * the core's dead-letter join a dead-letter stream's entries are read, up to a cap, with XLEN
+ * and XRANGE in a pipeline of their own (dead_letter_ids below, client.c).
  *
  * The files of the kind: parse.c (the pure parsers, redis_stream.h), config.c (the keys),
- * scrape.c (one scrape's tables), pipelines.c (the round trips), output.c (the series); this file
- * runs them in order and is the kind's entry in the registry.
+ * client.c (the connection and the dead-letter read), scrape.c (one scrape's tables),
+ * pipelines.c (the round trips), output.c (the series), dlq.c (`qrel dlq`'s hooks); this file,
+ * the top, runs them in order and is the kind's entry in the registry.
  *
  * Memory does not grow with the replies either: each reply is folded, as it arrives, into a few
  * dozen bytes per stream and per group (names stored once per scrape), and a group's series are
  * emitted as soon as its last reply is in, so no reply outlives the callback that reads it. */
-#include "scrape.h"
+#include "client.h"
+#include "dlq.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
-
-struct redis_conn *redis_stream_conn(struct collector *c, const struct deadline *dl, struct err *e)
-{
-    struct state *st = c->priv;
-    if (!st->conn)
-        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
-                                   st->rs.db, dl, e);
-    return st->conn;
-}
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
@@ -48,7 +40,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     int rc = -1;
 
     memset(&sc, 0, sizeof sc);
-    if (!redis_stream_conn(c, dl, e))
+    if (!redis_stream_client_conn(c, dl, e))
         return -1;
     struct redis_stats before = *redis_conn_stats(st->conn);
     p = redis_pipe_new();
@@ -80,17 +72,6 @@ out:
 
 /* ---- the dead-letter join's broker side (collector.h) ---- */
 
-const struct stream_spec *redis_stream_spec_of(const struct state *st, const char *queue)
-{
-    for (size_t i = 0; i < st->nspecs; i++)
-        if (st->specs[i].name && strcmp(st->specs[i].name, queue) == 0)
-            return &st->specs[i];
-    for (size_t i = 0; i < st->nspecs; i++)
-        if (st->specs[i].pattern && fnmatch(st->specs[i].pattern, queue, 0) == 0)
-            return &st->specs[i];
-    return NULL;
-}
-
 static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
                                 const char *id_field, struct err *e)
 {
@@ -107,64 +88,6 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
     return 0;
 }
 
-struct dl_run {
-    size_t *total;
-    redis_stream_range_fn add; /* gets the XRANGE reply */
-    const char *id_field;
-    void *out;
-};
-
-/* Reply 0 is XLEN, reply 1 the XRANGE of the dead-letter stream. */
-static int dl_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    struct dl_run *run = ctx;
-    if (redis_reply_is_error(r, NULL)) {
-        int n = (int)(r->len > 300 ? 300 : r->len);
-        return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 ? "XLEN" : "XRANGE", n, r->str);
-    }
-    if (i == 0) {
-        long long len;
-        if (redis_stream_parse_len(r, &len, e))
-            return err_prefix(e, "XLEN");
-        *run->total = (size_t)len;
-        return 0;
-    }
-    if (run->add(r, run->id_field, run->out, e))
-        return err_prefix(e, "XRANGE");
-    return 0;
-}
-
-char *redis_stream_read_dead(struct collector *c, const char *queue, const char *id_field,
-                             size_t max, const struct deadline *dl, redis_stream_range_fn add,
-                             void *out, size_t *total, struct err *e)
-{
-    struct state *st = c->priv;
-    const struct stream_spec *sp = redis_stream_spec_of(st, queue);
-    if (!sp || !sp->dlq_tmpl) {
-        err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
-        return NULL;
-    }
-    if (!redis_stream_conn(c, dl, e))
-        return NULL;
-    char *dlq = redis_stream_dlq_name(sp->dlq_tmpl, queue);
-    char count[24];
-    snprintf(count, sizeof count, "%zu", max);
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "XLEN", dlq, NULL);
-    redis_pipe_addv(p, "XRANGE", dlq, "-", "+", "COUNT", count, NULL);
-    struct dl_run run = {total, add, id_field, out};
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
-    redis_pipe_free(p);
-    if (rc) {
-        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(st->conn), dlq);
-        redis_conn_close(st->conn);
-        st->conn = NULL;
-        free(dlq);
-        return NULL;
-    }
-    return dlq;
-}
-
 static int add_ids(const redisReply *r, const char *id_field, void *out, struct err *e)
 {
     return redis_stream_dead_letter_ids(r, id_field, out, e);
@@ -174,7 +97,7 @@ static int dead_letter_ids(struct collector *c, const char *queue, const char *i
                            const struct deadline *dl, struct dead_letter_read *out, struct err *e)
 {
     out->dead_letter_queue =
-        redis_stream_read_dead(c, queue, id_field, max, dl, add_ids, out, &out->total, e);
+        redis_stream_client_read_dead(c, queue, id_field, max, dl, add_ids, out, &out->total, e);
     if (!out->dead_letter_queue)
         return -1;
     if (out->total < out->read)

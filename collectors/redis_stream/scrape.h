@@ -40,26 +40,9 @@ struct state {
 
 int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e);
 void redis_stream_destroy(struct collector *c);
-
-/* ---- shared by the kind's files (redis_stream.c) ---- */
-
-/* The source's connection, opened under dl when there is none. NULL with e set. */
-struct redis_conn *redis_stream_conn(struct collector *c, const struct deadline *dl, struct err *e);
 /* The first entry of streams that has queue: by name, else by a pattern it matches (SCAN's glob,
  * which fnmatch reads alike for names). NULL when none. */
 const struct stream_spec *redis_stream_spec_of(const struct state *st, const char *queue);
-/* Reads queue's dead-letter stream: XLEN into *total and `XRANGE - + COUNT max`, whose reply
- * goes to add(reply, id_field, out, e), in one round trip under dl. Returns the dead-letter
- * stream's name (malloc'd), or NULL with e set (the connection then dropped). For the
- * dead-letter join and for `qrel dlq` (dlq.c). */
-typedef int (*redis_stream_range_fn)(const redisReply *r, const char *id_field, void *out,
-                                     struct err *e);
-char *redis_stream_read_dead(struct collector *c, const char *queue, const char *id_field,
-                             size_t max, const struct deadline *dl, redis_stream_range_fn add,
-                             void *out, size_t *total, struct err *e);
-
-/* `qrel dlq`'s hooks (dlq.c). */
-extern const struct dlq_kind redis_stream_dlq;
 
 /* ---- one scrape's tables (scrape.c) ---- */
 

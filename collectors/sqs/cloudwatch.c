@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "sqs.h"
+#include "sqs/cloudwatch.h"
 #include "alloc.h"
 #include "deadline.h"
 
@@ -128,9 +128,9 @@ int sqs_cw_fetch(const struct sqs_aws *aws, const char *endpoint, const char *co
             token = NULL;
             json_t *doc = NULL;
             (*calls)++;
-            int rc = sqs_aws_call(aws, endpoint, "monitoring",
-                                  "GraniteServiceVersion20100801.GetMetricData",
-                                  "CloudWatch GetMetricData", body, dl, &doc, NULL, e);
+            int rc = sqs_client_aws_call(aws, endpoint, "monitoring",
+                                         "GraniteServiceVersion20100801.GetMetricData",
+                                         "CloudWatch GetMetricData", body, dl, &doc, NULL, e);
             free(body);
             if (rc)
                 return -1;

@@ -22,6 +22,8 @@
 
 #include "collector.h"
 #include "log.h"
+#include "sqs/client.h"
+#include "sqs/settings.h"
 #include "sqs/sqs.h"
 #include "alloc.h"
 #include "deadline.h"
@@ -81,8 +83,8 @@ static int set_visibility(struct collector *c, struct dlq_batch *b, int timeout,
         json_t *doc = NULL;
         struct err one;
         err_clear(&one);
-        int failed = sqs_request(c, &st->calls, "ChangeMessageVisibilityBatch", what, body, dl,
-                                 &doc, NULL, &one) ||
+        int failed = sqs_client_request(c, &st->calls, "ChangeMessageVisibilityBatch", what, body,
+                                        dl, &doc, NULL, &one) ||
                      sqs_dlq_check_batch(doc, what, chunk, k, &one);
         free(body);
         json_decref(doc);
@@ -123,16 +125,16 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
     memset(&src, 0, sizeof src);
     memset(&dead, 0, sizeof dead);
     int rc = -1;
-    st->source_url = sqs_configured_url(c, queue);
+    st->source_url = sqs_settings_url(c->priv, queue);
     if (!st->source_url) {
-        int got = sqs_get_queue_url(c, &st->calls, queue, NULL, dl, &st->source_url, e);
+        int got = sqs_client_queue_url(c, &st->calls, queue, NULL, dl, &st->source_url, e);
         if (got <= 0) {
             if (got == 0)
                 err_set(e, ERR_QUERY, "no such queue");
             goto out;
         }
     }
-    int got = sqs_get_attributes(c, &st->calls, st->source_url, queue, 1, dl, &src, e);
+    int got = sqs_client_attributes(c, &st->calls, st->source_url, queue, 1, dl, &src, e);
     if (got <= 0) {
         if (got == 0)
             err_set(e, ERR_QUERY, "no such queue");
@@ -144,8 +146,8 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
     }
     st->source_fifo = src.fifo;
     st->dlq_name = xstrdup(src.redrive.dlq_name);
-    got = sqs_get_queue_url(c, &st->calls, src.redrive.dlq_name, src.redrive.dlq_account, dl,
-                            &st->dlq_url, e);
+    got = sqs_client_queue_url(c, &st->calls, src.redrive.dlq_name, src.redrive.dlq_account, dl,
+                               &st->dlq_url, e);
     if (got <= 0) {
         if (got == 0)
             err_set(e, ERR_QUERY, "its dead-letter queue \"%s\" does not exist",
@@ -158,7 +160,7 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
         err_set(e, ERR_QUERY, "its RedrivePolicy names the queue itself");
         goto out;
     }
-    got = sqs_get_attributes(c, &st->calls, st->dlq_url, st->dlq_name, 0, dl, &dead, e);
+    got = sqs_client_attributes(c, &st->calls, st->dlq_url, st->dlq_name, 0, dl, &dead, e);
     if (got <= 0) {
         if (got == 0)
             err_set(e, ERR_QUERY, "its dead-letter queue \"%s\" does not exist", st->dlq_name);
@@ -221,7 +223,7 @@ static int receive(struct collector *c, struct dlq_batch *b, const char *id_fiel
     snprintf(what, sizeof what, "AmazonSQS.ReceiveMessage \"%s\"", st->dlq_name);
     char *body = sqs_dlq_receive_body(st->dlq_url, (int)want, st->visibility, wait);
     json_t *doc = NULL;
-    int rc = sqs_request(c, &st->calls, "ReceiveMessage", what, body, dl, &doc, NULL, e);
+    int rc = sqs_client_request(c, &st->calls, "ReceiveMessage", what, body, dl, &doc, NULL, e);
     free(body);
     struct sqs_dead_letter **v = NULL;
     size_t n = 0;
@@ -244,7 +246,7 @@ static int read_letters(struct collector *c, const char *queue, const char *id_f
     (void)purpose; /* SQS reads the same way for both */
     struct dlq_state *st = xcalloc(1, sizeof *st);
     out->kind_data = st;
-    double vis = ceil(sqs_dlq_visibility(c));
+    double vis = ceil(((const struct sqs_state *)c->priv)->dlq_visibility);
     st->visibility = (int)vis;
     if (find_queues(c, queue, dl, out, e))
         return -1;
@@ -301,7 +303,7 @@ static int requeue(struct collector *c, struct dlq_batch *b, struct dlq_message 
     char *body = sqs_dlq_send_body(st->source_url, m, dedup);
     free(dedup);
     json_t *doc = NULL;
-    int rc = sqs_request(c, &st->calls, "SendMessage", what, body, dl, &doc, NULL, e);
+    int rc = sqs_client_request(c, &st->calls, "SendMessage", what, body, dl, &doc, NULL, e);
     free(body);
     if (rc == 0)
         rc = sqs_dlq_check_sent(doc, what, m, e);
@@ -321,7 +323,7 @@ static int remove_letter(struct collector *c, struct dlq_batch *b, struct dlq_me
     char *body = json_dumps(body_o, JSON_COMPACT);
     json_decref(body_o);
     json_t *doc = NULL;
-    int rc = sqs_request(c, &st->calls, "DeleteMessage", what, body, dl, &doc, NULL, e);
+    int rc = sqs_client_request(c, &st->calls, "DeleteMessage", what, body, dl, &doc, NULL, e);
     free(body);
     json_decref(doc);
     if (rc == 0)

@@ -1,4 +1,4 @@
-/* sqs/dlq_parse.c: the pure parts of `qrel dlq` for SQS (dlq.h): the request bodies it sends and
+/* sqs/dlq_parse.c: the pure parts of `qrel dlq` for SQS (sqs.h): the request bodies it sends and
  * the answers it reads, as AWS JSON 1.0 documents. No I/O, so every shape a server may send is
  * tested without one (tests/unit/check_sqs_dlq.c).
  *
@@ -6,7 +6,7 @@
  * "1700000000123", epoch milliseconds). Message attributes are kept as SendMessage takes them back
  * (DataType and StringValue or BinaryValue): the list members SQS reserves but does not use are
  * left out, since a replay must send what the producer sent and nothing SQS may refuse. */
-#include "sqs/dlq.h"
+#include "sqs/sqs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

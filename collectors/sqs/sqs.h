@@ -1,11 +1,10 @@
-/* sqs.h: `kind: sqs` (collectors/sqs/sqs.c), its pure parts (sqs/parse.c) and CloudWatch
- * (sqs/cloudwatch.c).
+/* sqs.h: the pure parts of `kind: sqs` (sqs/parse.c, and the CloudWatch request and answer of
+ * sqs/cloudwatch.c), declared for tests/unit/check_sqs.c.
  *
- * The collector itself is `sqs_kind` (listed in registry.c). What is declared here is shared by
- * the two files, and the pure parts (no I/O) are exposed for tests/unit/check_sqs.c: turning
- * GetQueueAttributes answers, RedrivePolicy documents, ARNs, AWS error bodies and GetMetricData
- * answers into values, so every edge case (maxReceiveCount as a string or a number, a missing
- * attribute, a wrong type) is tested without a server. */
+ * The collector itself is `sqs_kind` (listed in registry.c, collectors/sqs/sqs.c). What is
+ * declared here does no I/O: it turns GetQueueAttributes answers, RedrivePolicy documents, ARNs,
+ * AWS error bodies and GetMetricData answers into values, so every edge case (maxReceiveCount as
+ * a string or a number, a missing attribute, a wrong type) is tested without a server. */
 #ifndef QREL_SQS_H
 #define QREL_SQS_H
 
@@ -81,46 +80,6 @@ double sqs_retry_horizon(const struct sqs_attrs *a);
 int sqs_error_from_response(long status, const char *body, size_t len, const char *what,
                             int *missing_queue, struct err *e);
 
-/* ---- the shared request path (sqs.c) ---- */
-
-struct sqs_aws {
-    struct http_client *http;
-    const char *region;
-    const char *access_key_id;
-    const char *secret_access_key;
-    const char *token_header; /* "X-Amz-Security-Token: ..." or NULL */
-};
-
-/* POSTs body (AWS JSON 1.0) to endpoint with X-Amz-Target: target, signed with SigV4 for
- * service in the region. On 2xx, *doc is the parsed answer (caller json_decref's). Otherwise -1
- * with e set (see sqs_error_from_response; what names the call in messages). */
-int sqs_aws_call(const struct sqs_aws *aws, const char *endpoint, const char *service,
-                 const char *target, const char *what, const char *body, const struct deadline *dl,
-                 json_t **doc, int *missing_queue, struct err *e);
-
-/* ---- the source's own requests, shared with `qrel dlq` (sqs/dlq.c) ---- */
-
-struct collector;
-
-/* One AmazonSQS.<action> call with the source's endpoint and credentials; *calls counts it.
- * Otherwise as sqs_aws_call. */
-int sqs_request(struct collector *c, unsigned *calls, const char *action, const char *what,
-                const char *body, const struct deadline *dl, json_t **doc, int *missing,
-                struct err *e);
-/* GetQueueUrl of name (owned by account, may be NULL). 1 with *url set (malloc'd), 0 when the
- * queue does not exist, -1 on error. */
-int sqs_get_queue_url(struct collector *c, unsigned *calls, const char *name, const char *account,
-                      const struct deadline *dl, char **url, struct err *e);
-/* GetQueueAttributes of url (All, or only the three counts). 1 with *a filled, 0 when the queue
- * does not exist, -1 on error. */
-int sqs_get_attributes(struct collector *c, unsigned *calls, const char *url, const char *name,
-                       int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e);
-/* The URL the source's queues list gives for the queue called name (malloc'd), NULL when the
- * queue is not listed by URL. */
-char *sqs_configured_url(struct collector *c, const char *name);
-/* dlq_visibility_timeout: how long `qrel dlq` hides the dead letters it reads, seconds. */
-double sqs_dlq_visibility(struct collector *c);
-
 /* ---- CloudWatch (sqs/cloudwatch.c) ---- */
 
 /* GetMetricData takes at most 500 queries per call. */
@@ -143,10 +102,74 @@ char *sqs_cw_request_body(const char *const *queues, size_t n, double start, dou
  * is set to a malloc'd NextToken or NULL. 0, or -1 with ERR_PROTOCOL naming the path. */
 int sqs_cw_parse(const json_t *doc, size_t n, struct sqs_cw_datum *out, char **next, struct err *e);
 
-/* Fetches the newest datum for every queue in queues[0..n) into out (calls GetMetricData in
- * batches of SQS_CW_MAX_QUERIES, following NextToken). *calls counts the requests made. */
-int sqs_cw_fetch(const struct sqs_aws *aws, const char *endpoint, const char *const *queues,
-                 size_t n, double lookback, const struct deadline *dl, struct sqs_cw_datum *out,
-                 unsigned *calls, struct err *e);
+/* ---- `qrel dlq`'s pure parts (sqs/dlq_parse.c): request bodies and the answers of
+ * ReceiveMessage, SendMessage and the batch actions, for tests/unit/check_sqs_dlq.c.
+ *
+ * A dead letter is read with ReceiveMessage on the dead-letter queue that the source queue's
+ * RedrivePolicy names, never on the source queue; it is put back with SendMessage on the source
+ * queue (its body and message attributes as they were; FIFO: its group id and a fresh
+ * deduplication id), removed with DeleteMessage, and what was read and not removed is made
+ * visible again with ChangeMessageVisibilityBatch to 0. */
+
+/* SQS's own cap on MaxNumberOfMessages and on the entries of a batch action. */
+#define SQS_DLQ_BATCH 10
+
+/* One dead letter as ReceiveMessage gave it: the kind_data of its dlq_message. */
+struct sqs_dead_letter {
+    char *message_id;
+    char *receipt_handle; /* of the newest receive: the one DeleteMessage wants */
+    char *body;
+    size_t body_len;
+    char *md5_of_body;    /* MD5OfBody, NULL when absent */
+    json_t *attributes;   /* MessageAttributes as SendMessage takes them back (DataType and
+                           * StringValue or BinaryValue of each); NULL when there are none */
+    char *group_id;       /* MessageGroupId (FIFO queues), NULL when absent */
+    double receive_count; /* ApproximateReceiveCount, this receive included; -1: absent */
+    double sent;          /* SentTimestamp in unix seconds; 0: absent */
+    int held;             /* hidden by our receive: neither removed nor released yet */
+};
+
+void sqs_dead_letter_free(void *m); /* NULL is fine */
+
+/* The messages of one ReceiveMessage answer (doc): *v is a malloc'd array of *n malloc'd
+ * messages (each freed with sqs_dead_letter_free, then the array), NULL and 0 when the answer
+ * has no "Messages". 0, or -1 with ERR_PROTOCOL naming what and the path (nothing left
+ * allocated). */
+int sqs_dlq_parse_receive(const json_t *doc, const char *what, struct sqs_dead_letter ***v,
+                          size_t *n, struct err *e);
+
+/* id_field: "attribute:NAME" (a message attribute of type String or Number) or a JSON key of
+ * the body with dots for nesting. 0, or -1 with a short reason in why (cap bytes). */
+int sqs_dlq_id_field_check(const char *id_field, char *why, size_t cap);
+
+/* The work id m carries at id_field (as sqs_dlq_id_field_check accepted it), malloc'd with its
+ * length; *id = NULL when it carries none (absent, binary, not JSON). */
+void sqs_dlq_work_id(const struct sqs_dead_letter *m, const char *id_field, char **id, size_t *len);
+
+/* The ReceiveMessage request: at most max (1..10) messages of url, hidden for visibility
+ * seconds, with every system attribute and message attribute; wait: WaitTimeSeconds. */
+char *sqs_dlq_receive_body(const char *url, int max, int visibility, int wait);
+
+/* The SendMessage request that puts m back on url; dedup_id (FIFO only, else NULL) goes with
+ * m's group id. */
+char *sqs_dlq_send_body(const char *url, const struct sqs_dead_letter *m, const char *dedup_id);
+
+/* A FIFO deduplication id for m's replay that no earlier replay used: "qrel-" + MessageId (at
+ * most 100 characters of it) + "-" + now_ms. malloc'd. */
+char *sqs_dlq_dedup_id(const struct sqs_dead_letter *m, long long now_ms);
+
+/* Checks a SendMessage answer: it has a MessageId and, when both sides have one, the MD5 of the
+ * body SQS stored equals the MD5 ReceiveMessage gave (the body arrived unchanged). */
+int sqs_dlq_check_sent(const json_t *doc, const char *what, const struct sqs_dead_letter *m,
+                       struct err *e);
+
+/* The ChangeMessageVisibilityBatch request for v[0..n) (n <= 10) on url, Ids "m<i>". */
+char *sqs_dlq_visibility_body(const char *url, struct sqs_dead_letter *const *v, size_t n,
+                              int timeout);
+
+/* Checks a batch answer for v[0..n) (Ids "m<i>"): -1 with ERR_QUERY naming how many entries
+ * failed and the first one's MessageId, code and message when "Failed" is not empty. */
+int sqs_dlq_check_batch(const json_t *doc, const char *what, struct sqs_dead_letter *const *v,
+                        size_t n, struct err *e);
 
 #endif

@@ -1,4 +1,4 @@
-/* check_kafka_dead_letter_id.c: unit tests for collectors/kafka/dead_letter_id.c, where a Kafka
+/* check_kafka_dead_letter_id.c: unit tests for collectors/kafka/dead_letter.c, where a Kafka
  * dead letter carries its id (a JSON key of the value, with dots for nesting, or a header), and
  * for the kafka kind's load-time check of a `dead_letters:` entry (the queue must be a topic of a
  * group entry with a dead_letter_topic; id_field one of the forms). Reading a dead-letter topic

@@ -1,5 +1,5 @@
 /* check_kafka_dlq.c: unit tests for what `qrel dlq` decides on a Kafka dead-letter topic without a
- * broker (collectors/kafka/dlq.c): the replay group's name, where a replay starts reading a
+ * broker (collectors/kafka/dead_letter.c): the replay group's name, where a replay starts reading a
  * partition, which topic a dead letter goes back to, the delivery count of Spring's attempts
  * header; and the refusals of replay.c that come before any I/O (no origin in a shared topic,
  * a partition stopped by an earlier failure). Reading, producing and committing are

@@ -1,10 +1,9 @@
 /* check_postgres_queues.c: unit tests for the queues section of a postgres source
  * (collectors/postgres/queues*.c): pgmq and the job-runner presets.
  *
- * The section keeps what its files do not share static, as collectors do; the test includes
- * all four sources to reach the statement builders and the emitter directly (the library's
- * copies of the objects are then never linked in: this file defines every symbol they would
- * supply).
+ * The statement builders, the emitter and the preset table are reached through queues.h, the
+ * section's header, which declares what its files share and what these tests call; the objects
+ * are the library's, as in every other unit test.
  * Configuration errors are compared with the exact messages a user reads. Which families a
  * preset's queue gets is decided by queues_emit_queue from what the runner records and what the
  * config declares, so it is tested per preset here; the state mapping itself is SQL, run against
@@ -15,10 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/postgres/queues.c"
-#include "../../collectors/postgres/queues_check.c"
-#include "../../collectors/postgres/queues_emit.c"
-#include "../../collectors/postgres/queues_sql.c"
+#include "postgres/queues.h"
 #include "section_item.h"
 #include "check_run.h"
 #include "sample.h"
@@ -198,7 +194,7 @@ START_TEST(test_jobs_sql)
                                     "LIMIT 1000) AS ahead) AS jobs GROUP BY 1 ORDER BY 1"));
     ck_assert_ptr_null(strstr(s, "$1"));
     ck_assert_ptr_null(strstr(s, "@S"));
-    ck_assert(strncmp(s, aggregate_head, strlen(aggregate_head)) == 0);
+    ck_assert(strncmp(s, queues_sql_aggregate_head, strlen(queues_sql_aggregate_head)) == 0);
     free(s);
 
     /* Filtered: listed queues always get a row, and only they do. */
@@ -291,7 +287,7 @@ START_TEST(test_emit_job_presets)
         {"solid_queue", 0, 1, 0, 1, 0, 1, "failed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const struct pgq_preset *p = pgq_preset_find(cases[i].preset);
+        const struct pgq_preset *p = queues_preset_find(cases[i].preset);
         ck_assert_ptr_nonnull(p);
         struct metric_set *s = metric_set_new("db", p->kind_label);
         struct pgq_row r = full_row();
@@ -332,7 +328,7 @@ END_TEST
 
 START_TEST(test_emit_pgmq)
 {
-    const struct pgq_preset *p = pgq_preset_find("pgmq");
+    const struct pgq_preset *p = queues_preset_find("pgmq");
     struct pgq_row r = full_row();
     struct metric_set *s = metric_set_new("db", "pgmq");
     queues_emit_queue(p, &r, NULL, 0, -1.0, s);
@@ -358,7 +354,7 @@ END_TEST
 START_TEST(test_emit_empty_queue)
 {
     /* An empty queue: the aggregate's ages are NULL; the series say 0, not absent. */
-    const struct pgq_preset *p = pgq_preset_find("river");
+    const struct pgq_preset *p = queues_preset_find("river");
     struct pgq_row r = {.queue = "idle"};
     r.has[PGQ_COL_READY] = r.has[PGQ_COL_IN_FLIGHT] = r.has[PGQ_COL_DELAYED] = 1;
     r.has[PGQ_COL_REDELIVERED] = r.has[PGQ_COL_DEAD] = 1;
@@ -405,7 +401,7 @@ END_TEST
 
 START_TEST(test_margin_and_latency)
 {
-    const struct pgq_preset *p = pgq_preset_find("pg_boss");
+    const struct pgq_preset *p = queues_preset_find("pg_boss");
     struct pgq_row r = full_row(); /* in flight 2, hold 9, lease 10 */
     struct pgq_done d = {.has = 1, .n = 7, .q = {1, 2, 4, 5}};
     struct metric_set *s = metric_set_new("db", "pg_jobs");
@@ -461,7 +457,7 @@ START_TEST(test_margin_and_latency)
     /* Oban above 20 attempts scales the exponent onto 1..20: with 40, retry n waits
      * 15 + 2^round(n / 2): 1.1 x (39 x 15 + 3 x 2^20 - 4) */
     ck_assert(fabs(queues_emit_backoff(PGQ_OBAN, 40) - 1.1 * (39 * 15 + 3 * 1048576 - 4)) < 1e-6);
-    const struct pgq_preset *river = pgq_preset_find("river");
+    const struct pgq_preset *river = queues_preset_find("river");
     r = full_row();
     r.v[PGQ_COL_MAX_DELIVERIES] = 3;
     s = metric_set_new("db", "pg_jobs");

@@ -1,20 +1,19 @@
 /* check_postgres_sections.c: unit tests for the dedup_tables and claim_tables sections of a
  * postgres source (collectors/postgres/dedup.c, collectors/postgres/claim.c).
  *
- * The sections keep everything but their pg_section_kind static, as collectors do; the test
- * includes their source so it can reach the statement builders and the arithmetic directly (the
- * library's copies of the two objects are then never linked in: this file defines the symbols
- * they would supply). Configuration errors are compared with the exact messages a user reads.
- * The SQL is compared whole, because it is what decides which index the server can use.
- * Querying a server is left to tests/integration/postgres_tables.sh, which runs a real one. */
+ * The entries and the arithmetic are reached through the sections' headers (claim.h, dedup.h),
+ * which declare what these tests call; the objects are the library's. Configuration errors are
+ * compared with the exact messages a user reads. The SQL is compared whole, because it is what
+ * decides which index the server can use. Querying a server is left to
+ * tests/integration/postgres_tables.sh, which runs a real one. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/postgres/claim.c"
-#include "../../collectors/postgres/dedup.c"
+#include "postgres/claim.h"
+#include "postgres/dedup.h"
 #include "section_item.h"
 #include "check_run.h"
 

@@ -1,16 +1,16 @@
 /* check_postgres_sql.c: unit tests for the `queries` section of a postgres source
  * (collectors/postgres/sql.c).
  *
- * Like check_postgres_sections.c, the test includes the section's source to reach its state. What a
- * user reads is pinned whole: configuration errors with file:line:col, and the SQL actually sent
- * (the user's statement wrapped so that it stays one read-only SELECT with a row cap). Running
- * queries against a server is tests/integration/postgres_sql.sh. */
+ * The section's entry is reached through sql.h, the section's header. What a user reads is pinned
+ * whole: configuration errors with file:line:col, and the SQL actually sent (the user's statement
+ * wrapped so that it stays one read-only SELECT with a row cap). Running queries against a server
+ * is tests/integration/postgres_sql.sh. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/postgres/sql.c"
+#include "postgres/sql.h"
 #include "section_item.h"
 #include "check_refused.h"
 #include "check_run.h"
@@ -191,10 +191,10 @@ END_TEST
 START_TEST(test_trim_sql)
 {
     char a[] = "SELECT 1;;  \n\t";
-    trim_sql(a);
+    sql_trim(a);
     ck_assert_str_eq(a, "SELECT 1");
     char b[] = "";
-    trim_sql(b);
+    sql_trim(b);
     ck_assert_str_eq(b, "");
 }
 END_TEST

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "sources.h"
 #include "sqs/dlq.h"
+#include "sqs/sqs.h"
 #include "kind_config.h"
 #include "check_refused.h"
 #include "check_run.h"

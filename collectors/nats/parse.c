@@ -1,4 +1,4 @@
-/* nats/jsz.c: the pure part of `kind: nats` (nats.h): one page of nats-server's /jsz document
+/* nats/parse.c: the pure part of `kind: nats` (nats.h): one page of nats-server's /jsz document
  * into series, and the retry horizon of a consumer. No I/O: tests/unit/check_nats.c feeds it a
  * reply recorded from nats-server 2.9.10 (tests/fixtures/nats/). */
 #include "nats/nats.h"

@@ -1,8 +1,9 @@
-/* pubsub/api.h: what the files of the `pubsub` kind share inside it: the source's state and one
- * REST call with its token, so the collector (pubsub.c) and `qrel dlq`'s hooks (dlq.c) talk to
- * Pub/Sub the same way, on the same connection. Not for other kinds. */
-#ifndef QREL_PUBSUB_API_H
-#define QREL_PUBSUB_API_H
+/* pubsub/client.h: what the files of the `pubsub` kind share inside it (collectors/pubsub/
+ * client.c): the source's state and one REST call with its token, so the collector (pubsub.c)
+ * and `qrel dlq`'s hooks (dlq.c) talk to Pub/Sub the same way, on the same connection. Private to
+ * the folder: not for other kinds, nor for tests. */
+#ifndef QREL_PUBSUB_CLIENT_H
+#define QREL_PUBSUB_CLIENT_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -45,24 +46,16 @@ struct pubsub_state {
 
 /* Opens the client when needed and takes the token for the calls that follow (one per scrape or
  * `qrel dlq` step: the token file is read once, a cached grant renewed when due). */
-int pubsub_api_begin(struct collector *c, const struct deadline *dl, struct err *e);
+int pubsub_client_begin(struct collector *c, const struct deadline *dl, struct err *e);
 
 /* One REST call with the token: method "GET" or "POST" (body: JSON text), url absolute. A 404 is
  * not an error when allow_missing: *doc is NULL. On 2xx *doc is the parsed reply (the caller's). */
-int pubsub_api_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
-                    const char *url, const char *body, const char *what, int allow_missing,
-                    json_t **doc, struct err *e);
+int pubsub_client_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
+                       const char *url, const char *body, const char *what, int allow_missing,
+                       json_t **doc, struct err *e);
 
 /* The resource name of a configured subscription: "projects/P/subscriptions/S" as given, or an id
  * in the source's project (escaped for a URL). malloc'd. */
-char *pubsub_sub_name(const struct pubsub_state *st, const char *sub);
-
-/* dlq.c: `qrel dlq`'s hooks and the load-time check of a `dead_letters:` entry. */
-extern const struct dlq_kind pubsub_dlq;
-int pubsub_dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
-                                const char *id_field, struct err *e);
-/* Checks and keeps c's dead_letter_subscriptions mapping (NULL: none), read by
- * configure() with the other keys: subscription -> the subscription of its dead-letter topic. */
-int pubsub_dead_letter_subs_configure(struct collector *c, struct cfg_node *map, struct err *e);
+char *pubsub_client_sub_name(const struct pubsub_state *st, const char *sub);
 
 #endif
