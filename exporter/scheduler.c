@@ -423,9 +423,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
 static void wait_locked(struct source_state *st, struct collection *col, struct deadline dl)
 {
     while (!col->done && !deadline_expired(&dl)) {
-        struct timespec ts;
-        ts.tv_sec = (time_t)(dl.at_ms / 1000);
-        ts.tv_nsec = (long)(dl.at_ms % 1000) * 1000000L;
+        struct timespec ts = deadline_timespec(&dl);
         pthread_cond_timedwait(&st->cv, &st->mu, &ts);
     }
 }
