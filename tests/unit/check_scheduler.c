@@ -99,7 +99,19 @@ static int fake_collect(struct collector *c, const struct deadline *dl, struct m
     return fail ? err_set(e, ERR_CONNECT, "connection refused") : 0;
 }
 
-/* Lets a held collect return, and waits until it has. */
+/* Lets a held collect return, and nothing more: f may be freed as soon as it has (when the
+ * collection held the scheduler's last reference), so f is not touched after the unlock. The
+ * pool's teardown (pool_free) waits for the collection to end. */
+static void let_go(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->hold = 0;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Lets a held collect return, and waits until it has; the test must still hold the scheduler,
+ * which keeps f alive. */
 static void release(struct fake *f)
 {
     pthread_mutex_lock(&f->mu);
@@ -224,7 +236,7 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     /* Drop our reference while the slow collection still runs: it must keep the scheduler
      * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
     scheduler_unref(s);
-    release(slow);
+    let_go(slow);
 }
 END_TEST
 
@@ -241,7 +253,7 @@ START_TEST(test_late_by_own_timeout_is_counted)
     ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
     scheduler_scrape_free(sc);
     scheduler_unref(s);
-    release(slow);
+    let_go(slow);
 }
 END_TEST
 
@@ -273,27 +285,45 @@ struct scrape_thread {
     struct scheduler_scrape *sc;
 };
 
+static int entered; /* scrape threads about to call scheduler_scrape; under all_mu */
+
 static void *scrape_main(void *p)
 {
     struct scrape_thread *t = p;
     struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    pthread_mutex_lock(&all_mu);
+    entered++;
+    pthread_mutex_unlock(&all_mu);
     t->sc = scheduler_scrape(t->s, &o);
     return NULL;
 }
 
+/* The collection is held until all four scrapes have started and had 300 ms more to reach it
+ * (microseconds of work on a quiet machine): four threads created 20 ms apart around a 300 ms
+ * collection, as before, failed under valgrind on a loaded machine, where the fourth thread ran
+ * only after the collection had ended. */
 START_TEST(test_overlapping_scrapes_share_one_collection)
 {
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
-    f->sleep_ms = 300;
+    f->hold = 1;
     struct scheduler *s = scheduler_new(src, P);
     struct scrape_thread t[4];
     pthread_t th[4];
+    pthread_mutex_lock(&all_mu);
+    entered = 0;
+    pthread_mutex_unlock(&all_mu);
     for (int i = 0; i < 4; i++) {
         t[i].s = s;
         pthread_create(&th[i], NULL, scrape_main, &t[i]);
-        sleep_ms(20);
     }
+    for (int n = 0; n < 4; sleep_ms(1)) {
+        pthread_mutex_lock(&all_mu);
+        n = entered;
+        pthread_mutex_unlock(&all_mu);
+    }
+    sleep_ms(300);
+    release(f);
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         ck_assert_double_eq(find(t[i].sc, "a", "qrel_collector_up", NULL, NULL), 1);
@@ -640,8 +670,8 @@ START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
     ck_assert_uint_eq(ps.expired, 1);
     ck_assert_int_eq(bad->calls, 1);
     scheduler_scrape_free(sc);
-    scheduler_unref(s);
     release(hog);
+    scheduler_unref(s);
     pool_free(pool);
 }
 END_TEST
