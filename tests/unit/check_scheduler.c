@@ -1,15 +1,17 @@
-/* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, fail or succeed:
- * deadlines hold when a collector hangs, other sources are still served, overlapping scrapes
- * share one collection, failures are counted by reason and back off, then recover; on a bounded
- * pool no more collections run at once than it has threads, a collection still queued at its
- * deadline is reported as not started (without back-off), and healthy sources go first.
+/* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, hang until
+ * released, fail or succeed: deadlines hold when a collector hangs, other sources are still
+ * served, overlapping scrapes share one collection, failures are counted by reason and back off,
+ * then recover; on a bounded pool no more collections run at once than it has threads, a collection
+ * still queued at its deadline is reported as not started (without back-off), and healthy sources
+ * go first.
  *
  * Time: a back-off or a min_interval is waited out by moving the clock (deadline_advance_for_tests,
  * core/deadline.c) instead of sleeping, and a collector that hangs blocks until the test releases
  * it instead of sleeping for longer than the deadline. What stays real is what only a real wait
  * shows: a scrape that returns at its deadline while a collector hangs (0.25 to 0.5 s each, on a
- * condition variable of the real clock), overlapping scrapes sharing a 300 ms collection, and a
- * pool of 4 threads taking 20 collections of 100 ms in five rounds. */
+ * condition variable of the real clock), 300 ms for overlapping scrapes to reach a held
+ * collection, and a pool of 4 threads taking 20 collections of 100 ms in five rounds. Before the
+ * seam the suite slept about 12 s; now about 3.5 s. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
