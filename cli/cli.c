@@ -1,9 +1,9 @@
 /* cli.c: `qrel`, the command line. `qrel scrape` runs one collection of every configured source
  * and prints the exposition, the same as the exporter's /metrics (scrape.h assembles both): for
- * cron, node_exporter's textfile collector, and tests. `qrel check`
- * runs one collection and the reliability rules over it, and answers like a Nagios plugin. `qrel
- * dlq` inspects one queue's dead letters against its work table and replays the ones whose work was
- * not done (the engine is dlq.c, the output dlq_report.c). */
+ * cron, node_exporter's textfile collector, and tests. `qrel check` runs one collection and the
+ * reliability rules over it, and answers like a Nagios plugin. `qrel dlq` inspects one queue's
+ * dead letters against its work table and replays the ones whose work was not done (the engine
+ * is dlq.c, the output dlq_report.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
