@@ -1,8 +1,9 @@
 /* cli.c: `qrel`, the command line. `qrel scrape` runs one collection of every configured source
- * and prints the exposition: for cron, node_exporter's textfile collector, and tests. `qrel check`
- * runs one collection and the reliability rules over it, and answers like a Nagios plugin. `qrel
- * dlq` inspects one queue's dead letters against its work table and replays the ones whose work was
- * not done (the engine is dlq.c, the output dlq_report.c). */
+ * and prints the exposition, the same as the exporter's /metrics (scrape.h assembles both): for
+ * cron, node_exporter's textfile collector, and tests. `qrel check` runs one collection and the
+ * reliability rules over it, and answers like a Nagios plugin. `qrel dlq` inspects one queue's
+ * dead letters against its work table and replays the ones whose work was not done (the engine
+ * is dlq.c, the output dlq_report.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "flags.h"
 #include "log.h"
 #include "scheduler.h"
+#include "scrape.h"
 #include "sources.h"
 #include "alloc.h"
 #include "buf.h"
@@ -133,6 +135,7 @@ static int cmd_scrape(int argc, char **argv)
         return rc;
     enum expfmt_format fmt = om ? EXPFMT_OPENMETRICS : EXPFMT_TEXT;
     struct sources *src = sources_load(flags_find(scrape_flags, NSCRAPE, "config.file")->value, &e);
+    double loaded = deadline_wall_now();
     if (!src) {
         fprintf(stderr, "%s\n", e.msg);
         return 2;
@@ -146,10 +149,13 @@ static int cmd_scrape(int argc, char **argv)
     /* One run of every source: the exporter's default pool bounds its threads the same way. */
     struct pool *pool = pool_new(POOL_DEFAULT_THREADS, &e);
     struct scheduler *s = scheduler_new(src, pool);
-    struct scheduler_opts o = {.scrape_timeout = 0, .only = only, .max_age = 0};
-    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
+    /* What /metrics serves for this file (/probe's with --source): the file was loaded once,
+     * just now, which is what the exporter's reload series say after its first load. */
+    struct scrape_self self = {.config_ok = 1, .config_loaded = loaded};
+    struct scrape_opts o = {.only = only, .self = &self};
+    struct scrape *x = scrape_run(s, &o);
     size_t n;
-    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
+    struct metric_set *const *sets = scrape_sets(x, &n);
     /* Written in pieces: the exposition of many streams is never held whole in memory. */
     struct expfmt_writer *w = expfmt_writer_new(sets, n, fmt);
     char chunk[64 * 1024];
@@ -157,7 +163,7 @@ static int cmd_scrape(int argc, char **argv)
     while ((got = expfmt_writer_read(w, chunk, sizeof chunk)) > 0)
         fwrite(chunk, 1, got, stdout);
     expfmt_writer_free(w);
-    size_t failed = scheduler_scrape_failed(sc);
+    size_t failed = scrape_failed(x);
     for (size_t i = 0; i < scheduler_source_count(s); i++) {
         struct scheduler_status st;
         scheduler_status_at(s, i, &st);
@@ -165,7 +171,7 @@ static int cmd_scrape(int argc, char **argv)
             fprintf(stderr, "qrel scrape: source \"%s\" (%s) failed: %s\n", st.name, st.kind,
                     st.last_error);
     }
-    scheduler_scrape_free(sc);
+    scrape_free(x);
     scheduler_unref(s);
     pool_exit(pool);
     return failed ? 1 : 0;
@@ -193,12 +199,12 @@ static int cmd_check(int argc, char **argv)
     /* One run of every source: the exporter's default pool bounds its threads the same way. */
     struct pool *pool = pool_new(POOL_DEFAULT_THREADS, &e);
     struct scheduler *s = scheduler_new(src, pool);
-    /* --timeout works as Prometheus' scrape timeout does: the run ends before it. */
-    struct scheduler_opts o = {.scrape_timeout = limit, .only = NULL, .max_age = 0};
-    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
-    size_t n;
-    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
-    struct audit_report *r = audit_run(sets, n, &scheduler_sources(s)->audit);
+    /* --timeout works as Prometheus' scrape timeout does: the run ends before it. The report is
+     * over what /metrics would serve (the dead-letter joins included), so its findings are the
+     * qrel_audit_failed series. */
+    struct scrape_opts o = {.scrape_timeout = limit, .report = 1};
+    struct scrape *x = scrape_run(s, &o);
+    const struct audit_report *r = scrape_report(x);
 
     /* Why each unreadable source failed, in the report's source order. */
     const char **errors = xcalloc(r->nsources ? r->nsources : 1, sizeof *errors);
@@ -221,8 +227,7 @@ static int cmd_check(int argc, char **argv)
     buf_free(&out);
     free(errors);
     free(st);
-    audit_report_free(r);
-    scheduler_scrape_free(sc);
+    scrape_free(x);
     scheduler_unref(s);
     pool_exit(pool);
     return rc;

@@ -1,13 +1,30 @@
-/* deadline.c: see deadline.h. */
+/* deadline.c: see deadline.h.
+ *
+ * Every reading of "now" in the engine (deadlines, back-off, min_interval ages, durations, the
+ * wall-clock timestamps it exports) comes through deadline_now_ms and deadline_wall_now, so this
+ * file is the one seam where a unit test moves time: deadline_advance_for_tests adds to an offset
+ * both clocks read, and a test of the back-off or of min_interval advances the clock instead of
+ * sleeping. An offset rather than a replaceable clock function, because the waits on threads
+ * (pthread_cond_timedwait) stay real: deadline_timespec turns a deadline back into the real
+ * monotonic time at which it falls, so a wait ends when the real time has passed. Outside tests
+ * the offset is 0 and costs one relaxed atomic load. */
 #include "deadline.h"
 
+#include <stdatomic.h>
 #include <time.h>
+
+static _Atomic int_least64_t offset_ms;
+
+static int64_t offset_now(void)
+{
+    return (int64_t)atomic_load_explicit(&offset_ms, memory_order_relaxed);
+}
 
 int64_t deadline_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + offset_now();
 }
 
 struct deadline deadline_in(double seconds)
@@ -32,9 +49,24 @@ struct deadline deadline_min(struct deadline a, struct deadline b)
     return a.at_ms <= b.at_ms ? a : b;
 }
 
+struct timespec deadline_timespec(const struct deadline *d)
+{
+    int64_t at = d->at_ms - offset_now();
+    if (at < 0)
+        at = 0;
+    struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
+    return ts;
+}
+
 double deadline_wall_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + (double)offset_now() / 1000.0;
+}
+
+void deadline_advance_for_tests(int64_t ms)
+{
+    if (ms > 0)
+        atomic_fetch_add_explicit(&offset_ms, ms, memory_order_relaxed);
 }

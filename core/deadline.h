@@ -3,11 +3,15 @@
  *
  * C cannot stop a thread, so every blocking helper turns the deadline into its library's own
  * timeout (poll timeout, CURLOPT_TIMEOUT_MS, statement_timeout). Monotonic, so wall-clock jumps
- * never stretch or cut a scrape. */
+ * never stretch or cut a scrape.
+ *
+ * Both clocks are read here and nowhere else in the engine, so a unit test can move time forward
+ * (deadline_advance_for_tests) instead of sleeping; see deadline.c. */
 #ifndef QREL_DEADLINE_H
 #define QREL_DEADLINE_H
 
 #include <stdint.h>
+#include <time.h>
 
 struct deadline {
     int64_t at_ms; /* CLOCK_MONOTONIC milliseconds */
@@ -21,8 +25,18 @@ int deadline_expired(const struct deadline *d);
 /* The earlier of two deadlines. */
 struct deadline deadline_min(struct deadline a, struct deadline b);
 
+/* The CLOCK_MONOTONIC time at which d falls, for pthread_cond_timedwait on a condition variable
+ * set to that clock: the wait is real even when a test has moved the clock (then it may last
+ * longer than the moved clock says, never shorter). */
+struct timespec deadline_timespec(const struct deadline *d);
+
 /* Wall-clock now in seconds since the epoch (CLOCK_REALTIME): for ages of timestamps a broker or
  * a table wrote, never for deadlines. */
 double deadline_wall_now(void);
+
+/* Tests only: moves both clocks forward by ms (never back), for every thread at once. Production
+ * code never calls it; tests/unit/check_scheduler.c does, between scrapes, instead of sleeping
+ * through a back-off or a min_interval. */
+void deadline_advance_for_tests(int64_t ms);
 
 #endif

@@ -12,7 +12,6 @@
 #include "log.h"
 #include "alloc.h"
 #include "deadline.h"
-#include "version.h"
 
 struct app {
     pthread_mutex_t mu; /* guards current and the reload series */
@@ -193,15 +192,10 @@ struct scheduler *app_acquire(struct app *a)
     return s;
 }
 
-struct metric_set *app_exporter_metrics(struct app *a)
+void app_self(struct app *a, struct scrape_self *out)
 {
-    struct metric_set *m = metric_set_new(NULL, NULL);
-    metric_set_add(m, "qrel_build_info", 1.0, "version", QREL_VERSION, "revision", QREL_REVISION,
-                   NULL);
     pthread_mutex_lock(&a->mu);
-    metric_set_add(m, "qrel_config_last_reload_successful", a->last_reload_ok ? 1.0 : 0.0, NULL);
-    metric_set_add(m, "qrel_config_last_reload_success_timestamp_seconds", a->last_reload_success,
-                   NULL);
+    out->config_ok = a->last_reload_ok;
+    out->config_loaded = a->last_reload_success;
     pthread_mutex_unlock(&a->mu);
-    return m;
 }

@@ -1,5 +1,5 @@
 /* app.h: the running exporter's state shared by the HTTP server and the signal loop: the current
- * scheduler (swapped on reload) and the exporter's own series.
+ * scheduler (swapped on reload) and the state its own series report (scrape.h builds them).
  *
  * Reload is all-or-nothing: a file that fails to load leaves the running scheduler in place and
  * sets qrel_config_last_reload_successful to 0. Reloads run one at a time on their own thread and
@@ -10,8 +10,8 @@
 #define QREL_APP_H
 
 #include "err.h"
-#include "metrics.h"
 #include "scheduler.h"
+#include "scrape.h"
 
 struct app;
 
@@ -30,7 +30,7 @@ int app_reload(struct app *a, struct err *e);
 int app_quit(struct app *a);
 /* The current scheduler with a reference the caller drops with scheduler_unref. */
 struct scheduler *app_acquire(struct app *a);
-/* qrel_build_info and the reload series, in a set without source/kind labels. */
-struct metric_set *app_exporter_metrics(struct app *a);
+/* The figures of the exporter's own series (the reload state), for scrape_opts.self. */
+void app_self(struct app *a, struct scrape_self *out);
 
 #endif

@@ -3,7 +3,9 @@
  * The core owns only the join: which source to ask, in which order, under which deadline, and
  * how the answers add up. What a dead letter's id is and how a table says "done" belong to the
  * kinds, behind the optional hooks of collector.h, so the core names no kind: the kinds that
- * qualify are found in the registry by the hooks they offer, also for error messages. */
+ * qualify are found in the registry by the hooks they offer, also for error messages. It is
+ * handed the collectors of the file, not the loaded file itself: sources.c loads the joins, so
+ * this file knowing sources.h would make the two depend on each other. */
 #include "dead_letters.h"
 
 #include <stdio.h>
@@ -11,7 +13,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "sources.h"
 #include "alloc.h"
 #include "buf.h"
 
@@ -61,12 +62,26 @@ static char *kinds_with(int broker)
     return buf_steal(&b);
 }
 
+/* The configured sources a join may name. */
+struct source_list {
+    struct collector *const *items;
+    size_t n;
+};
+
+static struct collector *source_named(const struct source_list *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->items[i]->name, name) == 0)
+            return s->items[i];
+    return NULL;
+}
+
 /* The source named by map's "source" key, when there is one of a kind that can play its part
  * (broker: the one whose dead letters are read; else the one that tells which ids are done). */
-static struct collector *find_source(const struct sources *s, struct cfg_node *map,
+static struct collector *find_source(const struct source_list *s, struct cfg_node *map,
                                      const char *name, int broker, struct err *e)
 {
-    struct collector *c = sources_find(s, name);
+    struct collector *c = source_named(s, name);
     if (c && can_play(c->kind, broker))
         return c;
     if (c) {
@@ -102,7 +117,7 @@ static void join_free(struct dead_letter_join *j)
 }
 
 static int load_entry(struct dead_letter_join *j, struct cfg_node *map, size_t index,
-                      const struct sources *s, struct err *e)
+                      const struct source_list *s, struct err *e)
 {
     char *source = NULL, *work_source = NULL;
     struct cfg_node *wt = NULL;
@@ -155,9 +170,11 @@ out:
     return rc;
 }
 
-int dead_letters_load(struct dead_letters *d, struct cfg_node *list, const struct sources *s,
-                      struct err *e)
+int dead_letters_load(struct dead_letters *d, struct cfg_node *list, struct collector *const *items,
+                      size_t n, struct err *e)
 {
+    const struct source_list sl = {items, n};
+    const struct source_list *s = &sl;
     memset(d, 0, sizeof *d);
     if (!list)
         return 0;

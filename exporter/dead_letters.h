@@ -57,15 +57,14 @@ struct dead_letters {
     size_t n;
 };
 
-struct sources;
-
-/* Parses the `dead_letters` list (NULL: none) against the sources already loaded. Errors are
+/* Parses the `dead_letters` list (NULL: none) against the n sources already loaded (items, the
+ * collectors of the file in order; the joins point at them and never free them). Errors are
  * "file:line:col: ...": an unknown source, a broker source whose kind can neither read its dead
  * letters without side effects (dead_letter_ids) nor for `qrel dlq` (dlq), a work_table source
  * whose kind cannot tell work done, a queue the source does not watch (as far as its configuration
  * tells), the same queue twice. */
-int dead_letters_load(struct dead_letters *d, struct cfg_node *list, const struct sources *s,
-                      struct err *e);
+int dead_letters_load(struct dead_letters *d, struct cfg_node *list, struct collector *const *items,
+                      size_t n, struct err *e);
 void dead_letters_free(struct dead_letters *d); /* the members; NULL is fine */
 
 /* The split (pure): each id by what work says of it, the dead letters without an id or beyond

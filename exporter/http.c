@@ -28,12 +28,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "audit.h"
 #include "deadline.h"
 #include "expfmt.h"
 #include "landing.h"
 #include "log.h"
 #include "scheduler.h"
+#include "scrape.h"
 #include "sd.h"
 #include "alloc.h"
 #include "buf.h"
@@ -196,11 +196,7 @@ static double scrape_timeout_header(struct MHD_Connection *conn)
  * asks for) it also crosses the network about ten times smaller. */
 struct scrape_body {
     struct http_server *h; /* its admission is released with the body */
-    struct scheduler *s;
-    struct scheduler_scrape *sc;
-    struct metric_set *own;   /* the exporter's own series, or NULL for /probe */
-    struct metric_set *audit; /* qrel_audit_failed over this scrape's collection */
-    struct metric_set **sets;
+    struct scrape *x;      /* what the scrape serves (scrape.h) */
     struct expfmt_writer *w;
     int gzip;
     int eof;  /* the writer is exhausted */
@@ -215,11 +211,7 @@ static void body_free(void *cls)
     if (b->gzip)
         deflateEnd(&b->z);
     expfmt_writer_free(b->w);
-    metric_set_free(b->own);
-    metric_set_free(b->audit);
-    free(b->sets);
-    scheduler_scrape_free(b->sc);
-    scheduler_unref(b->s);
+    scrape_free(b->x);
     release(b->h);
     free(b);
     xmalloc_release(); /* the scrape's sets and body are freed: give their pages back */
@@ -281,35 +273,27 @@ static int accepts_gzip(struct MHD_Connection *conn)
 }
 
 /* One scrape, streamed in the negotiated format. only == NULL: every source plus the exporter's
- * own series; otherwise just that source (for /probe). */
+ * own series; otherwise just that source (for /probe). What is served is scrape_run's. */
 static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection *conn,
                                     const char *only)
 {
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     enum expfmt_format fmt = expfmt_negotiate(accept);
-    struct scheduler_opts o = {.scrape_timeout = scrape_timeout_header(conn), .only = only};
+    struct scrape_self self;
+    struct scrape_opts o = {
+        .scrape_timeout = scrape_timeout_header(conn), .only = only, .self = &self};
 
     if (!admit(h))
         return send_503(conn);
     struct scrape_body *b = xcalloc(1, sizeof *b);
     b->h = h;
-    b->s = app_acquire(h->app);
-    b->sc = scheduler_scrape(b->s, &o);
+    struct scheduler *s = app_acquire(h->app);
+    app_self(h->app, &self);
+    b->x = scrape_run(s, &o);
+    scheduler_unref(s); /* the scrape holds its own */
     size_t n;
-    struct metric_set *const *sets = scheduler_scrape_sets(b->sc, &n);
-    b->sets = xcalloc(n + 2, sizeof *b->sets);
-    memcpy(b->sets, sets, n * sizeof *b->sets);
-    /* The rules over the very collection served, so the series and `qrel check` agree. */
-    b->audit = metric_set_new(NULL, NULL);
-    if (audit_run_series(sets, n, &scheduler_sources(b->s)->audit, b->audit) != 0)
-        log_kv(LOG_ERROR, "qrel_audit_failed: a bad series (a bug)", "err",
-               metric_set_error(b->audit), NULL);
-    b->sets[n++] = b->audit;
-    if (!only) {
-        b->own = app_exporter_metrics(h->app);
-        b->sets[n++] = b->own;
-    }
-    b->w = expfmt_writer_new(b->sets, n, fmt);
+    struct metric_set *const *sets = scrape_sets(b->x, &n);
+    b->w = expfmt_writer_new(sets, n, fmt);
     b->gzip = accepts_gzip(conn);
     if (b->gzip && deflateInit2(&b->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         b->gzip = 0;
@@ -359,16 +343,12 @@ static enum MHD_Result serve_landing(struct http_server *h, struct MHD_Connectio
     if (!admit(h))
         return send_503(conn);
     struct scheduler *s = app_acquire(h->app);
-    struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL, .max_age = LANDING_MAX_AGE};
-    struct scheduler_scrape *sc = scheduler_scrape(s, &o);
-    size_t n;
-    struct metric_set *const *sets = scheduler_scrape_sets(sc, &n);
-    struct audit_report *r = audit_run(sets, n, &scheduler_sources(s)->audit);
+    struct scrape_opts o = {.max_age = LANDING_MAX_AGE, .report = 1};
+    struct scrape *x = scrape_run(s, &o);
     struct buf b;
     buf_init(&b);
-    landing_render(&b, h->telemetry_path, s, r);
-    audit_report_free(r);
-    scheduler_scrape_free(sc);
+    landing_render(&b, h->telemetry_path, s, scrape_report(x));
+    scrape_free(x);
     scheduler_unref(s);
     release(h);
     size_t len = b.len;

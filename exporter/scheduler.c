@@ -88,8 +88,6 @@ struct scheduler_scrape {
     struct scheduler *s;
     struct scrape_entry *entries;
     size_t n;
-    struct metric_set **joins; /* the dead-letter joins' series, ours */
-    size_t njoins;
     struct metric_set **sets;
     size_t nsets;
     size_t failed;
@@ -425,9 +423,7 @@ static struct collection *start_or_join_locked(struct scheduler *s, struct sourc
 static void wait_locked(struct source_state *st, struct collection *col, struct deadline dl)
 {
     while (!col->done && !deadline_expired(&dl)) {
-        struct timespec ts;
-        ts.tv_sec = (time_t)(dl.at_ms / 1000);
-        ts.tv_nsec = (long)(dl.at_ms % 1000) * 1000000L;
+        struct timespec ts = deadline_timespec(&dl);
         pthread_cond_timedwait(&st->cv, &st->mu, &ts);
     }
 }
@@ -450,43 +446,13 @@ static void add_meta(struct metric_set *m, struct source_state *st, struct scrap
                        err_reason((enum err_code)code), NULL);
 }
 
-/* The dead-letter joins, once the collections are in: for each join whose broker source this
- * scrape collected and found up, under that source's deadline (dead_letters.h). */
-static void run_joins(struct scheduler *s, struct scheduler_scrape *sc)
-{
-    const struct dead_letters *d = &s->src->dead_letters;
-    for (size_t k = 0; k < d->n; k++) {
-        struct dead_letter_join *j = &d->v[k];
-        /* An entry of a kind whose reads have side effects is for `qrel dlq` only: the exporter
-         * stays read-only. */
-        if (!j->broker->kind->dead_letter_ids)
-            continue;
-        struct scrape_entry *en = NULL;
-        for (size_t i = 0; i < sc->n && !en; i++)
-            if (sc->entries[i].st->c == j->broker)
-                en = &sc->entries[i];
-        if (!en || !en->col)
-            continue;
-        pthread_mutex_lock(&en->st->mu);
-        int up = en->col->done && en->col->rc == 0;
-        pthread_mutex_unlock(&en->st->mu);
-        if (!up)
-            continue; /* its queue's series are not served either */
-        struct metric_set *m = dead_letters_run(j, &en->dl);
-        sc->joins[sc->njoins++] = m;
-        sc->sets[sc->nsets++] = m;
-    }
-}
-
 struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct scheduler_opts *o)
 {
     struct scheduler_scrape *sc = xcalloc(1, sizeof *sc);
     scheduler_ref(s);
     sc->s = s;
     sc->entries = xcalloc(s->n ? s->n : 1, sizeof *sc->entries);
-    size_t njoins = s->src->dead_letters.n;
-    sc->sets = xcalloc(2 * s->n + njoins + 1, sizeof *sc->sets);
-    sc->joins = xcalloc(njoins + 1, sizeof *sc->joins);
+    sc->sets = xcalloc(2 * s->n + 1, sizeof *sc->sets);
     int64_t now = deadline_now_ms();
 
     for (size_t i = 0; i < s->n; i++) {
@@ -562,9 +528,6 @@ struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct sche
         sc->sets[sc->nsets++] = meta;
         pthread_mutex_unlock(&st->mu);
     }
-    /* The landing page (max_age) shows no classification and must not cost a read per view. */
-    if (!o || o->max_age <= 0)
-        run_joins(s, sc);
     return sc;
 }
 
@@ -584,6 +547,24 @@ size_t scheduler_scrape_matched(const struct scheduler_scrape *sc)
     return sc->n;
 }
 
+int scheduler_scrape_up(const struct scheduler_scrape *sc, const struct collector *c,
+                        struct deadline *dl)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        struct scrape_entry *en = &sc->entries[i];
+        if (en->st->c != c)
+            continue;
+        if (!en->col)
+            return 0;
+        pthread_mutex_lock(&en->st->mu);
+        int up = en->col->done && en->col->rc == 0;
+        pthread_mutex_unlock(&en->st->mu);
+        *dl = en->dl;
+        return up;
+    }
+    return 0;
+}
+
 void scheduler_scrape_free(struct scheduler_scrape *sc)
 {
     if (!sc)
@@ -598,9 +579,6 @@ void scheduler_scrape_free(struct scheduler_scrape *sc)
         collection_unref_locked(en->col);
         pthread_mutex_unlock(&en->st->mu);
     }
-    for (size_t i = 0; i < sc->njoins; i++)
-        metric_set_free(sc->joins[i]);
-    free(sc->joins);
     free(sc->sets);
     free(sc->entries);
     scheduler_unref(sc->s);

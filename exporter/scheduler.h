@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 
+#include "deadline.h"
 #include "metrics.h"
 #include "pool.h"
 #include "sources.h"
@@ -55,11 +56,16 @@ struct scheduler_scrape;
 
 /* Collects and returns once every source has finished or reached its deadline. Never NULL. */
 struct scheduler_scrape *scheduler_scrape(struct scheduler *s, const struct scheduler_opts *o);
-/* The sets to expose: one per successful source plus one of meta series per source. Valid until
- * scheduler_scrape_free. */
+/* The collections: one set per successful source plus one of meta series per source, valid until
+ * scheduler_scrape_free. What a scrape serves is more (the dead-letter joins, the audit, the
+ * exporter's own series): scrape.h assembles it. */
 struct metric_set *const *scheduler_scrape_sets(const struct scheduler_scrape *sc, size_t *n);
 size_t scheduler_scrape_failed(const struct scheduler_scrape *sc);  /* sources with up 0 */
 size_t scheduler_scrape_matched(const struct scheduler_scrape *sc); /* sources collected */
+/* 1 when this scrape collected c and it is up, with *dl the deadline the scrape gave it (what a
+ * dead-letter join on c runs under, scrape.c); 0 when it was not collected or failed. */
+int scheduler_scrape_up(const struct scheduler_scrape *sc, const struct collector *c,
+                        struct deadline *dl);
 void scheduler_scrape_free(struct scheduler_scrape *sc);
 
 /* A snapshot of one source's health, for the landing page and logs. */

@@ -143,7 +143,7 @@ static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct er
     /* After the sources: its entries name them, wherever the list stands in the file. */
     struct cfg_node *dead = NULL;
     if (cfg_get_node(root, "dead_letters", CFG_SEQ, &dead, e) ||
-        dead_letters_load(&s->dead_letters, dead, s, e))
+        dead_letters_load(&s->dead_letters, dead, s->items, s->n, e))
         goto fail;
     if (cfg_finish(root, "the top level", e))
         goto fail;

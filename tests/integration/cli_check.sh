@@ -8,7 +8,8 @@
 # test runs, are checked by range); qrel_audit_failed on the exporter's /metrics names the same
 # findings as `qrel check`, qrel_audit_failed_queues counts them, and 40 streams without a
 # dead-letter stream give 3 series (audit.queue_series) and a count of 40; usage and configuration
-# errors are UNKNOWN too; no password appears in any output.
+# errors are UNKNOWN too; no password appears in any output. `qrel scrape` prints the families
+# /metrics serves for the same file (and --source=NAME those of /probe?target=NAME).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -172,6 +173,45 @@ scrape "$T/m2.txt"
 expect_absent "$T/m2.txt" qrel_audit_failed 'rule="lease_margin_below_1"'
 expect_metric "$T/m2.txt" 1 qrel_audit_failed 'rule="dead_letter_queue_not_empty"'
 stop_exporter
+
+# ---- qrel scrape prints what /metrics serves (one assembly, exporter/scrape.c) ----
+# The same file with a dead-letter join, so every part of a scrape is there: the collections and
+# meta series, the join's series, the audit's series and the exporter's own. The families (names,
+# HELP and TYPE lines) must be the same; --source=NAME must print what /probe?target=NAME serves.
+cp "$T/main.yml" "$T/joined.yml"
+cat >> "$T/joined.yml" <<YML
+dead_letters:
+  - source: cache
+    queue: orders
+    id_field: order_id
+    work_table: {source: db, table: mail_claims, id_column: id, done_column: sent_at}
+YML
+families() { # the HELP and TYPE lines, then the sample names, of an exposition
+  grep -E '^# (HELP|TYPE) ' "$1" | sort
+  grep -v '^#' "$1" | sed -E 's/[{ ].*//' | sort -u
+}
+start_exporter "$T/joined.yml"
+scrape "$T/joined.metrics"
+curl -fsS "http://$ADDR/probe?target=cache" -o "$T/joined.probe"
+rc=0; "$QREL" scrape --config.file="$T/joined.yml" > "$T/joined.scrape" 2> "$T/joined.scrape.err" || rc=$?
+expect_eq "qrel scrape: exit status with every source up" "$rc" 0
+rc=0; "$QREL" scrape --config.file="$T/joined.yml" --source=cache > "$T/joined.one" 2>> "$T/joined.scrape.err" || rc=$?
+expect_eq "qrel scrape --source: exit status" "$rc" 0
+stop_exporter
+for part in qrel_collector_up qrel_dead_letter_classified_messages qrel_audit_failed qrel_build_info \
+  qrel_config_last_reload_successful; do
+  expect_cmd "/metrics serves $part" grep -q "^${part}[{ ]" "$T/joined.metrics"
+done
+expect_eq "qrel scrape and /metrics: the same families, HELP and TYPE" \
+  "$(families "$T/joined.scrape")" "$(families "$T/joined.metrics")"
+expect_eq "qrel scrape and /metrics: the same audit series" \
+  "$(grep '^qrel_audit_failed' "$T/joined.scrape" | sort)" \
+  "$(grep '^qrel_audit_failed' "$T/joined.metrics" | sort)"
+expect_cmd "/probe serves the join of the source probed" \
+  grep -q '^qrel_dead_letter_classified_messages{' "$T/joined.probe"
+expect_eq "qrel scrape --source and /probe: the same families, HELP and TYPE" \
+  "$(families "$T/joined.one")" "$(families "$T/joined.probe")"
+expect_absent "$T/joined.one" qrel_build_info
 
 # ---- a fleet that breaks one rule by design: the series stay bounded ----
 # 40 streams without a dead-letter stream: `qrel check` lists all 40, /metrics counts 40 and

@@ -1,8 +1,17 @@
-/* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, fail or succeed:
- * deadlines hold when a collector hangs, other sources are still served, overlapping scrapes
- * share one collection, failures are counted by reason and back off, then recover; on a bounded
- * pool no more collections run at once than it has threads, a collection still queued at its
- * deadline is reported as not started (without back-off), and healthy sources go first. */
+/* check_scheduler.c: the scheduler's promises, with fake collectors that sleep, hang until
+ * released, fail or succeed: deadlines hold when a collector hangs, other sources are still
+ * served, overlapping scrapes share one collection, failures are counted by reason and back off,
+ * then recover; on a bounded pool no more collections run at once than it has threads, a collection
+ * still queued at its deadline is reported as not started (without back-off), and healthy sources
+ * go first.
+ *
+ * Time: a back-off or a min_interval is waited out by moving the clock (deadline_advance_for_tests,
+ * core/deadline.c) instead of sleeping, and a collector that hangs blocks until the test releases
+ * it instead of sleeping for longer than the deadline. What stays real is what only a real wait
+ * shows: a scrape that returns at its deadline while a collector hangs (0.25 to 0.5 s each, on a
+ * condition variable of the real clock), 300 ms for overlapping scrapes to reach a held
+ * collection, and a pool of 4 threads taking 20 collections of 100 ms in five rounds. Before the
+ * seam the suite slept about 12 s; now about 3.5 s. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,11 +55,14 @@ static int all_running, all_peak, all_calls;
 
 struct fake {
     int sleep_ms; /* how long collect takes (it ignores the deadline, like a stuck library) */
+    int hold;     /* collect blocks until release() (a library stuck past any deadline) */
+    int finished; /* collect calls that returned */
     int fail;     /* fail with ERR_CONNECT */
     int bad_add;  /* add a sample of a family the catalogue does not know first */
     int calls;    /* collect calls so far */
     int order;    /* all_calls when it was last called (1 = first of all) */
     pthread_mutex_t mu;
+    pthread_cond_t cv; /* hold ended, or a call finished */
 };
 
 static int fake_collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
@@ -71,21 +83,64 @@ static int fake_collect(struct collector *c, const struct deadline *dl, struct m
     (void)dl;
     if (delay)
         sleep_ms(delay);
+    pthread_mutex_lock(&f->mu);
+    while (f->hold)
+        pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&all_mu);
     all_running--;
     pthread_mutex_unlock(&all_mu);
     if (bad_add) /* not checked, as kinds do not: the scheduler notices */
         metric_set_add(out, "qrel_no_such_family", 1, "queue", "q", NULL);
-    if (fail)
-        return err_set(e, ERR_CONNECT, "connection refused");
-    metric_set_add(out, "qrel_queue_messages", 7, "queue", "q", "state", "ready", NULL);
-    return 0;
+    if (!fail)
+        metric_set_add(out, "qrel_queue_messages", 7, "queue", "q", "state", "ready", NULL);
+    pthread_mutex_lock(&f->mu);
+    f->finished++;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return fail ? err_set(e, ERR_CONNECT, "connection refused") : 0;
+}
+
+/* Lets a held collect return, and nothing more: f may be freed as soon as it has (when the
+ * collection held the scheduler's last reference), so f is not touched after the unlock. The
+ * pool's teardown (pool_free) waits for the collection to end. */
+static void let_go(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->hold = 0;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Lets a held collect return, and waits until it has; the test must still hold the scheduler,
+ * which keeps f alive. */
+static void release(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->hold = 0;
+    pthread_cond_broadcast(&f->cv);
+    while (f->finished < f->calls)
+        pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Waits until the pool runs and queues nothing: its threads are idle. */
+static void wait_idle(struct pool *p)
+{
+    for (;;) {
+        struct pool_stats ps;
+        pool_get_stats(p, &ps);
+        if (ps.running == 0 && ps.waiting == 0)
+            return;
+        sleep_ms(1);
+    }
 }
 
 static void fake_destroy(struct collector *c)
 {
     struct fake *f = c->priv;
     pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
     free(f);
 }
 
@@ -97,6 +152,7 @@ static struct fake *add_source(struct sources *s, const char *name, double timeo
     struct collector *c = xcalloc(1, sizeof *c);
     struct fake *f = xcalloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
     c->name = xstrdup(name);
     c->kind = &fake_kind;
     c->timeout = timeout;
@@ -161,13 +217,13 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     struct sources *src = new_sources();
     struct fake *slow = add_source(src, "slow", 10);
     add_source(src, "fast", 10);
-    slow->sleep_ms = 3000;
+    slow->hold = 1;
     struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 1.0, .only = NULL};
     int64_t t0 = deadline_now_ms();
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
     int64_t took = deadline_now_ms() - t0;
-    /* 1 s header minus 0.5 s offset: returns at about 500 ms, long before the 3 s collector. */
+    /* 1 s header minus 0.5 s offset: returns at about 500 ms, while the collector still hangs. */
     ck_assert_int_ge(took, 450);
     ck_assert_int_lt(took, 900);
     ck_assert_double_eq(find(sc, "slow", "qrel_collector_up", NULL, NULL), 0);
@@ -182,7 +238,7 @@ START_TEST(test_hung_source_does_not_hold_the_scrape)
     /* Drop our reference while the slow collection still runs: it must keep the scheduler
      * alive by itself and free everything when it ends (valgrind/ASan check the rest). */
     scheduler_unref(s);
-    sleep_ms(3000);
+    let_go(slow);
 }
 END_TEST
 
@@ -191,7 +247,7 @@ START_TEST(test_late_by_own_timeout_is_counted)
 {
     struct sources *src = new_sources();
     struct fake *slow = add_source(src, "slow", 0.3);
-    slow->sleep_ms = 1000;
+    slow->hold = 1;
     struct scheduler *s = scheduler_new(src, P);
     struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
     struct scheduler_scrape *sc = scheduler_scrape(s, &o);
@@ -199,7 +255,7 @@ START_TEST(test_late_by_own_timeout_is_counted)
     ck_assert_double_eq(find(sc, "slow", "qrel_collector_errors_total", "reason", "timeout"), 1);
     scheduler_scrape_free(sc);
     scheduler_unref(s);
-    sleep_ms(1000);
+    let_go(slow);
 }
 END_TEST
 
@@ -209,13 +265,14 @@ START_TEST(test_tiny_header_does_not_fail_the_source)
 {
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
-    f->sleep_ms = 400;
+    f->hold = 1;
     struct scheduler *s = scheduler_new(src, P);
-    /* The first waits 0.25 s for a 0.4 s collection: up 0 in that answer only. */
+    /* The first waits 0.25 s for a collection that takes longer: up 0 in that answer only. */
     struct scheduler_opts tiny = {.scrape_timeout = 1e-9, .only = NULL};
     struct scheduler_scrape *first = scheduler_scrape(s, &tiny);
     ck_assert_double_eq(find(first, "a", "qrel_collector_up", NULL, NULL), 0);
     scheduler_scrape_free(first);
+    release(f);
     struct scheduler_opts plain = {.scrape_timeout = 0, .only = NULL};
     struct scheduler_scrape *sc = scheduler_scrape(s, &plain);
     ck_assert_double_eq(find(sc, "a", "qrel_collector_up", NULL, NULL), 1);
@@ -230,27 +287,45 @@ struct scrape_thread {
     struct scheduler_scrape *sc;
 };
 
+static int entered; /* scrape threads about to call scheduler_scrape; under all_mu */
+
 static void *scrape_main(void *p)
 {
     struct scrape_thread *t = p;
     struct scheduler_opts o = {.scrape_timeout = 0, .only = NULL};
+    pthread_mutex_lock(&all_mu);
+    entered++;
+    pthread_mutex_unlock(&all_mu);
     t->sc = scheduler_scrape(t->s, &o);
     return NULL;
 }
 
+/* The collection is held until all four scrapes have started and had 300 ms more to reach it
+ * (microseconds of work on a quiet machine): four threads created 20 ms apart around a 300 ms
+ * collection, as before, failed under valgrind on a loaded machine, where the fourth thread ran
+ * only after the collection had ended. */
 START_TEST(test_overlapping_scrapes_share_one_collection)
 {
     struct sources *src = new_sources();
     struct fake *f = add_source(src, "a", 10);
-    f->sleep_ms = 300;
+    f->hold = 1;
     struct scheduler *s = scheduler_new(src, P);
     struct scrape_thread t[4];
     pthread_t th[4];
+    pthread_mutex_lock(&all_mu);
+    entered = 0;
+    pthread_mutex_unlock(&all_mu);
     for (int i = 0; i < 4; i++) {
         t[i].s = s;
         pthread_create(&th[i], NULL, scrape_main, &t[i]);
-        sleep_ms(20);
     }
+    for (int n = 0; n < 4; sleep_ms(1)) {
+        pthread_mutex_lock(&all_mu);
+        n = entered;
+        pthread_mutex_unlock(&all_mu);
+    }
+    sleep_ms(300);
+    release(f);
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         ck_assert_double_eq(find(t[i].sc, "a", "qrel_collector_up", NULL, NULL), 1);
@@ -284,7 +359,7 @@ START_TEST(test_failure_counts_backs_off_and_recovers)
     scheduler_scrape_free(sc);
 
     /* After it, the source is tried again and, once the broker is back, up again. */
-    sleep_ms(600);
+    deadline_advance_for_tests(600);
     pthread_mutex_lock(&f->mu);
     f->fail = 0;
     pthread_mutex_unlock(&f->mu);
@@ -365,7 +440,7 @@ START_TEST(test_min_interval_serves_a_recent_result_again)
     ck_assert_double_eq(find(sc, "b", "qrel_sample_age_seconds", NULL, NULL), -1);
     scheduler_scrape_free(sc);
 
-    sleep_ms(200);
+    deadline_advance_for_tests(200);
     sc = scheduler_scrape(s, &o);
     ck_assert_int_eq(f->calls, 1); /* served from the cache */
     ck_assert_double_eq(find(sc, "a", "qrel_queue_messages", "state", "ready"), 7);
@@ -374,7 +449,7 @@ START_TEST(test_min_interval_serves_a_recent_result_again)
     ck_assert_double_le(age, 0.35);
     scheduler_scrape_free(sc);
 
-    sleep_ms(300); /* past min_interval: asked again */
+    deadline_advance_for_tests(300); /* past min_interval: asked again */
     sc = scheduler_scrape(s, &o);
     ck_assert_int_eq(f->calls, 2);
     ck_assert_double_le(find(sc, "a", "qrel_sample_age_seconds", NULL, NULL), 0.05);
@@ -414,7 +489,7 @@ START_TEST(test_max_age_serves_the_latest_success)
     ck_assert_int_eq(f->calls, 3);
     scheduler_scrape_free(sc);
     /* Past max_age the page collects again. */
-    sleep_ms(350);
+    deadline_advance_for_tests(350);
     sc = scheduler_scrape(s, &page);
     ck_assert_int_eq(f->calls, 4);
     scheduler_scrape_free(sc);
@@ -488,7 +563,7 @@ START_TEST(test_queued_past_the_deadline_is_not_started)
     /* The sources' own timeouts (0.5 s) are the deadlines here: a scrape-timeout header only
      * bounds the wait and never fails a source (test_tiny_header_does_not_fail_the_source). */
     struct fake *hog = add_source(src, "hog", 0.5);
-    hog->sleep_ms = 1500; /* holds the only thread past the sources' deadline */
+    hog->hold = 1; /* holds the only thread past the sources' deadline */
     struct fake *a = add_source(src, "a", 0.5);
     struct fake *b = add_source(src, "b", 0.5);
     struct scheduler *s = scheduler_new(src, pool);
@@ -519,7 +594,8 @@ START_TEST(test_queued_past_the_deadline_is_not_started)
     scheduler_scrape_free(sc);
 
     /* No back-off for a source that never ran: once the thread is free it is asked at once. */
-    sleep_ms(1100);
+    release(hog);
+    wait_idle(pool);
     o.only = "a";
     sc = scheduler_scrape(s, &o);
     ck_assert_int_eq(a->calls, 1);
@@ -546,7 +622,8 @@ START_TEST(test_failing_sources_wait_behind_healthy_ones)
 
     /* After bad's back-off, with the only thread idle: good is handed over first, though bad
      * comes first in the configuration (an idle thread takes the first job it gets). */
-    sleep_ms(600);
+    deadline_advance_for_tests(600);
+    wait_idle(pool);
     reset_counts();
     sc = scheduler_scrape(s, &o);
     ck_assert_int_eq(good->order, 1);
@@ -573,9 +650,10 @@ START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
     scheduler_scrape_free(sc);
 
     /* Past bad's back-off: hog (healthy, first) holds the thread, bad is not started. */
-    sleep_ms(600);
+    deadline_advance_for_tests(600);
+    wait_idle(pool);
     pthread_mutex_lock(&hog->mu);
-    hog->sleep_ms = 1500;
+    hog->hold = 1;
     pthread_mutex_unlock(&hog->mu);
     sc = scheduler_scrape(s, &o);
     ck_assert_double_eq(find(sc, "bad", "qrel_collector_up", NULL, NULL), 0);
@@ -594,6 +672,7 @@ START_TEST(test_a_failing_source_not_started_keeps_its_back_off)
     ck_assert_uint_eq(ps.expired, 1);
     ck_assert_int_eq(bad->calls, 1);
     scheduler_scrape_free(sc);
+    release(hog);
     scheduler_unref(s);
     pool_free(pool);
 }
