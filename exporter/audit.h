@@ -5,7 +5,11 @@
  * The engine knows no broker: it reads the public metric families (docs/metrics.md) grouped by
  * (source, kind, queue[, group]), so a new collector kind is audited as soon as it emits them.
  * Every rule and its exact condition is documented in docs/check.md; the rule names are the
- * `rule` label of qrel_audit_failed, which alert rules match on. */
+ * `rule` label of qrel_audit_failed, which alert rules match on.
+ *
+ * Written in four files, each below the next: audit_config.c (the rule table, status names, the
+ * `audit:` section), audit_index.c (the entries the rules read, audit_index.h), audit_series.c
+ * (the exporter's series) and audit.c (the rules, the report). */
 #ifndef QREL_AUDIT_H
 #define QREL_AUDIT_H
 
@@ -35,6 +39,10 @@ enum audit_rule {
 
 const char *audit_rule_name(enum audit_rule r);
 enum audit_status audit_rule_severity(enum audit_rule r); /* AUDIT_CRITICAL or AUDIT_WARNING */
+/* How far past its limit a finding of rule r lies, larger for worse (0 when not a number): below
+ * the limit for a margin or a dedup window, above it for messages and ages. Ranks the
+ * per-queue qrel_audit_failed series. */
+double audit_rule_badness(enum audit_rule r, double value, double limit);
 /* "OK", "WARNING", "CRITICAL", "UNKNOWN"; audit_status_label: the same in lower case, which is
  * the `severity` label and the JSON spelling. */
 const char *audit_status_name(enum audit_status s);
