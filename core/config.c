@@ -46,6 +46,7 @@
 
 #include "alloc.h"
 #include "buf.h"
+#include "hashtab.h"
 #include "text.h"
 
 /* A config file is small; anything bigger is a mistake (a log file passed by accident). */
@@ -341,49 +342,22 @@ static int build_seq(struct parse *p, struct cfg_node *seq, int depth)
     return rc;
 }
 
-/* The keys of one mapping, hashed while it is built: the duplicate check stays linear however
- * many keys a file has (a scan of the earlier keys made 50,000 keys cost 5.8 s). Slots hold a
- * pair's index plus one; 0 is empty. */
-struct key_index {
-    size_t *slots;
-    size_t cap; /* a power of two, at least twice the keys */
-};
-
+/* The keys of one mapping go into the project's hash index (hashtab.h) while it is built: the
+ * duplicate check stays linear however many keys a file has (a scan of the earlier keys made
+ * 50,000 keys cost 5.8 s). The index holds pair numbers, so the pairs array may move as it
+ * grows. */
 static uint64_t key_hash(const char *k)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const unsigned char *c = (const unsigned char *)k; *c; c++)
-        h = (h ^ *c) * 1099511628211ull;
-    return h;
+    return hashtab_hash(k, strlen(k), 0);
 }
 
-static void key_index_put(struct key_index *ix, const struct cfg_pair *pairs, size_t i)
+static uint64_t pair_hash_of(const void *ctx, uint32_t id)
 {
-    size_t at = (size_t)key_hash(pairs[i].key) & (ix->cap - 1);
-    while (ix->slots[at])
-        at = (at + 1) & (ix->cap - 1);
-    ix->slots[at] = i + 1;
+    const struct cfg_node *map = ctx;
+    return key_hash(map->pairs[id].key);
 }
 
-/* The index of the pair named key, or -1; first makes room for one more key. */
-static long key_index_find(struct key_index *ix, const struct cfg_pair *pairs, size_t n,
-                           const char *key)
-{
-    if (2 * (n + 1) > ix->cap) {
-        free(ix->slots);
-        ix->cap = ix->cap ? ix->cap * 2 : 16;
-        ix->slots = xcalloc(ix->cap, sizeof *ix->slots);
-        for (size_t i = 0; i < n; i++)
-            key_index_put(ix, pairs, i);
-    }
-    for (size_t at = (size_t)key_hash(key) & (ix->cap - 1); ix->slots[at];
-         at = (at + 1) & (ix->cap - 1))
-        if (strcmp(pairs[ix->slots[at] - 1].key, key) == 0)
-            return (long)(ix->slots[at] - 1);
-    return -1;
-}
-
-static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, struct key_index *ix)
+static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, struct hashtab *ix)
 {
     size_t cap = 0;
     yaml_event_t ev;
@@ -403,8 +377,13 @@ static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, str
         }
         const char *key = (const char *)ev.data.scalar.value;
         int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
-        long first = key_index_find(ix, map->pairs, map->n, key);
-        if (first >= 0) {
+        struct hashtab_probe probe;
+        uint32_t first;
+        for (first = hashtab_first(ix, key_hash(key), &probe); first != HASHTAB_END;
+             first = hashtab_next(ix, &probe))
+            if (strcmp(map->pairs[first].key, key) == 0)
+                break;
+        if (first != HASHTAB_END) {
             char q[CFG_QUOTE_MAX];
             error_at(p->e, p->file, line, col, "duplicate key %s (first at line %d)",
                      quote(q, sizeof q, key), map->pairs[first].line);
@@ -422,7 +401,7 @@ static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, str
         pair->col = col;
         pair->known = 0;
         pair->value = NULL;
-        key_index_put(ix, map->pairs, map->n - 1);
+        hashtab_add(ix, &probe, (uint32_t)(map->n - 1), pair_hash_of, map);
         yaml_event_delete(&ev);
 
         yaml_event_t vev;
@@ -436,9 +415,9 @@ static int build_map_pairs(struct parse *p, struct cfg_node *map, int depth, str
 
 static int build_map(struct parse *p, struct cfg_node *map, int depth)
 {
-    struct key_index ix = {NULL, 0};
+    struct hashtab ix = {0};
     int rc = build_map_pairs(p, map, depth, &ix);
-    free(ix.slots);
+    hashtab_free(&ix);
     return rc;
 }
 
