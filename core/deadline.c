@@ -1,6 +1,9 @@
 /* deadline.c: see deadline.h. */
 #include "deadline.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <time.h>
 
 int64_t deadline_now_ms(void)
@@ -30,6 +33,26 @@ int deadline_expired(const struct deadline *d)
 struct deadline deadline_min(struct deadline a, struct deadline b)
 {
     return a.at_ms <= b.at_ms ? a : b;
+}
+
+int deadline_wait_fd(int fd, short events, const struct deadline *d, short *revents)
+{
+    for (;;) {
+        int64_t left = deadline_remaining_ms(d);
+        if (left <= 0)
+            return 0;
+        struct pollfd pfd = {.fd = fd, .events = events};
+        /* A poll that returns 0 is checked against the clock again: its milliseconds are
+         * rounded, so it may wake a little before the deadline. */
+        int n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n > 0) {
+            if (revents)
+                *revents = pfd.revents;
+            return 1;
+        }
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
 }
 
 double deadline_wall_now(void)

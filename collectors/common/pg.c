@@ -362,30 +362,6 @@ static int is_auth_failure(PGconn *conn)
 
 /* ---- connections ---- */
 
-static int poll_ms(const struct deadline *dl)
-{
-    int64_t left = deadline_remaining_ms(dl);
-    return left > INT_MAX ? INT_MAX : (int)left;
-}
-
-/* Waits until fd is ready for events or the deadline passes: 1 ready, 0 deadline, -1 error. */
-static int wait_fd(int fd, short events, const struct deadline *dl)
-{
-    for (;;) {
-        int ms = poll_ms(dl);
-        if (ms <= 0)
-            return 0;
-        struct pollfd pfd = {.fd = fd, .events = events};
-        int r = poll(&pfd, 1, ms);
-        if (r > 0)
-            return 1;
-        if (r == 0)
-            return 0;
-        if (errno != EINTR)
-            return -1;
-    }
-}
-
 static void add_kv(const char **kw, const char **val, int *n, const char *k, const char *v)
 {
     if (v) {
@@ -454,7 +430,7 @@ struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const 
         }
         int fd = PQsocket(c->conn);
         if (fd >= 0) {
-            int r = wait_fd(fd, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, dl);
+            int r = deadline_wait_fd(fd, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, dl, NULL);
             if (r == 0) {
                 err_set(e, ERR_TIMEOUT, "%s: connect: no connection within the deadline (%lld ms)",
                         c->prefix, (long long)left);
@@ -547,7 +523,7 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
     int fd = PQsocket(conn);
     int f;
     while ((f = PQflush(conn)) == 1) {
-        int r = wait_fd(fd, POLLOUT | POLLIN, dl);
+        int r = deadline_wait_fd(fd, POLLOUT | POLLIN, dl, NULL);
         if (r == 0)
             return timeout_fail(c, what, e);
         if (r < 0 || !PQconsumeInput(conn)) {
@@ -562,7 +538,7 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
     PGresult *keep = NULL;
     for (;;) {
         while (PQisBusy(conn)) {
-            int r = wait_fd(fd, POLLIN, dl);
+            int r = deadline_wait_fd(fd, POLLIN, dl, NULL);
             if (r == 0) {
                 PQclear(keep);
                 return timeout_fail(c, what, e);
