@@ -162,6 +162,13 @@ int log_limit_pass(struct log_limit *l, const char *key, int64_t now_ms, long *h
     return 1;
 }
 
+void log_limit_reset(struct log_limit *l)
+{
+    l->started = 0;
+    l->passed = 0;
+    l->held = 0;
+}
+
 void log_kv_limited(struct log_limit *l, enum log_level lvl, const char *key, const char *msg, ...)
 {
     int pass = log_limit_pass(l, key, deadline_now_ms(), NULL);

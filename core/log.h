@@ -37,6 +37,8 @@ struct log_limit {
  * test's clock). When it may, *held (if not NULL) gets how many lines were held back before it,
  * for a caller that reports them ("similar messages left out"); else *held is 0. */
 int log_limit_pass(struct log_limit *l, const char *key, int64_t now_ms, long *held);
+/* Forgets the last key and window (a failure that ended): the next line passes at once. */
+void log_limit_reset(struct log_limit *l);
 
 /* log_kv at lvl when the line passes l (log_limit_pass, now), else at LOG_DEBUG, so a repeat is
  * still there for whoever runs with debug logs. */

@@ -1,6 +1,6 @@
 /* check_log.c: the one rate limit of repeated log lines, on a test's clock: a new key passes at
- * once, the same key once per window, a burst lets that many through and then counts what it
- * held back, and a zeroed limit with its two settings is ready to use. */
+ * once, the same key once per window (and at once after a reset), a burst lets that many through
+ * and then counts what it held back, and a zeroed limit with its two settings is ready to use. */
 #include <check.h>
 
 #include "log.h"
@@ -19,6 +19,10 @@ START_TEST(test_same_key_once_per_window)
     long held = -1;
     ck_assert_int_eq(log_limit_pass(&l, "refused", 121001, &held), 1); /* a minute later */
     ck_assert_int_eq(held, 1);
+    /* A success in between: the same failure again is news. */
+    ck_assert_int_eq(log_limit_pass(&l, "refused", 121002, NULL), 0);
+    log_limit_reset(&l);
+    ck_assert_int_eq(log_limit_pass(&l, "refused", 121003, NULL), 1);
 }
 END_TEST
 
