@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 START_TEST(test_ready)
 {

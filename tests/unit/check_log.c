@@ -4,7 +4,7 @@
 #include <check.h>
 
 #include "log.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* The scheduler's policy: a new message at once, the same one once a minute. */
 START_TEST(test_same_key_once_per_window)

@@ -19,10 +19,10 @@
 #include "../../collectors/postgres/queues_check.c"
 #include "../../collectors/postgres/queues_emit.c"
 #include "../../collectors/postgres/queues_sql.c"
-#include "section_item.h"
-#include "check_run.h"
-#include "sample.h"
-#include "check_str.h"
+#include "support/section_item.h"
+#include "support/check_run.h"
+#include "support/sample.h"
+#include "support/check_str.h"
 
 static struct queues *configured(const char *list)
 {

@@ -15,8 +15,8 @@
 
 #include "../../collectors/postgres/claim.c"
 #include "../../collectors/postgres/dedup.c"
-#include "section_item.h"
-#include "check_run.h"
+#include "support/section_item.h"
+#include "support/check_run.h"
 
 /* ---- dedup_tables: configuration ---- */
 
