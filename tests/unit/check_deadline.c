@@ -8,10 +8,22 @@
 #include "deadline.h"
 #include "support/check_run.h"
 
+/* A pipe: nothing to read from fds[0] until something is written to fds[1]. */
+static void pipe_open(int fds[2])
+{
+    ck_assert_int_eq(pipe(fds), 0);
+}
+
+static void pipe_close(const int fds[2])
+{
+    close(fds[0]);
+    close(fds[1]);
+}
+
 START_TEST(test_ready)
 {
     int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
+    pipe_open(fds);
     ck_assert_int_eq(write(fds[1], "x", 1), 1);
     struct deadline dl = deadline_in(5);
     short revents = 0;
@@ -19,15 +31,14 @@ START_TEST(test_ready)
     ck_assert(revents & POLLIN);
     /* The write end of an empty pipe is writable; revents may be left out. */
     ck_assert_int_eq(deadline_wait_fd(fds[1], POLLOUT, &dl, NULL), 1);
-    close(fds[0]);
-    close(fds[1]);
+    pipe_close(fds);
 }
 END_TEST
 
 START_TEST(test_deadline_passes)
 {
     int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
+    pipe_open(fds);
     int64_t t0 = deadline_now_ms();
     struct deadline dl = deadline_in(0.05);
     ck_assert_int_eq(deadline_wait_fd(fds[0], POLLIN, &dl, NULL), 0);
@@ -38,17 +49,15 @@ START_TEST(test_deadline_passes)
     t0 = deadline_now_ms();
     ck_assert_int_eq(deadline_wait_fd(fds[0], POLLIN, &dl, NULL), 0);
     ck_assert_int_lt(deadline_now_ms() - t0, 1000); /* not a bound on speed: "did not wait" */
-    close(fds[0]);
-    close(fds[1]);
+    pipe_close(fds);
 }
 END_TEST
 
 START_TEST(test_closed_descriptor)
 {
     int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    close(fds[0]);
-    close(fds[1]);
+    pipe_open(fds);
+    pipe_close(fds);
     struct deadline dl = deadline_in(5);
     short revents = 0;
     ck_assert_int_eq(deadline_wait_fd(fds[0], POLLIN, &dl, &revents), 1);
