@@ -7,9 +7,10 @@
  * Every rule and its exact condition is documented in docs/check.md; the rule names are the
  * `rule` label of qrel_audit_failed, which alert rules match on.
  *
- * Written in four files, each below the next: audit_config.c (the rule table, status names, the
- * `audit:` section), audit_index.c (the entries the rules read, audit_index.h), audit_series.c
- * (the exporter's series) and audit.c (the rules, the report). */
+ * Written in layers, none calling a file above it: audit_config.c (the rule table, status names,
+ * the `audit:` section) at the bottom; audit_index.c (the entries the rules read, audit_index.h)
+ * and audit_series.c (the exporter's series) on it; audit.c (the rules, the report) on those; the
+ * writers of `qrel check` (audit_report.h) read only the vocabulary and the report. */
 #ifndef QREL_AUDIT_H
 #define QREL_AUDIT_H
 
