@@ -53,14 +53,6 @@ const char *audit_status_label(enum audit_status s)
     return (unsigned)s < 4 ? names[s] : "unknown";
 }
 
-/* How bad a status is for "worst first": CRITICAL, then UNKNOWN (an unreadable source may hide
- * a critical), then WARNING, then OK. */
-int audit_status_rank(enum audit_status s)
-{
-    static const int rank[] = {0, 1, 3, 2};
-    return (unsigned)s < 4 ? rank[s] : 2;
-}
-
 /* Orders names as the report does: absent (NULL) first, so a queue's own finding comes before
  * its groups'. */
 int audit_cmp_name(const char *a, const char *b)
