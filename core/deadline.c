@@ -10,6 +10,9 @@
  * the offset is 0 and costs one relaxed atomic load. */
 #include "deadline.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -56,6 +59,26 @@ struct timespec deadline_timespec(const struct deadline *d)
         at = 0;
     struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
     return ts;
+}
+
+int deadline_wait_fd(int fd, short events, const struct deadline *d, short *revents)
+{
+    for (;;) {
+        int64_t left = deadline_remaining_ms(d);
+        if (left <= 0)
+            return 0;
+        struct pollfd pfd = {.fd = fd, .events = events};
+        /* A poll that returns 0 is checked against the clock again: its milliseconds are
+         * rounded, so it may wake a little before the deadline. */
+        int n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n > 0) {
+            if (revents)
+                *revents = pfd.revents;
+            return 1;
+        }
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
 }
 
 double deadline_wall_now(void)

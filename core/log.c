@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "deadline.h"
+#include "hashtab.h"
 
 static enum log_level min_level = LOG_INFO;
 static int as_json;
@@ -95,7 +97,7 @@ static void put_pair(struct buf *b, const char *k, const char *v, int first)
     buf_free(&clean);
 }
 
-void log_kv(enum log_level lvl, const char *msg, ...)
+static void log_kv_va(enum log_level lvl, const char *msg, va_list ap)
 {
     if (lvl < min_level)
         return;
@@ -114,18 +116,64 @@ void log_kv(enum log_level lvl, const char *msg, ...)
     put_pair(&b, "ts", ts, 1);
     put_pair(&b, "level", level_names[lvl], 0);
     put_pair(&b, "msg", msg, 0);
-    va_list ap;
-    va_start(ap, msg);
     const char *k;
     while ((k = va_arg(ap, const char *)) != NULL) {
         const char *v = va_arg(ap, const char *);
         put_pair(&b, k, v ? v : "", 0);
     }
-    va_end(ap);
     if (as_json)
         buf_putc(&b, '}');
     buf_putc(&b, '\n');
     ssize_t w = write(STDERR_FILENO, b.data, b.len);
     (void)w;
     buf_free(&b);
+}
+
+void log_kv(enum log_level lvl, const char *msg, ...)
+{
+    va_list ap;
+    va_start(ap, msg);
+    log_kv_va(lvl, msg, ap);
+    va_end(ap);
+}
+
+/* The key is kept as its hash: a fixed size for any message, and two messages that differ are
+ * told apart but for a 64-bit collision, which would at worst hold back one line. */
+int log_limit_pass(struct log_limit *l, const char *key, int64_t now_ms, long *held)
+{
+    uint64_t h = key ? hashtab_hash(key, strlen(key), 0) : 0;
+    long burst = l->burst > 0 ? l->burst : 1;
+    if (!l->started || h != l->key || now_ms - l->window_ms >= l->every_ms) {
+        l->started = 1;
+        l->key = h;
+        l->window_ms = now_ms;
+        l->passed = 0;
+    }
+    if (l->passed >= burst) {
+        l->held++;
+        if (held)
+            *held = 0;
+        return 0;
+    }
+    l->passed++;
+    if (held)
+        *held = l->held;
+    l->held = 0;
+    return 1;
+}
+
+void log_limit_reset(struct log_limit *l)
+{
+    l->started = 0;
+    l->passed = 0;
+    l->held = 0;
+}
+
+void log_kv_limited(struct log_limit *l, enum log_level lvl, const char *key, const char *msg, ...)
+{
+    int pass = log_limit_pass(l, key, deadline_now_ms(), NULL);
+    va_list ap;
+    va_start(ap, msg);
+    log_kv_va(pass ? lvl : LOG_DEBUG, msg, ap);
+    va_end(ap);
 }

@@ -1,11 +1,10 @@
-/* audit.c: see audit.h; each rule's condition is documented in docs/check.md.
+/* audit.c: the engine and the report of the audit (see audit.h); each rule's condition is
+ * documented in docs/check.md.
  *
- * One pass over the sets adds each sample the rules read to the entry of its (source, kind,
- * queue, group), found through a hash index, so each queue (or group) becomes one entry holding
- * its figures; what a queue's entries share (its own entry, the families any of them has) is
- * kept per (source, kind, queue). The rules then read entries only. Entries point into the sets
- * (strings a set owns stay valid while nobody adds to it), so the pass copies nothing; the
- * report copies what it keeps, and the exporter's series path (audit_series.c) not even that. */
+ * The index (audit_index.c) gathers each queue's (or group's) figures into one entry; the rules
+ * here read entries only, and each finding goes either to the full report (copied names and a
+ * message) or, for the exporter's scrape, to audit_series.c (a count and the worst few, no
+ * copies). The rule vocabulary and the configuration are in audit_config.c. */
 #include "audit.h"
 
 #include <math.h>
@@ -14,131 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit_series.h"
-#include "collector.h"
-#include "hashtab.h"
 #include "alloc.h"
+#include "audit_index.h"
+#include "audit_series.h"
 #include "buf.h"
-
-/* ---- rule and status names ---- */
-
-/* below: a finding is worse the further its value lies below its limit (a margin, a dedup
- * window), else the further above (messages, ages), which ranks the per-queue series. */
-static const struct {
-    const char *name;
-    enum audit_status severity;
-    int below;
-} rules[AUDIT_RULE_COUNT] = {
-    [AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY] = {"dead_letter_queue_not_empty", AUDIT_CRITICAL, 0},
-    [AUDIT_LEASE_MARGIN_BELOW_1] = {"lease_margin_below_1", AUDIT_CRITICAL, 1},
-    [AUDIT_LEASE_MARGIN_BELOW_2] = {"lease_margin_below_2", AUDIT_WARNING, 1},
-    [AUDIT_STALE_CLAIMS] = {"stale_claims", AUDIT_WARNING, 0},
-    [AUDIT_OUTBOX_LAGGING] = {"outbox_lagging", AUDIT_WARNING, 0},
-    [AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON] = {"dedup_window_shorter_than_retry_horizon",
-                                                       AUDIT_WARNING, 1},
-    [AUDIT_NO_DEAD_LETTER_QUEUE] = {"no_dead_letter_queue", AUDIT_WARNING, 0},
-    [AUDIT_CLAIM_WINDOW_TOO_SHORT] = {"claim_window_too_short", AUDIT_WARNING, 0},
-    [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL, 0},
-    [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING, 0},
-};
-
-const char *audit_rule_name(enum audit_rule r)
-{
-    return r < AUDIT_RULE_COUNT ? rules[r].name : "unknown";
-}
-
-enum audit_status audit_rule_severity(enum audit_rule r)
-{
-    return r < AUDIT_RULE_COUNT ? rules[r].severity : AUDIT_UNKNOWN;
-}
-
-const char *audit_status_name(enum audit_status s)
-{
-    static const char *const names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
-    return (unsigned)s < 4 ? names[s] : "UNKNOWN";
-}
-
-const char *audit_status_label(enum audit_status s)
-{
-    static const char *const names[] = {"ok", "warning", "critical", "unknown"};
-    return (unsigned)s < 4 ? names[s] : "unknown";
-}
-
-/* How bad a status is for "worst first": CRITICAL, then UNKNOWN (an unreadable source may hide
- * a critical), then WARNING, then OK. */
-int audit_status_rank(enum audit_status s)
-{
-    static const int rank[] = {0, 1, 3, 2};
-    return (unsigned)s < 4 ? rank[s] : 2;
-}
-
-/* ---- configuration ---- */
-
-void audit_config_default(struct audit_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->outbox_lag = AUDIT_DEFAULT_OUTBOX_LAG;
-    c->queue_series = AUDIT_DEFAULT_QUEUE_SERIES;
-}
-
-/* queue_series: a count, or "all" for the series of every finding. */
-static int parse_queue_series(struct cfg_node *map, struct audit_config *c, struct err *e)
-{
-    struct cfg_node *n = NULL;
-    if (cfg_get_node(map, "queue_series", CFG_SCALAR, &n, e))
-        return -1;
-    if (!n)
-        return 0;
-    if (strcmp(n->scalar, "all") == 0) {
-        c->queue_series = AUDIT_QUEUE_SERIES_ALL;
-        return 0;
-    }
-    char *end = NULL;
-    long long v = strtoll(n->scalar, &end, 10);
-    if (end == n->scalar || *end || v < 0 || v > 1000000) {
-        char q[64];
-        return cfg_error(e, n,
-                         "queue_series: want a number of series from 0 to 1000000 or \"all\", "
-                         "got %s",
-                         cfg_quote(q, sizeof q, n->scalar));
-    }
-    c->queue_series = (long)v;
-    return 0;
-}
-
-int audit_config_parse(struct cfg_node *map, struct audit_config *c, struct err *e)
-{
-    audit_config_default(c);
-    if (!map)
-        return 0;
-    struct cfg_node *list = NULL;
-    if (cfg_get_positive_duration(map, "outbox_lag", AUDIT_DEFAULT_OUTBOX_LAG, &c->outbox_lag, e) ||
-        cfg_get_node(map, "disabled_rules", CFG_SEQ, &list, e) || parse_queue_series(map, c, e))
-        return -1;
-    for (size_t i = 0; list && i < list->n; i++) {
-        struct cfg_node *item = list->items[i];
-        if (cfg_expect(item, CFG_SCALAR, "each entry of disabled_rules", e))
-            return -1;
-        int found = 0;
-        for (int r = 0; r < AUDIT_RULE_COUNT; r++) {
-            if (strcmp(item->scalar, rules[r].name) == 0) {
-                c->disabled[r] = 1;
-                found = 1;
-            }
-        }
-        if (!found) {
-            struct buf b;
-            buf_init(&b);
-            for (int r = 0; r < AUDIT_RULE_COUNT; r++)
-                buf_printf(&b, "%s%s", r ? ", " : "", rules[r].name);
-            cfg_error(e, item, "disabled_rules: want rule names (%s), got \"%s\"", b.data,
-                      item->scalar);
-            buf_free(&b);
-            return -1;
-        }
-    }
-    return cfg_finish(map, "audit", e);
-}
+#include "collector.h"
 
 /* ---- seconds for people ---- */
 
@@ -162,156 +41,7 @@ void audit_format_seconds(struct buf *out, double s)
         buf_printf(out, "%llds", sec);
 }
 
-/* ---- the families the rules read ---- */
-
-enum fam {
-    F_UP,
-    F_DEPTH,          /* qrel_queue_messages, summed over states */
-    F_AGE,            /* qrel_queue_oldest_message_age_seconds */
-    F_LEASE,          /* qrel_lease_timeout_seconds */
-    F_HOLD,           /* qrel_lease_oldest_age_seconds */
-    F_P99,            /* qrel_handler_duration_seconds{quantile="0.99"} */
-    F_MARGIN,         /* qrel_lease_margin_ratio */
-    F_MAX_DELIVERIES, /* qrel_max_deliveries */
-    F_DEAD,           /* qrel_dead_letter_messages, summed over dead_letter_queue */
-    F_DEAD_AGE,       /* qrel_dead_letter_oldest_age_seconds */
-    F_STALE,          /* qrel_claims{state="stale"} */
-    F_OUTBOX,         /* qrel_outbox_pending_messages */
-    F_OUTBOX_AGE,     /* qrel_outbox_oldest_pending_age_seconds */
-    F_DEDUP_WINDOW,   /* qrel_dedup_window_seconds */
-    F_HORIZON,        /* qrel_retry_horizon_seconds */
-    F_CLAIM_WINDOW,   /* qrel_claim_in_flight_window_seconds */
-    F_ORPHANED,       /* qrel_lease_orphaned_messages */
-    F_ETA_BEYOND,     /* qrel_lease_eta_beyond_messages */
-    F_DL_DONE,        /* qrel_dead_letter_classified_messages{work="done"}, and the two below */
-    F_DL_NOT_DONE,    /* … work="not_done" (read as the same family, told apart by the label) */
-    F_DL_UNKNOWN,     /* … work="unknown" */
-    F_COUNT
-};
-
-static const char *const fam_names[F_COUNT] = {
-    [F_UP] = "qrel_collector_up",
-    [F_DEPTH] = "qrel_queue_messages",
-    [F_AGE] = "qrel_queue_oldest_message_age_seconds",
-    [F_LEASE] = "qrel_lease_timeout_seconds",
-    [F_HOLD] = "qrel_lease_oldest_age_seconds",
-    [F_P99] = "qrel_handler_duration_seconds",
-    [F_MARGIN] = "qrel_lease_margin_ratio",
-    [F_MAX_DELIVERIES] = "qrel_max_deliveries",
-    [F_DEAD] = "qrel_dead_letter_messages",
-    [F_DEAD_AGE] = "qrel_dead_letter_oldest_age_seconds",
-    [F_STALE] = "qrel_claims",
-    [F_OUTBOX] = "qrel_outbox_pending_messages",
-    [F_OUTBOX_AGE] = "qrel_outbox_oldest_pending_age_seconds",
-    [F_DEDUP_WINDOW] = "qrel_dedup_window_seconds",
-    [F_HORIZON] = "qrel_retry_horizon_seconds",
-    [F_CLAIM_WINDOW] = "qrel_claim_in_flight_window_seconds",
-    [F_ORPHANED] = "qrel_lease_orphaned_messages",
-    [F_ETA_BEYOND] = "qrel_lease_eta_beyond_messages",
-    [F_DL_DONE] = "qrel_dead_letter_classified_messages",
-    [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
-    [F_DL_UNKNOWN] = NULL,
-};
-
-/* Orders names as the report does: absent (NULL) first, so a queue's own finding comes before
- * its groups'. */
-int audit_cmp_name(const char *a, const char *b)
-{
-    if (a == b)
-        return 0;
-    if (!a)
-        return -1;
-    if (!b)
-        return 1;
-    return strcmp(a, b);
-}
-
-static int same_name(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* ---- entries: one queue (or group) and its figures ---- */
-
-/* Figures kept in the entry itself: a queue reports a handful of the families (a Redis stream
- * group 3 to 7), and 8 inline instead of all 21 halve the entry, the bulk of the audit's memory
- * at 10,000 queues. An entry with more moves them to an array of all. */
-#define ENTRY_INLINE 8
-
-struct entry {
-    const char *source, *kind, *queue, *group; /* into the sets; group NULL when absent */
-    double v[ENTRY_INLINE]; /* the figures of the families in has, in family order ... */
-    double *spill;          /* ... or all F_COUNT of them, once it has more families */
-    uint32_t has;           /* bit (1 << fam) for each family in v */
-    uint32_t queue_id;      /* its (source, kind, queue) in audit_ctx.queues */
-    const char *dlq;        /* the first dead-letter queue's name */
-    size_t ndlq;            /* how many dead-letter series */
-    unsigned rules;
-    enum audit_status worst;
-};
-
-static int has(const struct entry *en, int fam)
-{
-    return (int)(en->has >> fam & 1);
-}
-
-/* Where the figure of family fam is among the inline ones: after those of lower families. */
-static unsigned inline_index(uint32_t has, int fam)
-{
-    return (unsigned)__builtin_popcount(has & ((1u << fam) - 1));
-}
-
-/* The figure of family fam, 0 when the entry has none. */
-static double val(const struct entry *en, int fam)
-{
-    if (!has(en, fam))
-        return 0;
-    return en->spill ? en->spill[fam] : en->v[inline_index(en->has, fam)];
-}
-
-/* The place of family fam's figure, made (and *fresh set) if the entry had none. */
-static double *val_slot(struct entry *en, int fam, int *fresh)
-{
-    uint32_t bit = 1u << fam;
-    *fresh = !(en->has & bit);
-    if (!en->spill && *fresh && __builtin_popcount(en->has) == ENTRY_INLINE) {
-        en->spill = xcalloc(F_COUNT, sizeof *en->spill);
-        for (int f = 0; f < F_COUNT; f++)
-            if (has(en, f))
-                en->spill[f] = en->v[inline_index(en->has, f)];
-    }
-    if (en->spill) {
-        en->has |= bit;
-        return &en->spill[fam];
-    }
-    unsigned i = inline_index(en->has, fam);
-    if (*fresh) {
-        unsigned n = (unsigned)__builtin_popcount(en->has);
-        memmove(&en->v[i + 1], &en->v[i], (n - i) * sizeof *en->v);
-        en->has |= bit;
-    }
-    return &en->v[i];
-}
-
-/* What the entries of one (source, kind, queue) share: the queue and each of its groups. */
-struct queue_agg {
-    uint32_t first;    /* its first entry, which names the queue */
-    uint32_t level;    /* its entry without a group, or NO_ENTRY */
-    uint32_t nentries; /* all of them, its own and its groups' */
-    uint32_t has;      /* the has bits of all of them */
-    int no_dlq;        /* no_dead_letter_queue fired on it */
-};
-
-#define NO_ENTRY UINT32_MAX
-
-/* A dead_letter_queue label: that queue of that source is a dead-letter queue. */
-struct dlq_name {
-    const char *source, *dlq;
-};
-
-/* Entries live in blocks, so that a pointer to one stays valid as more are added and no array
- * of them is ever copied to grow; the last block is the only slack. */
-#define ENTRY_BLOCK 256
+/* ---- the run's state ---- */
 
 struct audit_ctx {
     const struct audit_config *cfg;
@@ -320,156 +50,13 @@ struct audit_ctx {
     size_t findings_cap, sources_cap;
     struct buf msg; /* the message of the last finding, until finding_end hands it over */
     int msg_open;
-    struct entry **blocks;
-    size_t nentries, nblocks;
-    struct hashtab entry_index; /* (source, kind, queue, group) to entry id */
-    struct queue_agg *queues;
-    size_t nqueues, queues_cap;
-    struct hashtab queue_index; /* (source, kind, queue) to queues[id] */
-    struct dlq_name *dlqs;      /* sorted by (source, dlq) once collected */
-    size_t ndlqs, dlqs_cap;
+    struct audit_index ix;
 };
 
-static struct entry *entry_at(const struct audit_ctx *x, size_t id)
-{
-    return &x->blocks[id / ENTRY_BLOCK][id % ENTRY_BLOCK];
-}
-
-/* The queue-level entry of a group's entry, or NULL. */
-static const struct entry *parent_of(const struct audit_ctx *x, const struct entry *en)
-{
-    uint32_t level = x->queues[en->queue_id].level;
-    return en->group && level != NO_ENTRY ? entry_at(x, level) : NULL;
-}
-
-static uint64_t queue_hash(const char *source, const char *kind, const char *queue)
-{
-    uint64_t h = hashtab_hash(source, strlen(source), 0);
-    h = hashtab_hash(kind, strlen(kind), h);
-    return hashtab_hash(queue, strlen(queue), h);
-}
-
-static uint64_t entry_hash(uint64_t queue_h, const char *group)
-{
-    return group ? hashtab_hash(group, strlen(group), queue_h) : queue_h;
-}
-
-static uint64_t entry_hash_of(const void *ctx, uint32_t id)
-{
-    const struct entry *en = entry_at(ctx, id);
-    return entry_hash(queue_hash(en->source, en->kind, en->queue), en->group);
-}
-
-static uint64_t queue_hash_of(const void *ctx, uint32_t id)
-{
-    const struct audit_ctx *x = ctx;
-    const struct entry *en = entry_at(x, x->queues[id].first);
-    return queue_hash(en->source, en->kind, en->queue);
-}
-
-/* The queue of entry id (new, named by en), made on its first entry. */
-static uint32_t join_queue(struct audit_ctx *x, uint64_t h, const struct entry *en, uint32_t id)
-{
-    struct hashtab_probe p;
-    uint32_t qid;
-    for (qid = hashtab_first(&x->queue_index, h, &p); qid != HASHTAB_END;
-         qid = hashtab_next(&x->queue_index, &p)) {
-        const struct entry *f = entry_at(x, x->queues[qid].first);
-        if (same_name(f->queue, en->queue) && same_name(f->source, en->source) &&
-            same_name(f->kind, en->kind))
-            break;
-    }
-    if (qid == HASHTAB_END) {
-        if (x->nqueues == x->queues_cap) {
-            x->queues_cap = x->queues_cap ? x->queues_cap * 2 : 64;
-            x->queues = xrealloc(x->queues, x->queues_cap * sizeof *x->queues);
-        }
-        qid = (uint32_t)x->nqueues++;
-        x->queues[qid] = (struct queue_agg){.first = id, .level = NO_ENTRY};
-        hashtab_add(&x->queue_index, &p, qid, queue_hash_of, x);
-    }
-    struct queue_agg *q = &x->queues[qid];
-    q->nentries++;
-    if (!en->group)
-        q->level = id;
-    return qid;
-}
-
-/* The entry of (source, kind, queue, group), made on its first sample. */
-static struct entry *find_entry(struct audit_ctx *x, const char *source, const char *kind,
-                                const char *queue, const char *group)
-{
-    uint64_t qh = queue_hash(source, kind, queue);
-    struct hashtab_probe p;
-    for (uint32_t id = hashtab_first(&x->entry_index, entry_hash(qh, group), &p); id != HASHTAB_END;
-         id = hashtab_next(&x->entry_index, &p)) {
-        struct entry *en = entry_at(x, id);
-        if (same_name(en->queue, queue) && same_name(en->group, group) &&
-            same_name(en->source, source) && same_name(en->kind, kind))
-            return en;
-    }
-    if (x->nentries % ENTRY_BLOCK == 0) {
-        x->blocks = xrealloc(x->blocks, (x->nblocks + 1) * sizeof *x->blocks);
-        x->blocks[x->nblocks++] = xcalloc(ENTRY_BLOCK, sizeof **x->blocks);
-    }
-    uint32_t id = (uint32_t)x->nentries++;
-    struct entry *en = entry_at(x, id);
-    en->source = source;
-    en->kind = kind;
-    en->queue = queue;
-    en->group = group;
-    hashtab_add(&x->entry_index, &p, id, entry_hash_of, x);
-    en->queue_id = join_queue(x, qh, en, id);
-    return en;
-}
-
-/* Counts add up; a margin or a dedup window is as bad as its worst; other figures keep the
- * largest (ages, leases, horizons). */
-static void entry_take(struct audit_ctx *x, struct entry *en, int f, double v, const char *dlq)
-{
-    if (f == F_DEAD) {
-        if (!en->dlq)
-            en->dlq = dlq;
-        en->ndlq++;
-        if (x->ndlqs == x->dlqs_cap) {
-            x->dlqs_cap = x->dlqs_cap ? x->dlqs_cap * 2 : 16;
-            x->dlqs = xrealloc(x->dlqs, x->dlqs_cap * sizeof *x->dlqs);
-        }
-        x->dlqs[x->ndlqs++] = (struct dlq_name){en->source, dlq};
-    }
-    x->queues[en->queue_id].has |= 1u << f;
-    int fresh;
-    double *p = val_slot(en, f, &fresh);
-    if (fresh) {
-        *p = v;
-        return;
-    }
-    switch (f) {
-    case F_DEPTH:
-    case F_DEAD:
-    case F_STALE:
-    case F_OUTBOX:
-    case F_ORPHANED:
-    case F_ETA_BEYOND:
-    case F_DL_DONE:
-    case F_DL_NOT_DONE:
-    case F_DL_UNKNOWN:
-        *p += v;
-        break;
-    case F_MARGIN:
-    case F_DEDUP_WINDOW:
-        if (v < *p)
-            *p = v;
-        break;
-    default:
-        if (v > *p)
-            *p = v;
-    }
-}
-
 /* A qrel_collector_up series: one source of the report. */
-static void add_source(struct audit_ctx *x, const char *name, const char *kind, double up)
+static void add_source(void *ctx, const char *name, const char *kind, double up)
 {
+    struct audit_ctx *x = ctx;
     struct audit_report *r = x->r;
     if (!r)
         return; /* the series do not list sources */
@@ -485,122 +72,26 @@ static void add_source(struct audit_ctx *x, const char *name, const char *kind, 
         r->count[AUDIT_UNKNOWN]++;
 }
 
-/* Five of these per sample: the first byte rules most names out before strcmp is called. */
-static const char *label(const struct metric_sample *s, const char *name)
-{
-    for (size_t i = 0; i < s->nlabels; i++)
-        if (s->labels[i].name[0] == name[0] && strcmp(s->labels[i].name, name) == 0)
-            return s->labels[i].value;
-    return NULL;
-}
-
-/* The catalogue index of each family the rules read, so samples of other families are skipped
- * without reading their labels. */
-static void family_map(int *by_index, size_t ncat)
-{
-    for (size_t i = 0; i < ncat; i++)
-        by_index[i] = -1;
-    for (int f = 0; f < F_COUNT; f++)
-        for (size_t i = 0; fam_names[f] && i < ncat; i++)
-            if (strcmp(metric_catalog_at(i)->name, fam_names[f]) == 0)
-                by_index[i] = f;
-}
-
-/* The family of a sample the rules read, told apart by its label where one family holds
- * several figures, or -1 to skip it. */
-static int sample_family(int fam, const struct metric_sample *smp)
-{
-    if (fam == F_P99) {
-        const char *q = label(smp, "quantile");
-        return q && strcmp(q, "0.99") == 0 ? fam : -1;
-    }
-    if (fam == F_STALE) {
-        const char *st = label(smp, "state");
-        return st && strcmp(st, "stale") == 0 ? fam : -1;
-    }
-    if (fam == F_DL_DONE) {
-        const char *w = label(smp, "work");
-        if (!w)
-            return -1;
-        return strcmp(w, "done") == 0       ? F_DL_DONE
-               : strcmp(w, "not_done") == 0 ? F_DL_NOT_DONE
-                                            : F_DL_UNKNOWN;
-    }
-    return fam;
-}
-
-/* One pass over the samples into entries. Samples of one queue or group mostly come one after
- * another with the very label pointers of the one before (a set keeps one copy of each
- * string), which skips the lookup. */
-static void collect(struct audit_ctx *x, struct metric_set *const *sets, size_t nsets)
-{
-    size_t ncat = metric_catalog_count();
-    int *by_index = xcalloc(ncat ? ncat : 1, sizeof *by_index);
-    family_map(by_index, ncat);
-    struct metric_sample smp;
-    struct entry *last = NULL;
-    for (size_t k = 0; k < nsets; k++) {
-        struct metric_set *s = sets[k];
-        size_t len = metric_set_len(s);
-        for (size_t i = 0; i < len; i++) {
-            size_t fi = metric_set_family_index(s, i);
-            if (fi >= ncat || by_index[fi] < 0)
-                continue;
-            metric_set_get(s, i, &smp);
-            const char *source = label(&smp, "source"), *kind = label(&smp, "kind");
-            const char *queue = label(&smp, "queue"), *dlq = NULL;
-            int fam = by_index[fi];
-            if (!source || !kind || (fam != F_UP && !queue) || isnan(smp.value))
-                continue;
-            if (fam == F_UP) {
-                add_source(x, source, kind, smp.value);
-                continue;
-            }
-            if ((fam = sample_family(fam, &smp)) < 0)
-                continue;
-            if (fam == F_DEAD || fam == F_DEAD_AGE) {
-                dlq = label(&smp, "dead_letter_queue");
-                if (!dlq)
-                    continue;
-            }
-            const char *group = label(&smp, "group");
-            if (!last || last->queue != queue || last->group != group || last->source != source ||
-                last->kind != kind)
-                last = find_entry(x, source, kind, queue, group);
-            entry_take(x, last, fam, smp.value, dlq);
-        }
-    }
-    free(by_index);
-}
-
 /* ---- findings ---- */
 
 /* Marks an entry with a finding that concerns it (its row on the landing page). */
-static void mark(struct entry *en, enum audit_rule rule)
+static void mark(struct audit_entry *en, enum audit_rule rule)
 {
     en->rules |= 1u << rule;
-    if (audit_status_rank(rules[rule].severity) > audit_status_rank(en->worst))
-        en->worst = rules[rule].severity;
-}
-
-/* How far past its limit a finding lies, larger for worse: below the limit for a margin or a
- * dedup window, above it for messages and ages. */
-static double badness(enum audit_rule rule, double value, double limit)
-{
-    double d = rules[rule].below ? limit - value : value - limit;
-    return isnan(d) ? 0 : d;
+    if (audit_status_rank(audit_rule_severity(rule)) > audit_status_rank(en->worst))
+        en->worst = audit_rule_severity(rule);
 }
 
 /* A finding of rule on en. For the report, returns the buffer its message goes into (handed to
  * the finding by finding_end); for the series, NULL: they need no message, and skipping it is
  * most of the work at 10,000 findings. */
-static struct buf *add_finding(struct audit_ctx *x, enum audit_rule rule, struct entry *en,
+static struct buf *add_finding(struct audit_ctx *x, enum audit_rule rule, struct audit_entry *en,
                                int with_group, double value, double limit)
 {
     mark(en, rule);
     if (x->series) {
         audit_series_add(x->series, rule, en->source, en->kind, en->queue,
-                         with_group ? en->group : NULL, badness(rule, value, limit));
+                         with_group ? en->group : NULL, audit_rule_badness(rule, value, limit));
         return NULL;
     }
     struct audit_report *r = x->r;
@@ -610,7 +101,7 @@ static struct buf *add_finding(struct audit_ctx *x, enum audit_rule rule, struct
     }
     struct audit_finding *f = &r->findings[r->nfindings++];
     f->rule = rule;
-    f->severity = rules[rule].severity;
+    f->severity = audit_rule_severity(rule);
     f->source = xstrdup(en->source);
     f->kind = xstrdup(en->kind);
     f->queue = xstrdup(en->queue);
@@ -645,10 +136,10 @@ static const char *plural(double n)
 
 /* The dead-letter finding where the dead_letters join classified them: how many were done
  * (replaying those repeats the work), how many were not, and what to run. */
-static void classified_advice(struct buf *m, const struct entry *en)
+static void classified_advice(struct buf *m, const struct audit_entry *en)
 {
-    double done = val(en, F_DL_DONE), not_done = val(en, F_DL_NOT_DONE);
-    double unknown = val(en, F_DL_UNKNOWN);
+    double done = entry_val(en, F_DL_DONE), not_done = entry_val(en, F_DL_NOT_DONE);
+    double unknown = entry_val(en, F_DL_UNKNOWN);
     buf_printf(m, ", %.0f of them done", done);
     if (done > 0)
         buf_puts(m, " (replaying those would repeat the work)");
@@ -665,11 +156,11 @@ static void classified_advice(struct buf *m, const struct entry *en)
     buf_puts(m, "give the dead-letter queue an owner");
 }
 
-static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
+static void rule_dead_letters(struct audit_ctx *x, struct audit_entry *en)
 {
-    if (!has(en, F_DEAD) || !(val(en, F_DEAD) > 0))
+    if (!entry_has(en, F_DEAD) || !(entry_val(en, F_DEAD) > 0))
         return;
-    double n = val(en, F_DEAD);
+    double n = entry_val(en, F_DEAD);
     struct buf *m = add_finding(x, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, en, 1, n, 0);
     if (!m)
         return; /* the series need no message */
@@ -677,11 +168,11 @@ static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
         buf_printf(m, "dead-letter queue %s holds %.0f message%s", en->dlq, n, plural(n));
     else
         buf_printf(m, "its %zu dead-letter queues hold %.0f message%s", en->ndlq, n, plural(n));
-    if (has(en, F_DEAD_AGE)) {
-        put_secs(m, ", the oldest ", val(en, F_DEAD_AGE));
+    if (entry_has(en, F_DEAD_AGE)) {
+        put_secs(m, ", the oldest ", entry_val(en, F_DEAD_AGE));
         buf_puts(m, " old");
     }
-    if (has(en, F_DL_DONE) || has(en, F_DL_NOT_DONE) || has(en, F_DL_UNKNOWN))
+    if (entry_has(en, F_DL_DONE) || entry_has(en, F_DL_NOT_DONE) || entry_has(en, F_DL_UNKNOWN))
         classified_advice(m, en);
     else
         buf_puts(m, ": the broker gave up on them, which does not mean their work was not done; "
@@ -691,30 +182,32 @@ static void rule_dead_letters(struct audit_ctx *x, struct entry *en)
 
 /* The figures behind a margin: "lease 30s, handler p99 34s, longest hold 12s → margin 0.88".
  * The p99 may come from the queue-level entry (handler times have no group label). */
-static void margin_figures(struct buf *m, const struct entry *en, const struct entry *p,
+static void margin_figures(struct buf *m, const struct audit_entry *en, const struct audit_entry *p,
                            double *worst)
 {
-    int has_p99 = has(en, F_P99) || (p && has(p, F_P99));
-    double p99 = has(en, F_P99) ? val(en, F_P99) : p && has(p, F_P99) ? val(p, F_P99) : 0;
-    double margin = val(en, F_MARGIN);
+    int has_p99 = entry_has(en, F_P99) || (p && entry_has(p, F_P99));
+    double p99 = entry_has(en, F_P99)       ? entry_val(en, F_P99)
+                 : p && entry_has(p, F_P99) ? entry_val(p, F_P99)
+                                            : 0;
+    double margin = entry_val(en, F_MARGIN);
     *worst = 0;
-    if (has(en, F_LEASE)) {
-        put_secs(m, "lease ", val(en, F_LEASE));
+    if (entry_has(en, F_LEASE)) {
+        put_secs(m, "lease ", entry_val(en, F_LEASE));
         if (margin > 0)
-            *worst = val(en, F_LEASE) / margin;
+            *worst = entry_val(en, F_LEASE) / margin;
     }
     if (has_p99)
         put_secs(m, m->len ? ", handler p99 " : "handler p99 ", p99);
-    if (has(en, F_HOLD) && val(en, F_HOLD) > 0)
-        put_secs(m, m->len ? ", longest hold now " : "longest hold now ", val(en, F_HOLD));
+    if (entry_has(en, F_HOLD) && entry_val(en, F_HOLD) > 0)
+        put_secs(m, m->len ? ", longest hold now " : "longest hold now ", entry_val(en, F_HOLD));
     buf_printf(m, "%smargin %.2f", m->len ? " → " : "", margin);
 }
 
-static void rule_margin(struct audit_ctx *x, struct entry *en)
+static void rule_margin(struct audit_ctx *x, struct audit_entry *en)
 {
-    if (!has(en, F_MARGIN))
+    if (!entry_has(en, F_MARGIN))
         return;
-    double margin = val(en, F_MARGIN);
+    double margin = entry_val(en, F_MARGIN);
     enum audit_rule rule;
     if (margin < 1)
         rule = AUDIT_LEASE_MARGIN_BELOW_1;
@@ -728,12 +221,12 @@ static void rule_margin(struct audit_ctx *x, struct entry *en)
     if (!m)
         return; /* the series need no message */
     double worst;
-    margin_figures(m, en, parent_of(x, en), &worst);
+    margin_figures(m, en, entry_parent(&x->ix, en), &worst);
     if (rule == AUDIT_LEASE_MARGIN_BELOW_1) {
         buf_puts(m, ": leases expire under running handlers, so slow messages are delivered "
                     "again while still being handled");
-        if (has(en, F_MAX_DELIVERIES))
-            buf_printf(m, ", up to %.0f times", val(en, F_MAX_DELIVERIES));
+        if (entry_has(en, F_MAX_DELIVERIES))
+            buf_printf(m, ", up to %.0f times", entry_val(en, F_MAX_DELIVERIES));
     } else {
         buf_printf(m,
                    ": handlers %.2g times slower than now would have their leases expire "
@@ -770,55 +263,56 @@ static const struct count_rule {
      "scheduler, a database)"},
 };
 
-static void rule_count(struct audit_ctx *x, struct entry *en, const struct count_rule *c)
+static void rule_count(struct audit_ctx *x, struct audit_entry *en, const struct count_rule *c)
 {
-    if (!has(en, c->count) || !(val(en, c->count) > 0))
+    if (!entry_has(en, c->count) || !(entry_val(en, c->count) > 0))
         return;
-    double n = val(en, c->count);
+    double n = entry_val(en, c->count);
     struct buf *m = add_finding(x, c->rule, en, 1, n, 0);
     if (!m)
         return; /* the series need no message */
     buf_printf(m, "%.0f ", n);
     /* what is one of the literals above: a format by design */
     buf_printf(m, c->what, plural(n), n == 1 ? "it" : "them");
-    if (c->secs >= 0 && has(en, c->secs))
-        put_secs(m, " ", val(en, c->secs));
+    if (c->secs >= 0 && entry_has(en, c->secs))
+        put_secs(m, " ", entry_val(en, c->secs));
     buf_puts(m, c->todo);
 }
 
-static void rule_outbox(struct audit_ctx *x, struct entry *en)
+static void rule_outbox(struct audit_ctx *x, struct audit_entry *en)
 {
     double lag = x->cfg->outbox_lag;
-    if (!has(en, F_OUTBOX_AGE) || !(val(en, F_OUTBOX_AGE) > lag))
+    if (!entry_has(en, F_OUTBOX_AGE) || !(entry_val(en, F_OUTBOX_AGE) > lag))
         return;
-    struct buf *m = add_finding(x, AUDIT_OUTBOX_LAGGING, en, 1, val(en, F_OUTBOX_AGE), lag);
+    struct buf *m = add_finding(x, AUDIT_OUTBOX_LAGGING, en, 1, entry_val(en, F_OUTBOX_AGE), lag);
     if (!m)
         return; /* the series need no message */
-    if (has(en, F_OUTBOX))
-        buf_printf(m, "%.0f row%s unpublished, ", val(en, F_OUTBOX), plural(val(en, F_OUTBOX)));
-    put_secs(m, "the oldest pending for ", val(en, F_OUTBOX_AGE));
+    if (entry_has(en, F_OUTBOX))
+        buf_printf(m, "%.0f row%s unpublished, ", entry_val(en, F_OUTBOX),
+                   plural(entry_val(en, F_OUTBOX)));
+    put_secs(m, "the oldest pending for ", entry_val(en, F_OUTBOX_AGE));
     put_secs(m, " (limit ", lag);
     buf_puts(m, "): the relay is behind or stopped; check the relay process and its errors");
 }
 
 /* The dedup window against the longest retry horizon on the same source and queue name: a
  * postgres source reports a consumer's dedup table and its claim table under different kinds. */
-static void rule_dedup(struct audit_ctx *x, struct entry *en)
+static void rule_dedup(struct audit_ctx *x, struct audit_entry *en)
 {
-    if (!has(en, F_DEDUP_WINDOW))
+    if (!entry_has(en, F_DEDUP_WINDOW))
         return;
-    const struct entry *longest = NULL;
-    for (size_t i = 0; i < x->nentries; i++) {
-        const struct entry *h = entry_at(x, i);
-        if (has(h, F_HORIZON) && strcmp(h->source, en->source) == 0 &&
+    const struct audit_entry *longest = NULL;
+    for (size_t i = 0; i < x->ix.nentries; i++) {
+        const struct audit_entry *h = entry_at(&x->ix, i);
+        if (entry_has(h, F_HORIZON) && strcmp(h->source, en->source) == 0 &&
             strcmp(h->queue, en->queue) == 0 &&
-            (!longest || val(h, F_HORIZON) > val(longest, F_HORIZON)))
+            (!longest || entry_val(h, F_HORIZON) > entry_val(longest, F_HORIZON)))
             longest = h;
     }
-    double window = val(en, F_DEDUP_WINDOW);
-    if (!longest || !(window < val(longest, F_HORIZON)))
+    double window = entry_val(en, F_DEDUP_WINDOW);
+    if (!longest || !(window < entry_val(longest, F_HORIZON)))
         return;
-    double horizon = val(longest, F_HORIZON);
+    double horizon = entry_val(longest, F_HORIZON);
     struct buf *m =
         add_finding(x, AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, en, 1, window, horizon);
     if (!m)
@@ -845,25 +339,12 @@ static const char *kind_hint(const char *kind, enum audit_rule rule)
     return NULL;
 }
 
-static int cmp_dlq(const void *pa, const void *pb)
-{
-    const struct dlq_name *a = pa, *b = pb;
-    int c = strcmp(a->source, b->source);
-    return c ? c : strcmp(a->dlq, b->dlq);
-}
-
-static int is_dead_letter_queue(const struct audit_ctx *x, const char *source, const char *queue)
-{
-    struct dlq_name key = {source, queue};
-    return x->ndlqs && bsearch(&key, x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq) != NULL;
-}
-
 /* Over one (source, kind, queue) and all its groups. */
-static void rule_no_dlq(struct audit_ctx *x, struct queue_agg *q)
+static void rule_no_dlq(struct audit_ctx *x, struct audit_queue_agg *q)
 {
-    struct entry *first = entry_at(x, q->first);
+    struct audit_entry *first = entry_at(&x->ix, q->first);
     const char *hint = kind_hint(first->kind, AUDIT_NO_DEAD_LETTER_QUEUE);
-    if (!hint || is_dead_letter_queue(x, first->source, first->queue))
+    if (!hint || audit_index_is_dlq(&x->ix, first->source, first->queue))
         return;
     if (q->has & 1u << F_DEAD || !(q->has & 1u << F_DEPTH))
         return;
@@ -882,11 +363,13 @@ static void rule_no_dlq(struct audit_ctx *x, struct queue_agg *q)
  * first, so the last one finds the claim (k = M) aged (M - 1) x L, less the moment between
  * delivery and claim. It takes over only if that age exceeds W: the rule fires when
  * W >= (M - 1) x L. */
-static void rule_claim_window(struct audit_ctx *x, struct entry *en)
+static void rule_claim_window(struct audit_ctx *x, struct audit_entry *en)
 {
-    if (!has(en, F_CLAIM_WINDOW) || !has(en, F_LEASE) || !has(en, F_MAX_DELIVERIES))
+    if (!entry_has(en, F_CLAIM_WINDOW) || !entry_has(en, F_LEASE) ||
+        !entry_has(en, F_MAX_DELIVERIES))
         return;
-    double w = val(en, F_CLAIM_WINDOW), lease = val(en, F_LEASE), m_del = val(en, F_MAX_DELIVERIES);
+    double w = entry_val(en, F_CLAIM_WINDOW), lease = entry_val(en, F_LEASE),
+           m_del = entry_val(en, F_MAX_DELIVERIES);
     double last = (m_del - 1) * lease;
     if (!(lease > 0) || !(w >= last))
         return;
@@ -916,7 +399,7 @@ static void rule_claim_window(struct audit_ctx *x, struct entry *en)
  * (AUDIT_RULE_COUNT here) checks its two rules itself. */
 static const struct {
     enum audit_rule rule;
-    void (*check)(struct audit_ctx *, struct entry *);
+    void (*check)(struct audit_ctx *, struct audit_entry *);
 } entry_rules[] = {
     {AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, rule_dead_letters},
     {AUDIT_RULE_COUNT, rule_margin},
@@ -966,32 +449,34 @@ static int cmp_queue(const void *pa, const void *pb)
 static void build_queues(struct audit_ctx *x)
 {
     struct audit_report *r = x->r;
-    r->queues = xcalloc(x->nentries ? x->nentries : 1, sizeof *r->queues);
-    for (size_t i = 0; i < x->nentries; i++) {
-        struct entry *en = entry_at(x, i);
-        const struct queue_agg *qa = &x->queues[en->queue_id];
+    r->queues = xcalloc(x->ix.nentries ? x->ix.nentries : 1, sizeof *r->queues);
+    for (size_t i = 0; i < x->ix.nentries; i++) {
+        struct audit_entry *en = entry_at(&x->ix, i);
+        const struct audit_queue_agg *qa = &x->ix.queues[en->queue_id];
         if (!en->group && qa->nentries > 1)
             continue; /* shown within each of its groups */
         if (qa->no_dlq)
             mark(en, AUDIT_NO_DEAD_LETTER_QUEUE);
-        const struct entry *p = parent_of(x, en);
+        const struct audit_entry *p = entry_parent(&x->ix, en);
         struct audit_queue *q = &r->queues[r->nqueues++];
         q->source = xstrdup(en->source);
         q->kind = xstrdup(en->kind);
         q->queue = xstrdup(en->queue);
         q->group = xstrdup(en->group);
-        q->has_margin = has(en, F_MARGIN);
-        q->margin = val(en, F_MARGIN);
-        const struct entry *d = has(en, F_DEAD) ? en : p && has(p, F_DEAD) ? p : NULL;
+        q->has_margin = entry_has(en, F_MARGIN);
+        q->margin = entry_val(en, F_MARGIN);
+        const struct audit_entry *d = entry_has(en, F_DEAD)       ? en
+                                      : p && entry_has(p, F_DEAD) ? p
+                                                                  : NULL;
         q->has_dead = d != NULL;
-        q->dead = d ? val(d, F_DEAD) : 0;
-        if (has(en, F_AGE) || has(en, F_OUTBOX_AGE)) {
+        q->dead = d ? entry_val(d, F_DEAD) : 0;
+        if (entry_has(en, F_AGE) || entry_has(en, F_OUTBOX_AGE)) {
             q->has_age = 1;
-            q->age = has(en, F_AGE) ? val(en, F_AGE) : val(en, F_OUTBOX_AGE);
+            q->age = entry_has(en, F_AGE) ? entry_val(en, F_AGE) : entry_val(en, F_OUTBOX_AGE);
         }
-        if (has(en, F_DEPTH) || has(en, F_OUTBOX)) {
+        if (entry_has(en, F_DEPTH) || entry_has(en, F_OUTBOX)) {
             q->has_depth = 1;
-            q->depth = has(en, F_DEPTH) ? val(en, F_DEPTH) : val(en, F_OUTBOX);
+            q->depth = entry_has(en, F_DEPTH) ? entry_val(en, F_DEPTH) : entry_val(en, F_OUTBOX);
         }
         q->worst = en->worst;
         q->rules = en->rules;
@@ -1024,11 +509,9 @@ static const struct audit_config *config_or_defaults(const struct audit_config *
 static void evaluate(struct audit_ctx *x, struct metric_set *const *sets, size_t nsets)
 {
     const struct audit_config *cfg = x->cfg;
-    collect(x, sets, nsets);
-    if (x->ndlqs > 1)
-        qsort(x->dlqs, x->ndlqs, sizeof *x->dlqs, cmp_dlq);
-    for (size_t i = 0; i < x->nentries; i++) {
-        struct entry *en = entry_at(x, i);
+    audit_index_collect(&x->ix, sets, nsets, add_source, x);
+    for (size_t i = 0; i < x->ix.nentries; i++) {
+        struct audit_entry *en = entry_at(&x->ix, i);
         for (size_t k = 0; k < sizeof entry_rules / sizeof *entry_rules; k++) {
             if (entry_rules[k].rule == AUDIT_RULE_COUNT || !cfg->disabled[entry_rules[k].rule])
                 entry_rules[k].check(x, en);
@@ -1040,23 +523,15 @@ static void evaluate(struct audit_ctx *x, struct metric_set *const *sets, size_t
             finding_end(x);
         }
     }
-    for (size_t i = 0; i < x->nqueues && !cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]; i++) {
-        rule_no_dlq(x, &x->queues[i]);
+    for (size_t i = 0; i < x->ix.nqueues && !cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]; i++) {
+        rule_no_dlq(x, &x->ix.queues[i]);
         finding_end(x);
     }
 }
 
 static void ctx_free(struct audit_ctx *x)
 {
-    for (size_t i = 0; i < x->nentries; i++)
-        free(entry_at(x, i)->spill);
-    for (size_t i = 0; i < x->nblocks; i++)
-        free(x->blocks[i]);
-    free(x->blocks);
-    hashtab_free(&x->entry_index);
-    hashtab_free(&x->queue_index);
-    free(x->queues);
-    free(x->dlqs);
+    audit_index_free(&x->ix);
     buf_free(&x->msg);
 }
 
@@ -1140,7 +615,7 @@ int audit_add_metrics(const struct audit_report *r, struct metric_set *out)
     for (size_t i = 0; i < r->nfindings; i++) {
         const struct audit_finding *f = &r->findings[i];
         audit_series_add(s, f->rule, f->source, f->kind, f->queue, f->group,
-                         badness(f->rule, f->value, f->limit));
+                         audit_rule_badness(f->rule, f->value, f->limit));
     }
     int rc = audit_series_write(s, out);
     audit_series_free(s);

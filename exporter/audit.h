@@ -5,7 +5,12 @@
  * The engine knows no broker: it reads the public metric families (docs/metrics.md) grouped by
  * (source, kind, queue[, group]), so a new collector kind is audited as soon as it emits them.
  * Every rule and its exact condition is documented in docs/check.md; the rule names are the
- * `rule` label of qrel_audit_failed, which alert rules match on. */
+ * `rule` label of qrel_audit_failed, which alert rules match on.
+ *
+ * Written in layers, none calling a file above it: audit_config.c (the rule table, status names,
+ * the `audit:` section) at the bottom; audit_index.c (the entries the rules read, audit_index.h)
+ * and audit_series.c (the exporter's series) on it; audit.c (the rules, the report) on those; the
+ * writers of `qrel check` (audit_report.h) read only the vocabulary and the report. */
 #ifndef QREL_AUDIT_H
 #define QREL_AUDIT_H
 
@@ -35,13 +40,22 @@ enum audit_rule {
 
 const char *audit_rule_name(enum audit_rule r);
 enum audit_status audit_rule_severity(enum audit_rule r); /* AUDIT_CRITICAL or AUDIT_WARNING */
+/* How far past its limit a finding of rule r lies, larger for worse (0 when not a number): below
+ * the limit for a margin or a dedup window, above it for messages and ages. Ranks the
+ * per-queue qrel_audit_failed series. */
+double audit_rule_badness(enum audit_rule r, double value, double limit);
 /* "OK", "WARNING", "CRITICAL", "UNKNOWN"; audit_status_label: the same in lower case, which is
  * the `severity` label and the JSON spelling. */
 const char *audit_status_name(enum audit_status s);
 const char *audit_status_label(enum audit_status s);
 /* How bad a status is, for "worst first": CRITICAL, then UNKNOWN (an unreadable source may hide
- * a critical), then WARNING, then OK. */
-int audit_status_rank(enum audit_status s);
+ * a critical), then WARNING, then OK. Inline: the sorts of the report and the series call it in
+ * every comparison (as a call from another file it cost the report's sort a third more). */
+static inline int audit_status_rank(enum audit_status s)
+{
+    static const int rank[] = {0, 1, 3, 2};
+    return (unsigned)s < 4 ? rank[s] : 2;
+}
 /* Orders names as the report does: absent (NULL, no group) first, then by strcmp. */
 int audit_cmp_name(const char *a, const char *b);
 

@@ -64,17 +64,12 @@ int beanstalk_address_parse(const char *s, char **host, int *port, struct err *e
 static int wait_fd(struct beanstalk_conn *c, short events, const struct deadline *dl,
                    const char *what, struct err *e)
 {
-    for (;;) {
-        int64_t left = deadline_remaining_ms(dl);
-        if (left <= 0)
-            return err_set(e, ERR_TIMEOUT, "%s: timed out %s", c->label, what);
-        struct pollfd p = {.fd = c->fd, .events = events};
-        int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-        if (n > 0)
-            return 0;
-        if (n < 0 && errno != EINTR)
-            return err_set(e, ERR_CONNECT, "%s: poll: %s", c->label, strerror(errno));
-    }
+    int n = deadline_wait_fd(c->fd, events, dl, NULL);
+    if (n == 0)
+        return err_set(e, ERR_TIMEOUT, "%s: timed out %s", c->label, what);
+    if (n < 0)
+        return err_set(e, ERR_CONNECT, "%s: poll: %s", c->label, strerror(errno));
+    return 0;
 }
 
 struct beanstalk_conn *beanstalk_conn_open(const char *source, const char *address,

@@ -54,24 +54,6 @@ void pg_params_free(struct pg_params *p)
     memset(p, 0, sizeof *p);
 }
 
-static struct cfg_node *node_of(struct cfg_node *map, const char *key)
-{
-    struct cfg_node *n = NULL;
-    struct err ignored;
-    if (cfg_get_node(map, key, CFG_NULL, &n, &ignored))
-        return map;
-    return n ? n : map;
-}
-
-static int get_nonempty(struct cfg_node *map, const char *key, char **out, struct err *e)
-{
-    if (cfg_get_str(map, key, 0, out, e))
-        return -1;
-    if (*out && !**out)
-        return cfg_error(e, node_of(map, key), "%s: want a non-empty string", key);
-    return 0;
-}
-
 /* Takes what the label and the scrubber need out of a DSN: host, port, dbname, user for the
  * label (explicit keys win), the password to mask. The DSN is valid when this returns 0. */
 /* Where a connection may ask for GSSAPI. Unless one of these is set, qrel connects with
@@ -137,9 +119,10 @@ int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *s
     int rc = -1;
     memset(p, 0, sizeof *p);
 
-    if (secret_get(map, "dsn", 0, &p->dsn, e) || get_nonempty(map, "host", &p->host, e) ||
-        get_nonempty(map, "user", &p->user, e) || get_nonempty(map, "dbname", &p->dbname, e) ||
-        get_nonempty(map, "sslmode", &p->sslmode, e) ||
+    if (secret_get(map, "dsn", 0, &p->dsn, e) || cfg_get_nonempty(map, "host", &p->host, e) ||
+        cfg_get_nonempty(map, "user", &p->user, e) ||
+        cfg_get_nonempty(map, "dbname", &p->dbname, e) ||
+        cfg_get_nonempty(map, "sslmode", &p->sslmode, e) ||
         secret_get(map, "password", 0, &p->password, e))
         goto out;
     long long port = 0;
@@ -152,7 +135,7 @@ int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *s
         while (i < sizeof sslmodes / sizeof sslmodes[0] && strcmp(sslmodes[i], p->sslmode))
             i++;
         if (i == sizeof sslmodes / sizeof sslmodes[0]) {
-            cfg_error(e, node_of(map, "sslmode"),
+            cfg_error(e, cfg_at(map, "sslmode"),
                       "sslmode: want one of disable, allow, prefer, require, verify-ca, "
                       "verify-full, got \"%s\"",
                       p->sslmode);
@@ -171,8 +154,8 @@ int pg_params_configure(struct pg_params *p, struct cfg_node *map, const char *s
         goto out;
     }
     if (p->dsn && dsn_parts(p, &dhost, &dport, &ddb, &duser)) {
-        int from_file = node_of(map, "dsn_file") != map;
-        cfg_error(e, node_of(map, from_file ? "dsn_file" : "dsn_env"),
+        int from_file = cfg_at(map, "dsn_file") != map;
+        cfg_error(e, cfg_at(map, from_file ? "dsn_file" : "dsn_env"),
                   "%s: want a libpq connection string (\"host=... dbname=...\") or URI "
                   "(\"postgresql://...\"), and what was found does not parse as either",
                   from_file ? "dsn_file" : "dsn_env");
@@ -362,30 +345,6 @@ static int is_auth_failure(PGconn *conn)
 
 /* ---- connections ---- */
 
-static int poll_ms(const struct deadline *dl)
-{
-    int64_t left = deadline_remaining_ms(dl);
-    return left > INT_MAX ? INT_MAX : (int)left;
-}
-
-/* Waits until fd is ready for events or the deadline passes: 1 ready, 0 deadline, -1 error. */
-static int wait_fd(int fd, short events, const struct deadline *dl)
-{
-    for (;;) {
-        int ms = poll_ms(dl);
-        if (ms <= 0)
-            return 0;
-        struct pollfd pfd = {.fd = fd, .events = events};
-        int r = poll(&pfd, 1, ms);
-        if (r > 0)
-            return 1;
-        if (r == 0)
-            return 0;
-        if (errno != EINTR)
-            return -1;
-    }
-}
-
 static void add_kv(const char **kw, const char **val, int *n, const char *k, const char *v)
 {
     if (v) {
@@ -454,7 +413,7 @@ struct pg_conn *pg_connect(const struct pg_params *p, const char *source, const 
         }
         int fd = PQsocket(c->conn);
         if (fd >= 0) {
-            int r = wait_fd(fd, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, dl);
+            int r = deadline_wait_fd(fd, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, dl, NULL);
             if (r == 0) {
                 err_set(e, ERR_TIMEOUT, "%s: connect: no connection within the deadline (%lld ms)",
                         c->prefix, (long long)left);
@@ -547,7 +506,7 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
     int fd = PQsocket(conn);
     int f;
     while ((f = PQflush(conn)) == 1) {
-        int r = wait_fd(fd, POLLOUT | POLLIN, dl);
+        int r = deadline_wait_fd(fd, POLLOUT | POLLIN, dl, NULL);
         if (r == 0)
             return timeout_fail(c, what, e);
         if (r < 0 || !PQconsumeInput(conn)) {
@@ -562,7 +521,7 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
     PGresult *keep = NULL;
     for (;;) {
         while (PQisBusy(conn)) {
-            int r = wait_fd(fd, POLLIN, dl);
+            int r = deadline_wait_fd(fd, POLLIN, dl, NULL);
             if (r == 0) {
                 PQclear(keep);
                 return timeout_fail(c, what, e);

@@ -611,24 +611,16 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
         }
         if (si == 2 && run->got_bytes)
             pipe_drop_cmds(p);
-        int64_t left = deadline_remaining_ms(dl);
-        if (left <= 0)
+        short revents = 0;
+        int n = deadline_wait_fd(c->ctx->fd, si < 2 ? POLLIN | POLLOUT : POLLIN, dl, &revents);
+        if (n == 0)
             return err_set(e, ERR_TIMEOUT, "%s: timed out after %lld ms waiting for Redis",
                            c->label, (long long)(deadline_now_ms() - t0));
-        struct pollfd pfd = {c->ctx->fd, POLLIN, 0};
-        if (si < 2)
-            pfd.events |= POLLOUT;
-        int n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
+        if (n < 0)
             return io_error(c, "poll", errno, e);
-        }
-        if (n == 0)
-            continue; /* the deadline check above reports it */
-        if (pfd.revents & POLLNVAL)
+        if (revents & POLLNVAL)
             return err_set(e, ERR_INTERNAL, "%s: poll: invalid socket", c->label);
-        if ((pfd.revents & POLLOUT) && si < 2) {
+        if ((revents & POLLOUT) && si < 2) {
             /* MSG_NOSIGNAL: a peer that closed must give EPIPE, not kill the exporter. */
             ssize_t w = send(c->ctx->fd, seg[si] + soff, seglen[si] - soff, MSG_NOSIGNAL);
             if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -638,7 +630,7 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
                 c->stats.bytes_written += (size_t)w;
             }
         }
-        if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+        if (!(revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         ssize_t r = recv(c->ctx->fd, chunk, sizeof chunk, 0);
         if (r == 0)

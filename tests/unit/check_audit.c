@@ -10,7 +10,7 @@
 #include "expfmt.h"
 #include "sources.h"
 #include "buf.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* A collection under construction: up to 16 sets, freed by col_free. */
 struct col {

@@ -9,9 +9,9 @@
 #include "beanstalkd/beanstalkd.h"
 #include "common/beanstalk.h"
 #include "config.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "fixture.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/fixture.h"
 
 /* The body of a recorded reply (the framing is check_common_beanstalk's). */
 static char *body_of(const char *name, char **whole)

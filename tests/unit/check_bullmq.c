@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "bullmq/bullmq.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 static char *queue_of(const char *key, const char *prefix)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "celery/celery.h"
-#include "check_refused.h"
-#include "check_run.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
 
 static const char eta_task[] =
     "[{\"body\": \"W1tdLCB7fV0=\", \"content-encoding\": \"utf-8\", \"content-type\": "

@@ -8,9 +8,9 @@
 
 #include "common/beanstalk.h"
 #include "alloc.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "fixture.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/fixture.h"
 
 START_TEST(test_recorded_stats_tube)
 {

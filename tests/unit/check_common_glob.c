@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "common/glob.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 START_TEST(test_match)
 {

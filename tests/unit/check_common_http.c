@@ -21,9 +21,9 @@
 #include "common/http.h"
 #include "deadline.h"
 #include "alloc.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 enum mode { ANSWER, HUGE, HANG };
 

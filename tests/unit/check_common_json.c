@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "json_doc.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/json_doc.h"
 
 START_TEST(test_malformed_and_truncated)
 {

@@ -10,7 +10,7 @@
 
 #include "common/promtext.h"
 #include "buf.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* Recorded, with a queue name holding a quote, a backslash and a newline added by hand. */
 static const char recorded[] =

@@ -14,9 +14,9 @@
 
 #include "config.h"
 #include "buf.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 static struct cfg_doc *parse(const char *text, struct err *e)
 {

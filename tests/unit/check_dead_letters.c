@@ -23,9 +23,9 @@
 #include "postgres/work_table.h"
 #include "redis_stream/redis_stream.h"
 #include "sources.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 static redisReply *resp(const char *raw, size_t len)
 {

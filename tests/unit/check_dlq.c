@@ -12,7 +12,7 @@
 
 #include "dlq.h"
 #include "dlq_report.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 #define D DL_WORK_DONE
 #define N DL_WORK_NOT_DONE

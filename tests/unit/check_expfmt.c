@@ -12,7 +12,7 @@
 #include "expfmt.h"
 #include "metrics.h"
 #include "buf.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* Appends "# HELP <name> <help of family>\n# TYPE <name> <type>\n" as the writer should. */
 static void expect_header(struct buf *b, const char *family, const char *header_name,

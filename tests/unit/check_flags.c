@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "flags.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static struct flag proto[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "", NULL, 0},

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hashtab.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* The caller's storage of the tests: keys by id. */
 struct keys {

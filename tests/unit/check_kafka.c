@@ -19,9 +19,9 @@
 #include "kafka/kafka.h"
 #include "kafka/settings.h"
 #include "metrics.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 extern const struct collector_kind kafka_kind;
 

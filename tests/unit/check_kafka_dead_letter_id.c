@@ -9,7 +9,7 @@
 
 #include "kafka/kafka.h"
 #include "sources.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static const struct {
     const char *value;

@@ -10,8 +10,8 @@
 
 #include "kafka/kafka.h"
 #include "kafka/replay.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 START_TEST(test_replay_group)
 {

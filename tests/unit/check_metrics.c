@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "metrics.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 /* Every family of the metric contract, with its type. */
 static const struct {

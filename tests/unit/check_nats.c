@@ -18,11 +18,11 @@
 #include "config.h"
 #include "metrics.h"
 #include "nats/nats.h"
-#include "kind_config.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "sample.h"
-#include "json_doc.h"
+#include "support/kind_config.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/sample.h"
+#include "support/json_doc.h"
 
 extern const struct collector_kind nats_kind;
 

@@ -10,7 +10,7 @@
 
 #include "deadline.h"
 #include "pool.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static void sleep_ms(long ms)
 {

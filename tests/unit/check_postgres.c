@@ -16,8 +16,8 @@
 #include "common/pg.h"
 #include "postgres/postgres.h"
 #include "sources.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 static char tmpdir[256];
 

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "postgres/queues.h"
-#include "section_item.h"
-#include "check_run.h"
-#include "sample.h"
-#include "check_str.h"
+#include "support/section_item.h"
+#include "support/check_run.h"
+#include "support/sample.h"
+#include "support/check_str.h"
 
 static struct queues *configured(const char *list)
 {

@@ -14,8 +14,8 @@
 
 #include "postgres/claim.h"
 #include "postgres/dedup.h"
-#include "section_item.h"
-#include "check_run.h"
+#include "support/section_item.h"
+#include "support/check_run.h"
 
 /* ---- dedup_tables: configuration ---- */
 

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "postgres/sql.h"
-#include "section_item.h"
-#include "check_refused.h"
-#include "check_run.h"
+#include "support/section_item.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
 
 START_TEST(test_configure_full)
 {

@@ -14,8 +14,8 @@
 #include "rabbitmq/cache.h"
 #include "rabbitmq/rabbitmq.h"
 #include "text.h"
-#include "check_refused.h"
-#include "check_run.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
 
 extern const struct collector_kind rabbitmq_kind;
 

@@ -28,10 +28,10 @@
 #include "metrics.h"
 #include "redis_stream/redis_stream.h"
 #include "buf.h"
-#include "kind_config.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/kind_config.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 extern const struct collector_kind redis_stream_kind;
 

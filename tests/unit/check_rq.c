@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "rq/rq.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 START_TEST(test_time)
 {

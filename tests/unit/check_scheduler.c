@@ -24,7 +24,7 @@
 #include "scheduler.h"
 #include "sources.h"
 #include "alloc.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static void sleep_ms(long ms)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "check_run.h"
+#include "support/check_run.h"
 #include "pool.h"
 #include "scrape.h"
 #include "sources.h"

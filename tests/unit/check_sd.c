@@ -8,7 +8,7 @@
 #include "sd.h"
 #include "alloc.h"
 #include "buf.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static const struct collector_kind redis_kind = {.name = "redis_stream"};
 static const struct collector_kind pg_kind = {.name = "postgres"};

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "sidekiq/sidekiq.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 static const char job64[] =
     "{\"retry\":0,\"queue\":\"emails\",\"args\":[],\"class\":\"DeadJob\",\"jid\":"

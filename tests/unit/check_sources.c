@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "sources.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 struct bad_case {
     const char *yaml;

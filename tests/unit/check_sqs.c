@@ -15,11 +15,11 @@
 #include "common/json.h"
 #include "config.h"
 #include "sqs/sqs.h"
-#include "kind_config.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
-#include "json_doc.h"
+#include "support/kind_config.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
+#include "support/json_doc.h"
 
 extern const struct collector_kind sqs_kind;
 

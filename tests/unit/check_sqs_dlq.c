@@ -17,10 +17,10 @@
 #include "sources.h"
 #include "sqs/dlq.h"
 #include "sqs/sqs.h"
-#include "kind_config.h"
-#include "check_refused.h"
-#include "check_run.h"
-#include "check_str.h"
+#include "support/kind_config.h"
+#include "support/check_refused.h"
+#include "support/check_run.h"
+#include "support/check_str.h"
 
 extern const struct collector_kind sqs_kind;
 

@@ -9,7 +9,7 @@
 
 #include "buf.h"
 #include "text.h"
-#include "check_run.h"
+#include "support/check_run.h"
 
 static const struct {
     const char *in;
