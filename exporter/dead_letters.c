@@ -185,6 +185,7 @@ int dead_letters_load(struct dead_letters *d, struct cfg_node *list, struct coll
             return -1;
         struct dead_letter_join *j = &d->v[d->n++];
         pthread_mutex_init(&j->mu, NULL);
+        j->log_limit.every_ms = 60000;
         if (load_entry(j, map, i, s, e))
             return -1;
         for (size_t k = 0; k + 1 < d->n; k++)
@@ -235,15 +236,10 @@ static int join_once(struct dead_letter_join *j, const struct deadline *dl,
 
 static void note_error(struct dead_letter_join *j, const struct err *e)
 {
-    int64_t now = deadline_now_ms();
-    int fresh = strcmp(j->logged_error, e->msg) != 0 || now - j->logged_at_ms >= 60000;
-    if (fresh) {
-        j->logged_at_ms = now;
-        snprintf(j->logged_error, sizeof j->logged_error, "%s", e->msg);
-    }
     /* Logs are rate-limited as the scheduler's: a new message at once, the same once a minute. */
-    log_kv(fresh ? LOG_WARN : LOG_DEBUG, "dead-letter classification failed", "source",
-           j->broker->name, "queue", j->queue, "reason", err_reason(e->code), "err", e->msg, NULL);
+    log_kv_limited(&j->log_limit, LOG_WARN, e->msg, "dead-letter classification failed", "source",
+                   j->broker->name, "queue", j->queue, "reason", err_reason(e->code), "err", e->msg,
+                   NULL);
 }
 
 struct metric_set *dead_letters_run(struct dead_letter_join *j, const struct deadline *dl)
@@ -265,7 +261,7 @@ struct metric_set *dead_letters_run(struct dead_letter_join *j, const struct dea
         j->errors[e.code]++;
         note_error(j, &e);
     } else {
-        j->logged_error[0] = '\0';
+        log_limit_reset(&j->log_limit);
         if (log_enabled(LOG_DEBUG)) {
             char read[32], ids[32], total[32];
             snprintf(read, sizeof read, "%zu", r.read);

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "collector.h"
 #include "config.h"
 #include "deadline.h"
@@ -48,8 +49,7 @@ struct dead_letter_join {
     /* run state, across scrapes */
     pthread_mutex_t mu;
     double errors[ERR_CODE_COUNT];
-    char logged_error[512];
-    int64_t logged_at_ms;
+    struct log_limit log_limit; /* a new error at once, the same once a minute */
 };
 
 struct dead_letters {

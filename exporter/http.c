@@ -57,16 +57,14 @@ struct http_server {
     int enable_lifecycle;
     char bound[300];
     char advertise[300];
-    pthread_mutex_t mu; /* guards the fields below */
-    int scrapes;        /* requests collecting now */
-    long shed;          /* scrapes answered 503 since the last log line */
-    int64_t shed_logged_ms;
+    pthread_mutex_t mu;        /* guards the fields below */
+    int scrapes;               /* requests collecting now */
+    struct log_limit shed_log; /* one line per HTTP_LOG_EVERY_S, counting the 503s */
 };
 
 /* MHD's own messages (a refused connection each) are rate-limited the same way. */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t log_window_ms;
-static long log_in_window, log_suppressed;
+static struct log_limit mhd_log_limit = {.every_ms = HTTP_LOG_EVERY_S * 1000, .burst = 5};
 
 int http_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen,
                        struct err *e)
@@ -146,16 +144,13 @@ static int admit(struct http_server *h)
     if (ok) {
         h->scrapes++;
     } else {
-        h->shed++;
-        int64_t now = deadline_now_ms();
-        if (now - h->shed_logged_ms >= HTTP_LOG_EVERY_S * 1000) {
+        long held;
+        if (log_limit_pass(&h->shed_log, NULL, deadline_now_ms(), &held)) {
             char n[32], limit[32];
-            snprintf(n, sizeof n, "%ld", h->shed);
+            snprintf(n, sizeof n, "%ld", held + 1);
             snprintf(limit, sizeof limit, "%d", HTTP_MAX_SCRAPES);
             log_kv(LOG_WARN, "too many concurrent scrapes, answering 503", "refused", n, "limit",
                    limit, NULL);
-            h->shed = 0;
-            h->shed_logged_ms = now;
         }
     }
     pthread_mutex_unlock(&h->mu);
@@ -449,18 +444,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
  * refused connections must not turn into thousands of log lines. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    int64_t now = deadline_now_ms();
     long suppressed = 0;
     pthread_mutex_lock(&log_mu);
-    if (now - log_window_ms >= HTTP_LOG_EVERY_S * 1000) {
-        suppressed = log_suppressed;
-        log_window_ms = now;
-        log_in_window = 0;
-        log_suppressed = 0;
-    }
-    int quiet = ++log_in_window > 5;
-    if (quiet)
-        log_suppressed++;
+    int quiet = !log_limit_pass(&mhd_log_limit, NULL, deadline_now_ms(), &suppressed);
     pthread_mutex_unlock(&log_mu);
     if (suppressed) {
         char n[32];
@@ -510,6 +496,7 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
         flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
 
     struct http_server *h = xcalloc(1, sizeof *h);
+    h->shed_log.every_ms = HTTP_LOG_EVERY_S * 1000;
     h->app = a;
     h->web = o->web;
     h->telemetry_path = xstrdup(o->telemetry_path);

@@ -53,8 +53,8 @@ struct source_state {
     int failures;
     int64_t backoff_until_ms;
     char last_error[512];
-    int64_t logged_at_ms;
-    char logged_error[512];
+    struct log_limit
+        log_limit; /* "collection failed": a new error at once, the same once a minute */
 };
 
 struct scheduler {
@@ -125,6 +125,7 @@ struct scheduler *scheduler_new(struct sources *src, struct pool *pool)
         struct source_state *st = &s->st[i];
         st->c = src->items[i];
         st->last_up = -1;
+        st->log_limit.every_ms = 60000;
         pthread_mutex_init(&st->mu, NULL);
         pthread_cond_init(&st->cv, &ca);
     }
@@ -219,17 +220,11 @@ static void note_failure_locked(struct source_state *st, enum err_code code, con
     st->last_up = 0;
     snprintf(st->last_error, sizeof st->last_error, "%s", msg);
 
-    /* Logs are rate-limited: a new message at once, the same one at most once a minute. */
-    int64_t now = deadline_now_ms();
-    int fresh = strcmp(st->logged_error, msg) != 0 || now - st->logged_at_ms >= 60000;
-    if (fresh) {
-        st->logged_at_ms = now;
-        snprintf(st->logged_error, sizeof st->logged_error, "%s", msg);
-    }
     char failures[32];
     snprintf(failures, sizeof failures, "%d", st->failures);
-    log_kv(fresh ? LOG_WARN : LOG_DEBUG, "collection failed", "source", st->c->name, "kind",
-           st->c->kind->name, "reason", err_reason(code), "failures", failures, "err", msg, NULL);
+    log_kv_limited(&st->log_limit, LOG_WARN, msg, "collection failed", "source", st->c->name,
+                   "kind", st->c->kind->name, "reason", err_reason(code), "failures", failures,
+                   "err", msg, NULL);
 }
 
 static void note_success_locked(struct source_state *st, double duration)
@@ -244,7 +239,7 @@ static void note_success_locked(struct source_state *st, double duration)
     st->last_success = deadline_wall_now();
     st->last_duration = duration;
     st->last_error[0] = '\0';
-    st->logged_error[0] = '\0';
+    log_limit_reset(&st->log_limit);
 }
 
 /* Called with st->mu held: the collection ends without having run. Drops the job's reference;
