@@ -189,12 +189,12 @@ start_fauxqs() {
     || { cat "$T/fauxqs.out" >&2; return 1; }
 }
 
-# shared_fauxqs VAR: the fauxqs store that this ctest run keeps for this test (tests/shared/server.sh
-# names it after the test's script), else a fauxqs of its own (start_fauxqs); sets SQS_PEERS and
+# shared_fauxqs VAR: the fauxqs store that this ctest run ($PPID: tests/shared/server.sh) keeps for
+# this test, named after its script, else a fauxqs of its own (start_fauxqs); sets SQS_PEERS and
 # NODE either way.
 shared_fauxqs() {
   local port
-  if port_file "${QREL_SHARED_DIR:-/nonexistent}/fauxqs/$(basename "$0" .sh).port" port &&
+  if port_file "${QREL_SHARED_DIR:-/nonexistent}/run-$PPID/fauxqs/$(basename "$0" .sh).port" port &&
     port_open "$port"; then
     sqs_peers_install || return 1
     echo "fauxqs: the store this run keeps for this test, on port $port"
@@ -227,7 +227,7 @@ start_pubsub_emulator() {
 # a project that no other test uses.
 shared_pubsub_emulator() {
   local port
-  if port_file "${QREL_SHARED_DIR:-/nonexistent}/pubsub/port" port &&
+  if port_file "${QREL_SHARED_DIR:-/nonexistent}/run-$PPID/pubsub/port" port &&
     curl -fs -o /dev/null "http://127.0.0.1:$port/v1/projects/qrel/topics"; then
     echo "the Pub/Sub emulator this run shares, on port $port"
     printf -v "$1" '%s' "$port"
