@@ -2,7 +2,7 @@
  * and HELP text a user can see, as one sorted static array, so that lookups are a binary search
  * and the exposition writer can emit families in name order by walking it; and the rules for
  * names that families defined elsewhere (a postgres source's queries) and labels must follow.
- * A new family is one row here and one in docs/metrics.md (tests/integration/metric_docs.sh
+ * A new family is one row here and one in docs/metrics.md (tests/artifacts/metric_docs.sh
  * compares them). The storage of samples is metrics.c. */
 #include "metric_catalog.h"
 

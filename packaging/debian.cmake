@@ -6,7 +6,7 @@
 # the alert rules and dashboards in /usr/share/qrel. Its Depends come from dpkg-shlibdeps on the
 # binaries, so they follow whatever the build links. The files under /etc and /lib are in the
 # component `deb`, left out of a plain `cmake --install` (a /usr/local install gets programs, man
-# pages and share/ only, and no unit pointing at /usr/bin). tests/integration/package.sh builds,
+# pages and share/ only, and no unit pointing at /usr/bin). tests/artifacts/package.sh builds,
 # checks, installs and removes the package.
 
 set(QREL_DEB_MAINTAINER "qrel maintainers <qrel@example.org>"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes a program's man page from its own --help, at build time, so the page cannot drift from
 # the program: every flag, default and command the binary prints is in the page, and nothing else
-# is (tests/integration/manpages.sh compares the two). Only the NAME line's summary and a tail of
+# is (tests/artifacts/manpages.sh compares the two). Only the NAME line's summary and a tail of
 # FILES / SEE ALSO (packaging/man/<name>.tail, plain roff) are written by hand.
 #
 #   manpage.sh OUTPUT PROGRAM NAME VERSION "SUMMARY" [TAIL]

@@ -2,16 +2,20 @@
 # The whole test suite, as the README's second command and CI run it:
 #   1. installs missing Debian packages (scripts/deps.sh),
 #   2. lint: clang-format 14, banned C functions, shellcheck,
-#   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind,
+#   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind (the binaries
+#      side by side, as many at once as there are CPUs),
 #   4. integration tests against real servers the tests start on loopback (redis-server,
-#      Prometheus' promtool),
-#   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-fuzz), their saved crash
-#      inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher to fuzz
-#      longer, e.g. QREL_FUZZ_SECONDS=3600),
+#      Prometheus' promtool, ...; the Pub/Sub emulator and fauxqs once for all the tests that use
+#      them), then the artifact checks (tests/artifacts/: the package, man pages, metric docs,
+#      alert rules, dashboards), once: they test files, which a sanitizer has nothing to find in,
+#   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-fuzz), two at a time, their
+#      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher
+#      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. an ASan+UBSan build running unit and integration tests again.
-# Ends with one line "tests: N passed, M failed" and exits non-zero when anything failed.
+# Ends with the time each stage took, then one line "tests: N passed, M failed" (the last line),
+# and exits non-zero when anything failed.
 # QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes (fuzzing
-# still runs: it is short).
+# and the artifact checks still run: they are short).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,20 +25,65 @@ passed=0
 failed=0
 failures=()
 
-step() { printf '\n==> %s\n' "$*"; }
+# Stages and their times, for the table at the end: step STAGE TITLE ends the stage running and
+# starts STAGE (a short name for the table), with TITLE as its heading.
+stage_names=()
+stage_secs=()
+stage=""
+stage_t0=0
+end_stage() {
+  [ -n "$stage" ] || return 0
+  stage_names+=("$stage")
+  stage_secs+=($((SECONDS - stage_t0)))
+  stage=""
+}
+step() {
+  end_stage
+  stage=$1 stage_t0=$SECONDS
+  shift
+  printf '\n==> %s\n' "$*"
+}
 pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); printf 'FAIL %s\n' "$1"; }
 run() { # run NAME CMD...: one counted check
   local name=$1; shift
   if "$@"; then pass "$name"; else fail "$name"; fi
 }
+# run_parallel PREFIX WIDTH ITEM... -- CMD...: runs `CMD ITEM` for each ITEM, WIDTH at a time,
+# each one's output kept aside; then one counted check PREFIX/NAME per ITEM (NAME its basename),
+# in the order given: a pass shows its last line, a failure its whole output.
+run_parallel() {
+  local prefix=$1 width=$2 dir item name running=0 items=()
+  shift 2
+  while [ "$1" != -- ]; do items+=("$1"); shift; done
+  shift
+  dir=$(mktemp -d)
+  for item in "${items[@]}"; do
+    if [ "$running" -ge "$width" ]; then wait -n; running=$((running - 1)); fi
+    name=$(basename "$item")
+    ( "$@" "$item" >"$dir/$name.log" 2>&1; echo $? >"$dir/$name.rc" ) &
+    running=$((running + 1))
+  done
+  wait
+  for item in "${items[@]}"; do
+    name=$(basename "$item")
+    if [ "$(cat "$dir/$name.rc" 2>/dev/null)" = 0 ]; then
+      tail -1 "$dir/$name.log"
+      pass "$prefix/$name"
+    else
+      cat "$dir/$name.log"
+      fail "$prefix/$name"
+    fi
+  done
+  rm -rf "$dir"
+}
 
 if [ "${QREL_SKIP_DEPS:-0}" != 1 ]; then
-  step "dependencies"
+  step deps "dependencies"
   bash scripts/deps.sh || { echo "cannot install dependencies" >&2; exit 1; }
 fi
 
-step "lint"
+step lint "lint"
 mapfile -t csrc < <(git ls-files '*.c' '*.h' 2>/dev/null || find exporter collectors tests -name '*.[ch]')
 run lint/clang-format clang-format-14 --dry-run --Werror "${csrc[@]}"
 run lint/banned-functions bash tests/lint/banned.sh "${csrc[@]}"
@@ -52,56 +101,64 @@ ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX: runs ctest and counts each t
   rm -f "$log"
 }
 
-step "build (-Werror)"
+step build "build (-Werror)"
 if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >/dev/null; then
   pass build
-  step "unit tests"
+  step unit "unit tests"
   ctest_pass build unit ""
   if [ "${QREL_FAST:-0}" != 1 ]; then
-    step "unit tests under valgrind"
-    for t in build/tests/check_*; do
-      run "valgrind/$(basename "$t")" env CK_FORK=no valgrind -q --error-exitcode=1 \
-        --leak-check=full --errors-for-leak-kinds=definite,indirect "$t"
-    done
+    step valgrind "unit tests under valgrind ($jobs at a time)"
+    run_parallel valgrind "$jobs" build/tests/check_* -- env CK_FORK=no valgrind -q \
+      --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
   fi
-  step "integration tests (real servers on loopback)"
+  step integration "integration tests (real servers on loopback)"
   # The queue runners graphile-worker and pg-boss come from npm where node is installed: their
   # real migrations are checked against qrel's presets (skipped loudly without node or npm).
   QREL_REAL_RUNNERS=1 ctest_pass build integration ""
+  step artifacts "artifact checks (the files qrel ships), once, in the plain build"
+  ctest_pass build artifacts ""
 else
   cmake --build build 2>&1 | tail -30
   fail build
 fi
 
-step "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target)"
+step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time)"
 fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
 if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_WERROR=ON \
      -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
    cmake --build build-fuzz -j "$jobs" --target "${fuzz_targets[@]}" >/dev/null; then
-  for t in "${fuzz_targets[@]}"; do
-    run "fuzz/$t" bash tests/fuzz/run.sh build-fuzz "$t"
-  done
+  run_parallel fuzz 2 "${fuzz_targets[@]}" -- bash tests/fuzz/run.sh build-fuzz
 else
   cmake --build build-fuzz --target "${fuzz_targets[@]}" 2>&1 | tail -30
   fail build-fuzz
 fi
 
 if [ "${QREL_FAST:-0}" != 1 ]; then
-  step "ASan+UBSan build: unit and integration tests"
+  step "asan build" "ASan+UBSan build: unit and integration tests"
   if cmake -S . -B build-asan -DQREL_WERROR=ON -DQREL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
        >/dev/null && cmake --build build-asan -j "$jobs" >/dev/null; then
     pass build-asan
     # tests/lsan.supp names the third-party libraries whose per-process memory is not ours to free
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
     export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
+    step "asan unit" "ASan+UBSan: unit tests"
     ctest_pass build-asan unit "asan/"
+    step "asan integration" "ASan+UBSan: integration tests"
     ctest_pass build-asan integration "asan/"
   else
     fail build-asan
   fi
 fi
 
+end_stage
 echo
+echo "stage times:"
+total=0
+for i in "${!stage_names[@]}"; do
+  printf '  %-18s %3d:%02d\n' "${stage_names[$i]}" $((stage_secs[i] / 60)) $((stage_secs[i] % 60))
+  total=$((total + stage_secs[i]))
+done
+printf '  %-18s %3d:%02d\n' total $((total / 60)) $((total % 60))
 if [ ${#failures[@]} -gt 0 ]; then
   printf 'failed: %s\n' "${failures[@]}"
 fi

@@ -24,9 +24,10 @@ if ! pubsub_emulator_installed; then
   finish
   exit
 fi
-start_pubsub_emulator EP
+shared_pubsub_emulator EP
 start_postgres PGP
-API=http://127.0.0.1:$EP/v1/projects/shop
+# project dlq-shop: the emulator may be shared with pubsub.sh, which keeps to project shop
+API=http://127.0.0.1:$EP/v1/projects/dlq-shop
 PS() { python3 "$QREL_SOURCE_DIR/tests/peers/pubsub/dead_letter.py" "$API" "$@"; }
 put() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$API/$1" >/dev/null; }
 publish() { curl -fsS -X POST -H 'Content-Type: application/json' -d "$2" "$API/topics/$1:publish" >/dev/null; }
@@ -35,12 +36,12 @@ b64() { printf '%s' "$1" | base64 -w0; }
 # ---- topology and messages ---------------------------------------------------------------------
 for t in orders orders-dlq invoices invoices-dlq; do put "topics/$t" '{}'; done
 for q in orders invoices; do
-  put "subscriptions/$q-mailer" "{\"topic\":\"projects/shop/topics/$q\",\"ackDeadlineSeconds\":10,
-    \"deadLetterPolicy\":{\"deadLetterTopic\":\"projects/shop/topics/$q-dlq\",\"maxDeliveryAttempts\":5}}"
-  put "subscriptions/$q-dead" "{\"topic\":\"projects/shop/topics/$q-dlq\",\"ackDeadlineSeconds\":10}"
+  put "subscriptions/$q-mailer" "{\"topic\":\"projects/dlq-shop/topics/$q\",\"ackDeadlineSeconds\":10,
+    \"deadLetterPolicy\":{\"deadLetterTopic\":\"projects/dlq-shop/topics/$q-dlq\",\"maxDeliveryAttempts\":5}}"
+  put "subscriptions/$q-dead" "{\"topic\":\"projects/dlq-shop/topics/$q-dlq\",\"ackDeadlineSeconds\":10}"
 done
 # A second reader of invoices' dead letters: which one qrel pulls from must then be configured.
-put subscriptions/invoices-dead-audit '{"topic":"projects/shop/topics/invoices-dlq","ackDeadlineSeconds":10}'
+put subscriptions/invoices-dead-audit '{"topic":"projects/dlq-shop/topics/invoices-dlq","ackDeadlineSeconds":10}'
 # Orders 1-12 carry their id in the data and in an attribute; 8 and 9 have an ordering key; one
 # message carries no id at all (unknown).
 msgs=()
@@ -80,7 +81,7 @@ config() {
 sources:
   - name: gcp
     kind: pubsub
-    project: shop
+    project: dlq-shop
     endpoint: http://127.0.0.1:$EP
     subscriptions: [orders-mailer, invoices-mailer]
 $4
@@ -140,7 +141,7 @@ expect_eq "orders: inspect's split against the claim table (done not_done unknow
   "$ndone $nnot $nunk 13 13"
 expect_eq "... which is 5 done, 7 not done, 1 unknown" "$ndone $nnot $nunk" "5 7 1"
 expect_eq "orders: names" "$(jq -r '"\(.dead_letter_queue) \(.origin) \(.kind)"' "$T/orders.json")" \
-  "orders-dlq projects/shop/topics/orders pubsub"
+  "orders-dlq projects/dlq-shop/topics/orders pubsub"
 expect_cmd "orders: the read effect is reported" grep -q 'modifyAckDeadline 0' <(jq -r .read_effect "$T/orders.json")
 expect_eq "orders: deliveries from CloudPubSubDeadLetterSourceDeliveryCount" \
   "$(jq -c '[.deliveries.min, .deliveries.max, .deliveries.unknown]' "$T/orders.json")" "[5,5,0]"
@@ -160,7 +161,7 @@ rc=0
 DLQ inspect --config.file="$T/nopick.yml" --source=gcp --queue=invoices-mailer > /dev/null || rc=$?
 expect_cmd "two subscriptions on the dead-letter topic and none configured: fails (rc $rc)" test "$rc" -ne 0
 expect_cmd "... naming the key to set" grep -qF \
-  'dead-letter topic "projects/shop/topics/invoices-dlq" of "invoices-mailer" has 2 subscriptions: name the one to read in the source'"'"'s dead_letter_subscriptions (invoices-mailer: SUBSCRIPTION)' "$T/dlq.err"
+  'dead-letter topic "projects/dlq-shop/topics/invoices-dlq" of "invoices-mailer" has 2 subscriptions: name the one to read in the source'"'"'s dead_letter_subscriptions (invoices-mailer: SUBSCRIPTION)' "$T/dlq.err"
 DLQ inspect --config.file="$T/claims.yml" --source=gcp --queue=invoices-mailer --format=json > "$T/invoices.json"
 expect_eq "invoices (dead_letter_subscriptions): done not_done unknown" \
   "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/invoices.json")" "2 6 0"
@@ -173,11 +174,11 @@ check "$T/claims.yml" 0
 expect_eq "--config.check with the dead-letter subscription named" "$(cat "$T/check.out")" "$T/claims.yml: OK, 2 sources"
 check "$T/nopick.yml" 1
 expect_eq "--config.check: a dead-letter topic with two subscriptions, none named" "$(cat "$T/check.out")" \
-  "$T/nopick.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead-letter topic \"projects/shop/topics/invoices-dlq\" of \"invoices-mailer\" has 2 subscriptions: name the one to read in the source's dead_letter_subscriptions (invoices-mailer: SUBSCRIPTION)"
+  "$T/nopick.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead-letter topic \"projects/dlq-shop/topics/invoices-dlq\" of \"invoices-mailer\" has 2 subscriptions: name the one to read in the source's dead_letter_subscriptions (invoices-mailer: SUBSCRIPTION)"
 config "$T/gone.yml" "$CLAIMS" order_id "    dead_letter_subscriptions: {invoices-mailer: no-such-dead}"
 check "$T/gone.yml" 1
 expect_eq "--config.check: dead_letter_subscriptions names a subscription that does not exist" "$(cat "$T/check.out")" \
-  "$T/gone.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead_letter_subscriptions: subscription \"projects/shop/subscriptions/no-such-dead\" does not exist"
+  "$T/gone.yml: source \"gcp\": dead_letters: queue \"invoices-mailer\": dead_letter_subscriptions: subscription \"projects/dlq-shop/subscriptions/no-such-dead\" does not exist"
 
 echo "     phase: inspect done at $(($(now_ms) - t0)) ms"
 # ---- dry run -----------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ expect_cmd "inspect and the dry run changed nothing (3 dead-letter subscriptions
 
 echo "     phase: dry run done at $(($(now_ms) - t0)) ms"
 # ---- replay ------------------------------------------------------------------------------------
-put subscriptions/orders-check '{"topic":"projects/shop/topics/orders"}'
+put subscriptions/orders-check '{"topic":"projects/dlq-shop/topics/orders"}'
 want_moved=$(not_done "$DEAD")
 # What must reach orders: each not-done message's data, its attributes without the broker's
 # CloudPubSubDeadLetter* ones, its orderingKey.
@@ -216,7 +217,7 @@ expect_eq "... and nothing more reached orders" "$(PS take orders-check | jq len
 
 echo "     phase: replay done at $(($(now_ms) - t0)) ms"
 # ---- SIGKILL half-way, then again --------------------------------------------------------------
-put subscriptions/invoices-check '{"topic":"projects/shop/topics/invoices"}'
+put subscriptions/invoices-check '{"topic":"projects/dlq-shop/topics/invoices"}'
 INV=(--config.file="$T/claims.yml" --source=gcp --queue=invoices-mailer)
 want=$(jq -r '.[] | select(.attributes.order | tonumber > 102) | .attributes.order' "$T/before-invoices-dead.json" | sort)
 nwant=$(grep -c . <<<"$want")

@@ -15,7 +15,7 @@
 # shellcheck source=../lib/sqs.sh
 . "$QREL_SOURCE_DIR/tests/lib/sqs.sh"
 
-start_fauxqs FQ
+shared_fauxqs FQ
 start_postgres PGP
 t0=$(date +%s)
 

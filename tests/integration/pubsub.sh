@@ -15,7 +15,7 @@ PEERS=$QREL_SOURCE_DIR/tests/peers/pubsub
 
 # ---- the emulator ---------------------------------------------------------------------------
 if pubsub_emulator_installed; then
-  start_pubsub_emulator EP
+  shared_pubsub_emulator EP
   API=http://127.0.0.1:$EP/v1/projects/shop
   put() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$API/$1" >/dev/null; }
   put topics/orders '{}'

@@ -15,7 +15,7 @@
 . "$QREL_SOURCE_DIR/tests/lib/sqs.sh"
 
 # ---- the peers: fauxqs 2.4.1 and Node 22 from npm (tests/lib/servers.sh installs them once)
-start_fauxqs FQ
+shared_fauxqs FQ
 
 akid=AKIDQRELTEST0001
 secret='s3cr3t/Key+Test=9f2Q'

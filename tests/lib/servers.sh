@@ -2,7 +2,8 @@
 # benchmarks (sourced, not run): redis-server, a PostgreSQL cluster (initdb + pg_ctl), nats-server
 # with JetStream, librdkafka's mock cluster, the fauxqs SQS emulator, Google's Pub/Sub emulator,
 # Prometheus, tests/lib/http_stub.py and tests/lib/tcp_stub.py. RabbitMQ nodes have their own
-# file, rabbitmq.sh.
+# file, rabbitmq.sh. The emulators can also be shared by the tests of one ctest run
+# (shared_fauxqs, shared_pubsub_emulator; tests/shared/server.sh starts them).
 #
 # Every starter keeps its files under $T (set by the caller before the first start), returns once
 # the server answers, and says which server did not start otherwise. servers_stop stops all that
@@ -188,6 +189,21 @@ start_fauxqs() {
     || { cat "$T/fauxqs.out" >&2; return 1; }
 }
 
+# shared_fauxqs VAR: the fauxqs store that this ctest run ($PPID: tests/shared/server.sh) keeps for
+# this test, named after its script, else a fauxqs of its own (start_fauxqs); sets SQS_PEERS and
+# NODE either way.
+shared_fauxqs() {
+  local port
+  if port_file "${QREL_SHARED_DIR:-/nonexistent}/run-$PPID/fauxqs/$(basename "$0" .sh).port" port &&
+    port_open "$port"; then
+    sqs_peers_install || return 1
+    echo "fauxqs: the store this run keeps for this test, on port $port"
+    printf -v "$1" '%s' "$port"
+  else
+    start_fauxqs "$1"
+  fi
+}
+
 # ---- Pub/Sub: Google's emulator ----------------------------------------------------------------
 
 PUBSUB_EMULATOR=${PUBSUB_EMULATOR:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
@@ -204,6 +220,20 @@ start_pubsub_emulator() {
   wait_for -i 0.1 60 "the Pub/Sub emulator on port $port to answer" \
     curl -fs -o /dev/null "http://127.0.0.1:$port/v1/projects/qrel/topics" || return 1
   printf -v "$1" '%s' "$port"
+}
+
+# shared_pubsub_emulator VAR: the emulator this ctest run shares (tests/shared/server.sh) when it
+# answers, else one of this test's own (start_pubsub_emulator). A test on the shared one keeps to
+# a project that no other test uses.
+shared_pubsub_emulator() {
+  local port
+  if port_file "${QREL_SHARED_DIR:-/nonexistent}/run-$PPID/pubsub/port" port &&
+    curl -fs -o /dev/null "http://127.0.0.1:$port/v1/projects/qrel/topics"; then
+    echo "the Pub/Sub emulator this run shares, on port $port"
+    printf -v "$1" '%s' "$port"
+  else
+    start_pubsub_emulator "$1"
+  fi
 }
 
 # ---- Prometheus --------------------------------------------------------------------------------
