@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README's second command and CI run it:
 #   1. installs missing Debian packages (scripts/deps.sh),
-#   2. lint: clang-format 14, banned C functions, shellcheck,
+#   2. lint: clang-format 14, banned C functions, program files over 900 lines, shellcheck (the
+#      layers lint, tests/lint/layers.sh, needs the build: it runs with the unit tests),
 #   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind (the binaries
 #      side by side, as many at once as there are CPUs),
 #   4. integration tests against real servers the tests start on loopback (redis-server,
@@ -87,6 +88,7 @@ step lint "lint"
 mapfile -t csrc < <(git ls-files '*.c' '*.h' 2>/dev/null || find exporter collectors tests -name '*.[ch]')
 run lint/clang-format clang-format-14 --dry-run --Werror "${csrc[@]}"
 run lint/banned-functions bash tests/lint/banned.sh "${csrc[@]}"
+run lint/file-sizes bash tests/lint/sizes.sh "${csrc[@]}"
 mapfile -t shsrc < <(git ls-files '*.sh' '.ci/run' 2>/dev/null)
 run lint/shellcheck shellcheck -S warning "${shsrc[@]}"
 
