@@ -313,14 +313,18 @@ START_TEST(down_broker_leaves_nothing_behind)
     err_clear(&e);
     ck_assert_int_eq(configure_yaml(&c, yaml, &e), 0);
     struct metric_set *out = metric_set_new("stream", "kafka");
-    struct deadline dl = deadline_in(5.0);
+    struct deadline dl = deadline_in(60.0);
     int64_t t0 = deadline_now_ms();
     ck_assert_int_eq(kafka_kind.collect(&c, &dl, out, &e), -1);
     int64_t took = deadline_now_ms() - t0;
     ck_assert_int_eq(e.code, ERR_CONNECT);
     ck_assert_msg(strstr(e.msg, "brokers are down") || strstr(e.msg, "Connection refused"), "%s",
                   e.msg);
-    ck_assert_msg(took < 2500, "a refused connection took %lld ms", (long long)took);
+    /* It fails on the refusal, not at the deadline: within half of it. Not a speed bound: a
+     * plain build takes about 0.3 s, valgrind on a machine with a load of 10-15
+     * 3.5 s, and the deadline is far above both so that only a wait for it fails here. */
+    fprintf(stderr, "check_kafka: a refused connection failed after %lld ms\n", (long long)took);
+    ck_assert_msg(took < 30000, "a refused connection took %lld ms", (long long)took);
     /* The failed collection destroyed its handle: no librdkafka instance, no thread. */
     ck_assert_int_eq(rd_kafka_wait_destroyed(2000), 0);
     ck_assert_int_eq(thread_count(), before);
