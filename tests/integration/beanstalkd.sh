@@ -39,14 +39,10 @@ $JOBS "$B" bury emails
 $JOBS "$B" hold emails 60 "$T/held" &
 PIDS+=("$!")
 $JOBS "$B" put short 1 1
-# beanstalkd 1.12 lets a reserved job's TTR pass uncounted about half the time, however long
-# the holder waits (seen here: 4 s and 8 s holds of a 1 s TTR both uncounted, on fresh servers
-# too); the holder releases it and a new one tries again, up to 10 times of 2.5 s, until the
-# server has counted a timeout, and the scrape must then report exactly the server's count.
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  $JOBS "$B" overrun short 2.5
-  [ "$($JOBS "$B" stats | awk '$1 == "job_timeouts" { print $2 }')" -ge 1 ] && break
-done
+# The holder keeps the 1 s TTR job until the server has counted its timeout, polling over its own
+# connection, which is what makes beanstalkd 1.12 check the deadline (jobs.rb says why); about
+# 1.1 s on a quiet machine, 30 s only counts when the server never counts it.
+$JOBS "$B" overrun short 30 || not_ok "the server counted the overrun's timeout within 30 s"
 for _ in $(seq 1 200); do [ -s "$T/held" ] && break; sleep 0.05; done
 [ -s "$T/held" ] || not_ok "the holding worker reserved a job"
 
@@ -79,8 +75,8 @@ expect_metric "$T/all.prom" 1 qrel_lease_timeout_seconds 'queue="short"'
 expect_absent "$T/all.prom" qrel_dead_letter_oldest_age_seconds 'queue="short"'
 expect_metric "$T/all.prom" "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" \
   qrel_lease_expiries_total 'kind="beanstalkd"'
-expect_between "the server counted the overrun's timeout" \
-  "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" 1 5
+expect_eq "the server counted the overrun's one timeout" \
+  "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" 1
 expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
 expect_absent "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="default"'
 expect_eq "round trips for 3 tubes" \

@@ -62,7 +62,7 @@ t0=$(now_ms)
 expect_cmd "the emulator delivers every message 5 times" PS nack orders-mailer invoices-mailer --attempts 5
 dead_count() { [ "$(PS peek "$1" | jq length)" = "$2" ]; }
 expect_cmd "... and forwards all 13 + 8 to the dead-letter topics" \
-  wait_for -i 0.3 20 "dead letters" eval 'dead_count orders-dead 13 && dead_count invoices-dead 8'
+  wait_for -i 0.3 60 "dead letters" eval 'dead_count orders-dead 13 && dead_count invoices-dead 8'
 echo "     dead-lettering took $(($(now_ms) - t0)) ms"
 
 psql_do <<'SQL'
@@ -227,17 +227,23 @@ moved_orders() { PS take invoices-check | jq -r '.[].attributes.order' >> "$T/in
 "$QREL" dlq replay "${INV[@]}" --yes --rate=1/s > "$T/killed.txt" 2>&1 &
 KPID=$!
 PIDS+=("$KPID")
-killed_at=$(now_ms)
 two_in() { [ "$(moved_orders)" -ge 2 ]; }
-expect_cmd "the paced replay puts 2 messages back" wait_for -i 0.1 10 "2 messages on invoices" two_in
+# (About 2 s on a quiet machine: the replay's start, its pull, one message a second.)
+expect_cmd "the paced replay puts 2 messages back" wait_for -i 0.1 30 "2 messages on invoices" two_in
 kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null || true
+# The killed run pulled before it moved anything, so before now: its lease ends 10 s from now at
+# the latest (timed from its start instead, a slow start on a loaded machine ate into the wait).
+killed_at=$(now_ms)
 got=$(moved_orders)
 expect_cmd "killed half-way: $got of $nwant back on invoices" test "$got" -lt "$nwant"
 # The killed run's pull leased every dead letter for the subscription's ack deadline (10 s) and
-# nobody handed them back: the rerun sees them once that lease has run out.
+# nobody handed them back: the rerun sees them once that lease has run out, and then the two done
+# ones and at least one not-done one can be pulled again.
 wait_lease() { [ $(($(now_ms) - killed_at)) -ge 11000 ]; }
 wait_for -i 0.2 15 "the killed run's lease to run out" wait_lease
+released() { [ "$(PS peek invoices-dead | jq length)" -ge 3 ]; }
+wait_for -i 0.5 30 "the killed run's dead letters to be pullable again" released || true
 echo "     phase: killed run's lease over at $(($(now_ms) - t0)) ms"
 rc=0
 DLQ replay "${INV[@]}" --yes --format=json > "$T/rerun.json" || rc=$?

@@ -45,7 +45,7 @@ mkfifo "$T/qrel.yml"
 kill -HUP "$EXPORTER_PID"
 for _ in $(seq 1 40); do grep -q 'reload failed' "$T/exporter.log" && break; sleep 0.05; done
 expect_cmd "a FIFO config is refused: not a regular file" grep -q 'reload failed.*not a regular file' "$T/exporter.log"
-expect_between "scrape time (ms) after a FIFO reload" "$(elapsed_ms scrape "$T/m4.txt")" 0 999
+expect_between "scrape time (ms) after a FIFO reload" "$(scrape_ms "$T/m4.txt")" 0 999
 expect_metric "$T/m4.txt" 1 qrel_collector_up 'source="cache"'
 expect_metric "$T/m4.txt" 0 qrel_config_last_reload_successful
 stop_exporter
@@ -89,7 +89,7 @@ if strace -f -qq --seccomp-bpf -o /dev/null -e trace=none true 2>/dev/null; then
   kill -HUP "$pid" # this one sticks for 10 s
   for _ in $(seq 1 100); do [ "$(grep -c 'SIGHUP received' "$T/exporter.log")" -ge 2 ] && break; sleep 0.05; done
   sleep 0.3
-  expect_between "scrape time (ms) while a reload is stuck" "$(elapsed_ms scrape "$T/m5.txt")" 0 999
+  expect_between "scrape time (ms) while a reload is stuck" "$(scrape_ms "$T/m5.txt")" 0 999
   expect_metric "$T/m5.txt" 1 qrel_collector_up 'source="cache"'
   expect_eq "/-/healthy while a reload is stuck" "$(code "http://$ADDR/-/healthy")" 200
   t0=$(now_ms)

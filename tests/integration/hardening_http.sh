@@ -23,12 +23,19 @@ expect_eq "slowloris sockets still open after 6 s" "$(field open "$out")" 600
 expect_eq "every /-/healthy probe answered 200" "$(field ok "$out")" "$(field probes "$out")"
 expect_between "slowest /-/healthy (ms) with 600 slowloris sockets" "$(field max_ms "$out")" 0 999
 
-# One address gets at most 1,024 connections; others still get in. (The server first reaps the
-# 600 sockets closed above.)
-sleep 2
+# One address gets at most 1,024 connections; others still get in. The server first reaps the
+# 600 sockets closed above: waited for (fewer than 10 of its sockets left, in any state but
+# listening), instead of assumed done within 2 s, which a loaded machine outlasts.
+server_sockets() { ss -Htn "( sport = :$port )" | wc -l; }
+reaped() { [ "$(server_sockets)" -lt 10 ]; }
+wait_for -i 0.2 60 "the server to close the 600 slowloris sockets" reaped || true
+echo "server sockets before the per-IP test: $(server_sockets)"
 out=$(hostile slowloris "$host" "$port" 1100 2 --bind 127.0.0.3 --probe /-/healthy --probe-every 0.3)
 echo "per-IP: $out"
-expect_between "connections kept from one address (per-IP limit 1024; fewer when the server is still reaping the ones above)" "$(field open "$out")" 500 1024
+# The floor stays loose: on a loaded machine fewer are kept (567 to 856 seen with two CPU hogs;
+# 779 once the wait above had found all 600 closed; 1024 on a fresh exporter), for a reason not
+# yet known.
+expect_between "connections kept from one address (per-IP limit 1024)" "$(field open "$out")" 500 1024
 expect_eq "/-/healthy from another address answered throughout" "$(field ok "$out")" "$(field probes "$out")"
 
 # 1,000 scrapes at once: every one gets a status; the shed ones 503 with Retry-After.

@@ -23,6 +23,7 @@ R XGROUP CREATE orders mailer 0 MKSTREAM >/dev/null
 R XADD orders "$(stream_id 90)" n 1 >/dev/null
 R XADD orders "$(stream_id 80)" n 2 >/dev/null
 R XREADGROUP GROUP mailer c1 COUNT 1 STREAMS orders '>' >/dev/null
+claimed_ms=$(now_ms)
 R XCLAIM orders mailer c2 0 "$(stream_id 90)" IDLE 60000 RETRYCOUNT 2 >/dev/null
 R XADD orders.dlq "$(stream_id 300)" why expired >/dev/null
 R XADD orders.dlq "$(stream_id 200)" why expired >/dev/null
@@ -49,6 +50,7 @@ YML
 start_exporter "$T/qrel.yml"
 
 collections() { grep -c 'msg="redis collection done"' "$T/exporter.log" || true; }
+first_view_ms=$(now_ms)
 curl -fsS "http://$ADDR/" -o "$T/page.html"
 expect_eq "the first view collects" "$(collections)" 1
 curl -fsS "http://$ADDR/" -o "$T/page2.html"
@@ -77,8 +79,14 @@ expect_cmd "the HTML in a stream name stays text" bash -c "! grep -q 'evil<b>' '
 # has WHAT TEXT REGEX: TEXT matches REGEX.
 has() { if grep -qE -- "$3" <<< "$2"; then ok "$1"; else not_ok "$1: no match for $3 in: $2"; fi; }
 orders_row=$(grep -oE '<tr class="queue critical">.*</tr>' "$T/dom.html" | head -1)
-has "orders: margin 0.50 or just under, marked bad" "$orders_row" \
-  '<td class="n"><span class="bad">0\.(50|49)</span></td><td class="n"><span class="bad">2</span></td>'
+# The margin is 30 s over the hold, 60 s when claimed plus the time until the collection shown:
+# 0.50 at once, just under it later; the lowest it can be is taken from the time now, since a
+# loaded machine may take seconds to start the exporter and Chromium.
+has "orders: margin marked bad, dead letters 2" "$orders_row" \
+  '<td class="n"><span class="bad">0\.[0-9]+</span></td><td class="n"><span class="bad">2</span></td>'
+expect_between "orders: margin, 30 s over the hold" \
+  "$(grep -oE '<td class="n"><span class="bad">0\.[0-9]+<' <<<"$orders_row" | grep -oE '0\.[0-9]+' | head -1)" \
+  "$(awk -v e="$(($(now_ms) - claimed_ms))" 'BEGIN { printf "%.2f", int(3000 / (60 + e / 1000)) / 100 }')" 0.50
 has "orders: oldest age, depth 2" "$orders_row" '<td class="n">[0-9.]+s</td><td class="n">2</td>'
 has "orders: both rules named" "$orders_row" \
   '<td><code>dead_letter_queue_not_empty</code> <code>lease_margin_below_1</code></td></tr>$'
@@ -102,6 +110,10 @@ import struct, sys
 d = open(sys.argv[1], "rb").read(24)
 print("%dx%d" % struct.unpack(">II", d[16:24]) if d[:8] == b"\x89PNG\r\n\x1a\n" else "not a PNG")' "$png")" "1400x900"
 expect_cmd "screenshot is not blank (over 20 kB)" test "$(stat -c %s "$png")" -gt 20000
-expect_eq "the views collected once more at most" "$(( $(collections) <= 2 ))" 1
+# A view within LANDING_MAX_AGE (30 s) of the last collection reuses it: at most one collection
+# per 30 s since the first view, and once more at most (two on a quiet machine, where all views
+# take about 10 s).
+expect_between "collections for the views" "$(collections)" 1 \
+  "$(( ($(now_ms) - first_view_ms) / 30000 + 2 ))"
 
 finish

@@ -95,9 +95,7 @@ YML
 export QREL_TEST_PG_PASSWORD=$secret
 start_exporter "$T/qrel.yml"
 
-t0=$(now_ms)
-scrape "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
-took=$(( $(now_ms) - t0 ))
+took=$(scrape_ms "$T/m1.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2')
 elapsed=$(awk -v a="$inserted_ms" -v b="$(now_ms)" 'BEGIN { printf "%.3f", (b - a) / 1000 }')
 expect_between "scrape time with a 10 s query (header 2 s), ms" "$took" 0 1999
 expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="shop"' 'kind="postgres"'
@@ -129,13 +127,10 @@ expect_cmd "the log names the unknown host" \
 # counts as a timeout and is cancelled on the server (nothing of qrel's still running).
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="slow"'
 expect_metric "$T/m1.txt" 0 qrel_collector_errors_total 'source="slow"' 'reason="timeout"'
-while [ $(($(now_ms) - t0)) -lt 3000 ]; do sleep 0.05; done
-# Right at the source's 3 s: this scrape either waits for the attempt still running to time out,
-# or comes within the 0.5 s back-off that follows it; both show the one timeout. (Read after the
-# server-side checks below, a slow machine could let the back-off run out and a second attempt
-# time out too.)
-scrape "$T/m1b.txt"
-expect_metric "$T/m1b.txt" 1 qrel_collector_errors_total 'source="slow"' 'reason="timeout"'
+# Waits for the attempt to end (it logs its failure) rather than for 3 s of wall clock: a scrape
+# sent by the clock could land after the 0.5 s back-off that follows and start a second attempt.
+slow_failed() { grep -q 'msg="collection failed" source=slow .*reason=timeout' "$T/exporter.log"; }
+wait_for 30 "the slow source's attempt to time out" slow_failed || true
 active=1
 none_active() {
   active=$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'qrel' AND state = 'active'")
@@ -143,6 +138,11 @@ none_active() {
 }
 wait_for 2 "no qrel query active on the server" none_active || true
 expect_eq "qrel queries still running on the server 2 s after the timeout" "$active" 0
+# The one timeout, whether this scrape comes within the back-off (nothing started) or after it (a
+# second attempt starts, and this scrape's 1 s header, a 0.5 s wait, ends long before that
+# attempt's own 3 s: late for the header only, which counts nothing).
+scrape "$T/m1b.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 1'
+expect_metric "$T/m1b.txt" 1 qrel_collector_errors_total 'source="slow"' 'reason="timeout"'
 expect_cmd "the server log shows the cancel" grep -q 'canceling statement due to user request' "$T/pg-$P/server.log"
 
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
@@ -204,10 +204,12 @@ expect_scrape_error "with a missing column" "$T/missing.yml" "$T/missing" shop q
 cat > "$T/cached.yml" <<YML
 sources:
 $(pg_source cached "$P")
-    min_interval: 2s
+    min_interval: 5s
     outboxes: [{table: empty_outbox, created_at_column: created_at, published_at_column: published_at}]
 YML
+# (min_interval 5 s: the second scrape comes about 0.6 s after the first on a quiet machine.)
 start_exporter "$T/cached.yml"
+c1_sent=$(now_ms)
 scrape "$T/c1.txt"
 expect_metric "$T/c1.txt" 0 qrel_outbox_pending_messages 'source="cached"'
 psql_do "INSERT INTO empty_outbox VALUES (now(), NULL)"
@@ -215,9 +217,16 @@ sleep 0.5
 scrape "$T/c2.txt"
 expect_metric "$T/c2.txt" 0 qrel_outbox_pending_messages 'source="cached"'
 expect_between "sample age of the cached result" \
-  "$(mval "$T/c2.txt" qrel_sample_age_seconds 'source="cached"')" 0.4 1.9
-sleep 1.8
-scrape "$T/c3.txt"
+  "$(mval "$T/c2.txt" qrel_sample_age_seconds 'source="cached"')" 0.4 4.9
+# Scrapes until one sees the new row: every one before is served from the cache, and the first
+# that asks the database again comes no sooner than min_interval after the first collection.
+fresh() {
+  scrape "$T/c3.txt"
+  [ "$(mval "$T/c3.txt" qrel_outbox_pending_messages 'source="cached"')" = 1 ]
+}
+wait_for -i 0.2 30 "a scrape that asks the database again" fresh || true
+expect_between "ms from the first scrape to the first one not served from the cache" \
+  "$(($(now_ms) - c1_sent))" 5000 35000
 expect_metric "$T/c3.txt" 1 qrel_outbox_pending_messages 'source="cached"'
 expect_between "sample age after min_interval" \
   "$(mval "$T/c3.txt" qrel_sample_age_seconds 'source="cached"')" 0 0.5
@@ -229,11 +238,19 @@ start_exporter "$T/qrel.yml"
 scrape "$T/m3.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
 expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="shop"'
 stop_postgres "$P"
+m4_sent=$(now_ms)
 scrape "$T/m4.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
 expect_metric "$T/m4.txt" 0 qrel_collector_up 'source="shop"'
 expect_metric "$T/m4.txt" 1 qrel_collector_errors_total 'source="shop"' 'reason="connect"'
-sleep 0.6 # past the back-off: the next scrape tries a new connection
-scrape "$T/m5.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+# Scrapes until a new connection is tried: none during the 0.5 s back-off (they count nothing),
+# the first after it, which counts the second error.
+second_try() {
+  scrape "$T/m5.txt" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2'
+  [ "$(mval "$T/m5.txt" qrel_collector_errors_total 'source="shop"' 'reason="connect"')" != 1 ]
+}
+wait_for -i 0.1 30 "a scrape past the back-off" second_try || true
+expect_between "ms from the failing scrape to the next attempt (back-off 0.5 s)" \
+  "$(($(now_ms) - m4_sent))" 500 31000
 expect_metric "$T/m5.txt" 2 qrel_collector_errors_total 'source="shop"' 'reason="connect"'
 expect_cmd "the log says the server refused" grep -q 'source=shop kind=postgres reason=connect.*Connection refused' "$T/exporter.log"
 for f in "$T"/m*.txt "$T/exporter.log" "$T"/*.out "$T"/*.err; do

@@ -6,7 +6,8 @@
 #   ruby jobs.rb ADDR bury TUBE                  reserve the next job and bury it (given up)
 #   ruby jobs.rb ADDR hold TUBE SECONDS FLAG     reserve the next job, touch FLAG, hold it, then release
 #   ruby jobs.rb ADDR overrun TUBE SECONDS       reserve the next job and hold it past its TTR until
-#                                                the server counts the timeout (SECONDS at most)
+#                                                the server counts the timeout (SECONDS at most,
+#                                                else exit 1)
 #   ruby jobs.rb ADDR stats                      print the server's stats as "key value" lines
 require "beaneater"
 
@@ -30,14 +31,22 @@ when "hold"
   sleep args[1].to_f
   job.release
 when "overrun"
-  # Holds the job past its TTR, until the server has counted the timeout: closing the connection
-  # earlier would release the job instead (no timeout).
+  # Holds the job past its TTR until the server has counted the timeout (SECONDS at most; exits 1
+  # if it never does): closing the connection earlier would release the job instead. The polling
+  # goes over the holder's own connection on purpose. beanstalkd 1.12 checks a reserved job's TTR
+  # only when that connection's tick comes due, and it may drop the tick without counting: its
+  # clock has microseconds and it computes the tick as exactly the job's deadline, so when its
+  # event loop (which sleeps whole milliseconds, then spins) wakes in that same microsecond, the
+  # tick is due (tick <= now) but the job is not yet late (deadline >= now), and the connection is
+  # not scheduled again. Only a command on that connection schedules it again; a command on any
+  # other connection wakes the loop but does not (seen: 25 stats from a second client over 2.5 s,
+  # no timeout). So each stats here reschedules the held job's connection, and the first one
+  # after the deadline makes the server count the timeout; the next one reads it.
   bs.tubes.watch!(args[0])
   bs.tubes.reserve(5)
-  watcher = Beaneater.new(addr)
   deadline = Time.now + args[1].to_f
-  sleep 0.1 until watcher.stats.job_timeouts.to_i >= 1 || Time.now > deadline
-  watcher.close
+  sleep 0.1 until bs.stats.job_timeouts.to_i >= 1 || Time.now > deadline
+  abort "jobs.rb: the server counted no timeout in #{args[1]} s" if bs.stats.job_timeouts.to_i < 1
 when "stats"
   bs.stats.keys.each { |k| puts "#{k} #{bs.stats[k]}" }
 else

@@ -5,9 +5,9 @@ natscli is not packaged in Debian 12, so the test drives JetStream with its requ
 over the text protocol. Usage (PORT is the client port):
   jsctl.py PORT req SUBJECT [JSON]            one API request; prints the reply
   jsctl.py PORT pub SUBJECT DATA [COUNT]      publishes and waits for each PubAck
-  jsctl.py PORT fetch STREAM CONSUMER N ACTION
-      pulls up to N messages and ack / nak / leaves them (ACTION ack|nak|leave); prints
-      "payload:deliveries" per message
+  jsctl.py PORT fetch STREAM CONSUMER N ACTION [EXPIRES]
+      pulls up to N messages, waiting EXPIRES seconds (default 0.5) at most for them, and ack /
+      nak / leaves them (ACTION ack|nak|leave); prints "payload:deliveries" per message
 Pulled messages arrive with their original subject, so replies are matched by subscription id;
 the delivery count is token 4 of the ack subject $JS.ACK.<stream>.<consumer>.<delivered>....
 NATS_USER / NATS_PASS in the environment log in as that user."""
@@ -73,6 +73,7 @@ class Nats:
                 return json.loads(body) if body else {}
 
     def fetch(self, stream, consumer, batch, expires=0.5):
+        self.s.settimeout(expires + 5.0)  # the server answers 408 at expires; this is a backstop
         self.n += 1
         sid = str(1000 + self.n)
         inbox = "_FETCH.%s.%d" % (self.inbox[7:], self.n)
@@ -117,7 +118,8 @@ def main(argv):
         return 0
     if cmd == "fetch":
         action = {"ack": "+ACK", "nak": "-NAK", "leave": None}[argv[6]]
-        for reply, body in nc.fetch(argv[3], argv[4], int(argv[5])):
+        expires = float(argv[7]) if len(argv) > 7 else 0.5
+        for reply, body in nc.fetch(argv[3], argv[4], int(argv[5]), expires):
             print("%s:%s" % (body.decode(), reply.split(".")[4]))
             if action:
                 nc.pub(reply, action)
