@@ -7,9 +7,9 @@
 #
 # Usage: layers.sh BUILD_DIR [LIBRARY...]
 #   LIBRARY is a library's name without lib/.a (qrel_core, qrel_kind_kafka, qrel_common_http)
-#   or the path of its archive; none: every qrel library of the build (the kinds, the common helpers, the core, the engine
-#   and the CLI's qrel_dlq). Prints each circle with one symbol for each of its uses; exits 1 on
-#   any.
+#   or the path of its archive; none: every qrel library of the build (the kinds, the common
+#   helpers, the core, the engine, the exporter's web side qrel_web and the CLI's qrel_dlq).
+#   Prints each circle with one symbol for each of its uses; exits 1 on any.
 set -u
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
   echo "usage: $0 BUILD_DIR [LIBRARY...]" >&2
