@@ -13,6 +13,8 @@
 #      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher
 #      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. an ASan+UBSan build running unit and integration tests again.
+# The fuzzing and ASan builds compile in the background (nice) while the plain build's tests run,
+# and the integration tests run twice as many at once as there are CPUs (QREL_INTEGRATION_JOBS).
 # Ends with the time each stage took, then one line "tests: N passed, M failed" (the last line),
 # and exits non-zero when anything failed.
 # QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes (fuzzing
@@ -92,10 +94,10 @@ run lint/file-sizes bash tests/lint/sizes.sh "${csrc[@]}"
 mapfile -t shsrc < <(git ls-files '*.sh' '.ci/run' 2>/dev/null)
 run lint/shellcheck shellcheck -S warning "${shsrc[@]}"
 
-ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX: runs ctest and counts each test
-  local dir=$1 label=$2 prefix=$3 log
+ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX [WIDTH]: runs ctest and counts each test
+  local dir=$1 label=$2 prefix=$3 width=${4:-$jobs} log
   log=$(mktemp)
-  (cd "$dir" && ctest -L "$label" --output-on-failure -j "$jobs" 2>&1) | tee "$log"
+  (cd "$dir" && ctest -L "$label" --output-on-failure -j "$width" 2>&1) | tee "$log"
   while read -r name result; do
     if [ "$result" = Passed ]; then pass "$prefix$name"; else fail "$prefix$name"; fi
   done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+\**( +)?([A-Za-z]+).*/\1 \3/p' "$log")
@@ -103,9 +105,39 @@ ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX: runs ctest and counts each t
   rm -f "$log"
 }
 
+# The sanitizer and fuzzing builds are compiled in the background, at a lower priority, while
+# the plain build's tests run: those mostly wait on the servers they start, and the two builds
+# took a third of the suite's time when they ran after them.
+side_builds() {
+  nice -n 10 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_WERROR=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$side/fuzz.log" 2>&1 &&
+    nice -n 10 cmake --build build-fuzz -j "$jobs" --target "${fuzz_targets[@]}" >>"$side/fuzz.log" 2>&1
+  echo $? >"$side/fuzz.rc"
+  if [ "${QREL_FAST:-0}" != 1 ]; then
+    nice -n 10 cmake -S . -B build-asan -DQREL_WERROR=ON -DQREL_SANITIZE=ON \
+      -DCMAKE_BUILD_TYPE=Debug >"$side/asan.log" 2>&1 &&
+      nice -n 10 cmake --build build-asan -j "$jobs" >>"$side/asan.log" 2>&1
+    echo $? >"$side/asan.rc"
+  fi
+}
+# side_built NAME: waits until the background build NAME (fuzz, asan) is done; 0 when it built.
+side_built() {
+  while [ ! -f "$side/$1.rc" ] && kill -0 "$side_pid" 2>/dev/null; do sleep 1; done
+  [ "$(cat "$side/$1.rc" 2>/dev/null)" = 0 ] && return 0
+  tail -30 "$side/$1.log"
+  return 1
+}
+fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
+side=$(mktemp -d)
+# The integration tests run wider than the CPU count: each spends most of its time waiting for a
+# server to start or a lease to pass, and every one of them passes with two CPU hogs beside it.
+integration_jobs=${QREL_INTEGRATION_JOBS:-$((jobs * 2))}
+
 step build "build (-Werror)"
 if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >/dev/null; then
   pass build
+  side_builds &
+  side_pid=$!
   step unit "unit tests"
   ctest_pass build unit ""
   if [ "${QREL_FAST:-0}" != 1 ]; then
@@ -113,44 +145,43 @@ if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$j
     run_parallel valgrind "$jobs" build/tests/check_* -- env CK_FORK=no valgrind -q \
       --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
   fi
-  step integration "integration tests (real servers on loopback)"
+  step integration "integration tests (real servers on loopback, $integration_jobs at a time)"
   # The queue runners graphile-worker and pg-boss come from npm where node is installed: their
   # real migrations are checked against qrel's presets (skipped loudly without node or npm).
-  QREL_REAL_RUNNERS=1 ctest_pass build integration ""
+  QREL_REAL_RUNNERS=1 ctest_pass build integration "" "$integration_jobs"
   step artifacts "artifact checks (the files qrel ships), once, in the plain build"
   ctest_pass build artifacts ""
 else
   cmake --build build 2>&1 | tail -30
   fail build
+  side_builds &
+  side_pid=$!
 fi
 
 step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time)"
-fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
-if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_WERROR=ON \
-     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-   cmake --build build-fuzz -j "$jobs" --target "${fuzz_targets[@]}" >/dev/null; then
+if side_built fuzz; then
   run_parallel fuzz 2 "${fuzz_targets[@]}" -- bash tests/fuzz/run.sh build-fuzz
 else
-  cmake --build build-fuzz --target "${fuzz_targets[@]}" 2>&1 | tail -30
   fail build-fuzz
 fi
 
 if [ "${QREL_FAST:-0}" != 1 ]; then
-  step "asan build" "ASan+UBSan build: unit and integration tests"
-  if cmake -S . -B build-asan -DQREL_WERROR=ON -DQREL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
-       >/dev/null && cmake --build build-asan -j "$jobs" >/dev/null; then
+  step "asan build" "ASan+UBSan build: unit and integration tests (built beside the tests above)"
+  if side_built asan; then
     pass build-asan
     # tests/lsan.supp names the third-party libraries whose per-process memory is not ours to free
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
     export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
     step "asan unit" "ASan+UBSan: unit tests"
     ctest_pass build-asan unit "asan/"
-    step "asan integration" "ASan+UBSan: integration tests"
-    ctest_pass build-asan integration "asan/"
+    step "asan integration" "ASan+UBSan: integration tests ($integration_jobs at a time)"
+    ctest_pass build-asan integration "asan/" "$integration_jobs"
   else
     fail build-asan
   fi
 fi
+wait
+rm -rf "$side"
 
 end_stage
 echo
