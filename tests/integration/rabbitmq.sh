@@ -101,13 +101,21 @@ YML
 }
 write_config "$T/qrel.yml" ""
 
-# The management API's counters move in steps of about 5 s: scrape until the redeliveries show.
+# The management API's counters and queue lengths move in steps of about 5 s, each at its own
+# pace (a loaded machine showed jobs' dead letter counted while its ready count still read 1):
+# scrape until every figure that comes from those stats has caught up, for both sources.
 t0=$(now_ms)
 stats_settled() {
   "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.log" || true
   [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="prom"' 'queue="orders"')" = 3 ] &&
     [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="mgmt"' 'queue="jobs"')" = 2 ] &&
-    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ]
+    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ] || return 1
+  local s
+  for s in mgmt prom; do
+    [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="jobs"' 'state="ready"')" = 0 ] &&
+      [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="orders"' 'state="ready"')" = 0 ] &&
+      [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="orders"' 'state="in_flight"')" = 2 ] || return 1
+  done
 }
 wait_for -i 0.5 40 "the redeliveries and dead letters in the management API's stats" stats_settled || true
 echo "# stats settled after $(( $(now_ms) - t0 )) ms"

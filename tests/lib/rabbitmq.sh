@@ -64,7 +64,9 @@ export RABBITMQ_NODENAME=qrel-test-$$-$RABBIT_SEQ@localhost
 export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$RABBIT_AMQP RABBITMQ_DIST_PORT=$dist
 export RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
 export RABBITMQ_MNESIA_BASE=$dir/mnesia RABBITMQ_LOG_BASE=$dir/log RABBITMQ_PID_FILE=$dir/rabbit.pid
-export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+# +sbwt none (and its dirty-scheduler forms): the Erlang schedulers sleep when idle instead of
+# spinning, so a test broker waiting between requests leaves the CPU to the tests beside it.
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} +sbwt none +sbwtdcpu none +sbwtdio none"
 export RABBITMQ_CTL_DIST_PORT_MIN=$ctl RABBITMQ_CTL_DIST_PORT_MAX=$ctl
 export ERL_EPMD_ADDRESS=127.0.0.1
 ENV
