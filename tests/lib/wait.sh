@@ -2,13 +2,11 @@
 # the benchmarks alike (sourced, not run; sourcing it defines functions and nothing else).
 # shellcheck shell=bash
 
-# The python3 for the tests' own stdlib-only helpers: Debian's where it is there (the tests that
-# import Debian's python3-* packages name /usr/bin/python3 themselves), since a python3 found
-# through a version manager's shim costs 0.45 s of CPU a start against 0.04 s (measured here).
+# The python3 for free_port: Debian's where it is there, since a python3 found through a version
+# manager's shim costs 0.45 s of CPU a start against 0.04 s (measured here).
 if [ -z "${QREL_PYTHON:-}" ]; then
   if [ -x /usr/bin/python3 ]; then QREL_PYTHON=/usr/bin/python3; else QREL_PYTHON=python3; fi
 fi
-python3() { command "$QREL_PYTHON" "$@"; }
 
 # wait_for [-i INTERVAL] TIMEOUT WHAT CMD...: runs CMD (in this shell, so it may set variables)
 # every INTERVAL seconds (default 0.05) until it succeeds. When TIMEOUT seconds (fractions allowed)
