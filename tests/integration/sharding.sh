@@ -25,12 +25,15 @@ start_redis RP
 # exporter N: a replica on a free port, its address in EXP_N.
 exporter() {
   local n=$1 addr="" pid
+  # Made before the exporter starts: the loop below may read it before the shell that runs the
+  # exporter has opened it (a missing file failed the test under set -e in a loaded ASan run).
+  : >"$T/exporter$n.log"
   "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 \
     2>"$T/exporter$n.log" &
   pid=$!
   PIDS+=("$pid")
   printf -v "EXP_PID_$n" '%s' "$pid"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 600); do # up to 30 s: an ASan build on a loaded machine starts slowly
     addr=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter$n.log")
     [ -n "$addr" ] && break
     sleep 0.05
@@ -52,12 +55,13 @@ expect_eq "labels of src3" \
 expect_eq "/sd rejects POST" "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$EXP_0/sd")" 405
 
 # Advertised address: the flag as given; a wildcard is refused at start.
+: >"$T/exporter-adv.log"
 "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 \
   --web.advertise-address=qrel.example:19318 2>"$T/exporter-adv.log" &
 adv_pid=$!
 PIDS+=("$adv_pid")
 adv=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   adv=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter-adv.log")
   [ -n "$adv" ] && break
   sleep 0.05
