@@ -227,10 +227,10 @@ START_TEST(test_jobs_sql)
     /* pg-boss 10-12: waiting, active and failed jobs in branches of their own; a queue with a
      * dead_letter queue has that queue's pending jobs as its dead ones, not its failed rows */
     static const int boss[] = {LAYOUT_BOSS10, LAYOUT_BOSS11, LAYOUT_BOSS12};
-    static const char *const lease[] = {"(EXTRACT(EPOCH FROM j.expire_in))::float8 AS lease",
-                                        "(j.expire_seconds)::float8 AS lease",
-                                        "(COALESCE(j.heartbeat_seconds, j.expire_seconds))::float8 "
-                                        "AS lease"};
+    static const char *const lease[] = {
+        "(EXTRACT(EPOCH FROM j.expire_in))::float8 AS lease", "(j.expire_seconds)::float8 AS lease",
+        ("(COALESCE(j.heartbeat_seconds, j.expire_seconds))::float8 "
+         "AS lease")};
     for (size_t i = 0; i < 3; i++) {
         s = queues_sql_jobs(PGQ_PG_BOSS, "pgboss", boss[i], 0);
         ck_assert_ptr_nonnull(strstr(s, "j.retry_count > 0 AS redel"));
