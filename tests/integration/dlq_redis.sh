@@ -219,7 +219,7 @@ mark=$(R --json XREVRANGE invoices + - COUNT 1 | jq -r '.[0][0]')
 moved_since_mark() { R --json XRANGE invoices "($mark" + | jq length; }
 base=$(R XLEN invoices)
 "$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=2/s \
-  --timeout=2s > "$T/killed.txt" 2>&1 &
+  --timeout=3s > "$T/killed.txt" 2>&1 &
 KPID=$!
 PIDS+=("$KPID")
 two_in() { [ "$(R XLEN invoices)" -ge $((base + 2)) ]; }
@@ -228,9 +228,9 @@ kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null || true
 got=$(moved_since_mark)
 expect_cmd "killed half-way: $got of $nwant back on invoices" test "$got" -lt "$nwant"
-# The killed replay's lock blocks the next one only until it expires (2 x 2 s + 0.5 s + 1 s).
+# The killed replay's lock blocks the next one only until it expires (2 x 3 s + 0.5 s + 1 s).
 ttl=$(R PTTL qrel:replay-lock:invoices.dlq)
-expect_cmd "... its replay lock is left, expiring ($ttl ms)" test "$ttl" -gt 0 -a "$ttl" -le 6500
+expect_cmd "... its replay lock is left, expiring ($ttl ms)" test "$ttl" -gt 0 -a "$ttl" -le 7500
 rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > /dev/null || rc=$?
 expect_eq "... a replay meanwhile is refused (exit 1)" "$rc" 1
@@ -356,7 +356,7 @@ expect_eq "... the report lists it as gone, not as moved" \
 # A move that times out (writes paused past --timeout, then resumed): the report says it may have
 # been put back, and each entry ends up on gifts or in gifts.dlq, never both, never neither.
 timed_out() { # FORMAT OUT
-  mkdead 3
+  mkdead 5
   gmark=$(last_id gifts)
   GR --yes --rate=1/s --timeout=1s --format="$1" > "$2" 2>> "$T/g-timeout.err" &
   local tp=$! i n
@@ -367,7 +367,7 @@ timed_out() { # FORMAT OUT
   wait "$tp" || rc=$?
   R CLIENT UNPAUSE >/dev/null
   expect_eq "($1) a move that timed out: exit 1" "$rc" 1
-  for i in 1 2 3; do
+  for i in 1 2 3 4 5; do
     n=$(($(bodies gifts "($gmark" | grep -cx "gift $i" || true) + $(bodies gifts.dlq | grep -cx "gift $i" || true)))
     expect_eq "($1) gift $i is on gifts or still dead, once" "$n" 1
   done
@@ -375,7 +375,7 @@ timed_out() { # FORMAT OUT
 timed_out text "$T/g-timeout.txt"
 sed 's/^/     /' "$T/g-timeout.txt"
 expect_cmd "text: the timed-out move may have been put back; still dead" \
-  grep -qE '^  [0-9]+-[0-9]+ \(90000[23]\): may have been put back \(timed out\); still dead' "$T/g-timeout.txt"
+  grep -qE '^  [0-9]+-[0-9]+ \(90000[2-5]\): may have been put back \(timed out\); still dead' "$T/g-timeout.txt"
 expect_cmd "... and nothing timed out is called left dead" test "$(grep -c 'left dead' "$T/g-timeout.txt")" = 0
 # A replay that could not release its lock (the server did not answer): the lock expires.
 expect_cmd "the lock of the timed-out replay expires" wait_for 30 "the lock to expire" lock_free
