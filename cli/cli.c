@@ -397,9 +397,22 @@ static int cmd_dlq(int argc, char **argv)
 
     double timeout = a.timeout > 0 ? a.timeout : j->broker->timeout;
     struct deadline dl = deadline_in(timeout);
-    size_t max = !a.replay && a.limit ? a.limit : j->max_entries;
+    /* inspect --limit is bounded by max_entries, which bounds what one read holds. */
+    size_t max = !a.replay && a.limit && a.limit < j->max_entries ? a.limit : j->max_entries;
+    if (!a.replay && a.limit > max)
+        fprintf(stderr, "qrel dlq: --limit=%zu is above the entry's max_entries: reading %zu\n",
+                a.limit, max);
     struct dlq_read r;
-    if (dlq_read(j, max, a.replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, timeout, &r, &e)) {
+    rc = dlq_read(j, max, a.replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, timeout, &r, &e);
+    if (rc && e.code == ERR_LIMIT && a.replay && a.limit && a.limit < max) {
+        /* max_entries of dead letters are more than one reply may hold (max_response_bytes):
+         * a replay that moves at most --limit reads that many instead. */
+        fprintf(stderr, "qrel dlq: %s; reading --limit=%zu instead\n", e.msg, a.limit);
+        err_clear(&e);
+        dl = deadline_in(timeout);
+        rc = dlq_read(j, a.limit, DLQ_REPLAY, &dl, timeout, &r, &e);
+    }
+    if (rc) {
         fprintf(stderr, "qrel dlq: queue \"%s\": %s\n", j->queue, e.msg);
         sources_free(src);
         return 1;
@@ -420,10 +433,12 @@ static int cmd_dlq(int argc, char **argv)
         struct dlq_replay_result res;
         if (dlq_replay(&r, &a.o, &res, &e)) {
             fprintf(stderr, "qrel dlq: %s\n", e.msg);
-            rc = 2;
+            rc = e.code == ERR_CONFIG ? 2 : 1; /* else refused by what the broker said */
         } else {
             dlq_report_replay(&out, &x, &r, &a.o, &res);
-            rc = res.n[DLQ_FATE_FAILED] || res.n[DLQ_FATE_NOT_REACHED] ? 1 : 0;
+            rc = res.n[DLQ_FATE_FAILED] || res.n[DLQ_FATE_NOT_REACHED] || res.n[DLQ_FATE_UNCERTAIN]
+                     ? 1
+                     : 0;
         }
     }
     if (dlq_release(&r, &e)) {

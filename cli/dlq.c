@@ -247,19 +247,49 @@ static void pace_until(int64_t at_ms, volatile sig_atomic_t *stop)
     }
 }
 
-/* One hook call on message m (or on the batch when m is NULL: release) with the broker locked,
- * under a deadline of its own. */
-enum hook { HOOK_REQUEUE, HOOK_REMOVE, HOOK_RELEASE };
+/* One hook call on message m (or on the batch when m is NULL) with the broker locked, under a
+ * deadline of its own. Returns the hook's value. */
+enum hook {
+    HOOK_REQUEUE,
+    HOOK_REMOVE,
+    HOOK_MOVE,
+    HOOK_RELEASE,
+    HOOK_CHECK,
+    HOOK_LOCK,
+    HOOK_UNLOCK
+};
 
 static int call_hook(struct dlq_read *r, enum hook h, struct dlq_message *m, struct err *e)
 {
     struct collector *c = r->join->broker;
+    struct dlq_batch *b = &r->batch;
     struct deadline dl = deadline_in(r->timeout);
     if (collector_lock(c, &dl, e))
         return -1;
-    int rc = h == HOOK_REQUEUE  ? r->kind->requeue(c, &r->batch, m, &dl, e)
-             : h == HOOK_REMOVE ? r->kind->remove(c, &r->batch, m, &dl, e)
-                                : r->kind->release(c, &r->batch, &dl, e);
+    int rc = -1;
+    switch (h) {
+    case HOOK_REQUEUE:
+        rc = r->kind->requeue(c, b, m, &dl, e);
+        break;
+    case HOOK_REMOVE:
+        rc = r->kind->remove(c, b, m, &dl, e);
+        break;
+    case HOOK_MOVE:
+        rc = r->kind->move(c, b, m, &dl, e);
+        break;
+    case HOOK_RELEASE:
+        rc = r->kind->release(c, b, &dl, e);
+        break;
+    case HOOK_CHECK:
+        rc = r->kind->check_origin(c, b, &dl, e);
+        break;
+    case HOOK_LOCK:
+        rc = r->kind->lock(c, b, r->lock_hold, &dl, e);
+        break;
+    case HOOK_UNLOCK:
+        rc = r->kind->unlock(c, b, &dl, e);
+        break;
+    }
     collector_unlock(c);
     return rc;
 }
@@ -274,14 +304,46 @@ int dlq_release(struct dlq_read *r, struct err *e)
     return call_hook(r, HOOK_RELEASE, NULL, e);
 }
 
+/* A timeout or a lost connection says nothing of whether the broker applied the request: it may
+ * have, once it resumed. NULL: the broker refused or answered, so it did not. */
+static const char *uncertain(const struct err *e)
+{
+    return e->code == ERR_TIMEOUT ? "timed out" : e->code == ERR_CONNECT ? "connection lost" : NULL;
+}
+
 static void move_one(struct dlq_read *r, size_t i)
 {
     struct dlq_message *m = &r->batch.v[i];
     const char *origin = r->batch.origin ? r->batch.origin : "its queue";
     const char *dead = r->batch.dead_letter_queue ? r->batch.dead_letter_queue : "the dead letters";
+    const char *why;
     struct err e;
     err_clear(&e);
+    if (r->kind->move) {
+        int rc = call_hook(r, HOOK_MOVE, m, &e);
+        r->fate[i] = rc == 0 ? DLQ_FATE_MOVED : rc > 0 ? DLQ_FATE_GONE : DLQ_FATE_FAILED;
+        if (rc >= 0)
+            return;
+        if ((why = uncertain(&e))) {
+            /* The move is atomic: it happened whole or not at all, so never both places. */
+            r->fate[i] = DLQ_FATE_UNCERTAIN;
+            r->error[i] = xasprintf("may have been put back (%s); still dead unless the move "
+                                    "ran (it is atomic: on %s or in %s, never both): %s",
+                                    why, origin, dead, e.msg);
+        } else {
+            r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e.msg);
+        }
+        return;
+    }
     if (call_hook(r, HOOK_REQUEUE, m, &e)) {
+        if ((why = uncertain(&e))) {
+            /* Not removed: a rerun may put it back a second time, which the work table absorbs. */
+            r->fate[i] = DLQ_FATE_UNCERTAIN;
+            r->error[i] = xasprintf("may have been put back (%s); still dead in %s (a rerun may "
+                                    "put it back on %s again): %s",
+                                    why, dead, origin, e.msg);
+            return;
+        }
         r->fate[i] = DLQ_FATE_FAILED;
         r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e.msg);
         return;
@@ -293,6 +355,22 @@ static void move_one(struct dlq_read *r, size_t i)
         return;
     }
     r->fate[i] = DLQ_FATE_MOVED;
+}
+
+/* Before anything moves: the lock (with yes: a dry run changes nothing), then the origin (dry
+ * runs too: they say what a replay would do). Held for two hook calls and the pacing between two
+ * moves, and renewed by each move. -1 with e set: refused, nothing moved. */
+static int guard(struct dlq_read *r, const struct dlq_replay_opts *o, int *locked, struct err *e)
+{
+    if (o->yes && r->kind->lock && r->kind->unlock) {
+        r->lock_hold = 2 * r->timeout + (o->rate > 0 ? 1.0 / o->rate : 0.0) + 1.0;
+        if (call_hook(r, HOOK_LOCK, NULL, e))
+            return -1;
+        *locked = 1;
+    }
+    if (r->kind->check_origin && call_hook(r, HOOK_CHECK, NULL, e))
+        return -1;
+    return 0;
 }
 
 int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
@@ -316,6 +394,20 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
     if (!r->error)
         r->error = xcalloc(n ? n : 1, sizeof *r->error);
     res->chosen = dlq_select(r->work, n, o->only, o->limit, r->choice);
+    int locked = 0;
+    struct err re;
+    err_clear(&re);
+    if (res->chosen && guard(r, o, &locked, e)) {
+        err_prefix(e, "replay of %s refused, every dead letter left dead",
+                   r->batch.dead_letter_queue ? r->batch.dead_letter_queue : r->join->queue);
+        if (locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
+            log_kv(LOG_WARN, "replay lock not released", "source", r->join->broker->name, "queue",
+                   r->join->queue, "err", re.msg, NULL);
+        err_clear(&re);
+        if (dlq_release(r, &re))
+            err_prefix(e, "also not released (%s)", re.msg);
+        return -1;
+    }
 
     int64_t start = deadline_now_ms();
     size_t tried = 0, failed_in_a_row = 0;
@@ -337,14 +429,17 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
             } else {
                 tried++;
                 move_one(r, i);
-                failed_in_a_row = r->fate[i] == DLQ_FATE_FAILED ? failed_in_a_row + 1 : 0;
+                int failed = r->fate[i] == DLQ_FATE_FAILED || r->fate[i] == DLQ_FATE_UNCERTAIN;
+                failed_in_a_row = failed ? failed_in_a_row + 1 : 0;
                 if (o->max_failures_in_a_row && failed_in_a_row >= o->max_failures_in_a_row)
                     res->stopped_after_failures = 1;
             }
         }
         res->n[r->fate[i]]++;
     }
-    struct err re;
+    if (locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
+        log_kv(LOG_WARN, "replay lock not released (it expires)", "source", r->join->broker->name,
+               "queue", r->join->queue, "err", re.msg, NULL);
     err_clear(&re);
     if (dlq_release(r, &re))
         log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",

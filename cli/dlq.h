@@ -44,6 +44,10 @@ enum dlq_fate {
     DLQ_FATE_MOVED,       /* requeued, then removed */
     DLQ_FATE_FAILED,      /* requeue or remove failed (error[i] says which and why) */
     DLQ_FATE_NOT_REACHED, /* chosen, but the run stopped first (signal, failures in a row) */
+    DLQ_FATE_UNCERTAIN,   /* the requeue (or atomic move) timed out or lost its connection: the
+                           * broker may have applied it; still dead unless an atomic move ran */
+    DLQ_FATE_GONE,        /* no longer in the dead-letter queue when its atomic move ran (another
+                           * replay or client removed it): not put back */
     DLQ_FATE_COUNT
 };
 
@@ -72,6 +76,7 @@ struct dlq_read {
     enum dead_letter_work *work; /* per message of batch */
     double timeout;              /* seconds: each hook call after the read gets this long */
     int released;                /* release() was called (or the kind has none) */
+    double lock_hold;            /* seconds the replay lock is taken (and renewed) for */
     /* replay's, per message (NULL before dlq_replay) */
     enum dlq_choice *choice;
     enum dlq_fate *fate;
@@ -120,11 +125,14 @@ struct dlq_replay_result {
     int stopped_after_failures; /* max_failures_in_a_row reached */
 };
 
-/* Selects, then (with yes) moves each chosen message in order: requeue(), and remove() only if
- * requeue() succeeded, pacing at rate, each call under r->timeout with the broker locked; a
- * failure is recorded in r->fate / r->error and the run goes on with the next. Always releases
- * before it returns. 0 when the kind can replay (even if messages failed: see res), -1 with e
- * set when it cannot (cannot_replay). */
+/* Selects; then, when anything was chosen, takes the kind's replay lock (with yes) and asks
+ * check_origin (dry runs too); then (with yes) moves each chosen message in order: move(), or
+ * requeue() and remove() only if requeue() succeeded, pacing at rate, each call under r->timeout
+ * with the broker locked; a failure is recorded in r->fate / r->error and the run goes on with
+ * the next. Unlocks, and always releases before it returns. 0 when the replay ran (even if
+ * messages failed: see res), -1 with e set when it was refused: the kind cannot replay
+ * (cannot_replay, ERR_CONFIG), another replay holds the lock, or the origin would strand what is
+ * put back; nothing moved then. */
 int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
                struct err *e);
 

@@ -237,16 +237,19 @@ static void list_ids(struct buf *out, const struct dlq_read *r, enum dlq_fate f,
         n++;
         if (shown == max)
             continue;
-        if (!json && f == DLQ_FATE_FAILED)
+        int why = f == DLQ_FATE_FAILED || f == DLQ_FATE_UNCERTAIN;
+        if (!json && why)
             buf_puts(out, "\n  "); /* one a line: each has its reason */
         else
             buf_puts(out, shown ? (json ? "," : ", ") : (json ? "" : " "));
         shown++;
-        if (json && f == DLQ_FATE_FAILED) {
+        if (json && why) {
             buf_puts(out, "{\"message_id\":");
             put_json(out, r->batch.v[i].message_id);
             buf_puts(out, ",\"work_id\":");
             put_json(out, r->batch.v[i].work_id);
+            if (f == DLQ_FATE_UNCERTAIN)
+                buf_puts(out, ",\"outcome\":\"may_have_been_put_back\"");
             buf_puts(out, ",\"error\":");
             put_json(out, r->error[i]);
             buf_putc(out, '}');
@@ -254,7 +257,7 @@ static void list_ids(struct buf *out, const struct dlq_read *r, enum dlq_fate f,
             json_message(out, &r->batch.v[i]);
         } else {
             text_message(out, &r->batch.v[i]);
-            if (f == DLQ_FATE_FAILED) {
+            if (why) {
                 buf_puts(out, ": ");
                 put_text(out, r->error[i]);
             }
@@ -294,6 +297,18 @@ static void replay_text(struct buf *out, const struct dlq_report_ctx *x, const s
         list_ids(out, r, DLQ_FATE_FAILED, -1, ALL, 0);
         buf_putc(out, '\n');
     }
+    if (res->n[DLQ_FATE_UNCERTAIN]) {
+        buf_printf(out, "may have been put back %zu:", res->n[DLQ_FATE_UNCERTAIN]);
+        list_ids(out, r, DLQ_FATE_UNCERTAIN, -1, ALL, 0);
+        buf_putc(out, '\n');
+    }
+    if (res->n[DLQ_FATE_GONE]) {
+        buf_printf(out, "gone %zu (removed from ", res->n[DLQ_FATE_GONE]);
+        put_text(out, r->batch.dead_letter_queue);
+        buf_puts(out, " by another replay or client first; not put back):");
+        list_ids(out, r, DLQ_FATE_GONE, -1, ALL, 0);
+        buf_putc(out, '\n');
+    }
     if (res->n[DLQ_FATE_NOT_REACHED]) {
         buf_printf(out, "not reached %zu (%s):", res->n[DLQ_FATE_NOT_REACHED],
                    res->stopped_after_failures ? "stopped after failures in a row" : "interrupted");
@@ -318,6 +333,8 @@ static void replay_json(struct buf *out, const struct dlq_report_ctx *x, const s
     } lists[] = {{"would_move", DLQ_FATE_WOULD_MOVE},
                  {"moved", DLQ_FATE_MOVED},
                  {"failed", DLQ_FATE_FAILED},
+                 {"uncertain", DLQ_FATE_UNCERTAIN},
+                 {"gone", DLQ_FATE_GONE},
                  {"not_reached", DLQ_FATE_NOT_REACHED}};
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
         buf_printf(out, ",\"%s\":[", lists[k].key);

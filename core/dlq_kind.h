@@ -15,7 +15,13 @@
  * a receive count and hides the message for a while; Pub/Sub leases it; RabbitMQ marks it
  * redelivered): the kind then says what in read_effect, and release() puts every message that was
  * read and not removed back exactly as it can (visibility 0, ack deadline 0, nack with requeue).
- * The core calls release() on every path out, dry runs and failures included. */
+ * The core calls release() on every path out, dry runs and failures included.
+ *
+ * A replay never strands a message: before anything moves (dry runs too), check_origin() asks
+ * whether what is put back on the origin would be consumed there, and a refusal leaves every
+ * dead letter dead. Where the broker offers a lock, lock() makes it one replay per dead-letter
+ * queue at a time; where it offers an atomic step, move() replaces requeue() + remove(), so that
+ * concurrent replays and concurrent deletes cause no duplicate. */
 #ifndef QREL_DLQ_KIND_H
 #define QREL_DLQ_KIND_H
 
@@ -78,6 +84,27 @@ struct dlq_kind {
      * not removed, as it was (SQS visibility 0, Pub/Sub ack deadline 0, AMQP nack + requeue). */
     int (*release)(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                    struct err *e);
+    /* Optional: is b->origin there and consumed? (Redis: the stream exists and has a group;
+     * Pub/Sub: the topic exists and has a subscription; …). 0: go on; -1 with e set: the replay
+     * is refused with e, every dead letter left dead. Called once, before the first move and in
+     * dry runs. ERR_CONFIG in e: a configuration error (exit 2); any other: a refusal (exit 1). */
+    int (*check_origin)(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                        struct err *e);
+    /* Optional, both or neither: one replay per dead-letter queue at a time. lock() takes the
+     * broker's lock for hold seconds (it must expire, so that a killed replay does not block the
+     * next one for ever; a kind renews it as it moves), -1 with e set when another replay holds
+     * it; unlock() gives it back at the end (its failure is only logged: the lock expires). Only
+     * with --yes, before check_origin(). The kind keeps what it needs in b->kind_data. */
+    int (*lock)(struct collector *c, struct dlq_batch *b, double hold, const struct deadline *dl,
+                struct err *e);
+    int (*unlock)(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                  struct err *e);
+    /* Optional, instead of requeue() + remove(): moves m in one atomic step (it is back on the
+     * origin if and only if it left the dead-letter queue). 0: moved; 1: m was no longer in the
+     * dead-letter queue (another replay or client removed it) and nothing was done; -1 with e
+     * set. A timeout leaves it moved or not, never both. */
+    int (*move)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                const struct deadline *dl, struct err *e);
     void (*message_free)(void *kind_data); /* NULL: kind_data is plain malloc'd memory or NULL */
     void (*batch_free)(void *kind_data);   /* likewise for dlq_batch.kind_data */
     /* Static texts for the report and the docs. read_effect: what reading leaves changed even

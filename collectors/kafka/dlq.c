@@ -143,7 +143,35 @@ static int dlq_remove(struct collector *c, struct dlq_batch *b, struct dlq_messa
     return kafka_replay_commit(b->kind_data, &st->cfg, m->kind_data, dl, e);
 }
 
+/* A replay produces to the origin topic: where the brokers create topics on first use, a topic
+ * that does not exist would be made with no consumer group reading it. Whether a group reads an
+ * existing one is not asked (a group may not have committed yet). */
+static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                            struct err *e)
+{
+    struct kafka_state *st = c->priv;
+    if (strcmp(b->origin, b->dead_letter_queue) == 0)
+        return err_set(e, ERR_CONFIG, "topic \"%.200s\" is its own dead-letter topic", b->origin);
+    struct kafka_scrape sc;
+    memset(&sc, 0, sizeof sc);
+    struct deadline inner;
+    size_t ti;
+    int rc = kafka_records_topic(st, dl, &inner, b->origin, &sc, &ti, e);
+    kafka_scrape_free(&sc);
+    if (rc) {
+        kafka_client_drop(st);
+        return err_prefix(e, "topic \"%.200s\"", b->origin);
+    }
+    if (ti == SIZE_MAX)
+        return err_set(e, ERR_QUERY,
+                       "topic \"%.200s\" does not exist: producing to it would create it (where "
+                       "the brokers create topics on first use) with no consumer group reading it",
+                       b->origin);
+    return 0;
+}
+
 const struct dlq_kind kafka_dlq = {.read = dlq_read,
+                                   .check_origin = dlq_check_origin,
                                    .requeue = dlq_requeue,
                                    .remove = dlq_remove,
                                    .message_free = kafka_dead_letter_free,

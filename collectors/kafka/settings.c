@@ -157,6 +157,23 @@ static int configure_group(struct kafka_settings *s, const char *source, struct 
     for (size_t i = 0; i < sp->ntopics; i++)
         if (!*sp->topics[i])
             return cfg_error(e, topics_node->items[i], "topics: want non-empty topic names");
+    /* Its own dead-letter topic: a dead letter would be delivered again, and a replay would
+     * move nothing anywhere. */
+    for (size_t i = 0; sp->dlq_tmpl && i < sp->ntopics; i++) {
+        char *d = kafka_dlq_name(sp->dlq_tmpl, sp->topics[i]);
+        int self = strcmp(d, sp->topics[i]) == 0;
+        free(d);
+        if (self)
+            return cfg_error(e, cfg_at(item, "dead_letter_topic"),
+                             "dead_letter_topic: \"%s\" is topic \"%s\" itself (a dead letter "
+                             "would be delivered again)",
+                             sp->dlq_tmpl, sp->topics[i]);
+    }
+    if (sp->dlq_tmpl && !topics_node && strcmp(sp->dlq_tmpl, "{topic}") == 0)
+        return cfg_error(e, cfg_at(item, "dead_letter_topic"),
+                         "dead_letter_topic: \"%s\" is every topic of the entry itself (a dead "
+                         "letter would be delivered again)",
+                         sp->dlq_tmpl);
     if (sp->topic_pattern && check_glob(cfg_at(item, "topic_pattern"), "topic_pattern",
                                         sp->topic_pattern, "topic_regex", e))
         return -1;

@@ -412,8 +412,42 @@ static int dlq_release(struct collector *c, struct dlq_batch *b, const struct de
     return rc;
 }
 
+/* A replay publishes to the origin topic: Pub/Sub drops what reaches a topic with no
+ * subscription, so the topic must exist and have one (the subscription the messages died on is
+ * one, unless it was detached or its topic recreated). */
+static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                            struct err *e)
+{
+    struct pubsub_state *st = c->priv;
+    if (strcmp(pubsub_topic_id(b->origin), b->dead_letter_queue) == 0)
+        return err_set(e, ERR_CONFIG, "topic \"%s\" is its own dead-letter topic", b->origin);
+    struct buf url;
+    buf_init(&url);
+    buf_printf(&url, "%s/v1/%s/subscriptions?pageSize=1", st->endpoint, b->origin);
+    json_t *doc = NULL, *list = NULL;
+    int rc = pubsub_client_begin(c, dl, e) ||
+             pubsub_client_call(st, dl, "GET", url.data, NULL, "GET origin topic subscriptions", 1,
+                                &doc, e);
+    if (rc == 0 && !doc)
+        rc = err_set(e, ERR_QUERY,
+                     "topic \"%s\" does not exist: there is nowhere to put the messages back",
+                     b->origin);
+    if (rc == 0 && (json_expect_object(doc, "$", e) ||
+                    json_get_array(doc, "$", "subscriptions", &list, e) < 0))
+        rc = err_prefix(e, "GET origin topic subscriptions");
+    if (rc == 0 && (!list || json_array_size(list) == 0))
+        rc = err_set(e, ERR_QUERY,
+                     "topic \"%s\" has no subscription: Pub/Sub would drop every message put "
+                     "back on it",
+                     b->origin);
+    json_decref(doc);
+    buf_free(&url);
+    return rc ? -1 : 0;
+}
+
 const struct dlq_kind pubsub_dlq = {
     .read = dlq_read,
+    .check_origin = dlq_check_origin,
     .requeue = dlq_requeue,
     .remove = dlq_remove,
     .release = dlq_release,

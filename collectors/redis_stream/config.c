@@ -118,6 +118,18 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     if (sp->dlq_tmpl && !*sp->dlq_tmpl)
         return cfg_error(e, cfg_at(item, "dead_letter_stream"),
                          "dead_letter_stream: want a non-empty stream name");
+    if (sp->dlq_tmpl && (sp->name || strcmp(sp->dlq_tmpl, "{stream}") == 0)) {
+        /* Its own dead-letter stream: a dead letter would be delivered again, and a replay
+         * would move nothing anywhere. */
+        char *d = sp->name ? redis_stream_dlq_name(sp->dlq_tmpl, sp->name) : NULL;
+        int self = !sp->name || strcmp(d, sp->name) == 0;
+        free(d);
+        if (self)
+            return cfg_error(e, cfg_at(item, "dead_letter_stream"),
+                             "dead_letter_stream: \"%s\" is %s \"%s\" itself (a dead letter "
+                             "would be delivered again)",
+                             sp->dlq_tmpl, sp->name ? "stream" : "every stream of pattern", val);
+    }
     if (block)
         return refuse_classify(c, sp, block, e);
     return 0;

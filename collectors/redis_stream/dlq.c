@@ -1,16 +1,28 @@
 /* redis_stream/dlq.c: `qrel dlq`'s hooks for Redis streams (core/dlq_kind.h).
  *
  * A dead-letter stream is read with XLEN and XRANGE, which change nothing (no group reads it),
- * so there is no read_effect and nothing to release. A replay puts an entry back with XADD on
- * the stream it came from (the queue), carrying the dead-letter entry's fields in their order,
- * and only then removes it with XDEL. The entry gets a new id: Redis refuses ids below the
- * stream's last one, and consumers read by group position, not by id. */
+ * so there is no read_effect and nothing to release. A replay never strands an entry and never
+ * puts one back twice:
+ * - check_origin asks XINFO GROUPS of the stream it came from (the queue): a stream that does not
+ *   exist (XADD would create it, with no group, and consumers that create their group at `$`
+ *   would never read it) or that no group reads is refused, and every entry stays dead;
+ * - lock takes `qrel:replay-lock:<dead-letter stream>` with SET NX PX, so one replay per
+ *   dead-letter stream runs at a time; it expires, so a killed replay blocks the next one only
+ *   for a while, and each move renews it;
+ * - move is one Lua script, atomic in Redis: it checks the lock is still this run's and the
+ *   stream still read by a group, and only if the entry is still in the dead-letter stream adds
+ *   it to the stream (NOMKSTREAM, its fields in their order) and deletes it. An entry another
+ *   replay or client removed meanwhile is not put back ("gone"); a move cut short by a timeout
+ *   either happened whole or not at all.
+ * The entry gets a new id: Redis refuses ids below the stream's last one, and consumers read by
+ * group position, not by id. */
 #include "client.h"
 #include "dlq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "alloc.h"
 
@@ -38,9 +50,42 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     return 0;
 }
 
+/* After a failure: the connection is dropped, and e names it (the pipeline's own errors do
+ * already, a reply's do not). */
+static void drop_conn(struct state *st, struct err *e)
+{
+    const char *label = redis_conn_label(st->conn);
+    if (strncmp(e->msg, label, strlen(label)) != 0)
+        err_prefix(e, "%s", label);
+    redis_conn_close(st->conn);
+    st->conn = NULL;
+}
+
+/* One command on the source's connection, its reply handed to fn. The connection is dropped
+ * after any failure, as collect() does. */
+static int run_one(struct collector *c, int argc, const char *const *argv, const size_t *argvlen,
+                   redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e)
+{
+    struct state *st = c->priv;
+    if (!redis_stream_client_conn(c, dl, e))
+        return -1;
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_add(p, argc, argv, argvlen);
+    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, fn, ctx, e);
+    redis_pipe_free(p);
+    if (rc) {
+        drop_conn(st, e);
+        return -1;
+    }
+    return 0;
+}
+
+/* A reply that must be of type want (and no error); its integer is kept in got when there is
+ * one. */
 struct one_reply {
     const char *cmd;
     int want;
+    long long got;
 };
 
 static int check_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
@@ -51,71 +96,201 @@ static int check_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         int n = (int)(r->len > 300 ? 300 : r->len);
         return err_set(e, ERR_QUERY, "%s: %.*s", o->cmd, n, r->str);
     }
-    if (!r || r->type != o->want)
+    if (!r || (int)r->type != o->want)
         return err_set(e, ERR_PROTOCOL, "%s: unexpected reply (%s)", o->cmd,
                        redis_reply_type_name(r));
+    o->got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     return 0;
 }
 
-/* One command on the source's connection; its reply must be of type want. The connection is
- * dropped after any failure, as collect() does. */
-static int run_one(struct collector *c, int argc, const char *const *argv, const size_t *argvlen,
-                   int want, const struct deadline *dl, struct err *e)
+/* ---- the origin must exist and be read by a group ---- */
+
+static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
 {
-    struct state *st = c->priv;
-    if (!redis_stream_client_conn(c, dl, e))
-        return -1;
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_add(p, argc, argv, argvlen);
-    struct one_reply o = {argv[0], want};
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, check_reply, &o, e);
-    redis_pipe_free(p);
-    if (rc) {
-        err_prefix(e, "%s", redis_conn_label(st->conn));
-        redis_conn_close(st->conn);
-        st->conn = NULL;
-        return -1;
+    (void)i;
+    const char *origin = ctx;
+    if (redis_reply_is_error(r, "ERR no such key"))
+        return err_set(e, ERR_QUERY,
+                       "stream \"%.200s\" does not exist: a replay would create it with no "
+                       "consumer group, and no consumer would read what it put back",
+                       origin);
+    if (redis_reply_is_error(r, NULL)) {
+        int n = (int)(r->len > 300 ? 300 : r->len);
+        return err_set(e, ERR_QUERY, "stream \"%.200s\": XINFO GROUPS: %.*s", origin, n, r->str);
     }
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "XINFO GROUPS: want an array, got %s",
+                       redis_reply_type_name(r));
+    if (r->elements == 0)
+        return err_set(e, ERR_QUERY,
+                       "stream \"%.200s\" has no consumer group: no consumer would read what a "
+                       "replay put back (create the consumers' group first)",
+                       origin);
     return 0;
 }
 
-static int dlq_requeue(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
-                       const struct deadline *dl, struct err *e)
+static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                            struct err *e)
+{
+    if (strcmp(b->origin, b->dead_letter_queue) == 0)
+        return err_set(e, ERR_CONFIG,
+                       "stream \"%.200s\" is its own dead-letter stream: a replay would move "
+                       "nothing anywhere",
+                       b->origin);
+    const char *argv[] = {"XINFO", "GROUPS", b->origin};
+    return run_one(c, 3, argv, NULL, origin_reply, b->origin, dl, e);
+}
+
+/* ---- one replay per dead-letter stream ---- */
+
+/* The batch's kind_data while a replay holds the lock. */
+struct replay_lock {
+    char *key;      /* qrel:replay-lock:<dead-letter stream> */
+    char token[33]; /* this run's random value: only its holder renews or deletes the key */
+    char hold_ms[24];
+};
+
+static void replay_lock_free(void *p)
+{
+    struct replay_lock *l = p;
+    if (l)
+        free(l->key);
+    free(l);
+}
+
+struct lock_run {
+    int taken;
+    long long pttl;
+};
+
+static int lock_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct lock_run *run = ctx;
+    if (redis_reply_is_error(r, NULL)) {
+        int n = (int)(r->len > 300 ? 300 : r->len);
+        return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 ? "SET" : "PTTL", n, r->str);
+    }
+    if (i == 0)
+        run->taken = r && r->type == REDIS_REPLY_STATUS;
+    else if (r && r->type == REDIS_REPLY_INTEGER)
+        run->pttl = r->integer;
+    return 0;
+}
+
+static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
+                    const struct deadline *dl, struct err *e)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return err_set(e, ERR_INTERNAL, "no random bytes for the replay lock's token");
+    struct replay_lock *l = xcalloc(1, sizeof *l);
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(l->token + 2 * i, 3, "%02x", raw[i]);
+    snprintf(l->hold_ms, sizeof l->hold_ms, "%lld", (long long)(hold * 1000.0) + 1);
+    l->key = xasprintf("qrel:replay-lock:%s", b->dead_letter_queue);
+    struct redis_pipe *p = NULL;
+    struct lock_run run = {0, -2};
+    struct state *st = c->priv;
+    int rc = redis_stream_client_conn(c, dl, e) ? 0 : -1;
+    if (rc == 0) {
+        p = redis_pipe_new();
+        redis_pipe_addv(p, "SET", l->key, l->token, "NX", "PX", l->hold_ms, NULL);
+        redis_pipe_addv(p, "PTTL", l->key, NULL);
+        rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, lock_reply, &run, e);
+        redis_pipe_free(p);
+        if (rc)
+            drop_conn(st, e);
+    }
+    if (rc == 0 && !run.taken)
+        rc = err_set(e, ERR_QUERY,
+                     "another replay of dead-letter stream \"%.200s\" is running (its lock, key "
+                     "%.250s, expires in %lld ms; delete the key if you know none runs)",
+                     b->dead_letter_queue, l->key, run.pttl);
+    if (rc) {
+        replay_lock_free(l);
+        return err_prefix(e, "replay lock");
+    }
+    b->kind_data = l;
+    return 0;
+}
+
+static const char unlock_script[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+    "return 0";
+
+static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                      struct err *e)
+{
+    struct replay_lock *l = b->kind_data;
+    if (!l)
+        return 0;
+    const char *argv[] = {"EVAL", unlock_script, "1", l->key, l->token};
+    struct one_reply o = {"EVAL (unlock)", REDIS_REPLY_INTEGER, 0};
+    int rc = run_one(c, 5, argv, NULL, check_reply, &o, dl, e);
+    if (rc)
+        err_prefix(e, "replay lock %s (it expires after %s ms)", l->key, l->hold_ms);
+    replay_lock_free(l);
+    b->kind_data = NULL;
+    return rc;
+}
+
+/* ---- the move ---- */
+
+/* KEYS: dead-letter stream, stream, lock; ARGV: entry id, token, hold ms, the entry's fields.
+ * Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the entry was gone, nothing done. */
+static const char move_script[] =
+    "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
+    "if redis.call('GET', KEYS[3]) ~= ARGV[2] then "
+    "return refuse('this replay lost its lock (it expired; another replay may hold it now)') "
+    "end "
+    "redis.call('PEXPIRE', KEYS[3], ARGV[3]) "
+    "local g = redis.pcall('XINFO', 'GROUPS', KEYS[2]) "
+    "if g.err then return refuse('stream ' .. KEYS[2] .. ': ' .. g.err) end "
+    "if #g == 0 then return refuse('stream ' .. KEYS[2] .. ' has no consumer group any more') end "
+    "if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return 0 end "
+    "redis.call('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(ARGV, 4)) "
+    "redis.call('XDEL', KEYS[1], ARGV[1]) "
+    "return 1";
+
+static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                    const struct deadline *dl, struct err *e)
 {
     const struct redis_stream_fields *f = m->kind_data;
+    const struct replay_lock *l = b->kind_data;
     if (!f || f->n == 0)
         return err_set(e, ERR_INTERNAL, "entry %s has no fields to put back", m->message_id);
-    size_t argc = 3 + f->n;
+    if (!l)
+        return err_set(e, ERR_INTERNAL, "a move without the replay lock");
+    const char *head[] = {"EVAL",    move_script, "3",           b->dead_letter_queue,
+                          b->origin, l->key,      m->message_id, l->token,
+                          l->hold_ms};
+    size_t nhead = sizeof head / sizeof head[0];
+    size_t argc = nhead + f->n;
     const char **argv = xcalloc(argc, sizeof *argv);
     size_t *argvlen = xcalloc(argc, sizeof *argvlen);
-    argv[0] = "XADD";
-    argv[1] = b->origin;
-    argv[2] = "*";
-    for (size_t i = 0; i < 3; i++)
-        argvlen[i] = strlen(argv[i]);
-    for (size_t i = 0; i < f->n; i++) {
-        argv[3 + i] = f->v[i];
-        argvlen[3 + i] = f->len[i];
+    for (size_t i = 0; i < nhead; i++) {
+        argv[i] = head[i];
+        argvlen[i] = strlen(head[i]);
     }
-    int rc = run_one(c, (int)argc, argv, argvlen, REDIS_REPLY_STRING, dl, e);
+    for (size_t i = 0; i < f->n; i++) {
+        argv[nhead + i] = f->v[i];
+        argvlen[nhead + i] = f->len[i];
+    }
+    struct one_reply o = {"EVAL (move)", REDIS_REPLY_INTEGER, 0};
+    int rc = run_one(c, (int)argc, argv, argvlen, check_reply, &o, dl, e);
     free(argv);
     free(argvlen);
-    return rc ? err_prefix(e, "stream \"%.200s\"", b->origin) : 0;
+    if (rc)
+        return err_prefix(e, "stream \"%.200s\"", b->origin);
+    return o.got == 1 ? 0 : 1;
 }
 
-static int dlq_remove(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
-                      const struct deadline *dl, struct err *e)
-{
-    const char *argv[] = {"XDEL", b->dead_letter_queue, m->message_id};
-    /* Its count is not looked at: 0 means someone removed it meanwhile, which leaves it where
-     * the replay wants it. */
-    if (run_one(c, 3, argv, NULL, REDIS_REPLY_INTEGER, dl, e))
-        return err_prefix(e, "dead-letter stream \"%.200s\"", b->dead_letter_queue);
-    return 0;
-}
-
-/* No release, read_effect or cannot_replay: reading changes nothing and every entry can go back. */
+/* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,
+ * so neither of those is set. */
 const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
-                                          .requeue = dlq_requeue,
-                                          .remove = dlq_remove,
-                                          .message_free = redis_stream_fields_free};
+                                          .check_origin = dlq_check_origin,
+                                          .lock = dlq_lock,
+                                          .unlock = dlq_unlock,
+                                          .move = dlq_move,
+                                          .message_free = redis_stream_fields_free,
+                                          .batch_free = replay_lock_free};

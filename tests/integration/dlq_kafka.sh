@@ -19,7 +19,7 @@ PEER=$QREL_BUILD_DIR/tests/kafka_dlq_peer
 t0=$(now_ms)
 start_postgres PGP
 start_kafka_mock BOOT -t orders:2 -t orders.dlq:2 -t invoices:2 -t invoices.dlq:2 \
-  -t payments:1 -t refunds:1 -t money.dlq:1
+  -t payments:1 -t refunds:1 -t money.dlq:1 -t gifts.dlq:1
 peer() { "$PEER" "$1" "$BOOT" "${@:2}"; }
 
 psql_do <<'SQL'
@@ -52,6 +52,8 @@ for t in orders invoices payments refunds; do
 done
 # A dead letter of payments written by hand, without the origin header.
 printf '0\tpk-9\tpay 9\tpayment-id=p-9\n' | peer produce money.dlq
+# A dead letter of gifts, a topic that does not exist (deleted, or never made).
+printf '0\tg-1\tgift 1\tgift-id=g-1\n' | peer produce gifts.dlq
 
 cat > "$T/qrel.yml" <<YML
 sources:
@@ -61,6 +63,7 @@ sources:
     groups:
       - {name: mailer, topics: [orders, invoices], dead_letter_topic: "{topic}.dlq"}
       - {name: billing, topics: [payments, refunds], dead_letter_topic: money.dlq}
+      - {name: gifter, topics: [gifts], dead_letter_topic: gifts.dlq}
 $(pg_source shop "$PGP")
     claim_tables: [{table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at, in_flight_window: 2m}]
 dead_letters:
@@ -69,6 +72,8 @@ dead_letters:
   - {source: bus, queue: invoices, id_field: "header:invoice-id",
      work_table: {source: shop, table: processed_invoices, id_column: invoice_id}}
   - {source: bus, queue: payments, id_field: "header:payment-id",
+     work_table: {source: shop, table: processed_payments, id_column: payment_id}}
+  - {source: bus, queue: gifts, id_field: "header:gift-id",
      work_table: {source: shop, table: processed_payments, id_column: payment_id}}
 YML
 dlq() { "$QREL" dlq "$1" --config.file="$T/qrel.yml" --source=bus --format=json "${@:2}"; }
@@ -177,4 +182,14 @@ expect_eq "payments now: the 3 sent and the 2 replayed" \
 expect_eq "refunds' dead letters stayed where they are" "$(peer dump refunds | wc -l)" 2
 
 echo "# $(( $(now_ms) - t0 )) ms in all"
+# A replay to a topic that does not exist is refused before anything moves (a producer would
+# create it where the brokers create topics on first use, with no group reading it).
+rc=0
+"$QREL" dlq replay --config.file="$T/qrel.yml" --source=bus --queue=gifts --only=all --yes \
+  > "$T/gifts.txt" 2> "$T/gifts.err" || rc=$?
+expect_eq "a replay to a topic that does not exist: exit 1" "$rc" 1
+expect_cmd "... refused, saying so" grep -qF 'refused, every dead letter left dead: topic "gifts" does not exist' "$T/gifts.err"
+expect_eq "... and the dead letter is still unreplayed (no commit in the replay group)" \
+  "$(peer state gifts.dlq qrel-dlq-replay.gifts)" "0 0 1 -1"
+
 finish

@@ -260,4 +260,14 @@ DLQ replay "${INV[@]}" --yes --format=json > "$T/third.json" || rc=$?
 expect_eq "a third run moves nothing" "$rc $(jq '.replay.moved | length' "$T/third.json")" "0 0"
 echo "     the test took $(($(now_ms) - t0)) ms from the first nack"
 
+# A replay to a topic that was deleted moves nothing: the subscription then reads
+# "_deleted-topic_" and the read refuses. (A topic left with no subscription, which a replay also
+# refuses, takes a detached subscription: the emulator does not implement detaching.)
+curl -fsS -X DELETE "$API/topics/invoices" >/dev/null
+rc=0
+"$QREL" dlq replay "${INV[@]}" --only=all --yes > "$T/gone.txt" 2> "$T/gone.err" || rc=$?
+expect_eq "a replay to a deleted topic: exit 1" "$rc" 1
+expect_cmd "... refused, saying why" grep -qF 'has no topic to replay to (got "_deleted-topic_")' "$T/gone.err"
+expect_eq "... and invoices-dead still holds its 2" "$(PS peek invoices-dead | jq length)" 2
+
 finish

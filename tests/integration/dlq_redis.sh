@@ -53,12 +53,14 @@ expect_cmd "the consumers dead-letter 10 entries per stream, some emails sent (w
 kill -TERM "${WPIDS[@]}"
 wait "${WPIDS[@]}" || true
 
-# The least Redis permissions docs/dlq.md gives: reading the dead-letter streams for inspect (and
-# dry runs), and adding to the streams and deleting from the dead-letter streams for replay.
+# The least Redis permissions docs/dlq.md gives: reading the dead-letter streams for inspect, and
+# the streams' groups for dry runs; for replay also the move script (adding to the streams,
+# deleting from the dead-letter streams) and the replay lock.
 echo 'dlq-pw-4417' > "$T/redis.pw"
-R ACL SETUSER qrel-inspect on '>dlq-pw-4417' resetkeys '%R~orders.dlq' '%R~invoices.dlq' -@all +xlen +xrange >/dev/null
-R ACL SETUSER qrel-replay on '>dlq-pw-4417' resetkeys '%R~orders.dlq' '%R~invoices.dlq' '%W~orders' \
-  '%W~invoices' '~orders.dlq' '~invoices.dlq' -@all +xlen +xrange +xadd +xdel >/dev/null
+R ACL SETUSER qrel-inspect on '>dlq-pw-4417' resetkeys '%R~orders.dlq' '%R~invoices.dlq' '%R~orders' \
+  '%R~invoices' -@all +xlen +xrange +xinfo\|groups >/dev/null
+R ACL SETUSER qrel-replay on '>dlq-pw-4417' resetkeys '~orders' '~invoices' '~orders.dlq' '~invoices.dlq' \
+  '~qrel:replay-lock:*' -@all +xlen +xrange +xinfo\|groups +xadd +xdel +eval +set +get +pexpire +pttl +del >/dev/null
 # config FILE REDIS_USER WORK_TABLE QUEUE...: a dead_letters entry per queue, each on WORK_TABLE,
 # the Redis source logged in as REDIS_USER ("": the default user).
 config() {
@@ -167,11 +169,11 @@ expect_eq "dry run: moved nothing, skipped the done ones" \
   "true 0 $(jq .classes.done "$T/orders.json")"
 DLQ replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders > "$T/dry.txt"
 expect_cmd "dry run (text) says so" grep -qE "^dry run, nothing changed: would move $(jq .classes.not_done "$T/orders.json") to orders: " "$T/dry.txt"
-# The read-only user cannot move anything: the first XADD is refused, nothing is removed.
+# The read-only user cannot move anything: taking the replay lock is refused, nothing moves.
 rc=0
-DLQ replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders --yes > "$T/noperm.txt" || rc=$?
+"$QREL" dlq replay --config.file="$T/inspect.yml" --source=shop-redis --queue=orders --yes > "$T/noperm.txt" 2> "$T/noperm.err" || rc=$?
 expect_eq "replay --yes as the read-only user: exit 1" "$rc" 1
-expect_cmd "... refused with NOPERM" grep -qE '^  [0-9]+-[0-9]+ \([0-9]+\): not put back on orders, left dead: .*NOPERM' "$T/noperm.txt"
+expect_cmd "... refused with NOPERM" grep -qE '^qrel dlq: replay of orders.dlq refused, every dead letter left dead: .*NOPERM' "$T/noperm.err"
 snapshot > "$T/after.txt"
 expect_cmd "inspect, dry runs and the refused replay changed nothing (4 streams, 2 tables)" cmp -s "$T/before.txt" "$T/after.txt"
 
@@ -194,17 +196,16 @@ DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=orders --ye
 expect_eq "a second replay: exit 0, moved nothing" "$rc $(jq '.replay.moved | length' "$T/again.json")" "0 0"
 expect_eq "... and orders did not grow" "$(R XLEN orders)" "$len"
 
-# ---- a failing XADD removes nothing ------------------------------------------------------------
+# ---- a replay onto a key that is no stream moves nothing --------------------------------------
 before=$(entries invoices.dlq)
 R RENAME invoices invoices.saved >/dev/null
 R SET invoices not-a-stream >/dev/null
 rc=0
-DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > "$T/fail.txt" || rc=$?
-sed 's/^/     /' "$T/fail.txt"
+"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > "$T/fail.txt" 2> "$T/fail.err" || rc=$?
+sed 's/^/     /' "$T/fail.err"
 expect_eq "replay onto a key that is no stream: exit 1" "$rc" 1
-expect_eq "... failed ids, one a line with the reason" \
-  "$(grep -A3 '^failed 3:$' "$T/fail.txt" | grep -cE '^  [0-9]+-[0-9]+ \([0-9]+\): not put back on invoices, left dead: .*WRONGTYPE')" 3
-expect_cmd "... stops after 3 failures in a row" grep -qE '^not reached [0-9]+ \(stopped after failures in a row\)' "$T/fail.txt"
+expect_cmd "... refused before any move, with the reason" \
+  grep -qE '^qrel dlq: replay of invoices.dlq refused, every dead letter left dead: .*XINFO GROUPS: WRONGTYPE' "$T/fail.err"
 expect_eq "... and invoices.dlq is untouched" "$(entries invoices.dlq)" "$before"
 R DEL invoices >/dev/null
 R RENAME invoices.saved invoices >/dev/null
@@ -218,7 +219,7 @@ mark=$(R --json XREVRANGE invoices + - COUNT 1 | jq -r '.[0][0]')
 moved_since_mark() { R --json XRANGE invoices "($mark" + | jq length; }
 base=$(R XLEN invoices)
 "$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=2/s \
-  > "$T/killed.txt" 2>&1 &
+  --timeout=3s > "$T/killed.txt" 2>&1 &
 KPID=$!
 PIDS+=("$KPID")
 two_in() { [ "$(R XLEN invoices)" -ge $((base + 2)) ]; }
@@ -227,13 +228,21 @@ kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null || true
 got=$(moved_since_mark)
 expect_cmd "killed half-way: $got of $nwant back on invoices" test "$got" -lt "$nwant"
+# The killed replay's lock blocks the next one only until it expires (2 x 3 s + 0.5 s + 1 s).
+ttl=$(R PTTL qrel:replay-lock:invoices.dlq)
+expect_cmd "... its replay lock is left, expiring ($ttl ms)" test "$ttl" -gt 0 -a "$ttl" -le 7500
+rc=0
+DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > /dev/null || rc=$?
+expect_eq "... a replay meanwhile is refused (exit 1)" "$rc" 1
+expect_cmd "... saying another replay is running" grep -qF 'another replay of dead-letter stream "invoices.dlq" is running' "$T/dlq.err"
+inv_lock_free() { [ "$(R EXISTS qrel:replay-lock:invoices.dlq)" = 0 ]; }
+expect_cmd "... and the lock expires" wait_for 30 "the killed replay's lock to expire" inv_lock_free
 rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --format=json > "$T/rerun.json" || rc=$?
 expect_eq "the rerun: exit 0" "$rc" 0
-# At most the one entry in flight at the kill is there twice (put back, not yet removed).
+# Each move is atomic: the entry in flight at the kill moved whole or not at all.
 total=$(moved_since_mark)
-expect_cmd "invoices got every not-done entry, at most one twice ($total for $nwant)" \
-  test "$total" -ge "$nwant" -a "$total" -le $((nwant + 1))
+expect_eq "invoices got every not-done entry exactly once" "$total" "$nwant"
 expect_eq "every not-done entry's fields are on invoices" \
   "$(R --json XRANGE invoices "($mark" + | jq -c '[.[][1]] | unique')" "$(jq -c unique "$T/want-inv.json")"
 expect_eq "invoices.dlq holds no not-done entry any more" "$(not_done_ids invoices.dlq)" ""
@@ -258,5 +267,149 @@ expect_eq "SIGTERM: exit 1" "$rc" 1
 expect_cmd "... moved 1 listed" grep -qE '^moved 1 to invoices: [0-9]+-[0-9]+ \([0-9]+\)$' "$T/term.txt"
 expect_cmd "... the rest not reached (interrupted)" grep -qE "^not reached $((left - 1)) \(interrupted\): " "$T/term.txt"
 expect_eq "... and exactly that one left invoices.dlq" "$(R XLEN invoices.dlq) $(R XLEN invoices)" "$((left - 1)) $((base + 1))"
+
+# ---- a replay never strands a message, never moves one twice (issue 29) ------------------------
+# A stream of hand-made dead letters of its own (gifts), on its own source, so that each case sets
+# the origin up as it needs: deleted, without a group, with one.
+gifts_config() { # FILE [SOURCE-LINES] [ENTRY-LINES]
+  cat > "$1" <<YML
+sources:
+$(redis_source gift-redis "$RP")
+${2:-}
+    streams:
+      - name: gifts
+        dead_letter_stream: gifts.dlq
+$(pg_source shop-db "$PGP")
+    dedup_tables:
+      - {table: handled_orders, id_column: order_id, handled_at_column: handled_at}
+dead_letters:
+  - source: gift-redis
+    queue: gifts
+    id_field: order
+    work_table: $claims
+${3:-}
+YML
+}
+gifts_config "$T/gifts.yml"
+mkdead() { # N [BODY-SUFFIX]: gifts.dlq holds exactly N dead letters, bodies "gift 1".."gift N"
+  local i
+  R DEL gifts.dlq >/dev/null
+  for ((i = 1; i <= $1; i++)); do
+    R XADD gifts.dlq '*' order $((900000 + i)) body "gift $i${2:-}" >/dev/null
+  done
+}
+bodies() { R --json XRANGE "$1" "${2:--}" + | jq -r "$FIELD"' .[] | .[1] | field("body")'; }
+last_id() { R --json XREVRANGE "$1" + - COUNT 1 | jq -r '.[0][0] // "0-0"'; }
+GR() { "$QREL" dlq replay --config.file="$T/gifts.yml" --source=gift-redis --queue=gifts --only=all "$@"; }
+LOCK=qrel:replay-lock:gifts.dlq
+lock_free() { [ "$(R EXISTS "$LOCK")" = 0 ]; }
+
+R DEL gifts >/dev/null
+mkdead 3
+rc=0
+GR --yes > "$T/g-gone.txt" 2> "$T/g-gone.err" || rc=$?
+expect_eq "a replay to a deleted origin: refused, exit 1" "$rc" 1
+expect_cmd "... saying the stream does not exist" grep -qF 'stream "gifts" does not exist' "$T/g-gone.err"
+expect_eq "... the dead letters still dead, no stream made" "$(R XLEN gifts.dlq) $(R EXISTS gifts)" "3 0"
+
+R XADD gifts '*' seed 1 >/dev/null
+for yes in --yes ''; do
+  rc=0
+  GR $yes > "$T/g-nogroup.txt" 2> "$T/g-nogroup.err" || rc=$?
+  expect_eq "a replay ${yes:-(dry run)} to a stream no group reads: refused, exit 1" "$rc" 1
+  expect_cmd "... saying it has no consumer group" grep -qF 'stream "gifts" has no consumer group' "$T/g-nogroup.err"
+  expect_eq "... the dead letters still dead, the stream unchanged" "$(R XLEN gifts.dlq) $(R XLEN gifts)" "3 1"
+done
+
+# Two replays at once, each paced so that they overlap: every dead letter reaches gifts once.
+R XGROUP CREATE gifts mailers '$' >/dev/null
+mkdead 8
+gmark=$(last_id gifts)
+GR --yes --rate=5/s > "$T/g-twice1.txt" 2>&1 &
+c1=$!
+GR --yes --rate=5/s > "$T/g-twice2.txt" 2>&1 &
+c2=$!
+PIDS+=("$c1" "$c2")
+wait "$c1" || true
+wait "$c2" || true
+expect_eq "two replays at once: each dead letter exactly once on gifts (copies, distinct)" \
+  "$(bodies gifts "($gmark" | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' ')$(bodies gifts "($gmark" | sort -u | wc -l)" "1 8"
+expect_eq "... and gifts.dlq is empty" "$(R XLEN gifts.dlq)" 0
+expect_cmd "... and the lock is released" lock_free
+
+# An entry that another client deletes mid-replay is not put back.
+mkdead 4
+gmark=$(last_id gifts)
+last=$(last_id gifts.dlq)
+GR --yes --rate=1/s --format=json > "$T/g-del.json" 2> "$T/g-del.err" &
+dp=$!
+PIDS+=("$dp")
+grew() { [ "$(bodies gifts "($gmark" | wc -l)" -ge 1 ]; }
+expect_cmd "the paced replay moves one" wait_for -i 0.02 10 "1 entry on gifts" grew
+R XDEL gifts.dlq "$last" >/dev/null
+rc=0
+wait "$dp" || rc=$?
+expect_eq "an entry deleted mid-replay is not re-added (exit $rc)" "$(bodies gifts "($gmark" | tr '\n' ,)" "gift 1,gift 2,gift 3,"
+expect_eq "... the report lists it as gone, not as moved" \
+  "$(jq -r '"\(.replay.moved | length) \([.replay.gone[].message_id] | join(","))"' "$T/g-del.json")" "3 $last"
+
+# A move that times out (writes paused past --timeout, then resumed): the report says it may have
+# been put back, and each entry ends up on gifts or in gifts.dlq, never both, never neither.
+timed_out() { # FORMAT OUT
+  mkdead 5
+  gmark=$(last_id gifts)
+  GR --yes --rate=1/s --timeout=1s --format="$1" > "$2" 2>> "$T/g-timeout.err" &
+  local tp=$! i n
+  PIDS+=("$tp")
+  expect_cmd "($1) the paced replay moves one" wait_for -i 0.02 10 "1 entry on gifts" grew
+  R CLIENT PAUSE 60000 WRITE >/dev/null
+  rc=0
+  wait "$tp" || rc=$?
+  R CLIENT UNPAUSE >/dev/null
+  expect_eq "($1) a move that timed out: exit 1" "$rc" 1
+  for i in 1 2 3 4 5; do
+    n=$(($(bodies gifts "($gmark" | grep -cx "gift $i" || true) + $(bodies gifts.dlq | grep -cx "gift $i" || true)))
+    expect_eq "($1) gift $i is on gifts or still dead, once" "$n" 1
+  done
+}
+timed_out text "$T/g-timeout.txt"
+sed 's/^/     /' "$T/g-timeout.txt"
+expect_cmd "text: the timed-out move may have been put back; still dead" \
+  grep -qE '^  [0-9]+-[0-9]+ \(90000[2-5]\): may have been put back \(timed out\); still dead' "$T/g-timeout.txt"
+expect_cmd "... and nothing timed out is called left dead" test "$(grep -c 'left dead' "$T/g-timeout.txt")" = 0
+# A replay that could not release its lock (the server did not answer): the lock expires.
+expect_cmd "the lock of the timed-out replay expires" wait_for 30 "the lock to expire" lock_free
+timed_out json "$T/g-timeout.json"
+expect_cmd "json: the same outcome" jq -e '(.replay.uncertain | length) >= 1 and all(.replay.uncertain[];
+  .outcome == "may_have_been_put_back" and (.error | startswith("may have been put back (timed out); still dead")))' "$T/g-timeout.json"
+expect_cmd "the lock expires again" wait_for 30 "the lock to expire" lock_free
+
+# ---- bounds (issue 29) -------------------------------------------------------------------------
+gifts_config "$T/gifts5.yml" "" "    max_entries: 5"
+mkdead 8
+DLQ inspect --config.file="$T/gifts5.yml" --source=gift-redis --queue=gifts --limit=100000 --format=json > "$T/g5.json"
+expect_eq "inspect --limit above max_entries reads max_entries (read total)" "$(jq -r '"\(.read) \(.total)"' "$T/g5.json")" "5 8"
+# max_entries of data beyond max_response_bytes: a replay with --limit still moves its few.
+gifts_config "$T/gifts-small.yml" "    max_response_bytes: 8192"
+mkdead 8 " $(printf '%02000d' 0)"
+gmark=$(last_id gifts)
+rc=0
+"$QREL" dlq replay --config.file="$T/gifts-small.yml" --source=gift-redis --queue=gifts --only=all \
+  --limit=2 --yes --format=json > "$T/g-small.json" 2> "$T/g-small.err" || rc=$?
+expect_eq "replay --limit=2 when max_entries of data exceed max_response_bytes: exit 0, moved 2" \
+  "$rc $(jq '.replay.moved | length' "$T/g-small.json")" "0 2"
+expect_eq "... and 6 still dead" "$(R XLEN gifts.dlq) $(bodies gifts "($gmark" | wc -l)" "6 2"
+# A dead-letter stream that is its own stream: refused at load, with file:line:col.
+cat > "$T/self.yml" <<YML
+sources:
+$(redis_source self-redis "$RP")
+    streams:
+      - name: gifts
+        dead_letter_stream: gifts
+YML
+rc=0
+"$EXPORTER" --config.check --config.file="$T/self.yml" > "$T/self.out" 2>&1 || rc=$?
+expect_eq "--config.check refuses a dead_letter_stream equal to its stream: exit 1" "$rc" 1
+expect_cmd "... with file:line:col" grep -qF 'self.yml:7:29: dead_letter_stream: "gifts" is stream "gifts" itself' "$T/self.out"
 
 finish

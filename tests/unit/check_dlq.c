@@ -208,7 +208,7 @@ START_TEST(test_replay_json)
         ",\"replay\":{\"dry_run\":false,\"only\":\"all\",\"limit\":2,\"rate\":null,\"chosen\":2,"
         "\"would_move\":[],\"moved\":[{\"message_id\":\"1-0\",\"work_id\":\"17\"}],"
         "\"failed\":[{\"message_id\":\"2-0\",\"work_id\":\"a\\\"b\",\"error\":\"not put back on "
-        "orders, left dead: boom\"}],\"not_reached\":[],"
+        "orders, left dead: boom\"}],\"uncertain\":[],\"gone\":[],\"not_reached\":[],"
         "\"skipped\":{\"done\":{\"count\":0,\"sample\":[]},\"not_done\":{\"count\":0,\"sample\":[]}"
         ","
         "\"unknown\":{\"count\":0,\"sample\":[]},\"beyond_limit\":{\"count\":1,\"sample\":["
@@ -232,12 +232,14 @@ static void record(const char *what, const struct dlq_message *m)
     snprintf(calls + n, sizeof calls - n, "%s%s%s", n ? " " : "", what, m ? m->message_id : "");
 }
 
+static enum err_code fail_code = ERR_QUERY;
+
 static int rec_requeue(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                        const struct deadline *dl, struct err *e)
 {
     (void)c, (void)b, (void)dl;
     record("q", m);
-    return strcmp(m->message_id, fail_requeue_of) == 0 ? err_set(e, ERR_QUERY, "refused") : 0;
+    return strcmp(m->message_id, fail_requeue_of) == 0 ? err_set(e, fail_code, "refused") : 0;
 }
 
 static int rec_remove(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
@@ -256,8 +258,52 @@ static int rec_release(struct collector *c, struct dlq_batch *b, const struct de
     return 0;
 }
 
+static const char *refuse_origin = NULL; /* check_origin's refusal, or NULL */
+static const char *gone_of = "";         /* move: this one is no longer dead */
+
+static int rec_check(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                     struct err *e)
+{
+    (void)c, (void)b, (void)dl;
+    record("C", NULL);
+    return refuse_origin ? err_set(e, ERR_QUERY, "%s", refuse_origin) : 0;
+}
+
+static int rec_lock(struct collector *c, struct dlq_batch *b, double hold,
+                    const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    ck_assert(hold > 2.0); /* two hook calls of 1 s, and a margin */
+    record("L", NULL);
+    return 0;
+}
+
+static int rec_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                      struct err *e)
+{
+    (void)c, (void)b, (void)dl, (void)e;
+    record("U", NULL);
+    return 0;
+}
+
+static int rec_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                    const struct deadline *dl, struct err *e)
+{
+    (void)c, (void)b, (void)dl;
+    record("m", m);
+    if (strcmp(m->message_id, fail_requeue_of) == 0)
+        return err_set(e, fail_code, "refused");
+    return strcmp(m->message_id, gone_of) == 0;
+}
+
 static const struct dlq_kind rec_kind = {
     .requeue = rec_requeue, .remove = rec_remove, .release = rec_release};
+static const struct dlq_kind guarded_kind = {.requeue = rec_requeue,
+                                             .remove = rec_remove,
+                                             .release = rec_release,
+                                             .check_origin = rec_check};
+static const struct dlq_kind atomic_kind = {
+    .move = rec_move, .check_origin = rec_check, .lock = rec_lock, .unlock = rec_unlock};
 static const struct dlq_kind no_replay_kind = {.release = rec_release,
                                                .cannot_replay = "the broker offers no way back"};
 static const struct collector_kind broker_kind = {.name = "fake"};
@@ -350,6 +396,86 @@ START_TEST(test_replay_order)
 }
 END_TEST
 
+/* A replay never strands a message (issue 29): an origin that check_origin refuses moves
+ * nothing, in a dry run too; one replay at a time (lock before the check, unlock at the end); a
+ * requeue that timed out is "may have been put back", not "left dead", and is not removed; an
+ * atomic move of an entry that is gone is not counted as moved. */
+START_TEST(test_replay_guarded)
+{
+    struct dlq_read r;
+    struct collector c;
+    struct dead_letter_join j;
+    struct err e = {0};
+    struct dlq_replay_result res;
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_NOT_DONE, .yes = 1, .max_failures_in_a_row = 3};
+    fail_requeue_of = "";
+    fail_code = ERR_QUERY;
+
+    /* A refused origin: nothing requeued or removed, released, -1 with the reason. */
+    for (int yes = 0; yes <= 1; yes++) {
+        fill_rec(&r, &c, &j, &guarded_kind);
+        refuse_origin = "stream \"orders\" has no consumer group";
+        o.yes = yes;
+        ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), -1);
+        ck_assert_str_eq(calls, "C R");
+        ck_assert_int_eq(e.code, ERR_QUERY);
+        ck_assert_str_eq(e.msg, "replay of orders refused, every dead letter left dead: stream "
+                                "\"orders\" has no consumer group");
+        dlq_read_free(&r);
+    }
+    refuse_origin = NULL;
+
+    /* A requeue that timed out: may have been put back, still dead, not removed. */
+    fill_rec(&r, &c, &j, &guarded_kind);
+    fail_requeue_of = "3";
+    fail_code = ERR_TIMEOUT;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "C q1 r1 q3 q4 r4 R");
+    ck_assert_uint_eq(res.n[DLQ_FATE_UNCERTAIN], 1);
+    ck_assert_uint_eq(res.n[DLQ_FATE_FAILED], 0);
+    ck_assert_str_eq(r.error[2], "may have been put back (timed out); still dead in the dead "
+                                 "letters (a rerun may put it back on orders again): refused");
+    dlq_read_free(&r);
+
+    /* The atomic kind: lock, check, moves, unlock; a gone one is not moved; a timed-out one
+     * is uncertain; a lost connection too. */
+    fill_rec(&r, &c, &j, &atomic_kind);
+    r.batch.dead_letter_queue = strdup("orders.dlq");
+    gone_of = "4";
+    fail_code = ERR_CONNECT;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "L C m1 m3 m4 U");
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 1);
+    ck_assert_uint_eq(res.n[DLQ_FATE_GONE], 1);
+    ck_assert_uint_eq(res.n[DLQ_FATE_UNCERTAIN], 1);
+    ck_assert_str_eq(r.error[2], "may have been put back (connection lost); still dead unless "
+                                 "the move ran (it is atomic: on orders or in orders.dlq, never "
+                                 "both): refused");
+    struct buf b;
+    buf_init(&b);
+    struct dlq_report_ctx x = {.source = "cache", .kind = "fake", .queue = "orders"};
+    dlq_report_replay(&b, &x, &r, &o, &res);
+    ck_assert_ptr_nonnull(strstr(b.data, "\nmay have been put back 1:\n  3: may have been put "
+                                         "back (connection lost); still dead unless"));
+    ck_assert_ptr_nonnull(strstr(b.data, "\ngone 1 (removed from orders.dlq by another replay "
+                                         "or client first; not put back): 4\n"));
+    buf_free(&b);
+    dlq_read_free(&r);
+
+    /* A dry run of the atomic kind checks the origin but takes no lock and moves nothing. */
+    fill_rec(&r, &c, &j, &atomic_kind);
+    o.yes = 0;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "C");
+    ck_assert_uint_eq(res.n[DLQ_FATE_WOULD_MOVE], 3);
+    dlq_read_free(&r);
+    fail_requeue_of = "";
+    gone_of = "";
+    fail_code = ERR_QUERY;
+    pthread_mutex_destroy(&c.use);
+}
+END_TEST
+
 #define LEN(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 static Suite *dlq_suite(void)
@@ -368,6 +494,7 @@ static Suite *dlq_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("replay");
     tcase_add_test(tc, test_replay_order);
+    tcase_add_test(tc, test_replay_guarded);
     suite_add_tcase(s, tc);
     return s;
 }

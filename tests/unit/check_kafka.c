@@ -167,6 +167,17 @@ START_TEST(pattern_glob_regex)
                         "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
                         "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
 
+    /* A dead-letter topic that is its own topic: every dead letter would be delivered again. */
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, topics: [s, t], dead_letter_topic: t}]\n",
+                        "qrel.yml:2:55: dead_letter_topic: \"t\" is topic \"t\" itself (a dead "
+                        "letter would be delivered again)");
+    expect_config_error(
+        "bootstrap_servers: 127.0.0.1:9092\n"
+        "groups: [{name: g, topic_pattern: \"o*\", dead_letter_topic: \"{topic}\"}]\n",
+        "qrel.yml:2:60: dead_letter_topic: \"{topic}\" is every topic of the entry "
+        "itself (a dead letter would be delivered again)");
+
     /* what each form selects */
     struct err e;
     err_clear(&e);

@@ -1379,6 +1379,18 @@ static const struct check_case bad_configs[] = {
      "x.yml:7:25: max_deliveries: want an integer from 1 to 1000000, got \"0\""},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        dead_letter_stream: \"\"\n",
      "x.yml:7:29: dead_letter_stream: want a non-empty stream name"},
+    /* A dead-letter stream that is its own stream: every dead letter would be delivered again. */
+    {SRC "    address: h:1\n    streams:\n      - name: a\n        dead_letter_stream: a\n",
+     "x.yml:7:29: dead_letter_stream: \"a\" is stream \"a\" itself (a dead letter would be "
+     "delivered again)"},
+    {SRC "    address: h:1\n    streams:\n      - name: a\n        dead_letter_stream: "
+         "\"{stream}\"\n",
+     "x.yml:7:29: dead_letter_stream: \"{stream}\" is stream \"a\" itself (a dead letter would "
+     "be delivered again)"},
+    {SRC "    address: h:1\n    streams:\n      - pattern: \"a*\"\n        dead_letter_stream: "
+         "\"{stream}\"\n",
+     "x.yml:7:29: dead_letter_stream: \"{stream}\" is every stream of pattern \"a*\" itself (a "
+     "dead letter would be delivered again)"},
     {SRC "    address: h:1\n    db: -1\n    streams: [{name: a}]\n",
      "x.yml:5:9: db: want an integer from 0 to 1000000, got \"-1\""},
     {SRC "    address: h:1\n    max_streams: 0\n    streams: [{name: a}]\n",
