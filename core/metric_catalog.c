@@ -126,6 +126,10 @@ const struct metric_family metric_catalog_rows[] = {
      "deliveries times the lease, plus backoff); the dedup window must be longer."},
     {"qrel_sample_age_seconds", METRIC_GAUGE,
      "Age in seconds of the data behind this source's values (cache age, cloud metric delay)."},
+    {"qrel_skipped_entries", METRIC_GAUGE,
+     "Entries of queue (empty when the entry names none) that the last collection could not read "
+     "and passed over, by reason (not_json, missing_field, bad_value, bad_timestamp, too_deep): "
+     "the source's other series are still served, without these entries."},
 };
 
 #define CATALOG_LEN (sizeof metric_catalog_rows / sizeof metric_catalog_rows[0])

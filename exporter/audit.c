@@ -261,6 +261,11 @@ static const struct count_rule {
      ": each is delivered again every lease while it waits and runs once per delivery; raise the "
      "visibility timeout above the longest ETA, or schedule far tasks elsewhere (a periodic "
      "scheduler, a database)"},
+    {AUDIT_SKIPPED_ENTRIES, F_SKIPPED, -1,
+     "unreadable item%s skipped (not JSON, a field missing or of the wrong type, a timestamp out "
+     "of range): the queue's figures leave %s out; find what writes them (another client or "
+     "version, a hand edit) and fix or remove them",
+     ""},
 };
 
 static void rule_count(struct audit_ctx *x, struct audit_entry *en, const struct count_rule *c)

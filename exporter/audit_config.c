@@ -29,6 +29,7 @@ static const struct {
     [AUDIT_CLAIM_WINDOW_TOO_SHORT] = {"claim_window_too_short", AUDIT_WARNING, 0},
     [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL, 0},
     [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING, 0},
+    [AUDIT_SKIPPED_ENTRIES] = {"skipped_entries", AUDIT_WARNING, 0},
 };
 
 const char *audit_rule_name(enum audit_rule r)

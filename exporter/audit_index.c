@@ -30,6 +30,7 @@ static const char *const fam_names[F_COUNT] = {
     [F_CLAIM_WINDOW] = "qrel_claim_in_flight_window_seconds",
     [F_ORPHANED] = "qrel_lease_orphaned_messages",
     [F_ETA_BEYOND] = "qrel_lease_eta_beyond_messages",
+    [F_SKIPPED] = "qrel_skipped_entries",
     [F_DL_DONE] = "qrel_dead_letter_classified_messages",
     [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
     [F_DL_UNKNOWN] = NULL,
@@ -175,6 +176,7 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
     case F_OUTBOX:
     case F_ORPHANED:
     case F_ETA_BEYOND:
+    case F_SKIPPED:
     case F_DL_DONE:
     case F_DL_NOT_DONE:
     case F_DL_UNKNOWN:

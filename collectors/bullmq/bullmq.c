@@ -13,13 +13,17 @@
  * when queues are not named): per queue the list and set sizes, the oldest waiting job, the
  * active jobs, the first and last failed job, and the events since the last scrape; then the job
  * hashes of the oldest waiting and the active jobs. Stalled events are counted from the stream
- * as they arrive, so qrel_lease_expiries_total counts from the exporter's start. */
+ * as they arrive, so qrel_lease_expiries_total counts from the exporter's start. A job time that
+ * is no time (processedOn -5, NaN, 1970) gives no age: it is passed over and counted
+ * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bullmq.h"
 #include "collector.h"
+#include "common/entries.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -55,7 +59,7 @@ struct queue {
     size_t cur; /* index into st->cursors, which grows (a pointer would not survive) */
     double wait, paused, prioritized, active, delayed, failed;
     char *head_id;
-    int has_head_age, has_failed;
+    int has_head_age, has_failed; /* has_failed: bit 1 the first, bit 2 the last failed job */
     double head_age, failed_first, failed_last; /* scores: epoch ms */
     double hold, retried_active;
     int has_hold;
@@ -76,6 +80,7 @@ struct scrape {
     size_t n;
     struct job_ref *jobs;
     size_t njobs;
+    struct entry_skips skips; /* the job times that could not be read, passed over */
 };
 
 static void destroy(struct collector *c)
@@ -170,6 +175,14 @@ static int on_scan(void *ctx, size_t index, const redisReply *r, struct err *e)
 
 /* ---- round 2: per queue ---- */
 
+/* Epoch milliseconds as BullMQ writes them, or NAN when the string is no number. */
+static double ms_of(const redisReply *r)
+{
+    char *end;
+    double v = strtod(r->str, &end);
+    return end == r->str || *end ? NAN : v;
+}
+
 static void add_job(struct scrape *sc, size_t q, int head, const char *id)
 {
     sc->jobs = xrealloc(sc->jobs, (sc->njobs + 1) * sizeof *sc->jobs);
@@ -243,8 +256,11 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
         if (want(r, REDIS_REPLY_ARRAY, "ZRANGE failed", q->name, e))
             return -1;
         if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
-            q->has_failed = 1;
-            *(k == 8 ? &q->failed_first : &q->failed_last) = strtod(r->element[1]->str, NULL);
+            double at = ms_of(r->element[1]), age;
+            if (entry_skips_age(&sc->skips, q->name, sc->now_ms / 1000, at / 1000, &age) == 0) {
+                q->has_failed |= k == 8 ? 1 : 2;
+                *(k == 8 ? &q->failed_first : &q->failed_last) = at;
+            }
         }
         return 0;
     }
@@ -264,17 +280,16 @@ static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e
     const redisReply *ts = r->elements > 0 ? r->element[0] : NULL;
     const redisReply *on = r->elements > 1 ? r->element[1] : NULL;
     const redisReply *att = r->elements > 2 ? r->element[2] : NULL;
+    double now = sc->now_ms / 1000;
     if (j->head) {
-        if (ts && ts->type == REDIS_REPLY_STRING) {
-            double t = strtod(ts->str, NULL);
+        if (ts && ts->type == REDIS_REPLY_STRING &&
+            entry_skips_age(&sc->skips, q->name, now, ms_of(ts) / 1000, &q->head_age) == 0)
             q->has_head_age = 1;
-            q->head_age = sc->now_ms > t ? (sc->now_ms - t) / 1000 : 0;
-        }
         return 0;
     }
-    if (on && on->type == REDIS_REPLY_STRING) {
-        double t = strtod(on->str, NULL);
-        double hold = sc->now_ms > t ? (sc->now_ms - t) / 1000 : 0;
+    double hold;
+    if (on && on->type == REDIS_REPLY_STRING &&
+        entry_skips_age(&sc->skips, q->name, now, ms_of(on) / 1000, &hold) == 0) {
         if (!q->has_hold || hold > q->hold)
             q->hold = hold;
         q->has_hold = 1;
@@ -294,6 +309,7 @@ static void scrape_free(struct scrape *sc)
     for (size_t i = 0; i < sc->njobs; i++)
         free(sc->jobs[i].id);
     free(sc->jobs);
+    entry_skips_free(&sc->skips);
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)
@@ -405,15 +421,16 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                            NULL);
         if (q->has_hold)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
-        if (q->has_failed) {
-            double first = sc->now_ms > q->failed_first ? (sc->now_ms - q->failed_first) / 1000 : 0;
-            double last = sc->now_ms > q->failed_last ? (sc->now_ms - q->failed_last) / 1000 : 0;
+        double first = sc->now_ms > q->failed_first ? (sc->now_ms - q->failed_first) / 1000 : 0;
+        double last = sc->now_ms > q->failed_last ? (sc->now_ms - q->failed_last) / 1000 : 0;
+        if (q->has_failed & 1)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", first, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        if (q->has_failed & 2)
             metric_set_add(out, "qrel_dead_letter_newest_age_seconds", last, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
-        }
     }
+    entry_skips_emit(&sc->skips, out);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,

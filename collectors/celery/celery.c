@@ -11,14 +11,19 @@
  * visibility_timeout while it waits, and runs once per delivery (Celery's best-known duplicate
  * trap). qrel counts those.
  *
+ * An entry qrel cannot read (not JSON, not kombu's shape, a time that is none) is passed over and
+ * counted (qrel_skipped_entries, common/entries.h): one bad entry never takes the source down.
+ *
  * A scrape is one pipelined round trip whatever the number of queues: TIME, HGETALL unacked,
  * ZRANGE unacked_index WITHSCORES and four LLENs per queue. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "celery.h"
 #include "collector.h"
+#include "common/entries.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -53,7 +58,8 @@ struct scrape {
     struct queue *q; /* parallel to st->job.queues */
     struct delivery *d;
     size_t nd;
-    double unattributed; /* unacked entries whose routing key is no watched queue */
+    double unattributed;      /* unacked entries whose routing key is no watched queue */
+    struct entry_skips skips; /* the entries that could not be read, passed over */
 };
 
 static void destroy(struct collector *c)
@@ -98,8 +104,11 @@ static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
         if (tag->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
             return err_set(e, ERR_PROTOCOL, "HGETALL unacked: want strings");
         struct celery_unacked u;
-        if (celery_parse_unacked(val->str, val->len, &u, e))
-            return -1;
+        enum entry_skip why;
+        if (celery_parse_unacked(val->str, val->len, &u, &why, e)) {
+            entry_skips_add(&sc->skips, "", why); /* no queue could be read from it */
+            continue;
+        }
         size_t qi = st->job.nqueues;
         for (size_t k = 0; k < st->job.nqueues; k++)
             if (strcmp(st->job.queues[k], u.routing_key) == 0)
@@ -114,9 +123,13 @@ static int on_unacked(struct scrape *sc, const redisReply *r, struct err *e)
         const struct delivery *d = bsearch(&key, sc->d, sc->nd, sizeof *sc->d, cmp_delivery);
         q->in_flight++;
         q->redelivered += u.redelivered;
+        if (isnan(u.eta))
+            entry_skips_add(&sc->skips, st->job.queues[qi], ENTRY_BAD_TIMESTAMP);
+        double hold;
         if (!d)
             continue; /* acknowledged between the two reads: kombu removes both at once */
-        double hold = sc->now > d->at ? sc->now - d->at : 0;
+        if (entry_skips_age(&sc->skips, st->job.queues[qi], sc->now, d->at, &hold))
+            continue; /* held, but since when is unknown */
         if (hold > q->hold)
             q->hold = hold;
         if (u.eta >= 0 && u.eta - d->at > st->visibility_timeout)
@@ -176,6 +189,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                                "queue", n, NULL);
         }
     }
+    entry_skips_emit(&sc->skips, out);
 }
 
 static void scrape_free(struct scrape *sc)
@@ -184,6 +198,7 @@ static void scrape_free(struct scrape *sc)
     for (size_t i = 0; i < sc->nd; i++)
         free(sc->d[i].tag);
     free(sc->d);
+    entry_skips_free(&sc->skips);
 }
 
 /* One pipeline: TIME, the unacked index and hash, and every queue's lists by priority. */

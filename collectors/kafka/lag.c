@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/entries.h"
 #include "kafka/client.h"
 #include "kafka/kafka.h"
 #include "kafka/scrape.h"
@@ -54,6 +55,7 @@ static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t t
     n->got = 0;
     n->ts = -1;
     n->last_ts = -1;
+    n->bad_ts = 0;
     return sc->nneeds++;
 }
 
@@ -171,6 +173,27 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
     return rc;
 }
 
+/* A producer sets a record's CreateTime: one outside the sane range (0, 5, a clock years ahead)
+ * would give an age of decades. Such a time becomes -1 (no timestamp) and the read is counted as
+ * a skipped entry of its topic (common/entries.h), once per partition read. */
+static void judge_timestamps(struct kafka_scrape *sc, int64_t now_ms, struct entry_skips *skips)
+{
+    double now = (double)now_ms / 1000, age;
+    for (size_t i = 0; i < sc->nneeds; i++) {
+        struct kafka_need *nd = &sc->needs[i];
+        if (nd->ts >= 0 && entry_age(now, (double)nd->ts / 1000, &age)) {
+            nd->ts = -1;
+            nd->bad_ts = 1;
+        }
+        if (nd->last_ts >= 0 && entry_age(now, (double)nd->last_ts / 1000, &age)) {
+            nd->last_ts = -1;
+            nd->bad_ts = 1;
+        }
+        if (nd->bad_ts)
+            entry_skips_add(skips, sc->topics[nd->topic].md->topic, ENTRY_BAD_TIMESTAMP);
+    }
+}
+
 static int fetch_records(struct kafka_state *st, const struct deadline *dl, struct kafka_scrape *sc,
                          struct err *e)
 {
@@ -205,8 +228,8 @@ static void emit_target(const struct kafka_state *st, const struct kafka_scrape 
         ready += lag;
         int64_t ts = -1;
         if (lag > 0) {
-            if (t->need[p] == SIZE_MAX)
-                complete = 0;
+            if (t->need[p] == SIZE_MAX || sc->needs[t->need[p]].bad_ts)
+                complete = 0; /* an age unknown is left out, never read as caught up */
             else
                 ts = sc->needs[t->need[p]].ts;
         }
@@ -312,10 +335,14 @@ int kafka_lag_collect(struct collector *c, const struct deadline *dl, struct met
                "source", c->name, "max_lag_fetches", cap, NULL);
     }
     int64_t now_ms = (int64_t)(deadline_wall_now() * 1000.0);
+    struct entry_skips skips = {0};
+    judge_timestamps(&sc, now_ms, &skips);
     for (size_t i = 0; i < sc.n; i++) {
         emit_target(st, &sc, &sc.t[i], now_ms, out);
         emit_dlq(&sc, i, now_ms, out);
     }
+    entry_skips_emit(&skips, out);
+    entry_skips_free(&skips);
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
         char targets[32], fetches[32];

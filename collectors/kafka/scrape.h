@@ -43,6 +43,7 @@ struct kafka_need {
     int got;         /* a record was read */
     int64_t ts;      /* the first record's; -1: no record there (end of log, gone, no timestamp) */
     int64_t last_ts; /* the last record's up to until; -1 as above */
+    int bad_ts;      /* a record's timestamp was out of the sane range: set to -1, no age */
 };
 
 struct kafka_scrape {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "common/entries.h"
 #include "common/glob.h"
 #include "common/http.h"
 #include "common/json.h"
@@ -578,13 +579,19 @@ static void emit_queue(const struct state *st, const struct qrec *d, const struc
     if (!cached)
         return; /* declared since the last refresh: depth only until the next one */
 
-    /* Oldest message: empty now means 0 now; else the head's timestamp as of the sample. */
+    /* Oldest message: empty now means 0 now; else the head's timestamp as of the sample. The
+     * producer sets that timestamp: one outside the sane range (0, milliseconds, far ahead) gives
+     * no age but a skipped entry (common/entries.h), as the job kinds count theirs. */
+    double age;
     if (d->ready + d->unacked == 0)
         metric_set_add(out, "qrel_queue_oldest_message_age_seconds", 0.0, "queue", q, "vhost", v,
                        NULL);
+    else if (mq.has_head_ts && entry_age(m->wall, mq.head_ts, &age) == 0)
+        metric_set_add(out, "qrel_queue_oldest_message_age_seconds", age, "queue", q, "vhost", v,
+                       NULL);
     else if (mq.has_head_ts)
-        metric_set_add(out, "qrel_queue_oldest_message_age_seconds",
-                       fmax(0.0, m->wall - mq.head_ts), "queue", q, "vhost", v, NULL);
+        metric_set_add(out, "qrel_skipped_entries", 1, "queue", q, "vhost", v, "reason",
+                       entry_skip_name(ENTRY_BAD_TIMESTAMP), NULL);
     double maxd = rabbitmq_max_deliveries(mq.delivery_limit);
     if (maxd > 0) {
         metric_set_add(out, "qrel_max_deliveries", maxd, "queue", q, "vhost", v, NULL);
@@ -606,9 +613,9 @@ static void emit_queue(const struct state *st, const struct qrec *d, const struc
         if (dd->ready + dd->unacked == 0)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", 0.0, "queue", q, "vhost", v,
                            "dead_letter_queue", dlq, NULL);
-        else if (rabbitmq_cache_find(m, v, dlq, &dm) && dm.has_head_ts)
-            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
-                           fmax(0.0, m->wall - dm.head_ts), "queue", q, "vhost", v,
+        else if (rabbitmq_cache_find(m, v, dlq, &dm) && dm.has_head_ts &&
+                 entry_age(m->wall, dm.head_ts, &age) == 0) /* a bad one: counted on dlq's own */
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", age, "queue", q, "vhost", v,
                            "dead_letter_queue", dlq, NULL);
     }
 }

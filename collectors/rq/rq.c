@@ -12,13 +12,17 @@
  *   1. TIME (ages use Redis's clock) and, unless queues are named, SMEMBERS rq:queues;
  *   2. per queue LLEN, four ZCARDs, LINDEX 0 (the oldest ready job), ZRANGE of rq:wip (at most
  *      max_in_flight_jobs) and the first and last failed job;
- *   3. HMGET of those jobs' times and timeout. */
+ *   3. HMGET of those jobs' times and timeout.
+ * A job field qrel cannot read (a time that is none or out of range, a timeout "soon") is passed
+ * over and counted (qrel_skipped_entries, common/entries.h): one bad job never takes the source
+ * down, nor gives an age of decades. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector.h"
+#include "common/entries.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -66,6 +70,7 @@ struct scrape {
     size_t n;
     struct job *jobs;
     size_t njobs;
+    struct entry_skips skips; /* the job fields that could not be read, passed over */
 };
 
 static void destroy(struct collector *c)
@@ -165,6 +170,20 @@ static const char *field(const redisReply *r, size_t i)
     return i < r->elements && r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : NULL;
 }
 
+/* The age at sc->now of the time in field f (RQ's utcformat), when there is one: 1 with *age, 0
+ * when the field is absent, -1 when it is no time or out of range (counted as skipped). */
+static int field_age(struct scrape *sc, const char *queue, const char *f, double *age)
+{
+    double t;
+    if (!f || !*f)
+        return 0;
+    if (rq_parse_time(f, &t) != 0) {
+        entry_skips_add(&sc->skips, queue, ENTRY_BAD_TIMESTAMP);
+        return -1;
+    }
+    return entry_skips_age(&sc->skips, queue, sc->now, t, age) == 0 ? 1 : -1;
+}
+
 static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
@@ -173,32 +192,32 @@ static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e
     if (redis_job_want(r, REDIS_REPLY_ARRAY, "HMGET rq:job", e))
         return -1;
     /* enqueued_at, started_at, ended_at, timeout; a job whose hash expired meanwhile is all nil. */
-    double t;
+    double age;
     switch (j->role) {
     case JOB_HEAD:
-        if (rq_parse_time(field(r, 0), &t) == 0) {
+        if (field_age(sc, q->name, field(r, 0), &age) == 1) {
             q->has_head_age = 1;
-            q->head_age = sc->now > t ? sc->now - t : 0;
+            q->head_age = age;
         }
         return 0;
     case JOB_RUNNING: {
-        if (rq_parse_time(field(r, 1), &t) != 0)
-            return 0; /* registered, not started yet */
+        if (field_age(sc, q->name, field(r, 1), &age) != 1)
+            return 0; /* registered, not started yet; or started at no time */
         double timeout = 0;
         int limited = rq_job_timeout(field(r, 3), sc->st->default_timeout, &timeout);
-        if (limited < 0)
-            return err_set(e, ERR_PROTOCOL, "queue %s: job %s: timeout \"%s\" is not a number",
-                           q->name, j->id, field(r, 3));
+        if (limited < 0) {
+            entry_skips_add(&sc->skips, q->name, ENTRY_BAD_VALUE);
+            return 0;
+        }
         q->holds = xrealloc(q->holds, (q->nholds + 1) * sizeof *q->holds);
         q->holds[q->nholds].timeout = limited ? timeout : 0;
-        q->holds[q->nholds].held = sc->now > t ? sc->now - t : 0;
+        q->holds[q->nholds].held = age;
         q->nholds++;
         return 0;
     }
     case JOB_FAILED_FIRST:
     case JOB_FAILED_LAST:
-        if (rq_parse_time(field(r, 2), &t) == 0) {
-            double age = sc->now > t ? sc->now - t : 0;
+        if (field_age(sc, q->name, field(r, 2), &age) == 1) {
             if (j->role == JOB_FAILED_FIRST) {
                 q->has_failed_oldest = 1;
                 q->failed_oldest = age;
@@ -223,6 +242,7 @@ static void scrape_free(struct scrape *sc)
         free(sc->jobs[i].id);
     free(sc->jobs);
     cfg_strv_free(sc->listed);
+    entry_skips_free(&sc->skips);
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)
@@ -311,6 +331,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
             }
         }
     }
+    entry_skips_emit(&sc->skips, out);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,

@@ -15,27 +15,33 @@
 #include "sidekiq.h"
 #include "alloc.h"
 
-static json_t *load(const char *json, size_t len, const char *what, struct err *e)
+static json_t *load(const char *json, size_t len, const char *what, enum entry_skip *why,
+                    struct err *e)
 {
     json_error_t je;
     json_t *v = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
+        *why = json_error_code(&je) == json_error_stack_overflow ? ENTRY_TOO_DEEP : ENTRY_NOT_JSON;
         err_set(e, ERR_PROTOCOL, "%s: not JSON (%s at byte %d)", what, je.text, je.position);
         return NULL;
     }
     if (!json_is_object(v)) {
         json_decref(v);
+        *why = ENTRY_NOT_JSON;
         err_set(e, ERR_PROTOCOL, "%s: want a JSON object", what);
         return NULL;
     }
     return v;
 }
 
-static int queue_of(json_t *obj, const char *what, char **queue, struct err *e)
+static int queue_of(json_t *obj, const char *what, char **queue, enum entry_skip *why,
+                    struct err *e)
 {
     json_t *q = json_object_get(obj, "queue");
-    if (!json_is_string(q) || json_string_length(q) == 0)
+    if (!json_is_string(q) || json_string_length(q) == 0) {
+        *why = ENTRY_MISSING_FIELD;
         return err_set(e, ERR_PROTOCOL, "%s: want a \"queue\" string", what);
+    }
     *queue = xstrndup(json_string_value(q), json_string_length(q));
     return 0;
 }
@@ -176,7 +182,7 @@ static int job_fast(const char *json, size_t len, char **queue, double *enqueued
     struct member m[] = {{"queue", NULL, NULL}, {"enqueued_at", NULL, NULL}};
     if (!scan_members(json, len, m, 2) || !(*queue = plain_string(&m[0])))
         return 0;
-    *enqueued_at = -1;
+    *enqueued_at = NAN;
     if (m[1].v && !plain_number(&m[1], enqueued_at)) {
         free(*queue);
         *queue = NULL;
@@ -187,24 +193,35 @@ static int job_fast(const char *json, size_t len, char **queue, double *enqueued
 
 /* ---- jansson: the reference ---- */
 
+/* The number at key of obj into *out (left alone when absent): 0, or -1 with *why when it is
+ * there and not a number. */
+static int number_at(json_t *obj, const char *key, const char *what, double *out,
+                     enum entry_skip *why, struct err *e)
+{
+    json_t *at = json_object_get(obj, key);
+    if (!at)
+        return 0;
+    if (!json_is_number(at)) {
+        *why = ENTRY_BAD_VALUE;
+        return err_set(e, ERR_PROTOCOL, "%s: want \"%s\" as epoch seconds", what, key);
+    }
+    *out = json_number_value(at);
+    return 0;
+}
+
 int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueued_at,
-                      struct err *e)
+                      enum entry_skip *why, struct err *e)
 {
     if (job_fast(json, len, queue, enqueued_at))
         return 0;
     *queue = NULL;
-    *enqueued_at = -1;
-    json_t *v = load(json, len, "job", e);
+    *enqueued_at = NAN;
+    json_t *v = load(json, len, "job", why, e);
     if (!v)
         return -1;
-    int rc = queue_of(v, "job", queue, e);
-    json_t *at = json_object_get(v, "enqueued_at");
-    if (rc == 0 && at) {
-        if (!json_is_number(at) || json_number_value(at) < 0)
-            rc = err_set(e, ERR_PROTOCOL, "job: want \"enqueued_at\" as epoch seconds");
-        else
-            *enqueued_at = json_number_value(at);
-    }
+    int rc = queue_of(v, "job", queue, why, e);
+    if (rc == 0)
+        rc = number_at(v, "enqueued_at", "job", enqueued_at, why, e);
     json_decref(v);
     if (rc) {
         free(*queue);
@@ -213,18 +230,21 @@ int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueu
     return rc;
 }
 
-int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at, struct err *e)
+int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at,
+                       enum entry_skip *why, struct err *e)
 {
     *queue = NULL;
-    json_t *v = load(json, len, "work", e);
+    *run_at = NAN;
+    json_t *v = load(json, len, "work", why, e);
     if (!v)
         return -1;
-    int rc = queue_of(v, "work", queue, e);
-    json_t *at = json_object_get(v, "run_at");
-    if (rc == 0 && (!json_is_number(at) || json_number_value(at) < 0))
+    int rc = queue_of(v, "work", queue, why, e);
+    if (rc == 0)
+        rc = number_at(v, "run_at", "work", run_at, why, e);
+    if (rc == 0 && isnan(*run_at)) {
+        *why = ENTRY_MISSING_FIELD;
         rc = err_set(e, ERR_PROTOCOL, "work: want \"run_at\" as epoch seconds");
-    else if (rc == 0)
-        *run_at = json_number_value(at);
+    }
     json_decref(v);
     if (rc) {
         free(*queue);

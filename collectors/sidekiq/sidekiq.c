@@ -13,15 +13,20 @@
  * heartbeat stopped (older than stale_after, before Sidekiq's 60 s expiry removes its keys) are
  * counted as orphaned.
  *
+ * A job qrel cannot read (not JSON, no queue, a time that is none) is passed over and counted
+ * (qrel_skipped_entries, common/entries.h): one bad job never takes the source down.
+ *
  * A scrape is two pipelined round trips whatever the number of queues and processes:
  *   1. TIME, SMEMBERS queues (unless named) and processes, ZCARD and ZRANGE (at most
  *      max_set_entries) of schedule, retry and dead;
  *   2. per queue LLEN and LINDEX -1; per process HGET beat and HGETALL of both work hashes. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector.h"
+#include "common/entries.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -59,7 +64,8 @@ struct scrape {
     size_t nprocesses;
     double set_totals[3]; /* ZCARD schedule, retry, dead */
     double set_read[3];
-    int process_stale; /* of the process whose replies are being read */
+    int process_stale;        /* of the process whose replies are being read */
+    struct entry_skips skips; /* the jobs that could not be read, passed over */
 };
 
 static void destroy(struct collector *c)
@@ -145,11 +151,13 @@ static int on_set_entry(struct scrape *sc, int set, const redisReply *job, const
     static const char *const names[] = {"schedule", "retry", "dead"};
     char *queue;
     double enqueued;
-    if (job->type != REDIS_REPLY_STRING ||
-        sidekiq_parse_job(job->str, job->len, &queue, &enqueued, e))
-        return job->type != REDIS_REPLY_STRING
-                   ? err_set(e, ERR_PROTOCOL, "%s: want job strings", names[set])
-                   : err_prefix(e, "%s", names[set]);
+    enum entry_skip why;
+    if (job->type != REDIS_REPLY_STRING)
+        return err_set(e, ERR_PROTOCOL, "%s: want job strings", names[set]);
+    if (sidekiq_parse_job(job->str, job->len, &queue, &enqueued, &why, e)) {
+        entry_skips_add(&sc->skips, "", why); /* no queue could be read from it */
+        return 0;
+    }
     struct queue *q = queue_for(sc, queue);
     free(queue);
     if (!q)
@@ -160,8 +168,11 @@ static int on_set_entry(struct scrape *sc, int set, const redisReply *job, const
         q->scheduled++;
         q->retrying++;
     } else {
-        double died = score && score->type == REDIS_REPLY_STRING ? strtod(score->str, NULL) : 0;
+        double died = score && score->type == REDIS_REPLY_STRING ? strtod(score->str, NULL) : NAN;
+        double age;
         q->dead++;
+        if (entry_skips_age(&sc->skips, q->name, sc->now, died, &age))
+            return 0; /* counted, but no time to range over */
         if (!q->has_dead_range || died < q->dead_min)
             q->dead_min = died;
         if (!q->has_dead_range || died > q->dead_max)
@@ -226,19 +237,23 @@ static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *v = r->element[i + 1];
         char *queue;
-        double run_at;
-        if (v->type != REDIS_REPLY_STRING || sidekiq_parse_work(v->str, v->len, &queue, &run_at, e))
-            return v->type != REDIS_REPLY_STRING
-                       ? err_set(e, ERR_PROTOCOL, "HGETALL work: want strings")
-                       : -1;
+        double run_at, hold;
+        enum entry_skip why;
+        if (v->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "HGETALL work: want strings");
+        if (sidekiq_parse_work(v->str, v->len, &queue, &run_at, &why, e)) {
+            entry_skips_add(&sc->skips, "", why);
+            continue;
+        }
         struct queue *q = queue_for(sc, queue);
         free(queue);
         if (!q)
             continue;
-        double hold = sc->now > run_at ? sc->now - run_at : 0;
         q->in_flight++;
         if (sc->process_stale)
             q->orphaned++;
+        if (entry_skips_age(&sc->skips, q->name, sc->now, run_at, &hold))
+            continue; /* held, but since when is unknown */
         if (!q->has_hold || hold > q->hold)
             q->hold = hold;
         q->has_hold = 1;
@@ -262,16 +277,17 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
             return 0;
         char *queue;
         double enqueued;
-        if (r->type != REDIS_REPLY_STRING ||
-            sidekiq_parse_job(r->str, r->len, &queue, &enqueued, e))
-            return r->type != REDIS_REPLY_STRING
-                       ? err_set(e, ERR_PROTOCOL, "queue %s: LINDEX: want a job", q->name)
-                       : err_prefix(e, "queue %s", q->name);
-        free(queue);
-        if (enqueued >= 0) {
-            q->has_head = 1;
-            q->head_age = sc->now > enqueued ? sc->now - enqueued : 0;
+        enum entry_skip why;
+        if (r->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "queue %s: LINDEX: want a job", q->name);
+        if (sidekiq_parse_job(r->str, r->len, &queue, &enqueued, &why, e)) {
+            entry_skips_add(&sc->skips, q->name, why);
+            return 0;
         }
+        free(queue);
+        if (!isnan(enqueued) &&
+            entry_skips_age(&sc->skips, q->name, sc->now, enqueued, &q->head_age) == 0)
+            q->has_head = 1;
         return 0;
     }
     size_t k = (index - x->nqueue_cmds) % 3;
@@ -290,6 +306,7 @@ static void scrape_free(struct scrape *sc)
     free(sc->q);
     hashtab_free(&sc->index);
     cfg_strv_free(sc->processes);
+    entry_skips_free(&sc->skips);
 }
 
 static char *key(const struct state *st, const char *a, const char *b)
@@ -370,7 +387,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         if (q->has_head)
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
                            NULL);
-        if (q->has_dead_range) {
+        if (q->has_dead_range) { /* scores judged by entry_age when read */
             double oldest = sc->now > q->dead_min ? sc->now - q->dead_min : 0;
             double newest = sc->now > q->dead_max ? sc->now - q->dead_max : 0;
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", oldest, "queue", n,
@@ -382,6 +399,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
         metric_set_add(out, "qrel_lease_orphaned_messages", q->orphaned, "queue", n, NULL);
     }
+    entry_skips_emit(&sc->skips, out);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,

@@ -6,17 +6,21 @@
 
 #include <stddef.h>
 
+#include "common/entries.h"
 #include "err.h"
 
 /* A job as Sidekiq serialises it (queue lists, the schedule, retry and dead sets, and the
- * payload of a job being worked on): its queue and, where present, enqueued_at (epoch seconds;
- * -1 when absent, as for a job that was never enqueued yet). *queue is malloc'd. */
+ * payload of a job being worked on): its queue and, where present, enqueued_at (epoch seconds as
+ * written, whatever their sign: the caller judges them with entry_age; NAN when absent, as for a
+ * job that was never enqueued yet). *queue is malloc'd. -1 with *why (entries.h) and a message
+ * when the job cannot be read: the caller skips that one entry and counts it. */
 int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueued_at,
-                      struct err *e);
+                      enum entry_skip *why, struct err *e);
 
 /* One entry of a process's work hash (`<identity>:workers` in 6.x, `<identity>:work` in 7.x):
  * {"queue": "...", "payload": <the job, as a JSON string (6.x) or object>, "run_at": epoch}.
- * *queue is malloc'd; *run_at is when the job started. */
-int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at, struct err *e);
+ * *queue is malloc'd; *run_at is when the job started, as written (the caller judges it). */
+int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at,
+                       enum entry_skip *why, struct err *e);
 
 #endif

@@ -47,6 +47,26 @@ expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.lo
 expect_check "$T/bq.yml" 2 "a failed job" "the failed job of email" \
   '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$'
 
+# Hostile job hashes no BullMQ writes (by hand: that is the point), in a queue of its own: an
+# active job processed at -5 ms (which once gave a lease age of 1.8e9 s) and a waiting one whose
+# timestamp is NaN. Each is skipped and counted; the source stays up, and every other figure is
+# what it was.
+R HSET bull:hostile:meta opts.maxLenEvents 10000 >/dev/null
+R RPUSH bull:hostile:active h1 >/dev/null
+R HSET bull:hostile:h1 timestamp 1700000000000 processedOn -5 attemptsMade 0 >/dev/null
+R RPUSH bull:hostile:wait h2 >/dev/null
+R HSET bull:hostile:h2 timestamp NaN >/dev/null
+$QREL scrape --config.file="$T/bq.yml" > "$T/hostile.prom"
+expect_metric "$T/hostile.prom" 1 qrel_collector_up 'source="bull"'
+expect_states "$T/hostile.prom" email ready=2 in_flight=1 delayed=2
+expect_metric "$T/hostile.prom" 1 qrel_dead_letter_messages 'queue="email"'
+expect_recent "$T/hostile.prom" email qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds
+expect_states "$T/hostile.prom" hostile ready=1 in_flight=1
+expect_absent "$T/hostile.prom" qrel_lease_oldest_age_seconds 'queue="hostile"'
+expect_absent "$T/hostile.prom" qrel_queue_oldest_message_age_seconds 'queue="hostile"'
+expect_metric "$T/hostile.prom" 2 qrel_skipped_entries 'queue="hostile"' 'reason="bad_timestamp"'
+R DEL bull:hostile:meta bull:hostile:active bull:hostile:h1 bull:hostile:wait bull:hostile:h2 >/dev/null
+
 # A stall: the running exporter reads the events since its previous scrape.
 job_config "$T/stall.yml" bull bullmq "queues: [email, cpu]"
 start_exporter "$T/stall.yml"

@@ -65,6 +65,26 @@ expect_eq "round trips for two queues" "$(round_trips celery "$T/two.log")" 1
 pkill -9 -P "$WORKER" 2>/dev/null || true
 kill -9 "$WORKER" 2>/dev/null || true
 
+# Hostile entries no kombu writes (by hand: that is the point), once the worker is gone so it
+# restores none of them: a non-JSON unacked entry, one nested 3,000 deep, and a well-formed one
+# delivered at -5 (its index score). The first two are skipped and counted, the third is in
+# flight without a hold of 1.8e9 s; the source stays up and every other figure is what it was.
+deep() { printf '%*s' "$1" '' | tr ' ' '['; printf '%*s' "$1" '' | tr ' ' ']'; }
+R HSET unacked hostile-1 'not json' hostile-2 "$(deep 3000)" \
+  hostile-3 '[{"headers":{}}, "", "celery"]' >/dev/null
+R ZADD unacked_index -5 hostile-3 >/dev/null
+$QREL scrape --config.file="$T/ce.yml" > "$T/hostile.prom"
+expect_metric "$T/hostile.prom" 1 qrel_collector_up 'source="tasks"'
+expect_states "$T/hostile.prom" celery ready=2 in_flight=3
+expect_metric "$T/hostile.prom" 1 qrel_lease_eta_beyond_messages 'queue="celery"'
+expect_metric "$T/hostile.prom" 0 qrel_messages_redelivered 'queue="celery"'
+expect_recent "$T/hostile.prom" celery qrel_lease_oldest_age_seconds
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue=""' 'reason="not_json"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue=""' 'reason="too_deep"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="celery"' 'reason="bad_timestamp"'
+expect_check "$T/ce.yml" 1 "skipped entries and the ETA trap" "the skipped entries" \
+  '^WARNING tasks "": 2 unreadable items skipped (not JSON, .*\[skipped_entries\]$'
+
 # Faults, each beside the healthy source.
 job_faults_config celery
 job_faults_check "$T/ce.log"

@@ -15,7 +15,10 @@ MOCK=$QREL_BUILD_DIR/tests/kafka_mock
 [ -x "$MOCK" ] || { echo "kafka_mock not built (QREL_WITH_KAFKA=OFF?)" >&2; exit 1; }
 
 T0=$(( $(now_ms) - 600000 )) # the first record is 10 minutes old
-start_kafka_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 \
+# stamped: records whose producer set timestamps of 5 ms and on (1970: hostile or broken), which
+# once gave a lag of 1.8e9 s.
+start_kafka_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:3 -t stamped:1 \
+  -m "stamped:0:3:5:1000" -c stamper:stamped:0:1 \
   -m "orders:0:10:$T0:1000" -m "orders:1:6:$((T0 + 100000)):1000" \
   -m "orders:2:4:$((T0 + 200000)):1000" \
   -m "orders.dlq:0:3:$((T0 + 50000)):5000" -m "orders.dlq:1:2:$((T0 + 10000)):5000" \
@@ -74,6 +77,8 @@ sources:
       - name: billing
         topic_pattern: "pay*"
         dead_letter_topic: "{topic}.dlq"
+      - name: stamper
+        topics: [stamped]
   - name: down
     kind: kafka
     bootstrap_servers: 127.0.0.1:$DOWN
@@ -163,6 +168,11 @@ expect_between "payments dead-letter oldest age" \
 read -r lo6 hi6 <<< "$(ages_between 30000 "$before" "$after")"
 expect_between "payments dead-letter newest age (the last of a 2-record partition)" \
   "$(mval "$T/m1.txt" qrel_dead_letter_newest_age_seconds "$S" 'dead_letter_queue="payments.dlq"')" "$lo6" "$hi6"
+# stamped: its lag is counted, its record's 1970 timestamp is skipped and gives no age.
+expect_metric "$T/m1.txt" 2 qrel_queue_messages "$S" 'queue="stamped"' 'group="stamper"' 'state="ready"'
+expect_absent "$T/m1.txt" qrel_consumer_lag_seconds "$S" 'queue="stamped"'
+expect_absent "$T/m1.txt" qrel_queue_oldest_message_age_seconds "$S" 'queue="stamped"'
+expect_metric "$T/m1.txt" 1 qrel_skipped_entries "$S" 'queue="stamped"' 'reason="bad_timestamp"'
 dlq_series=$(grep -c '^qrel_dead_letter_messages{source="stream",kind="kafka",queue="orders"' "$T/m1.txt" || true)
 expect_eq "dead-letter series of stream (one per topic and dead-letter topic)" "$dlq_series" 1
 

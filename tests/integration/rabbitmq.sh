@@ -65,6 +65,9 @@ publish %2F orders 5
 for i in 6 7 8 9 10; do publish %2F orders "$i" $((NOW - 1)); done
 publish %2F jobs 1
 publish %2F plain 1 $((NOW - 100))
+# A producer's timestamp of 1 (1970; a hostile or broken producer): no age of 1.8e9 s, but a
+# skipped entry of timed, the one queue whose head age is asserted nowhere else.
+publish %2F timed 1 1
 publish v2 orders 1
 publish v2 orders 2
 
@@ -114,7 +117,8 @@ stats_settled() {
   for s in mgmt prom; do
     [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="jobs"' 'state="ready"')" = 0 ] &&
       [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="orders"' 'state="ready"')" = 0 ] &&
-      [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="orders"' 'state="in_flight"')" = 2 ] || return 1
+      [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="orders"' 'state="in_flight"')" = 2 ] &&
+      [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="timed"' 'state="ready"')" = 1 ] || return 1
   done
 }
 wait_for -i 0.5 40 "the redeliveries and dead letters in the management API's stats" stats_settled || true
@@ -154,6 +158,8 @@ for s in mgmt prom; do
     "$(mval "$T/m.txt" qrel_queue_oldest_message_age_seconds "source=\"$s\"" 'queue="plain"')" 100 $((101 + $(date +%s) - NOW))
   expect_metric "$T/m.txt" 60 qrel_lease_timeout_seconds "source=\"$s\"" 'queue="timed"'
   expect_absent "$T/m.txt" qrel_dead_letter_messages "source=\"$s\"" 'queue="timed"'
+  expect_absent "$T/m.txt" qrel_queue_oldest_message_age_seconds "source=\"$s\"" 'queue="timed"'
+  expect_metric "$T/m.txt" 1 qrel_skipped_entries "source=\"$s\"" 'queue="timed"' 'reason="bad_timestamp"'
   expect_absent "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'vhost="v2"'
   expect_between "$s: sample age (fetched in this scrape)" \
     "$(mval "$T/m.txt" qrel_sample_age_seconds "source=\"$s\"")" 0 5

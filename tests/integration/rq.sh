@@ -57,6 +57,34 @@ expect_eq "round trips for 1 queue" "$(round_trips rq "$T/rq.log")" 3
 expect_check "$T/rq.yml" 2 "a failed job" "the failed job of emails" \
   '^CRITICAL jobs emails: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$'
 
+# Hostile job hashes no RQ writes (by hand: that is the point), in queues of their own: a head
+# job enqueued at -5, one whose enqueued_at is no time, a running job with a timeout "soon" and
+# one started in 2100. Each is skipped and counted by reason; the source stays up and every other
+# figure is what it was.
+R SADD rq:queues rq:queue:hostile_a rq:queue:hostile_b >/dev/null
+R RPUSH rq:queue:hostile_a hostile-1 >/dev/null
+R HSET rq:job:hostile-1 enqueued_at 1969-12-31T23:59:55Z >/dev/null
+R RPUSH rq:queue:hostile_b hostile-2 >/dev/null
+R HSET rq:job:hostile-2 enqueued_at yesterday >/dev/null
+R ZADD rq:wip:hostile_a 1 hostile-3 1 hostile-4 >/dev/null
+R HSET rq:job:hostile-3 started_at 2026-01-01T00:00:00Z timeout soon >/dev/null
+R HSET rq:job:hostile-4 started_at 2100-01-01T00:00:00Z >/dev/null
+$QREL scrape --config.file="$T/rq.yml" > "$T/hostile.prom"
+expect_metric "$T/hostile.prom" 1 qrel_collector_up 'source="jobs"'
+expect_states "$T/hostile.prom" emails ready=2 in_flight=1 delayed=4
+expect_metric "$T/hostile.prom" 1 qrel_dead_letter_messages 'queue="emails"'
+expect_metric "$T/hostile.prom" 30 qrel_lease_timeout_seconds 'queue="emails"'
+expect_recent "$T/hostile.prom" emails qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds
+expect_states "$T/hostile.prom" hostile_a ready=1 in_flight=2
+expect_metric "$T/hostile.prom" 2 qrel_skipped_entries 'queue="hostile_a"' 'reason="bad_timestamp"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_a"' 'reason="bad_value"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_b"' 'reason="bad_timestamp"'
+expect_absent "$T/hostile.prom" qrel_queue_oldest_message_age_seconds 'queue="hostile_a"'
+expect_absent "$T/hostile.prom" qrel_lease_oldest_age_seconds 'queue="hostile_a"'
+R DEL rq:queue:hostile_a rq:queue:hostile_b rq:wip:hostile_a rq:job:hostile-1 rq:job:hostile-2 \
+  rq:job:hostile-3 rq:job:hostile-4 >/dev/null
+R SREM rq:queues rq:queue:hostile_a rq:queue:hostile_b >/dev/null
+
 # Round trips do not grow with queues: 30 more queues with a job each, still 3.
 enqueue spread q 30
 expect_flat_round_trips rq "$T/rq.yml" 31 3 delayed

@@ -70,6 +70,39 @@ expect_check "$T/sk.yml" 2 "a dead and an orphaned job" "the dead job of emails"
   "the orphaned job of emails" \
   '^CRITICAL jobs emails: 1 message held by a consumer that stopped sending heartbeats.*\[orphaned_messages\]$'
 
+# Hostile entries no Sidekiq writes (written by hand: that is the point), each in a queue of its
+# own, the schedule set and the dead process's work hash: each is skipped and counted by reason,
+# the source stays up, and every other figure is what it was.
+deep() { printf '%*s' "$1" '' | tr ' ' '['; printf '%*s' "$1" '' | tr ' ' ']'; }
+R SADD queues hostile_a hostile_b hostile_c hostile_d >/dev/null
+R RPUSH queue:hostile_a 'not json' >/dev/null
+R RPUSH queue:hostile_b '{"queue":"hostile_b","enqueued_at":NaN}' >/dev/null
+R RPUSH queue:hostile_c "$(deep 3000)" >/dev/null
+R RPUSH queue:hostile_d '{"queue":"hostile_d","enqueued_at":-5}' >/dev/null
+R ZADD schedule 1 '{"class":"OkJob","args":[]}' >/dev/null
+R HSET "$p:workers" hostile 'not json' >/dev/null
+$QREL scrape --config.file="$T/sk.yml" > "$T/hostile.prom"
+expect_metric "$T/hostile.prom" 1 qrel_collector_up 'source="jobs"'
+expect_states "$T/hostile.prom" emails ready=2 in_flight=1 delayed=2
+expect_metric "$T/hostile.prom" 1 qrel_messages_redelivered 'queue="emails"'
+expect_metric "$T/hostile.prom" 1 qrel_dead_letter_messages 'queue="emails"'
+expect_metric "$T/hostile.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
+for q in hostile_a hostile_b hostile_c hostile_d; do expect_states "$T/hostile.prom" "$q" ready=1; done
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_a"' 'reason="not_json"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_b"' 'reason="not_json"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_c"' 'reason="too_deep"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_d"' 'reason="bad_timestamp"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue=""' 'reason="missing_field"'
+expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue=""' 'reason="not_json"'
+expect_absent "$T/hostile.prom" qrel_skipped_entries 'queue="emails"'
+expect_absent "$T/hostile.prom" qrel_queue_oldest_message_age_seconds 'queue="hostile_d"'
+expect_check "$T/sk.yml" 2 "skipped entries beside the dead job" "the skipped head job" \
+  '^WARNING jobs hostile_a: 1 unreadable item skipped (not JSON, .*\[skipped_entries\]$'
+R DEL queue:hostile_a queue:hostile_b queue:hostile_c queue:hostile_d >/dev/null
+R SREM queues hostile_a hostile_b hostile_c hostile_d >/dev/null
+R ZREMRANGEBYSCORE schedule 1 1 >/dev/null
+R HDEL "$p:workers" hostile >/dev/null
+
 # Round trips do not grow with queues: 30 more queues, still 2.
 client spread q 30
 expect_flat_round_trips sidekiq "$T/sk.yml" 31 2 ready

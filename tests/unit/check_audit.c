@@ -672,6 +672,40 @@ START_TEST(test_audit_series_bounded)
 }
 END_TEST
 
+/* ---- skipped_entries ---- */
+
+/* A queue whose collection passed over entries it could not read is a warning, with every reason
+ * summed; one without (or with none counted) is not; an entry that names no queue ("") is one. */
+START_TEST(test_skipped_entries)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "jobs", "sidekiq");
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "emails", "state", "ready", NULL);
+    metric_set_add(s, "qrel_skipped_entries", 2, "queue", "emails", "reason", "not_json", NULL);
+    metric_set_add(s, "qrel_skipped_entries", 1, "queue", "emails", "reason", "bad_timestamp",
+                   NULL);
+    metric_set_add(s, "qrel_skipped_entries", 1, "queue", "", "reason", "missing_field", NULL);
+    metric_set_add(s, "qrel_skipped_entries", 0, "queue", "fine", "reason", "too_deep", NULL);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_SKIPPED_ENTRIES, "emails");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_double_eq(f->value, 3);
+    ck_assert_str_eq(f->message,
+                     "3 unreadable items skipped (not JSON, a field missing or of the wrong type, "
+                     "a timestamp out of range): the queue's figures leave them out; find what "
+                     "writes them (another client or version, a hand edit) and fix or remove "
+                     "them");
+    f = finding(r, AUDIT_SKIPPED_ENTRIES, "");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_double_eq(f->value, 1);
+    ck_assert_ptr_null(finding(r, AUDIT_SKIPPED_ENTRIES, "fine"));
+    ck_assert_str_eq(audit_rule_name(AUDIT_SKIPPED_ENTRIES), "skipped_entries");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- an entry with many families ---- */
 
 /* The families of three rules on one queue, after fillers (families no rule fires on here):
@@ -954,7 +988,8 @@ START_TEST(test_config)
          "x.yml:2:20: disabled_rules: want rule names (dead_letter_queue_not_empty, "
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
-         "claim_window_too_short, orphaned_messages, eta_beyond_lease), got \"no_dlq\""},
+         "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries), got "
+         "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
          "outbox_lag, queue_series)"},
@@ -986,6 +1021,7 @@ int main(void)
         {test_stale_claims, 0},
         {test_orphaned, 0},
         {test_eta_beyond, 0},
+        {test_skipped_entries, 0},
         {test_outbox_lagging, 0},
         {test_dedup_window, 0},
         {test_no_dead_letter_queue, 0},

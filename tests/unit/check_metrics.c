@@ -48,6 +48,8 @@ static const struct {
     {"qrel_future_stamped_rows", METRIC_GAUGE},
     /* nor this: redis_stream groups whose pending scan pending_scan_limit cut short (issue 14) */
     {"qrel_pending_scan_truncated_groups", METRIC_GAUGE},
+    /* nor this: entries a kind could not read and passed over (issue 29) */
+    {"qrel_skipped_entries", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},

@@ -2,6 +2,7 @@
  * wrote it (recorded from the integration test's Redis) and 7.x's work entry, whose payload is an
  * object, and on what must be refused. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +29,16 @@ START_TEST(test_job)
 {
     char *q;
     double at;
+    enum entry_skip why;
     struct err e;
-    ck_assert_int_eq(sidekiq_parse_job(job64, strlen(job64), &q, &at, &e), 0);
+    ck_assert_int_eq(sidekiq_parse_job(job64, strlen(job64), &q, &at, &why, &e), 0);
     ck_assert_str_eq(q, "emails");
     ck_assert_double_eq_tol(at, 1796138815.1540854, 1e-6);
     free(q);
     /* A scheduled job has not been enqueued yet. */
     const char sched[] = "{\"queue\":\"q\",\"class\":\"OkJob\",\"at\":1796142415.2}";
-    ck_assert_int_eq(sidekiq_parse_job(sched, strlen(sched), &q, &at, &e), 0);
-    ck_assert_double_eq(at, -1);
+    ck_assert_int_eq(sidekiq_parse_job(sched, strlen(sched), &q, &at, &why, &e), 0);
+    ck_assert(isnan(at));
     free(q);
 }
 END_TEST
@@ -46,21 +48,23 @@ START_TEST(test_top_level_only)
 {
     char *q;
     double at;
+    enum entry_skip why;
     struct err e;
     const char nested[] = "{\"args\":[{\"enqueued_at\":5,\"queue\":\"x\"}, \"a]}\"],"
                           "\"queue\":\"q\",\"enqueued_at\":7.5}";
-    ck_assert_int_eq(sidekiq_parse_job(nested, strlen(nested), &q, &at, &e), 0);
+    ck_assert_int_eq(sidekiq_parse_job(nested, strlen(nested), &q, &at, &why, &e), 0);
     ck_assert_str_eq(q, "q");
     ck_assert_double_eq(at, 7.5);
     free(q);
     const char escaped[] = "{\"queue\":\"a\\\"b\",\"enqueued_at\":1}";
-    ck_assert_int_eq(sidekiq_parse_job(escaped, strlen(escaped), &q, &at, &e), 0);
+    ck_assert_int_eq(sidekiq_parse_job(escaped, strlen(escaped), &q, &at, &why, &e), 0);
     check_str_free(q, "a\"b");
     const char null_at[] = "{\"queue\":\"q\",\"enqueued_at\":null}";
-    ck_assert_int_eq(sidekiq_parse_job(null_at, strlen(null_at), &q, &at, &e), -1);
+    ck_assert_int_eq(sidekiq_parse_job(null_at, strlen(null_at), &q, &at, &why, &e), -1);
     ck_assert_str_eq(e.msg, "job: want \"enqueued_at\" as epoch seconds");
+    ck_assert_int_eq(why, ENTRY_BAD_VALUE);
     const char trailing[] = "{\"queue\":\"q\"} x";
-    ck_assert_int_eq(sidekiq_parse_job(trailing, strlen(trailing), &q, &at, &e), -1);
+    ck_assert_int_eq(sidekiq_parse_job(trailing, strlen(trailing), &q, &at, &why, &e), -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
 }
 END_TEST
@@ -69,47 +73,83 @@ START_TEST(test_work)
 {
     char *q;
     double at = 0;
+    enum entry_skip why;
     struct err e;
-    ck_assert_int_eq(sidekiq_parse_work(work64, strlen(work64), &q, &at, &e), 0);
+    ck_assert_int_eq(sidekiq_parse_work(work64, strlen(work64), &q, &at, &why, &e), 0);
     ck_assert_str_eq(q, "emails");
     ck_assert_double_eq(at, 1796138787);
     free(q);
-    ck_assert_int_eq(sidekiq_parse_work(work7, strlen(work7), &q, &at, &e), 0);
+    ck_assert_int_eq(sidekiq_parse_work(work7, strlen(work7), &q, &at, &why, &e), 0);
     ck_assert_str_eq(q, "critical");
     ck_assert_double_eq(at, 1796138787.5);
     free(q);
 }
 END_TEST
 
+/* What a job or work entry no Sidekiq wrote gives: -1, no queue, and the reason it is skipped
+ * and counted for (entries.h). */
+static char deep[2 * 3000 + 1];
 static const struct {
     const char *json;
     int work;
+    enum entry_skip why;
     const char *msg;
 } bad[] = {
-    {"[1]", 0, "job: want a JSON object"},
-    {"{\"queue\":\"\"}", 0, "job: want a \"queue\" string"},
-    {"{\"class\":\"X\"}", 0, "job: want a \"queue\" string"},
-    {"{\"queue\":\"q\",\"enqueued_at\":\"yesterday\"}", 0,
+    {"[1]", 0, ENTRY_NOT_JSON, "job: want a JSON object"},
+    {"{\"queue\":\"\"}", 0, ENTRY_MISSING_FIELD, "job: want a \"queue\" string"},
+    {"{\"class\":\"X\"}", 0, ENTRY_MISSING_FIELD, "job: want a \"queue\" string"},
+    {"{\"class\":\"X\",\"at\":1796142415.2}", 0, ENTRY_MISSING_FIELD,
+     "job: want a \"queue\" string"}, /* a scheduled job without its queue */
+    {"{\"queue\":\"q\",\"enqueued_at\":\"yesterday\"}", 0, ENTRY_BAD_VALUE,
      "job: want \"enqueued_at\" as epoch seconds"},
-    {"{\"queue\":\"q\",\"queue\":\"r\"}", 0, NULL},
-    {"{\"queue\":\"q\"}", 1, "work: want \"run_at\" as epoch seconds"},
-    {"{\"queue\":\"q\",\"run_at\":-3}", 1, "work: want \"run_at\" as epoch seconds"},
-    {"not json", 1, NULL},
+    {"{\"queue\":\"q\",\"queue\":\"r\"}", 0, ENTRY_NOT_JSON, NULL},
+    {"{\"queue\":\"q\",\"enqueued_at\":NaN}", 0, ENTRY_NOT_JSON, NULL},
+    {"not json", 0, ENTRY_NOT_JSON, NULL},
+    {NULL, 0, ENTRY_TOO_DEEP, NULL}, /* deep: [[[...]]] 3,000 levels */
+    {"{\"queue\":\"q\"}", 1, ENTRY_MISSING_FIELD, "work: want \"run_at\" as epoch seconds"},
+    {"{\"queue\":\"q\",\"run_at\":\"now\"}", 1, ENTRY_BAD_VALUE,
+     "work: want \"run_at\" as epoch seconds"},
+    {"not json", 1, ENTRY_NOT_JSON, NULL},
+    {NULL, 1, ENTRY_TOO_DEEP, NULL},
 };
 
 START_TEST(test_refused)
 {
     char *q = (char *)"x";
     double at;
+    enum entry_skip why = ENTRY_SKIP_COUNT;
     struct err e;
-    size_t len = strlen(bad[_i].json);
-    int rc = bad[_i].work ? sidekiq_parse_work(bad[_i].json, len, &q, &at, &e)
-                          : sidekiq_parse_job(bad[_i].json, len, &q, &at, &e);
+    memset(deep, '[', 3000);
+    memset(deep + 3000, ']', 3000);
+    const char *json = bad[_i].json ? bad[_i].json : deep;
+    size_t len = strlen(json);
+    int rc = bad[_i].work ? sidekiq_parse_work(json, len, &q, &at, &why, &e)
+                          : sidekiq_parse_job(json, len, &q, &at, &why, &e);
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_null(q);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_int_eq(why, bad[_i].why);
     if (bad[_i].msg)
         ck_assert_str_eq(e.msg, bad[_i].msg);
+}
+END_TEST
+
+/* Times as written, whatever their sign: the collector judges them (entry_age) and counts a bad
+ * one, so a job enqueued at -5 still names its queue. */
+START_TEST(test_times_as_written)
+{
+    char *q;
+    double at;
+    enum entry_skip why;
+    struct err e;
+    const char neg[] = "{\"queue\":\"q\",\"enqueued_at\":-5}";
+    ck_assert_int_eq(sidekiq_parse_job(neg, strlen(neg), &q, &at, &why, &e), 0);
+    check_str_free(q, "q");
+    ck_assert_double_eq(at, -5);
+    const char work[] = "{\"queue\":\"q\",\"run_at\":-3}";
+    ck_assert_int_eq(sidekiq_parse_work(work, strlen(work), &q, &at, &why, &e), 0);
+    check_str_free(q, "q");
+    ck_assert_double_eq(at, -3);
 }
 END_TEST
 
@@ -120,6 +160,7 @@ int main(void)
         {test_top_level_only, 0},
         {test_work, 0},
         {test_refused, CHECK_ROWS(bad)},
+        {test_times_as_written, 0},
     };
     return check_run_tests("sidekiq", tests, CHECK_ROWS(tests), 0);
 }
