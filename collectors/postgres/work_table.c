@@ -291,11 +291,13 @@ char *work_table_sql(const char *table, const char *id_column, const char *done_
     char *sch = pg_quote_ident(type_schema);
     char *typ = pg_quote_ident(type_name);
     /* Each id cast to the column's (base) type, without its typmod: a varchar(8) cast would cut
-     * a longer id, a numeric(12,2) one fail on a large number. The join is on the column
-     * itself, so its index serves (a nested loop of index probes for a few ids). */
+     * a longer id, a numeric(12,2) one fail on a large number. The type's own = is named with
+     * its schema: citext's, in a schema off the session's search_path, would otherwise not be
+     * found and both sides compared as text. The join is on the column itself, so its index
+     * serves (a nested loop of index probes for a few ids). */
     char *sql = xasprintf("SELECT i.n, bool_or(%s) FROM unnest($1::text[]) WITH ORDINALITY AS "
-                          "i(id, n) JOIN %s AS w ON w.%s = i.id::%s.%s GROUP BY i.n",
-                          donex, t, id, sch, typ);
+                          "i(id, n) JOIN %s AS w ON w.%s OPERATOR(%s.=) i.id::%s.%s GROUP BY i.n",
+                          donex, t, id, sch, sch, typ);
     free(t);
     free(id);
     free(done);
@@ -326,9 +328,8 @@ static uint64_t id_hash(const void *ctx, uint32_t k)
     return hashtab_hash(m->recs[k].id, strlen(m->recs[k].id), 0);
 }
 
-/* The record of id, added when add is set; HASHTAB_END when absent and not added (the ids
- * spelt alike are asked once). */
-static uint32_t map_get(struct id_map *m, const char *id, int add)
+/* The record of id, added when new: ids spelt alike (after the canonical form) are asked once. */
+static uint32_t map_add(struct id_map *m, const char *id)
 {
     uint64_t h = hashtab_hash(id, strlen(id), 0);
     struct hashtab_probe p;
@@ -336,8 +337,6 @@ static uint32_t map_get(struct id_map *m, const char *id, int add)
          k = hashtab_next(&m->index, &p))
         if (strcmp(m->recs[k].id, id) == 0)
             return k;
-    if (!add)
-        return HASHTAB_END;
     uint32_t k = (uint32_t)m->n++;
     m->recs[k].id = xstrdup(id);
     m->keys[k] = m->recs[k].id;
@@ -514,7 +513,7 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
         if (work_table_id_canonical(t->kind, t->typname, ids[i], strlen(ids[i]), canon,
                                     sizeof canon) < 0)
             continue;
-        of[i] = map_get(&m, canon, 1);
+        of[i] = map_add(&m, canon);
     }
     /* Always asked, with no id too: a database that went away shows now, not at the incident. */
     char *array = pg_text_array(m.keys, m.n);

@@ -40,7 +40,10 @@ chmod 600 "$T/shop.dsn"
 # column's type, each not-done one a row without sent_at or none, each unknown one is no value of
 # the type (it must not fail the lookup of the others).
 psql_do <<SQL
-CREATE EXTENSION citext;
+-- citext in a schema of its own, off qrel's search_path: its = operator is not found by name.
+CREATE SCHEMA ext;
+CREATE EXTENSION citext SCHEMA ext;
+GRANT USAGE ON SCHEMA ext TO qrel_ro;
 -- auto_explain logs the plan of each of qrel's statements: the lookups must use the index.
 ALTER ROLE qrel_ro SET session_preload_libraries = 'auto_explain';
 ALTER ROLE qrel_ro SET auto_explain.log_min_duration = 0;
@@ -53,7 +56,7 @@ INSERT INTO ids_uuid VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', now()),
   ('b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', NULL);
 CREATE TABLE ids_text (id text PRIMARY KEY, sent_at timestamptz);
 INSERT INTO ids_text VALUES ('ab', now()), ('cd', NULL);
-CREATE TABLE ids_citext (id citext PRIMARY KEY, sent_at timestamptz);
+CREATE TABLE ids_citext (id ext.citext PRIMARY KEY, sent_at timestamptz);
 INSERT INTO ids_citext VALUES ('Order-A', now()), ('order-b', NULL);
 CREATE TABLE ids_varchar (id varchar(8) PRIMARY KEY, sent_at timestamptz);
 INSERT INTO ids_varchar VALUES ('ab', now()), ('abcdefgh', now()), ('cd', NULL);
@@ -90,8 +93,9 @@ ids_class() {
 # truth TYPE ID: what PostgreSQL says of ID in ids_TYPE: done, not_done, or unknown (no value of
 # the type: the cast fails).
 truth() {
-  psql -X -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v v="$2" \
+  psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v v="$2" \
     2>/dev/null <<SQL || echo unknown
+SET search_path = public, ext;
 SELECT CASE WHEN bool_or(sent_at IS NOT NULL) THEN 'done' ELSE 'not_done' END
 FROM ids_$1 WHERE id = (:'v')::$1;
 SQL

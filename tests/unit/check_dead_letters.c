@@ -366,11 +366,11 @@ START_TEST(test_sql)
     check_str_free(
         work_table_sql("confirmation_claims", "order_id", "sent_at", "pg_catalog", "numeric"),
         "SELECT i.n, bool_or(w.\"sent_at\" IS NOT NULL) FROM unnest($1::text[]) WITH ORDINALITY "
-        "AS i(id, n) JOIN \"confirmation_claims\" AS w ON w.\"order_id\" = "
-        "i.id::\"pg_catalog\".\"numeric\" GROUP BY i.n");
+        "AS i(id, n) JOIN \"confirmation_claims\" AS w ON w.\"order_id\" "
+        "OPERATOR(\"pg_catalog\".=) i.id::\"pg_catalog\".\"numeric\" GROUP BY i.n");
     check_str_free(work_table_sql("app.Handled \"x\"", "id", NULL, "ext s", "citext"),
                    "SELECT i.n, bool_or(true) FROM unnest($1::text[]) WITH ORDINALITY AS i(id, n) "
-                   "JOIN \"app\".\"Handled \"\"x\"\"\" AS w ON w.\"id\" = "
+                   "JOIN \"app\".\"Handled \"\"x\"\"\" AS w ON w.\"id\" OPERATOR(\"ext s\".=) "
                    "i.id::\"ext s\".\"citext\" GROUP BY i.n");
     ck_assert_ptr_null(work_table_sql("a.b.c", "id", NULL, "pg_catalog", "text"));
 }
