@@ -6,7 +6,7 @@
  * cast by the server to the id column's type and compared with that type's equality, the
  * column's index serving:
  *   SELECT i.n, bool_or(w.done IS NOT NULL) FROM unnest($1::text[]) WITH ORDINALITY AS i(id, n)
- *   JOIN table AS w ON w.id = i.id::pg_catalog.int8 GROUP BY i.n
+ *   JOIN table AS w ON w.id OPERATOR(pg_catalog.=) i.id::pg_catalog.int8 GROUP BY i.n
  * The type (a domain's base type, without typmod) is learnt by one catalogue query per
  * connection (see enum work_table_id_kind). */
 #ifndef QREL_POSTGRES_WORK_TABLE_H
