@@ -3,7 +3,12 @@
 # redis-server and a real PostgreSQL: dead-letter entries whose id the claim table records as
 # done, not done or not at all, entries without the id field or with an id the column cannot hold
 # give exact counts of qrel_dead_letter_classified_messages{work}; ids spelt differently from the
-# column's text form ("0003", an uppercase or braced uuid) are found; a table without a done
+# column's text form ("0003", an uppercase or braced uuid) are found; per id column type (numeric,
+# bigint, uuid, text, citext off the search_path, varchar) ids are compared by PostgreSQL in the
+# column's type ("2.0", " 6", "8e0" are numeric 2 and 6 and 8, "ORDER-A" the citext 'Order-A')
+# in /metrics and in qrel dlq inspect alike, an id the type cannot hold is unknown, every lookup
+# uses the primary key's index (auto_explain), a replay moves only the not-done ones, and a
+# float8 id column fails --config.check and the join naming its type; a table without a done
 # column counts a row as done; max_entries caps what is read and the rest is unknown; the join
 # uses the postgres source's own connection, kept between scrapes; a missing table fails
 # --config.check and the join (reason query) but not the sources; PostgreSQL stopped leaves
