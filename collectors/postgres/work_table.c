@@ -2,9 +2,13 @@
  *
  * One statement per join and scrape, whatever the number of dead letters, with the ids as one
  * array parameter so nothing a broker holds is ever spliced into SQL. The identifiers from the
- * config are quoted when the statement is built, as the sections do. Ids are put in the column's
- * canonical text form first, so that the ids the server returns (column::text) are found again
- * whatever way the producer spelt them ("007", an uppercase uuid). */
+ * config are quoted when the statement is built, as the sections do. The server casts each id to
+ * the column's type and compares with the type's own equality, so "2.0" finds the numeric 2 and
+ * "ORDER-A" the citext 'Order-A'; it answers with the position of each id found, not the
+ * column's text, which for such types is not the producer's spelling. An id the type cannot
+ * read would make that cast fail the whole statement, so each id is checked here first, with
+ * the server's own input rules per type (PostgreSQL 15 has no pg_input_is_valid), and one that
+ * fails is unknown and not sent. */
 #include "work_table.h"
 
 #include <stdint.h>
@@ -20,19 +24,107 @@
 
 /* ---- ids (pure) ---- */
 
+/* The longest name PostgreSQL keeps (NAMEDATALEN - 1): a longer id would be cut to a prefix. */
+#define WT_NAME_MAX_BYTES 63
+
 enum work_table_id_kind work_table_id_kind_of(const char *typname)
 {
     if (strcmp(typname, "int2") == 0 || strcmp(typname, "int4") == 0 ||
         strcmp(typname, "int8") == 0)
         return WT_ID_INT;
+    if (strcmp(typname, "numeric") == 0)
+        return WT_ID_NUMERIC;
     if (strcmp(typname, "uuid") == 0)
         return WT_ID_UUID;
     if (strcmp(typname, "text") == 0 || strcmp(typname, "varchar") == 0 ||
-        strcmp(typname, "name") == 0)
+        strcmp(typname, "name") == 0 || strcmp(typname, "citext") == 0)
         return WT_ID_TEXT;
     if (strcmp(typname, "bpchar") == 0)
         return WT_ID_BPCHAR;
-    return WT_ID_OTHER;
+    return WT_ID_UNSUPPORTED;
+}
+
+/* The server's isspace() (C locale), which its number inputs skip. */
+static int pg_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* The word w at id[i..len), ASCII case ignored (pg_strncasecmp). */
+static int word_at(const char *id, size_t i, size_t len, const char *w)
+{
+    size_t n = strlen(w);
+    if (len - i < n)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        char c = id[i + k];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        char d = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a') : w[k];
+        if (c != d)
+            return 0;
+    }
+    return 1;
+}
+
+/* PostgreSQL 15's numeric input (numeric_in, set_var_from_str): spaces around; NaN or an
+ * infinity in its spellings; or a sign, digits with at most one '.', at least one digit first
+ * (after the '.'), and an exponent as strtol reads it (spaces, a sign, digits). The exponent is
+ * kept within +-1000 so that no id of 1024 bytes can overflow the type (the server's own limit
+ * is far above): beyond that it is not an id anyone writes, and it is unknown. */
+static int valid_numeric(const char *id, size_t len)
+{
+    static const char *const special[] = {"NaN", "Infinity", "+Infinity", "-Infinity",
+                                          "inf", "+inf",     "-inf"};
+    size_t i = 0;
+    while (i < len && pg_space(id[i]))
+        i++;
+    for (size_t k = 0; k < sizeof special / sizeof *special; k++)
+        if (word_at(id, i, len, special[k])) {
+            i += strlen(special[k]);
+            goto trailing;
+        }
+    if (i < len && (id[i] == '+' || id[i] == '-'))
+        i++;
+    int dot = 0;
+    if (i < len && id[i] == '.') {
+        dot = 1;
+        i++;
+    }
+    if (i == len || !is_digit(id[i]))
+        return 0;
+    for (; i < len; i++) {
+        if (id[i] == '.') {
+            if (dot)
+                return 0;
+            dot = 1;
+        } else if (!is_digit(id[i])) {
+            break;
+        }
+    }
+    if (i < len && (id[i] == 'e' || id[i] == 'E')) {
+        i++;
+        while (i < len && pg_space(id[i]))
+            i++;
+        if (i < len && (id[i] == '+' || id[i] == '-'))
+            i++;
+        size_t first = i;
+        long exp = 0;
+        for (; i < len && is_digit(id[i]); i++)
+            if (exp <= 1000)
+                exp = exp * 10 + (id[i] - '0');
+        if (i == first || exp > 1000)
+            return 0;
+    }
+trailing:
+    while (i < len && pg_space(id[i]))
+        i++;
+    return i == len;
 }
 
 /* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF) without NUL bytes:
@@ -91,10 +183,9 @@ static long put_out(char *out, size_t cap, const char *s, size_t len)
 static long canonical_int(const char *typname, const char *id, size_t len, char *out, size_t cap)
 {
     size_t i = 0, end = len;
-    while (i < end && (id[i] == ' ' || id[i] == '\t' || id[i] == '\n' || id[i] == '\r'))
+    while (i < end && pg_space(id[i]))
         i++;
-    while (end > i && (id[end - 1] == ' ' || id[end - 1] == '\t' || id[end - 1] == '\n' ||
-                       id[end - 1] == '\r'))
+    while (end > i && pg_space(id[end - 1]))
         end--;
     int neg = 0;
     if (i < end && (id[i] == '+' || id[i] == '-'))
@@ -169,6 +260,9 @@ long work_table_id_canonical(enum work_table_id_kind kind, const char *typname, 
     switch (kind) {
     case WT_ID_INT:
         return canonical_int(typname ? typname : "int8", id, len, out, cap);
+    case WT_ID_NUMERIC:
+        /* as it is: the server reads it as numeric and compares values */
+        return valid_numeric(id, len) ? put_out(out, cap, id, len) : -1;
     case WT_ID_UUID:
         return canonical_uuid(id, len, out, cap);
     case WT_ID_BPCHAR:
@@ -176,31 +270,40 @@ long work_table_id_canonical(enum work_table_id_kind kind, const char *typname, 
             len--;
         return put_out(out, cap, id, len);
     case WT_ID_TEXT:
-    case WT_ID_OTHER:
+        if (typname && strcmp(typname, "name") == 0 && len > WT_NAME_MAX_BYTES)
+            return -1;
+        return put_out(out, cap, id, len);
+    case WT_ID_UNSUPPORTED:
         break;
     }
-    return put_out(out, cap, id, len);
+    return -1;
 }
 
 char *work_table_sql(const char *table, const char *id_column, const char *done_column,
-                     enum work_table_id_kind kind)
+                     const char *type_schema, const char *type_name)
 {
     char *t = pg_table_sql(table);
     if (!t)
         return NULL;
     char *id = pg_quote_ident(id_column);
     char *done = done_column ? pg_quote_ident(done_column) : NULL;
-    char *donex = done ? xasprintf("(%s IS NOT NULL)", done) : xstrdup("true");
-    /* Compared as the column's own type ($1 becomes an array of it), so its index serves; the
-     * kinds qrel cannot check in advance compare the column's text form instead. */
-    char *sql = kind == WT_ID_OTHER
-                    ? xasprintf("SELECT %s::text, %s FROM %s WHERE %s::text = ANY($1::text[])", id,
-                                donex, t, id)
-                    : xasprintf("SELECT %s::text, %s FROM %s WHERE %s = ANY($1)", id, donex, t, id);
+    char *donex = done ? xasprintf("w.%s IS NOT NULL", done) : xstrdup("true");
+    char *sch = pg_quote_ident(type_schema);
+    char *typ = pg_quote_ident(type_name);
+    /* Each id cast to the column's (base) type, without its typmod: a varchar(8) cast would cut
+     * a longer id, a numeric(12,2) one fail on a large number. The type's own = is named with
+     * its schema: citext's, in a schema off the session's search_path, would otherwise not be
+     * found and both sides compared as text. The join is on the column itself, so its index
+     * serves (a nested loop of index probes for a few ids). */
+    char *sql = xasprintf("SELECT i.n, bool_or(%s) FROM unnest($1::text[]) WITH ORDINALITY AS "
+                          "i(id, n) JOIN %s AS w ON w.%s OPERATOR(%s.=) i.id::%s.%s GROUP BY i.n",
+                          donex, t, id, sch, sch, typ);
     free(t);
     free(id);
     free(done);
     free(donex);
+    free(sch);
+    free(typ);
     return sql;
 }
 
@@ -225,8 +328,8 @@ static uint64_t id_hash(const void *ctx, uint32_t k)
     return hashtab_hash(m->recs[k].id, strlen(m->recs[k].id), 0);
 }
 
-/* The record of id, added when add is set; HASHTAB_END when absent and not added. */
-static uint32_t map_get(struct id_map *m, const char *id, int add)
+/* The record of id, added when new: ids spelt alike (after the canonical form) are asked once. */
+static uint32_t map_add(struct id_map *m, const char *id)
 {
     uint64_t h = hashtab_hash(id, strlen(id), 0);
     struct hashtab_probe p;
@@ -234,8 +337,6 @@ static uint32_t map_get(struct id_map *m, const char *id, int add)
          k = hashtab_next(&m->index, &p))
         if (strcmp(m->recs[k].id, id) == 0)
             return k;
-    if (!add)
-        return HASHTAB_END;
     uint32_t k = (uint32_t)m->n++;
     m->recs[k].id = xstrdup(id);
     m->keys[k] = m->recs[k].id;
@@ -266,7 +367,7 @@ struct work_table {
     /* per connection: */
     unsigned long gen; /* the connection the rest was learnt on; 0: none yet */
     enum work_table_id_kind kind;
-    char typname[64];
+    char typname[64]; /* the column's type, a domain's base type: pg_type.typname */
     char *sql;
 };
 
@@ -316,24 +417,19 @@ static void what_of(const struct work_table *t, char *what, size_t cap)
     snprintf(what, cap, "work_table \"%.300s\"", t->table);
 }
 
-int work_table_check(struct work_table *t, struct pg_conn *conn, const struct deadline *dl,
-                     struct err *e)
+/* The column's type (a domain's base type) from the catalogue, and the statement for it. A type
+ * qrel cannot check ids for in advance fails (ERR_QUERY, as a wrong column type does for the
+ * sections): comparing such a column's text form instead gets spellings wrong. */
+static int learn_type(struct work_table *t, struct pg_conn *conn, const char *what,
+                      const struct deadline *dl, struct err *e)
 {
-    char what[400];
-    what_of(t, what, sizeof what);
-    struct pg_column cols[2] = {{t->id_column, PG_COL_ANY}, {t->done_column, PG_COL_ANY}};
-    return pg_check_columns(conn, dl, what, t->table, cols, t->done_column ? 2 : 1, e);
-}
-
-/* On a fresh connection: the table and columns exist and may be read, and how ids compare. */
-static int learn_column(struct work_table *t, struct pg_conn *conn, const char *what,
-                        const struct deadline *dl, struct err *e)
-{
-    if (work_table_check(t, conn, dl, e))
-        return -1;
     static const char sql[] =
-        "SELECT t.typname FROM pg_catalog.pg_attribute a "
-        "JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
+        "SELECT b.typname, n.nspname, b.typtype, pg_catalog.format_type(a.atttypid, a.atttypmod) "
+        "FROM pg_catalog.pg_attribute a "
+        "JOIN pg_catalog.pg_type c ON c.oid = a.atttypid "
+        "JOIN pg_catalog.pg_type b ON b.oid = CASE c.typtype WHEN 'd' THEN c.typbasetype "
+        "ELSE c.oid END "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = b.typnamespace "
         "WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND a.attnum > 0 "
         "AND NOT a.attisdropped";
     char *qt = pg_table_sql(t->table);
@@ -343,17 +439,53 @@ static int learn_column(struct work_table *t, struct pg_conn *conn, const char *
     free(qt);
     if (rc)
         return -1;
-    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 4 || PQgetisnull(r, 0, 0)) {
         PQclear(r);
         return pg_error(conn, e, ERR_PROTOCOL, "%s: column \"%s\": no type in the catalogue", what,
                         t->id_column);
     }
-    snprintf(t->typname, sizeof t->typname, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    t->kind = work_table_id_kind_of(t->typname);
+    const char *typname = PQgetvalue(r, 0, 0), *nsp = PQgetvalue(r, 0, 1);
+    enum work_table_id_kind kind = work_table_id_kind_of(typname);
+    /* Built-in types only from pg_catalog; citext from wherever its extension was created. */
+    if (strcmp(PQgetvalue(r, 0, 2), "b") != 0 ||
+        (strcmp(typname, "citext") != 0 && strcmp(nsp, "pg_catalog") != 0))
+        kind = WT_ID_UNSUPPORTED;
+    if (kind == WT_ID_UNSUPPORTED) {
+        pg_error(conn, e, ERR_QUERY,
+                 "%s: column \"%s\" is %.100s: want an id column of type smallint, integer, "
+                 "bigint, numeric, uuid, text, varchar, char, name or citext (or a domain over "
+                 "one)",
+                 what, t->id_column, PQgetvalue(r, 0, 3));
+        PQclear(r);
+        return -1;
+    }
+    snprintf(t->typname, sizeof t->typname, "%s", typname);
+    t->kind = kind;
     free(t->sql);
-    t->sql = work_table_sql(t->table, t->id_column, t->done_column, t->kind);
+    t->sql = work_table_sql(t->table, t->id_column, t->done_column, nsp, typname);
+    PQclear(r);
     return 0;
+}
+
+int work_table_check(struct work_table *t, struct pg_conn *conn, const struct deadline *dl,
+                     struct err *e)
+{
+    char what[400];
+    what_of(t, what, sizeof what);
+    struct pg_column cols[2] = {{t->id_column, PG_COL_ANY}, {t->done_column, PG_COL_ANY}};
+    if (pg_check_columns(conn, dl, what, t->table, cols, t->done_column ? 2 : 1, e))
+        return -1;
+    return learn_type(t, conn, what, dl, e);
+}
+
+/* The 1-based position of an id in the array parameter, as the statement returns it. */
+static size_t position_of(const PGresult *r, int row, size_t n)
+{
+    if (PQgetisnull(r, row, 0))
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(PQgetvalue(r, row, 0), &end, 10);
+    return *end == '\0' && v >= 1 && v <= n ? (size_t)v : 0;
 }
 
 int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen,
@@ -363,8 +495,9 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
     char what[400];
     what_of(t, what, sizeof what);
     if (t->gen != gen) {
+        /* On a fresh connection: the table and columns exist and may be read, and their type. */
         t->gen = 0;
-        if (learn_column(t, conn, what, dl, e))
+        if (work_table_check(t, conn, dl, e))
             return -1;
         t->gen = gen;
     }
@@ -380,7 +513,7 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
         if (work_table_id_canonical(t->kind, t->typname, ids[i], strlen(ids[i]), canon,
                                     sizeof canon) < 0)
             continue;
-        of[i] = map_get(&m, canon, 1);
+        of[i] = map_add(&m, canon);
     }
     /* Always asked, with no id too: a database that went away shows now, not at the incident. */
     char *array = pg_text_array(m.keys, m.n);
@@ -394,14 +527,12 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
     }
     if (rc == 0)
         for (int row = 0; row < PQntuples(r); row++) {
-            if (PQgetisnull(r, row, 0))
-                continue;
-            uint32_t k = map_get(&m, PQgetvalue(r, row, 0), 0);
-            if (k == HASHTAB_END)
-                continue; /* a text form we did not send: cannot be matched to a dead letter */
-            m.recs[k].found = 1;
+            size_t k = position_of(r, row, m.n);
+            if (k == 0)
+                continue; /* not a position we sent: cannot be matched to a dead letter */
+            m.recs[k - 1].found = 1;
             if (!PQgetisnull(r, row, 1) && strcmp(PQgetvalue(r, row, 1), "t") == 0)
-                m.recs[k].done = 1; /* several rows per id: done when any of them is */
+                m.recs[k - 1].done = 1; /* several rows per id: done when any of them is */
         }
     PQclear(r);
     if (rc == 0)

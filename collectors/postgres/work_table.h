@@ -2,9 +2,12 @@
  * "which of these ids are done in table T", asked on the source's own connection.
  *
  * A row with the id (and, when a done column is named, that column not null) means the work was
- * done. Per scrape and join one read-only statement, with every id as one text[] parameter:
- *   SELECT id::text, (done IS NOT NULL) FROM table WHERE id = ANY($1)
- * How an id is compared depends on the id column's type, learnt by one catalogue query per
+ * done. Per scrape and join one read-only statement, with every id as one text[] parameter, each
+ * cast by the server to the id column's type and compared with that type's equality, the
+ * column's index serving:
+ *   SELECT i.n, bool_or(w.done IS NOT NULL) FROM unnest($1::text[]) WITH ORDINALITY AS i(id, n)
+ *   JOIN table AS w ON w.id OPERATOR(pg_catalog.=) i.id::pg_catalog.int8 GROUP BY i.n
+ * The type (a domain's base type, without typmod) is learnt by one catalogue query per
  * connection (see enum work_table_id_kind). */
 #ifndef QREL_POSTGRES_WORK_TABLE_H
 #define QREL_POSTGRES_WORK_TABLE_H
@@ -14,32 +17,45 @@
 #include "collector.h"
 #include "common/pg.h"
 
-/* How ids from a broker are compared with the id column, by the column's type:
- *   WT_ID_INT     int2/int4/int8: an optional sign and decimal digits within the type's range,
- *                 compared as the type (the column's index serves); canonical form: no '+', no
- *                 leading zeros ("007" is 7, as the server reads it);
- *   WT_ID_UUID    uuid: 32 hex digits, optionally in braces and with '-' between groups of
- *                 four, compared as uuid; canonical form: lowercase 8-4-4-4-12;
- *   WT_ID_TEXT    text, varchar, name: compared as the type, exactly;
- *   WT_ID_BPCHAR  char(n): as text, trailing spaces ignored (as char(n) compares);
- *   WT_ID_OTHER   anything else (numeric, a domain, ...): the column's text form is compared
- *                 with the id (column::text = ANY($1::text[])), which cannot use a plain index.
+/* Which ids the server can read as a value of the id column, by the column's type. Every id is
+ * compared by the server in that type; these are the checks made first, with the server's own
+ * input rules, so that no id makes the cast fail the whole statement:
+ *   WT_ID_INT      int2/int4/int8: spaces around, an optional sign and decimal digits within the
+ *                  type's range; canonical form: no '+', no leading zeros ("007" is 7);
+ *   WT_ID_NUMERIC  numeric: PostgreSQL 15's numeric input (" 6", "2.0", "8e0", "NaN"), with an
+ *                  exponent within +-1000; passed as it is;
+ *   WT_ID_UUID     uuid: 32 hex digits, optionally in braces and with '-' between groups of
+ *                  four; canonical form: lowercase 8-4-4-4-12;
+ *   WT_ID_TEXT     text, varchar, citext, name: any text (name: at most 63 bytes, as the server
+ *                  cuts a longer one); compared by the type (citext ignoring case);
+ *   WT_ID_BPCHAR   char(n): as text, trailing spaces dropped (char(n) ignores them);
+ *   WT_ID_UNSUPPORTED  any other type: the join fails naming the type (comparing its text form
+ *                  would get spellings wrong, and casting unchecked ids could fail the query).
  * An id that cannot be a value of the column (not valid UTF-8, a NUL byte, "abc" for a bigint
  * column) has no row by definition: its work is unknown, and it does not fail the query. */
-enum work_table_id_kind { WT_ID_INT, WT_ID_UUID, WT_ID_TEXT, WT_ID_BPCHAR, WT_ID_OTHER };
+enum work_table_id_kind {
+    WT_ID_INT,
+    WT_ID_NUMERIC,
+    WT_ID_UUID,
+    WT_ID_TEXT,
+    WT_ID_BPCHAR,
+    WT_ID_UNSUPPORTED
+};
 
-/* The kind for a column type as pg_type names it ("int8", "uuid", "varchar", ...). */
+/* The kind for a column type as pg_type names it ("int8", "uuid", "varchar", "citext", ...). */
 enum work_table_id_kind work_table_id_kind_of(const char *typname);
 
 /* Writes the canonical form of the len bytes at id for kind into out (cap bytes, NUL-terminated;
- * typname picks the integer range for WT_ID_INT: "int2", "int4" or "int8"). Returns the length,
- * or -1 when the id cannot be a value of such a column or does not fit. */
+ * typname picks the integer range for WT_ID_INT: "int2", "int4" or "int8", and the length limit
+ * of "name"). Returns the length, or -1 when the id cannot be a value of such a column (always
+ * for WT_ID_UNSUPPORTED) or does not fit. */
 long work_table_id_canonical(enum work_table_id_kind kind, const char *typname, const char *id,
                              size_t len, char *out, size_t cap);
 
-/* The one statement for a table, built from config names (quoted here) and the id kind. */
+/* The one statement for a table, built from config names and the id column's base type as the
+ * catalogue names it (schema and typname), all quoted here. NULL for a malformed table name. */
 char *work_table_sql(const char *table, const char *id_column, const char *done_column,
-                     enum work_table_id_kind kind);
+                     const char *type_schema, const char *type_name);
 
 struct work_table;
 
@@ -54,7 +70,8 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
                    const char *const *ids, size_t n, const struct deadline *dl,
                    enum dead_letter_work *work, struct err *e);
 
-/* For --config.check: the table and columns exist and may be read. */
+/* For --config.check (and on each new connection): the table and columns exist and may be read,
+ * and the id column's type is one ids can be compared with. */
 int work_table_check(struct work_table *t, struct pg_conn *conn, const struct deadline *dl,
                      struct err *e);
 

@@ -3,7 +3,12 @@
 # redis-server and a real PostgreSQL: dead-letter entries whose id the claim table records as
 # done, not done or not at all, entries without the id field or with an id the column cannot hold
 # give exact counts of qrel_dead_letter_classified_messages{work}; ids spelt differently from the
-# column's text form ("0003", an uppercase or braced uuid) are found; a table without a done
+# column's text form ("0003", an uppercase or braced uuid) are found; per id column type (numeric,
+# bigint, uuid, text, citext off the search_path, varchar) ids are compared by PostgreSQL in the
+# column's type ("2.0", " 6", "8e0" are numeric 2 and 6 and 8, "ORDER-A" the citext 'Order-A')
+# in /metrics and in qrel dlq inspect alike, an id the type cannot hold is unknown, every lookup
+# uses the primary key's index (auto_explain), a replay moves only the not-done ones, and a
+# float8 id column fails --config.check and the join naming its type; a table without a done
 # column counts a row as done; max_entries caps what is read and the rest is unknown; the join
 # uses the postgres source's own connection, kept between scrapes; a missing table fails
 # --config.check and the join (reason query) but not the sources; PostgreSQL stopped leaves
@@ -33,6 +38,87 @@ SQL
 printf 'postgresql://qrel_ro:%s@127.0.0.1:%s/postgres\n' "$secret" "$PGP" > "$T/shop.dsn"
 chmod 600 "$T/shop.dsn"
 
+# One work table per id type the docs allow, each with done rows, an open one and 20000 more (so
+# that only an index makes the lookup cheap), and a dead-letter stream of ids spelt as producers
+# spell them. ids_<type>: "<done> | <not_done> | <unknown>" spellings, "-" for an entry without
+# the id field. PostgreSQL says which is which: each done spelling equals a done row in the
+# column's type, each not-done one a row without sent_at or none, each unknown one is no value of
+# the type (it must not fail the lookup of the others).
+psql_do <<SQL
+-- citext in a schema of its own, off qrel's search_path: its = operator is not found by name.
+CREATE SCHEMA ext;
+CREATE EXTENSION citext SCHEMA ext;
+GRANT USAGE ON SCHEMA ext TO qrel_ro;
+-- auto_explain logs the plan of each of qrel's statements: the lookups must use the index.
+ALTER ROLE qrel_ro SET session_preload_libraries = 'auto_explain';
+ALTER ROLE qrel_ro SET auto_explain.log_min_duration = 0;
+CREATE TABLE ids_numeric (id numeric(12,2) PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_numeric VALUES (2, now()), (4, now()), (6, now()), (8, now()), (10, NULL);
+CREATE TABLE ids_bigint (id bigint PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_bigint VALUES (2, now()), (4, now()), (6, now()), (7, NULL);
+CREATE TABLE ids_uuid (id uuid PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_uuid VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', now()),
+  ('b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', NULL);
+CREATE TABLE ids_text (id text PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_text VALUES ('ab', now()), ('cd', NULL);
+CREATE TABLE ids_citext (id ext.citext PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_citext VALUES ('Order-A', now()), ('order-b', NULL);
+CREATE TABLE ids_varchar (id varchar(8) PRIMARY KEY, sent_at timestamptz);
+INSERT INTO ids_varchar VALUES ('ab', now()), ('abcdefgh', now()), ('cd', NULL);
+INSERT INTO ids_numeric SELECT 1000000 + g, now() FROM generate_series(1, 20000) g;
+INSERT INTO ids_bigint SELECT 1000000 + g, now() FROM generate_series(1, 20000) g;
+INSERT INTO ids_uuid SELECT md5(g::text)::uuid, now() FROM generate_series(1, 20000) g;
+INSERT INTO ids_text SELECT 'f' || g, now() FROM generate_series(1, 20000) g;
+INSERT INTO ids_citext SELECT 'f' || g, now() FROM generate_series(1, 20000) g;
+INSERT INTO ids_varchar SELECT 'f' || g, now() FROM generate_series(1, 20000) g;
+ANALYZE;
+-- A type ids cannot be checked for: the join fails naming it (below).
+CREATE TABLE ids_float (id float8 PRIMARY KEY);
+GRANT SELECT ON ids_numeric, ids_bigint, ids_uuid, ids_text, ids_citext, ids_varchar, ids_float
+  TO qrel_ro;
+SQL
+A0=a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11
+declare -A IDS=(
+  [numeric]="2.0|02|4.00| 6|8e0 ; 10|1e20 ; abc|1e"
+  [bigint]="02|+4| 6  ; 7|8 ; 9223372036854775808|x1"
+  [uuid]="${A0^^}|{$A0}|${A0//-/} ; b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12|c0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13 ; a0eebc99-9c0b| $A0"
+  [text]="ab ; AB|ab |cd ; "$'\xff'"|-"
+  [citext]="order-a|ORDER-A|Order-A ; ORDER-B|order-c ; "$'\xff'"|-"
+  [varchar]="ab|abcdefgh ; abcdefghij|AB|cd ; "$'\xff'
+)
+TYPES=(numeric bigint uuid text citext varchar)
+# ids_class TYPE N: the spellings of class N (0 done, 1 not_done, 2 unknown), one a line.
+ids_class() {
+  local parts
+  IFS=';' read -ra parts <<<"${IDS[$1]}"
+  parts[$2]=${parts[$2]# }
+  parts[$2]=${parts[$2]%% }
+  tr '|' '\n' <<<"${parts[$2]}" | LC_ALL=C sed '/^$/d'
+}
+# truth TYPE ID: what PostgreSQL says of ID in ids_TYPE: done, not_done, or unknown (no value of
+# the type: the cast fails).
+truth() {
+  psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v v="$2" \
+    2>/dev/null <<SQL || echo unknown
+SET search_path = public, ext;
+SELECT CASE WHEN bool_or(sent_at IS NOT NULL) THEN 'done' ELSE 'not_done' END
+FROM ids_$1 WHERE id = (:'v')::$1;
+SQL
+}
+CLASSES=("done" not_done unknown)
+for ty in "${TYPES[@]}"; do
+  for c in 0 1 2; do
+    while IFS= read -r id; do
+      [ "$id" = - ] || expect_eq "ids_$ty: PostgreSQL's word on $(printf %q "$id")" "$(truth "$ty" "$id")" "${CLASSES[$c]}"
+    done < <(ids_class "$ty" "$c")
+  done
+  R XGROUP CREATE "ids_$ty" workers '$' MKSTREAM
+  for c in 0 1 2; do
+    while IFS= read -r id; do
+      if [ "$id" = - ]; then R XADD "ids_$ty.dlq" '*' reason x; else R XADD "ids_$ty.dlq" '*' id "$id"; fi
+    done < <(ids_class "$ty" "$c")
+  done
+done
 # orders.dlq: done 1, 2, 3 (spelt 0003) and 1 again; not done 4 (open claim) and 5 (no claim);
 # unknown: an entry without the field and one whose id cannot be a bigint.
 R XGROUP CREATE orders mailer '$' MKSTREAM
@@ -60,6 +146,7 @@ $(redis_source cache "$RP")
         dead_letter_stream: jobs.dlq
       - name: plain
         dead_letter_stream: plain.dlq
+$(for ty in "${TYPES[@]}"; do printf '      - {name: ids_%s, dead_letter_stream: ids_%s.dlq}\n' "$ty" "$ty"; done)
   - name: shop
     kind: postgres
     dsn_file: $T/shop.dsn
@@ -83,6 +170,10 @@ dead_letters:
     id_field: job
     max_entries: 3
     work_table: {source: shop, table: jobs.handled jobs, id_column: job_id}
+$(for ty in "${TYPES[@]}"; do
+  printf '  - {source: cache, queue: ids_%s, id_field: id,\n' "$ty"
+  printf '     work_table: {source: shop, table: ids_%s, id_column: id, done_column: sent_at}}\n' "$ty"
+done)
 YML
 
 expect_cmd "--config.check passes (tables and columns exist)" \
@@ -128,6 +219,49 @@ scrape "$T/e2.txt"
 expect_eq "qrel's PostgreSQL backends after 2 scrapes (the source's one, kept)" "$(backends)" "$b1"
 expect_eq "number of backends" "$(tr ',' '\n' <<<"$b1" | grep -c .)" 1
 expect_metric "$T/e2.txt" 4 qrel_dead_letter_classified_messages "$o" 'work="done"'
+
+# Ids compared in the column's type by the server: per type, /metrics and `qrel dlq inspect` say
+# how many of the spellings are done, not done and unknown; the lookups used the column's index;
+# a replay moves the not-done ones only.
+for ty in "${TYPES[@]}"; do
+  q="queue=\"ids_$ty\""
+  want=$(for c in 0 1 2; do ids_class "$ty" "$c" | wc -l; done | tr '\n' ' ')
+  got=$(for w in "done" not_done unknown; do mval "$T/e2.txt" qrel_dead_letter_classified_messages "$q" "work=\"$w\""; done | tr '\n' ' ')
+  expect_eq "ids_$ty: /metrics classified done not_done unknown" "$got" "$want"
+  "$QREL" dlq inspect --config.file="$T/qrel.yml" --source=cache --queue="ids_$ty" --format=json \
+    > "$T/ids-$ty.json" 2>> "$T/scrape.log"
+  expect_eq "ids_$ty: qrel dlq inspect classes done not_done unknown" \
+    "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) "' "$T/ids-$ty.json")" "$want"
+done
+# plans TABLE: "plans with_index" of the lookups on TABLE that auto_explain logged (an index
+# scan, index-only or bitmap, on its primary key).
+plans() {
+  awk -v t="\"$1\"" -v ix="Scan using $1_pkey on $1 " -v bx="Bitmap Index Scan on $1_pkey " '
+    /LOG:  duration: .* plan:/ { if (q) { n++; m += i } q = 0; i = 0; r = 1; next }
+    /^[0-9]{4}-/ { if (q) { n++; m += i } q = 0; i = 0; r = 0; next }
+    r && index($0, "Query Text:") && index($0, t) { q = 1 }
+    r && (index($0, ix) || index($0, bx)) { i = 1 }
+    END { if (q) { n++; m += i } print n + 0, m + 0 }' "$PG_DIR/server.log"
+}
+for ty in "${TYPES[@]}"; do
+  read -r np ni <<<"$(plans "ids_$ty")"
+  expect_cmd "ids_$ty: the lookup was planned ($np plans logged)" test "$np" -ge 1
+  expect_eq "ids_$ty: lookups that used the primary key's index" "$ni" "$np"
+done
+# stream_ids STREAM: the id field of each entry ("-" without it), sorted; --raw prints an entry
+# of one field as 3 lines (entry id, field, value), bytes as they are.
+stream_ids() {
+  redis-cli -p "$RP" --raw XRANGE "$1" - + |
+    LC_ALL=C awk 'NR % 3 == 2 { f = $0 } NR % 3 == 0 { print (f == "id" ? $0 : "-") }' | LC_ALL=C sort
+}
+for ty in "${TYPES[@]}"; do
+  "$QREL" dlq replay --config.file="$T/qrel.yml" --source=cache --queue="ids_$ty" --yes \
+    > "$T/ids-replay-$ty.txt" 2>> "$T/scrape.log"
+  expect_eq "ids_$ty: the replay moved the not-done spellings only" \
+    "$(stream_ids "ids_$ty")" "$(ids_class "$ty" 1 | LC_ALL=C sort)"
+  expect_eq "ids_$ty: the done and unknown ones stay dead" \
+    "$(stream_ids "ids_$ty.dlq")" "$( (ids_class "$ty" 0; ids_class "$ty" 2) | LC_ALL=C sort)"
+done
 
 # PostgreSQL goes away: Redis' series are still served, the classification is absent and
 # counted with reason connect, and the log says why.
@@ -179,6 +313,23 @@ expect_metric "$T/bad.txt" 1 qrel_dead_letter_classify_errors_total 'source="cac
 expect_absent "$T/bad.txt" qrel_dead_letter_classified_messages "$o"
 # (jobs.dlq was emptied above: classified, all three 0)
 expect_metric "$T/bad.txt" 0 qrel_dead_letter_classified_messages "$j" 'work="done"'
+
+# An id column of a type qrel cannot check ids for (float8: "1e0" and "1.0" are 1, text forms
+# differ): --config.check names the type, and a scrape counts the join's failure (reason query)
+# rather than compare text forms.
+sed 's/table: ids_varchar, id_column: id, done_column: sent_at/table: ids_float, id_column: id/' \
+  "$T/qrel.yml" > "$T/float.yml"
+expect_eq "only the varchar entry now names ids_float" "$(grep -c ids_float "$T/float.yml")" 1
+rc_float=0
+"$EXPORTER" --config.file="$T/float.yml" --config.check > "$T/float.out" 2>&1 || rc_float=$?
+expect_eq "--config.check exit status for a float8 id column" "$rc_float" 1
+sed 's/^/     /' "$T/float.out"
+expect_cmd "--config.check names the column's type and the ones it wants" grep -qF \
+  'work_table "ids_float": column "id" is double precision: want an id column of type smallint, integer, bigint, numeric, uuid, text, varchar, char, name or citext (or a domain over one)' "$T/float.out"
+"$QREL" scrape --config.file="$T/float.yml" > "$T/float.txt" 2> "$T/float.log"
+expect_metric "$T/float.txt" 1 qrel_dead_letter_classify_errors_total 'queue="ids_varchar"' 'reason="query"'
+expect_absent "$T/float.txt" qrel_dead_letter_classified_messages 'queue="ids_varchar"'
+expect_metric "$T/float.txt" 3 qrel_dead_letter_classified_messages 'queue="ids_citext"' 'work="done"'
 
 # The block of earlier releases: refused at its position, with the new form filled in.
 cat > "$T/old.yml" <<YML

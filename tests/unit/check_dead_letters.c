@@ -230,59 +230,92 @@ END_TEST
 /* ---- ids ---- */
 
 static const struct {
-    enum work_table_id_kind kind;
     const char *typname;
     const char *id;
     const char *want; /* NULL: refused */
 } ids[] = {
-    {WT_ID_INT, "int8", "42", "42"},
-    {WT_ID_INT, "int8", "0003", "3"},
-    {WT_ID_INT, "int8", "+7", "7"},
-    {WT_ID_INT, "int8", " 7 ", "7"},
-    {WT_ID_INT, "int8", "-0", "0"},
-    {WT_ID_INT, "int8", "-12", "-12"},
-    {WT_ID_INT, "int8", "9223372036854775807", "9223372036854775807"},
-    {WT_ID_INT, "int8", "-9223372036854775808", "-9223372036854775808"},
-    {WT_ID_INT, "int8", "9223372036854775808", NULL},
-    {WT_ID_INT, "int8", "99999999999999999999999", NULL},
-    {WT_ID_INT, "int4", "2147483647", "2147483647"},
-    {WT_ID_INT, "int4", "2147483648", NULL},
-    {WT_ID_INT, "int4", "-2147483648", "-2147483648"},
-    {WT_ID_INT, "int2", "32768", NULL},
-    {WT_ID_INT, "int8", "abc", NULL},
-    {WT_ID_INT, "int8", "1.5", NULL},
-    {WT_ID_INT, "int8", "-", NULL},
-    {WT_ID_INT, "int8", "1 2", NULL},
-    {WT_ID_INT, "int8", "", NULL},
-    {WT_ID_UUID, "uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
-     "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
-    {WT_ID_UUID, "uuid", "{a0eebc999c0b4ef8bb6d6bb9bd380a11}",
-     "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
-    {WT_ID_UUID, "uuid", "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
-     "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
-    {WT_ID_UUID, "uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", NULL},
-    {WT_ID_UUID, "uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", NULL},
-    {WT_ID_UUID, "uuid", "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
-    {WT_ID_UUID, "uuid", "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
-    {WT_ID_UUID, "uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-", NULL},
-    {WT_ID_UUID, "uuid", "a0eebc9-99c0b-4ef8-bb6d-6bb9bd380a11", NULL},
-    {WT_ID_UUID, "uuid", "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
-    {WT_ID_TEXT, "text", "Order 7 ", "Order 7 "},
-    {WT_ID_TEXT, "text", "caf\xc3\xa9", "caf\xc3\xa9"},
-    {WT_ID_TEXT, "text", "caf\xe9", NULL},          /* Latin-1, not UTF-8 */
-    {WT_ID_TEXT, "text", "\xc0\xaf", NULL},         /* overlong '/' */
-    {WT_ID_TEXT, "text", "\xed\xa0\x80", NULL},     /* a surrogate */
-    {WT_ID_TEXT, "text", "\xf4\x90\x80\x80", NULL}, /* above U+10FFFF */
-    {WT_ID_TEXT, "text", "\xe2\x82", NULL},         /* cut short */
-    {WT_ID_BPCHAR, "bpchar", "ab  ", "ab"},
-    {WT_ID_OTHER, "numeric", "1.50", "1.50"},
+    {"int8", "42", "42"},
+    {"int8", "0003", "3"},
+    {"int8", "+7", "7"},
+    {"int8", " 7 ", "7"},
+    {"int8", "-0", "0"},
+    {"int8", "-12", "-12"},
+    {"int8", "9223372036854775807", "9223372036854775807"},
+    {"int8", "-9223372036854775808", "-9223372036854775808"},
+    {"int8", "9223372036854775808", NULL},
+    {"int8", "99999999999999999999999", NULL},
+    {"int4", "2147483647", "2147483647"},
+    {"int4", "2147483648", NULL},
+    {"int4", "-2147483648", "-2147483648"},
+    {"int2", "32768", NULL},
+    {"int8", "abc", NULL},
+    {"int8", "1.5", NULL},
+    {"int8", "-", NULL},
+    {"int8", "1 2", NULL},
+    {"int8", "", NULL},
+    {"uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+    {"uuid", "{a0eebc999c0b4ef8bb6d6bb9bd380a11}", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+    {"uuid", "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+    {"uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", NULL},
+    {"uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", NULL},
+    {"uuid", "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
+    {"uuid", "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
+    {"uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-", NULL},
+    {"uuid", "a0eebc9-99c0b-4ef8-bb6d-6bb9bd380a11", NULL},
+    {"uuid", "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", NULL},
+    {"text", "Order 7 ", "Order 7 "},
+    {"text", "caf\xc3\xa9", "caf\xc3\xa9"},
+    {"text", "caf\xe9", NULL},          /* Latin-1, not UTF-8 */
+    {"text", "\xc0\xaf", NULL},         /* overlong '/' */
+    {"text", "\xed\xa0\x80", NULL},     /* a surrogate */
+    {"text", "\xf4\x90\x80\x80", NULL}, /* above U+10FFFF */
+    {"text", "\xe2\x82", NULL},         /* cut short */
+    {"bpchar", "ab  ", "ab"},
+    {"int8", "\v6\f", "6"}, /* the server's isspace() */
+    /* numeric: what PostgreSQL 15's numeric input takes, passed as it is (the server compares) */
+    {"numeric", "2.0", "2.0"},
+    {"numeric", "02", "02"},
+    {"numeric", " 6", " 6"},
+    {"numeric", "8e0", "8e0"},
+    {"numeric", "8E+1", "8E+1"},
+    {"numeric", "8e 1", "8e 1"}, /* the exponent is read by strtol: spaces and a sign */
+    {"numeric", "-.5", "-.5"},
+    {"numeric", "5.", "5."},
+    {"numeric", "1e-1000", "1e-1000"},
+    {"numeric", " NaN ", " NaN "},
+    {"numeric", "-Infinity", "-Infinity"},
+    {"numeric", "inf", "inf"},
+    {"numeric", "1e20", "1e20"}, /* beyond numeric(12,2): still a number, compared as numeric */
+    {"numeric", "abc", NULL},
+    {"numeric", ".", NULL},
+    {"numeric", "1e", NULL},
+    {"numeric", "1e+", NULL},
+    {"numeric", "1.2.3", NULL},
+    {"numeric", "1_000", NULL},
+    {"numeric", "0x10", NULL},
+    {"numeric", "+NaN", NULL},
+    {"numeric", "infinit", NULL},
+    {"numeric", "1e1001", NULL}, /* an exponent beyond 1000: never an id (kept below the limits) */
+    {"numeric", "6 x", NULL},
+    {"numeric", "--1", NULL},
+    /* citext and varchar: any text, compared by the server (case-insensitively for citext) */
+    {"citext", "Order-A", "Order-A"},
+    {"citext", "\xff", NULL},
+    {"varchar", "abcdefghij", "abcdefghij"},
+    /* name: longer than 63 bytes would be cut by the server and could match another row */
+    {"name", "123456789012345678901234567890123456789012345678901234567890123",
+     "123456789012345678901234567890123456789012345678901234567890123"},
+    {"name", "1234567890123456789012345678901234567890123456789012345678901234", NULL},
+    /* a type qrel cannot compare ids with: every id unknown */
+    {"float8", "1", NULL},
+    {"jsonb", "1", NULL},
 };
 
 START_TEST(test_id_canonical)
 {
-    char out[64];
-    long n = work_table_id_canonical(ids[_i].kind, ids[_i].typname, ids[_i].id, strlen(ids[_i].id),
-                                     out, sizeof out);
+    char out[128];
+    long n = work_table_id_canonical(work_table_id_kind_of(ids[_i].typname), ids[_i].typname,
+                                     ids[_i].id, strlen(ids[_i].id), out, sizeof out);
     if (!ids[_i].want) {
         ck_assert_msg(n == -1, "%s: want refused, got \"%s\"", ids[_i].id, out);
         return;
@@ -313,8 +346,10 @@ START_TEST(test_id_limits)
     ck_assert_int_eq(work_table_id_kind_of("uuid"), WT_ID_UUID);
     ck_assert_int_eq(work_table_id_kind_of("varchar"), WT_ID_TEXT);
     ck_assert_int_eq(work_table_id_kind_of("bpchar"), WT_ID_BPCHAR);
-    ck_assert_int_eq(work_table_id_kind_of("numeric"), WT_ID_OTHER);
-    ck_assert_int_eq(work_table_id_kind_of("my_domain"), WT_ID_OTHER);
+    ck_assert_int_eq(work_table_id_kind_of("numeric"), WT_ID_NUMERIC);
+    ck_assert_int_eq(work_table_id_kind_of("citext"), WT_ID_TEXT);
+    ck_assert_int_eq(work_table_id_kind_of("float8"), WT_ID_UNSUPPORTED);
+    ck_assert_int_eq(work_table_id_kind_of("my_domain"), WT_ID_UNSUPPORTED);
 }
 END_TEST
 
@@ -328,13 +363,16 @@ END_TEST
 
 START_TEST(test_sql)
 {
-    check_str_free(work_table_sql("confirmation_claims", "order_id", "sent_at", WT_ID_INT),
-                   "SELECT \"order_id\"::text, (\"sent_at\" IS NOT NULL) FROM "
-                   "\"confirmation_claims\" WHERE \"order_id\" = ANY($1)");
-    check_str_free(work_table_sql("app.Handled \"x\"", "id", NULL, WT_ID_OTHER),
-                   "SELECT \"id\"::text, true FROM \"app\".\"Handled \"\"x\"\"\" WHERE "
-                   "\"id\"::text = ANY($1::text[])");
-    ck_assert_ptr_null(work_table_sql("a.b.c", "id", NULL, WT_ID_TEXT));
+    check_str_free(
+        work_table_sql("confirmation_claims", "order_id", "sent_at", "pg_catalog", "numeric"),
+        "SELECT i.n, bool_or(w.\"sent_at\" IS NOT NULL) FROM unnest($1::text[]) WITH ORDINALITY "
+        "AS i(id, n) JOIN \"confirmation_claims\" AS w ON w.\"order_id\" "
+        "OPERATOR(\"pg_catalog\".=) i.id::\"pg_catalog\".\"numeric\" GROUP BY i.n");
+    check_str_free(work_table_sql("app.Handled \"x\"", "id", NULL, "ext s", "citext"),
+                   "SELECT i.n, bool_or(true) FROM unnest($1::text[]) WITH ORDINALITY AS i(id, n) "
+                   "JOIN \"app\".\"Handled \"\"x\"\"\" AS w ON w.\"id\" OPERATOR(\"ext s\".=) "
+                   "i.id::\"ext s\".\"citext\" GROUP BY i.n");
+    ck_assert_ptr_null(work_table_sql("a.b.c", "id", NULL, "pg_catalog", "text"));
 }
 END_TEST
 
