@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "buf.h"
 #include "support/check_run.h"
+#include "support/random_samples.h"
 
 /* Appends "# HELP <name> <help of family>\n# TYPE <name> <type>\n" as the writer should. */
 static void expect_header(struct buf *b, const char *family, const char *header_name,
@@ -423,7 +424,8 @@ START_TEST(test_format_value_matches_reference)
     struct buf out;
     buf_init(&out);
     char want[64];
-    for (int i = 0; i < 200000; i++) {
+    const int n = random_samples(200000);
+    for (int i = 0; i < n; i++) {
         unsigned long long r = xorshift(&x);
         double v;
         switch (i % 4) {

@@ -7,6 +7,7 @@
  * its header and claims are decoded and its signature verified with OpenSSL. configure() is
  * tested with exact messages, which must never quote the key. */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -239,20 +240,22 @@ END_TEST
 
 /* ---- the JWT grant ---- */
 
+/* The PEM of the test key the build made (tests/CMakeLists.txt): RSA, or EC to be refused. */
 static char *new_key_pem(int rsa)
 {
-    EVP_PKEY *k = rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
-    ck_assert_ptr_nonnull(k);
-    BIO *b = BIO_new(BIO_s_mem());
-    ck_assert_int_eq(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL), 1);
-    char *data;
-    long n = BIO_get_mem_data(b, &data);
-    char *pem = xmalloc((size_t)n + 1);
-    memcpy(pem, data, (size_t)n);
-    pem[n] = '\0';
-    BIO_free(b);
-    EVP_PKEY_free(k);
-    return pem;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", QREL_TEST_KEYS, rsa ? "rsa.pem" : "ec.pem");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    struct buf b;
+    buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_append(&b, chunk, n);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(b.data ? b.data : "", "-----BEGIN PRIVATE KEY-----"));
+    return b.data;
 }
 
 static unsigned char *b64url_decode(const char *s, size_t n, size_t *out_len)
