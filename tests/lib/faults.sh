@@ -197,3 +197,19 @@ proxied_source() {
       print line
     }' "$1"
 }
+
+# expect_same_via_proxy CONFIG NAME HOST:PORT [DRIFT [PROXY_ARG...]]: CONFIG's source NAME, which
+# reads the server at HOST:PORT, read again in one scrape beside itself as NAME_proxy through the
+# fault proxy (fault_proxy_start, with PROXY_ARGs): it must be up with NAME's series
+# (expect_same_through_proxy; DRIFT defaults to the ages, lags and margins, measured a moment
+# apart), and the proxy must have cut what the server wrote. The scrape is $T/proxy.prom.
+expect_same_via_proxy() {
+  local config=$1 name=$2 server=$3 drift=${4:-'_(age|lag)_seconds$|_margin_ratio$'} pp
+  shift $(($# < 4 ? $# : 4))
+  fault_proxy_start pp "$server" "$@"
+  { cat "$config"; proxied_source "$config" "$name" "${name}_proxy" "$server" "127.0.0.1:$pp"; } \
+    > "$T/proxy.yml"
+  "$QREL" scrape --config.file="$T/proxy.yml" > "$T/proxy.prom" 2> "$T/proxy.log" || true
+  expect_same_through_proxy "$T/proxy.prom" "$name" "${name}_proxy" "$drift"
+  expect_fault_proxy_cut "$pp"
+}

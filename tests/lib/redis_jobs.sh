@@ -151,14 +151,8 @@ expect_named_queues() {
   expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
 }
 
-# expect_same_via_proxy CONFIG NAME [DRIFT]: CONFIG's source NAME read again, in the same scrape,
-# through the fault proxy (1- and 7-byte pieces) as NAME_proxy: it must be up with NAME's series
-# (expect_same_through_proxy; DRIFT defaults to the ages and the margin, measured a moment apart).
-expect_same_via_proxy() {
-  local pp
-  fault_proxy_start pp "127.0.0.1:$RP"
-  { cat "$1"; proxied_source "$1" "$2" "$2_proxy" "127.0.0.1:$RP" "127.0.0.1:$pp"; } > "$T/proxy.yml"
-  "$QREL" scrape --config.file="$T/proxy.yml" > "$T/proxy.prom" 2> "$T/proxy.log" || true
-  expect_same_through_proxy "$T/proxy.prom" "$2" "$2_proxy" "${3:-_(age|lag)_seconds\$|_margin_ratio\$}"
-  expect_fault_proxy_cut "$pp"
+# job_same_via_proxy CONFIG NAME: expect_same_via_proxy of CONFIG's source NAME, which reads the
+# Redis of redis_jobs_start.
+job_same_via_proxy() {
+  expect_same_via_proxy "$1" "$2" "127.0.0.1:$RP"
 }
