@@ -193,8 +193,12 @@ proxied_source() {
     on {
       line = $0
       if (line == "  - name: " name) line = "  - name: " new
-      while ((i = index(line, from)) > 0) line = substr(line, 1, i - 1) to substr(line, i + length(from))
-      print line
+      out = ""
+      while (from != "" && (i = index(line, from)) > 0) {
+        out = out substr(line, 1, i - 1) to
+        line = substr(line, i + length(from))
+      }
+      print out line
     }' "$1"
 }
 
@@ -202,13 +206,16 @@ proxied_source() {
 # reads the server at HOST:PORT, read again in one scrape beside itself as NAME_proxy through the
 # fault proxy (fault_proxy_start, with PROXY_ARGs): it must be up with NAME's series
 # (expect_same_through_proxy; DRIFT defaults to the ages, lags and margins, measured a moment
-# apart), and the proxy must have cut what the server wrote. The scrape is $T/proxy.prom.
+# apart), and the proxy must have cut what the server wrote. The scrape is $T/proxy.prom. Where the
+# config does not spell the server as HOST:PORT, PROXY_FROM is what it spells and PROXY_TO_FORMAT
+# the printf format that spells the proxy's port instead (e.g. 'port: %s').
 expect_same_via_proxy() {
   local config=$1 name=$2 server=$3 drift=${4:-'_(age|lag)_seconds$|_margin_ratio$'} pp
   shift $(($# < 4 ? $# : 4))
   fault_proxy_start pp "$server" "$@"
-  { cat "$config"; proxied_source "$config" "$name" "${name}_proxy" "$server" "127.0.0.1:$pp"; } \
-    > "$T/proxy.yml"
+  # shellcheck disable=SC2059 # the format is the caller's
+  { cat "$config"; proxied_source "$config" "$name" "${name}_proxy" "${PROXY_FROM:-$server}" \
+    "$(printf "${PROXY_TO_FORMAT:-127.0.0.1:%s}" "$pp")"; } > "$T/proxy.yml"
   "$QREL" scrape --config.file="$T/proxy.yml" > "$T/proxy.prom" 2> "$T/proxy.log" || true
   expect_same_through_proxy "$T/proxy.prom" "$name" "${name}_proxy" "$drift"
   expect_fault_proxy_cut "$pp"
