@@ -13,7 +13,8 @@ build=$(cd "${1:?usage: run.sh BUILD_DIR [TARGET...]}" && pwd)
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk)
+  targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
+  fuzz_beanstalk_split)
 fi
 seconds=${QREL_FUZZ_SECONDS:-18}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrel-fuzz.XXXXXX")
@@ -34,6 +35,7 @@ for t in "${targets[@]}"; do
   case $name in
     config) cp "$root/qrel.example.yml" "$work/$name/seeds/" ;;
     json) seeds+=("$root/tests/fixtures/nats" "$root/tests/fixtures/pubsub") ;;
+    beanstalk_split) seeds+=("$root/tests/fixtures/beanstalkd") ;; # the first byte picks the step
   esac
   seeds+=("$work/$name/seeds")
   regressions=("$root/tests/fuzz/regressions/$name"/*)

@@ -122,6 +122,11 @@ expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
 # Faults, each beside the healthy source.
 fault_ports
 $JOBS "$B" put big 1 60 4096
+
+# Every tube (43, and a 4,096-byte job peeked at the head of big) read through the fault proxy,
+# which cuts every reply into 1- and 7-byte pieces: status lines cut from their bodies, CRLFs cut
+# in two. The series must be those read directly (ages are measured a moment apart).
+expect_same_via_proxy "$T/all.yml" tubes "$B"
 cat > "$T/faults.yml" <<EOF
 sources:
   - name: healthy

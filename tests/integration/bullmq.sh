@@ -43,6 +43,8 @@ expect_recent "$P" email qrel_lease_oldest_age_seconds qrel_queue_oldest_message
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
 expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
+# The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
+job_same_via_proxy "$T/bq.yml" bull
 
 expect_check "$T/bq.yml" 2 "a failed job" "the failed job of email" \
   '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$'

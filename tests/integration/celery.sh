@@ -46,6 +46,8 @@ expect_between "margin x hold (the visibility timeout)" \
   "$(awk -v m="$margin" -v h="$hold" 'BEGIN { print m * h }')" 599.99 600.01
 expect_absent "$P" qrel_dead_letter_messages 'queue="celery"'
 expect_eq "round trips" "$(round_trips celery "$T/ce.log")" 1
+# The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
+job_same_via_proxy "$T/ce.yml" tasks
 
 # qrel check: the ETA trap is a warning (exit 1), nothing critical.
 expect_check "$T/ce.yml" 1 "an ETA beyond the lease" "the ETA trap" \

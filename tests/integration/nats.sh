@@ -115,6 +115,9 @@ expect_eq "consumer series of EVENTS (the ephemeral one left out)" \
   "$(grep -c '^qrel_messages_redelivered{.*queue="EVENTS"' "$T/m.txt")" 2
 expect_cmd "debug log counts one request" grep -q 'msg="nats collection done".*streams=2 consumers=3 requests=1' "$T/scrape.log"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+# The same monitoring endpoint read through the fault proxy: its HTTP reply (headers, chunks, JSON)
+# cut into 1- and 7-byte pieces must give the same series.
+expect_same_via_proxy "$T/qrel.yml" events "127.0.0.1:$NM"
 
 # consumers: narrows; every stream when streams is left out.
 cat > "$T/all.yml" <<YML

@@ -110,6 +110,10 @@ expect_between "oldest pending event (status mode), s" \
 expect_metric "$T/m1.txt" 0 qrel_outbox_pending_messages 'source="shop"' 'queue="empty_outbox"'
 expect_metric "$T/m1.txt" 0 qrel_outbox_oldest_pending_age_seconds 'source="shop"' 'queue="empty_outbox"'
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m1.txt'"
+# The outboxes read again through the fault proxy: libpq's reading of every message cut into 1- and
+# 7-byte pieces must give the same series (the ages are measured a moment apart).
+{ echo 'sources:'; proxied_source "$T/qrel.yml" shop shop "" ""; } > "$T/shop.yml"
+PROXY_FROM="port: $P" PROXY_TO_FORMAT='port: %s' expect_same_via_proxy "$T/shop.yml" shop "127.0.0.1:$P"
 
 # Passwords: SCRAM through password_env and through a DSN file; a wrong one is reason auth.
 expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="mon-right"'

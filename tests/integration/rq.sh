@@ -52,6 +52,8 @@ expect_between "margin x hold (the job's timeout)" "$(awk -v m="$margin" -v h="$
 expect_recent "$P" emails qrel_queue_oldest_message_age_seconds \
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_eq "round trips for 1 queue" "$(round_trips rq "$T/rq.log")" 3
+# The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
+job_same_via_proxy "$T/rq.yml" jobs
 
 # qrel check: the failed job is a dead letter (CRITICAL, exit 2).
 expect_check "$T/rq.yml" 2 "a failed job" "the failed job of emails" \

@@ -56,6 +56,8 @@ expect_recent "$P" emails qrel_lease_oldest_age_seconds qrel_queue_oldest_messag
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="emails"'
 expect_eq "round trips for 1 queue" "$(round_trips sidekiq "$T/sk.log")" 2
+# The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
+job_same_via_proxy "$T/sk.yml" jobs
 
 # The worker dies holding the job: no lease gives it back. Once its heartbeat is older than
 # stale_after (and before Sidekiq's 60 s expiry drops its keys), the job is orphaned.

@@ -222,6 +222,13 @@ expect_cmd "the CloudWatch query asks for Maximum of AWS/SQS ApproximateAgeOfOld
          | .Stat == "Maximum" and .Period == 60 and .Metric.Namespace == "AWS/SQS"
            and .Metric.MetricName == "ApproximateAgeOfOldestMessage"' "$T/stub.jsonl" >/dev/null
 
+# Source aws (SQS and CloudWatch) read again through the fault proxy: the emulator's HTTP replies cut
+# into 1- and 7-byte pieces must give the series read directly (every call goes to the endpoint,
+# the queue's URL travels in the body, so none bypasses the proxy). After the counts of what
+# reached the stub above, which this scrape would change.
+{ echo 'sources:'; proxied_source "$T/qrel.yml" aws aws "" ""; } > "$T/aws.yml"
+QREL_TEST_SQS_TOKEN=$token expect_same_via_proxy "$T/aws.yml" aws "127.0.0.1:$SP"
+
 # ---- faults: each source is down with its reason, the healthy one reports
 check_fault() { # check_fault NAME REASON LOG_PATTERN
   expect_metric "$m" 0 qrel_collector_up "source=\"$1\""

@@ -139,3 +139,87 @@ expect_http_faults() {
     expect_cmd "log line for $s names reason $r" grep -q "source=$s kind=$kind reason=$r" "$T/exporter.log"
   done
 }
+
+# ---- The fault proxy (issue 29: every reader survives any split of any reply) ------------------
+
+# expect_same_through_proxy FILE DIRECT PROXIED [DRIFT]: in one scrape FILE, the source PROXIED
+# (the same server read through fault_proxy_start) is up and has exactly the series of the source
+# DIRECT: the same families and labels, and the same values, except in the families matching the
+# extended regex DRIFT (ages and rates measured a moment apart), whose values are not compared.
+# The collector's own families (qrel_collector_*: durations, round trips) are left out.
+expect_same_through_proxy() {
+  local file=$1 direct=$2 proxied=$3 drift=${4:-'^$'}
+  expect_metric "$file" 1 qrel_collector_up "source=\"$proxied\""
+  # Each sample of a source as "name{labels without source} value"; the value dropped in DRIFT.
+  series_of() {
+    grep -F "source=\"$1\"" "$file" | grep -v '^qrel_collector_' \
+      | sed -e "s/source=\"$1\",\{0,1\}//" -e 's/,}/}/' -e 's/{}//' \
+      | awk -v drift="$drift" '{ n = $1; sub(/\{.*/, "", n); if (n ~ drift) $NF = "~"; print }' \
+      | sort
+  }
+  series_of "$direct" > "$T/proxy-direct.txt"
+  series_of "$proxied" > "$T/proxy-proxied.txt"
+  local n
+  n=$(wc -l < "$T/proxy-direct.txt")
+  expect_between "series of source $direct to compare" "$n" 1 1000000
+  if diff "$T/proxy-direct.txt" "$T/proxy-proxied.txt" > "$T/proxy-diff.txt"; then
+    ok "source $proxied (through the fault proxy) has the $n series of $direct"
+  else
+    not_ok "source $proxied differs from $direct: $(head -20 "$T/proxy-diff.txt")"
+  fi
+}
+
+# expect_fault_proxy_cut PORT [MIN_PIECES]: the fault proxy on PORT wrote at least MIN_PIECES
+# (default 20) pieces, none over 7 bytes (its default cut): the traffic really went through it.
+expect_fault_proxy_cut() {
+  local stats=$T/fault-proxy-$1.stats pieces largest
+  # The proxy rewrites its counters at most every 50 ms: wait for them rather than race them.
+  wait_for 10 "the fault proxy on port $1 to count ${2:-20} pieces" \
+    awk -v min="${2:-20}" '$1 == "pieces" && $2 >= min { f = 1 } END { exit !f }' "$stats" || true
+  pieces=$(awk '$1 == "pieces" { print $2 }' "$stats")
+  largest=$(awk '$1 == "largest" { print $2 }' "$stats")
+  expect_between "pieces the fault proxy on port $1 cut the server's replies into" \
+    "$pieces" "${2:-20}" 1000000000
+  expect_between "largest piece of the fault proxy on port $1 (bytes)" "$largest" 1 7
+}
+
+# proxied_source CONFIG NAME NEWNAME FROM TO: prints the sources list entry NAME of CONFIG (from
+# its "  - name: NAME" line to the next entry or top-level key) renamed NEWNAME, with every FROM
+# (a fixed string: the server's host:port) replaced by TO (the fault proxy's) and a timeout of 60 s
+# in place of its own, for a test to add beside the original.
+proxied_source() {
+  awk -v name="$2" -v new="$3" -v from="$4" -v to="$5" '
+    /^  - / || /^[^ ]/ { on = ($0 == "  - name: " name) }
+    on && /^    timeout:/ { next }
+    on {
+      line = $0
+      # A timeout of its own: 1- and 7-byte pieces on a loaded machine take their time, and
+      # what is compared here is the series, not how fast they come.
+      if (line == "  - name: " name) line = "  - name: " new "\n    timeout: 60s"
+      out = ""
+      while (from != "" && (i = index(line, from)) > 0) {
+        out = out substr(line, 1, i - 1) to
+        line = substr(line, i + length(from))
+      }
+      print out line
+    }' "$1"
+}
+
+# expect_same_via_proxy CONFIG NAME HOST:PORT [DRIFT [PROXY_ARG...]]: CONFIG's source NAME, which
+# reads the server at HOST:PORT, read again in one scrape beside itself as NAME_proxy through the
+# fault proxy (fault_proxy_start, with PROXY_ARGs): it must be up with NAME's series
+# (expect_same_through_proxy; DRIFT defaults to the ages, lags and margins, measured a moment
+# apart), and the proxy must have cut what the server wrote. The scrape is $T/proxy.prom. Where the
+# config does not spell the server as HOST:PORT, PROXY_FROM is what it spells and PROXY_TO_FORMAT
+# the printf format that spells the proxy's port instead (e.g. 'port: %s').
+expect_same_via_proxy() {
+  local config=$1 name=$2 server=$3 drift=${4:-'_(age|lag)_seconds$|_margin_ratio$'} pp
+  shift $(($# < 4 ? $# : 4))
+  fault_proxy_start pp "$server" "$@"
+  # shellcheck disable=SC2059 # the format is the caller's
+  { cat "$config"; proxied_source "$config" "$name" "${name}_proxy" "${PROXY_FROM:-$server}" \
+    "$(printf "${PROXY_TO_FORMAT:-127.0.0.1:%s}" "$pp")"; } > "$T/proxy.yml"
+  "$QREL" scrape --config.file="$T/proxy.yml" > "$T/proxy.prom" 2> "$T/proxy.log" || true
+  expect_same_through_proxy "$T/proxy.prom" "$name" "${name}_proxy" "$drift"
+  expect_fault_proxy_cut "$pp"
+}

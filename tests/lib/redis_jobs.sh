@@ -150,3 +150,9 @@ expect_named_queues() {
   expect_states "$T/named.prom" never-used ready=0
   expect_absent "$T/named.prom" qrel_queue_messages 'queue="q1"'
 }
+
+# job_same_via_proxy CONFIG NAME: expect_same_via_proxy of CONFIG's source NAME, which reads the
+# Redis of redis_jobs_start.
+job_same_via_proxy() {
+  expect_same_via_proxy "$1" "$2" "127.0.0.1:$RP"
+}

@@ -264,6 +264,23 @@ start_http_stub() {
     || { cat "$pf.log" >&2; return 1; }
 }
 
+# fault_proxy_start VAR HOST:PORT [--chunk N] [--delay-us U]: the fault proxy
+# (tests/tools/fault_proxy.c) on a free loopback port in front of HOST:PORT, which cuts what the
+# server writes into pieces of 1 and 7 bytes in turn (or N bytes) with U microseconds (default
+# 200) between two pieces. Its port goes to VAR; it runs until servers_stop. Its counters are in
+# $T/fault-proxy-PORT.stats (expect_fault_proxy_cut reads them).
+fault_proxy_start() {
+  local var=$1 target=$2 pf port; shift 2
+  pf=$T/fault-proxy-$RANDOM.port
+  "$QREL_BUILD_DIR/tests/fault_proxy" --target "$target" --port-file "$pf" \
+    --stats-file "$pf.stats" "$@" >"$pf.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for -i 0.025 30 "the fault proxy to $target to write its port" port_file "$pf" port \
+    || { cat "$pf.log" >&2; return 1; }
+  ln -sf "$pf.stats" "$T/fault-proxy-$port.stats"
+  printf -v "$var" '%s' "$port"
+}
+
 # start_tcp_stub VAR MODE: a loopback TCP peer below any protocol (tests/lib/tcp_stub.py: silent,
 # garbage); its port goes to VAR, stopped on exit.
 start_tcp_stub() {

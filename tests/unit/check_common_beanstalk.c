@@ -1,6 +1,8 @@
 /* check_common_beanstalk.c: unit tests for the reply framing of collectors/common/beanstalk.c on
  * replies recorded from beanstalkd 1.12 (tests/fixtures/beanstalkd/) and hand-made variants:
- * replies split at every byte, pipelined replies back to back, and what is not beanstalkd. */
+ * replies split at every byte, pipelined replies back to back, and what is not beanstalkd; and
+ * the whole reader (beanstalk_exec: socket, deadline, buffer) fed by a loopback peer one byte at a
+ * time and cut in two at every point of a pipeline's replies (support/split_peer.h). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,8 @@
 #include "support/check_refused.h"
 #include "support/check_run.h"
 #include "support/fixture.h"
+#include "support/split_peer.h"
+#include "buf.h"
 
 START_TEST(test_recorded_stats_tube)
 {
@@ -120,6 +124,115 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
+/* What a pipeline's callback saw, reply by reply, as text to compare. */
+static int dump_reply(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+{
+    (void)e;
+    struct buf *b = ctx;
+    buf_printf(b, "#%zu [%s] [%s] ", index, r->status, r->line);
+    if (r->body) {
+        buf_printf(b, "%zu:", r->body_len);
+        buf_append(b, r->body, r->body_len);
+    }
+    buf_putc(b, '\n');
+    return 0;
+}
+
+/* A pipeline a collector sends (use, stats-tube, peek-ready, list-tubes, stats, peek-buried) and
+ * beanstalkd's replies to it, recorded ones where we have them. */
+static const char *const pipeline_cmds[] = {
+    "use emails", "stats-tube emails", "peek-ready", "list-tubes", "stats", "peek-buried"};
+
+static char *pipeline_replies(size_t *len)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_puts(&b, "USING emails\r\n");
+    const char *files[] = {"beanstalkd/stats-tube-emails-1.12.txt", NULL,
+                           "beanstalkd/list-tubes-1.12.txt", "beanstalkd/stats-1.12.txt"};
+    for (size_t i = 0; i < 4; i++) {
+        if (!files[i]) {
+            buf_puts(&b, "FOUND 7 5\r\nhe\r\no\r\n"); /* a body holding a CRLF */
+            continue;
+        }
+        size_t n;
+        char *text = fixture_text(files[i], &n);
+        buf_append(&b, text, n);
+        free(text);
+    }
+    buf_puts(&b, "NOT_FOUND\r\n");
+    *len = b.len;
+    return buf_steal(&b);
+}
+
+/* Runs the pipeline against a split_peer answering with reply cut as step/cut say; returns what
+ * the callback saw, or NULL with e set when the pipeline failed. */
+static char *exec_split(const char *reply, size_t len, size_t step, size_t cut, struct err *e,
+                        size_t *pieces)
+{
+    struct split_peer p = {reply, len, "peek-buried\r\n", step, cut, 0, 0, -1, 0};
+    split_peer_start(&p);
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", p.port);
+    struct deadline dl = deadline_in(30);
+    struct buf seen;
+    buf_init(&seen);
+    struct beanstalk_conn *c = beanstalk_conn_open("split", addr, &dl, e);
+    int rc = c ? beanstalk_exec(c, pipeline_cmds, CHECK_ROWS(pipeline_cmds), &dl, 0, dump_reply,
+                                &seen, e)
+               : -1;
+    beanstalk_conn_close(c);
+    split_peer_join(&p);
+    *pieces = p.pieces;
+    if (rc) {
+        buf_free(&seen);
+        return NULL;
+    }
+    return buf_steal(&seen);
+}
+
+START_TEST(test_exec_one_byte_at_a_time)
+{
+    size_t len, pieces;
+    char *reply = pipeline_replies(&len);
+    struct err e;
+    char *whole = exec_split(reply, len, len, 0, &e, &pieces);
+    ck_assert_msg(whole != NULL, "whole: %s", e.msg);
+    ck_assert_uint_eq(pieces, 1);
+    ck_assert_ptr_nonnull(strstr(whole, "#2 [FOUND] [FOUND 7 5] 5:he\r\no\n"));
+    char *bytes = exec_split(reply, len, 1, 0, &e, &pieces);
+    ck_assert_msg(bytes != NULL, "one byte at a time: %s", e.msg);
+    ck_assert_uint_eq(pieces, len); /* each byte was read alone */
+    ck_assert_str_eq(bytes, whole);
+    free(bytes);
+    bytes = exec_split(reply, len, 7, 0, &e, &pieces);
+    ck_assert_msg(bytes != NULL, "seven bytes at a time: %s", e.msg);
+    ck_assert_str_eq(bytes, whole);
+    free(bytes);
+    free(whole);
+    free(reply);
+}
+END_TEST
+
+START_TEST(test_exec_every_cut)
+{
+    size_t len, pieces;
+    char *reply = pipeline_replies(&len);
+    struct err e;
+    char *whole = exec_split(reply, len, len, 0, &e, &pieces);
+    ck_assert_msg(whole != NULL, "whole: %s", e.msg);
+    for (size_t cut = 1; cut < len; cut++) {
+        char *got = exec_split(reply, len, 0, cut, &e, &pieces);
+        ck_assert_msg(got != NULL, "cut at byte %zu of %zu: %s", cut, len, e.msg);
+        ck_assert_uint_eq(pieces, 2);
+        ck_assert_msg(strcmp(got, whole) == 0, "cut at byte %zu: other replies", cut);
+        free(got);
+    }
+    free(whole);
+    free(reply);
+}
+END_TEST
+
 static const struct check_case bad[] = {
     {"\x00\xffHELLO\r\n", "a reply line with a NUL byte"},
     {"ok 5\r\n", "a reply that does not start with a status word"},
@@ -187,6 +300,8 @@ int main(void)
         {test_every_split_needs_more, 0},
         {test_split_reads_in_one_buffer, 0},
         {test_pipelined, 0},
+        {test_exec_one_byte_at_a_time, 0},
+        {test_exec_every_cut, 0},
         {test_refused, CHECK_ROWS(bad)},
         {test_long_line, 0},
         {test_address, 0},
