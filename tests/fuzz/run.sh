@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of build-fuzz (see tests/fuzz/CMakeLists.txt): first every saved
+# Runs the libFuzzer targets of a QREL_FUZZ build (build-san in scripts/test.sh) (see tests/fuzz/CMakeLists.txt): first every saved
 # crash input in tests/fuzz/regressions/<target>/ once (each must pass now), then each target for
 # QREL_FUZZ_SECONDS (default 18) from its seed corpus: tests/fuzz/corpus/<target>/ plus the
 # test fixtures that fit. New corpus entries go to a temp dir, never into the tree.
