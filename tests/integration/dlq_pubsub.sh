@@ -28,7 +28,7 @@ shared_pubsub_emulator EP
 start_postgres PGP
 # project dlq-shop: the emulator may be shared with pubsub.sh, which keeps to project shop
 API=http://127.0.0.1:$EP/v1/projects/dlq-shop
-PS() { python3 "$QREL_SOURCE_DIR/tests/peers/pubsub/dead_letter.py" "$API" "$@"; }
+PS() { "$QREL_PYTHON" "$QREL_SOURCE_DIR/tests/peers/pubsub/dead_letter.py" "$API" "$@"; }
 put() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$API/$1" >/dev/null; }
 publish() { curl -fsS -X POST -H 'Content-Type: application/json' -d "$2" "$API/topics/$1:publish" >/dev/null; }
 b64() { printf '%s' "$1" | base64 -w0; }

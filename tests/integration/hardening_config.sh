@@ -103,7 +103,7 @@ else
 fi
 
 # ---- the loader's limits ----
-python3 - "$T/big.yml" <<'PY'
+"$QREL_PYTHON" - "$T/big.yml" <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
     f.write("sources: []\nglobal:\n")
@@ -113,7 +113,7 @@ PY
 ms=$(cpu_ms "$EXPORTER" --config.file="$T/big.yml" --config.check)
 expect_between "a 100k-key config refused (CPU ms)" "$ms" 0 999
 expect_cmd "its error names file:line:col and the limit" grep -qF "big.yml:50003:3: more than 50000 keys in one mapping (the limit)" "$T/out.txt"
-python3 - "$T/dup.yml" <<'PY'
+"$QREL_PYTHON" - "$T/dup.yml" <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
     f.write("global:\n")
@@ -124,7 +124,7 @@ PY
 ms=$(cpu_ms "$EXPORTER" --config.file="$T/dup.yml" --config.check)
 expect_between "a duplicate after 40k keys found (CPU ms)" "$ms" 0 999
 expect_cmd "duplicate named with both lines" grep -qF 'dup.yml:40002:3: duplicate key "k7" (first at line 9)' "$T/out.txt"
-python3 -c 'import sys; open(sys.argv[1], "w").write("sources: [" + "1," * 300000 + "1]\n")' "$T/flow.yml"
+"$QREL_PYTHON" -c 'import sys; open(sys.argv[1], "w").write("sources: [" + "1," * 300000 + "1]\n")' "$T/flow.yml"
 ms=$(cpu_ms "$EXPORTER" --config.file="$T/flow.yml" --config.check)
 expect_between "a 300k-item flow list refused (CPU ms)" "$ms" 0 999
 expect_cmd "its error names the item limit" grep -qE "flow.yml:1:[0-9]+: more than 50000 items in one list" "$T/out.txt"

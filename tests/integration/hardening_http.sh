@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-hostile() { python3 "$QREL_SOURCE_DIR/tests/lib/hostile_client.py" "$@"; }
+hostile() { "$QREL_PYTHON" "$QREL_SOURCE_DIR/tests/lib/hostile_client.py" "$@"; }
 field() { sed -nE "s/.*$1=([0-9]+).*/\1/p" <<< "$2"; }
 
 start_redis RP

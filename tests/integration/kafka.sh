@@ -30,7 +30,7 @@ start_kafka_mock BOOT -t orders:3 -t orders.dlq:2 -t payments:1 -t payments.dlq:
 
 # The faulty peers: nothing on DOWN, a listener that never answers on HANG, junk on JUNK.
 DOWN=$(free_port); HANG=$(free_port); JUNK=$(free_port)
-python3 - "$HANG" "$JUNK" <<'PY' &
+"$QREL_PYTHON" - "$HANG" "$JUNK" <<'PY' &
 import socket, sys, threading, time
 keep = []
 def serve(port, reply):

@@ -105,7 +105,7 @@ png=$QREL_BUILD_DIR/artifacts/landing-page.png
 rm -f "$png"
 chrome --screenshot="$png" --window-size=1400,900 "http://$ADDR/" >/dev/null
 expect_cmd "screenshot saved" test -s "$png"
-expect_eq "screenshot is a 1400x900 PNG" "$(python3 -c '
+expect_eq "screenshot is a 1400x900 PNG" "$("$QREL_PYTHON" -c '
 import struct, sys
 d = open(sys.argv[1], "rb").read(24)
 print("%dx%d" % struct.unpack(">II", d[16:24]) if d[:8] == b"\x89PNG\r\n\x1a\n" else "not a PNG")' "$png")" "1400x900"

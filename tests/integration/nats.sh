@@ -9,7 +9,7 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-JSCTL="python3 $QREL_SOURCE_DIR/tests/peers/nats/jsctl.py"
+JSCTL="$QREL_PYTHON $QREL_SOURCE_DIR/tests/peers/nats/jsctl.py"
 
 start_nats NP NM
 J() { $JSCTL "$NP" "$@"; }
@@ -53,7 +53,7 @@ expect_eq "round 3, left" "$(J fetch ORDERS worker 2 leave 30 | tr '\n' ' ')" "o
 J fetch ORDERS worker 1 leave 60 > "$T/round4.txt" &
 round4=$!
 dlq_count() {
-  dlq=$(J req '$JS.API.STREAM.INFO.ORDERS_DLQ' | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["messages"])')
+  dlq=$(J req '$JS.API.STREAM.INFO.ORDERS_DLQ' | "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["state"]["messages"])')
   [ "$dlq" -ge 2 ]
 }
 wait_for -i 0.2 30 "the max-deliveries advisories" dlq_count || true
@@ -79,7 +79,7 @@ w='queue="ORDERS",group="worker"'
 expect_metric "$T/m.txt" 1 qrel_queue_messages "$w" 'state="ready"'
 expect_metric "$T/m.txt" 1 qrel_queue_messages "$w" 'state="in_flight"'
 expect_metric "$T/m.txt" 2 qrel_messages_redelivered "$w"
-info() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$T/worker.json" "$1"; }
+info() { "$QREL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$T/worker.json" "$1"; }
 expect_eq "the same as CONSUMER.INFO says (num_pending num_ack_pending num_redelivered)" \
   "$(info num_pending) $(info num_ack_pending) $(info num_redelivered)" "1 1 2"
 expect_metric "$T/m.txt" 1 qrel_lease_timeout_seconds "$w"
@@ -187,7 +187,7 @@ expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
 expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="healthy"' 'group="worker"' 'state="ready"'
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="proxied"'
 expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="proxied"' 'group="worker"' 'state="ready"'
-auth=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["headers"].get("Authorization",""))' "$T/proxy.log")
+auth=$("$QREL_PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["headers"].get("Authorization",""))' "$T/proxy.log")
 expect_eq "basic auth sent to the proxy" "$auth" "Basic $(printf 'qrel:%s' "$secret" | base64)"
 expect_http_faults "$T/f.txt" nats
 expect_cmd "the type error names the JSON path" \

@@ -108,7 +108,7 @@ email=qrel-monitor@shop.iam.gserviceaccount.com
 token='ya29.test-access-token-7f3a9c'
 start_token_stub() { # start_token_stub VAR EXPIRES_IN LOG
   local pf=$T/token-$RANDOM.port
-  python3 "$PEERS/token_stub.py" --port-file "$pf" --public-key "$T/sa.pub.pem" --email "$email" \
+  "$QREL_PYTHON" "$PEERS/token_stub.py" --port-file "$pf" --public-key "$T/sa.pub.pem" --email "$email" \
     --token "$token" --expires-in "$2" --log "$3" > "$pf.out" 2>&1 &
   PIDS+=("$!")
   wait_for -i 0.025 30 "the token stub to write its port" port_file "$pf" "$1" || cat "$pf.out" >&2
@@ -116,7 +116,7 @@ start_token_stub() { # start_token_stub VAR EXPIRES_IN LOG
 start_token_stub TOK 3600 "$T/token.jsonl"
 start_token_stub TOKSHORT 61 "$T/token-short.jsonl"
 key_json() { # key_json PEM TOKEN_PORT > FILE
-  python3 -c 'import json,sys; print(json.dumps({"type":"service_account","project_id":"shop",
+  "$QREL_PYTHON" -c 'import json,sys; print(json.dumps({"type":"service_account","project_id":"shop",
     "private_key_id":"k1","private_key":open(sys.argv[1]).read(),"client_email":sys.argv[3],
     "token_uri":"http://127.0.0.1:%s/token" % sys.argv[2]}))' "$1" "$2" "$email"
 }
@@ -170,7 +170,7 @@ expect_metric "$T/a1.txt" 900.5 qrel_dead_letter_oldest_age_seconds "source=\"sa
 expect_between "sample age, s" "$(mval "$T/a1.txt" qrel_sample_age_seconds 'source="sa"')" \
   120 $((122 + $(date +%s) - now))
 expect_absent "$T/a1.txt" qrel_sample_age_seconds 'source="tokenfile"'
-q=$(python3 -c 'import json,sys,urllib.parse as u
+q=$("$QREL_PYTHON" -c 'import json,sys,urllib.parse as u
 for l in open(sys.argv[1]):
     r=json.loads(l)
     if r["path"].endswith("/timeSeries"):
@@ -200,7 +200,7 @@ expect_eq "grants verified by the token endpoint (source sa, 3 scrapes, token ca
 # Scrapes 1 and 2 ask; scrape 3 comes within the 1 s back-off after two failures.
 expect_eq "grants refused (source wrongkey)" "$(grep -c '"why": "signature does not verify"' "$T/token.jsonl")" 2
 expect_eq "grants for the short-lived token (renewed after 1 s)" "$(oks "$T/token-short.jsonl")" 2
-bearers=$(python3 -c 'import json,sys
+bearers=$("$QREL_PYTHON" -c 'import json,sys
 seen=[]
 for l in open(sys.argv[1]):
     a=json.loads(l)["headers"].get("Authorization","none")

@@ -83,13 +83,13 @@ for s in healthy healthy_plugin; do
   expect_metric "$T/f.txt" 3 qrel_redeliveries_total "source=\"$s\"" 'queue="orders",vhost="/"'
   expect_metric "$T/f.txt" 2 qrel_dead_letter_messages "source=\"$s\"" 'queue="orders",vhost="/"' 'dead_letter_queue="orders.dlq"'
 done
-auth=$(python3 -c 'import json,sys
+auth=$("$QREL_PYTHON" -c 'import json,sys
 print(sorted({json.loads(l)["headers"].get("Authorization", "") for l in open(sys.argv[1]) if json.loads(l)["path"].startswith("/api/")}))' "$T/good.log")
 expect_eq "basic auth sent with every management API request" "$auth" "['Basic $(printf 'qrel:%s' "$secret" | base64)']"
 expect_eq "no credentials sent to the plugin" \
-  "$(python3 -c 'import json,sys
+  "$("$QREL_PYTHON" -c 'import json,sys
 print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["path"] == "/metrics/detailed" and "Authorization" in json.loads(l)["headers"]))' "$T/good.log")" 0
-expect_eq "requests are all GET" "$(python3 -c 'import json,sys
+expect_eq "requests are all GET" "$("$QREL_PYTHON" -c 'import json,sys
 print(sorted({json.loads(l)["method"] for l in open(sys.argv[1])}))' "$T/good.log")" "['GET']"
 
 expect_http_faults "$T/f.txt" rabbitmq nometa:query close:connect garbage:protocol \
