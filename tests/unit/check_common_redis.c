@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "support/check_run.h"
 #include "support/fixture.h"
+#include "support/split_check.h"
 #include "support/split_peer.h"
 
 /* The recorded replies, in the order of the commands that asked for them. */
@@ -110,26 +111,14 @@ static char *exec_split(const char *reply, size_t len, size_t step, size_t cut, 
 
 START_TEST(test_one_byte_at_a_time)
 {
-    size_t len, pieces;
+    size_t len;
     char *reply = pipeline_replies(&len);
-    struct err e;
-    char *whole = exec_split(reply, len, len, 0, &e, &pieces);
-    ck_assert_msg(whole != NULL, "whole: %s", e.msg);
-    ck_assert_uint_eq(pieces, 1);
-    /* What the recorded replies hold, to know the comparisons below compare something. */
+    char *whole = split_check_pieces(exec_split, reply, len);
+    /* What the recorded replies hold, to know the comparisons compare something. */
     ck_assert_ptr_nonnull(strstr(whole, "#3 string 4:a\r\nb\n"));
     ck_assert_ptr_nonnull(strstr(whole, "#4 nil\n"));
     ck_assert_ptr_nonnull(strstr(whole, "#5 error 65:WRONGTYPE"));
     ck_assert_ptr_nonnull(strstr(whole, "#1 array [integer 1, string 15:1700000000000-0"));
-    char *bytes = exec_split(reply, len, 1, 0, &e, &pieces);
-    ck_assert_msg(bytes != NULL, "one byte at a time: %s", e.msg);
-    ck_assert_uint_eq(pieces, len); /* each byte was read alone */
-    ck_assert_str_eq(bytes, whole);
-    free(bytes);
-    bytes = exec_split(reply, len, 7, 0, &e, &pieces);
-    ck_assert_msg(bytes != NULL, "seven bytes at a time: %s", e.msg);
-    ck_assert_str_eq(bytes, whole);
-    free(bytes);
     free(whole);
     free(reply);
 }
@@ -137,19 +126,9 @@ END_TEST
 
 START_TEST(test_every_cut)
 {
-    size_t len, pieces;
+    size_t len;
     char *reply = pipeline_replies(&len);
-    struct err e;
-    char *whole = exec_split(reply, len, len, 0, &e, &pieces);
-    ck_assert_msg(whole != NULL, "whole: %s", e.msg);
-    for (size_t cut = 1; cut < len; cut++) {
-        char *got = exec_split(reply, len, 0, cut, &e, &pieces);
-        ck_assert_msg(got != NULL, "cut at byte %zu of %zu: %s", cut, len, e.msg);
-        ck_assert_uint_eq(pieces, 2);
-        ck_assert_msg(strcmp(got, whole) == 0, "cut at byte %zu: other replies", cut);
-        free(got);
-    }
-    free(whole);
+    split_check_every_cut(exec_split, reply, len);
     free(reply);
 }
 END_TEST
