@@ -2,16 +2,15 @@
  * within the range docs/operations.md and docs/dlq.md state. */
 #include "args.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit.h"
-#include "config.h"
 #include "flags.h"
 #include "log.h"
+#include "number.h"
 
 /* A qrel command: its flags, and how it reports a usage error: on stderr as "qrel NAME: ..."
  * with exit status 2, or for check as a Nagios plugin does, "QREL UNKNOWN - ..." on stdout with
@@ -113,9 +112,10 @@ static int check_parse_args(int argc, char **argv, struct cli_args *a)
     if (rc >= 0)
         return rc;
     const char *timeout = flags_find(check_flags, NCHECK, "timeout")->value;
-    if (timeout && (cfg_parse_duration(timeout, &a->timeout) || !(a->timeout > 0))) {
-        printf("QREL UNKNOWN - --timeout: want a duration above 0 like \"10s\", got \"%s\"\n",
-               timeout);
+    if (timeout && num_parse_duration(timeout, NUM_TIMEOUT_MIN, NUM_TIMEOUT_MAX, &a->timeout)) {
+        printf(
+            "QREL UNKNOWN - --timeout: want a duration from 1ms to 1d like \"10s\", got \"%s\"\n",
+            timeout);
         return AUDIT_UNKNOWN;
     }
     a->config_file = flags_find(check_flags, NCHECK, "config.file")->value;
@@ -164,20 +164,39 @@ static const char dlq_usage[] =
     "configuration error.";
 static const struct command dlq_cmd = {"dlq", dlq_flags, NDLQ, dlq_usage, 0, {"text", "json"}};
 
-/* A whole number >= min of a flag, or -1 with the message printed. */
-static int dlq_count_flag(const char *name, size_t min, size_t *out)
+/* The most --limit and --sample take: a dead_letters entry's max_entries reads no more. */
+#define DLQ_COUNT_MAX 1000000
+/* --rate's range, messages a second: below the least, the pacing interval of one message would
+ * be over a quarter of an hour; above the most, no broker answers that fast. */
+#define DLQ_RATE_MIN 0.001
+#define DLQ_RATE_MAX 1000000
+
+/* A whole number from min to DLQ_COUNT_MAX of a flag, or -1 with the message printed. */
+static int dlq_count_flag(const char *name, long long min, size_t *out)
 {
     const char *v = flags_find(dlq_flags, NDLQ, name)->value;
-    char *end;
-    errno = 0;
-    unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-    if (!v || *v < '0' || *v > '9' || *end || errno || n < min) {
-        fprintf(stderr, "qrel dlq: --%s: want a whole number >= %zu, got \"%s\"\n", name, min,
-                v ? v : "");
+    long long n;
+    if (num_parse_int(v, min, DLQ_COUNT_MAX, &n)) {
+        fprintf(stderr, "qrel dlq: --%s: want a whole number from %lld to %d, got \"%s\"\n", name,
+                min, DLQ_COUNT_MAX, v ? v : "");
         return -1;
     }
     *out = (size_t)n;
     return 0;
+}
+
+/* --rate: "50" or "50/s", the number within the range. 0 or -1. */
+static int dlq_rate_flag(const char *v, double *out)
+{
+    size_t len = strlen(v);
+    if (len >= 2 && strcmp(v + len - 2, "/s") == 0)
+        len -= 2;
+    char num[64];
+    if (len >= sizeof num)
+        return -1;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    return num_parse_decimal(num, DLQ_RATE_MIN, DLQ_RATE_MAX, out);
 }
 
 static int dlq_parse_args(int argc, char **argv, struct cli_args *a)
@@ -204,8 +223,9 @@ static int dlq_parse_args(int argc, char **argv, struct cli_args *a)
         dlq_count_flag("sample", 0, &a->sample))
         return 2;
     const char *timeout = flags_find(dlq_flags, NDLQ, "timeout")->value;
-    if (timeout && (cfg_parse_duration(timeout, &a->timeout) || !(a->timeout > 0))) {
-        fprintf(stderr, "qrel dlq: --timeout: want a duration above 0 like \"10s\", got \"%s\"\n",
+    if (timeout && num_parse_duration(timeout, NUM_TIMEOUT_MIN, NUM_TIMEOUT_MAX, &a->timeout)) {
+        fprintf(stderr,
+                "qrel dlq: --timeout: want a duration from 1ms to 1d like \"10s\", got \"%s\"\n",
                 timeout);
         return 2;
     }
@@ -214,15 +234,12 @@ static int dlq_parse_args(int argc, char **argv, struct cli_args *a)
         return 2;
     }
     const char *rate = flags_find(dlq_flags, NDLQ, "rate")->value;
-    if (rate) {
-        char *end;
-        a->o.rate = strtod(rate, &end);
-        if (end == rate || (*end && strcmp(end, "/s") != 0) || !(a->o.rate > 0) ||
-            a->o.rate > 1e6) {
-            fprintf(stderr, "qrel dlq: --rate: want messages a second like \"50/s\", got \"%s\"\n",
-                    rate);
-            return 2;
-        }
+    if (rate && dlq_rate_flag(rate, &a->o.rate)) {
+        fprintf(stderr,
+                "qrel dlq: --rate: want messages a second from 0.001 to 1000000 like \"50/s\", got "
+                "\"%s\"\n",
+                rate);
+        return 2;
     }
     a->o.limit = a->replay ? a->limit : 0;
     a->o.yes = flags_bool(flags_find(dlq_flags, NDLQ, "yes"));

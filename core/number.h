@@ -6,6 +6,11 @@
 #ifndef QREL_NUMBER_H
 #define QREL_NUMBER_H
 
+/* The range of every timeout (a source's, --timeout): above 0, at most a day, which also keeps
+ * it within an int of milliseconds (24.8 days) where a library wants one. */
+#define NUM_TIMEOUT_MIN 0.001
+#define NUM_TIMEOUT_MAX 86400.0
+
 /* A whole number from min to max: digits, with a leading '-' only when min < 0.
  * 0, or -1 when s is not one or is out of range (*out untouched). */
 int num_parse_int(const char *s, long long min, long long max, long long *out);
