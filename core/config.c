@@ -432,6 +432,23 @@ int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def,
     return 0;
 }
 
+int cfg_get_duration_in(struct cfg_node *map, const char *key, double def, double min, double max,
+                        double *out, struct err *e)
+{
+    if (cfg_get_duration(map, key, def, out, e))
+        return -1;
+    struct cfg_node *v = NULL;
+    if (cfg_get_node(map, key, CFG_SCALAR, &v, e))
+        return -1;
+    if (!v || (*out >= min && *out <= max))
+        return 0;
+    *out = def;
+    char q[CFG_QUOTE_MAX], lo[32], hi[32];
+    return cfg_error(e, v, "%s: want a duration from %s to %s, got %s", key,
+                     num_format_duration(min, lo, sizeof lo),
+                     num_format_duration(max, hi, sizeof hi), quote(q, sizeof q, v->scalar));
+}
+
 int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,
                        const char *note, struct err *e)
 {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,4 +133,25 @@ int num_seconds_to_ms(double seconds, int lo, int hi)
     if (ms >= (double)hi)
         return hi;
     return (int)ms;
+}
+
+const char *num_format_duration(double seconds, char *buf, size_t cap)
+{
+    static const struct {
+        const char *name;
+        double s;
+    } units[] = {{"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}, {"ms", 0.001}};
+    if (seconds == 0) {
+        snprintf(buf, cap, "0");
+        return buf;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        double n = seconds / units[i].s;
+        if (n >= 1 && n < 1e15 && fabs(n - round(n)) < 1e-9) {
+            snprintf(buf, cap, "%.0f%s", round(n), units[i].name);
+            return buf;
+        }
+    }
+    snprintf(buf, cap, "%gs", seconds);
+    return buf;
 }

@@ -6,6 +6,8 @@
 #ifndef QREL_NUMBER_H
 #define QREL_NUMBER_H
 
+#include <stddef.h>
+
 /* The range of every timeout (a source's, --timeout): above 0, at most a day, which also keeps
  * it within an int of milliseconds (24.8 days) where a library wants one. */
 #define NUM_TIMEOUT_MIN 0.001
@@ -22,6 +24,10 @@ int num_parse_decimal(const char *s, double min, double max, double *out);
 /* A duration in Prometheus' syntax ("500ms", "30s", "1h30m", "0"), in seconds, from min to max.
  * 0, or -1. */
 int num_parse_duration(const char *s, double min, double max, double *out);
+
+/* seconds as the shortest duration text in Prometheus' syntax that says it exactly in one unit
+ * ("0", "1ms", "90s", "1d"), else "%gs": for messages that state a range. Returns buf. */
+const char *num_format_duration(double seconds, char *buf, size_t cap);
 
 /* Seconds as a whole number of milliseconds for an int-typed API (a poll timeout, a library's
  * *.ms property): rounded down, at least lo, and at most hi (hi <= INT_MAX), whatever d is
