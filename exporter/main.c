@@ -13,7 +13,9 @@
 #include "flags.h"
 #include "http.h"
 #include "log.h"
+#include "number.h"
 #include "pool.h"
+#include "sd.h"
 #include "sources.h"
 #include "alloc.h"
 #include "version.h"
@@ -103,12 +105,12 @@ static void raise_fd_limit(void)
         log_kv(LOG_WARN, "cannot raise the open file limit to its hard limit", NULL);
 }
 
-/* --collector.concurrency: a whole number within the pool's limits. */
+/* --collector.concurrency: a whole number within the pool's limits (plain digits: strtol alone
+ * took " 5" and "+5"). */
 static int parse_concurrency(const char *v, size_t *out)
 {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 1 || n > POOL_MAX_THREADS)
+    long long n;
+    if (num_parse_int(v, 1, POOL_MAX_THREADS, &n))
         return -1;
     *out = (size_t)n;
     return 0;
@@ -149,6 +151,15 @@ int main(int argc, char **argv)
     }
     log_setup(level, json);
 
+    /* Judged here with the other flags, so a bad one is a usage error (2) before anything
+     * starts; the server works out the default itself once it has bound. */
+    char advertise[300];
+    if (flag("web.advertise-address") &&
+        sd_advertise_address(flag("web.advertise-address"), "", 1, "", advertise, sizeof advertise,
+                             &e)) {
+        fprintf(stderr, "qrel_exporter: %s\n", e.msg);
+        return 2;
+    }
     if (flags_bool(flags_find(flags, NFLAGS, "config.check")))
         return config_check(flag("config.file"));
     size_t concurrency;
