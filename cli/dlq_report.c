@@ -2,6 +2,7 @@
  * each is made valid UTF-8 before it is printed or quoted. */
 #include "dlq_report.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,20 +38,32 @@ static void put_json(struct buf *out, const char *s)
         buf_free(&b);
 }
 
+/* JSON has no inf or nan: a broker's dead_since may be either (a Redis stream field is free
+ * text), and the exposition format's "+Inf" would make the whole object unreadable. */
 static void put_number(struct buf *out, int has, double v)
 {
-    if (has)
+    if (has && isfinite(v))
         expfmt_format_value(out, v);
     else
         buf_puts(out, "null");
 }
 
+/* The last second the date format prints with four digits of year (9999-12-31T23:59:59Z). */
+#define LAST_DATE 253402300799.0
+
 static void put_time(struct buf *out, double t, double now)
 {
-    time_t s = (time_t)t;
+    /* Checked before the cast: a double out of time_t's range makes it undefined, and gmtime
+     * fails for a year past int and leaves tm unset. */
     struct tm tm;
+    time_t s = t >= 0 && t <= LAST_DATE ? (time_t)t : 0;
+    if (!(t >= 0 && t <= LAST_DATE) || !gmtime_r(&s, &tm)) {
+        buf_puts(out, "out of range (");
+        expfmt_format_value(out, t);
+        buf_putc(out, ')');
+        return;
+    }
     char when[32];
-    gmtime_r(&s, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     buf_printf(out, "%s (%.0fs ago)", when, now > t ? now - t : 0.0);
 }

@@ -35,6 +35,7 @@
 #include "config_message.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -45,6 +46,7 @@
 
 #include "alloc.h"
 #include "buf.h"
+#include "number.h"
 
 /* ---- messages ---- */
 
@@ -267,24 +269,6 @@ int cfg_get_duration(struct cfg_node *map, const char *key, double def, double *
     return 0;
 }
 
-/* Decimal only, optional '-': strtoll alone would also take spaces, '+' and trailing junk. */
-static int parse_int(const char *s, long long *out)
-{
-    const char *d = s[0] == '-' ? s + 1 : s;
-    if (*d == '\0')
-        return -1;
-    for (const char *c = d; *c; c++)
-        if (*c < '0' || *c > '9')
-            return -1;
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || !end || *end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int cfg_get_int(struct cfg_node *map, const char *key, long long def, long long min, long long max,
                 long long *out, struct err *e)
 {
@@ -294,7 +278,7 @@ int cfg_get_int(struct cfg_node *map, const char *key, long long def, long long 
     if (found <= 0)
         return found;
     long long n;
-    if (v->kind != CFG_SCALAR || parse_int(v->scalar, &n) < 0 || n < min || n > max) {
+    if (v->kind != CFG_SCALAR || num_parse_int(v->scalar, min, max, &n) < 0) {
         char q[CFG_QUOTE_MAX];
         return cfg_error(e, v, "%s: want an integer from %lld to %lld, got %s", key, min, max,
                          got_phrase(q, sizeof q, v));
@@ -394,61 +378,11 @@ int cfg_finish(struct cfg_node *map, const char *where, struct err *e)
     return 0;
 }
 
-/* Prometheus model.ParseDuration: "0", or <digits><unit> runs with units strictly in the order
- * y w d h m s ms, each at most once; overflow past int64 nanoseconds is an error as there. */
+/* The syntax lives with the other strict number parsers (number.c); no bound here beyond its own
+ * (int64 nanoseconds), as the getters that want one state it. */
 int cfg_parse_duration(const char *s, double *seconds)
 {
-    static const struct {
-        const char *name;
-        uint64_t ns;
-    } units[] = {
-        {"y", 365ull * 24 * 3600 * 1000000000ull},
-        {"w", 7ull * 24 * 3600 * 1000000000ull},
-        {"d", 24ull * 3600 * 1000000000ull},
-        {"h", 3600ull * 1000000000ull},
-        {"m", 60ull * 1000000000ull},
-        {"s", 1000000000ull},
-        {"ms", 1000000ull},
-    };
-    const size_t nunits = sizeof units / sizeof units[0];
-    if (!s || *s == '\0')
-        return -1;
-    if (strcmp(s, "0") == 0) {
-        *seconds = 0;
-        return 0;
-    }
-    uint64_t total = 0;
-    size_t next_unit = 0; /* units before this index are used up */
-    const char *p = s;
-    while (*p) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        uint64_t v = 0;
-        for (; *p >= '0' && *p <= '9'; p++) {
-            unsigned digit = (unsigned)(*p - '0');
-            if (v > (UINT64_MAX - digit) / 10)
-                return -1;
-            v = v * 10 + digit;
-        }
-        const char *u = p;
-        while (*p && (*p < '0' || *p > '9'))
-            p++;
-        size_t ulen = (size_t)(p - u);
-        size_t k;
-        for (k = 0; k < nunits; k++)
-            if (strlen(units[k].name) == ulen && memcmp(units[k].name, u, ulen) == 0)
-                break;
-        if (k == nunits || k < next_unit)
-            return -1;
-        next_unit = k + 1;
-        if (v > (uint64_t)INT64_MAX / units[k].ns)
-            return -1;
-        total += v * units[k].ns;
-        if (total > (uint64_t)INT64_MAX)
-            return -1;
-    }
-    *seconds = (double)total / 1e9;
-    return 0;
+    return num_parse_duration(s, 0, DBL_MAX, seconds);
 }
 
 struct cfg_node *cfg_at(struct cfg_node *map, const char *key)
@@ -496,6 +430,23 @@ int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def,
     if (n && *out <= 0)
         return cfg_error(e, n, "%s: want a duration above 0", key);
     return 0;
+}
+
+int cfg_get_duration_in(struct cfg_node *map, const char *key, double def, double min, double max,
+                        double *out, struct err *e)
+{
+    if (cfg_get_duration(map, key, def, out, e))
+        return -1;
+    struct cfg_node *v = NULL;
+    if (cfg_get_node(map, key, CFG_SCALAR, &v, e))
+        return -1;
+    if (!v || (*out >= min && *out <= max))
+        return 0;
+    *out = def;
+    char q[CFG_QUOTE_MAX], lo[32], hi[32];
+    return cfg_error(e, v, "%s: want a duration from %s to %s, got %s", key,
+                     num_format_duration(min, lo, sizeof lo),
+                     num_format_duration(max, hi, sizeof hi), quote(q, sizeof q, v->scalar));
 }
 
 int cfg_refuse_renamed(struct cfg_node *map, const char *old_key, const char *new_key,

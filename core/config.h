@@ -83,6 +83,10 @@ int cfg_get_path(struct cfg_node *map, const char *key, char **out, struct err *
  *   FILE:L:C: KEY: want a duration above 0 */
 int cfg_get_positive_duration(struct cfg_node *map, const char *key, double def, double *out,
                               struct err *e);
+/* cfg_get_duration for a key whose value, when present, must be from min to max seconds:
+ *   FILE:L:C: KEY: want a duration from 1ms to 1d, got "25d" */
+int cfg_get_duration_in(struct cfg_node *map, const char *key, double def, double min, double max,
+                        double *out, struct err *e);
 /* A key that an earlier release spelt old_key and this one new_key: present, it is an error at the
  * old key that names the new one (and note, when not NULL, says what else changed):
  *   qrel.yml:9:5: "max_reply_bytes" is now called "max_response_bytes"

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "number.h"
+
 /* below: a finding is worse the further its value lies below its limit (a margin, a dedup
  * window), else the further above (messages, ages), which ranks the per-queue series. */
 static const struct {
@@ -95,9 +97,8 @@ static int parse_queue_series(struct cfg_node *map, struct audit_config *c, stru
         c->queue_series = AUDIT_QUEUE_SERIES_ALL;
         return 0;
     }
-    char *end = NULL;
-    long long v = strtoll(n->scalar, &end, 10);
-    if (end == n->scalar || *end || v < 0 || v > 1000000) {
+    long long v;
+    if (num_parse_int(n->scalar, 0, 1000000, &v)) {
         char q[64];
         return cfg_error(e, n,
                          "queue_series: want a number of series from 0 to 1000000 or \"all\", "

@@ -29,6 +29,20 @@ static int is_wildcard(const char *host, size_t len)
            (len == 2 && memcmp(host, "::", 2) == 0) || (len == 4 && memcmp(host, "[::]", 4) == 0);
 }
 
+/* A host Prometheus can dial and /sd can print as it is: a bracketed IPv6 address, or a DNS
+ * name or IPv4 address (letters, digits, '-', '.', '_'; at most 253 bytes). Anything else
+ * (a space, a quote, '@', invalid UTF-8) would reach the JSON and the target list. */
+static int host_ok(const char *h, size_t len)
+{
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+        size_t in = len - 2;
+        return in >= 2 && strspn(h + 1, "0123456789abcdefABCDEF:.") == in &&
+               memchr(h + 1, ':', in) != NULL;
+    }
+    static const char name[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._";
+    return len >= 1 && len <= 253 && strspn(h, name) >= len;
+}
+
 int sd_advertise_address(const char *flag, const char *bound_host, unsigned port,
                          const char *hostname, char *out, size_t outlen, struct err *e)
 {
@@ -37,11 +51,13 @@ int sd_advertise_address(const char *flag, const char *bound_host, unsigned port
         const char *p = colon ? colon + 1 : "";
         size_t digits = strspn(p, "0123456789");
         long n = digits ? strtol(p, NULL, 10) : 0;
-        if (!colon || is_wildcard(flag, (size_t)(colon - flag)) || !*p || p[digits] || digits > 5 ||
-            n < 1 || n > 65535)
+        if (!colon || is_wildcard(flag, (size_t)(colon - flag)) ||
+            !host_ok(flag, (size_t)(colon - flag)) || !*p || p[digits] || digits > 5 || n < 1 ||
+            n > 65535)
             return err_set(e, ERR_CONFIG,
                            "--web.advertise-address \"%s\": want host:port as Prometheus reaches "
-                           "this exporter (no wildcard host, port 1 to 65535)",
+                           "this exporter (a DNS name, IPv4 or [IPv6] host, not a wildcard; port 1 "
+                           "to 65535)",
                            flag);
         if ((size_t)snprintf(out, outlen, "%s", flag) >= outlen)
             return err_set(e, ERR_CONFIG, "--web.advertise-address \"%s\" is too long", flag);

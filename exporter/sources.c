@@ -12,6 +12,7 @@
 #include "config.h"
 #include "alloc.h"
 #include "buf.h"
+#include "number.h"
 
 /* Source names become the `source` label and /probe?target= values, so they are kept to
  * characters that need no escaping anywhere. */
@@ -77,14 +78,9 @@ int sources_configure(const struct sources *s, struct collector *c, struct cfg_n
     c->name = name;
     name = NULL;
     c->kind = k;
-    if (cfg_get_duration(map, "timeout", s->timeout, &c->timeout, e))
+    if (cfg_get_duration_in(map, "timeout", s->timeout, NUM_TIMEOUT_MIN, NUM_TIMEOUT_MAX,
+                            &c->timeout, e))
         goto out;
-    if (c->timeout <= 0) {
-        struct cfg_node *t = NULL;
-        cfg_get_node(map, "timeout", CFG_SCALAR, &t, e);
-        cfg_error(e, t, "timeout: want a duration above 0");
-        goto out;
-    }
     if (cfg_get_duration(map, "min_interval", 0, &c->min_interval, e))
         goto out;
     if (collector_configure(c, map, e) || collector_finish(c, map, e))
@@ -120,17 +116,12 @@ static struct sources *load_doc(struct cfg_doc *doc, const char *path, struct er
     if (cfg_get_node(root, "global", CFG_MAP, &global, e))
         goto fail;
     if (global) {
-        if (cfg_get_duration(global, "timeout", s->timeout, &s->timeout, e) ||
-            cfg_get_duration(global, "scrape_timeout_offset", s->scrape_timeout_offset,
-                             &s->scrape_timeout_offset, e) ||
+        if (cfg_get_duration_in(global, "timeout", s->timeout, NUM_TIMEOUT_MIN, NUM_TIMEOUT_MAX,
+                                &s->timeout, e) ||
+            cfg_get_duration_in(global, "scrape_timeout_offset", s->scrape_timeout_offset, 0,
+                                NUM_TIMEOUT_MAX, &s->scrape_timeout_offset, e) ||
             cfg_finish(global, "global", e))
             goto fail;
-        if (s->timeout <= 0) {
-            struct cfg_node *t = NULL;
-            cfg_get_node(global, "timeout", CFG_SCALAR, &t, e);
-            cfg_error(e, t, "timeout: want a duration above 0");
-            goto fail;
-        }
     }
     struct cfg_node *audit = NULL;
     if (cfg_get_node(root, "audit", CFG_MAP, &audit, e) || audit_config_parse(audit, &s->audit, e))

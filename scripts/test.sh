@@ -126,7 +126,8 @@ side_built() {
   tail -30 "$side/san.log"
   return 1
 }
-fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk fuzz_beanstalk_split)
+fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
+  fuzz_beanstalk_split fuzz_flags fuzz_dlq_report)
 side=$(mktemp -d)
 # The integration tests run wider than the CPU count: each spends most of its time waiting for a
 # server to start or a lease to pass, and every one of them passes with two CPU hogs beside it.

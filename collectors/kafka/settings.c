@@ -3,6 +3,7 @@
  * rather than as the "missing" message it would otherwise cause. */
 #include "kafka/settings.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "common/secret.h"
 #include "kafka/kafka.h"
 #include "alloc.h"
+#include "number.h"
 
 #define DEFAULT_MAX_LAG_FETCHES 1000
 #define DEFAULT_MAX_RESPONSE_BYTES 100000000LL
@@ -192,9 +194,10 @@ rd_kafka_conf_t *kafka_settings_conf(const struct kafka_settings *s, char *errst
     char num[32];
     long long fetch_max = s->max_response_bytes / 2 < 1048576 ? s->max_response_bytes / 2 : 1048576;
     long long fetch_part = fetch_max < 65536 ? fetch_max : 65536;
-    int timeout_ms = (int)(s->timeout * 1000.0);
-    if (timeout_ms < 1000)
-        timeout_ms = 1000;
+    /* Each clamped to its property's range in librdkafka (at least 1 s, as a connection needs):
+     * a cast alone overflows the int at 24.8 days, and a value past the range is refused. */
+    int setup_ms = num_seconds_to_ms(s->timeout, 1000, INT_MAX);
+    int api_version_ms = num_seconds_to_ms(s->timeout, 1000, 300000);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     struct {
         const char *k;
@@ -232,8 +235,8 @@ rd_kafka_conf_t *kafka_settings_conf(const struct kafka_settings *s, char *errst
         {"receive.message.max.bytes", s->max_response_bytes},
         {"fetch.max.bytes", fetch_max},
         {"fetch.message.max.bytes", fetch_part},
-        {"socket.connection.setup.timeout.ms", timeout_ms},
-        {"api.version.request.timeout.ms", timeout_ms},
+        {"socket.connection.setup.timeout.ms", setup_ms},
+        {"api.version.request.timeout.ms", api_version_ms},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         snprintf(num, sizeof num, "%lld", nums[i].v);

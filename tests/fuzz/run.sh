@@ -14,7 +14,7 @@ shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
-  fuzz_beanstalk_split)
+    fuzz_beanstalk_split fuzz_flags fuzz_dlq_report)
 fi
 seconds=${QREL_FUZZ_SECONDS:-18}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrel-fuzz.XXXXXX")
@@ -38,6 +38,10 @@ for t in "${targets[@]}"; do
     beanstalk_split) seeds+=("$root/tests/fixtures/beanstalkd") ;; # the first byte picks the step
   esac
   seeds+=("$work/$name/seeds")
+  # fuzz_flags runs the commands' usage errors, which print on every run: libFuzzer keeps its
+  # own stderr and drops the target's stdout and stderr.
+  quiet=()
+  [ "$name" = flags ] && quiet=(-close_fd_mask=3)
   regressions=("$root/tests/fuzz/regressions/$name"/*)
   if [ -e "${regressions[0]}" ]; then
     if "$bin" "${regressions[@]}" > "$work/$name/regressions.log" 2>&1; then
@@ -48,7 +52,7 @@ for t in "${targets[@]}"; do
       failed=1
     fi
   fi
-  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 "${quiet[@]}" \
       -artifact_prefix="$work/$name/" -print_final_stats=1 \
       "$work/$name/corpus" "${seeds[@]}" > "$work/$name/fuzz.log" 2>&1; then
     echo "fuzz: $t: $(grep -E '^stat::number_of_executed_units' "$work/$name/fuzz.log" | awk '{print $2}') runs in ${seconds}s, no crash"

@@ -71,8 +71,12 @@ expect_eq "--web.advertise-address is listed" \
 kill "$adv_pid"
 "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 \
   --web.advertise-address=0.0.0.0:19318 2>"$T/exporter-bad.log" && rc=0 || rc=$?
-expect_eq "a wildcard advertise address exits" "$rc" 1
+expect_eq "a wildcard advertise address is a usage error" "$rc" 2
 expect_cmd "and says why" grep -qF 'want host:port as Prometheus reaches this exporter' "$T/exporter-bad.log"
+# A host that is not a DNS name or an address (here invalid UTF-8) would make /sd invalid JSON.
+"$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 \
+  --web.advertise-address=$'\xff\xfe:19318' 2>"$T/exporter-bad.log" && rc=0 || rc=$?
+expect_eq "an advertise host of invalid UTF-8 is a usage error" "$rc" 2
 
 # prom_config SHARD COUNT EXPORTER: shard SHARD of COUNT, discovering through EXPORTER's /sd.
 prom_config() {

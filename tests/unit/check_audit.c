@@ -999,6 +999,11 @@ START_TEST(test_config)
         {"audit:\n  queue_series: 10x\n", "x.yml:2:17: queue_series: want a number of series from "
                                           "0 to 1000000 or \"all\", got \"10x\""},
         {"audit:\n  queue_series: [1]\n", "x.yml:2:17: queue_series: want a string, got a list"},
+        /* Plain digits only, as every count: strtoll alone took a space and a sign. */
+        {"audit:\n  queue_series: \" 5\"\n", "x.yml:2:17: queue_series: want a number of series "
+                                             "from 0 to 1000000 or \"all\", got \" 5\""},
+        {"audit:\n  queue_series: \"+5\"\n", "x.yml:2:17: queue_series: want a number of series "
+                                             "from 0 to 1000000 or \"all\", got \"+5\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_clear(&e);

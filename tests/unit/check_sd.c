@@ -97,6 +97,19 @@ static const struct addr_case addrs[] = {
     {"h:0", "", 1, NULL},
     {"h:65536", "", 1, NULL},
     {"h:12a", "", 1, NULL},
+    /* The host is a DNS name, an IPv4 address or a bracketed IPv6 one: any other byte would
+     * reach /sd's JSON (invalid UTF-8 made it invalid JSON) and Prometheus' target list. */
+    {"qrel_1.example-a.com:80", "", 1, "qrel_1.example-a.com:80"},
+    {"\xff\xfe:80", "", 1, NULL},
+    {"caf\xc3\xa9.example:80", "", 1, NULL},
+    {"a b:80", "", 1, NULL},
+    {"a\"b:80", "", 1, NULL},
+    {"h/x:80", "", 1, NULL},
+    {"user@h:80", "", 1, NULL},
+    {"::1:80", "", 1, NULL},
+    {"[fd00::1:80", "", 1, NULL},
+    {"[h]:80", "", 1, NULL},
+    {"[]:80", "", 1, NULL},
 };
 
 START_TEST(test_advertise_address)
@@ -123,7 +136,8 @@ START_TEST(test_advertise_error_message)
     struct err e;
     ck_assert_int_eq(sd_advertise_address(":19318", "", 1, "box", out, sizeof out, &e), -1);
     ck_assert_str_eq(e.msg, "--web.advertise-address \":19318\": want host:port as Prometheus "
-                            "reaches this exporter (no wildcard host, port 1 to 65535)");
+                            "reaches this exporter (a DNS name, IPv4 or [IPv6] host, not a "
+                            "wildcard; port 1 to 65535)");
 }
 END_TEST
 

@@ -24,9 +24,17 @@ static const struct bad_case bad[] = {
      "  - name: a\n    kind: redis_stream\n",
      "x.yml:6:11: name: source \"a\" is defined twice"},
     {"sources:\n  - name: a\n    kind: redis_stream\n    timeout: 0\n",
-     "x.yml:4:14: timeout: want a duration above 0"},
+     "x.yml:4:14: timeout: want a duration from 1ms to 1d, got \"0\""},
     {"global:\n  timeout: 5\n", "x.yml:2:12: timeout: want a duration like \"5s\", got \"5\""},
-    {"global:\n  timeout: 0s\n", "x.yml:2:12: timeout: want a duration above 0"},
+    {"global:\n  timeout: 0s\n", "x.yml:2:12: timeout: want a duration from 1ms to 1d, got \"0s\""},
+    /* A day at most: past 24.8 days a timeout overflowed the int of milliseconds a library
+     * takes (kafka's became 1 s). */
+    {"global:\n  timeout: 25d\n",
+     "x.yml:2:12: timeout: want a duration from 1ms to 1d, got \"25d\""},
+    {"sources:\n  - name: a\n    kind: redis_stream\n    timeout: 1d1ms\n",
+     "x.yml:4:14: timeout: want a duration from 1ms to 1d, got \"1d1ms\""},
+    {"global:\n  scrape_timeout_offset: 2d\n",
+     "x.yml:2:26: scrape_timeout_offset: want a duration from 0 to 1d, got \"2d\""},
     {"global:\n  scrape_timeout: 1s\n",
      "x.yml:2:3: unknown key \"scrape_timeout\" in global (known keys: scrape_timeout_offset, "
      "timeout)"},
