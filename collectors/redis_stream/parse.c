@@ -3,6 +3,7 @@
  * unit tests feed recorded replies and every edge case without a server. */
 #include "redis_stream.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -458,6 +459,14 @@ static int64_t whole_number(const redisReply *v)
     return n;
 }
 
+/* t when it can be when an entry died, else 0 (unknown): not finite, or before
+ * ENTRY_MIN_TIMESTAMP (an id a writer chose, such as 1-1, is 1970). Without the server's clock a
+ * time ahead cannot be judged here. */
+static double sane_time(double t)
+{
+    return isfinite(t) && t >= ENTRY_MIN_TIMESTAMP ? t : 0;
+}
+
 /* Unix seconds ("1764612000.25") or RFC 3339; 0 when neither. */
 static double time_of(const redisReply *v)
 {
@@ -489,7 +498,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
     kd->v = xcalloc(kd->n ? kd->n : 1, sizeof *kd->v);
     kd->len = xcalloc(kd->n ? kd->n : 1, sizeof *kd->len);
     m->kind_data = kd;
-    m->dead_since = (double)id.ms / 1000.0;
+    m->dead_since = sane_time((double)id.ms / 1000.0);
     size_t flen = strlen(id_field);
     int seen_id = 0;
     for (size_t j = 0; j < f->elements; j++) {
@@ -509,7 +518,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
                 m->work_id = xstrndup(val->str, val->len);
         } else if (key_is(v, "deliveries"))
             m->deliveries = whole_number(val);
-        else if (key_is(v, "dead_since") && time_of(val) > 0)
+        else if (key_is(v, "dead_since") && sane_time(time_of(val)) > 0)
             m->dead_since = time_of(val);
     }
     return 0;
