@@ -11,10 +11,12 @@ void redis_stream_emit_group(struct metric_set *out, const char *q, const char *
                        "ready", NULL);
     metric_set_add(out, "qrel_queue_messages", v->in_flight, "queue", q, "group", g, "state",
                    "in_flight", NULL);
-    metric_set_add(out, "qrel_consumer_lag_seconds", v->consumer_lag_seconds, "queue", q, "group",
-                   g, NULL);
-    metric_set_add(out, "qrel_queue_oldest_message_age_seconds", v->oldest_message_age_seconds,
-                   "queue", q, "group", g, NULL);
+    if (v->has_consumer_lag)
+        metric_set_add(out, "qrel_consumer_lag_seconds", v->consumer_lag_seconds, "queue", q,
+                       "group", g, NULL);
+    if (v->has_oldest_message_age)
+        metric_set_add(out, "qrel_queue_oldest_message_age_seconds", v->oldest_message_age_seconds,
+                       "queue", q, "group", g, NULL);
     if (v->has_lease_timeout)
         metric_set_add(out, "qrel_lease_timeout_seconds", v->lease_timeout_seconds, "queue", q,
                        "group", g, NULL);
@@ -33,18 +35,30 @@ void redis_stream_emit_group(struct metric_set *out, const char *q, const char *
 }
 
 void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
-                           int64_t now_ms)
+                           int64_t now_ms, struct entry_skips *skips)
 {
     metric_set_add(out, "qrel_dead_letter_messages", (double)d->len, "queue", t->name,
                    "dead_letter_queue", t->dlq, NULL);
-    if (d->found)
-        metric_set_add(out, "qrel_dead_letter_oldest_age_seconds",
-                       redis_stream_age_seconds(now_ms, d->first.ms), "queue", t->name,
+    /* An id that gives no age leaves that age out. The refused entry is counted on the
+     * dead-letter stream that holds it, once: by the first stream naming it (dlq_owner), and
+     * once when the oldest entry is also the newest. */
+    double age;
+    int first_ok = d->found && redis_stream_entry_age(now_ms, d->first.ms, &age) == 0;
+    if (first_ok)
+        metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", age, "queue", t->name,
                        "dead_letter_queue", t->dlq, NULL);
-    if (d->found_last)
-        metric_set_add(out, "qrel_dead_letter_newest_age_seconds",
-                       redis_stream_age_seconds(now_ms, d->last.ms), "queue", t->name,
+    int last_ok = d->found_last && redis_stream_entry_age(now_ms, d->last.ms, &age) == 0;
+    if (last_ok)
+        metric_set_add(out, "qrel_dead_letter_newest_age_seconds", age, "queue", t->name,
                        "dead_letter_queue", t->dlq, NULL);
+    if (!t->dlq_owner)
+        return;
+    int same =
+        d->found && d->found_last && d->first.ms == d->last.ms && d->first.seq == d->last.seq;
+    if (d->found && !first_ok)
+        entry_skips_add(skips, t->dlq, ENTRY_BAD_TIMESTAMP);
+    if (d->found_last && !last_ok && !same)
+        entry_skips_add(skips, t->dlq, ENTRY_BAD_TIMESTAMP);
 }
 
 void redis_stream_emit_truncated(struct metric_set *out, size_t groups)

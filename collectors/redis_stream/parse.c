@@ -3,12 +3,14 @@
  * unit tests feed recorded replies and every edge case without a server. */
 #include "redis_stream.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/entries.h"
 #include "common/redis.h"
 #include "alloc.h"
 #include "text.h"
@@ -287,11 +289,15 @@ int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e)
     return 0;
 }
 
-double redis_stream_age_seconds(int64_t now_ms, uint64_t ms)
+int redis_stream_entry_age(int64_t now_ms, uint64_t ms, double *age)
 {
-    if (now_ms < 0 || ms >= (uint64_t)now_ms)
-        return 0.0;
-    return (double)((uint64_t)now_ms - ms) / 1000.0;
+    double a;
+    if (now_ms < 0 || entry_age((double)now_ms / 1000.0, (double)ms / 1000.0, &a))
+        return -1;
+    /* The difference in whole milliseconds: the same, without the rounding of two epoch
+     * seconds in doubles. */
+    *age = ms < (uint64_t)now_ms ? (double)((uint64_t)now_ms - ms) / 1000.0 : 0.0;
+    return 0;
 }
 
 char *redis_stream_dlq_name(const char *tmpl, const char *stream)
@@ -310,22 +316,29 @@ void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *
     out->ready = (double)g->lag;
     out->in_flight = (double)g->pending;
 
-    /* lag == 0 means everything was delivered, whatever an XRANGE would say. */
+    /* lag == 0 means everything was delivered, whatever an XRANGE would say. Nothing waiting
+     * is a lag of 0; a waiting entry whose id gives no age leaves the lag out. */
     int waiting = undelivered_found && !(g->has_lag && g->lag == 0);
-    out->consumer_lag_seconds = waiting ? redis_stream_age_seconds(now_ms, undelivered->ms) : 0.0;
+    double lag = 0.0;
+    int lag_ok = !waiting || redis_stream_entry_age(now_ms, undelivered->ms, &lag) == 0;
+    out->has_consumer_lag = lag_ok;
+    out->consumer_lag_seconds = lag;
+    out->bad_timestamps += !lag_ok;
 
-    /* The oldest unacknowledged message is either still pending or not delivered yet. */
-    int have = 0;
-    uint64_t oldest = 0;
-    if (pending && pending->has_oldest) {
-        oldest = pending->oldest.ms;
-        have = 1;
+    /* The oldest unacknowledged message is either still pending or not delivered yet: the one
+     * with the smaller id. When its id gives no age, the oldest age is unknown, and left out
+     * (the other entry is younger: its age would understate). */
+    int pend = pending && pending->has_oldest;
+    double pend_age = 0.0;
+    int pend_ok = !pend || redis_stream_entry_age(now_ms, pending->oldest.ms, &pend_age) == 0;
+    out->bad_timestamps += !pend_ok;
+    if (pend && (!waiting || pending->oldest.ms <= undelivered->ms)) {
+        out->has_oldest_message_age = pend_ok;
+        out->oldest_message_age_seconds = pend_age;
+    } else {
+        out->has_oldest_message_age = lag_ok; /* the undelivered entry, or none: 0 */
+        out->oldest_message_age_seconds = lag;
     }
-    if (waiting && (!have || undelivered->ms < oldest)) {
-        oldest = undelivered->ms;
-        have = 1;
-    }
-    out->oldest_message_age_seconds = have ? redis_stream_age_seconds(now_ms, oldest) : 0.0;
 
     int held = pending && pending->scanned > 0;
     double hold = held ? (double)pending->max_idle_ms / 1000.0 : 0.0;
@@ -446,6 +459,14 @@ static int64_t whole_number(const redisReply *v)
     return n;
 }
 
+/* t when it can be when an entry died, else 0 (unknown): not finite, or before
+ * ENTRY_MIN_TIMESTAMP (an id a writer chose, such as 1-1, is 1970). Without the server's clock a
+ * time ahead cannot be judged here. */
+static double sane_time(double t)
+{
+    return isfinite(t) && t >= ENTRY_MIN_TIMESTAMP ? t : 0;
+}
+
 /* Unix seconds ("1764612000.25") or RFC 3339; 0 when neither. */
 static double time_of(const redisReply *v)
 {
@@ -477,7 +498,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
     kd->v = xcalloc(kd->n ? kd->n : 1, sizeof *kd->v);
     kd->len = xcalloc(kd->n ? kd->n : 1, sizeof *kd->len);
     m->kind_data = kd;
-    m->dead_since = (double)id.ms / 1000.0;
+    m->dead_since = sane_time((double)id.ms / 1000.0);
     size_t flen = strlen(id_field);
     int seen_id = 0;
     for (size_t j = 0; j < f->elements; j++) {
@@ -497,7 +518,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
                 m->work_id = xstrndup(val->str, val->len);
         } else if (key_is(v, "deliveries"))
             m->deliveries = whole_number(val);
-        else if (key_is(v, "dead_since") && time_of(val) > 0)
+        else if (key_is(v, "dead_since") && sane_time(time_of(val)) > 0)
             m->dead_since = time_of(val);
     }
     return 0;

@@ -395,6 +395,8 @@ static void walk_emit_group(struct walk *w, const struct target *t, const struct
     redis_stream_group_values(w->now_ms, &rg, w->have_pending ? &w->pending : NULL, w->found,
                               &w->first, &w->st->specs[t->spec].pol, &v);
     redis_stream_emit_group(w->out, t->name, g->name, &v);
+    for (size_t k = 0; k < v.bad_timestamps; k++)
+        entry_skips_add(&w->sc->skips, t->name, ENTRY_BAD_TIMESTAMP);
     if (w->have_pending &&
         redis_stream_pending_truncated(&w->pending, g->pending, w->st->pending_scan_limit))
         w->truncated++;
@@ -457,7 +459,7 @@ static int walk_next(struct walk *w, struct err *e)
         case W_DLQ_LAST:
             return 1;
         case W_EMIT_DLQ:
-            redis_stream_emit_dlq(w->out, t, &sc->dlqs[t->dlq_slot], w->now_ms);
+            redis_stream_emit_dlq(w->out, t, &sc->dlqs[t->dlq_slot], w->now_ms, &sc->skips);
             w->ti++;
             w->step = W_TARGET;
             break;

@@ -48,6 +48,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         redis_stream_read_groups(st, p, dl, &sc, &now_ms, e) ||
         redis_stream_read_details(st, p, dl, &sc, now_ms, out, e))
         goto out;
+    entry_skips_emit(&sc.skips, out);
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
         const struct redis_stats *after = redis_conn_stats(st->conn);

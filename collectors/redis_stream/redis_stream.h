@@ -99,8 +99,12 @@ int redis_stream_parse_len(const redisReply *r, long long *len, struct err *e);
 /* Whether group passes a stream's `groups` filter: every group when groups is NULL. */
 int redis_stream_group_wanted(char *const *groups, size_t ngroups, const char *group);
 
-/* now_ms - ms in seconds, clamped at 0 (clock steps, ids set by hand to the future). */
-double redis_stream_age_seconds(int64_t now_ms, uint64_t ms);
+/* The age at now_ms (the server's TIME) of the entry whose id holds ms: 0 with *age = now_ms - ms
+ * in seconds (0 for an id up to ENTRY_CLOCK_SKEW ahead), or -1 with *age untouched when the id's
+ * time is refused by entry_age (common/entries.h). A writer may choose ids (XADD with `1-1`, or
+ * far ahead), which would otherwise give an age of decades that pages: the caller counts a
+ * refused id as a skipped bad_timestamp entry of its stream and leaves that age out. */
+int redis_stream_entry_age(int64_t now_ms, uint64_t ms, double *age);
 
 /* dead_letter_stream with every "{stream}" replaced by the stream's name. malloc'd. */
 char *redis_stream_dlq_name(const char *tmpl, const char *stream);
@@ -124,7 +128,8 @@ void redis_stream_fields_free(void *fields); /* a struct redis_stream_fields *; 
 /* Fills m from entry x ([id, [field, value, ...]]) of an XRANGE reply of a dead-letter stream:
  * message_id the entry id; work_id the first field named id_field (NULL when absent, empty or
  * holding a NUL byte); deliveries the field "deliveries" when it holds a whole number; dead_since
- * the field "dead_since" (unix seconds or RFC 3339) else the time in the entry id; kind_data the
+ * the field "dead_since" (unix seconds or RFC 3339) else the time in the entry id, either only when
+ * finite and from 2000 on (else 0, unknown: an id such as 1-1 is no time); kind_data the
  * fields (struct redis_stream_fields). ERR_PROTOCOL without a prefix for another shape; m's
  * members may then be set (dlq_batch_free frees them). */
 int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq_message *m,
@@ -141,8 +146,11 @@ struct redis_stream_group_values {
     int has_ready;
     double ready;
     double in_flight;
+    int has_consumer_lag; /* 0 when the first undelivered entry's id was refused */
     double consumer_lag_seconds;
+    int has_oldest_message_age; /* 0 when the oldest entry's id was refused */
     double oldest_message_age_seconds;
+    size_t bad_timestamps; /* entries whose id redis_stream_entry_age refused */
     int has_lease_timeout;
     double lease_timeout_seconds;
     double lease_oldest_age_seconds;
@@ -155,9 +163,9 @@ struct redis_stream_group_values {
     double messages_redelivered;
 };
 
-/* Computes a group's series from what Redis said. pending may be NULL (nothing was scanned
- * because the group had nothing pending); undelivered_found / undelivered is the first entry
- * after the group's last-delivered-id. */
+/* Computes a group's series from what Redis said (ages through redis_stream_entry_age). pending may
+ * be NULL (nothing was scanned because the group had nothing pending); undelivered_found /
+ * undelivered is the first entry after the group's last-delivered-id. */
 void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *g,
                                const struct redis_stream_pending *pending, int undelivered_found,
                                const struct redis_stream_id *undelivered,

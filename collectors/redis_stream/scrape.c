@@ -89,6 +89,7 @@ void redis_stream_scrape_free(struct scrape *sc)
     free(sc->t);
     free(sc->groups);
     free(sc->dlqs);
+    entry_skips_free(&sc->skips);
     memset(sc, 0, sizeof *sc);
 }
 

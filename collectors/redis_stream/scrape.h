@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "common/entries.h"
 #include "common/redis.h"
 #include "common/redis_settings.h"
 #include "hashtab.h"
@@ -120,6 +121,7 @@ struct scrape {
     size_t ngroups, groups_cap;
     struct dlq *dlqs;
     size_t ndlqs;
+    struct entry_skips skips; /* entries whose id gives no age (qrel_skipped_entries) */
 };
 
 void redis_stream_scrape_free(struct scrape *sc);
@@ -144,8 +146,11 @@ int redis_stream_read_details(struct state *st, struct redis_pipe *p, const stru
 
 void redis_stream_emit_group(struct metric_set *out, const char *queue, const char *group,
                              const struct redis_stream_group_values *v);
+/* A dead-letter id that gives no age leaves that age out and, for the stream that asked for the
+ * dead-letter stream (dlq_owner), is counted into skips as a bad_timestamp of the dead-letter
+ * stream. */
 void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,
-                           int64_t now_ms);
+                           int64_t now_ms, struct entry_skips *skips);
 /* The source's count of groups whose pending scan pending_scan_limit cut short (0 included). */
 void redis_stream_emit_truncated(struct metric_set *out, size_t groups);
 

@@ -252,3 +252,20 @@ int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_a
     }
     return rc;
 }
+
+enum sidekiq_beat sidekiq_judge_beat(const char *s, size_t len, double now, double stale_after)
+{
+    char buf[64]; /* a beat is some 20 characters: a longer one is no beat */
+    if (len == 0 || len >= sizeof buf || memchr(s, '\0', len))
+        return SIDEKIQ_BEAT_BAD;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    /* strtod skips leading space and stops at junk: the whole text must be the number. */
+    if (!(buf[0] == '-' || buf[0] == '.' || (buf[0] >= '0' && buf[0] <= '9')))
+        return SIDEKIQ_BEAT_BAD;
+    char *end;
+    double beat = strtod(buf, &end), age;
+    if (*end != '\0' || entry_age(now, beat, &age)) /* entry_age refuses inf and NaN too */
+        return SIDEKIQ_BEAT_BAD;
+    return age > stale_after ? SIDEKIQ_STOPPED : SIDEKIQ_ALIVE;
+}

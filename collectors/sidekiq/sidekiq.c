@@ -292,8 +292,13 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
     }
     size_t k = (index - x->nqueue_cmds) % 3;
     if (k == 0) { /* HGET <identity> beat: absent once the process's keys expired */
-        double beat = r->type == REDIS_REPLY_STRING ? strtod(r->str, NULL) : 0;
-        sc->process_stale = r->type == REDIS_REPLY_STRING && sc->now - beat > sc->st->stale_after;
+        sc->process_stale = 0;
+        if (r->type != REDIS_REPLY_STRING)
+            return 0;
+        enum sidekiq_beat b = sidekiq_judge_beat(r->str, r->len, sc->now, sc->st->stale_after);
+        if (b == SIDEKIQ_BEAT_BAD) /* neither alive nor stopped: its jobs are not orphaned */
+            entry_skips_add(&sc->skips, "", ENTRY_BAD_TIMESTAMP);
+        sc->process_stale = b == SIDEKIQ_STOPPED;
         return 0;
     }
     return on_work_hash(sc, r, e);

@@ -23,4 +23,12 @@ int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueu
 int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at,
                        enum entry_skip *why, struct err *e);
 
+/* What a process's heartbeat (`HGET <identity> beat`, epoch seconds as Sidekiq writes them) says
+ * at now: alive when at most stale_after old, stopped when older, and neither when it is no time
+ * (not a plain number, not finite, or refused by entry_age): the caller counts that as a skipped
+ * bad_timestamp entry and judges the process's jobs neither way (in flight, not orphaned), so a
+ * beat it cannot read raises no false "orphaned" alarm. */
+enum sidekiq_beat { SIDEKIQ_ALIVE, SIDEKIQ_STOPPED, SIDEKIQ_BEAT_BAD };
+enum sidekiq_beat sidekiq_judge_beat(const char *s, size_t len, double now, double stale_after);
+
 #endif

@@ -39,6 +39,14 @@ R XADD trimmed "$(stream_id 7)" n 3 >/dev/null
 R XREADGROUP GROUP g c COUNT 1 STREAMS trimmed '>' >/dev/null
 R XDEL trimmed "$(stream_id 7)" >/dev/null
 
+# Ids chosen by the writer (XADD with an explicit id): 1-1 is 1970 by its id. No age is made of
+# such an id (it would say 56 years and page); each refused id is a skipped bad_timestamp entry.
+R XGROUP CREATE handset g 0 MKSTREAM >/dev/null
+R XADD handset 1-1 n 1 >/dev/null
+R XADD handset 1-2 n 2 >/dev/null
+R XREADGROUP GROUP g c COUNT 1 STREAMS handset '>' >/dev/null       # 1-1 pending, 1-2 undelivered
+R XADD handset.dlq 1-1 n 1 >/dev/null
+
 # Key names that need escaping: a quote, a backslash, a newline and an invalid UTF-8 byte.
 R XGROUP CREATE "$(printf 'odd"na\\me\nx\377')" g 0 MKSTREAM >/dev/null
 
@@ -55,6 +63,8 @@ $(redis_source cache "$RP")
         dead_letter_stream: "{stream}.dlq"
       - name: trimmed
       - pattern: "odd*"
+      - name: handset
+        dead_letter_stream: handset.dlq
 YML
 
 "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt"
@@ -103,6 +113,22 @@ expect_metric "$T/m.txt" 1 qrel_queue_messages 'queue="trimmed",group="g"' 'stat
 
 odd='queue="odd\"na\\me\nx'$'\xef\xbf\xbd''"'
 expect_metric "$T/m.txt" 0 qrel_queue_messages "$odd" 'state="ready"'
+
+# The stream of hand-chosen ids: still up, its counts read, no age of it (none over a day), its
+# refused ids counted (the pending 1-1 and the undelivered 1-2; the dead-letter stream's 1-1, the
+# oldest and newest entry at once, on the dead-letter stream), and no other stream's.
+h='queue="handset",group="g"'
+expect_metric "$T/m.txt" 1 qrel_queue_messages "$h" 'state="in_flight"'
+expect_metric "$T/m.txt" 1 qrel_queue_messages "$h" 'state="ready"'
+expect_absent "$T/m.txt" qrel_queue_oldest_message_age_seconds "$h"
+expect_absent "$T/m.txt" qrel_consumer_lag_seconds "$h"
+expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="handset",dead_letter_queue="handset.dlq"'
+expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="handset"'
+expect_absent "$T/m.txt" qrel_dead_letter_newest_age_seconds 'queue="handset"'
+expect_eq "age series of handset over a day" "$(awk '/^qrel_[a-z_]*(age|lag)_seconds\{.*queue="handset/ && $NF > 86400' "$T/m.txt")" ""
+expect_metric "$T/m.txt" 2 qrel_skipped_entries 'queue="handset"' 'reason="bad_timestamp"'
+expect_metric "$T/m.txt" 1 qrel_skipped_entries 'queue="handset.dlq"' 'reason="bad_timestamp"'
+expect_eq "skipped entries series (handset's two only)" "$(grep -c '^qrel_skipped_entries' "$T/m.txt" || true)" 2
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 
 # The same workload read through the fault proxy, which cuts every reply into 1- and 7-byte pieces:

@@ -105,6 +105,16 @@ R SREM queues hostile_a hostile_b hostile_c hostile_d >/dev/null
 R ZREMRANGEBYSCORE schedule 1 1 >/dev/null
 R HDEL "$p:workers" hostile >/dev/null
 
+# A heartbeat that is no number says neither alive nor stopped: the dead process's job is still
+# in flight but not orphaned (no false alarm), and the beat is a skipped bad_timestamp entry.
+beat=$(R HGET "$p" beat)
+R HSET "$p" beat soon >/dev/null
+$QREL scrape --config.file="$T/sk.yml" > "$T/beat.prom"
+expect_states "$T/beat.prom" emails in_flight=1
+expect_metric "$T/beat.prom" 0 qrel_lease_orphaned_messages 'queue="emails"'
+expect_metric "$T/beat.prom" 1 qrel_skipped_entries 'queue=""' 'reason="bad_timestamp"'
+R HSET "$p" beat "$beat" >/dev/null
+
 # Round trips do not grow with queues: 30 more queues, still 2.
 client spread q 30
 expect_flat_round_trips sidekiq "$T/sk.yml" 31 2 ready

@@ -480,6 +480,19 @@ START_TEST(test_dlq_entry)
     ck_assert_int_eq(memcmp(f->v[3], "a\0b", 3), 0);
     dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
 
+    /* Times no dead letter carries (before 2000, not finite) are unknown, 0, not 1970: the id
+     * 1-1 a writer chose, a dead_since of 5 or inf over a real id (the id's time then). */
+    r = RESP("*3\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+             "*2\r\n$15\r\n1700000000000-0\r\n*2\r\n$10\r\ndead_since\r\n$1\r\n5\r\n"
+             "*2\r\n$15\r\n1700000000000-1\r\n*2\r\n$10\r\ndead_since\r\n$3\r\ninf\r\n");
+    for (size_t i = 0; i < r->elements; i++)
+        ck_assert_int_eq(redis_stream_dlq_entry(r->element[i], "order", dlq_batch_push(&b), &e), 0);
+    freeReplyObject(r);
+    ck_assert(b.v[0].dead_since == 0);
+    ck_assert(b.v[1].dead_since == 1700000000.0);
+    ck_assert(b.v[2].dead_since == 1700000000.0);
+    dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
+
     /* Another shape: refused. */
     r = RESP("*2\r\n$3\r\n1-1\r\n*1\r\n$5\r\norder\r\n");
     ck_assert_int_eq(redis_stream_dlq_entry(r, "order", dlq_batch_push(&b), &e), -1);

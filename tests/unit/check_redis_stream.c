@@ -480,10 +480,27 @@ END_TEST
 
 START_TEST(test_age_and_dlq_name)
 {
-    ck_assert_double_eq_tol(redis_stream_age_seconds(10500, 10000), 0.5, 1e-12);
-    ck_assert_double_eq(redis_stream_age_seconds(10000, 10000), 0.0);
-    ck_assert_double_eq(redis_stream_age_seconds(10000, 20000), 0.0); /* future id: clamped */
-    ck_assert_double_eq(redis_stream_age_seconds(-1, 0), 0.0);
+    /* Ages of ids Redis chose (the server's clock in ms), near a realistic now. */
+    double age = -1;
+    ck_assert_int_eq(redis_stream_entry_age(1700000010500LL, 1700000010000ULL, &age), 0);
+    ck_assert_double_eq_tol(age, 0.5, 1e-12);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1700000010000ULL, &age), 0);
+    ck_assert_double_eq(age, 0.0);
+    /* A writer's clock a little ahead (within ENTRY_CLOCK_SKEW): an age of 0. */
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1700000020000ULL, &age), 0);
+    ck_assert_double_eq(age, 0.0);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1700000070000ULL, &age), 0);
+    ck_assert_double_eq(age, 0.0);
+    /* Refused, age untouched: 1-1 (XADD with an explicit id, 1970), 0, a day ahead, the
+     * largest id, and a clock before the epoch. */
+    age = -1;
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1, &age), -1);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 0, &age), -1);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1700086410000ULL, &age), -1);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, 1700000070001ULL, &age), -1);
+    ck_assert_int_eq(redis_stream_entry_age(1700000010000LL, UINT64_MAX, &age), -1);
+    ck_assert_int_eq(redis_stream_entry_age(-1, 1700000010000ULL, &age), -1);
+    ck_assert_double_eq(age, -1);
 
     check_str_free(redis_stream_dlq_name("{stream}.dlq", "orders"), "orders.dlq");
     check_str_free(redis_stream_dlq_name("dlq:{stream}:{stream}", "a"), "dlq:a:a");
@@ -512,8 +529,11 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_ready, 1);
     ck_assert_double_eq(v.ready, 2);
     ck_assert_double_eq(v.in_flight, 3);
+    ck_assert_int_eq(v.has_consumer_lag, 1);
     ck_assert_double_eq_tol(v.consumer_lag_seconds, 9.6, 1e-9);
+    ck_assert_int_eq(v.has_oldest_message_age, 1);
     ck_assert_double_eq_tol(v.oldest_message_age_seconds, 10.0, 1e-9);
+    ck_assert_uint_eq(v.bad_timestamps, 0);
     ck_assert_int_eq(v.has_lease_timeout, 1);
     ck_assert_double_eq(v.lease_timeout_seconds, 30);
     ck_assert_double_eq_tol(v.lease_oldest_age_seconds, 0.359, 1e-9);
@@ -531,7 +551,9 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_ready, 1);
     ck_assert_double_eq(v.ready, 0);
     ck_assert_double_eq(v.in_flight, 0);
+    ck_assert_int_eq(v.has_consumer_lag, 1); /* nothing waiting: 0, not absent */
     ck_assert_double_eq(v.consumer_lag_seconds, 0);
+    ck_assert_int_eq(v.has_oldest_message_age, 1);
     ck_assert_double_eq(v.oldest_message_age_seconds, 0);
     ck_assert_double_eq(v.lease_oldest_age_seconds, 0);
     ck_assert_int_eq(v.has_lease_timeout, 0);
@@ -549,13 +571,13 @@ START_TEST(test_values_edges)
 {
     struct redis_stream_group g = {0};
     struct redis_stream_group_values v;
-    struct redis_stream_id first = {5000, 0};
+    struct redis_stream_id first = {1700000005000ULL, 0};
     struct redis_stream_policy lease_only = {30.0, 0}, md_only = {-1, 5};
 
     /* nil lag: no ready series, but the first undelivered entry still gives the lag in time. */
     g.pending = 0;
     g.has_lag = 0;
-    redis_stream_group_values(8000, &g, NULL, 1, &first, &lease_only, &v);
+    redis_stream_group_values(1700000008000LL, &g, NULL, 1, &first, &lease_only, &v);
     ck_assert_int_eq(v.has_ready, 0);
     ck_assert_double_eq_tol(v.consumer_lag_seconds, 3.0, 1e-9);
     ck_assert_double_eq_tol(v.oldest_message_age_seconds, 3.0, 1e-9);
@@ -566,15 +588,15 @@ START_TEST(test_values_edges)
     /* lag 0 wins over a stale XRANGE answer. */
     g.has_lag = 1;
     g.lag = 0;
-    redis_stream_group_values(8000, &g, NULL, 1, &first, &lease_only, &v);
+    redis_stream_group_values(1700000008000LL, &g, NULL, 1, &first, &lease_only, &v);
     ck_assert_double_eq(v.consumer_lag_seconds, 0);
     ck_assert_double_eq(v.oldest_message_age_seconds, 0);
 
     /* An undelivered entry older than the oldest pending one (ids set by hand) is the oldest. */
-    struct redis_stream_pending p = {1, 0, 0, 1, {6000, 0}};
+    struct redis_stream_pending p = {1, 0, 0, 1, {1700000006000ULL, 0}};
     g.lag = 1;
     g.pending = 1;
-    redis_stream_group_values(8000, &g, &p, 1, &first, &lease_only, &v);
+    redis_stream_group_values(1700000008000LL, &g, &p, 1, &first, &lease_only, &v);
     ck_assert_double_eq_tol(v.oldest_message_age_seconds, 3.0, 1e-9);
     /* Held for 0 ms: counted as 1 ms, a large finite margin. */
     ck_assert_int_eq(v.has_lease_margin, 1);
@@ -582,15 +604,86 @@ START_TEST(test_values_edges)
 
     /* The XPENDING reply came back empty (acknowledged in between): pending says 1, scanned 0. */
     struct redis_stream_pending none = {0};
-    redis_stream_group_values(8000, &g, &none, 0, &first, &lease_only, &v);
+    redis_stream_group_values(1700000008000LL, &g, &none, 0, &first, &lease_only, &v);
     ck_assert_int_eq(v.has_lease_margin, 0);
     ck_assert_double_eq(v.oldest_message_age_seconds, 0);
 
     /* max_deliveries without a lease: no retry horizon. */
-    redis_stream_group_values(8000, &g, NULL, 0, &first, &md_only, &v);
+    redis_stream_group_values(1700000008000LL, &g, NULL, 0, &first, &md_only, &v);
     ck_assert_int_eq(v.has_max_deliveries, 1);
     ck_assert_int_eq(v.has_retry_horizon, 0);
     ck_assert_int_eq(v.has_lease_timeout, 0);
+}
+END_TEST
+
+/* Ids a writer chose (XADD with an explicit id) give no age: 1-1 would say 56 years. The count
+ * of refused entries goes to qrel_skipped_entries; the other series stay. */
+START_TEST(test_values_id_1_1)
+{
+    int64_t now = 1700000008000LL;
+    struct redis_stream_group g = {0};
+    g.pending = 1;
+    g.has_lag = 1;
+    g.lag = 1;
+    struct redis_stream_id first = {1, 2};                    /* undelivered 1-2 */
+    struct redis_stream_pending p = {1, 45000, 0, 1, {1, 1}}; /* pending 1-1, idle 45 s */
+    struct redis_stream_policy lease = {30.0, 0};
+    struct redis_stream_group_values v;
+    redis_stream_group_values(now, &g, &p, 1, &first, &lease, &v);
+    ck_assert_int_eq(v.has_consumer_lag, 0);
+    ck_assert_int_eq(v.has_oldest_message_age, 0);
+    ck_assert_uint_eq(v.bad_timestamps, 2);
+    ck_assert_double_eq(v.ready, 1);
+    ck_assert_double_eq(v.in_flight, 1);
+    /* The lease's idle time is the server's own measure, not an id: it stays. */
+    ck_assert_double_eq_tol(v.lease_oldest_age_seconds, 45.0, 1e-9);
+    ck_assert_int_eq(v.has_lease_margin, 1);
+
+    /* Only the pending 1-1 refused, the undelivered entry real: the oldest is 1-1, unknown. */
+    first.ms = 1700000005000ULL;
+    first.seq = 0;
+    redis_stream_group_values(now, &g, &p, 1, &first, &lease, &v);
+    ck_assert_int_eq(v.has_consumer_lag, 1);
+    ck_assert_double_eq_tol(v.consumer_lag_seconds, 3.0, 1e-9);
+    ck_assert_int_eq(v.has_oldest_message_age, 0);
+    ck_assert_uint_eq(v.bad_timestamps, 1);
+
+    /* Nothing pending, the undelivered 1-2 is both the lag and the oldest: counted once. */
+    first.ms = 1;
+    first.seq = 2;
+    redis_stream_group_values(now, &g, NULL, 1, &first, &lease, &v);
+    ck_assert_int_eq(v.has_consumer_lag, 0);
+    ck_assert_int_eq(v.has_oldest_message_age, 0);
+    ck_assert_uint_eq(v.bad_timestamps, 1);
+}
+END_TEST
+
+/* An id in the future: a clock a little ahead is an age of 0, a day ahead no age at all. */
+START_TEST(test_values_id_in_future)
+{
+    int64_t now = 1700000008000LL;
+    struct redis_stream_group g = {0};
+    g.pending = 1;
+    g.has_lag = 1;
+    g.lag = 1;
+    struct redis_stream_id first = {1700000038000ULL, 0};                /* 30 s ahead */
+    struct redis_stream_pending p = {1, 0, 0, 1, {1700000018000ULL, 0}}; /* 10 s ahead */
+    struct redis_stream_policy none = {-1, 0};
+    struct redis_stream_group_values v;
+    redis_stream_group_values(now, &g, &p, 1, &first, &none, &v);
+    ck_assert_int_eq(v.has_consumer_lag, 1);
+    ck_assert_double_eq(v.consumer_lag_seconds, 0);
+    ck_assert_int_eq(v.has_oldest_message_age, 1);
+    ck_assert_double_eq(v.oldest_message_age_seconds, 0);
+    ck_assert_uint_eq(v.bad_timestamps, 0);
+
+    first.ms = 1700086408000ULL; /* a day ahead */
+    p.oldest.ms = 1700086400000ULL;
+    redis_stream_group_values(now, &g, &p, 1, &first, &none, &v);
+    ck_assert_int_eq(v.has_consumer_lag, 0);
+    ck_assert_int_eq(v.has_oldest_message_age, 0);
+    ck_assert_uint_eq(v.bad_timestamps, 2);
+    ck_assert_double_eq(v.in_flight, 1);
 }
 END_TEST
 
@@ -1549,6 +1642,8 @@ static Suite *redis_stream_suite(void)
     tcase_add_test(tc, test_age_and_dlq_name);
     tcase_add_test(tc, test_values_worked_example);
     tcase_add_test(tc, test_values_edges);
+    tcase_add_test(tc, test_values_id_1_1);
+    tcase_add_test(tc, test_values_id_in_future);
     tcase_add_test(tc, test_pending_truncated);
     tcase_add_loop_test(tc, test_address, 0, N(addresses));
     tcase_add_test(tc, test_reply_helpers);

@@ -153,6 +153,38 @@ START_TEST(test_times_as_written)
 }
 END_TEST
 
+/* A process's heartbeat: alive within stale_after, stopped after it, and neither when the beat is
+ * no time (not a number, not finite, before 2000, far ahead): then its jobs are not orphaned. */
+static const struct {
+    const char *beat;
+    enum sidekiq_beat want;
+} beats[] = {
+    {"1700000095.5", SIDEKIQ_ALIVE},   /* 4.5 s ago */
+    {"1700000080", SIDEKIQ_ALIVE},     /* exactly stale_after */
+    {"1700000130", SIDEKIQ_ALIVE},     /* 30 s ahead: a clock a little ahead */
+    {"1700000079.9", SIDEKIQ_STOPPED}, /* 20.1 s ago */
+    {"1699990000", SIDEKIQ_STOPPED},
+    {"soon", SIDEKIQ_BEAT_BAD},
+    {"", SIDEKIQ_BEAT_BAD},
+    {"1700000095x", SIDEKIQ_BEAT_BAD},
+    {" 1700000095", SIDEKIQ_BEAT_BAD},
+    {"nan", SIDEKIQ_BEAT_BAD},
+    {"inf", SIDEKIQ_BEAT_BAD},
+    {"-inf", SIDEKIQ_BEAT_BAD},
+    {"1e999", SIDEKIQ_BEAT_BAD},
+    {"0", SIDEKIQ_BEAT_BAD},
+    {"-5", SIDEKIQ_BEAT_BAD},
+    {"1700086400", SIDEKIQ_BEAT_BAD}, /* a day ahead */
+};
+
+START_TEST(test_beat)
+{
+    const char *b = beats[_i].beat;
+    ck_assert_msg(sidekiq_judge_beat(b, strlen(b), 1700000100.0, 20.0) == beats[_i].want,
+                  "beat \"%s\"", b);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
@@ -161,6 +193,7 @@ int main(void)
         {test_work, 0},
         {test_refused, CHECK_ROWS(bad)},
         {test_times_as_written, 0},
+        {test_beat, CHECK_ROWS(beats)},
     };
     return check_run_tests("sidekiq", tests, CHECK_ROWS(tests), 0);
 }
