@@ -7,9 +7,10 @@
 #      side by side, as many at once as there are CPUs),
 #   4. integration tests against real servers the tests start on loopback (redis-server,
 #      Prometheus' promtool, ...; the Pub/Sub emulator and fauxqs once for all the tests that use
-#      them), then the artifact checks (tests/artifacts/: the package, man pages, metric docs,
-#      alert rules, dashboards), once: they test files, which a sanitizer has nothing to find in,
-#   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
+#      them),
+#   5. the artifact checks (tests/artifacts/: the package, man pages, metric docs, alert rules,
+#      dashboards), once: they test files, which a sanitizer has nothing to find in; beside them,
+#      fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
 #      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher
 #      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. the same clang ASan+UBSan build running unit and integration tests again.
@@ -94,14 +95,20 @@ run lint/file-sizes bash tests/lint/sizes.sh "${csrc[@]}"
 mapfile -t shsrc < <(git ls-files '*.sh' '.ci/run' 2>/dev/null)
 run lint/shellcheck shellcheck -S warning "${shsrc[@]}"
 
-ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX [WIDTH]: runs ctest and counts each test
-  local dir=$1 label=$2 prefix=$3 width=${4:-$jobs} log
-  log=$(mktemp)
-  (cd "$dir" && ctest -L "$label" --output-on-failure -j "$width" 2>&1) | tee "$log"
+# ctest_count LOG LABEL PREFIX: one counted check per test in the ctest output LOG, and a failure
+# when ctest did not get as far as its summary.
+ctest_count() {
+  local log=$1 label=$2 prefix=$3 name result
   while read -r name result; do
     if [ "$result" = Passed ]; then pass "$prefix$name"; else fail "$prefix$name"; fi
   done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+\**( +)?([A-Za-z]+).*/\1 \3/p' "$log")
   if ! grep -q "tests passed" "$log"; then fail "$prefix$label (ctest did not run)"; fi
+}
+ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX [WIDTH]: runs ctest and counts each test
+  local dir=$1 label=$2 prefix=$3 width=${4:-$jobs} log
+  log=$(mktemp)
+  (cd "$dir" && ctest -L "$label" --output-on-failure -j "$width" 2>&1) | tee "$log"
+  ctest_count "$log" "$label" "$prefix"
   rm -f "$log"
 }
 
@@ -156,8 +163,10 @@ if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$j
   # The queue runners graphile-worker and pg-boss come from npm where node is installed: their
   # real migrations are checked against qrel's presets (skipped loudly without node or npm).
   QREL_REAL_RUNNERS=1 ctest_pass build integration "" "$integration_jobs"
-  step artifacts "artifact checks (the files qrel ships), once, in the plain build"
-  ctest_pass build artifacts ""
+  # The artifact checks run beside the fuzzing: they keep about one CPU busy (lintian, promtool),
+  # and ran alone for a minute with the other one idle.
+  (cd build && ctest -L artifacts --output-on-failure -j "$jobs" >"$side/artifacts.log" 2>&1) &
+  artifacts_pid=$!
 else
   cmake --build build 2>&1 | tail -30
   fail build
@@ -165,12 +174,17 @@ else
   side_pid=$!
 fi
 
-step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time)"
+step "fuzz, artifacts" "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time), beside the artifact checks (the files qrel ships, once, in the plain build)"
 if side_built; then
   pass build-san
   run_parallel fuzz 2 "${fuzz_targets[@]}" -- bash tests/fuzz/run.sh build-san
 else
   fail build-san
+fi
+if [ -n "${artifacts_pid:-}" ]; then
+  wait "$artifacts_pid"
+  cat "$side/artifacts.log"
+  ctest_count "$side/artifacts.log" artifacts ""
 fi
 
 if [ "${QREL_FAST:-0}" != 1 ]; then
