@@ -57,18 +57,24 @@ run() { # run NAME CMD...: one counted check
 # each one's output kept aside; then one counted check PREFIX/NAME per ITEM (NAME its basename),
 # in the order given: a pass shows its last line, a failure its whole output.
 run_parallel() {
-  local prefix=$1 width=$2 dir item name running=0 items=()
+  local prefix=$1 width=$2 dir item name done_pid i items=() pids=()
   shift 2
   while [ "$1" != -- ]; do items+=("$1"); shift; done
   shift
   dir=$(mktemp -d)
+  # Only its own jobs are waited for: the background build and the artifact checks are this
+  # shell's children too, and a bare wait would hold the stage until they end.
   for item in "${items[@]}"; do
-    if [ "$running" -ge "$width" ]; then wait -n; running=$((running - 1)); fi
+    if [ "${#pids[@]}" -ge "$width" ]; then
+      wait -n -p done_pid "${pids[@]}"
+      for i in "${!pids[@]}"; do [ "${pids[$i]}" != "$done_pid" ] || unset "pids[$i]"; done
+      pids=("${pids[@]}")
+    fi
     name=$(basename "$item")
     ( "$@" "$item" >"$dir/$name.log" 2>&1; echo $? >"$dir/$name.rc" ) &
-    running=$((running + 1))
+    pids+=("$!")
   done
-  wait
+  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}"
   for item in "${items[@]}"; do
     name=$(basename "$item")
     if [ "$(cat "$dir/$name.rc" 2>/dev/null)" = 0 ]; then
