@@ -8,12 +8,13 @@
 #   4. integration tests against real servers the tests start on loopback (redis-server,
 #      Prometheus' promtool, ...; the Pub/Sub emulator and fauxqs once for all the tests that use
 #      them),
-#   5. the artifact checks (tests/artifacts/: the package, man pages, metric docs, alert rules,
-#      dashboards), once: they test files, which a sanitizer has nothing to find in; beside them,
-#      fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
+#      in the same ctest run as the artifact checks (tests/artifacts/: the package, man pages,
+#      metric docs, alert rules, dashboards), once: they test files, which a sanitizer has nothing
+#      to find in,
+#   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
 #      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher
 #      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
-#   6. the same clang ASan+UBSan build running unit and integration tests again.
+#   6. the same clang ASan+UBSan build running unit and integration tests again, in one ctest run.
 # That sanitizer build compiles in the background (nice) while the plain build's tests run,
 # and the integration tests run twice as many at once as there are CPUs (QREL_INTEGRATION_JOBS).
 # Ends with the time each stage took, then one line "tests: N passed, M failed" (the last line),
@@ -165,14 +166,12 @@ if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$j
     run_parallel valgrind "$jobs" "${unit_bins[@]}" -- env CK_FORK=no QREL_UNDER_VALGRIND=1 valgrind -q \
       --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
   fi
-  step integration "integration tests (real servers on loopback, $integration_jobs at a time)"
+  step integration "integration tests (real servers on loopback) and the artifact checks, $integration_jobs at a time"
   # The queue runners graphile-worker and pg-boss come from npm where node is installed: their
   # real migrations are checked against qrel's presets (skipped loudly without node or npm).
-  QREL_REAL_RUNNERS=1 ctest_pass build integration "" "$integration_jobs"
-  # The artifact checks run beside the fuzzing: they keep about one CPU busy (lintian, promtool),
-  # and ran alone for a minute with the other one idle.
-  (cd build && ctest -L artifacts --output-on-failure -j "$jobs" >"$side/artifacts.log" 2>&1) &
-  artifacts_pid=$!
+  # The artifact checks in the same ctest run: they are CPU work (lintian, promtool) that fills
+  # the end of the run, where the last integration tests mostly wait on leases and servers.
+  QREL_REAL_RUNNERS=1 ctest_pass build 'integration|artifacts' "" "$integration_jobs"
 else
   cmake --build build 2>&1 | tail -30
   fail build
@@ -180,17 +179,12 @@ else
   side_pid=$!
 fi
 
-step "fuzz, artifacts" "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time), beside the artifact checks (the files qrel ships, once, in the plain build)"
+step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time)"
 if side_built; then
   pass build-san
   run_parallel fuzz 2 "${fuzz_targets[@]}" -- bash tests/fuzz/run.sh build-san
 else
   fail build-san
-fi
-if [ -n "${artifacts_pid:-}" ]; then
-  wait "$artifacts_pid"
-  cat "$side/artifacts.log"
-  ctest_count "$side/artifacts.log" artifacts ""
 fi
 
 if [ "${QREL_FAST:-0}" != 1 ]; then
@@ -198,10 +192,10 @@ if [ "${QREL_FAST:-0}" != 1 ]; then
     # tests/lsan.supp names the third-party libraries whose per-process memory is not ours to free
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
     export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
-    step "asan unit" "ASan+UBSan: unit tests"
-    ctest_pass build-san unit "asan/"
-    step "asan integration" "ASan+UBSan: integration tests ($integration_jobs at a time)"
-    ctest_pass build-san integration "asan/" "$integration_jobs"
+    # One ctest run: the unit tests have no COST, so ctest starts them last, where they fill the
+    # end of the run that the last integration tests spend waiting.
+    step asan "ASan+UBSan: unit and integration tests ($integration_jobs at a time)"
+    ctest_pass build-san 'unit|integration' "asan/" "$integration_jobs"
   fi
 fi
 wait
