@@ -67,7 +67,7 @@ export RABBITMQ_MNESIA_BASE=$dir/mnesia RABBITMQ_LOG_BASE=$dir/log RABBITMQ_PID_
 # +sbwt none (and its dirty-scheduler forms): the Erlang schedulers sleep when idle instead of
 # spinning, so a test broker waiting between requests leaves the CPU to the tests beside it.
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} +sbwt none +sbwtdcpu none +sbwtdio none"
-export RABBITMQ_CTL_DIST_PORT_MIN=$ctl RABBITMQ_CTL_DIST_PORT_MAX=$ctl
+export RABBITMQ_CTL_DIST_PORT_MIN=$ctl RABBITMQ_CTL_DIST_PORT_MAX=$((ctl + 15))
 export ERL_EPMD_ADDRESS=127.0.0.1
 ENV
   [ "$(id -u)" -eq 0 ] && chown -R rabbitmq:rabbitmq "$dir"
@@ -87,9 +87,16 @@ ENV
   return 1
 }
 
+# The CLI's own Erlang node listens on a port of a range picked when the broker started: a port
+# another test took since then cost a run its "Distribution failed: nodistribution" (one port, in a
+# loaded ASan run), so the range has 16 and a failed call is tried again twice.
 rabbit_ctl() {
-  local dir=$1 tool=$2; shift 2
-  _rabbit_as "$dir" "/usr/lib/rabbitmq/bin/$tool" "$@"
+  local dir=$1 tool=$2 try; shift 2
+  for try in 1 2 3; do
+    _rabbit_as "$dir" "/usr/lib/rabbitmq/bin/$tool" "$@" && return 0
+    [ "$try" -lt 3 ] && sleep 1
+  done
+  return 1
 }
 
 # The node's data is thrown away, so it is killed rather than shut down gracefully (which takes
