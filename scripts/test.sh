@@ -100,7 +100,11 @@ run lint/clang-format clang-format-14 --dry-run --Werror "${csrc[@]}"
 run lint/banned-functions bash tests/lint/banned.sh "${csrc[@]}"
 run lint/file-sizes bash tests/lint/sizes.sh "${csrc[@]}"
 mapfile -t shsrc < <(git ls-files '*.sh' '.ci/run' 2>/dev/null)
-run lint/shellcheck shellcheck -S warning "${shsrc[@]}"
+# The shell lint in $jobs processes, the files split between them (one process took 13 s here).
+shellcheck_all() {
+  printf '%s\0' "$@" | xargs -0 -P "$jobs" -n $((($# + jobs - 1) / jobs)) shellcheck -S warning
+}
+run lint/shellcheck shellcheck_all "${shsrc[@]}"
 
 # ctest_count LOG LABEL PREFIX: one counted check per test in the ctest output LOG, and a failure
 # when ctest did not get as far as its summary.
@@ -128,7 +132,7 @@ side_builds() {
   local targets=()
   # QREL_FAST=1 runs no sanitizer pass: only the fuzz targets are needed then.
   [ "${QREL_FAST:-0}" = 1 ] && targets=(--target "${fuzz_targets[@]}")
-  nice -n 10 cmake -S . -B build-san -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_SANITIZE=ON \
+  nice -n 10 cmake -S . -B build-san "${gen_san[@]}" -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_SANITIZE=ON \
     -DQREL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$side/san.log" 2>&1 &&
     nice -n 10 cmake --build build-san -j "$jobs" "${targets[@]}" >>"$side/san.log" 2>&1
   echo $? >"$side/san.rc"
@@ -147,8 +151,17 @@ side=$(mktemp -d)
 # server to start or a lease to pass, and every one of them passes with two CPU hogs beside it.
 integration_jobs=${QREL_INTEGRATION_JOBS:-$((jobs * 2))}
 
+# Ninja for a new build directory where it is installed (scripts/deps.sh installs it; a directory
+# keeps the generator it was made with). Measured here: a fresh build in 42 s against make's 68 s
+# (77 CPU seconds against 127), and the package target's up-to-date check in 0.1 s against 8.5 s.
+generator_for() { # generator_for DIR: prints "-G" and "Ninja" on two lines, or nothing
+  if [ ! -f "$1/CMakeCache.txt" ] && command -v ninja >/dev/null; then printf '%s\n' -G Ninja; fi
+}
+mapfile -t gen < <(generator_for build)
+mapfile -t gen_san < <(generator_for build-san)
+
 step build "build (-Werror)"
-if cmake -S . -B build -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >/dev/null; then
+if cmake -S . -B build "${gen[@]}" -DQREL_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >/dev/null; then
   pass build
   side_builds &
   side_pid=$!

@@ -667,7 +667,7 @@ END_TEST
 START_TEST(test_write_large)
 {
     /* 200k samples over two sets and interleaved families: linear grouping, exact line count. */
-    enum { N = 100000 };
+    const int N = large_count(100000);
     struct metric_set *sets[2] = {metric_set_new("a", "redis_stream"),
                                   metric_set_new("b", "redis_stream")};
     char queue[32];
