@@ -134,10 +134,18 @@ for q in orders invoices; do
   expect_cmd "$q: both classes present (done $ndone, not done $nnot)" test "$ndone" -gt 0 -a "$nnot" -gt 0
   expect_eq "$q: names" "$(jq -r '"\(.dead_letter_queue) \(.origin) \(.kind) \(.read_effect)"' "$T/$q.json")" \
     "$q.dlq $q redis_stream null"
-  # The mailer dead-letters at the delivery after max-deliveries (2): each entry says 3.
+  # The mailer dead-letters at the delivery after max-deliveries (2): an entry says 3, or more when
+  # another consumer claimed the message again between its claim and its count (a machine with a
+  # load of 24 made one 4). The reference is the entries' own fields, bucketed as inspect does.
   expect_eq "$q: deliveries from the entries' field" \
     "$(jq -c '[.deliveries.min, .deliveries.max, .deliveries.unknown, .deliveries.histogram]' "$T/$q.json")" \
-    "[3,3,0,[{\"from\":3,\"to\":3,\"messages\":$n}]]"
+    "$(entries "$q.dlq" | jq -c "$FIELD"' [.[] | .[1] | field("deliveries") | tonumber] as $d
+      | ($d | map(if . <= 5 then [., .] elif . <= 10 then [6, 10] elif . <= 100 then [11, 100]
+          else [101, null] end) | group_by(.[0])
+          | map({from: .[0][0], to: .[0][1], messages: length})) as $h
+      | [($d | min), ($d | max), 0, $h]')"
+  expect_cmd "$q: every dead letter came after max-deliveries (2)" \
+    test "$(entries "$q.dlq" | jq "$FIELD"' [.[] | .[1] | field("deliveries") | tonumber] | min')" -ge 3
   expect_eq "$q: dead_since from the first and last entry ids (ms)" \
     "$(jq -r '"\(.dead_since.oldest * 1000 | round) \(.dead_since.newest * 1000 | round)"' "$T/$q.json")" \
     "$(entries "$q.dlq" | jq -r '"\(.[0][0] | split("-")[0]) \(.[-1][0] | split("-")[0])"')"

@@ -199,7 +199,11 @@ oks() { grep -c '"ok": true' "$1" || true; }
 expect_eq "grants verified by the token endpoint (source sa, 3 scrapes, token cached)" "$(oks "$T/token.jsonl")" 1
 # Scrapes 1 and 2 ask; scrape 3 comes within the 1 s back-off after two failures.
 expect_eq "grants refused (source wrongkey)" "$(grep -c '"why": "signature does not verify"' "$T/token.jsonl")" 2
-expect_eq "grants for the short-lived token (renewed after 1 s)" "$(oks "$T/token-short.jsonl")" 2
+# Renewed after its 1 s: a second grant. Scrape 3 renews again only when it comes more than 1 s after
+# scrape 2's grant (a loaded machine, 6 engineers' builds beside the test, got 3): at most one grant a
+# scrape. That a valid token is reused is source sa's assertion above.
+expect_between "grants for the short-lived token (renewed after 1 s, at most once a scrape)" \
+  "$(oks "$T/token-short.jsonl")" 2 3
 bearers=$("$QREL_PYTHON" -c 'import json,sys
 seen=[]
 for l in open(sys.argv[1]):
