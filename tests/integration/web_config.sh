@@ -130,7 +130,8 @@ PIDS+=("$EXPORTER_PID")
 wait_for 30 "systemd-socket-activate to listen" port_open "$port"
 curl -fsS -m 30 "http://127.0.0.1:$port/metrics" -o "$T/m.txt"
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="cache"'
-expect_cmd "the exporter serves the socket it was passed" \
+# The log line comes after the daemon starts serving, so it is waited for, not read once.
+expect_cmd "the exporter serves the socket it was passed" wait_for 30 "the listening line" \
   grep -qE "msg=listening address=127.0.0.1:$port " "$T/exporter.log"
 stop_exporter
 "$EXPORTER" --config.file="$T/qrel.yml" --web.systemd-socket 2> "$T/bad.log" && rc=0 || rc=$?
