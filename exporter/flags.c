@@ -16,6 +16,29 @@ int flags_bool(const struct flag *f)
     return f->value && strcmp(f->value, "true") == 0;
 }
 
+int flags_collect(int argc, char **argv, int start, const char *name, const char **out, size_t max,
+                  size_t *n, struct err *e)
+{
+    size_t len = strlen(name);
+    *n = 0;
+    for (int i = start; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0)
+            continue;
+        const char *v = NULL;
+        if (a[2 + len] == '=')
+            v = a + 3 + len;
+        else if (a[2 + len] == '\0' && i + 1 < argc)
+            v = argv[++i];
+        if (!v)
+            continue; /* flags_parse says what is wrong */
+        if (*n == max)
+            return err_set(e, ERR_CONFIG, "flag --%s: at most %zu values", name, max);
+        out[(*n)++] = v;
+    }
+    return 0;
+}
+
 int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, int *npos,
                 int *help, struct err *e)
 {
@@ -57,7 +80,7 @@ int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, 
                 return err_set(e, ERR_CONFIG, "flag --%s needs a value", f->name);
             f->value = argv[++i];
         }
-        f->given = 1;
+        f->given++;
     }
     return 0;
 }
@@ -70,6 +93,9 @@ void flags_usage(FILE *out, const char *usage, const struct flag *flags, size_t 
         const struct flag *f = &flags[i];
         if (f->type == FLAG_BOOL)
             fprintf(out, "  --%s\n      %s\n", f->name, f->help);
+        else if (f->type == FLAG_LIST)
+            fprintf(out, "  --%s=VALUE ...\n      %s (default: %s)\n", f->name, f->help,
+                    f->def ? f->def : "none");
         else if (f->def)
             fprintf(out, "  --%s=VALUE\n      %s (default: %s)\n", f->name, f->help, f->def);
         else

@@ -9,7 +9,11 @@
 
 #include "err.h"
 
-enum flag_type { FLAG_STRING, FLAG_BOOL };
+/* FLAG_LIST: a string flag that may be given several times (--web.listen-address): value is the
+ * last one given, flags_collect gathers them all. */
+enum flag_type { FLAG_STRING, FLAG_BOOL, FLAG_LIST };
+
+#define FLAG_LIST_MAX 16
 
 struct flag {
     const char *name; /* without the leading "--" */
@@ -17,7 +21,7 @@ struct flag {
     const char *def; /* default value (string), NULL for none */
     const char *help;
     const char *value; /* filled by flags_parse: the given value or def */
-    int given;
+    int given;         /* how many times it was given */
 };
 
 /* The --log.level and --log.format rows every command's table has; level is its default. */
@@ -33,6 +37,10 @@ struct flag {
 int flags_parse(struct flag *flags, size_t n, int argc, char **argv, int start, int *npos,
                 int *help, struct err *e);
 int flags_bool(const struct flag *f); /* value as a boolean */
+/* Every value of --name in argv[start..] in order (as --name=V or --name V), at most max; call it
+ * before flags_parse, which reorders argv. *n receives the count. */
+int flags_collect(int argc, char **argv, int start, const char *name, const char **out, size_t max,
+                  size_t *n, struct err *e);
 struct flag *flags_find(struct flag *flags, size_t n, const char *name);
 void flags_usage(FILE *out, const char *usage, const struct flag *flags, size_t n);
 

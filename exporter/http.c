@@ -16,6 +16,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -30,11 +31,14 @@
 
 #include "deadline.h"
 #include "expfmt.h"
+#include "flags.h"
 #include "landing.h"
 #include "log.h"
 #include "scheduler.h"
 #include "scrape.h"
 #include "sd.h"
+#include "tlsserver.h"
+#include "number.h"
 #include "alloc.h"
 #include "buf.h"
 #include "text.h"
@@ -48,14 +52,17 @@
 #define HTTP_THREAD_STACK (512 * 1024)
 #define HTTP_LOG_EVERY_S 10
 #define HTTP_BODY_BLOCK (64 * 1024)
+#define HTTP_MAX_LISTEN FLAG_LIST_MAX
 
 struct http_server {
-    struct MHD_Daemon *d;
+    struct MHD_Daemon *d[HTTP_MAX_LISTEN];
+    size_t nd;
+    struct tlsserver *tls; /* the certificate in use and the client policy, or NULL */
     struct app *app;
     char *telemetry_path;
     const struct webconfig *web;
     int enable_lifecycle;
-    char bound[300];
+    char bound[HTTP_MAX_LISTEN * 64];
     char advertise[300];
     pthread_mutex_t mu;        /* guards the fields below */
     int scrapes;               /* requests collecting now */
@@ -463,24 +470,72 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     buf_free(&b);
 }
 
-struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e)
+/* The sockets systemd passes (sd_listen_fds(3) without libsystemd): LISTEN_PID names us and
+ * LISTEN_FDS counts descriptors from 3. */
+static int systemd_fds(int *fds, size_t max, size_t *n, struct err *e)
 {
-    char host[256], port[8];
-    if (http_split_address(o->listen_address, host, sizeof host, port, sizeof port, e))
-        return NULL;
-    if (o->telemetry_path[0] != '/' || strcmp(o->telemetry_path, "/") == 0 ||
-        strncmp(o->telemetry_path, "/-/", 3) == 0) {
-        err_set(e, ERR_CONFIG, "telemetry path \"%s\": want a path like /metrics",
-                o->telemetry_path);
-        return NULL;
+    const char *pid = getenv("LISTEN_PID"), *count = getenv("LISTEN_FDS");
+    long long p, c;
+    if (!pid || !count || num_parse_int(pid, 1, INT32_MAX, &p) || p != (long long)getpid())
+        return err_set(e, ERR_CONFIG,
+                       "--web.systemd-socket: no socket passed (LISTEN_PID is not this process)");
+    if (num_parse_int(count, 1, (long long)max, &c))
+        return err_set(e, ERR_CONFIG, "--web.systemd-socket: LISTEN_FDS: want 1 to %zu sockets",
+                       max);
+    for (long long i = 0; i < c; i++) {
+        fds[i] = 3 + (int)i;
+        /* Our children (none today) must not inherit the listening sockets. */
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
     }
+    *n = (size_t)c;
+    return 0;
+}
+
+/* host (numeric, "" for a wildcard) and port a daemon listens on, from its socket. */
+static void daemon_address(struct MHD_Daemon *d, char *host, size_t hostlen, unsigned *port)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    host[0] = '\0';
+    *port = 0;
+    if (!info || getsockname(info->listen_fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    char serv[8];
+    if (getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)hostlen, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        host[0] = '\0';
+        return;
+    }
+    *port = (unsigned)strtoul(serv, NULL, 10);
+    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
+        host[0] = '\0';
+}
+
+/* One daemon on listen address addr (or on the socket fd when fd >= 0). opts[1] is the address
+ * or socket item; the caller's flags and options are otherwise shared by every daemon. */
+static struct MHD_Daemon *start_one(struct http_server *h, const char *addr, int fd, unsigned flags,
+                                    struct MHD_OptionItem *opts, char *host, size_t hostlen,
+                                    struct err *e)
+{
+    if (fd >= 0) {
+        opts[1] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
+        struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY,
+                                                opts, MHD_OPTION_END);
+        if (!d)
+            err_set(e, ERR_CONFIG, "cannot serve the socket systemd passed (descriptor %d)", fd);
+        return d;
+    }
+    char port[8];
+    if (http_split_address(addr, host, hostlen, port, sizeof port, e))
+        return NULL;
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
     if (gai != 0) {
-        err_set(e, ERR_CONFIG, "listen address \"%s\": %s", o->listen_address, gai_strerror(gai));
+        err_set(e, ERR_CONFIG, "listen address \"%s\": %s", addr, gai_strerror(gai));
         return NULL;
     }
     /* With no host, prefer one dual-stack IPv6 socket (serves IPv4 too), else IPv4. */
@@ -488,12 +543,48 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     for (struct addrinfo *r = res; !host[0] && r; r = r->ai_next)
         if (r->ai_family == AF_INET6)
             pick = r;
+    if (pick->ai_family == AF_INET6)
+        flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
+    opts[1] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, pick->ai_addr};
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    struct sockaddr_in sin = {0};
+    if (!d && pick->ai_family == AF_INET6 && !host[0]) {
+        /* No IPv6 on this machine: fall back to IPv4 on all interfaces. */
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons((unsigned short)strtol(port, NULL, 10));
+        sin.sin_addr.s_addr = htonl(INADDR_ANY);
+        opts[1].ptr_value = &sin;
+        flags &= ~(unsigned)MHD_USE_DUAL_STACK;
+        d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts,
+                             MHD_OPTION_END);
+    }
+    freeaddrinfo(res);
+    if (!d)
+        err_set(e, ERR_CONFIG, "cannot listen on \"%s\" (address in use or not available)", addr);
+    return d;
+}
+
+struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e)
+{
+    if (o->telemetry_path[0] != '/' || strcmp(o->telemetry_path, "/") == 0 ||
+        strncmp(o->telemetry_path, "/-/", 3) == 0) {
+        err_set(e, ERR_CONFIG, "telemetry path \"%s\": want a path like /metrics",
+                o->telemetry_path);
+        return NULL;
+    }
+    int fds[HTTP_MAX_LISTEN];
+    size_t n = o->nlisten;
+    if (o->systemd_socket && systemd_fds(fds, HTTP_MAX_LISTEN, &n, e))
+        return NULL;
+    if (n == 0 || n > HTTP_MAX_LISTEN) {
+        err_set(e, ERR_CONFIG, "want 1 to %d listen addresses", HTTP_MAX_LISTEN);
+        return NULL;
+    }
     /* poll(), not select(): with a connection per source, an exporter of 1,000 sources holds
      * socket numbers above FD_SETSIZE (1024), and select-based MHD drops such connections. */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    if (pick->ai_family == AF_INET6)
-        flags |= host[0] ? MHD_USE_IPv6 : MHD_USE_DUAL_STACK;
 
     struct http_server *h = xcalloc(1, sizeof *h);
     h->shed_log.every_ms = HTTP_LOG_EVERY_S * 1000;
@@ -502,53 +593,57 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     h->telemetry_path = xstrdup(o->telemetry_path);
     h->enable_lifecycle = o->enable_lifecycle;
     pthread_mutex_init(&h->mu, NULL);
-    struct sockaddr_in sin = {0};
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
-        {MHD_OPTION_SOCK_ADDR, 0, pick->ai_addr},
+        {MHD_OPTION_END, 0, NULL}, /* the address or the socket: start_one's */
         {MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX_CONNECTIONS, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_MAX_PER_IP, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S, NULL},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, HTTP_LISTEN_BACKLOG, NULL},
         {MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK, NULL},
-        {MHD_OPTION_END, 0, NULL}, /* TLS key, certificate and priorities go here */
+        {MHD_OPTION_END, 0, NULL}, /* TLS key, certificate, priorities and the hook go here */
+        {MHD_OPTION_END, 0, NULL},
         {MHD_OPTION_END, 0, NULL},
         {MHD_OPTION_END, 0, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     if (o->web && o->web->cert_pem) {
         flags |= MHD_USE_TLS;
+        h->tls = tlsserver_new(o->web);
         opts[7] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, o->web->key_pem};
         opts[8] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, o->web->cert_pem};
         opts[9] = (struct MHD_OptionItem){
             MHD_OPTION_HTTPS_PRIORITIES, 0,
             o->web->tls_priorities ? o->web->tls_priorities : (char *)webconfig_default_priorities};
+        /* Each new connection gets the current certificate and the client certificate policy
+         * (tlsserver.h) before its handshake. */
+        opts[10] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)tlsserver_notify,
+                                           h->tls};
     }
-    h->d =
-        MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-    if (!h->d && pick->ai_family == AF_INET6 && !host[0]) {
-        /* No IPv6 on this machine: fall back to IPv4 on all interfaces. */
-        sin.sin_family = AF_INET;
-        sin.sin_port = htons((unsigned short)strtol(port, NULL, 10));
-        sin.sin_addr.s_addr = htonl(INADDR_ANY);
-        opts[1].ptr_value = &sin;
-        flags &= ~(unsigned)MHD_USE_DUAL_STACK;
-        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts,
-                                MHD_OPTION_END);
+    char host[256] = "";
+    unsigned bound_port = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ahost[256];
+        h->d[i] = start_one(h, o->systemd_socket ? NULL : o->listen_addresses[i],
+                            o->systemd_socket ? fds[i] : -1, flags, opts, ahost, sizeof ahost, e);
+        if (!h->d[i]) {
+            http_stop(h);
+            return NULL;
+        }
+        h->nd = i + 1;
+        unsigned p;
+        char bhost[256];
+        daemon_address(h->d[i], bhost, sizeof bhost, &p);
+        if (!o->systemd_socket && !ahost[0])
+            bhost[0] = '\0';
+        size_t len = strlen(h->bound);
+        snprintf(h->bound + len, sizeof h->bound - len,
+                 strchr(bhost, ':') ? "%s[%s]:%u" : "%s%s:%u", i ? "," : "", bhost, p);
+        if (i == 0) {
+            snprintf(host, sizeof host, "%s", bhost);
+            bound_port = p;
+        }
     }
-    freeaddrinfo(res);
-    if (!h->d) {
-        err_set(e, ERR_CONFIG, "cannot listen on \"%s\" (address in use or not available)",
-                o->listen_address);
-        http_stop(h);
-        return NULL;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned bound_port = info ? info->port : (unsigned)strtol(port, NULL, 10);
-    if (strchr(host, ':'))
-        snprintf(h->bound, sizeof h->bound, "[%s]:%u", host, bound_port);
-    else
-        snprintf(h->bound, sizeof h->bound, "%s:%u", host, bound_port);
     char hostname[256] = "localhost";
     if (gethostname(hostname, sizeof hostname) != 0)
         snprintf(hostname, sizeof hostname, "localhost");
@@ -575,8 +670,9 @@ void http_stop(struct http_server *h)
 {
     if (!h)
         return;
-    if (h->d)
-        MHD_stop_daemon(h->d);
+    for (size_t i = 0; i < h->nd; i++)
+        MHD_stop_daemon(h->d[i]);
+    tlsserver_free(h->tls);
     pthread_mutex_destroy(&h->mu);
     free(h->telemetry_path);
     free(h);

@@ -14,7 +14,10 @@
 struct http_server;
 
 struct http_opts {
-    const char *listen_address; /* "host:port", ":port", "[v6]:port"; port 0 picks a free one */
+    /* "host:port", ":port", "[v6]:port"; port 0 picks a free one. The first is advertised. */
+    const char *const *listen_addresses;
+    size_t nlisten;
+    int systemd_socket; /* listen on the sockets systemd passes instead (LISTEN_FDS) */
     const char *telemetry_path;
     const struct webconfig *web;   /* TLS and basic auth, or NULL; must outlive the server */
     const char *advertise_address; /* host:port listed by /sd; NULL: derived (sd.h) */
@@ -22,7 +25,8 @@ struct http_opts {
 };
 
 struct http_server *http_start(struct app *a, const struct http_opts *o, struct err *e);
-/* The address actually bound, e.g. "127.0.0.1:19318" (useful with port 0). */
+/* The addresses actually bound, comma-separated, e.g. "127.0.0.1:19318,[::1]:19318" (useful
+ * with port 0). */
 const char *http_bound_address(const struct http_server *h);
 /* The address /sd lists as every source's target. */
 const char *http_advertise_address(const struct http_server *h);

@@ -106,8 +106,13 @@ int main(int argc, char **argv)
         webconfig_free(web);
         return 1;
     }
-    struct http_opts ho = {o.listen_address, o.telemetry_path, web, o.advertise_address,
-                           o.enable_lifecycle};
+    struct http_opts ho = {.listen_addresses = o.listen_addresses,
+                           .nlisten = o.nlisten,
+                           .systemd_socket = o.systemd_socket,
+                           .telemetry_path = o.telemetry_path,
+                           .web = web,
+                           .advertise_address = o.advertise_address,
+                           .enable_lifecycle = o.enable_lifecycle};
     struct http_server *h = http_start(a, &ho, &e);
     if (!h) {
         log_kv(LOG_ERROR, "cannot start the HTTP server", "err", e.msg, NULL);

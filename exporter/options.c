@@ -17,8 +17,14 @@
 static struct flag flags[] = {
     {"config.file", FLAG_STRING, "qrel.yml", "Configuration file (YAML).", NULL, 0},
     {"config.check", FLAG_BOOL, "false", "Validate the configuration file and exit.", NULL, 0},
-    {"web.listen-address", FLAG_STRING, DEFAULT_LISTEN,
-     "Address to listen on for /metrics and the other endpoints.", NULL, 0},
+    {"web.listen-address", FLAG_LIST, DEFAULT_LISTEN,
+     "Address to listen on for /metrics and the other endpoints; repeat it to listen on several "
+     "(/sd and the landing page advertise the first).",
+     NULL, 0},
+    {"web.systemd-socket", FLAG_BOOL, "false",
+     "Listen on the sockets systemd passes (socket activation: LISTEN_FDS, LISTEN_PID) instead of "
+     "--web.listen-address.",
+     NULL, 0},
     {"web.config.file", FLAG_STRING, NULL,
      "Web configuration file (TLS and basic auth, the exporter-toolkit format).", NULL, 0},
     {"web.telemetry-path", FLAG_STRING, "/metrics", "Path under which to expose metrics.", NULL, 0},
@@ -65,7 +71,11 @@ int exporter_options_parse(int argc, char **argv, struct exporter_options *o)
     struct err e;
     err_clear(&e);
     int npos, help;
-    if (flags_parse(flags, NFLAGS, argc, argv, 1, &npos, &help, &e)) {
+    size_t nlisten = 0;
+    /* Every --web.listen-address, before flags_parse reorders argv. */
+    if (flags_collect(argc, argv, 1, "web.listen-address", o->listen_addresses, FLAG_LIST_MAX,
+                      &nlisten, &e) ||
+        flags_parse(flags, NFLAGS, argc, argv, 1, &npos, &help, &e)) {
         fprintf(stderr, "qrel_exporter: %s\n", e.msg);
         return 2;
     }
@@ -109,7 +119,15 @@ int exporter_options_parse(int argc, char **argv, struct exporter_options *o)
                 POOL_MAX_THREADS, o->concurrency_text);
         return 2;
     }
-    o->listen_address = flag("web.listen-address");
+    o->nlisten = nlisten;
+    if (o->nlisten == 0)
+        o->listen_addresses[o->nlisten++] = DEFAULT_LISTEN;
+    o->systemd_socket = flags_bool(flags_find(flags, NFLAGS, "web.systemd-socket"));
+    if (o->systemd_socket && nlisten) {
+        fprintf(stderr, "qrel_exporter: --web.systemd-socket and --web.listen-address exclude each "
+                        "other\n");
+        return 2;
+    }
     o->web_config_file = flag("web.config.file");
     o->telemetry_path = flag("web.telemetry-path");
     o->enable_lifecycle = flags_bool(flags_find(flags, NFLAGS, "web.enable-lifecycle"));

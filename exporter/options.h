@@ -7,12 +7,16 @@
 
 #include <stddef.h>
 
+#include "flags.h"
 #include "log.h"
 
 struct exporter_options {
     const char *config_file;
     int config_check;
-    const char *listen_address, *web_config_file, *telemetry_path;
+    const char *listen_addresses[FLAG_LIST_MAX]; /* every --web.listen-address, in order */
+    size_t nlisten;                              /* at least 1 (the default) */
+    int systemd_socket;                          /* --web.systemd-socket: LISTEN_FDS instead */
+    const char *web_config_file, *telemetry_path;
     const char *advertise_address; /* NULL: the server works it out once it has bound */
     size_t concurrency;            /* 1 to POOL_MAX_THREADS */
     const char *concurrency_text;  /* as given, for the start-up log */

@@ -61,15 +61,19 @@ static char *resolve(const char *base, const char *p)
     return xasprintf("%.*s/%s", (int)(slash - base), base, p);
 }
 
-static int read_pem(const char *base, struct cfg_node *map, const char *key, char **out,
-                    struct err *e)
+/* The PEM file named by key into *out, and its resolved path into *path_out when not NULL. An
+ * absent key is an error when required, else leaves *out NULL. */
+static int read_pem(const char *base, struct cfg_node *map, const char *key, int required,
+                    char **out, char **path_out, struct err *e)
 {
     char *rel = NULL;
     struct cfg_node *at = NULL;
-    if (cfg_get_str(map, key, 1, &rel, e) || cfg_get_node(map, key, CFG_SCALAR, &at, e)) {
+    if (cfg_get_str(map, key, required, &rel, e) || cfg_get_node(map, key, CFG_SCALAR, &at, e)) {
         free(rel);
         return -1;
     }
+    if (!rel)
+        return 0;
     char *path = resolve(base, rel);
     free(rel);
     *out = text_read_file(path, WEBCONFIG_MAX_PEM, NULL);
@@ -78,7 +82,55 @@ static int read_pem(const char *base, struct cfg_node *map, const char *key, cha
         free(path);
         return -1;
     }
-    free(path);
+    if (path_out)
+        *path_out = path;
+    else
+        free(path);
+    return 0;
+}
+
+/* client_auth_type and client_ca_file, judged as exporter-toolkit does: a CA file needs a policy
+ * that asks for certificates, and the verifying policies need a CA to verify against. */
+static int client_auth(const char *base, struct cfg_node *tls, struct webconfig *w, struct err *e)
+{
+    static const char *const names[] = {
+        [WEBCONFIG_NO_CLIENT_CERT] = "NoClientCert",
+        [WEBCONFIG_REQUIRE_ANY_CLIENT_CERT] = "RequireAnyClientCert",
+        [WEBCONFIG_VERIFY_CLIENT_CERT_IF_GIVEN] = "VerifyClientCertIfGiven",
+        [WEBCONFIG_REQUIRE_AND_VERIFY_CLIENT_CERT] = "RequireAndVerifyClientCert",
+    };
+    char *type = NULL;
+    if (cfg_get_str(tls, "client_auth_type", 0, &type, e) ||
+        read_pem(base, tls, "client_ca_file", 0, &w->client_ca_pem, NULL, e)) {
+        free(type);
+        return -1;
+    }
+    w->client_auth = WEBCONFIG_NO_CLIENT_CERT;
+    if (type) {
+        size_t k;
+        for (k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (strcmp(type, names[k]) == 0)
+                break;
+        if (k == sizeof names / sizeof names[0]) {
+            cfg_error(e, cfg_at(tls, "client_auth_type"),
+                      "client_auth_type: want NoClientCert, RequireAnyClientCert, "
+                      "VerifyClientCertIfGiven or RequireAndVerifyClientCert, got \"%.80s\"",
+                      type);
+            free(type);
+            return -1;
+        }
+        w->client_auth = (enum webconfig_client_auth)k;
+        free(type);
+    }
+    if (w->client_ca_pem && w->client_auth == WEBCONFIG_NO_CLIENT_CERT)
+        return cfg_error(e, cfg_at(tls, "client_ca_file"),
+                         "client_ca_file: set client_auth_type too (it is NoClientCert, so the CA "
+                         "would never be used)");
+    if (!w->client_ca_pem && (w->client_auth == WEBCONFIG_VERIFY_CLIENT_CERT_IF_GIVEN ||
+                              w->client_auth == WEBCONFIG_REQUIRE_AND_VERIFY_CLIENT_CERT))
+        return cfg_error(e, cfg_at(tls, "client_auth_type"),
+                         "client_auth_type: %s needs client_ca_file to verify against",
+                         names[w->client_auth]);
     return 0;
 }
 
@@ -224,10 +276,10 @@ struct webconfig *webconfig_load(const char *path, struct err *e)
     if (cfg_get_node(root, "tls_server_config", CFG_MAP, &tls, e) ||
         cfg_get_node(root, "basic_auth_users", CFG_MAP, &users, e))
         goto fail;
-    if (tls &&
-        (read_pem(path, tls, "cert_file", &w->cert_pem, e) ||
-         read_pem(path, tls, "key_file", &w->key_pem, e) ||
-         tls_priorities(tls, &w->tls_priorities, e) || cfg_finish(tls, "tls_server_config", e)))
+    if (tls && (read_pem(path, tls, "cert_file", 1, &w->cert_pem, &w->cert_path, e) ||
+                read_pem(path, tls, "key_file", 1, &w->key_pem, &w->key_path, e) ||
+                client_auth(path, tls, w, e) || tls_priorities(tls, &w->tls_priorities, e) ||
+                cfg_finish(tls, "tls_server_config", e)))
         goto fail;
     for (size_t i = 0; users && i < users->n; i++) {
         struct cfg_pair *p = &users->pairs[i];
@@ -259,6 +311,9 @@ void webconfig_free(struct webconfig *w)
         return;
     free(w->cert_pem);
     free(w->key_pem);
+    free(w->cert_path);
+    free(w->key_path);
+    free(w->client_ca_pem);
     free(w->tls_priorities);
     for (size_t i = 0; i < w->nusers; i++) {
         free(w->users[i].name);

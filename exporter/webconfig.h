@@ -6,10 +6,14 @@
  *     key_file: server.key
  *     min_version: TLS12         # TLS12 (default) or TLS13
  *     cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...]   # AEAD suites only
+ *     client_auth_type: RequireAndVerifyClientCert   # or NoClientCert (default),
+ *                                  # RequireAnyClientCert, VerifyClientCertIfGiven
+ *     client_ca_file: ca.crt       # PEM; the CAs client certificates are verified against
  *   basic_auth_users:
  *     prometheus: $2y$10$...     # bcrypt hashes only (htpasswd -nBC 10 USER)
  *
- * Relative paths are taken from the web config file's folder. Without cipher_suites the server
+ * Relative paths are taken from the web config file's folder. The certificate and key are read
+ * again when their files change (tlsserver.h). Without cipher_suites the server
  * offers AES-GCM and ChaCha20-Poly1305 with ECDHE only; TLS 1.0 and 1.1 are never offered. */
 #ifndef QREL_WEBCONFIG_H
 #define QREL_WEBCONFIG_H
@@ -25,9 +29,19 @@ struct webconfig_user {
 
 struct webconfig_auth; /* verified-credentials cache and bcrypt admission, internal */
 
+enum webconfig_client_auth {
+    WEBCONFIG_NO_CLIENT_CERT,
+    WEBCONFIG_REQUIRE_ANY_CLIENT_CERT,
+    WEBCONFIG_VERIFY_CLIENT_CERT_IF_GIVEN,
+    WEBCONFIG_REQUIRE_AND_VERIFY_CLIENT_CERT,
+};
+
 struct webconfig {
     char *cert_pem; /* NULL when TLS is off */
     char *key_pem;
+    char *cert_path, *key_path; /* the files they came from, resolved: watched for changes */
+    char *client_ca_pem;        /* NULL without client_ca_file */
+    enum webconfig_client_auth client_auth;
     char *tls_priorities; /* a GnuTLS priority string built from min_version and cipher_suites */
     struct webconfig_user *users;
     size_t nusers;

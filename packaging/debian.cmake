@@ -68,6 +68,7 @@ install(FILES ${CMAKE_SOURCE_DIR}/packaging/deb/qrel.yml DESTINATION /etc/qrel C
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/deb/qrel-exporter.default DESTINATION /etc/default
         RENAME qrel-exporter COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/deb/qrel-exporter.service
+              ${CMAKE_SOURCE_DIR}/packaging/deb/qrel-exporter.socket
         DESTINATION /lib/systemd/system COMPONENT deb EXCLUDE_FROM_ALL)
 
 # Maintainer scripts are kept as *.sh (so the lint step checks them); dpkg wants bare names.

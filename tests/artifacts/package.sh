@@ -82,6 +82,7 @@ grep -E '^[EW]:' "$T/lintian.out" || true
 dpkg-deb -c "$deb" >"$T/contents"
 awk '{print $6}' "$T/contents" | sed 's|^\./|/|' >"$T/paths"
 for f in /usr/bin/qrel /usr/bin/qrel_exporter /lib/systemd/system/qrel-exporter.service \
+  /lib/systemd/system/qrel-exporter.socket \
   /etc/default/qrel-exporter /etc/qrel/qrel.yml /usr/share/man/man1/qrel.1.gz \
   /usr/share/man/man1/qrel_exporter.1.gz /usr/share/qrel/alerts/qrel-alerts.yml \
   /usr/share/doc/qrel/copyright /usr/share/doc/qrel/changelog.gz \
@@ -159,6 +160,13 @@ if systemd-analyze verify "$unit" >"$T/verify.out" 2>&1; then
 else
   not_ok "systemd-analyze verify"; cat "$T/verify.out" >&2
 fi
+# The socket unit too (socket activation, --web.systemd-socket): it names the service.
+if systemd-analyze verify "${unit%.service}.socket" >"$T/verify.out" 2>&1; then
+  ok "systemd-analyze verify ${unit%.service}.socket"
+else
+  not_ok "systemd-analyze verify the socket unit"; cat "$T/verify.out" >&2
+fi
+expect_cmd "the socket unit starts the service" grep -qxF Service=qrel-exporter.service "${unit%.service}.socket"
 systemd-analyze security --offline=yes "$unit" >"$T/security.out" 2>&1 || true
 score=$(sed -nE 's/.*Overall exposure level for .*: ([0-9.]+) .*/\1/p' "$T/security.out")
 echo "systemd-analyze security: exposure $score (0 safest, 10 unprotected)"

@@ -69,12 +69,40 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A repeated flag: every value in order, both forms, not a flag that only starts with the name;
+ * more than max is an error. */
+START_TEST(test_collect)
+{
+    struct err e;
+    const char *out[2];
+    size_t n;
+    char *argv[] = {"p",
+                    "--web.listen-address=127.0.0.1:1",
+                    "--web.listen-addressx=no",
+                    "--web.listen-address",
+                    "[::1]:2",
+                    "pos",
+                    NULL};
+    ck_assert_int_eq(flags_collect(6, argv, 1, "web.listen-address", out, 2, &n, &e), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(out[0], "127.0.0.1:1");
+    ck_assert_str_eq(out[1], "[::1]:2");
+    char *none[] = {"p", "--config.file=a", NULL};
+    ck_assert_int_eq(flags_collect(2, none, 1, "web.listen-address", out, 2, &n, &e), 0);
+    ck_assert_uint_eq(n, 0);
+    char *three[] = {"p", "--a=1", "--a=2", "--a=3", NULL};
+    ck_assert_int_eq(flags_collect(4, three, 1, "a", out, 2, &n, &e), -1);
+    ck_assert_str_eq(e.msg, "flag --a: at most 2 values");
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_forms, 0},
         {test_defaults_and_help, 0},
         {test_errors, 0},
+        {test_collect, 0},
     };
     return check_run_tests("flags", tests, CHECK_ROWS(tests), 0);
 }
