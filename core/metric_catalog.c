@@ -14,6 +14,21 @@
  * HELP says what the value is, in which unit, and what to do about it; the labels source and kind
  * are on every collector series and are documented once in docs/metrics.md. */
 const struct metric_family metric_catalog_rows[] = {
+    /* The process families of the Prometheus client libraries, same names and meanings: served
+     * by the exporter on /metrics, about the exporter's own process (not a probed target). */
+    {"process_cpu_seconds_total", METRIC_COUNTER,
+     "User and system CPU time the exporter's process has used, in seconds."},
+    {"process_max_fds", METRIC_GAUGE,
+     "The most file descriptors the exporter's process may open (its soft RLIMIT_NOFILE)."},
+    {"process_open_fds", METRIC_GAUGE,
+     "File descriptors the exporter's process has open; each source's connection holds one."},
+    {"process_resident_memory_bytes", METRIC_GAUGE,
+     "Resident memory of the exporter's process in bytes; steady growth across scrapes of an "
+     "unchanged configuration is a leak worth a bug report."},
+    {"process_start_time_seconds", METRIC_GAUGE,
+     "Unix time in seconds when the exporter's process started."},
+    {"process_virtual_memory_bytes", METRIC_GAUGE,
+     "Virtual memory size of the exporter's process in bytes."},
     {"qrel_audit_failed", METRIC_GAUGE,
      "1 for each reliability rule (label rule, with its severity) that the current configuration "
      "of queue breaks; the series disappears once the configuration is fixed. Only the worst "
@@ -77,6 +92,9 @@ const struct metric_family metric_catalog_rows[] = {
     {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
      "configured window, from the start and finish times a table records."},
+    {"qrel_http_requests_total", METRIC_COUNTER,
+     "HTTP requests the exporter answered since it started, by handler (the route, or other for "
+     "an unknown path) and status code: 503 is a scrape shed under load, 401 a refused login."},
     {"qrel_lease_eta_beyond_messages", METRIC_GAUGE,
      "Messages of queue delivered and held unacknowledged until an ETA or countdown that lies "
      "beyond the lease (Celery's visibility timeout): each is delivered again every lease while "

@@ -32,6 +32,7 @@
 #include "deadline.h"
 #include "expfmt.h"
 #include "flags.h"
+#include "http_requests.h"
 #include "landing.h"
 #include "log.h"
 #include "scheduler.h"
@@ -64,9 +65,10 @@ struct http_server {
     int enable_lifecycle;
     char bound[HTTP_MAX_LISTEN * 64];
     char advertise[300];
-    pthread_mutex_t mu;        /* guards the fields below */
-    int scrapes;               /* requests collecting now */
-    struct log_limit shed_log; /* one line per HTTP_LOG_EVERY_S, counting the 503s */
+    struct http_requests *requests; /* answered requests (lock-free, http_requests.h) */
+    pthread_mutex_t mu;             /* guards the fields below */
+    int scrapes;                    /* requests collecting now */
+    struct log_limit shed_log;      /* one line per HTTP_LOG_EVERY_S, counting the 503s */
 };
 
 /* MHD's own messages (a refused connection each) are rate-limited the same way. */
@@ -281,7 +283,7 @@ static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection
 {
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     enum expfmt_format fmt = expfmt_negotiate(accept);
-    struct scrape_self self;
+    struct scrape_self self = {0};
     struct scrape_opts o = {
         .scrape_timeout = scrape_timeout_header(conn), .only = only, .self = &self};
 
@@ -291,6 +293,8 @@ static enum MHD_Result serve_scrape(struct http_server *h, struct MHD_Connection
     b->h = h;
     struct scheduler *s = app_acquire(h->app);
     app_self(h->app, &self);
+    self.process = 1;
+    self.requests = h->requests;
     b->x = scrape_run(s, &o);
     scheduler_unref(s); /* the scrape holds its own */
     size_t n;
@@ -409,21 +413,28 @@ static int is_get(const char *m)
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
-                              const char *method, const char *version, const char *upload,
-                              size_t *upload_size, void **state)
+/* The route a path belongs to, for qrel_http_requests_total's handler label. */
+static enum http_handler handler_of(const struct http_server *h, const char *url)
 {
-    struct http_server *h = cls;
-    static int started;
-    /* MHD calls once with the headers, then with body chunks, then once more: answer last. */
-    if (*state == NULL) {
-        *state = &started;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        *upload_size = 0; /* no endpoint reads a body; discard it */
-        return MHD_YES;
-    }
+    static const struct {
+        const char *path;
+        enum http_handler which;
+    } routes[] = {
+        {"/probe", HTTP_HANDLER_PROBE},       {"/sd", HTTP_HANDLER_SD},
+        {"/-/healthy", HTTP_HANDLER_HEALTHY}, {"/-/ready", HTTP_HANDLER_READY},
+        {"/-/reload", HTTP_HANDLER_RELOAD},   {"/", HTTP_HANDLER_ROOT},
+    };
+    if (strcmp(url, h->telemetry_path) == 0)
+        return HTTP_HANDLER_METRICS;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strcmp(url, routes[i].path) == 0)
+            return routes[i].which;
+    return HTTP_HANDLER_OTHER;
+}
+
+static enum MHD_Result respond(struct http_server *h, struct MHD_Connection *conn, const char *url,
+                               const char *method)
+{
     if (h->web && h->web->nusers && !authorized(h, conn))
         return send_401(conn);
     if (strcmp(url, h->telemetry_path) == 0)
@@ -445,6 +456,31 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (strcmp(url, "/") == 0)
         return is_get(method) ? serve_landing(h, conn) : send_405(conn, "GET, HEAD");
     return send_plain(conn, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+    struct http_server *h = cls;
+    static int started;
+    /* MHD calls once with the headers, then with body chunks, then once more: answer last. */
+    if (*state == NULL) {
+        *state = &started;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0; /* no endpoint reads a body; discard it */
+        return MHD_YES;
+    }
+    enum MHD_Result ret = respond(h, conn, url, method);
+    /* Counted from the status MHD queued, so every answer of respond() is counted the same way
+     * (a 401 under the route the client asked for); a response that failed to queue has none. */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (ret == MHD_YES && ci)
+        http_requests_count(h->requests, handler_of(h, url), ci->http_status);
+    return ret;
 }
 
 /* At most 5 lines per HTTP_LOG_EVERY_S, then one that counts what was left out: a burst of
@@ -591,6 +627,8 @@ struct http_server *http_start(struct app *a, const struct http_opts *o, struct 
     h->app = a;
     h->web = o->web;
     h->telemetry_path = xstrdup(o->telemetry_path);
+    h->requests = xcalloc(1, sizeof *h->requests);
+    h->requests->metrics_label = h->telemetry_path;
     h->enable_lifecycle = o->enable_lifecycle;
     pthread_mutex_init(&h->mu, NULL);
     struct MHD_OptionItem opts[] = {
@@ -674,6 +712,7 @@ void http_stop(struct http_server *h)
         MHD_stop_daemon(h->d[i]);
     tlsserver_free(h->tls);
     pthread_mutex_destroy(&h->mu);
+    free(h->requests);
     free(h->telemetry_path);
     free(h);
 }

@@ -3,12 +3,14 @@
  * the report). */
 #include "scrape.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "dead_letters.h"
 #include "log.h"
+#include "process_stats.h"
 #include "version.h"
 
 struct scrape {
@@ -62,6 +64,42 @@ static void run_audit(struct scheduler *s, struct scrape *x, int report)
                metric_set_error(x->audit), NULL);
 }
 
+/* The process families of the Prometheus client libraries, with their names and meanings, so
+ * that the dashboards and alerts written for any exporter work on this one. */
+static void add_process(struct metric_set *m)
+{
+    struct process_stats p;
+    process_stats_read(&p);
+    if (p.have_stat) {
+        metric_set_add(m, "process_cpu_seconds_total", p.cpu_seconds, NULL);
+        metric_set_add(m, "process_resident_memory_bytes", p.resident_bytes, NULL);
+        metric_set_add(m, "process_virtual_memory_bytes", p.virtual_bytes, NULL);
+    }
+    if (p.have_start)
+        metric_set_add(m, "process_start_time_seconds", p.start_time, NULL);
+    if (p.have_fds)
+        metric_set_add(m, "process_open_fds", p.open_fds, NULL);
+    if (p.have_max_fds)
+        metric_set_add(m, "process_max_fds", p.max_fds, NULL);
+}
+
+/* One series per handler and code that has answered at least once, as promhttp does: a code
+ * never sent has no series rather than a 0 for each of 500 codes. */
+static void add_requests(struct metric_set *m, const struct http_requests *r)
+{
+    for (int h = 0; h < HTTP_HANDLER_COUNT; h++) {
+        for (unsigned code = HTTP_CODE_MIN; code <= HTTP_CODE_MAX; code++) {
+            unsigned long long n = http_requests_get(r, (enum http_handler)h, code);
+            if (!n)
+                continue;
+            char c[8];
+            snprintf(c, sizeof c, "%u", code);
+            metric_set_add(m, "qrel_http_requests_total", (double)n, "handler",
+                           http_handler_label(r, (enum http_handler)h), "code", c, NULL);
+        }
+    }
+}
+
 static struct metric_set *self_series(const struct scrape_self *self)
 {
     struct metric_set *m = metric_set_new(NULL, NULL);
@@ -70,6 +108,10 @@ static struct metric_set *self_series(const struct scrape_self *self)
     metric_set_add(m, "qrel_config_last_reload_successful", self->config_ok ? 1.0 : 0.0, NULL);
     metric_set_add(m, "qrel_config_last_reload_success_timestamp_seconds", self->config_loaded,
                    NULL);
+    if (self->process)
+        add_process(m);
+    if (self->requests)
+        add_requests(m, self->requests);
     return m;
 }
 

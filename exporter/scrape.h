@@ -4,7 +4,9 @@
  * A scrape is, in this order: the collections of the sources and each source's meta series
  * (scheduler.h); the dead-letter joins of the sources collected and up (dead_letters.h); the
  * audit's series over those two (qrel_audit_failed*, audit.h); and, when the whole file is
- * scraped, the exporter's own series (qrel_build_info, qrel_config_last_reload_*). So `qrel
+ * scraped, the exporter's own series (qrel_build_info, qrel_config_last_reload_*, and from the
+ * exporter also process_* and qrel_http_requests_total, as node and blackbox exporters serve
+ * theirs: on /metrics only, never on a probe of a target). So `qrel
  * scrape` prints what `/metrics` serves for the same file, and `qrel scrape --source=NAME` what
  * `/probe?target=NAME` serves: one source's collection, its joins and the audit over them, no own
  * series (a probe is about one source, and those series would repeat on every probe target).
@@ -13,15 +15,16 @@
  * and must not cost a read per view.
  *
  * The exporter's own series are built here from struct scrape_self, which the caller fills with
- * what only it knows (a running exporter its reloads, `qrel scrape` its one load). A series that
- * only the HTTP server could know (request counts: none today) would be a field of that struct,
- * filled by http.c, so that its name and HELP stay in this file. */
+ * what only it knows (a running exporter its reloads, `qrel scrape` its one load). The request
+ * counts only the HTTP server knows are a field of that struct, filled by http.c, so that the
+ * names of every own series stay in this file. */
 #ifndef QREL_SCRAPE_H
 #define QREL_SCRAPE_H
 
 #include <stddef.h>
 
 #include "audit.h"
+#include "http_requests.h"
 #include "metrics.h"
 #include "scheduler.h"
 
@@ -29,6 +32,10 @@
 struct scrape_self {
     int config_ok;        /* the last load of the file succeeded */
     double config_loaded; /* wall-clock seconds of the last successful load */
+    /* The process_* series of the calling process: the exporter sets it; `qrel scrape` does not
+     * (a command that ends after one scrape has no process worth watching). */
+    int process;
+    const struct http_requests *requests; /* qrel_http_requests_total (http.c), or NULL */
 };
 
 struct scrape_opts {

@@ -39,7 +39,9 @@ expect_eq "unknown flag message" "$out" "qrel_exporter: unknown flag --bogus (se
 expect_cmd "--version prints the version" bash -c "'$EXPORTER' --version | grep -q '^qrel_exporter [0-9]'"
 expect_cmd "--help lists --web.listen-address" bash -c "'$EXPORTER' --help | grep -q -- '--web.listen-address'"
 
+t_start=$(date +%s)
 start_exporter "$T/good.yml"
+t_started=$(date +%s)
 
 # Endpoints, methods, content types.
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
@@ -74,6 +76,8 @@ expect_cmd "landing page links the metrics" grep -q 'href="/metrics"' "$T/landin
 curl -fsS "http://$ADDR/probe?target=cache" -o "$T/probe.txt"
 expect_metric "$T/probe.txt" 1 qrel_collector_up 'source="cache"'
 expect_absent "$T/probe.txt" qrel_build_info
+expect_absent "$T/probe.txt" process_resident_memory_bytes
+expect_absent "$T/probe.txt" qrel_http_requests_total
 expect_eq "GET /probe without a target" "$(code "http://$ADDR/probe")" 400
 expect_eq "GET /probe?target=unknown" "$(code "http://$ADDR/probe?target=127.0.0.1:6379")" 400
 
@@ -84,6 +88,47 @@ expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="cache"' 'kind="redis_stre
 expect_metric "$T/m1.txt" 1 qrel_config_last_reload_successful
 expect_metric "$T/m1.txt" 1 qrel_build_info
 expect_eq "families without HELP" "$(comm -23 <(sed -nE 's/^# TYPE ([^ ]+) .*/\1/p' "$T/m1.txt" | sort) <(sed -nE 's/^# HELP ([^ ]+) .*/\1/p' "$T/m1.txt" | sort) | wc -l)" 0
+
+# The exporter's own process (issue 23) against /proc read just before and just after the scrape:
+# a figure that moves while the scrape runs lies between the two readings (5% of slack for
+# memory). The exporter counts two descriptors that neither reading sees: the connection serving
+# this scrape and the directory it lists to count.
+pid=$EXPORTER_PID
+status_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+nfds() { find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+cpu_ticks() { sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }'; }
+rss0=$(status_kb VmRSS) vm0=$(status_kb VmSize) fd0=$(nfds) cpu0=$(cpu_ticks)
+scrape "$T/p.txt"
+rss1=$(status_kb VmRSS) vm1=$(status_kb VmSize) fd1=$(nfds) cpu1=$(cpu_ticks)
+lo() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf "%.0f\n", (a < b ? a : b) * f }'; }
+hi() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf "%.0f\n", (a > b ? a : b) * f }'; }
+expect_between "process_resident_memory_bytes against VmRSS" "$(mval "$T/p.txt" process_resident_memory_bytes)" \
+  "$(lo "$rss0" "$rss1" 972.8)" "$(hi "$rss0" "$rss1" 1075.2)"
+expect_between "process_virtual_memory_bytes against VmSize" "$(mval "$T/p.txt" process_virtual_memory_bytes)" \
+  "$(lo "$vm0" "$vm1" 972.8)" "$(hi "$vm0" "$vm1" 1075.2)"
+expect_between "process_open_fds against /proc/PID/fd" "$(mval "$T/p.txt" process_open_fds)" \
+  "$(lo "$fd0" "$fd1" 1)" "$(($(hi "$fd0" "$fd1" 1) + 2))"
+tck=$(getconf CLK_TCK)
+expect_between "process_cpu_seconds_total against utime+stime" "$(mval "$T/p.txt" process_cpu_seconds_total)" \
+  "$(awk -v t="$cpu0" -v k="$tck" 'BEGIN { print t / k }')" "$(awk -v t="$cpu1" -v k="$tck" 'BEGIN { print t / k }')"
+expect_eq "process_max_fds is the soft limit" "$(mval "$T/p.txt" process_max_fds)" \
+  "$(awk '/^Max open files/ { print $4 }' "/proc/$pid/limits")"
+# The boot time is cut to whole seconds and the start ticks to hundredths, both downwards.
+expect_between "process_start_time_seconds within the start of the exporter" \
+  "$(mval "$T/p.txt" process_start_time_seconds)" "$((t_start - 2))" "$((t_started + 1))"
+# qrel_http_requests_total: a scrape counts once it is answered, so the next one sees it.
+rq() { local v; v=$(mval "$1" qrel_http_requests_total "handler=\"$2\"" "code=\"$3\""); echo "${v:-0}"; }
+code "http://$ADDR/nope" > /dev/null
+code "http://$ADDR/also/not/here" > /dev/null
+code -X POST "http://$ADDR/metrics" > /dev/null
+code "http://$ADDR/-/healthy" > /dev/null
+scrape "$T/r.txt"
+expect_eq "/metrics answered 200 between the two scrapes (the first itself)" "$(($(rq "$T/r.txt" /metrics 200) - $(rq "$T/p.txt" /metrics 200)))" 1
+expect_eq "unknown paths answered 404 as handler other" "$(($(rq "$T/r.txt" other 404) - $(rq "$T/p.txt" other 404)))" 2
+expect_eq "POST /metrics answered 405" "$(($(rq "$T/r.txt" /metrics 405) - $(rq "$T/p.txt" /metrics 405)))" 1
+expect_eq "/-/healthy answered 200" "$(($(rq "$T/r.txt" /-/healthy 200) - $(rq "$T/p.txt" /-/healthy 200)))" 1
+expect_absent "$T/r.txt" qrel_http_requests_total 'handler="/nope"'
+expect_cmd "promtool check metrics with the process and request families" bash -c "promtool check metrics < '$T/r.txt'"
 
 # Reload: a bad file keeps the running sources and reports 0; a good one is taken.
 cp "$T/good.yml" "$T/live.yml"

@@ -2,7 +2,7 @@
 # Issue 15, the HTTP server under hostile clients (tests/lib/hostile_client.py): 600 slowloris
 # sockets leave /-/healthy answering within 1 s; one address cannot hold more than 1,024
 # connections; 1,000 concurrent scrapes all get an HTTP status (503 with Retry-After when shed)
-# and the log stays short; 10 scrapes whose X-Prometheus-Scrape-Timeout-Seconds is 1e-9 leave the
+# and the log stays short, and qrel_http_requests_total counts the 503s; 10 scrapes whose X-Prometheus-Scrape-Timeout-Seconds is 1e-9 leave the
 # next plain scrape's source up with no timeout counted.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -39,6 +39,8 @@ expect_between "connections kept from one address (per-IP limit 1024)" "$(field 
 expect_eq "/-/healthy from another address answered throughout" "$(field ok "$out")" "$(field probes "$out")"
 
 # 1,000 scrapes at once: every one gets a status; the shed ones 503 with Retry-After.
+rq() { local v; v=$(mval "$1" qrel_http_requests_total 'handler="/metrics"' "code=\"$2\""); echo "${v:-0}"; }
+scrape "$T/before.txt"
 lines_before=$(wc -l < "$T/exporter.log")
 hostile burst "$host" "$port" 1000 /metrics > "$T/burst.txt"
 cat "$T/burst.txt"
@@ -51,6 +53,23 @@ expect_cmd "some scrapes were served 200" grep -q '^status=200 ' "$T/burst.txt"
 sleep 1
 new_lines=$(($(wc -l < "$T/exporter.log") - lines_before))
 expect_between "log lines written during the burst (rate-limited)" "$new_lines" 0 20
+# qrel_http_requests_total counts what the clients got (issue 23): the shed scrapes are visible,
+# not only logged. The scrape before the burst is counted too once answered.
+burst_count() { local n; n=$(sed -nE "s/^status=$1 count=([0-9]+)/\1/p" "$T/burst.txt"); echo "${n:-0}"; }
+# The burst's last scrapes may still hold their admission while their clients are gone: a scrape
+# shed here is counted too, and tried again.
+shed_after=0
+admitted() {
+  local c
+  c=$(curl -s -o "$T/after.txt" -w '%{http_code}' "http://$ADDR/metrics")
+  [ "$c" = 503 ] && shed_after=$((shed_after + 1))
+  [ "$c" = 200 ]
+}
+wait_for -i 0.2 30 "a scrape admitted after the burst" admitted || true
+expect_eq "qrel_http_requests_total 503 on /metrics: the burst's shed scrapes" \
+  "$(($(rq "$T/after.txt" 503) - $(rq "$T/before.txt" 503)))" "$(($(burst_count '503\+retry-after') + shed_after))"
+expect_eq "qrel_http_requests_total 200 on /metrics: the burst's served scrapes and one" \
+  "$(($(rq "$T/after.txt" 200) - $(rq "$T/before.txt" 200)))" "$(($(burst_count 200) + 1))"
 expect_eq "/-/healthy after the burst" "$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/-/healthy")" 200
 
 # A client asking for 1 ns (or 4.9e-324) must not mark the source down for everybody.

@@ -2,7 +2,8 @@
 # Issue 15, TLS and basic auth: TLS 1.0 and 1.1 refused, 1.2 and 1.3 with AEAD suites only by
 # default, exporter-toolkit's min_version and cipher_suites honoured; basic auth takes as long
 # for an unknown user as for a wrong password, accepts the scheme in any case, refuses a password
-# with a NUL, and a logged-in /-/healthy stays fast while 32 clients try wrong passwords.
+# with a NUL, and a logged-in /-/healthy stays fast while 32 clients try wrong passwords; each
+# refusal is counted in qrel_http_requests_total.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -69,6 +70,10 @@ for _ in $(seq 1 10); do
 done
 for p in "${HAMMER[@]}"; do wait "$p" || true; done
 expect_between "slowest logged-in /-/healthy (ms) during 32 wrong-password clients" "$worst" 0 999
+# Every refused login above is counted under the route asked for (issue 23): the password with a
+# NUL, 5 unknown-user and 5 wrong-password attempts, and the 32 clients' 2 each.
+curl -s --cacert "$T/server.crt" -u prometheus:s3cret-scrape "$url/metrics" -o "$T/m.txt"
+expect_metric "$T/m.txt" 75 qrel_http_requests_total 'handler="/-/healthy"' 'code="401"'
 stop_exporter
 
 # ---- min_version and cipher_suites ----

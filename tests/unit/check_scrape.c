@@ -175,9 +175,48 @@ START_TEST(test_the_whole_file_in_order)
     ck_assert_uint_lt(join, audit);
     ck_assert_uint_lt(audit, own);
     ck_assert_uint_eq(own, n - 1);
+    /* No process series unless the caller asks (qrel scrape does not), no request counts
+     * without the server's table. */
+    ck_assert_double_eq(find(x, "process_resident_memory_bytes", NULL, NULL), -1);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", NULL, NULL), -1);
     ck_assert_uint_eq(scrape_failed(x), 0);
     ck_assert_ptr_null(scrape_report(x));
     scrape_free(x);
+    scheduler_unref(s);
+}
+END_TEST
+
+/* The exporter's /metrics: the process families and one request series per handler and code
+ * that has answered. */
+START_TEST(test_the_exporter_serves_process_and_requests)
+{
+    struct fake *broker;
+    struct scheduler *s = scheduler_new(new_sources(&broker), P);
+    struct http_requests *req = xcalloc(1, sizeof *req);
+    http_requests_count(req, HTTP_HANDLER_METRICS, 200);
+    http_requests_count(req, HTTP_HANDLER_METRICS, 503);
+    http_requests_count(req, HTTP_HANDLER_METRICS, 503);
+    http_requests_count(req, HTTP_HANDLER_HEALTHY, 401);
+    struct scrape_self self = {.config_ok = 1, .process = 1, .requests = req};
+    struct scrape_opts o = {.self = &self};
+    struct scrape *x = scrape_run(s, &o);
+    ck_assert_double_gt(find(x, "process_resident_memory_bytes", NULL, NULL), 0);
+    ck_assert_double_gt(find(x, "process_virtual_memory_bytes", NULL, NULL), 0);
+    ck_assert_double_gt(find(x, "process_open_fds", NULL, NULL), 0);
+    ck_assert_double_gt(find(x, "process_start_time_seconds", NULL, NULL), 1e9);
+    ck_assert_double_ge(find(x, "process_cpu_seconds_total", NULL, NULL), 0);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", "code", "503"), 2);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", "code", "401"), 1);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", "handler", "/-/healthy"), 1);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", "code", "404"), -1);
+    scrape_free(x);
+    /* A probe of one source serves neither: they are the exporter's, not the target's. */
+    o.only = "broker";
+    x = scrape_run(s, &o);
+    ck_assert_double_eq(find(x, "process_resident_memory_bytes", NULL, NULL), -1);
+    ck_assert_double_eq(find(x, "qrel_http_requests_total", NULL, NULL), -1);
+    scrape_free(x);
+    free(req);
     scheduler_unref(s);
 }
 END_TEST
@@ -244,6 +283,7 @@ static Suite *scrape_suite(void)
     tcase_add_checked_fixture(tc, pool_setup, pool_teardown);
     tcase_add_test(tc, test_the_whole_file_in_order);
     tcase_add_test(tc, test_one_source_has_no_own_series);
+    tcase_add_test(tc, test_the_exporter_serves_process_and_requests);
     tcase_add_test(tc, test_the_landing_page_runs_no_join_and_gets_a_report);
     tcase_add_test(tc, test_a_broker_down_has_no_join);
     suite_add_tcase(s, tc);
