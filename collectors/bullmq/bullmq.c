@@ -98,6 +98,8 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
+    st->job.rs.no_cluster =
+        "not built for BullMQ yet: qrel reads a BullMQ prefix on one Redis server";
     if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||

@@ -72,6 +72,7 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
+    st->job.rs.no_cluster = "Celery's Redis broker (kombu) does not support Redis Cluster";
     if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "key_prefix", 0, &st->prefix, e) ||
         cfg_get_positive_duration(map, "visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT,
                                   &st->visibility_timeout, e) ||

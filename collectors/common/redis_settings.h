@@ -20,6 +20,14 @@ struct redis_settings {
         password; /* from password_file / password_env; NULL: none. Free with redis_settings_free */
     long db;
     size_t max_response_bytes;
+    /* Redis Cluster (redis_cluster.h): cluster: true reads every master; the seeds are address
+     * or addresses (a list, for more than one). no_cluster: set by a kind that cannot run on a
+     * cluster, before redis_settings_read (which keeps it), the reason redis_settings_check
+     * refuses cluster: true with. */
+    int cluster;
+    char **addresses;
+    size_t naddresses;
+    const char *no_cluster;
 };
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e);

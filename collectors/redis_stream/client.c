@@ -11,6 +11,13 @@ struct redis_conn *redis_stream_client_conn(struct collector *c, const struct de
                                             struct err *e)
 {
     struct state *st = c->priv;
+    if (st->rs.cluster) { /* qrel dlq moves entries between keys of one server */
+        err_set(e, ERR_CONFIG,
+                "redis \"%s\": qrel dlq does not run on a Redis Cluster (cluster: "
+                "true)",
+                c->name);
+        return NULL;
+    }
     if (!st->conn)
         st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
                                    st->rs.db, dl, e);
@@ -55,21 +62,30 @@ char *redis_stream_client_read_dead(struct collector *c, const char *queue, cons
         err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
         return NULL;
     }
-    if (!redis_stream_client_conn(c, dl, e))
-        return NULL;
     char *dlq = redis_stream_dlq_name(sp->dlq_tmpl, queue);
+    /* On a cluster, the dead-letter stream is read on the master of its slot. */
+    struct redis_conn *conn = st->rs.cluster ? redis_stream_cluster_conn_for(c, dlq, dl, e)
+                                             : redis_stream_client_conn(c, dl, e);
+    if (!conn) {
+        free(dlq);
+        return NULL;
+    }
     char count[24];
     snprintf(count, sizeof count, "%zu", max);
     struct redis_pipe *p = redis_pipe_new();
     redis_pipe_addv(p, "XLEN", dlq, NULL);
     redis_pipe_addv(p, "XRANGE", dlq, "-", "+", "COUNT", count, NULL);
     struct dl_run run = {total, add, id_field, out};
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
+    int rc = redis_pipe_exec_each(conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
     redis_pipe_free(p);
     if (rc) {
-        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(st->conn), dlq);
-        redis_conn_close(st->conn);
-        st->conn = NULL;
+        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(conn), dlq);
+        if (st->rs.cluster) {
+            redis_cluster_forget(&st->cl);
+        } else {
+            redis_conn_close(st->conn);
+            st->conn = NULL;
+        }
         free(dlq);
         return NULL;
     }

@@ -18,6 +18,7 @@ void redis_stream_destroy(struct collector *c)
 {
     struct state *st = c->priv;
     redis_conn_close(st->conn);
+    redis_cluster_free(&st->cl);
     for (size_t i = 0; i < st->nspecs; i++) {
         struct stream_spec *sp = &st->specs[i];
         free(sp->name);

@@ -141,6 +141,12 @@ out:
     return rc;
 }
 
+/* On a cluster, whether the master being read serves key's slot; always on a single server. */
+static int keyed_here(const struct state *st, const char *key)
+{
+    return !st->rs.cluster || redis_cluster_node_of(&st->cl.map, key, strlen(key)) == st->cl_node;
+}
+
 /* Step 1: the streams of this scrape, in config order, each once, with the first matching
  * entry's settings; dead-letter streams found by a pattern are not collected as streams. */
 int redis_stream_resolve_targets(struct collector *c, struct state *st, struct redis_pipe *p,
@@ -163,6 +169,8 @@ int redis_stream_resolve_targets(struct collector *c, struct state *st, struct r
 
     for (size_t i = 0, k = 0; i < st->nspecs; i++) {
         if (st->specs[i].name) {
+            if (!keyed_here(st, st->specs[i].name))
+                continue; /* another master serves its slot */
             size_t id = redis_stream_names_intern(names, st->specs[i].name,
                                                   strlen(st->specs[i].name), NULL);
             if (!names->v[id].chosen)
@@ -180,6 +188,10 @@ int redis_stream_resolve_targets(struct collector *c, struct state *st, struct r
         if (!tmpl)
             continue;
         char *d = redis_stream_dlq_name(tmpl, t->name);
+        if (!keyed_here(st, d)) { /* one pipeline per master: see docs/kinds/redis_stream.md */
+            free(d);
+            continue;
+        }
         t->dlq_id = redis_stream_names_intern(names, d, strlen(d), NULL);
         t->dlq = names->v[t->dlq_id].s;
         free(d);
@@ -230,6 +242,8 @@ static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         sc->missing++;
         return 0;
     }
+    if (redis_reply_is_error(r, "MOVED ") || redis_reply_is_error(r, "ASK "))
+        run->st->redirected = 1; /* cluster.c learns the map again and reads on */
     if (redis_reply_is_error(r, NULL))
         return query_error(conn, r, e, 300, "XINFO GROUPS \"%s\"", t->name);
     size_t n;
@@ -538,7 +552,7 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
  * pipeline, read and emitted as the replies come. */
 int redis_stream_read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
                               struct scrape *sc, int64_t now_ms, struct metric_set *out,
-                              struct err *e)
+                              size_t *truncated, struct err *e)
 {
     redis_pipe_reset(p);
     add_details(st, sc, p);
@@ -557,6 +571,6 @@ int redis_stream_read_details(struct state *st, struct redis_pipe *p, const stru
         return err_set(e, ERR_INTERNAL, "redis_stream: %zu replies for more commands",
                        redis_pipe_len(p));
     if (due == 0)
-        redis_stream_emit_truncated(out, w.truncated);
+        *truncated += w.truncated;
     return due;
 }

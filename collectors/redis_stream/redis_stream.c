@@ -34,6 +34,13 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                    struct err *e)
 {
     struct state *st = c->priv;
+    size_t truncated = 0;
+    if (st->rs.cluster) {
+        if (redis_stream_cluster_scrape(c, dl, out, &truncated, e))
+            return -1;
+        redis_stream_emit_truncated(out, truncated);
+        return 0;
+    }
     struct scrape sc;
     struct redis_pipe *p = NULL;
     int64_t now_ms = 0;
@@ -46,8 +53,9 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     p = redis_pipe_new();
     if (redis_stream_resolve_targets(c, st, p, dl, &sc, e) ||
         redis_stream_read_groups(st, p, dl, &sc, &now_ms, e) ||
-        redis_stream_read_details(st, p, dl, &sc, now_ms, out, e))
+        redis_stream_read_details(st, p, dl, &sc, now_ms, out, &truncated, e))
         goto out;
+    redis_stream_emit_truncated(out, truncated);
     entry_skips_emit(&sc.skips, out);
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {

@@ -11,6 +11,7 @@
 #include "collector.h"
 #include "common/entries.h"
 #include "common/redis.h"
+#include "common/redis_cluster.h"
 #include "common/redis_settings.h"
 #include "hashtab.h"
 #include "redis_stream.h"
@@ -37,6 +38,12 @@ struct state {
     size_t nspecs;
     struct redis_conn *conn; /* kept between scrapes, dropped after any error */
     int warned_cap;
+    /* cluster: true (cluster.c): the map and a connection per master; while one master is read,
+     * conn is that master's (borrowed) and cl_node its index; redirected says that a reply of the
+     * pass was MOVED or ASK. */
+    struct redis_cluster cl;
+    size_t cl_node;
+    int redirected;
 };
 
 int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e);
@@ -140,7 +147,18 @@ int redis_stream_read_groups(struct state *st, struct redis_pipe *p, const struc
  * pipeline, read and emitted as the replies come. */
 int redis_stream_read_details(struct state *st, struct redis_pipe *p, const struct deadline *dl,
                               struct scrape *sc, int64_t now_ms, struct metric_set *out,
-                              struct err *e);
+                              size_t *truncated, struct err *e);
+
+/* ---- Redis Cluster (cluster.c) ---- */
+
+/* The three steps on every master of the cluster, each reading the streams of its slots; a
+ * master that answers a key with MOVED or ASK (a failover, a slot moved) makes the map be learnt
+ * again, and the masters not read yet are read by the new map within the same deadline. */
+int redis_stream_cluster_scrape(struct collector *c, const struct deadline *dl,
+                                struct metric_set *out, size_t *truncated, struct err *e);
+/* The connection of the master serving key (the dead-letter join's reads). NULL with e set. */
+struct redis_conn *redis_stream_cluster_conn_for(struct collector *c, const char *key,
+                                                 const struct deadline *dl, struct err *e);
 
 /* ---- the series (output.c); failed adds are the scheduler's to report (collector.h) ---- */
 

@@ -82,6 +82,8 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
+    st->job.rs.no_cluster = "RQ does not support Redis Cluster (a job and its queue are updated "
+                            "together in one transaction over keys of different hash slots)";
     if (redis_job_read(map, &st->job, e) ||
         cfg_get_positive_duration(map, "default_timeout", DEFAULT_TIMEOUT, &st->default_timeout,
                                   e) ||

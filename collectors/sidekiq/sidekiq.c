@@ -79,6 +79,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
     char *ns = NULL;
+    st->job.rs.no_cluster =
+        "Sidekiq does not support Redis Cluster (the Sidekiq wiki, Using Redis)";
     if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
         cfg_get_int(map, "max_set_entries", DEFAULT_MAX_SET_ENTRIES, 1, 10000000,
                     &st->max_set_entries, e) ||

@@ -1504,13 +1504,27 @@ static const struct check_case bad_configs[] = {
     /* The key's earlier name is refused, naming the new one. */
     {SRC "    address: h:1\n    max_reply_bytes: 1048576\n    streams: [{name: a}]\n",
      "x.yml:5:5: \"max_reply_bytes\" is now called \"max_response_bytes\""},
+    /* cluster: true and its seeds. */
+    {SRC "    address: h:1\n    cluster: true\n    db: 2\n    streams: [{name: a}]\n",
+     "x.yml:6:9: db: a Redis Cluster has only database 0 (SELECT is refused there)"},
+    {SRC "    addresses: [h:1]\n    streams: [{name: a}]\n",
+     "x.yml:4:16: addresses: a list of seed nodes is for cluster: true (one server takes "
+     "address)"},
+    {SRC "    address: h:1\n    cluster: true\n    addresses: [h:2]\n    streams: [{name: a}]\n",
+     "x.yml:6:16: addresses: give the seeds in addresses or one seed in address, not both"},
+    {SRC "    cluster: true\n    addresses: [h:1, \"unix:/x\"]\n    streams: [{name: a}]\n",
+     "x.yml:5:16: addresses: entry 2: a cluster node is reached over TCP"},
+    {SRC "    cluster: true\n    addresses: []\n    streams: [{name: a}]\n",
+     "x.yml:5:16: addresses: want at least one host:port"},
     /* A missing required key next to a misspelt one: the typo is what the user must see. */
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
-     "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, db, kind, "
+     "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, addresses, "
+     "cluster, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
-     "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, db, kind, "
+     "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, addresses, "
+     "cluster, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
@@ -1518,7 +1532,8 @@ static const struct check_case bad_configs[] = {
      "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
      "pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
-     "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, db, kind, "
+     "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, addresses, "
+     "cluster, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
      "pending_scan_limit, streams, timeout, username)"},
 };
@@ -1554,6 +1569,11 @@ START_TEST(test_config_good)
                            "        dead_letter_stream: \"{stream}.dlq\"\n"
                            "        max_deliveries: ~\n";
     ck_assert_msg(configure_text(text, &e) == 0, "%s", e.msg);
+    ck_assert_msg(configure_text(SRC "    cluster: true\n"
+                                     "    addresses: [\"10.0.0.1:7000\", \"[::1]:7001\"]\n"
+                                     "    streams: [{pattern: \"ev:*\"}]\n",
+                                 &e) == 0,
+                  "%s", e.msg);
     ck_assert_msg(configure_text(SRC "    address: unix:/run/redis.sock\n"
                                      "    streams: [{name: a}]\n",
                                  &e) == 0,
