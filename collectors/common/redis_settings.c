@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/redis.h"
+#include "common/redis_sentinel.h"
 #include "common/secret.h"
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e)
@@ -16,7 +17,8 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
         secret_get(map, "password", 0, &s->password, e) ||
         cfg_get_int(map, "db", 0, 0, 1000000, &db, e) ||
         cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_RESPONSE_BYTES, 4096,
-                    (long long)1 << 40, &max, e))
+                    (long long)1 << 40, &max, e) ||
+        redis_sentinel_read(map, s, e))
         return -1;
     s->db = (long)db;
     s->max_response_bytes = (size_t)max;
@@ -25,13 +27,18 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
 
 int redis_settings_check(struct cfg_node *map, struct redis_settings *s, struct err *e)
 {
-    if (!s->address) /* no typo elsewhere (cfg_finish passed): the key is simply missing */
-        return cfg_get_str(map, "address", 1, &s->address, e);
-    struct redis_address a;
-    struct err ae;
-    if (redis_address_parse(s->address, &a, &ae))
-        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
-    redis_address_free(&a);
+    int sentinel = redis_sentinel_check(map, s, e); /* 1: sentinels instead of address */
+    if (sentinel < 0)
+        return -1;
+    if (!sentinel) {
+        if (!s->address) /* no typo elsewhere (cfg_finish passed): the key is simply missing */
+            return cfg_get_str(map, "address", 1, &s->address, e);
+        struct redis_address a;
+        struct err ae;
+        if (redis_address_parse(s->address, &a, &ae))
+            return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
+        redis_address_free(&a);
+    }
     if (s->username && !s->password)
         return cfg_error(e, cfg_at(map, "username"),
                          "username: needs password_file or password_env (Redis authenticates a "
@@ -43,6 +50,7 @@ void redis_settings_free(struct redis_settings *s)
 {
     if (!s)
         return;
+    redis_sentinel_free(s);
     free(s->address);
     free(s->username);
     secret_free(s->password);
