@@ -2,7 +2,8 @@
 # Sentinel (issue 23): a master, one replica and one sentinel (Debian's redis-server run with
 # --sentinel, asking for a password), with a short down-after-milliseconds and failover-timeout.
 # A redis_stream source and an rq source find the master through the sentinels (a dead one listed
-# first: each is tried in turn) and read a stream and a job RQ itself enqueued. The master is then
+# first: each is tried in turn) and read a stream and a job RQ itself enqueued. A sentinel's stale
+# answer naming the replica (a stub, tests/peers/sentinel) is refused by ROLE. The master is then
 # killed (SIGKILL); once the sentinel has promoted the replica, the exporter's next scrapes read
 # the new master (up 1, the same figures) and its debug log names the new address. A master name
 # the sentinel does not know, no sentinel answering and a wrong sentinel password are each up 0
@@ -70,6 +71,28 @@ expect_metric "$T/m1.txt" 3 qrel_queue_messages 'source="via"' 'queue="orders"' 
 expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="jobs"'
 expect_metric "$T/m1.txt" 1 qrel_queue_messages 'source="jobs"' 'queue="emails"' 'state="ready"'
 expect_line "the debug log names the master" "source=via master=127.0.0.1:$MASTER" "$T/exporter.log"
+
+# A stale answer is not trusted: a sentinel naming the replica as the master (as one that missed a
+# failover would) is refused by ROLE, and the next sentinel is asked.
+"$QREL_PYTHON" "$QREL_SOURCE_DIR/tests/peers/sentinel/stale_sentinel.py" 127.0.0.1 "$REPLICA" \
+  "$T/stale.port" >"$T/stale.log" 2>&1 &
+PIDS+=("$!")
+wait_for 30 "the stale sentinel to listen" port_file "$T/stale.port" STALE || true
+stale_config() { # FILE SOURCE SENTINEL...: a redis_stream source asking those sentinels
+  local name=$2 list
+  shift 2
+  list=$(printf '"127.0.0.1:%s", ' "$@")
+  printf 'sources:\n  - name: %s\n    kind: redis_stream\n    sentinels: [%s]\n' "$name" "${list%, }"
+  printf '    master_name: mymaster\n    sentinel_password_file: %s\n' "$T/sentinel.pass"
+  echo '    streams: [{name: orders}]'
+} > "$1"
+stale_config "$T/stale.yml" stale "$STALE" "$SENTINEL"
+"$QREL" scrape --config.file="$T/stale.yml" > "$T/stale.txt" 2> "$T/stale.err"
+expect_metric "$T/stale.txt" 1 qrel_collector_up 'source="stale"'
+expect_metric "$T/stale.txt" 3 qrel_queue_messages 'source="stale"' 'queue="orders"' 'state="ready"'
+stale_config "$T/staleonly.yml" staleonly "$STALE"
+expect_scrape_error "a stale answer alone" "$T/staleonly.yml" "$T/staleonly" staleonly connect \
+  "the message says why" "master 127.0.0.1:$REPLICA (named by the sentinels): ROLE says slave, not master"
 
 # Failover: the master dies without a word; the sentinel promotes the replica.
 kill -KILL "$(cat "$T/redis-$MASTER/redis.pid")"
