@@ -21,10 +21,10 @@ int redis_sentinel_read(struct cfg_node *map, struct redis_settings *s, struct e
 }
 
 /* The key a sentinel_password came from, for messages. */
-static struct cfg_node *password_key(struct cfg_node *map)
+static const char *password_key(struct cfg_node *map)
 {
-    struct cfg_node *f = cfg_at(map, "sentinel_password_file");
-    return f != map ? f : cfg_at(map, "sentinel_password_env");
+    return cfg_at(map, "sentinel_password_file") != map ? "sentinel_password_file"
+                                                        : "sentinel_password_env";
 }
 
 int redis_sentinel_check(struct cfg_node *map, struct redis_settings *s, struct err *e)
@@ -32,14 +32,11 @@ int redis_sentinel_check(struct cfg_node *map, struct redis_settings *s, struct 
     if (!s->sentinels) {
         const char *key = s->master_name         ? "master_name"
                           : s->sentinel_username ? "sentinel_username"
-                          : s->sentinel_password ? "sentinel_password_file"
+                          : s->sentinel_password ? password_key(map)
                                                  : NULL;
         if (!key)
             return 0;
-        struct cfg_node *at = s->sentinel_password && !s->sentinel_username && !s->master_name
-                                  ? password_key(map)
-                                  : cfg_at(map, key);
-        return cfg_error(e, at, "%s: needs sentinels (a list of host:port) and master_name", key);
+        return cfg_error(e, cfg_at(map, key), "%s: only with sentinels (a list of host:port)", key);
     }
     struct cfg_node *list = cfg_at(map, "sentinels");
     if (s->address)
