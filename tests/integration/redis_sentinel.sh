@@ -7,7 +7,7 @@
 # killed (SIGKILL); once the sentinel has promoted the replica, the exporter's next scrapes read
 # the new master (up 1, the same figures) and its debug log names the new address. A master name
 # the sentinel does not know, no sentinel answering and a wrong sentinel password are each up 0
-# with their reason, and no password appears anywhere.
+# with their reason, and no password appears anywhere; --config.check refuses both forms at once.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -133,5 +133,11 @@ expect_scrape_error "no sentinel answering" "$T/silent.yml" "$T/silent" silent c
   echo '    streams: [{name: orders}]'; } > "$T/locked.yml"
 expect_scrape_error "a wrong sentinel password" "$T/locked.yml" "$T/locked" locked auth
 expect_no_password "$spass" -- "$T"/m*.txt "$T"/*.err "$T/exporter.log"
+
+# --config.check: exactly one of address and sentinels with master_name, at file:line:col.
+badcheck "address and sentinels" 'bad.yml:5:16: sentinels: give either address or sentinels with master_name, not both' \
+  "$(printf 'sources:\n  - name: b\n    kind: sidekiq\n    address: 127.0.0.1:1\n    sentinels: ["127.0.0.1:2"]\n    master_name: m')"
+badcheck "sentinels without master_name" 'bad.yml:4:16: master_name: required with sentinels' \
+  "$(printf 'sources:\n  - name: b\n    kind: celery\n    sentinels: ["127.0.0.1:2"]')"
 
 finish
