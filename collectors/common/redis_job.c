@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/redis_sentinel.h"
 #include "log.h"
 
 int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e)
@@ -44,9 +45,7 @@ int redis_job_collect(struct redis_job *j, const char *source, const struct dead
                       int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
                       struct err *e)
 {
-    const struct redis_settings *rs = &j->rs;
-    if (!j->conn && !(j->conn = redis_conn_open(source, rs->address, rs->username, rs->password,
-                                                rs->db, dl, e)))
+    if (!j->conn && !(j->conn = redis_sentinel_connect(source, &j->rs, dl, e)))
         return -1;
     unsigned long long before = redis_conn_stats(j->conn)->round_trips;
     if (scrape(arg, dl, e) != 0) {

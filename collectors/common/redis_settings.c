@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/redis.h"
+#include "common/redis_sentinel.h"
 #include "common/secret.h"
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e)
@@ -20,7 +21,8 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
         cfg_get_int(map, "max_response_bytes", (long long)REDIS_DEFAULT_MAX_RESPONSE_BYTES, 4096,
                     (long long)1 << 40, &max, e) ||
         cfg_get_bool(map, "cluster", 0, &s->cluster, e) ||
-        cfg_get_strlist(map, "addresses", &s->addresses, &s->naddresses, e))
+        cfg_get_strlist(map, "addresses", &s->addresses, &s->naddresses, e) ||
+        redis_sentinel_read(map, s, e))
         return -1;
     s->db = (long)db;
     s->max_response_bytes = (size_t)max;
@@ -63,14 +65,23 @@ int redis_settings_check(struct cfg_node *map, struct redis_settings *s, struct 
 {
     if (check_cluster(map, s, e))
         return -1;
-    if (!s->address && !s->addresses) /* no typo elsewhere (cfg_finish passed): simply missing */
-        return cfg_get_str(map, "address", 1, &s->address, e);
-    struct redis_address a;
-    struct err ae;
-    if (s->address && redis_address_parse(s->address, &a, &ae))
-        return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
-    if (s->address)
-        redis_address_free(&a);
+    int sentinel = redis_sentinel_check(map, s, e); /* 1: sentinels instead of address */
+    if (sentinel < 0)
+        return -1;
+    if (sentinel && s->cluster)
+        return cfg_error(e, cfg_at(map, "cluster"),
+                         "cluster: a Redis Cluster is found through its seed nodes (address or "
+                         "addresses), not through sentinels");
+    if (!sentinel) {
+        if (!s->address && !s->addresses) /* no typo elsewhere (cfg_finish passed): missing */
+            return cfg_get_str(map, "address", 1, &s->address, e);
+        struct redis_address a;
+        struct err ae;
+        if (s->address && redis_address_parse(s->address, &a, &ae))
+            return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
+        if (s->address)
+            redis_address_free(&a);
+    }
     if (s->username && !s->password)
         return cfg_error(e, cfg_at(map, "username"),
                          "username: needs password_file or password_env (Redis authenticates a "
@@ -82,6 +93,7 @@ void redis_settings_free(struct redis_settings *s)
 {
     if (!s)
         return;
+    redis_sentinel_free(s);
     free(s->address);
     free(s->username);
     cfg_strv_free(s->addresses);

@@ -14,7 +14,7 @@
 #include "err.h"
 
 struct redis_settings {
-    char *address;  /* required */
+    char *address;  /* required, unless sentinels */
     char *username; /* NULL: the default user */
     char *
         password; /* from password_file / password_env; NULL: none. Free with redis_settings_free */
@@ -28,6 +28,12 @@ struct redis_settings {
     char **addresses;
     size_t naddresses;
     const char *no_cluster;
+    /* Sentinel (redis_sentinel.h): the master's address asked of these instead of address. */
+    char **sentinels; /* NULL: the address form */
+    size_t nsentinels;
+    char *master_name;
+    char *sentinel_username;
+    char *sentinel_password; /* from sentinel_password_file / _env */
 };
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/redis_sentinel.h"
+
 struct redis_conn *redis_stream_client_conn(struct collector *c, const struct deadline *dl,
                                             struct err *e)
 {
@@ -19,8 +21,7 @@ struct redis_conn *redis_stream_client_conn(struct collector *c, const struct de
         return NULL;
     }
     if (!st->conn)
-        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
-                                   st->rs.db, dl, e);
+        st->conn = redis_sentinel_connect(c->name, &st->rs, dl, e);
     return st->conn;
 }
 

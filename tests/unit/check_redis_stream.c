@@ -1518,24 +1518,27 @@ static const struct check_case bad_configs[] = {
      "x.yml:5:16: addresses: want at least one host:port"},
     /* A missing required key next to a misspelt one: the typo is what the user must see. */
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
-     "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, addresses, "
-     "cluster, db, kind, "
-     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "x.yml:4:5: unknown key \"adress\" in source \"cache\" "
+     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
+     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
+     "timeout, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
-     "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, addresses, "
-     "cluster, db, kind, "
-     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "x.yml:5:5: unknown key \"stream\" in source \"cache\" "
+     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
+     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
+     "timeout, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
      "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
      "pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
-     "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, addresses, "
-     "cluster, db, kind, "
-     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "x.yml:5:5: unknown key \"password\" in source \"cache\" "
+     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
+     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
+     "timeout, username)"},
 };
 
 START_TEST(test_config_bad)
