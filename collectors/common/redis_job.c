@@ -45,8 +45,8 @@ int redis_job_collect(struct redis_job *j, const char *source, const struct dead
                       struct err *e)
 {
     const struct redis_settings *rs = &j->rs;
-    if (!j->conn && !(j->conn = redis_conn_open(source, rs->address, rs->username, rs->password,
-                                                rs->db, dl, e)))
+    if (!j->conn && !(j->conn = redis_conn_open_tls(source, rs->address, rs->username, rs->password,
+                                                    rs->db, rs->tls, dl, e)))
         return -1;
     unsigned long long before = redis_conn_stats(j->conn)->round_trips;
     if (scrape(arg, dl, e) != 0) {

@@ -12,8 +12,8 @@ struct redis_conn *redis_stream_client_conn(struct collector *c, const struct de
 {
     struct state *st = c->priv;
     if (!st->conn)
-        st->conn = redis_conn_open(c->name, st->rs.address, st->rs.username, st->rs.password,
-                                   st->rs.db, dl, e);
+        st->conn = redis_conn_open_tls(c->name, st->rs.address, st->rs.username, st->rs.password,
+                                       st->rs.db, st->rs.tls, dl, e);
     return st->conn;
 }
 
