@@ -32,9 +32,8 @@ int redis_tls_config_read(struct cfg_node *map, struct redis_tls_config **out, s
         goto fail;
     }
     if (t->key_password && !t->key_file) {
-        cfg_error(e,
-                  cfg_at(tls, cfg_at(tls, "key_password_file") ? "key_password_file"
-                                                               : "key_password_env"),
+        struct cfg_node *at = cfg_at(tls, "key_password_file");
+        cfg_error(e, at != tls ? at : cfg_at(tls, "key_password_env"),
                   "tls_config: a key password needs key_file");
         goto fail;
     }
