@@ -23,6 +23,7 @@ struct redis_tls {
     gnutls_session_t session;
     gnutls_certificate_credentials_t cred;
     const char *label;
+    int has_cert; /* tls_config has a client certificate */
 };
 
 /* Loads cfg's files into a new credentials object. On error returns -1 with *key naming the key
@@ -126,11 +127,28 @@ static int verify_error(struct redis_tls *t, struct err *e)
     return -1;
 }
 
+/* The server asked for a client certificate and we had none. In TLS 1.3 the server judges the
+ * client's certificate after the client's handshake is done, so its refusal comes on the first
+ * write or read: as an alert, or, when the connection is reset before the alert is read, as a
+ * bare error. Either way this is the reason worth saying. */
+static int missing_client_cert(const struct redis_tls *t)
+{
+    return !t->has_cert && gnutls_certificate_client_get_request_status(t->session);
+}
+
 /* A GnuTLS error as a message: an alert the server sent is named. */
 static int tls_error(struct redis_tls *t, const char *when, int rc, struct err *e)
 {
     if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR)
         return verify_error(t, e);
+    if (missing_client_cert(t))
+        return err_set(e, ERR_CONNECT,
+                       "%s: TLS %s: the server asked for a client certificate and tls_config has "
+                       "none (cert_file, key_file): %s",
+                       t->label, when,
+                       rc == GNUTLS_E_FATAL_ALERT_RECEIVED
+                           ? gnutls_alert_get_name(gnutls_alert_get(t->session))
+                           : gnutls_strerror(rc));
     if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED || rc == GNUTLS_E_WARNING_ALERT_RECEIVED)
         return err_set(e, ERR_CONNECT, "%s: TLS %s: the server refused: alert \"%s\"", t->label,
                        when, gnutls_alert_get_name(gnutls_alert_get(t->session)));
@@ -142,6 +160,7 @@ struct redis_tls *redis_tls_open(const struct redis_tls_config *cfg, int fd, con
 {
     struct redis_tls *t = xcalloc(1, sizeof *t);
     t->label = label;
+    t->has_cert = cfg->cert_file != NULL;
     const char *key = NULL;
     char msg[400];
     if (load_cred(cfg, &t->cred, &key, msg, sizeof msg)) {
@@ -222,7 +241,7 @@ ssize_t redis_tls_recv(struct redis_tls *t, void *p, size_t n, struct err *e)
         return REDIS_TLS_AGAIN;
     /* A server that closes without close_notify (Redis on a restart or an idle timeout) closed
      * the connection all the same: the caller's stale-connection reconnect must see it so. */
-    if (r == GNUTLS_E_PREMATURE_TERMINATION)
+    if (r == GNUTLS_E_PREMATURE_TERMINATION && !missing_client_cert(t))
         return 0;
     return tls_error(t, "read", (int)r, e);
 }
