@@ -37,6 +37,7 @@ redis_tls_args() {
   local port
   port=$(free_port)
   printf -v "$1" '%s' "$port"
+  # shellcheck disable=SC2034 # start_redis_tls (servers.sh) passes it on
   REDIS_TLS_ARGS=(--tls-port "$port" --tls-cert-file "$T/tls/server.crt"
     --tls-key-file "$T/tls/server.key" --tls-ca-cert-file "$T/tls/ca.crt"
     --tls-auth-clients optional)
