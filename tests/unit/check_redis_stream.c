@@ -1508,11 +1508,11 @@ static const struct check_case bad_configs[] = {
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
      "x.yml:4:5: unknown key \"adress\" in source \"cache\" (known keys: address, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "pending_scan_limit, streams, timeout, tls_config, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
      "x.yml:5:5: unknown key \"stream\" in source \"cache\" (known keys: address, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "pending_scan_limit, streams, timeout, tls_config, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
      "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
@@ -1520,7 +1520,7 @@ static const struct check_case bad_configs[] = {
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" (known keys: address, db, kind, "
      "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
-     "pending_scan_limit, streams, timeout, username)"},
+     "pending_scan_limit, streams, timeout, tls_config, username)"},
 };
 
 START_TEST(test_config_bad)
