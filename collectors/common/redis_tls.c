@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "log.h"
 
 struct redis_tls {
     gnutls_session_t session;
@@ -184,6 +185,9 @@ struct redis_tls *redis_tls_open(const struct redis_tls_config *cfg, int fd, con
     }
     if (!cfg->insecure_skip_verify)
         gnutls_session_set_verify_cert(t->session, name, 0);
+    else /* said at each connection (they are few): encryption without knowing who answers */
+        log_kv(LOG_WARN, "TLS certificate not verified (insecure_skip_verify)", "conn", label,
+               NULL);
     gnutls_transport_set_int(t->session, fd);
     int64_t t0 = deadline_now_ms();
     for (;;) {
