@@ -22,7 +22,7 @@ usage() {
   cat <<'EOF'
 Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--deep-streams N] [--scrapes N]
                               [--warmup N] [--slow-scrapes N] [--qrel PATH]
-                              [--redis-exporter PATH]
+                              [--redis-exporter PATH] [--tls yes]
 
   --sizes "LIST"        small-shape stream counts to measure, ascending (default "100 1000 10000")
   --deep-streams N      streams of the deep-pending shape (default 10000; 0 leaves it out)
@@ -33,6 +33,10 @@ Usage: bench/redis_streams.sh [--sizes "100 1000 10000"] [--deep-streams N] [--s
   --qrel PATH           qrel_exporter binary (default: $QREL_BUILD_DIR/qrel_exporter, else
                         build/qrel_exporter in this checkout)
   --redis-exporter PATH prometheus-redis-exporter binary (default: from PATH)
+  --tls yes             also measure qrel over TLS (issue 23): Redis gets a TLS port (certificates
+                        made with openssl, EC P-256), and the row qrel_tls reads the same streams
+                        through it beside the plaintext qrel row; the verdict adds its ratio to
+                        plaintext (goal <= 1.2x, the connection kept across scrapes)
   -h, --help            this text
 EOF
   usage_end
@@ -43,6 +47,7 @@ DEEP_N=10000
 SCRAPES=15
 WARMUP=5
 SLOW_SCRAPES=7
+TLS=no
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 RE_BIN=prometheus-redis-exporter
@@ -54,9 +59,13 @@ PEND=3                 # pending entries per group in that shape
 
 
 parse_options "--sizes:SIZES --deep-streams:DEEP_N --scrapes:SCRAPES --warmup:WARMUP \
-  --slow-scrapes:SLOW_SCRAPES --qrel:QREL_BIN --redis-exporter:RE_BIN" "$@"
+  --slow-scrapes:SLOW_SCRAPES --qrel:QREL_BIN --redis-exporter:RE_BIN --tls:TLS" "$@"
 [[ $DEEP_N =~ ^(0|[1-9][0-9]*)$ ]] || die "--deep-streams: want a number, got \"$DEEP_N\""
 need_num --scrapes "$SCRAPES"
+case $TLS in yes | no) ;; *) die "--tls: want yes or no, got \"$TLS\"" ;; esac
+# The exporters measured, in the table's order.
+EXPORTERS=(qrel redis_exporter)
+[ "$TLS" = no ] || EXPORTERS=(qrel qrel_tls redis_exporter)
 need_num --warmup "$WARMUP"
 need_num --slow-scrapes "$SLOW_SCRAPES"
 [ "$SLOW_SCRAPES" -le "$SCRAPES" ] || SLOW_SCRAPES=$SCRAPES
@@ -223,7 +232,7 @@ scrape_once() {
 # up_check EXPORTER FILE: the scrape shows the Redis side as working
 up_check() {
   case $1 in
-    qrel) grep -Eq '^qrel_collector_up\{[^}]*source="bench"[^}]*\} 1$' "$2" ;;
+    qrel*) grep -Eq '^qrel_collector_up\{[^}]*source="bench"[^}]*\} 1$' "$2" ;;
     redis_exporter) grep -Eq '^redis_up 1$' "$2" ;;
   esac
 }
@@ -232,7 +241,7 @@ up_check() {
 # exporter reports them ("-" where it has no such series)
 coverage() {
   case $1 in
-    qrel)
+    qrel*)
       awk -v pend="$PEND" '
         /^qrel_queue_messages\{/ && /source="bench"/ && /group="g1"/ && /state="in_flight"/ && $NF == pend { g++ }
         /^qrel_messages_redelivered\{/ && /source="bench"/ && $NF >= 1 { r++ }
@@ -249,14 +258,20 @@ run_exporter() {
   local n=$1 name=$2 hdr=() i c0 c1 rc0 rc1 calls med wmed count
   : > "$T/exporter.log"
   case $name in
-    qrel)
+    qrel | qrel_tls)
+      local port=$REDIS_PORT tls=''
+      if [ "$name" = qrel_tls ]; then
+        port=$REDIS_TLS_PORT
+        tls="    tls_config: {ca_file: \"$T/tls/ca.crt\"}"
+      fi
       cat > "$T/qrel.yml" <<YML
 global:
   timeout: 30s
 sources:
   - name: bench
     kind: redis_stream
-    address: 127.0.0.1:$REDIS_PORT
+    address: 127.0.0.1:$port
+$tls
     max_streams: 20000
     streams:
       - pattern: "${PREFIX}*"
@@ -300,7 +315,7 @@ YML
     scrape_once "${hdr[@]}" >> "$T/times.txt"
     mem_kib "$EXP_PID" >> "$T/own.txt"
     if up_check "$name" "$T/body.txt"; then UP_OK=$((UP_OK + 1)); fi
-    if [ "$name" = qrel ]; then
+    if [[ $name == qrel* ]]; then
       # the collector's own time (Redis reads and building the series), the rest is serving
       awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF; exit }' "$T/body.txt" >> "$T/collect.txt"
     fi
@@ -406,7 +421,26 @@ if [ "$DEEP_N" -gt 0 ]; then
   read -ra HIREDIS <<<"$(pkg-config --cflags --libs hiredis)"
   cc -O2 -o "$FLOOR_BIN" "$SRC_DIR/bench/pipe_floor.c" "${HIREDIS[@]}" || die "cannot build bench/pipe_floor.c"
 fi
-start_redis REDIS_PORT || die "redis-server did not start"
+if [ "$TLS" = yes ]; then
+  need_tools openssl
+  # A CA and a server certificate for 127.0.0.1, as tests/lib/redis_tls.sh makes them.
+  mkdir -p "$T/tls"
+  (
+    cd "$T/tls"
+    for k in ca server; do openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$k.key"; done
+    openssl req -x509 -key ca.key -out ca.crt -days 2 -subj /CN=qrel-bench-ca
+    openssl req -new -key server.key -subj /CN=127.0.0.1 -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1\n' > san.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile san.ext -out server.crt
+  ) 2>/dev/null || die "cannot make the TLS certificates"
+  REDIS_TLS_PORT=$(free_port)
+  start_redis REDIS_PORT --tls-port "$REDIS_TLS_PORT" --tls-cert-file "$T/tls/server.crt" \
+    --tls-key-file "$T/tls/server.key" --tls-ca-cert-file "$T/tls/ca.crt" --tls-auth-clients no \
+    || die "redis-server did not start"
+else
+  start_redis REDIS_PORT || die "redis-server did not start"
+fi
 REDIS_VERSION=$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')
 
 echo "# qrel redis_streams benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
@@ -422,7 +456,7 @@ for n in "${SIZE_LIST[@]}"; do
   have=$n
   got=$(rcli DBSIZE)
   [ "$got" -eq "$n" ] || die "want $n keys after populating, DBSIZE says $got"
-  for name in qrel redis_exporter; do
+  for name in "${EXPORTERS[@]}"; do
     progress "N=$n: $name"
     run_exporter "$n" "$name"
     progress "  $name: median $(fmt "${RES[$n,$name,median]}" %.3f) s, up ${RES[$n,$name,up]}"
@@ -440,7 +474,7 @@ if [ "$DEEP_N" -gt 0 ]; then
   progress "  created in $((SECONDS - t0)) s"
   PREFIX=$DEEP_PREFIX
   PEND=60
-  for name in qrel redis_exporter; do
+  for name in "${EXPORTERS[@]}"; do
     progress "deep: $name"
     run_exporter deep "$name"
     progress "  $name: median $(fmt "${RES[deep,$name,median]}" %.3f) s, up ${RES[deep,$name,up]}"
@@ -458,13 +492,13 @@ ROW='%-7s %-15s %7s %9s %8s %10s %8s %8s %8s %10s %10s %7s %8s %9s\n'
 # rows KEY LABEL: the qrel, redis_exporter and floor rows of one workload
 rows() {
   local k=$1 label=$2 name
-  for name in qrel redis_exporter; do
+  for name in "${EXPORTERS[@]}"; do
     # shellcheck disable=SC2059 # the format is the table's
     printf "$ROW" "$label" "$name" \
       "${RES[$k,$name,scrapes]}" "$(fmt "${RES[$k,$name,median]}" %.4f)" \
       "$(fmt "${RES[$k,$name,min]}" %.4f)" "${RES[$k,$name,cpu_ms]}" \
-      "${RES[$k,$name,rss_mib]}" "$( [ "$name" = qrel ] && echo "${RES[$k,$name,own_mib]}" || echo -)" \
-      "$( [ "$name" = qrel ] && echo "${RES[$k,$name,heap_mib]}" || echo -)" \
+      "${RES[$k,$name,rss_mib]}" "$( [[ $name == qrel* ]] && echo "${RES[$k,$name,own_mib]}" || echo -)" \
+      "$( [[ $name == qrel* ]] && echo "${RES[$k,$name,heap_mib]}" || echo -)" \
       "${RES[$k,$name,cmds]}" "${RES[$k,$name,rcpu_ms]}" \
       "${RES[$k,$name,up]}" "${RES[$k,$name,cover]%%/*}" \
       "$(awk -v b="${RES[$k,$name,bytes]}" 'BEGIN { printf "%.0f", b / 1024 }')"
@@ -507,12 +541,12 @@ if [ "$DEEP_N" -gt 0 ]; then
 fi
 
 for n in "${SIZE_LIST[@]}"; do
-  for name in qrel redis_exporter; do
+  for name in "${EXPORTERS[@]}"; do
     echo "# small N=$n: $name per scrape (INFO not shown): ${RES[$n,$name,mix]}"
   done
 done
 if [ "$DEEP_N" -gt 0 ]; then
-  for name in qrel redis_exporter; do
+  for name in "${EXPORTERS[@]}"; do
     echo "# deep N=$DEEP_N: $name per scrape (INFO not shown): ${RES[deep,$name,mix]}"
   done
 fi
@@ -565,3 +599,16 @@ verdict "$g" "shape small at $g streams$note" small "$g"
 if [ "$DEEP_N" -gt 0 ]; then
   verdict deep "shape deep at $DEEP_N streams x 60 pending" deep "$DEEP_N"
 fi
+# --tls yes: qrel over TLS against qrel in plaintext on the same workload (goal <= 1.2x: the
+# connection and its TLS session are kept across scrapes, so a scrape pays encryption only).
+tls_verdict() { # KEY WHAT
+  [ "$TLS" = yes ] || return 0
+  awk -v t="${RES[$1,qrel_tls,median]}" -v p="${RES[$1,qrel,median]}" -v up="${RES[$1,qrel_tls,up]}" -v what="$2" 'BEGIN {
+    split(up, u, "/")
+    r = (p > 0) ? t / p : 0
+    printf "verdict, %s over TLS: %.2fx the plaintext median (goal <= 1.2: %s)%s\n", what, r,
+      (r <= 1.2) ? "met" : "missed", (u[1] == u[2]) ? "" : ", qrel_tls NOT up in every scrape"
+  }'
+}
+tls_verdict "$g" "shape small at $g streams"
+if [ "$DEEP_N" -gt 0 ]; then tls_verdict deep "shape deep at $DEEP_N streams"; fi

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/redis_arena.h"
+#include "common/redis_tls.h"
 #include "log.h"
 #include "alloc.h"
 #include "buf.h"
@@ -45,7 +46,9 @@ struct redis_conn {
     int used;            /* a pipeline has succeeded on this socket */
     int broken;          /* an error happened: the caller must close */
     struct redis_stats stats;
-    struct redis_arena *arena; /* where the reader builds reply trees */
+    struct redis_arena *arena;              /* where the reader builds reply trees */
+    const struct redis_tls_config *tls_cfg; /* NULL: plaintext; the caller's, outlives c */
+    struct redis_tls *tls;                  /* the session on ctx's socket, when TLS */
 };
 
 /* Distinct command names a pipe remembers for messages (a collector's pipelines use a handful). */
@@ -377,6 +380,16 @@ static void prelude_add(struct redis_conn *c, enum prelude_kind kind, int argc, 
     c->prelude_kinds[c->nprelude++] = kind;
 }
 
+/* Closes the socket (and its TLS session first). */
+static void conn_drop_socket(struct redis_conn *c)
+{
+    redis_tls_close(c->tls);
+    c->tls = NULL;
+    if (c->ctx)
+        redisFree(c->ctx);
+    c->ctx = NULL;
+}
+
 static int conn_connect(struct redis_conn *c, const struct deadline *dl, struct err *e)
 {
     int64_t t0 = deadline_now_ms();
@@ -407,6 +420,12 @@ static int conn_connect(struct redis_conn *c, const struct deadline *dl, struct 
         redisFree(ctx);
         return -1;
     }
+    /* The handshake under the same deadline as every read (redis_tls.c). */
+    if (c->tls_cfg &&
+        !(c->tls = redis_tls_open(c->tls_cfg, ctx->fd, c->addr.host, c->label, dl, e))) {
+        redisFree(ctx);
+        return -1;
+    }
     if (!c->arena)
         c->arena = redis_arena_new();
     redis_arena_reset(c->arena);
@@ -422,7 +441,16 @@ struct redis_conn *redis_conn_open(const char *source, const char *address, cons
                                    const char *password, long db, const struct deadline *dl,
                                    struct err *e)
 {
+    return redis_conn_open_tls(source, address, username, password, db, NULL, dl, e);
+}
+
+struct redis_conn *redis_conn_open_tls(const char *source, const char *address,
+                                       const char *username, const char *password, long db,
+                                       const struct redis_tls_config *tls,
+                                       const struct deadline *dl, struct err *e)
+{
     struct redis_conn *c = xcalloc(1, sizeof *c);
+    c->tls_cfg = tls;
     buf_init(&c->prelude);
     c->label = xasprintf("redis \"%s\" %s", source, address);
     if (redis_address_parse(address, &c->addr, e)) {
@@ -458,8 +486,7 @@ void redis_conn_close(struct redis_conn *c)
 {
     if (!c)
         return;
-    if (c->ctx)
-        redisFree(c->ctx);
+    conn_drop_socket(c);
     redis_arena_free(c->arena);
     if (c->password) {
         wipe(c->password, strlen(c->password));
@@ -551,10 +578,7 @@ static int io_error(struct redis_conn *c, const char *what, int errnum, struct e
 static void conn_break(struct redis_conn *c)
 {
     c->broken = 1;
-    if (c->ctx) {
-        redisFree(c->ctx);
-        c->ctx = NULL;
-    }
+    conn_drop_socket(c);
 }
 
 /* One run of a pipeline: the callback, and what the reconnect decision needs to know. */
@@ -588,6 +612,34 @@ static int deliver(struct redis_conn *c, const struct redis_pipe *p, size_t inde
 
 #define FEED_BYTES 4096
 
+/* send() or its TLS record: bytes sent (0 when the socket is full), or -1 with e set. */
+static ssize_t conn_send(struct redis_conn *c, const char *p, size_t n, struct err *e)
+{
+    if (c->tls) {
+        ssize_t w = redis_tls_send(c->tls, p, n, e);
+        return w == REDIS_TLS_AGAIN ? 0 : w;
+    }
+    /* MSG_NOSIGNAL: a peer that closed must give EPIPE, not kill the exporter. */
+    ssize_t w = send(c->ctx->fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return io_error(c, "write", errno, e);
+    return w < 0 ? 0 : w;
+}
+
+/* recv() or its TLS record: bytes, 0 when the server closed, REDIS_TLS_AGAIN when nothing is
+ * there yet, or -1 with e set. */
+static ssize_t conn_recv(struct redis_conn *c, char *p, size_t n, struct err *e)
+{
+    if (c->tls)
+        return redis_tls_recv(c->tls, p, n, e);
+    ssize_t r = recv(c->ctx->fd, p, n, 0);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return REDIS_TLS_AGAIN;
+    if (r < 0)
+        return io_error(c, "read", errno, e);
+    return r;
+}
+
 /* One write+read cycle. The prelude (when due) and the commands are sent straight from where
  * they are kept, without copying them into one buffer first. */
 static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
@@ -612,7 +664,11 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
         if (si == 2 && run->got_bytes)
             pipe_drop_cmds(p);
         short revents = 0;
-        int n = deadline_wait_fd(c->ctx->fd, si < 2 ? POLLIN | POLLOUT : POLLIN, dl, &revents);
+        /* Bytes GnuTLS decrypted already are not on the socket: poll() would not see them. */
+        int n =
+            c->tls && redis_tls_pending(c->tls)
+                ? (revents = POLLIN, 1)
+                : deadline_wait_fd(c->ctx->fd, si < 2 ? POLLIN | POLLOUT : POLLIN, dl, &revents);
         if (n == 0)
             return err_set(e, ERR_TIMEOUT, "%s: timed out after %lld ms waiting for Redis",
                            c->label, (long long)(deadline_now_ms() - t0));
@@ -621,10 +677,9 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
         if (revents & POLLNVAL)
             return err_set(e, ERR_INTERNAL, "%s: poll: invalid socket", c->label);
         if ((revents & POLLOUT) && si < 2) {
-            /* MSG_NOSIGNAL: a peer that closed must give EPIPE, not kill the exporter. */
-            ssize_t w = send(c->ctx->fd, seg[si] + soff, seglen[si] - soff, MSG_NOSIGNAL);
-            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                return io_error(c, "write", errno, e);
+            ssize_t w = conn_send(c, seg[si] + soff, seglen[si] - soff, e);
+            if (w < 0)
+                return -1;
             if (w > 0) {
                 soff += (size_t)w;
                 c->stats.bytes_written += (size_t)w;
@@ -632,14 +687,13 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
         }
         if (!(revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
-        ssize_t r = recv(c->ctx->fd, chunk, sizeof chunk, 0);
+        ssize_t r = conn_recv(c, chunk, sizeof chunk, e);
         if (r == 0)
             return err_set(e, ERR_CONNECT, "%s: connection closed by the server", c->label);
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                continue;
-            return io_error(c, "read", errno, e);
-        }
+        if (r == REDIS_TLS_AGAIN)
+            continue;
+        if (r < 0)
+            return -1;
         run->got_bytes = 1;
         c->stats.bytes_read += (size_t)r;
         if ((size_t)r > max_bytes - nread)
@@ -703,8 +757,7 @@ static int exec_each(struct redis_conn *c, struct redis_pipe *p, const struct de
         }
         log_kv(LOG_DEBUG, "redis connection went stale, reconnecting", "conn", c->label, "error",
                e->msg, NULL);
-        redisFree(c->ctx);
-        c->ctx = NULL;
+        conn_drop_socket(c);
         c->stats.reconnects++;
         if (conn_connect(c, dl, e)) {
             conn_break(c);

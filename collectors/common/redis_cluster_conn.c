@@ -52,7 +52,8 @@ static int ask_slots(const char *address, const char *source, const struct redis
     struct redis_address a;
     if (redis_address_parse(address, &a, e))
         return -1;
-    struct redis_conn *c = redis_conn_open(source, address, rs->username, rs->password, 0, dl, e);
+    struct redis_conn *c =
+        redis_conn_open_tls(source, address, rs->username, rs->password, 0, rs->tls, dl, e);
     int rc = -1;
     if (c) {
         struct redis_pipe *p = redis_pipe_new();
@@ -106,7 +107,7 @@ struct redis_conn *redis_cluster_conn(struct redis_cluster *cl, size_t i, const 
                                       struct err *e)
 {
     if (!cl->conns[i])
-        cl->conns[i] =
-            redis_conn_open(source, cl->map.nodes[i], rs->username, rs->password, 0, dl, e);
+        cl->conns[i] = redis_conn_open_tls(source, cl->map.nodes[i], rs->username, rs->password, 0,
+                                           rs->tls, dl, e);
     return cl->conns[i];
 }

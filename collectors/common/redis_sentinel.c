@@ -129,11 +129,12 @@ static int role_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
 /* Opens a connection to address and runs one command on it, whose reply goes to fn. The
  * connection is returned open on success. */
 static struct redis_conn *one_command(const char *source, const char *address, const char *user,
-                                      const char *password, long db, const char *const *argv,
+                                      const char *password, long db,
+                                      const struct redis_tls_config *tls, const char *const *argv,
                                       int argc, redis_reply_fn fn, void *ctx,
                                       const struct deadline *dl, struct err *e)
 {
-    struct redis_conn *c = redis_conn_open(source, address, user, password, db, dl, e);
+    struct redis_conn *c = redis_conn_open_tls(source, address, user, password, db, tls, dl, e);
     if (!c)
         return NULL;
     struct redis_pipe *p = redis_pipe_new();
@@ -162,7 +163,8 @@ struct redis_conn *redis_sentinel_connect(const char *source, const struct redis
                                           const struct deadline *dl, struct err *e)
 {
     if (!rs->sentinels)
-        return redis_conn_open(source, rs->address, rs->username, rs->password, rs->db, dl, e);
+        return redis_conn_open_tls(source, rs->address, rs->username, rs->password, rs->db, rs->tls,
+                                   dl, e);
     char why[512] = "";
     size_t used = 0;
     enum err_code code = ERR_CONNECT;
@@ -180,8 +182,8 @@ struct redis_conn *redis_sentinel_connect(const char *source, const struct redis
         struct err se;
         err_clear(&se);
         struct redis_conn *s =
-            one_command(source, sentinel, rs->sentinel_username, rs->sentinel_password, 0, ask, 3,
-                        master_reply, &run, &share, &se);
+            one_command(source, sentinel, rs->sentinel_username, rs->sentinel_password, 0, rs->tls,
+                        ask, 3, master_reply, &run, &share, &se);
         const char *failed = sentinel;
         int master_failed = 0;
         if (s) {
@@ -190,7 +192,7 @@ struct redis_conn *redis_sentinel_connect(const char *source, const struct redis
                    sentinel, "master_name", rs->master_name, "master", master, NULL);
             const char *role[] = {"ROLE"};
             struct redis_conn *c = one_command(source, master, rs->username, rs->password, rs->db,
-                                               role, 1, role_reply, NULL, dl, &se);
+                                               rs->tls, role, 1, role_reply, NULL, dl, &se);
             if (c) {
                 log_kv(LOG_DEBUG, "redis connected to the master", "source", source, "master",
                        master, NULL);

@@ -6,6 +6,7 @@
 
 #include "common/redis.h"
 #include "common/redis_sentinel.h"
+#include "common/redis_tls.h"
 #include "common/secret.h"
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e)
@@ -22,7 +23,7 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
                     (long long)1 << 40, &max, e) ||
         cfg_get_bool(map, "cluster", 0, &s->cluster, e) ||
         cfg_get_strlist(map, "addresses", &s->addresses, &s->naddresses, e) ||
-        redis_sentinel_read(map, s, e))
+        redis_sentinel_read(map, s, e) || redis_tls_config_read(map, &s->tls, e))
         return -1;
     s->db = (long)db;
     s->max_response_bytes = (size_t)max;
@@ -79,9 +80,15 @@ int redis_settings_check(struct cfg_node *map, struct redis_settings *s, struct 
         struct err ae;
         if (s->address && redis_address_parse(s->address, &a, &ae))
             return cfg_error(e, cfg_at(map, "address"), "address: %s", ae.msg);
+        int is_unix = s->address && a.is_unix;
         if (s->address)
             redis_address_free(&a);
+        if (s->tls && is_unix)
+            return cfg_error(e, cfg_at(map, "tls_config"),
+                             "tls_config: TLS needs a TCP address, not a unix: socket");
     }
+    if (redis_tls_config_check(map, s->tls, e))
+        return -1;
     if (s->username && !s->password)
         return cfg_error(e, cfg_at(map, "username"),
                          "username: needs password_file or password_env (Redis authenticates a "
@@ -98,5 +105,6 @@ void redis_settings_free(struct redis_settings *s)
     free(s->username);
     cfg_strv_free(s->addresses);
     secret_free(s->password);
+    redis_tls_config_free(s->tls);
     memset(s, 0, sizeof *s);
 }

@@ -1,6 +1,7 @@
 /* redis_settings.h: the connection keys every Redis-based kind takes (address, username,
- * password_file / password_env, db, max_response_bytes), read and checked in one place so the
- * job-framework kinds (rq, sidekiq, celery, bullmq) and redis_stream spell and judge them alike.
+ * password_file / password_env, db, max_response_bytes, tls_config), read and checked in one place
+ * so the job-framework kinds (rq, sidekiq, celery, bullmq) and redis_stream spell and judge them
+ * alike.
  *
  * Reading and judging are two steps, as the configuration rules want: redis_settings_read only
  * reads (so every key is known to cfg_finish before anything is refused), redis_settings_check
@@ -34,10 +35,13 @@ struct redis_settings {
     char *master_name;
     char *sentinel_username;
     char *sentinel_password; /* from sentinel_password_file / _env */
+    /* TLS (redis_tls.h): tls_config, NULL when absent (plaintext). */
+    struct redis_tls_config *tls;
 };
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e);
-/* After cfg_finish: the address is present and parses, a username comes with a password. */
+/* After cfg_finish: the address is present and parses, a username comes with a password, and a
+ * tls_config goes with a TCP address and its files load. */
 int redis_settings_check(struct cfg_node *map, struct redis_settings *s, struct err *e);
 void redis_settings_free(struct redis_settings *s); /* wipes the password; NULL is fine */
 

@@ -12,7 +12,8 @@
 #   a replay whose XADD fails removes nothing and exits 1 naming the ids;
 #   a replay SIGKILLed after N entries reached the stream, run again, ends with every not-done
 #            entry replayed and none lost; SIGTERM stops a replay before its next entry (exit 1).
-# Redis users with the least permissions docs/dlq.md gives run inspect and replay.
+# Redis users with the least permissions docs/dlq.md gives run inspect and replay; inspect reads the
+# same over TLS (the Redis's TLS port, tests/lib/redis_tls.sh).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -21,7 +22,7 @@ if [ ! -x "$WORKLOAD" ]; then
   not_ok "missing $WORKLOAD (it needs QREL_WITH_REDIS_STREAM and QREL_WITH_POSTGRES)"
   finish
 fi
-start_redis RP
+start_redis_tls RP RP_TLS
 start_postgres PGP
 R() { redis-cli -p "$RP" "$@"; }
 PG="host=127.0.0.1 port=$PGP user=postgres dbname=postgres"
@@ -150,6 +151,15 @@ for q in orders invoices; do
     "$(jq -r '"\(.dead_since.oldest * 1000 | round) \(.dead_since.newest * 1000 | round)"' "$T/$q.json")" \
     "$(entries "$q.dlq" | jq -r '"\(.[0][0] | split("-")[0]) \(.[-1][0] | split("-")[0])"')"
 done
+# Over TLS, as the inspect user: the same report (issue 23).
+awk -v from="    address: 127.0.0.1:$RP" -v port="$RP_TLS" -v ca="$T/tls/ca.crt" '
+  $0 == from { print "    address: 127.0.0.1:" port; print "    tls_config: {ca_file: \"" ca "\"}"; next }
+  { print }' "$T/inspect.yml" > "$T/inspect-tls.yml"
+DLQ inspect --config.file="$T/inspect-tls.yml" --source=shop-redis --queue=orders --format=json > "$T/orders-tls.json"
+expect_eq "orders over TLS: the plaintext inspect's report (classes, total, deliveries, dead_since)" \
+  "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders-tls.json")" \
+  "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders.json")"
+expect_cmd "... read over the TLS port" grep -q "address: 127.0.0.1:$RP_TLS" "$T/inspect-tls.yml"
 read -r ndone nnot <<<"$(expected_split orders.dlq "h.order_id IS NOT NULL")"
 DLQ inspect --config.file="$T/dedup.yml" --source=shop-redis --queue=orders --format=json > "$T/dedup.json"
 expect_eq "orders: inspect's split against the dedup table (done not_done unknown)" \

@@ -7,7 +7,7 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-start_redis RP
+start_redis_tls RP RP_TLS
 R() { redis-cli -p "$RP" "$@"; }
 
 # Server time in ms: entry ids below are placed at known ages relative to it.
@@ -134,6 +134,8 @@ expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'
 # The same workload read through the fault proxy, which cuts every reply into 1- and 7-byte pieces:
 # the series must be the same (ages are measured a moment apart: their values are not compared).
 expect_same_via_proxy "$T/qrel.yml" cache "127.0.0.1:$RP"
+# And over the TLS port of the same Redis (issue 23): the same series.
+expect_same_via_tls "$T/qrel.yml" cache "127.0.0.1:$RP" "$RP_TLS"
 
 # The monitoring user of docs/kinds/redis_stream.md is enough for every command sent.
 R ACL SETUSER qrel on '>acl-pw-7f3e' '%R~*' '+xinfo|groups' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null

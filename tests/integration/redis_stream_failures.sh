@@ -5,7 +5,9 @@
 # source's series present, while /-/healthy keeps answering in under 50 ms; a stopped
 # Redis is up 0 with reason "connect" and is tried again after its back-off; a wrong password is
 # up 0 with reason "auth" and the password appears nowhere: not in the output, the landing page,
-# or the debug log.
+# or the debug log. Over TLS (issue 23, the locked Redis's TLS port): an ACL user reads fine; a wrong
+# CA, a hostname mismatch, a missing client certificate and an expired server certificate are
+# each up 0 with GnuTLS's reason and no secret; a missing ca_file fails --config.check.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -13,7 +15,7 @@ start_redis GOOD
 start_redis HUNG --enable-debug-command yes
 secret='correct-horse-7781'
 wrong='wrong-battery-staple-4421'
-start_redis LOCKED --requirepass "$secret"
+start_redis_tls LOCKED LOCKED_TLS --requirepass "$secret"
 redis-cli -p "$GOOD" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
 redis-cli -p "$HUNG" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
 printf '%s\n' "$wrong" > "$T/wrong.pass"
@@ -107,5 +109,62 @@ expect_metric "$T/m1.txt" 1 qrel_collector_up 'source="locked-right"'
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 expect_cmd "the landing page shows the auth failure" grep -q 'authentication failed' "$T/landing.html"
 expect_no_password "$wrong" "$secret" -- "$T"/m*.txt "$T/landing.html" "$T/exporter.log"
+
+# ---- TLS (issue 23) ----
+LR() { REDISCLI_AUTH=$secret redis-cli -p "$LOCKED" --no-auth-warning "$@"; }
+tls_pw='tls-acl-pw-5512'
+printf '%s\n' "$tls_pw" > "$T/tls-acl.pass"
+key_pw='client-key-pw-9034'
+printf '%s\n' "$key_pw" > "$T/key.pass"
+chmod 600 "$T/tls-acl.pass" "$T/key.pass"
+LR XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
+LR XADD orders '*' n 1 >/dev/null
+LR ACL SETUSER tlsreader on ">$tls_pw" '%R~*' '+xinfo|groups' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
+# The client key encrypted with a password, read from key_password_file.
+openssl pkey -in "$T/tls/client.key" -aes256 -passout "file:$T/key.pass" -out "$T/tls/client-enc.key" 2>/dev/null
+# tls_source NAME [TLS_LINE...]: a redis_stream source on the TLS port as user tlsreader, with
+# each TLS_LINE as a key of tls_config.
+tls_source() {
+  redis_source "$1" "$LOCKED_TLS"
+  printf '    username: tlsreader\n    password_file: %s\n    streams: [{name: orders}]\n    tls_config:\n' "$T/tls-acl.pass"
+  shift
+  printf '      %s\n' "$@"
+}
+tls_scrape() { # tls_scrape STEM SOURCE...: a config of the sources (tls_source lines) and its scrape
+  local stem=$1; shift
+  { echo 'sources:'; printf '%s\n' "$@"; } > "$T/$stem.yml"
+  "$QREL" scrape --config.file="$T/$stem.yml" > "$T/$stem.prom" 2> "$T/$stem.log" || true
+}
+tls_scrape tls1 "$(tls_source tls-acl "ca_file: $T/tls/ca.crt")" \
+  "$(tls_source tls-wrong-ca "ca_file: $T/tls/other-ca.crt")" \
+  "$(tls_source tls-wrong-name "ca_file: $T/tls/ca.crt" 'server_name: redis.example.com')"
+expect_metric "$T/tls1.prom" 1 qrel_collector_up 'source="tls-acl"'
+expect_metric "$T/tls1.prom" 1 qrel_queue_messages 'source="tls-acl"' 'queue="orders"' 'state="ready"'
+expect_metric "$T/tls1.prom" 0 qrel_collector_up 'source="tls-wrong-ca"'
+expect_metric "$T/tls1.prom" 1 qrel_collector_errors_total 'source="tls-wrong-ca"' 'reason="connect"'
+expect_line "a wrong CA: the issuer is unknown" 'tls-wrong-ca.*certificate failed verification.*issuer is unknown' "$T/tls1.log"
+expect_metric "$T/tls1.prom" 0 qrel_collector_up 'source="tls-wrong-name"'
+expect_line "a hostname mismatch is named" 'tls-wrong-name.*failed verification.*name in the certificate does not match' "$T/tls1.log"
+
+LR CONFIG SET tls-auth-clients yes >/dev/null
+tls_scrape tls2 "$(tls_source tls-no-client-cert "ca_file: $T/tls/ca.crt")" \
+  "$(tls_source tls-client-cert "ca_file: $T/tls/ca.crt" "cert_file: $T/tls/client.crt" \
+    "key_file: $T/tls/client-enc.key" "key_password_file: $T/key.pass")"
+expect_metric "$T/tls2.prom" 0 qrel_collector_up 'source="tls-no-client-cert"'
+expect_line "a missing client certificate is named" 'tls-no-client-cert.*the server asked for a client certificate and tls_config has none' "$T/tls2.log"
+expect_metric "$T/tls2.prom" 1 qrel_collector_up 'source="tls-client-cert"'
+LR CONFIG SET tls-auth-clients optional >/dev/null
+
+LR CONFIG SET tls-cert-file "$T/tls/expired.crt" >/dev/null
+tls_scrape tls3 "$(tls_source tls-expired "ca_file: $T/tls/ca.crt")"
+LR CONFIG SET tls-cert-file "$T/tls/server.crt" >/dev/null
+expect_metric "$T/tls3.prom" 0 qrel_collector_up 'source="tls-expired"'
+expect_line "an expired certificate is named" 'tls-expired.*failed verification.*expired' "$T/tls3.log"
+expect_no_password "$tls_pw" "$key_pw" "$secret" -- "$T"/tls*.prom "$T"/tls*.log
+
+# A missing ca_file fails --config.check, pointing at the key.
+tls_scrape tls4 "$(tls_source tls-missing-ca "ca_file: $T/tls/no-such-ca.crt")"
+expect_exit "--config.check with a missing ca_file" 1 "$T/tls4.check" "$EXPORTER" --config.check --config.file="$T/tls4.yml"
+expect_line "the missing ca_file at file:line:col" 'tls4.yml:9:16: tls_config: ca_file: cannot read ".*no-such-ca.crt": No such file or directory' "$T/tls4.check"
 
 finish

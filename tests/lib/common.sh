@@ -15,6 +15,8 @@ chmod 755 "$T"
 . "$QREL_SOURCE_DIR/tests/lib/servers.sh"
 # shellcheck source=faults.sh
 . "$QREL_SOURCE_DIR/tests/lib/faults.sh"
+# shellcheck source=redis_tls.sh
+. "$QREL_SOURCE_DIR/tests/lib/redis_tls.sh"
 CHECKS=0
 FAILS=0
 

@@ -10,7 +10,8 @@
 secret=''
 reader=''
 
-# redis_jobs_start ACL_RULE...: starts Redis on $RP asking for the admin password $secret, writes
+# redis_jobs_start ACL_RULE...: starts Redis on $RP (and a TLS port, $RP_TLS: start_redis_tls)
+# asking for the admin password $secret, writes
 # qrel's random password ($reader) to $T/reader.pass and a wrong one to $T/wrong.pass, and gives
 # user qrel exactly ACL_RULEs (key patterns and +commands).
 redis_jobs_start() {
@@ -18,7 +19,7 @@ redis_jobs_start() {
   printf '%s\n' "$reader" > "$T/reader.pass"
   printf 'not-%s\n' "$reader" > "$T/wrong.pass"
   chmod 600 "$T"/*.pass
-  start_redis RP --requirepass "$secret"
+  start_redis_tls RP RP_TLS --requirepass "$secret"
   R ACL SETUSER qrel on ">$reader" -@all "$@" >/dev/null
 }
 
@@ -153,7 +154,8 @@ expect_named_queues() {
 }
 
 # job_same_via_proxy CONFIG NAME: expect_same_via_proxy of CONFIG's source NAME, which reads the
-# Redis of redis_jobs_start.
+# Redis of redis_jobs_start, then expect_same_via_tls over its TLS port (the ACL user qrel over TLS).
 job_same_via_proxy() {
   expect_same_via_proxy "$1" "$2" "127.0.0.1:$RP"
+  expect_same_via_tls "$1" "$2" "127.0.0.1:$RP" "$RP_TLS"
 }

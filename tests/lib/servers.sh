@@ -61,6 +61,15 @@ start_redis() {
   printf -v "$var" '%s' "$port"
 }
 
+# start_redis_tls VAR TLS_VAR [extra redis-server args...]: start_redis with a TLS port beside the
+# plaintext one (redis_tls_args, tests/lib/redis_tls.sh: the test's certificates in $T/tls, client
+# certificates optional), sets TLS_VAR to that port.
+start_redis_tls() {
+  local var=$1 tvar=$2; shift 2
+  redis_tls_args "$tvar" || return 1
+  start_redis "$var" "${REDIS_TLS_ARGS[@]}" "$@"
+}
+
 # ---- PostgreSQL --------------------------------------------------------------------------------
 
 # PostgreSQL's server programs: from PATH, else where pg_config says (Debian keeps initdb off

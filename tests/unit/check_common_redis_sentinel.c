@@ -60,7 +60,7 @@ static const struct check_case bad[] = {
      "x.yml:2:1: unknown key \"master_nmae\" in source \"cache\" (known keys: address, "
      "addresses, cluster, db, master_name, max_response_bytes, password_env, password_file, "
      "sentinel_password_env, "
-     "sentinel_password_file, sentinel_username, sentinels, username)"},
+     "sentinel_password_file, sentinel_username, sentinels, tls_config, username)"},
 };
 
 START_TEST(test_refused)

@@ -1522,13 +1522,13 @@ static const struct check_case bad_configs[] = {
      "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
      "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
-     "timeout, username)"},
+     "timeout, tls_config, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
      "x.yml:5:5: unknown key \"stream\" in source \"cache\" "
      "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
      "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
-     "timeout, username)"},
+     "timeout, tls_config, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
      "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
@@ -1538,7 +1538,7 @@ static const struct check_case bad_configs[] = {
      "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
      "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
-     "timeout, username)"},
+     "timeout, tls_config, username)"},
 };
 
 START_TEST(test_config_bad)

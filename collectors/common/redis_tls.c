@@ -1,0 +1,256 @@
+/* redis_tls.c: GnuTLS sessions over the non-blocking sockets of redis.c (redis_tls.h).
+ *
+ * The handshake waits with deadline_wait_fd in the direction GnuTLS asks for, so it is bounded
+ * by the same deadline as every read. Credentials are loaded when a connection opens (they are
+ * few, and a certificate renewed on disk is then picked up by the next connection); the config
+ * check loads them once beforehand so a wrong path fails at --config.check, not at a scrape. */
+#include "common/redis_tls.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "log.h"
+
+struct redis_tls {
+    gnutls_session_t session;
+    gnutls_certificate_credentials_t cred;
+    const char *label;
+    int has_cert; /* tls_config has a client certificate */
+};
+
+/* Loads cfg's files into a new credentials object. On error returns -1 with *key naming the key
+ * at fault and msg saying why (no password in it). */
+static int load_cred(const struct redis_tls_config *cfg, gnutls_certificate_credentials_t *out,
+                     const char **key, char *msg, size_t msgsz)
+{
+    gnutls_certificate_credentials_t cred;
+    if (gnutls_certificate_allocate_credentials(&cred) < 0) {
+        *key = "tls_config";
+        snprintf(msg, msgsz, "cannot allocate TLS credentials");
+        return -1;
+    }
+    int rc;
+    const char *bad = NULL;
+    if (cfg->ca_file) {
+        bad = "ca_file";
+        if (access(cfg->ca_file, R_OK) != 0) {
+            snprintf(msg, msgsz, "cannot read \"%s\": %s", cfg->ca_file, strerror(errno));
+            goto fail;
+        }
+        rc = gnutls_certificate_set_x509_trust_file(cred, cfg->ca_file, GNUTLS_X509_FMT_PEM);
+        if (rc <= 0) {
+            snprintf(msg, msgsz, "no PEM certificate in \"%s\"%s%s", cfg->ca_file,
+                     rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
+            goto fail;
+        }
+    } else if (!cfg->insecure_skip_verify) {
+        bad = "tls_config";
+        rc = gnutls_certificate_set_x509_system_trust(cred);
+        if (rc < 0) {
+            snprintf(msg, msgsz, "cannot load the system's CA certificates: %s",
+                     gnutls_strerror(rc));
+            goto fail;
+        }
+    }
+    if (cfg->cert_file) {
+        const char *files[2][2] = {{"cert_file", cfg->cert_file}, {"key_file", cfg->key_file}};
+        for (int i = 0; i < 2; i++) {
+            bad = files[i][0];
+            if (access(files[i][1], R_OK) != 0) {
+                snprintf(msg, msgsz, "cannot read \"%s\": %s", files[i][1], strerror(errno));
+                goto fail;
+            }
+        }
+        rc = gnutls_certificate_set_x509_key_file2(cred, cfg->cert_file, cfg->key_file,
+                                                   GNUTLS_X509_FMT_PEM, cfg->key_password, 0);
+        if (rc < 0) {
+            bad = "key_file";
+            snprintf(msg, msgsz, "cannot load the certificate and key (\"%s\", \"%s\"): %s",
+                     cfg->cert_file, cfg->key_file, gnutls_strerror(rc));
+            goto fail;
+        }
+    }
+    *out = cred;
+    return 0;
+fail:
+    *key = bad;
+    gnutls_certificate_free_credentials(cred);
+    return -1;
+}
+
+int redis_tls_config_check(struct cfg_node *map, const struct redis_tls_config *t, struct err *e)
+{
+    if (!t)
+        return 0;
+    gnutls_certificate_credentials_t cred;
+    const char *key = NULL;
+    char msg[400];
+    if (load_cred(t, &cred, &key, msg, sizeof msg)) {
+        struct cfg_node *tls = cfg_at(map, "tls_config");
+        struct cfg_node *at = tls ? cfg_at(tls, key) : NULL;
+        return cfg_error(e, at ? at : tls, "tls_config: %s: %s", key, msg);
+    }
+    gnutls_certificate_free_credentials(cred);
+    return 0;
+}
+
+static int is_ip_literal(const char *s)
+{
+    unsigned char b[16];
+    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+/* Why a verification failed, in GnuTLS's words ("The certificate is NOT trusted. The certificate
+ * chain uses expired certificate."). */
+static int verify_error(struct redis_tls *t, struct err *e)
+{
+    unsigned status = gnutls_session_get_verify_cert_status(t->session);
+    gnutls_datum_t out = {NULL, 0};
+    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) < 0 ||
+        !out.data)
+        return err_set(e, ERR_CONNECT, "%s: TLS: the server's certificate failed verification",
+                       t->label);
+    size_t n = strlen((const char *)out.data);
+    while (n && out.data[n - 1] == ' ') /* GnuTLS ends each sentence with a space */
+        n--;
+    err_set(e, ERR_CONNECT, "%s: TLS: the server's certificate failed verification: %.*s", t->label,
+            (int)n, (const char *)out.data);
+    gnutls_free(out.data);
+    return -1;
+}
+
+/* The server asked for a client certificate and we had none. In TLS 1.3 the server judges the
+ * client's certificate after the client's handshake is done, so its refusal comes on the first
+ * write or read: as an alert, or, when the connection is reset before the alert is read, as a
+ * bare error. Either way this is the reason worth saying. */
+static int missing_client_cert(const struct redis_tls *t)
+{
+    return !t->has_cert && gnutls_certificate_client_get_request_status(t->session);
+}
+
+/* A GnuTLS error as a message: an alert the server sent is named. */
+static int tls_error(struct redis_tls *t, const char *when, int rc, struct err *e)
+{
+    if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR)
+        return verify_error(t, e);
+    if (missing_client_cert(t))
+        return err_set(e, ERR_CONNECT,
+                       "%s: TLS %s: the server asked for a client certificate and tls_config has "
+                       "none (cert_file, key_file): %s",
+                       t->label, when,
+                       rc == GNUTLS_E_FATAL_ALERT_RECEIVED
+                           ? gnutls_alert_get_name(gnutls_alert_get(t->session))
+                           : gnutls_strerror(rc));
+    if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED || rc == GNUTLS_E_WARNING_ALERT_RECEIVED)
+        return err_set(e, ERR_CONNECT, "%s: TLS %s: the server refused: alert \"%s\"", t->label,
+                       when, gnutls_alert_get_name(gnutls_alert_get(t->session)));
+    return err_set(e, ERR_CONNECT, "%s: TLS %s: %s", t->label, when, gnutls_strerror(rc));
+}
+
+struct redis_tls *redis_tls_open(const struct redis_tls_config *cfg, int fd, const char *host,
+                                 const char *label, const struct deadline *dl, struct err *e)
+{
+    struct redis_tls *t = xcalloc(1, sizeof *t);
+    t->label = label;
+    t->has_cert = cfg->cert_file != NULL;
+    const char *key = NULL;
+    char msg[400];
+    if (load_cred(cfg, &t->cred, &key, msg, sizeof msg)) {
+        err_set(e, ERR_CONNECT, "%s: tls_config: %s: %s", label, key, msg);
+        free(t);
+        return NULL;
+    }
+    const char *name = cfg->server_name ? cfg->server_name : host;
+    int rc = gnutls_init(&t->session, GNUTLS_CLIENT | GNUTLS_NONBLOCK);
+    if (rc >= 0)
+        rc = gnutls_set_default_priority(t->session);
+    if (rc >= 0)
+        rc = gnutls_credentials_set(t->session, GNUTLS_CRD_CERTIFICATE, t->cred);
+    /* SNI carries a host name only, never an address literal (RFC 6066). */
+    if (rc >= 0 && name && !is_ip_literal(name))
+        rc = gnutls_server_name_set(t->session, GNUTLS_NAME_DNS, name, strlen(name));
+    if (rc < 0) {
+        err_set(e, ERR_INTERNAL, "%s: TLS setup: %s", label, gnutls_strerror(rc));
+        redis_tls_close(t);
+        return NULL;
+    }
+    if (!cfg->insecure_skip_verify)
+        gnutls_session_set_verify_cert(t->session, name, 0);
+    else /* said at each connection (they are few): encryption without knowing who answers */
+        log_kv(LOG_WARN, "TLS certificate not verified (insecure_skip_verify)", "conn", label,
+               NULL);
+    gnutls_transport_set_int(t->session, fd);
+    int64_t t0 = deadline_now_ms();
+    for (;;) {
+        rc = gnutls_handshake(t->session);
+        if (rc == GNUTLS_E_SUCCESS)
+            return t;
+        if (rc != GNUTLS_E_AGAIN && rc != GNUTLS_E_INTERRUPTED && gnutls_error_is_fatal(rc)) {
+            tls_error(t, "handshake", rc, e);
+            break;
+        }
+        short revents = 0;
+        short want = gnutls_record_get_direction(t->session) ? POLLOUT : POLLIN;
+        int n = deadline_wait_fd(fd, want, dl, &revents);
+        if (n == 0) {
+            err_set(e, ERR_TIMEOUT, "%s: timed out after %lld ms waiting for Redis (TLS handshake)",
+                    label, (long long)(deadline_now_ms() - t0));
+            break;
+        }
+        if (n < 0) {
+            err_set(e, ERR_CONNECT, "%s: TLS handshake: poll: %s", label, strerror(errno));
+            break;
+        }
+    }
+    redis_tls_close(t);
+    return NULL;
+}
+
+void redis_tls_close(struct redis_tls *t)
+{
+    if (!t)
+        return;
+    if (t->session)
+        gnutls_deinit(t->session);
+    if (t->cred)
+        gnutls_certificate_free_credentials(t->cred);
+    free(t);
+}
+
+ssize_t redis_tls_send(struct redis_tls *t, const void *p, size_t n, struct err *e)
+{
+    ssize_t w = gnutls_record_send(t->session, p, n);
+    if (w >= 0)
+        return w;
+    if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+        return REDIS_TLS_AGAIN;
+    return tls_error(t, "write", (int)w, e);
+}
+
+ssize_t redis_tls_recv(struct redis_tls *t, void *p, size_t n, struct err *e)
+{
+    ssize_t r = gnutls_record_recv(t->session, p, n);
+    if (r >= 0)
+        return r;
+    if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+        return REDIS_TLS_AGAIN;
+    /* A server that closes without close_notify (Redis on a restart or an idle timeout) closed
+     * the connection all the same: the caller's stale-connection reconnect must see it so. */
+    if (r == GNUTLS_E_PREMATURE_TERMINATION && !missing_client_cert(t))
+        return 0;
+    return tls_error(t, "read", (int)r, e);
+}
+
+size_t redis_tls_pending(const struct redis_tls *t)
+{
+    return gnutls_record_check_pending(t->session);
+}
