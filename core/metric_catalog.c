@@ -85,6 +85,10 @@ const struct metric_family metric_catalog_rows[] = {
     {"qrel_dedup_window_seconds", METRIC_GAUGE,
      "Seconds a dedup key of queue is remembered (table retention, SQS FIFO 5 minutes, NATS "
      "duplicate window); it must exceed qrel_retry_horizon_seconds."},
+    {"qrel_excluded_objects", METRIC_GAUGE,
+     "Objects of the kind named by label object (queue, vhost, topic, group, stream, ...) that "
+     "the last collection found and left out by the source's exclude keys: neither read nor "
+     "exported."},
     {"qrel_future_stamped_rows", METRIC_GAUGE,
      "Rows of the table queue (jobs, for a job runner) whose timestamp lies after the database's "
      "now(): the clocks of the hosts that write them run ahead. They are in no window of the other "

@@ -20,6 +20,7 @@
 
 #include "beanstalkd.h"
 #include "collector.h"
+#include "common/exclude.h"
 #include "common/beanstalk.h"
 #include "config.h"
 #include "log.h"
@@ -40,6 +41,7 @@ struct state {
     char *address;
     char **tubes; /* configured names, NULL: every tube */
     size_t ntubes;
+    struct exclude exclude; /* listed tubes left out */
     long long max_response_bytes;
     struct beanstalk_conn *conn;
 };
@@ -59,6 +61,7 @@ static void destroy(struct collector *c)
     beanstalk_conn_close(st->conn);
     free(st->address);
     cfg_strv_free(st->tubes);
+    exclude_free(&st->exclude);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -67,6 +70,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     /* Every key is read before any is judged, so a misspelt key is reported as unknown. */
     if (cfg_get_nonempty(map, "address", &st->address, e) ||
         cfg_get_strlist(map, "tubes", &st->tubes, &st->ntubes, e) ||
+        exclude_read(&st->exclude, map, "exclude", NULL, e) ||
         cfg_get_int(map, "max_response_bytes", (long long)BEANSTALK_DEFAULT_MAX_RESPONSE_BYTES,
                     1024, (long long)1 << 32, &st->max_response_bytes, e) ||
         collector_finish(c, map, e))
@@ -90,6 +94,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                              st->tubes[i]);
     if (st->tubes && st->ntubes == 0)
         return cfg_error(e, list, "tubes: want at least one tube, or leave the key out for all");
+    if (exclude_check(&st->exclude, map, e))
+        return -1;
+    if (st->tubes && exclude_any(&st->exclude)) /* it could only hide a tube asked for by name */
+        return cfg_error(e, cfg_at(map, "exclude"),
+                         "exclude: only without tubes (it leaves out tubes list-tubes finds)");
     return 0;
 }
 
@@ -211,12 +220,15 @@ static int run(struct collector *c, struct scrape *sc, const struct deadline *dl
     if (beanstalk_exec(st->conn, r1, st->tubes ? 1 : 2, dl, max, on_round1, sc, e))
         return -1;
     char **names = st->tubes ? st->tubes : sc->listed;
-    sc->n = st->tubes ? st->ntubes : sc->nlisted;
-    sc->t = xcalloc(sc->n ? sc->n : 1, sizeof *sc->t);
-    for (size_t i = 0; i < sc->n; i++) {
+    size_t total = st->tubes ? st->ntubes : sc->nlisted;
+    sc->t = xcalloc(total ? total : 1, sizeof *sc->t);
+    st->exclude.dropped = 0;
+    for (size_t i = 0; i < total; i++) {
         if (!beanstalkd_tube_name_valid(names[i]))
             return err_set(e, ERR_PROTOCOL, "list-tubes: a tube name beanstalkd would not take");
-        sc->t[i].name = xstrdup(names[i]);
+        if (exclude_drop(&st->exclude, names[i]))
+            continue; /* neither asked about nor exported */
+        sc->t[sc->n++].name = xstrdup(names[i]);
     }
 
     size_t n2 = sc->n * ROUND2_PER_TUBE;
@@ -263,6 +275,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
 {
     /* Server-wide: beanstalkd counts TTR expiries per job and in all, not per tube. */
     metric_set_add(out, "qrel_lease_expiries_total", sc->job_timeouts, NULL);
+    exclude_emit(&sc->st->exclude, out, "tube");
     for (size_t i = 0; i < sc->n; i++) {
         const struct tube *t = &sc->t[i];
         const char *q = t->name;

@@ -343,6 +343,14 @@ int kafka_lag_collect(struct collector *c, const struct deadline *dl, struct met
     }
     entry_skips_emit(&skips, out);
     entry_skips_free(&skips);
+    if (sc.has_exclude) {
+        size_t topics = 0;
+        for (size_t i = 0; i < sc.ntopics; i++)
+            topics += sc.topics[i].excluded && !sc.topics[i].wanted;
+        metric_set_add(out, "qrel_excluded_objects", (double)sc.excluded_groups, "object", "group",
+                       NULL);
+        metric_set_add(out, "qrel_excluded_objects", (double)topics, "object", "topic", NULL);
+    }
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {
         char targets[32], fetches[32];

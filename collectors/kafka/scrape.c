@@ -191,8 +191,11 @@ static void add_group_targets(struct kafka_scrape *sc, const struct kafka_group_
     for (size_t ti = 0; ti < sc->ntopics; ti++) {
         const struct kafka_topic_data *td = &sc->topics[ti];
         /* Internal topics (__consumer_offsets, __transaction_state) are nobody's queue. */
-        if (!td->md || strncmp(td->md->topic, "__", 2) == 0 ||
-            !kafka_spec_topic_match(sp, td->md->topic) || is_dlq_of_spec(sp, sc, td->md->topic))
+        if (!td->md || strncmp(td->md->topic, "__", 2) == 0)
+            continue;
+        if (kafka_spec_topic_excluded(sp, td->md->topic))
+            sc->topics[ti].excluded = 1;
+        if (!kafka_spec_topic_match(sp, td->md->topic) || is_dlq_of_spec(sp, sc, td->md->topic))
             continue;
         kafka_scrape_add_target(sc, sp, spec, group, ti);
     }
@@ -204,10 +207,14 @@ int kafka_scrape_targets(struct kafka_state *st, const struct deadline *dl, stru
     char **listed = NULL;
     size_t nlisted = 0;
     int need_list = 0;
-    for (size_t i = 0; i < st->cfg.nspecs; i++)
-        need_list |= st->cfg.specs[i].name == NULL;
+    for (size_t i = 0; i < st->cfg.nspecs; i++) {
+        const struct kafka_group_spec *sp = &st->cfg.specs[i];
+        need_list |= sp->name == NULL;
+        sc->has_exclude |= exclude_any(&sp->exclude) || exclude_any(&sp->topic_exclude);
+    }
     if (need_list && list_groups(st, dl, &listed, &nlisted, e))
         return -1;
+    char *excluded = xcalloc(nlisted ? nlisted : 1, 1);
     for (size_t i = 0; i < st->cfg.nspecs; i++) {
         const struct kafka_group_spec *sp = &st->cfg.specs[i];
         if (sp->name) {
@@ -218,10 +225,22 @@ int kafka_scrape_targets(struct kafka_state *st, const struct deadline *dl, stru
             int dup = 0; /* a group a named entry (or an earlier pattern) already reports */
             for (size_t j = 0; j < sc->n && !dup; j++)
                 dup = strcmp(sc->t[j].group, listed[k]) == 0;
-            if (!dup && kafka_spec_group_match(sp, listed[k]))
+            if (dup)
+                continue;
+            if (kafka_spec_group_match(sp, listed[k]))
                 add_group_targets(sc, sp, i, listed[k]);
+            else if (kafka_spec_group_excluded(sp, listed[k]))
+                excluded[k] = 1;
         }
     }
+    /* a group counts as excluded when an exclude left it out and no other entry reports it */
+    for (size_t k = 0; k < nlisted; k++) {
+        int reported = 0;
+        for (size_t j = 0; j < sc->n && !reported && excluded[k]; j++)
+            reported = strcmp(sc->t[j].group, listed[k]) == 0;
+        sc->excluded_groups += excluded[k] && !reported;
+    }
+    free(excluded);
     cfg_strv_free(listed);
     return 0;
 }

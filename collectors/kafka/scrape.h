@@ -19,6 +19,8 @@
 struct kafka_topic_data {
     const rd_kafka_metadata_topic_t *md; /* NULL: the topic does not exist */
     int wanted;                          /* watermarks are needed */
+    int excluded;                        /* an entry's topic_pattern found it, its exclude
+                                            left it out */
     int64_t *low, *high;                 /* per partition index of md */
 };
 
@@ -55,6 +57,8 @@ struct kafka_scrape {
     struct kafka_need *needs;
     size_t nneeds;
     int capped;
+    size_t excluded_groups; /* listed groups a pattern found and an exclude left out */
+    int has_exclude;        /* some entry has an exclude key: qrel_excluded_objects is served */
 };
 
 void kafka_scrape_free(struct kafka_scrape *sc); /* the members */

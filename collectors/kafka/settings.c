@@ -47,6 +47,8 @@ void kafka_settings_free(struct kafka_settings *s)
         if (sp->has_topic_re)
             regfree(&sp->topic_re);
         free(sp->dlq_tmpl);
+        exclude_free(&sp->exclude);
+        exclude_free(&sp->topic_exclude);
     }
     free(s->specs);
     for (size_t i = 0; i + 1 < s->nprops; i += 2) {
@@ -116,6 +118,8 @@ static int configure_group(struct kafka_settings *s, const char *source, struct 
         cfg_get_strlist(item, "topics", &sp->topics, &sp->ntopics, e) ||
         cfg_get_str(item, "topic_pattern", 0, &sp->topic_pattern, e) ||
         cfg_get_str(item, "topic_regex", 0, &sp->topic_regex, e) ||
+        exclude_read(&sp->exclude, item, "exclude", "exclude_regex", e) ||
+        exclude_read(&sp->topic_exclude, item, "topic_exclude", "topic_exclude_regex", e) ||
         cfg_get_positive_duration(item, "max_poll_interval", -1.0, &sp->max_poll_interval, e) ||
         cfg_get_nonempty(item, "dead_letter_topic", &sp->dlq_tmpl, e) ||
         cfg_get_bool(item, "per_partition", 0, &sp->per_partition, e))
@@ -149,6 +153,19 @@ static int configure_group(struct kafka_settings *s, const char *source, struct 
             return -1;
         sp->has_group_re = 1;
     }
+
+    if (exclude_check(&sp->exclude, item, e) || exclude_check(&sp->topic_exclude, item, e))
+        return -1;
+    /* an exclude beside an exact name would only ever hide what was asked for by name */
+    if (sp->name && exclude_any(&sp->exclude))
+        return cfg_error(e, cfg_at(item, sp->exclude.globs ? "exclude" : "exclude_regex"),
+                         "%s: only with pattern or regex (name selects one group)",
+                         sp->exclude.globs ? "exclude" : "exclude_regex");
+    if (topics_node && exclude_any(&sp->topic_exclude))
+        return cfg_error(
+            e, cfg_at(item, sp->topic_exclude.globs ? "topic_exclude" : "topic_exclude_regex"),
+            "%s: only with topic_pattern or topic_regex (topics lists the topics)",
+            sp->topic_exclude.globs ? "topic_exclude" : "topic_exclude_regex");
 
     if ((topics_node != NULL) + (sp->topic_pattern != NULL) + (sp->topic_regex != NULL) != 1)
         return cfg_error(e, item,
@@ -430,7 +447,7 @@ int kafka_settings_read(struct kafka_settings *s, const char *source, double tim
     return 0;
 }
 
-int kafka_spec_group_match(const struct kafka_group_spec *sp, const char *group)
+static int group_selected(const struct kafka_group_spec *sp, const char *group)
 {
     if (sp->name)
         return strcmp(sp->name, group) == 0;
@@ -439,13 +456,33 @@ int kafka_spec_group_match(const struct kafka_group_spec *sp, const char *group)
     return regexec(&sp->group_re, group, 0, NULL, 0) == 0;
 }
 
-int kafka_spec_topic_match(const struct kafka_group_spec *sp, const char *topic)
+static int topic_selected(const struct kafka_group_spec *sp, const char *topic)
 {
     if (sp->topic_pattern)
         return glob_match(sp->topic_pattern, topic);
     if (sp->has_topic_re)
         return regexec(&sp->topic_re, topic, 0, NULL, 0) == 0;
     return 0;
+}
+
+int kafka_spec_group_match(const struct kafka_group_spec *sp, const char *group)
+{
+    return group_selected(sp, group) && !exclude_match(&sp->exclude, group);
+}
+
+int kafka_spec_topic_match(const struct kafka_group_spec *sp, const char *topic)
+{
+    return topic_selected(sp, topic) && !exclude_match(&sp->topic_exclude, topic);
+}
+
+int kafka_spec_group_excluded(const struct kafka_group_spec *sp, const char *group)
+{
+    return group_selected(sp, group) && exclude_match(&sp->exclude, group);
+}
+
+int kafka_spec_topic_excluded(const struct kafka_group_spec *sp, const char *topic)
+{
+    return topic_selected(sp, topic) && exclude_match(&sp->topic_exclude, topic);
 }
 
 /* The first entry of groups that measures topic (listed, or matched by topic_pattern or

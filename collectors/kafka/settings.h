@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/exclude.h"
 #include "config.h"
 #include "err.h"
 
@@ -25,8 +26,10 @@ struct kafka_group_spec {
     char *topic_regex;
     regex_t topic_re;
     int has_topic_re;
-    double max_poll_interval; /* seconds; <= 0: not configured */
-    char *dlq_tmpl;           /* dead_letter_topic, NULL when not configured */
+    struct exclude exclude;       /* groups a pattern or regex found, left out */
+    struct exclude topic_exclude; /* topics a topic_pattern or topic_regex found, left out */
+    double max_poll_interval;     /* seconds; <= 0: not configured */
+    char *dlq_tmpl;               /* dead_letter_topic, NULL when not configured */
     int per_partition;
 };
 
@@ -78,6 +81,10 @@ int kafka_settings_is_secret(const char *prop);
  * matched: 0 for them). */
 int kafka_spec_group_match(const struct kafka_group_spec *sp, const char *group);
 int kafka_spec_topic_match(const struct kafka_group_spec *sp, const char *topic);
+/* 1 when the entry's pattern or regex (topic_pattern or topic_regex) matches the name but its
+ * exclude (topic_exclude) leaves it out: what qrel_excluded_objects counts. */
+int kafka_spec_group_excluded(const struct kafka_group_spec *sp, const char *group);
+int kafka_spec_topic_excluded(const struct kafka_group_spec *sp, const char *topic);
 
 /* The first entry of groups that measures topic (listed, or matched by topic_pattern or
  * topic_regex) and has a dead_letter_topic; NULL when none. */

@@ -37,7 +37,9 @@ struct state {
     struct http_config http;
     struct nats_stream_spec *specs;
     size_t nspecs;
-    struct http_client *client; /* kept between scrapes: the connection is reused */
+    struct exclude exclude;           /* streams left out, when streams is absent */
+    struct exclude exclude_consumers; /* durable consumers left out */
+    struct http_client *client;       /* kept between scrapes: the connection is reused */
 };
 
 static void destroy(struct collector *c)
@@ -51,6 +53,8 @@ static void destroy(struct collector *c)
         free(st->specs[i].dead_letter_stream);
     }
     free(st->specs);
+    exclude_free(&st->exclude);
+    exclude_free(&st->exclude_consumers);
     free(st->url);
     free(st->account);
     free(st->username);
@@ -99,7 +103,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         secret_get(map, "password", 0, &st->password, e) ||
         cfg_get_int(map, "page_size", DEFAULT_PAGE_SIZE, 1, 100000, &st->page_size, e) ||
         http_config_parse(map, &st->http, e) ||
-        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || collector_finish(c, map, e))
+        cfg_get_node(map, "streams", CFG_SEQ, &streams, e) ||
+        exclude_read(&st->exclude, map, "exclude", NULL, e) ||
+        exclude_read(&st->exclude_consumers, map, "exclude_consumers", NULL, e) ||
+        collector_finish(c, map, e) || exclude_check(&st->exclude, map, e) ||
+        exclude_check(&st->exclude_consumers, map, e))
         return -1;
     if (!st->url)
         return cfg_error(e, map, "url: want the monitoring URL, like http://127.0.0.1:8222");
@@ -148,6 +156,7 @@ struct scrape {
     char **done; /* accounts collected so far */
     size_t ndone;
     size_t streams, consumers, requests;
+    size_t excluded_streams, excluded_consumers;
 };
 
 /* One /jsz document: all accounts (account NULL) or one. */
@@ -177,6 +186,8 @@ static int collect_jsz(struct state *st, const struct deadline *dl, const char *
         .nskip = sc->ndone,
         .specs = st->specs,
         .nspecs = st->nspecs,
+        .exclude = &st->exclude,
+        .exclude_consumers = &st->exclude_consumers,
     };
     int rc = nats_jsz_collect(doc, &f, deadline_wall_now(), out, pg, e);
     json_decref(doc);
@@ -186,6 +197,8 @@ static int collect_jsz(struct state *st, const struct deadline *dl, const char *
     }
     sc->streams += pg->streams;
     sc->consumers += pg->consumers;
+    sc->excluded_streams += pg->excluded_streams;
+    sc->excluded_consumers += pg->excluded_consumers;
     sc->done = xrealloc(sc->done, (sc->ndone + pg->naccounts) * sizeof *sc->done);
     for (size_t i = 0; i < pg->naccounts; i++)
         sc->done[sc->ndone++] = pg->accounts[i];
@@ -248,6 +261,12 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     int rc = collect_jsz(st, dl, st->account, &sc, out, &pg, e);
     if (rc == 0 && !st->account && pg.accounts_total > (double)pg.accounts_in_page)
         rc = collect_rest(st, dl, &sc, out, e);
+    if (rc == 0 && exclude_any(&st->exclude))
+        metric_set_add(out, "qrel_excluded_objects", (double)sc.excluded_streams, "object",
+                       "stream", NULL);
+    if (rc == 0 && exclude_any(&st->exclude_consumers))
+        metric_set_add(out, "qrel_excluded_objects", (double)sc.excluded_consumers, "object",
+                       "consumer", NULL);
     if (rc == 0 && log_enabled(LOG_DEBUG)) {
         char s[32], k[32], r[32];
         snprintf(s, sizeof s, "%zu", sc.streams);

@@ -7,6 +7,7 @@
 #ifndef QREL_NATS_H
 #define QREL_NATS_H
 
+#include "common/exclude.h"
 #include <jansson.h>
 #include <stddef.h>
 
@@ -30,6 +31,8 @@ struct nats_filter {
     size_t nskip;
     const struct nats_stream_spec *specs; /* NULL / 0: every stream */
     size_t nspecs;
+    const struct exclude *exclude;           /* streams left out (NULL: none) */
+    const struct exclude *exclude_consumers; /* consumers of an entry without consumers */
 };
 
 struct nats_page {
@@ -37,7 +40,8 @@ struct nats_page {
     size_t accounts_in_page; /* account_details entries, skipped ones included */
     char **accounts;         /* names of the accounts collected, malloc'd (nats_page_free) */
     size_t naccounts;
-    size_t streams, consumers; /* reported in this page */
+    size_t streams, consumers;                   /* reported in this page */
+    size_t excluded_streams, excluded_consumers; /* left out by the exclude keys */
 };
 
 void nats_page_free(struct nats_page *pg);

@@ -89,8 +89,8 @@ static int find_stream(const json_t *streams, const char *name, size_t *index)
 }
 
 static int consumer_series(const json_t *cons, const char *ctx, const char *queue,
-                           const struct nats_stream_spec *sp, struct metric_set *out,
-                           struct nats_page *pg, struct err *e)
+                           const struct nats_stream_spec *sp, const struct exclude *ex,
+                           struct metric_set *out, struct nats_page *pg, struct err *e)
 {
     char cfgpath[512], bopath[512], itempath[512];
     const char *name, *durable = NULL, *ack_policy = NULL;
@@ -106,6 +106,10 @@ static int consumer_series(const json_t *cons, const char *ctx, const char *queu
      * would only make series that vanish. */
     if (!durable || !*durable || !wants_consumer(sp, name))
         return 0;
+    if (ex && (!sp || !sp->consumers) && exclude_match(ex, name)) { /* listed ones stay */
+        pg->excluded_consumers++;
+        return 0;
+    }
     if (json_need_number(cons, ctx, "num_pending", &pending, e) ||
         json_need_number(cons, ctx, "num_ack_pending", &ack_pending, e) ||
         json_need_number(cons, ctx, "num_redelivered", &redelivered, e) ||
@@ -172,6 +176,10 @@ static int stream_series(const json_t *streams, const char *spath, size_t j, con
     const struct nats_stream_spec *sp = find_spec(f, queue);
     if (f->nspecs && !sp)
         return 0;
+    if (f->exclude && exclude_match(f->exclude, queue)) {
+        pg->excluded_streams++;
+        return 0;
+    }
 
     json_path_key(cfgpath, sizeof cfgpath, ctx, "config");
     if (json_need_object(stream, ctx, "config", &cfg, e) ||
@@ -213,7 +221,8 @@ static int stream_series(const json_t *streams, const char *spath, size_t j, con
     for (size_t k = 0; consumers && k < json_array_size(consumers); k++) {
         const json_t *c = json_array_get(consumers, k);
         json_path_index(ipath, sizeof ipath, cpath, k);
-        if (json_expect_object(c, ipath, e) || consumer_series(c, ipath, queue, sp, out, pg, e))
+        if (json_expect_object(c, ipath, e) ||
+            consumer_series(c, ipath, queue, sp, f->exclude_consumers, out, pg, e))
             return -1;
     }
     return 0;

@@ -23,6 +23,7 @@
 
 #include "collector.h"
 #include "common/entries.h"
+#include "common/exclude.h"
 #include "common/glob.h"
 #include "common/http.h"
 #include "common/json.h"
@@ -162,6 +163,8 @@ struct state {
     char **queues; /* exact names; with pattern: either selects */
     size_t nqueues;
     char *pattern;               /* fnmatch glob */
+    struct exclude exclude;      /* queues left out, whatever selects them */
+    struct exclude exclude_vh;   /* vhosts whose queues are left out */
     double consumer_timeout;     /* seconds, -1 when not configured */
     double metadata_interval;    /* seconds; -1: automatic (see AUTO_INTERVAL_FACTOR) */
     double last_refresh_seconds; /* duration of the last successful refresh */
@@ -185,6 +188,8 @@ static void destroy(struct collector *c)
     cfg_strv_free(st->vhosts);
     cfg_strv_free(st->queues);
     free(st->pattern);
+    exclude_free(&st->exclude);
+    exclude_free(&st->exclude_vh);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -202,6 +207,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_node(map, "queues", CFG_SEQ, &queues, e) ||
         cfg_get_strlist(map, "queues", &st->queues, &st->nqueues, e) ||
         cfg_get_nonempty(map, "queue_pattern", &st->pattern, e) ||
+        exclude_read(&st->exclude, map, "exclude", NULL, e) ||
+        exclude_read(&st->exclude_vh, map, "exclude_vhosts", NULL, e) ||
         cfg_get_node(map, "consumer_timeout", CFG_SCALAR, &timeout, e) ||
         (timeout &&
          cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
@@ -222,6 +229,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (vhosts && st->nvhosts == 0)
         return cfg_error(e, vhosts,
                          "vhosts: want at least one vhost (leave vhosts out for every vhost)");
+    if (exclude_check(&st->exclude, map, e) || exclude_check(&st->exclude_vh, map, e))
+        return -1;
     if (queues && st->nqueues == 0)
         return cfg_error(e, queues,
                          "queues: want at least one queue name (leave queues out for every "
@@ -232,8 +241,10 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* ---- collection ---- */
 
-static int selected(const struct state *st, const char *name)
+static int selected(const struct state *st, const char *vhost, const char *name)
 {
+    if (exclude_match(&st->exclude_vh, vhost) || exclude_match(&st->exclude, name))
+        return 0;
     if (!st->queues && !st->pattern)
         return 1;
     for (size_t i = 0; i < st->nqueues; i++)
@@ -523,7 +534,7 @@ static int refresh_dlqs(struct collector *c, struct state *st, const struct dead
     for (size_t i = 0; i < m->q.n; i++) {
         struct qrec *q = &m->q.v[i];
         which[i] = NONE;
-        if (!q->dlx || !selected(st, q->name))
+        if (!q->dlx || !selected(st, q->vhost, q->name))
             continue;
         size_t j = 0;
         while (j < nx && !(strcmp(xs[j].vhost, q->vhost) == 0 && strcmp(xs[j].name, q->dlx) == 0))
@@ -710,17 +721,24 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         fresh = NULL;
     }
 
-    size_t nostats = 0;
+    size_t nostats = 0, nexcluded = 0;
     for (size_t i = 0; i < depth.n; i++) {
         const struct qrec *d = &depth.v[i];
-        if (!selected(st, d->name))
+        if (!selected(st, d->vhost, d->name)) {
+            /* counted once per scrape here, the one pass over every queue found */
+            if (exclude_match(&st->exclude_vh, d->vhost) || exclude_match(&st->exclude, d->name))
+                nexcluded++;
             continue;
+        }
         if (!d->has_stats) {
             nostats++;
             continue;
         }
         emit_queue(st, d, &depth, st->meta, out);
     }
+    /* queues left out by either key, so an exclude that hides every queue is seen */
+    if (exclude_any(&st->exclude) || exclude_any(&st->exclude_vh))
+        metric_set_add(out, "qrel_excluded_objects", (double)nexcluded, "object", "queue", NULL);
     if (st->meta)
         metric_set_add(out, "qrel_sample_age_seconds",
                        (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0, NULL);

@@ -30,6 +30,7 @@ static int scrape_master(struct collector *c, struct state *st, size_t i, const 
         redis_stream_read_details(st, p, dl, &sc, now_ms, out, truncated, e))
         goto out;
     entry_skips_emit(&sc.skips, out);
+    st->cl_excluded += sc.excluded;
     rc = 0;
 out:
     redis_pipe_free(p);
@@ -53,6 +54,7 @@ int redis_stream_cluster_scrape(struct collector *c, const struct deadline *dl,
     char **done = NULL; /* the masters read, by address */
     size_t ndone = 0;
     int rc = -1;
+    st->cl_excluded = 0;
     /* Twice at most: the map as it was, then once learnt again after a redirect. */
     for (int round = 0; round < 2; round++) {
         if (redis_cluster_refresh(&st->cl, c->name, &st->rs, dl, e))

@@ -23,6 +23,7 @@ void redis_stream_destroy(struct collector *c)
         struct stream_spec *sp = &st->specs[i];
         free(sp->name);
         free(sp->pattern);
+        exclude_free(&sp->exclude);
         cfg_strv_free(sp->groups);
         free(sp->dlq_tmpl);
     }
@@ -78,6 +79,7 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     struct cfg_node *groups_node = NULL, *idle = NULL, *max_deliveries = NULL, *block = NULL;
     if (cfg_get_str(item, "name", 0, &sp->name, e) ||
         cfg_get_str(item, "pattern", 0, &sp->pattern, e) ||
+        exclude_read(&sp->exclude, item, "exclude", NULL, e) ||
         cfg_get_node(item, "groups", CFG_SEQ, &groups_node, e) ||
         cfg_get_strlist(item, "groups", &sp->groups, &sp->ngroups, e) ||
         cfg_get_duration(item, "claim_min_idle", -1.0, &sp->pol.claim_min_idle, e) ||
@@ -102,6 +104,11 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
 
     if (!one)
         return cfg_error(e, item, "want exactly one of name and pattern in each entry of streams");
+    if (exclude_check(&sp->exclude, item, e))
+        return -1;
+    if (sp->name && exclude_any(&sp->exclude)) /* it would only hide the stream it names */
+        return cfg_error(e, cfg_at(item, "exclude"),
+                         "exclude: only with pattern (name selects one stream)");
     if (!*val)
         return cfg_error(e, cfg_at(item, key), "%s: want a non-empty string", key);
     for (size_t i = 0; i + 1 < st->nspecs; i++) {

@@ -65,3 +65,14 @@ void redis_stream_emit_truncated(struct metric_set *out, size_t groups)
 {
     metric_set_add(out, "qrel_pending_scan_truncated_groups", (double)groups, NULL);
 }
+
+void redis_stream_emit_excluded(struct metric_set *out, const struct state *st,
+                                const struct scrape *sc)
+{
+    int any = 0;
+    for (size_t i = 0; i < st->nspecs && !any; i++)
+        any = exclude_any(&st->specs[i].exclude);
+    if (!any)
+        return;
+    metric_set_add(out, "qrel_excluded_objects", (double)sc->excluded, "object", "stream", NULL);
+}

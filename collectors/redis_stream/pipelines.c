@@ -89,6 +89,10 @@ static int scan_reply(void *ctx, size_t k, const redisReply *r, struct err *e)
         size_t id = redis_stream_names_intern(names, key, len, &added);
         if (!added && names->v[id].pat <= pi)
             continue; /* this pattern or an earlier one has it */
+        if (exclude_match(&run->st->specs[s->spec].exclude, names->v[id].s)) {
+            names->v[id].excluded = 1; /* a later pattern may still take it */
+            continue;
+        }
         names->v[id].pat = pi;
         if (s->nfound == s->cap) {
             s->cap = s->cap ? s->cap * 2 : 64;
@@ -198,6 +202,10 @@ int redis_stream_resolve_targets(struct collector *c, struct state *st, struct r
         if (t->dlq_id != t->name_id)
             names->v[t->dlq_id].is_dlq = 1;
     }
+    /* counted now: the names are dropped after step 2; a stream one pattern excluded and a later
+     * one took is not left out */
+    for (size_t i = 0; i < names->n; i++)
+        sc->excluded += names->v[i].excluded && !names->v[i].chosen;
     size_t kept = 0;
     for (size_t i = 0; i < sc->n; i++)
         if (!(sc->t[i].from_pattern && names->v[sc->t[i].name_id].is_dlq))

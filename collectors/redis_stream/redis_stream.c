@@ -39,6 +39,8 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         if (redis_stream_cluster_scrape(c, dl, out, &truncated, e))
             return -1;
         redis_stream_emit_truncated(out, truncated);
+        struct scrape all = {.excluded = st->cl_excluded};
+        redis_stream_emit_excluded(out, st, &all);
         return 0;
     }
     struct scrape sc;
@@ -56,6 +58,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         redis_stream_read_details(st, p, dl, &sc, now_ms, out, &truncated, e))
         goto out;
     redis_stream_emit_truncated(out, truncated);
+    redis_stream_emit_excluded(out, st, &sc);
     entry_skips_emit(&sc.skips, out);
     rc = 0;
     if (log_enabled(LOG_DEBUG)) {

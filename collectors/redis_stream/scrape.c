@@ -60,7 +60,7 @@ size_t redis_stream_names_intern(struct names *t, const char *s, size_t len, int
     nm->s = arena_copy(t, s, len);
     nm->len = len;
     nm->pat = nm->dlq = NONE;
-    nm->chosen = nm->is_dlq = 0;
+    nm->chosen = nm->is_dlq = nm->excluded = 0;
     hashtab_add(&t->index, &p, (uint32_t)t->n, name_hash_of, t);
     return t->n++;
 }

@@ -13,6 +13,7 @@
 #include "common/redis.h"
 #include "common/redis_cluster.h"
 #include "common/redis_settings.h"
+#include "common/exclude.h"
 #include "hashtab.h"
 #include "redis_stream.h"
 
@@ -23,7 +24,8 @@
 struct stream_spec {
     char *name; /* exactly one of name and pattern */
     char *pattern;
-    char **groups; /* NULL: every group */
+    struct exclude exclude; /* streams the pattern found, left out */
+    char **groups;          /* NULL: every group */
     size_t ngroups;
     struct redis_stream_policy pol;
     char *dlq_tmpl; /* dead_letter_stream, NULL when not configured */
@@ -43,6 +45,7 @@ struct state {
      * pass was MOVED or ASK. */
     struct redis_cluster cl;
     size_t cl_node;
+    size_t cl_excluded; /* streams the masters' patterns excluded, summed over one scrape */
     int redirected;
 };
 
@@ -69,10 +72,11 @@ struct arena_block {
 struct name {
     const char *s; /* NUL-terminated, in the arena */
     size_t len;
-    size_t pat;           /* the first pattern (config order) that found it; NONE when none */
-    size_t dlq;           /* its slot in scrape.dlqs once XLEN/XRANGE are asked; NONE before */
-    unsigned char chosen; /* already a target */
-    unsigned char is_dlq; /* the dead-letter stream of a target (other than itself) */
+    size_t pat;             /* the first pattern (config order) that found it; NONE when none */
+    size_t dlq;             /* its slot in scrape.dlqs once XLEN/XRANGE are asked; NONE before */
+    unsigned char chosen;   /* already a target */
+    unsigned char is_dlq;   /* the dead-letter stream of a target (other than itself) */
+    unsigned char excluded; /* a pattern found it and its exclude left it out */
 };
 
 struct names {
@@ -129,6 +133,7 @@ struct scrape {
     struct dlq *dlqs;
     size_t ndlqs;
     struct entry_skips skips; /* entries whose id gives no age (qrel_skipped_entries) */
+    size_t excluded;          /* streams a pattern found and its exclude left out */
 };
 
 void redis_stream_scrape_free(struct scrape *sc);
@@ -171,5 +176,9 @@ void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const
                            int64_t now_ms, struct entry_skips *skips);
 /* The source's count of groups whose pending scan pending_scan_limit cut short (0 included). */
 void redis_stream_emit_truncated(struct metric_set *out, size_t groups);
+/* qrel_excluded_objects{object="stream"}: the streams a pattern found and its exclude left out
+ * (when any entry has exclude). */
+void redis_stream_emit_excluded(struct metric_set *out, const struct state *st,
+                                const struct scrape *sc);
 
 #endif

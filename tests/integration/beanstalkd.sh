@@ -90,6 +90,22 @@ for c in cmd_put cmd_reserve cmd_reserve_with_timeout cmd_delete cmd_release cmd
     "$(awk -v k="$c" '$1 == k { print $2 }' <<<"$stats_before")"
 done
 
+# exclude: list-tubes finds emails, short and default; short is left out (and counted), the
+# others are not.
+cat > "$T/excl.yml" <<EOF
+sources:
+  - name: tubes
+    kind: beanstalkd
+    address: $B
+    exclude: ["sh*"]
+EOF
+$QREL scrape --config.file="$T/excl.yml" > "$T/excl.prom"
+expect_absent "$T/excl.prom" qrel_queue_messages 'queue="short"'
+expect_metric "$T/excl.prom" 2 qrel_queue_messages 'queue="emails"' 'state="ready"'
+expect_metric "$T/excl.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
+expect_metric "$T/excl.prom" 1 qrel_excluded_objects 'object="tube"'
+expect_absent "$T/all.prom" qrel_excluded_objects
+
 # Named tubes: one that does not exist (beanstalkd drops empty tubes) reads as empty.
 cat > "$T/named.yml" <<EOF
 sources:

@@ -103,6 +103,14 @@ sources:
     kind: kafka
     bootstrap_servers: $BOOT
     groups: [{regex: "mail.*", topics: [orders]}]
+  - name: every
+    kind: kafka
+    bootstrap_servers: $BOOT
+    groups: [{name: audit, topic_pattern: "*"}]
+  - name: excl
+    kind: kafka
+    bootstrap_servers: $BOOT
+    groups: [{name: audit, topic_pattern: "*", topic_exclude: ["orders*"]}]
 YML
 start_exporter "$T/qrel.yml"
 
@@ -184,6 +192,20 @@ expect_metric "$T/m1.txt" 1 qrel_skipped_entries "$S" 'queue="stamped"' 'reason=
 dlq_series=$(grep -c '^qrel_dead_letter_messages{source="stream",kind="kafka",queue="orders"' "$T/m1.txt" || true)
 expect_eq "dead-letter series of stream (one per topic and dead-letter topic)" "$dlq_series" 1
 
+# topic_exclude: source excl leaves out orders and orders.dlq, which every (the same entry
+# without it) reads, and nothing else; the two are counted, so an exclude is never silent.
+kafka_topics() { # kafka_topics FILE SOURCE: the queues of SOURCE's ready series, sorted
+  grep "^qrel_queue_messages{source=\"$2\"" "$1" | grep -v 'partition=' |
+    sed -E 's/.*queue="([^"]*)".*/\1/' | sort -u | tr '\n' ' '
+}
+expect_eq "every reads orders and orders.dlq too" \
+  "$(kafka_topics "$T/m1.txt" every | grep -o 'orders[^ ]* ' | tr -d '\n')" "orders orders.dlq "
+expect_eq "topic_exclude leaves out orders* and nothing else" "$(kafka_topics "$T/m1.txt" excl)" \
+  "$(kafka_topics "$T/m1.txt" every | tr ' ' '\n' | grep -v '^orders' | tr '\n' ' ')"
+expect_metric "$T/m1.txt" 2 qrel_excluded_objects 'source="excl"' 'object="topic"'
+expect_metric "$T/m1.txt" 0 qrel_excluded_objects 'source="excl"' 'object="group"'
+expect_absent "$T/m1.txt" qrel_excluded_objects 'source="every"'
+
 # Faults: each its own reason, nothing from them but the exporter's own series.
 expect_metric "$T/m1.txt" 0 qrel_collector_up 'source="down"'
 expect_metric "$T/m1.txt" 1 qrel_collector_errors_total 'source="down"' 'reason="connect"'
@@ -239,6 +261,12 @@ old_spelling "a regex written as topic_pattern is refused naming topic_regex" \
   'old.yml:5:45: topic_pattern: "pay.*" looks like a regular expression' \
   'groups: [{name: billing, topic_pattern: "pay.*"}]'
 expect_cmd "the message points to topic_regex" grep -q 'write topic_regex: for a regular expression' <("$EXPORTER" --config.file="$T/old.yml" --config.check 2>&1)
+old_spelling "an exclude_regex that does not compile is refused at its line and column" \
+  'old.yml:5:54: exclude_regex: want a regular expression (POSIX extended)' \
+  'groups: [{regex: "[0-9a-f-]{36}", exclude_regex: "(", topics: [orders]}]'
+old_spelling "a group exclude beside a name is refused" \
+  'old.yml:5:38: exclude: only with pattern or regex' \
+  'groups: [{name: mailer, exclude: ["*-*-*-*-*"], topics: [orders]}]'
 
 curl -fsS "http://$ADDR/" -o "$T/landing.html"
 for f in "$T"/m*.txt "$T/landing.html" "$T/exporter.log"; do

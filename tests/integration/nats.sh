@@ -125,12 +125,24 @@ sources:
 $(nats_source all "http://127.0.0.1:$NM")
 $(nats_source narrow "http://127.0.0.1:$NM")
     streams: [{name: EVENTS, consumers: [fire]}]
+$(nats_source excl "http://127.0.0.1:$NM")
+    exclude: ["*_DLQ"]
+    exclude_consumers: ["fire"]
 YML
 "$QREL" scrape --config.file="$T/all.yml" > "$T/all.txt"
 expect_eq "streams of source all" "$(grep -o '^qrel_dedup_window_seconds{source="all"[^}]*' "$T/all.txt" | grep -o 'queue="[^"]*"' | sort | tr '\n' ' ')" \
   'queue="EVENTS" queue="ORDERS" queue="ORDERS_DLQ" '
 expect_eq "consumers of source narrow" "$(grep -c '^qrel_messages_redelivered{source="narrow"' "$T/all.txt")" 1
 expect_metric "$T/all.txt" 2 qrel_queue_messages 'source="narrow"' 'group="fire"' 'state="ready"'
+# exclude and exclude_consumers: ORDERS_DLQ and consumer fire are left out and counted, nothing else.
+expect_eq "streams of source excl" "$(grep -o '^qrel_dedup_window_seconds{source="excl"[^}]*' "$T/all.txt" | grep -o 'queue="[^"]*"' | sort | tr '\n' ' ')" \
+  'queue="EVENTS" queue="ORDERS" '
+expect_eq "consumers of excl: those of all on EVENTS and ORDERS but fire" \
+  "$(grep '^qrel_messages_redelivered{source="excl"' "$T/all.txt" | grep -o 'queue=.*group="[^"]*"' | sort | tr '\n' ' ')" \
+  "$(grep '^qrel_messages_redelivered{source="all"' "$T/all.txt" | grep -v -e 'group="fire"' -e 'queue="ORDERS_DLQ"' | grep -o 'queue=.*group="[^"]*"' | sort | tr '\n' ' ')"
+expect_metric "$T/all.txt" 1 qrel_excluded_objects 'source="excl"' 'object="stream"'
+expect_metric "$T/all.txt" 1 qrel_excluded_objects 'source="excl"' 'object="consumer"'
+expect_absent "$T/all.txt" qrel_excluded_objects 'source="all"'
 
 # Accounts: streams outside \$G are labelled ACCOUNT/STREAM. nats-server 2.9 pages /jsz over
 # accounts in an order that changes between requests, so beyond one page (page_size 1 here) the

@@ -188,6 +188,35 @@ expect_eq "queues selected (orders, orders.dlq in two vhosts, timed)" \
 expect_metric "$T/sel.txt" 2 qrel_queue_messages 'queue="orders",vhost="v2"' 'state="ready"'
 expect_absent "$T/sel.txt" qrel_lease_timeout_seconds 'queue="orders",vhost="/"' # no consumer_timeout
 
+# exclude: the consumer's server-named queues (amq.gen-*) and exclude_vhosts: v2 are left out
+# and nothing else is, against a read of every queue without them (re-read until the anonymous
+# queues have stats: a queue without stats is left out whatever the exclude says).
+all_queues() { # all_queues FILE: "vhost:queue " of every ready series, sorted
+  grep '^qrel_queue_messages{' "$1" | grep 'state="ready"' |
+    sed -E 's/.*queue="([^"]*)",vhost="([^"]*)".*/\2:\1/' | sort | tr '\n' ' '
+}
+excl_config() { # excl_config FILE [exclude keys]
+  printf 'sources:\n  - name: all\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n' "$RABBIT_MGMT" > "$1"
+  printf '    username: guest\n    password_env: QREL_TEST_RABBIT_PASS\n%s' "${2:-}" >> "$1"
+}
+excl_config "$T/all.yml"
+excl_config "$T/excl.yml" $'    exclude: ["amq.gen-*"]\n    exclude_vhosts: ["v2"]\n'
+anon_listed() {
+  QREL_TEST_RABBIT_PASS=guest "$QREL" scrape --config.file="$T/all.yml" > "$T/all.txt" 2>/dev/null &&
+    [ "$(all_queues "$T/all.txt" | grep -o '/:amq\.gen-' | wc -l)" -eq 2 ]
+}
+wait_for -i 0.5 60 "the server-named queues to have stats" anon_listed || true
+QREL_TEST_RABBIT_PASS=guest "$QREL" scrape --config.file="$T/excl.yml" > "$T/excl.txt"
+expect_eq "the read without exclude has both server-named queues" \
+  "$(all_queues "$T/all.txt" | grep -o '/:amq\.gen-' | wc -l)" 2
+expect_eq "exclude leaves out amq.gen-* and vhost v2, and nothing else" \
+  "$(all_queues "$T/excl.txt")" \
+  "$(all_queues "$T/all.txt" | tr ' ' '\n' | grep -v -e '^/:amq\.gen-' -e '^v2:' | tr '\n' ' ')"
+expect_metric "$T/excl.txt" 3 qrel_excluded_objects 'source="all"' 'object="queue"'
+expect_absent "$T/all.txt" qrel_excluded_objects
+expect_cmd "a regex in exclude fails --config.check at its line and column" bash -c \
+  "printf '    exclude: [\"reply.*\"]\n' >> '$T/all.yml'; QREL_TEST_RABBIT_PASS=guest '$EXPORTER' --config.file='$T/all.yml' --config.check 2>&1 | grep -qF 'all.yml:7:15: exclude: \"reply.*\" looks like a regular expression'"
+
 # A queue declared a moment ago has no stats yet: left out, not reported as 0. Checked only when
 # the API, asked after the scrape, still shows no stats (they never disappear once there).
 api PUT /queues/%2F/fresh.q '{"durable":true}'

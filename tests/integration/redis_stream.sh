@@ -107,6 +107,19 @@ expect_metric "$T/m.txt" 0 qrel_dead_letter_messages 'queue="events:b",dead_lett
 expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="events:b"'
 expect_absent "$T/m.txt" qrel_dead_letter_newest_age_seconds 'queue="events:b"'
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="events:a.dlq"'
+expect_absent "$T/m.txt" qrel_excluded_objects # no exclude key: no series
+
+# exclude on a pattern: events:b, which the read above has, is left out and counted; events:a stays.
+cat > "$T/excl.yml" <<YML
+sources:
+$(redis_source cache "$RP")
+    streams: [{pattern: "events:*", exclude: ["*:b"], dead_letter_stream: "{stream}.dlq"}]
+YML
+"$QREL" scrape --config.file="$T/excl.yml" > "$T/excl.txt"
+expect_metric "$T/excl.txt" 1 qrel_queue_messages 'queue="events:a",group="g"' 'state="ready"'
+expect_absent "$T/excl.txt" qrel_queue_messages 'queue="events:b"'
+expect_absent "$T/excl.txt" qrel_dead_letter_messages 'queue="events:b"'
+expect_metric "$T/excl.txt" 1 qrel_excluded_objects 'object="stream"'
 
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="trimmed",group="g"' 'state="ready"'
 expect_metric "$T/m.txt" 1 qrel_queue_messages 'queue="trimmed",group="g"' 'state="in_flight"'

@@ -9,6 +9,7 @@ On queue "orders" (messages are JSON {"id": N}):
   id 5: requeued twice, then held
   others: acknowledged
 On quorum queue "jobs": every delivery is requeued (the delivery-limit dead-letters it).
+Declares two server-named exclusive queues (amq.gen-*) with one message each.
 Writes READY_FILE once the expected deliveries happened, then keeps the connection (and so the
 held messages) open until killed. Needs Debian's pika: run with /usr/bin/python3."""
 import json
@@ -45,6 +46,11 @@ def on_job(c, m, _props, _body):
     c.basic_nack(m.delivery_tag, requeue=True)
 
 
+# Two server-named queues (amq.gen-*), as an RPC client's reply queue is made: an exclude test
+# needs them. One message in each, so they have stats to report.
+for _ in range(2):
+    anon = ch.queue_declare("", exclusive=True).method.queue
+    ch.basic_publish("", anon, b"{}")
 ch.basic_consume("orders", on_order, consumer_tag="worker-1")
 ch.basic_consume("jobs", on_job, consumer_tag="worker-2")
 wrote = False

@@ -151,8 +151,9 @@ START_TEST(pattern_glob_regex)
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{topics: [t], tpics: [u]}]\n",
                         "qrel.yml:2:24: unknown key \"tpics\" in entry 1 of groups of source "
-                        "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
-                        "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
+                        "\"stream\" (known keys: dead_letter_topic, exclude, exclude_regex, "
+                        "max_poll_interval, name, pattern, per_partition, regex, topic_exclude, "
+                        "topic_exclude_regex, topic_pattern, topic_regex, topics)");
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g, pattern: \"m*\", topics: [t]}]\n",
                         "qrel.yml:2:10: want exactly one of name, pattern and regex in each "
@@ -164,8 +165,23 @@ START_TEST(pattern_glob_regex)
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
                         "groups: [{name: g, topic_regx: \"t.*\"}]\n",
                         "qrel.yml:2:20: unknown key \"topic_regx\" in group name \"g\" of source "
-                        "\"stream\" (known keys: dead_letter_topic, max_poll_interval, name, "
-                        "pattern, per_partition, regex, topic_pattern, topic_regex, topics)");
+                        "\"stream\" (known keys: dead_letter_topic, exclude, exclude_regex, "
+                        "max_poll_interval, name, pattern, per_partition, regex, topic_exclude, "
+                        "topic_exclude_regex, topic_pattern, topic_regex, topics)");
+
+    /* exclude: only where a pattern or regex finds the groups or topics */
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{name: g, exclude: [x], topics: [t]}]\n",
+                        "qrel.yml:2:29: exclude: only with pattern or regex (name selects one "
+                        "group)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{pattern: \"g*\", topics: [t], topic_exclude_regex: x}]\n",
+                        "qrel.yml:2:60: topic_exclude_regex: only with topic_pattern or "
+                        "topic_regex (topics lists the topics)");
+    expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"
+                        "groups: [{regex: \"g.*\", exclude_regex: \"(\", topic_pattern: t}]\n",
+                        "qrel.yml:2:40: exclude_regex: want a regular expression (POSIX "
+                        "extended): Unmatched ( or \\(");
 
     /* A dead-letter topic that is its own topic: every dead letter would be delivered again. */
     expect_config_error("bootstrap_servers: 127.0.0.1:9092\n"

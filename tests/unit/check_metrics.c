@@ -46,6 +46,7 @@ static const struct {
     /* not in design/metrics.md: the non-numeric settings of a queue (pubsub), see docs */
     {"qrel_queue_info", METRIC_GAUGE},
     /* not in design/metrics.md either: rows stamped ahead of the database's now() (issue 14) */
+    {"qrel_excluded_objects", METRIC_GAUGE},
     {"qrel_future_stamped_rows", METRIC_GAUGE},
     /* nor this: redis_stream groups whose pending scan pending_scan_limit cut short (issue 14) */
     {"qrel_pending_scan_truncated_groups", METRIC_GAUGE},

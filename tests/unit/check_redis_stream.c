@@ -1456,10 +1456,15 @@ static const struct check_case bad_configs[] = {
      "x.yml:5:33: name: \"a\" is listed twice"},
     {SRC "    address: h:1\n    streams: [{pattern: a*}, {pattern: a*}]\n",
      "x.yml:5:40: pattern: \"a*\" is listed twice"},
+    {SRC "    address: h:1\n    streams: [{name: a, exclude: [b]}]\n",
+     "x.yml:5:34: exclude: only with pattern (name selects one stream)"},
+    {SRC "    address: h:1\n    streams: [{pattern: a*, exclude: [\"a.*\"]}]\n",
+     "x.yml:5:39: exclude: \"a.*\" looks like a regular expression (it has \".*\"): exclude "
+     "takes globs (*, ?, [...]; \"[.]\" for a literal dot before a star)"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        grups: [g]\n",
      "x.yml:7:9: unknown key \"grups\" in stream \"a\" of source \"cache\" (known keys: "
-     "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
-     "pattern)"},
+     "claim_min_idle, dead_letter_classify, dead_letter_stream, exclude, groups, "
+     "max_deliveries, name, pattern)"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        groups: []\n",
      "x.yml:7:17: groups: want at least one group name (leave groups out for every group)"},
     {SRC "    address: h:1\n    streams:\n      - name: a\n        groups: g\n",
@@ -1531,8 +1536,8 @@ static const struct check_case bad_configs[] = {
      "timeout, tls_config, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
      "x.yml:5:16: unknown key \"nmae\" in entry 1 of streams of source \"cache\" (known keys: "
-     "claim_min_idle, dead_letter_classify, dead_letter_stream, groups, max_deliveries, name, "
-     "pattern)"},
+     "claim_min_idle, dead_letter_classify, dead_letter_stream, exclude, groups, "
+     "max_deliveries, name, pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" "
      "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
