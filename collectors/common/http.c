@@ -3,6 +3,8 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,36 +42,18 @@ int http_config_parse(struct cfg_node *map, struct http_config *out, struct err 
         return -1;
     out->max_response_bytes = (size_t)cap;
 
-    struct cfg_node *tls = NULL;
-    if (cfg_get_node(map, "tls_config", CFG_MAP, &tls, e))
+    if (tls_config_read(map, &out->tls, e) || tls_config_check(map, out->tls, e)) {
+        http_config_free(out);
         return -1;
-    if (!tls)
-        return 0;
-    if (cfg_get_path(tls, "ca_file", &out->ca_file, e) ||
-        cfg_get_path(tls, "cert_file", &out->cert_file, e) ||
-        cfg_get_path(tls, "key_file", &out->key_file, e) ||
-        cfg_get_bool(tls, "insecure_skip_verify", 0, &out->insecure_skip_verify, e))
-        goto fail;
-    if (!out->cert_file != !out->key_file) {
-        cfg_error(e, cfg_at(tls, out->cert_file ? "cert_file" : "key_file"),
-                  "tls_config: want both cert_file and key_file, or neither");
-        goto fail;
     }
-    if (cfg_finish(tls, "tls_config", e))
-        goto fail;
     return 0;
-fail:
-    http_config_free(out);
-    return -1;
 }
 
 void http_config_free(struct http_config *c)
 {
     if (!c)
         return;
-    free(c->ca_file);
-    free(c->cert_file);
-    free(c->key_file);
+    tls_config_free(c->tls);
     memset(c, 0, sizeof *c);
 }
 
@@ -130,13 +114,11 @@ struct http_client *http_client_new(const char *source, const struct http_config
     c->source = xstrdup(source);
     if (cfg) {
         c->cfg = *cfg;
-        c->cfg.ca_file = xstrdup(cfg->ca_file);
-        c->cfg.cert_file = xstrdup(cfg->cert_file);
-        c->cfg.key_file = xstrdup(cfg->key_file);
+        c->cfg.tls = tls_config_dup(cfg->tls);
     }
     if (!c->cfg.max_response_bytes)
         c->cfg.max_response_bytes = HTTP_DEFAULT_MAX_RESPONSE_BYTES;
-    if (c->cfg.insecure_skip_verify)
+    if (c->cfg.tls && c->cfg.tls->insecure_skip_verify)
         log_kv(LOG_WARN, "TLS certificate verification is off (insecure_skip_verify)", "source",
                source, NULL);
     return c;
@@ -237,19 +219,44 @@ static int fail_curl(CURLcode rc, const char *what, const char *errbuf, const st
     }
 }
 
-static void set_tls(struct http_client *c)
+/* server_name: OpenSSL checks the certificate against that name during the handshake, and curl's
+ * own check of the URL's host is turned off (it would refuse the name the user asked for). Runs on
+ * the SSL_CTX curl makes for each new connection; every SSL it makes inherits the name. */
+static CURLcode set_verify_name(CURL *h, void *ssl_ctx, void *name)
 {
+    (void)h;
+    X509_VERIFY_PARAM *param = SSL_CTX_get0_param((SSL_CTX *)ssl_ctx);
+    return X509_VERIFY_PARAM_set1_host(param, name, 0) == 1 ? CURLE_OK : CURLE_SSL_CONNECT_ERROR;
+}
+
+static int set_tls(struct http_client *c, struct err *e)
+{
+    const struct tls_config *t = c->cfg.tls;
+    if (!t)
+        return 0;
     CURL *h = c->curl;
-    if (c->cfg.ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->cfg.ca_file);
-    if (c->cfg.cert_file)
-        curl_easy_setopt(h, CURLOPT_SSLCERT, c->cfg.cert_file);
-    if (c->cfg.key_file)
-        curl_easy_setopt(h, CURLOPT_SSLKEY, c->cfg.key_file);
-    if (c->cfg.insecure_skip_verify) {
+    if (t->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, t->ca_file);
+    if (t->cert_file)
+        curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert_file);
+    if (t->key_file)
+        curl_easy_setopt(h, CURLOPT_SSLKEY, t->key_file);
+    if (t->key_password)
+        curl_easy_setopt(h, CURLOPT_KEYPASSWD, t->key_password);
+    if (t->insecure_skip_verify) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (t->server_name) {
+        /* Only a libcurl built on OpenSSL hands out its SSL_CTX: any other one says so here
+         * rather than verifying against the wrong name. */
+        if (curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, set_verify_name) != CURLE_OK)
+            return err_set(e, ERR_CONNECT,
+                           "%s: tls_config.server_name needs a libcurl built with OpenSSL",
+                           c->source);
+        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, t->server_name);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    return 0;
 }
 
 static int set_auth(struct http_client *c, const struct http_request *req,
@@ -319,7 +326,8 @@ int http_do(struct http_client *c, const struct http_request *req, const struct 
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     if (c->fresh)
         curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-    set_tls(c);
+    if (set_tls(c, e))
+        goto out;
 
     if (req->method && strcmp(req->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);

@@ -19,24 +19,23 @@
 #include "config.h"
 #include "deadline.h"
 #include "err.h"
+#include "common/tls.h"
 
 #define HTTP_DEFAULT_MAX_RESPONSE_BYTES (64u << 20)
 
 /* The keys every HTTP kind accepts (parsed by http_config_parse):
- *   tls_config:               Prometheus-style TLS settings for https URLs
- *     ca_file                 PEM bundle to verify the server with (default: the system's)
- *     cert_file, key_file     client certificate and key (both or neither)
- *     insecure_skip_verify    false; true turns verification off (say so in the log)
+ *   tls_config                Prometheus-style TLS settings for https URLs (common/tls.h); with
+ *                             OpenSSL's libcurl, server_name is the name the certificate is
+ *                             verified against (the SNI stays the URL's host)
  *   max_response_bytes        cap on one response body after decompression (default 64 MiB) */
 struct http_config {
-    char *ca_file;
-    char *cert_file;
-    char *key_file;
-    int insecure_skip_verify;
+    struct tls_config *tls; /* NULL: no tls_config (the system's CA store, no client cert) */
     size_t max_response_bytes;
 };
 
-/* Reads the keys above from map (marking them known). 0 or -1 with a file:line:col error. */
+/* Reads the keys above from map (marking them known) and loads tls_config's files once, so a
+ * missing or unreadable file or a wrong key password fails here. 0 or -1 with a file:line:col
+ * error. */
 int http_config_parse(struct cfg_node *map, struct http_config *out, struct err *e);
 void http_config_free(struct http_config *c);
 

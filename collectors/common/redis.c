@@ -47,7 +47,7 @@ struct redis_conn {
     int broken;          /* an error happened: the caller must close */
     struct redis_stats stats;
     struct redis_arena *arena;              /* where the reader builds reply trees */
-    const struct redis_tls_config *tls_cfg; /* NULL: plaintext; the caller's, outlives c */
+    const struct tls_config *tls_cfg; /* NULL: plaintext; the caller's, outlives c */
     struct redis_tls *tls;                  /* the session on ctx's socket, when TLS */
 };
 
@@ -446,7 +446,7 @@ struct redis_conn *redis_conn_open(const char *source, const char *address, cons
 
 struct redis_conn *redis_conn_open_tls(const char *source, const char *address,
                                        const char *username, const char *password, long db,
-                                       const struct redis_tls_config *tls,
+                                       const struct tls_config *tls,
                                        const struct deadline *dl, struct err *e)
 {
     struct redis_conn *c = xcalloc(1, sizeof *c);

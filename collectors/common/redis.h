@@ -70,10 +70,10 @@ struct redis_conn *redis_conn_open(const char *source, const char *address, cons
 /* The same over TLS when tls is not NULL (redis_tls.h): the handshake is part of the connect,
  * within the deadline, and of every reconnect. tls is the caller's and must outlive the
  * connection. A handshake or verification failure is ERR_CONNECT with the reason. */
-struct redis_tls_config;
+struct tls_config;
 struct redis_conn *redis_conn_open_tls(const char *source, const char *address,
                                        const char *username, const char *password, long db,
-                                       const struct redis_tls_config *tls,
+                                       const struct tls_config *tls,
                                        const struct deadline *dl, struct err *e);
 /* Closes the socket and wipes the stored credentials. NULL is fine. */
 void redis_conn_close(struct redis_conn *c);

@@ -130,7 +130,7 @@ static int role_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
  * connection is returned open on success. */
 static struct redis_conn *one_command(const char *source, const char *address, const char *user,
                                       const char *password, long db,
-                                      const struct redis_tls_config *tls, const char *const *argv,
+                                      const struct tls_config *tls, const char *const *argv,
                                       int argc, redis_reply_fn fn, void *ctx,
                                       const struct deadline *dl, struct err *e)
 {

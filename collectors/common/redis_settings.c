@@ -23,7 +23,7 @@ int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct e
                     (long long)1 << 40, &max, e) ||
         cfg_get_bool(map, "cluster", 0, &s->cluster, e) ||
         cfg_get_strlist(map, "addresses", &s->addresses, &s->naddresses, e) ||
-        redis_sentinel_read(map, s, e) || redis_tls_config_read(map, &s->tls, e))
+        redis_sentinel_read(map, s, e) || tls_config_read(map, &s->tls, e))
         return -1;
     s->db = (long)db;
     s->max_response_bytes = (size_t)max;
@@ -87,7 +87,7 @@ int redis_settings_check(struct cfg_node *map, struct redis_settings *s, struct 
             return cfg_error(e, cfg_at(map, "tls_config"),
                              "tls_config: TLS needs a TCP address, not a unix: socket");
     }
-    if (redis_tls_config_check(map, s->tls, e))
+    if (tls_config_check(map, s->tls, e))
         return -1;
     if (s->username && !s->password)
         return cfg_error(e, cfg_at(map, "username"),
@@ -105,6 +105,6 @@ void redis_settings_free(struct redis_settings *s)
     free(s->username);
     cfg_strv_free(s->addresses);
     secret_free(s->password);
-    redis_tls_config_free(s->tls);
+    tls_config_free(s->tls);
     memset(s, 0, sizeof *s);
 }

@@ -36,7 +36,7 @@ struct redis_settings {
     char *sentinel_username;
     char *sentinel_password; /* from sentinel_password_file / _env */
     /* TLS (redis_tls.h): tls_config, NULL when absent (plaintext). */
-    struct redis_tls_config *tls;
+    struct tls_config *tls;
 };
 
 int redis_settings_read(struct cfg_node *map, struct redis_settings *s, struct err *e);

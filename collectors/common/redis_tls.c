@@ -27,82 +27,6 @@ struct redis_tls {
     int has_cert; /* tls_config has a client certificate */
 };
 
-/* Loads cfg's files into a new credentials object. On error returns -1 with *key naming the key
- * at fault and msg saying why (no password in it). */
-static int load_cred(const struct redis_tls_config *cfg, gnutls_certificate_credentials_t *out,
-                     const char **key, char *msg, size_t msgsz)
-{
-    gnutls_certificate_credentials_t cred;
-    if (gnutls_certificate_allocate_credentials(&cred) < 0) {
-        *key = "tls_config";
-        snprintf(msg, msgsz, "cannot allocate TLS credentials");
-        return -1;
-    }
-    int rc;
-    const char *bad = NULL;
-    if (cfg->ca_file) {
-        bad = "ca_file";
-        if (access(cfg->ca_file, R_OK) != 0) {
-            snprintf(msg, msgsz, "cannot read \"%s\": %s", cfg->ca_file, strerror(errno));
-            goto fail;
-        }
-        rc = gnutls_certificate_set_x509_trust_file(cred, cfg->ca_file, GNUTLS_X509_FMT_PEM);
-        if (rc <= 0) {
-            snprintf(msg, msgsz, "no PEM certificate in \"%s\"%s%s", cfg->ca_file,
-                     rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
-            goto fail;
-        }
-    } else if (!cfg->insecure_skip_verify) {
-        bad = "tls_config";
-        rc = gnutls_certificate_set_x509_system_trust(cred);
-        if (rc < 0) {
-            snprintf(msg, msgsz, "cannot load the system's CA certificates: %s",
-                     gnutls_strerror(rc));
-            goto fail;
-        }
-    }
-    if (cfg->cert_file) {
-        const char *files[2][2] = {{"cert_file", cfg->cert_file}, {"key_file", cfg->key_file}};
-        for (int i = 0; i < 2; i++) {
-            bad = files[i][0];
-            if (access(files[i][1], R_OK) != 0) {
-                snprintf(msg, msgsz, "cannot read \"%s\": %s", files[i][1], strerror(errno));
-                goto fail;
-            }
-        }
-        rc = gnutls_certificate_set_x509_key_file2(cred, cfg->cert_file, cfg->key_file,
-                                                   GNUTLS_X509_FMT_PEM, cfg->key_password, 0);
-        if (rc < 0) {
-            bad = "key_file";
-            snprintf(msg, msgsz, "cannot load the certificate and key (\"%s\", \"%s\"): %s",
-                     cfg->cert_file, cfg->key_file, gnutls_strerror(rc));
-            goto fail;
-        }
-    }
-    *out = cred;
-    return 0;
-fail:
-    *key = bad;
-    gnutls_certificate_free_credentials(cred);
-    return -1;
-}
-
-int redis_tls_config_check(struct cfg_node *map, const struct redis_tls_config *t, struct err *e)
-{
-    if (!t)
-        return 0;
-    gnutls_certificate_credentials_t cred;
-    const char *key = NULL;
-    char msg[400];
-    if (load_cred(t, &cred, &key, msg, sizeof msg)) {
-        struct cfg_node *tls = cfg_at(map, "tls_config");
-        struct cfg_node *at = tls ? cfg_at(tls, key) : NULL;
-        return cfg_error(e, at ? at : tls, "tls_config: %s: %s", key, msg);
-    }
-    gnutls_certificate_free_credentials(cred);
-    return 0;
-}
-
 static int is_ip_literal(const char *s)
 {
     unsigned char b[16];
@@ -156,7 +80,7 @@ static int tls_error(struct redis_tls *t, const char *when, int rc, struct err *
     return err_set(e, ERR_CONNECT, "%s: TLS %s: %s", t->label, when, gnutls_strerror(rc));
 }
 
-struct redis_tls *redis_tls_open(const struct redis_tls_config *cfg, int fd, const char *host,
+struct redis_tls *redis_tls_open(const struct tls_config *cfg, int fd, const char *host,
                                  const char *label, const struct deadline *dl, struct err *e)
 {
     struct redis_tls *t = xcalloc(1, sizeof *t);
@@ -164,7 +88,7 @@ struct redis_tls *redis_tls_open(const struct redis_tls_config *cfg, int fd, con
     t->has_cert = cfg->cert_file != NULL;
     const char *key = NULL;
     char msg[400];
-    if (load_cred(cfg, &t->cred, &key, msg, sizeof msg)) {
+    if (tls_load_credentials(cfg, &t->cred, &key, msg, sizeof msg)) {
         err_set(e, ERR_CONNECT, "%s: tls_config: %s: %s", label, key, msg);
         free(t);
         return NULL;

@@ -12,13 +12,18 @@ tls() { openssl "$@" >/dev/null 2>&1; }
 tls req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=qrel test CA" \
   -keyout "$T/ca.key" -out "$T/ca.pem"
 tls req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$T/server.key" -out "$T/server.csr"
-printf 'subjectAltName=IP:127.0.0.1\n' > "$T/san.ext"
+printf 'subjectAltName=IP:127.0.0.1,DNS:broker.qrel.test\n' > "$T/san.ext"
 tls x509 -req -in "$T/server.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
   -extfile "$T/san.ext" -out "$T/server.pem"
 tls req -newkey rsa:2048 -nodes -subj "/CN=qrel" -keyout "$T/client.key" -out "$T/client.csr"
 tls x509 -req -in "$T/client.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
   -out "$T/client.pem"
+# the client key again, encrypted with a password (PKCS#8, AES-256) given by key_password_file
+printf 'client-key-pw\n' > "$T/key.pw"
+printf 'not-the-pw\n' > "$T/wrong.pw"
+tls pkcs8 -topk8 -v2 aes-256-cbc -in "$T/client.key" -out "$T/client-enc.key" -passout "file:$T/key.pw"
 expect_cmd "test certificates made" test -s "$T/client.pem"
+expect_cmd "the encrypted client key is encrypted" grep -q 'ENCRYPTED PRIVATE KEY' "$T/client-enc.key"
 
 # The monitoring endpoint's answer: a /jsz document recorded from nats-server 2.9.10.
 printf '{"GET /jsz": {"body_file": "%s"}}\n' "$QREL_SOURCE_DIR/tests/fixtures/nats/jsz-2.9.10.json" \
@@ -42,6 +47,13 @@ $(nats_source mtls-nocert "https://127.0.0.1:$MTLS")
     tls_config: {ca_file: $T/ca.pem}
 $(nats_source mtls "https://127.0.0.1:$MTLS")
     tls_config: {ca_file: $T/ca.pem, cert_file: $T/client.pem, key_file: $T/client.key}
+$(nats_source mtls-encrypted "https://127.0.0.1:$MTLS")
+    tls_config: {ca_file: $T/ca.pem, cert_file: $T/client.pem, key_file: $T/client-enc.key, key_password_file: $T/key.pw}
+$(nats_source named "https://127.0.0.1:$HTTPS")
+    tls_config: {ca_file: $T/ca.pem, server_name: broker.qrel.test}
+$(nats_source misnamed "https://127.0.0.1:$HTTPS")
+    timeout: 3s
+    tls_config: {ca_file: $T/ca.pem, server_name: other.qrel.test}
 YML
 start_exporter "$T/qrel.yml"
 scrape "$T/m.txt"
@@ -49,6 +61,13 @@ scrape "$T/m.txt"
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="verified"'
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="insecure"'
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="mtls"'
+# an encrypted client key, opened with key_password_file
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="mtls-encrypted"'
+# server_name: the certificate is verified against that name, not the URL's host
+expect_metric "$T/m.txt" 1 qrel_collector_up 'source="named"'
+expect_metric "$T/m.txt" 0 qrel_collector_up 'source="misnamed"'
+expect_metric "$T/m.txt" 1 qrel_collector_errors_total 'source="misnamed"' 'reason="connect"'
+expect_cmd "the key password is in no log line" bash -c "! grep -q 'client-key-pw' '$T/exporter.log'"
 # the recorded document's consumer, read over TLS
 expect_cmd "series of the recorded stream read over https" grep -q "qrel_queue_messages{source=\"verified\",kind=\"nats\"" "$T/m.txt"
 # plain http to the https port: this peer resets the connection (a web server may answer 400)
@@ -70,4 +89,26 @@ $(nats_source half "https://127.0.0.1:$HTTPS")
 YML
 expect_cmd "cert_file without key_file is refused" \
   bash -c "'$EXPORTER' --config.file='$T/bad.yml' --config.check 2>&1 | grep -q 'bad.yml:5:.*tls_config: want both cert_file and key_file, or neither'"
+# --config.check loads the files as a scrape would: a missing CA and a wrong key password fail it
+cat > "$T/bad.yml" <<YML
+sources:
+$(nats_source noca "https://127.0.0.1:$HTTPS")
+    tls_config:
+      ca_file: $T/missing-ca.pem
+YML
+expect_cmd "a missing ca_file fails --config.check" \
+  bash -c "'$EXPORTER' --config.file='$T/bad.yml' --config.check 2>&1 | grep -q 'bad.yml:6:.*tls_config: ca_file: cannot read'"
+cat > "$T/bad.yml" <<YML
+sources:
+$(nats_source wrongpw "https://127.0.0.1:$MTLS")
+    tls_config:
+      cert_file: $T/client.pem
+      key_file: $T/client-enc.key
+      key_password_file: $T/wrong.pw
+YML
+rc=0; "$EXPORTER" --config.file="$T/bad.yml" --config.check > "$T/wrongpw.out" 2>&1 || rc=$?
+expect_cmd "a wrong key password exits non-zero" test "$rc" -ne 0
+expect_cmd "a wrong key password fails --config.check at key_file" \
+  grep -q 'bad.yml:7:.*tls_config: key_file: cannot load the certificate and key' "$T/wrongpw.out"
+expect_cmd "the wrong password is not in the message" bash -c "! grep -q 'not-the-pw' '$T/wrongpw.out'"
 finish

@@ -1,4 +1,4 @@
-/* check_common_redis_tls.c: the tls_config key of the Redis kinds (common/redis_tls_config.c,
+/* check_common_redis_tls.c: the tls_config key of the Redis kinds (common/tls_config.c and tls.c,
  * read through redis_settings like every other connection key): what is read, and the exact
  * message for each config that is refused, at read or at check (a missing ca_file, TLS on a unix
  * socket). Issue 23. */

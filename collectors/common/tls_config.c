@@ -1,7 +1,6 @@
-/* redis_tls_config.c: reading the tls_config key of the Redis kinds (redis_tls.h). Pure: the
- * getters only; loading the files is redis_tls.c's, so a unit test reads configs without GnuTLS
- * touching a file. */
-#include "common/redis_tls.h"
+/* tls_config.c: reading the tls_config key (tls.h). Pure: the getters only; loading the files is
+ * tls.c's, so a unit test reads configs without GnuTLS touching a file. */
+#include "common/tls.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,7 @@
 #include "alloc.h"
 #include "common/secret.h"
 
-int redis_tls_config_read(struct cfg_node *map, struct redis_tls_config **out, struct err *e)
+int tls_config_read(struct cfg_node *map, struct tls_config **out, struct err *e)
 {
     *out = NULL;
     struct cfg_node *tls = NULL;
@@ -17,7 +16,7 @@ int redis_tls_config_read(struct cfg_node *map, struct redis_tls_config **out, s
         return -1;
     if (!tls)
         return 0;
-    struct redis_tls_config *t = xcalloc(1, sizeof *t);
+    struct tls_config *t = xcalloc(1, sizeof *t);
     if (cfg_get_path(tls, "ca_file", &t->ca_file, e) ||
         cfg_get_path(tls, "cert_file", &t->cert_file, e) ||
         cfg_get_path(tls, "key_file", &t->key_file, e) ||
@@ -40,11 +39,25 @@ int redis_tls_config_read(struct cfg_node *map, struct redis_tls_config **out, s
     *out = t;
     return 0;
 fail:
-    redis_tls_config_free(t);
+    tls_config_free(t);
     return -1;
 }
 
-void redis_tls_config_free(struct redis_tls_config *t)
+struct tls_config *tls_config_dup(const struct tls_config *t)
+{
+    if (!t)
+        return NULL;
+    struct tls_config *d = xcalloc(1, sizeof *d);
+    d->ca_file = xstrdup(t->ca_file);
+    d->cert_file = xstrdup(t->cert_file);
+    d->key_file = xstrdup(t->key_file);
+    d->key_password = xstrdup(t->key_password);
+    d->server_name = xstrdup(t->server_name);
+    d->insecure_skip_verify = t->insecure_skip_verify;
+    return d;
+}
+
+void tls_config_free(struct tls_config *t)
 {
     if (!t)
         return;
