@@ -27,13 +27,14 @@ struct tlsserver {
     pthread_mutex_t mu; /* guards everything below */
     const struct webconfig *w;
     struct creds *cur;
-    struct stat cert_seen, key_seen; /* the files as last looked at (loaded or refused) */
+    /* the files as last looked at (loaded or refused); ca_seen stays zero without client_ca_file */
+    struct stat cert_seen, key_seen, ca_seen;
     long long next_check_ms;
 };
 
-/* A pair (and the client CAs) as credentials, or NULL with why. GnuTLS refuses a key that does
- * not match the certificate. */
-static struct creds *creds_load(const struct webconfig *w, const char *cert, const char *key,
+/* A pair and the client CAs (client_ca: PEM, or NULL without client_ca_file) as credentials, or
+ * NULL with why. GnuTLS refuses a key that does not match the certificate. */
+static struct creds *creds_load(const char *cert, const char *key, const char *client_ca,
                                 const char **why)
 {
     gnutls_certificate_credentials_t c;
@@ -44,8 +45,8 @@ static struct creds *creds_load(const struct webconfig *w, const char *cert, con
     gnutls_datum_t cd = {(unsigned char *)cert, (unsigned)strlen(cert)};
     gnutls_datum_t kd = {(unsigned char *)key, (unsigned)strlen(key)};
     int rc = gnutls_certificate_set_x509_key_mem(c, &cd, &kd, GNUTLS_X509_FMT_PEM);
-    if (rc >= 0 && w->client_ca_pem) {
-        gnutls_datum_t ca = {(unsigned char *)w->client_ca_pem, (unsigned)strlen(w->client_ca_pem)};
+    if (rc >= 0 && client_ca) {
+        gnutls_datum_t ca = {(unsigned char *)client_ca, (unsigned)strlen(client_ca)};
         rc = gnutls_certificate_set_x509_trust_mem(c, &ca, GNUTLS_X509_FMT_PEM);
         if (rc == 0)
             rc = GNUTLS_E_NO_CERTIFICATE_FOUND; /* a client_ca_file with no certificate */
@@ -76,42 +77,61 @@ static int same_file(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Under t->mu: at most once a second, the pair again when a file changed. */
+/* stat of path into *st; a missing path (no client_ca_file) is a zeroed stat and success. */
+static int look(const char *path, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    return path && stat(path, st) != 0 ? -1 : 0;
+}
+
+/* Under t->mu: at most once a second, the pair and the client CAs again when a file changed (as
+ * cert-manager rotates a certificate together with its CA bundle). */
 static void maybe_reload(struct tlsserver *t)
 {
     long long now = deadline_now_ms();
-    if (now < t->next_check_ms || !t->w->cert_path || !t->w->key_path)
+    const struct webconfig *w = t->w;
+    if (now < t->next_check_ms || !w->cert_path || !w->key_path)
         return;
     t->next_check_ms = now + TLSSERVER_CHECK_EVERY_MS;
-    struct stat cs, ks;
-    if (stat(t->w->cert_path, &cs) != 0 || stat(t->w->key_path, &ks) != 0) {
+    struct stat cs, ks, as;
+    if (look(w->cert_path, &cs) || look(w->key_path, &ks) || look(w->client_ca_path, &as)) {
         memset(&cs, 0, sizeof cs); /* unreadable: try again once it is back */
         if (!same_file(&cs, &t->cert_seen))
-            log_kv(LOG_WARN, "cannot read the TLS certificate or key again; keeping the one in use",
+            log_kv(LOG_WARN,
+                   "cannot read the TLS certificate, key or client CAs again; keeping the ones in "
+                   "use",
                    "err", text_read_error(errno), NULL);
         t->cert_seen = cs;
         return;
     }
-    if (same_file(&cs, &t->cert_seen) && same_file(&ks, &t->key_seen))
+    if (same_file(&cs, &t->cert_seen) && same_file(&ks, &t->key_seen) &&
+        same_file(&as, &t->ca_seen))
         return;
     t->cert_seen = cs;
     t->key_seen = ks;
-    char *cert = text_read_file(t->w->cert_path, TLSSERVER_MAX_PEM, NULL);
-    char *key = text_read_file(t->w->key_path, TLSSERVER_MAX_PEM, NULL);
-    const char *why = cert && key ? NULL : text_read_error(errno);
-    struct creds *c = why ? NULL : creds_load(t->w, cert, key, &why);
+    t->ca_seen = as;
+    char *cert = text_read_file(w->cert_path, TLSSERVER_MAX_PEM, NULL);
+    char *key = text_read_file(w->key_path, TLSSERVER_MAX_PEM, NULL);
+    char *ca =
+        w->client_ca_path ? text_read_file(w->client_ca_path, TLSSERVER_MAX_PEM, NULL) : NULL;
+    const char *why = cert && key && (ca || !w->client_ca_path) ? NULL : text_read_error(errno);
+    struct creds *c = why ? NULL : creds_load(cert, key, ca, &why);
     if (key)
         memset(key, 0, strlen(key));
     free(cert);
     free(key);
+    free(ca);
     if (!c) {
-        log_kv(LOG_WARN, "the changed TLS certificate and key do not load; keeping the ones in use",
-               "cert_file", t->w->cert_path, "err", why, NULL);
+        log_kv(
+            LOG_WARN,
+            "the changed TLS certificate, key or client CAs do not load; keeping the ones in use",
+            "cert_file", w->cert_path, "err", why, NULL);
         return;
     }
     creds_unref(t->cur);
     t->cur = c;
-    log_kv(LOG_INFO, "TLS certificate and key read again", "cert_file", t->w->cert_path, NULL);
+    log_kv(LOG_INFO, "TLS certificate, key and client CAs read again", "cert_file", w->cert_path,
+           NULL);
 }
 
 struct tlsserver *tlsserver_new(const struct webconfig *w)
@@ -119,7 +139,7 @@ struct tlsserver *tlsserver_new(const struct webconfig *w)
     if (!w || !w->cert_pem)
         return NULL;
     const char *why;
-    struct creds *c = creds_load(w, w->cert_pem, w->key_pem, &why);
+    struct creds *c = creds_load(w->cert_pem, w->key_pem, w->client_ca_pem, &why);
     if (!c)
         return NULL;
     struct tlsserver *t = xcalloc(1, sizeof *t);
@@ -131,6 +151,8 @@ struct tlsserver *tlsserver_new(const struct webconfig *w)
         memset(&t->cert_seen, 0, sizeof t->cert_seen);
     if (w->key_path && stat(w->key_path, &t->key_seen) != 0)
         memset(&t->key_seen, 0, sizeof t->key_seen);
+    if (look(w->client_ca_path, &t->ca_seen) != 0)
+        memset(&t->ca_seen, 0, sizeof t->ca_seen);
     t->next_check_ms = deadline_now_ms() + TLSSERVER_CHECK_EVERY_MS;
     return t;
 }

@@ -101,7 +101,7 @@ static int client_auth(const char *base, struct cfg_node *tls, struct webconfig 
     };
     char *type = NULL;
     if (cfg_get_str(tls, "client_auth_type", 0, &type, e) ||
-        read_pem(base, tls, "client_ca_file", 0, &w->client_ca_pem, NULL, e)) {
+        read_pem(base, tls, "client_ca_file", 0, &w->client_ca_pem, &w->client_ca_path, e)) {
         free(type);
         return -1;
     }
@@ -314,6 +314,7 @@ void webconfig_free(struct webconfig *w)
     free(w->cert_path);
     free(w->key_path);
     free(w->client_ca_pem);
+    free(w->client_ca_path);
     free(w->tls_priorities);
     for (size_t i = 0; i < w->nusers; i++) {
         free(w->users[i].name);

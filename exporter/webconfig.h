@@ -41,6 +41,7 @@ struct webconfig {
     char *key_pem;
     char *cert_path, *key_path; /* the files they came from, resolved: watched for changes */
     char *client_ca_pem;        /* NULL without client_ca_file */
+    char *client_ca_path;       /* its file, resolved: watched for changes too */
     enum webconfig_client_auth client_auth;
     char *tls_priorities; /* a GnuTLS priority string built from min_version and cipher_suites */
     struct webconfig_user *users;

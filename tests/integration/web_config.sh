@@ -93,6 +93,22 @@ cp "$T/new/s2.crt" "$T/new/c.tmp" && mv "$T/new/c.tmp" "$T/server.crt"
 new=$(fp "$T/new/s2.crt")
 expect_cmd "a new connection gets the new certificate without a restart" \
   wait_for -i 0.2 30 "the new certificate" serves "$new"
+# client_ca_file is watched too: a client of a second CA is refused until the bundle that holds
+# both CAs (as during a CA rotation) is moved into place, then served without a restart.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=qrel-test-ca-2 \
+  -keyout "$T/ca2.key" -out "$T/ca2.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=prometheus-2 -keyout "$T/client2.key" \
+  -out "$T/client2.csr" 2>/dev/null
+openssl x509 -req -in "$T/client2.csr" -CA "$T/ca2.crt" -CAkey "$T/ca2.key" -CAcreateserial \
+  -days 2 -out "$T/client2.crt" 2>/dev/null
+expect_eq "a client of the second CA is refused before the rotation" "$(as client2)" 000
+cat "$T/ca.crt" "$T/ca2.crt" > "$T/new/ca.tmp" && mv "$T/new/ca.tmp" "$T/ca.crt"
+served_client2() { [ "$(as client2)" = 200 ]; }
+expect_cmd "after the CA bundle changes, a client of the second CA is served without a restart" \
+  wait_for -i 0.2 30 "the second CA's client served" served_client2
+expect_eq "a client of the first CA is still served" "$(as client)" 200
+expect_eq "a stranger is still refused" "$(as stranger)" 000
+expect_cmd "the reload is logged" grep -q 'msg="TLS certificate, key and client CAs read again"' "$T/exporter.log"
 refused() { # a new connection (which makes the exporter look at the files) and the log line
   served >/dev/null
   [ "$(grep -c 'do not load' "$T/exporter.log" || true)" -gt "$before" ]
