@@ -41,21 +41,40 @@ void redis_job_free(struct redis_job *j)
     cfg_strv_free(j->queues);
 }
 
-int redis_job_collect(struct redis_job *j, const char *source, const struct deadline *dl,
-                      int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
-                      struct err *e)
+/* One scrape; *retry as redis_sentinel_master_gone says. */
+static int collect_once(struct redis_job *j, const char *source, const struct deadline *dl,
+                        int (*scrape)(void *arg, const struct deadline *dl, struct err *e),
+                        void *arg, int *retry, struct err *e)
 {
+    *retry = 0;
+    int reused = j->conn != NULL;
     if (!j->conn && !(j->conn = redis_sentinel_connect(source, &j->rs, dl, e)))
         return -1;
-    unsigned long long before = redis_conn_stats(j->conn)->round_trips;
+    struct redis_stats before = *redis_conn_stats(j->conn);
     if (scrape(arg, dl, e) != 0) {
+        *retry = reused && redis_sentinel_master_gone(&j->rs, &before, j->conn, dl, e);
         /* The connection may be mid-reply or dead: start afresh next time. */
         redis_conn_close(j->conn);
         j->conn = NULL;
         return -1;
     }
-    j->round_trips = redis_conn_stats(j->conn)->round_trips - before;
+    j->round_trips = redis_conn_stats(j->conn)->round_trips - before.round_trips;
     return 0;
+}
+
+int redis_job_collect(struct redis_job *j, const char *source, const struct deadline *dl,
+                      int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
+                      struct err *e)
+{
+    int retry = 0;
+    if (collect_once(j, source, dl, scrape, arg, &retry, e) == 0)
+        return 0;
+    if (!retry)
+        return -1;
+    log_kv(LOG_DEBUG, "redis master gone, asking the sentinels again", "source", source, "err",
+           e->msg, NULL);
+    err_clear(e);
+    return collect_once(j, source, dl, scrape, arg, &retry, e);
 }
 
 int redis_job_time(const redisReply *r, double *now, struct err *e)

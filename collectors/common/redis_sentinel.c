@@ -129,10 +129,9 @@ static int role_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
 /* Opens a connection to address and runs one command on it, whose reply goes to fn. The
  * connection is returned open on success. */
 static struct redis_conn *one_command(const char *source, const char *address, const char *user,
-                                      const char *password, long db,
-                                      const struct tls_config *tls, const char *const *argv,
-                                      int argc, redis_reply_fn fn, void *ctx,
-                                      const struct deadline *dl, struct err *e)
+                                      const char *password, long db, const struct tls_config *tls,
+                                      const char *const *argv, int argc, redis_reply_fn fn,
+                                      void *ctx, const struct deadline *dl, struct err *e)
 {
     struct redis_conn *c = redis_conn_open_tls(source, address, user, password, db, tls, dl, e);
     if (!c)
@@ -212,4 +211,12 @@ struct redis_conn *redis_sentinel_connect(const char *source, const struct redis
     err_set(e, code, "redis \"%s\": no master \"%s\" through %zu sentinel%s: %s", source,
             rs->master_name, rs->nsentinels, rs->nsentinels == 1 ? "" : "s", why);
     return NULL;
+}
+
+int redis_sentinel_master_gone(const struct redis_settings *rs, const struct redis_stats *before,
+                               const struct redis_conn *conn, const struct deadline *dl,
+                               const struct err *e)
+{
+    return rs->sentinels && conn && e->code == ERR_CONNECT &&
+           redis_conn_stats(conn)->bytes_read == before->bytes_read && !deadline_expired(dl);
 }

@@ -32,6 +32,16 @@ void redis_sentinel_free(struct redis_settings *s);
 struct redis_conn *redis_sentinel_connect(const char *source, const struct redis_settings *rs,
                                           const struct deadline *dl, struct err *e);
 
+/* After a failed scrape on conn (not yet closed), whose stats were *before when the scrape began,
+ * on a connection that served an earlier scrape: 1 when the failure says the master is gone (a
+ * Sentinel source, a connect error, not a byte read in this scrape, time left), so the caller
+ * closes the connection and runs the scrape once more through a new redis_sentinel_connect,
+ * which asks the sentinels again. A failover then costs no scrape once the sentinels have
+ * promoted a replica. Nothing was read, so nothing was emitted twice. */
+int redis_sentinel_master_gone(const struct redis_settings *rs, const struct redis_stats *before,
+                               const struct redis_conn *conn, const struct deadline *dl,
+                               const struct err *e);
+
 /* Pure: the reply to SENTINEL get-master-addr-by-name into "host:port" ("[v6]:port"), in out of
  * size n. A nil reply is a master name the sentinel does not know (ERR_QUERY). */
 int redis_sentinel_parse_master(const redisReply *r, const char *master_name, char *out, size_t n,

@@ -28,27 +28,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/redis_sentinel.h"
 #include "log.h"
 
-static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
-                   struct err *e)
+/* One scrape on the single server's connection (the address, or the master the sentinels name).
+ * *retry is 1 when it failed because the master it was connected to is gone (a failover), so
+ * that asking the sentinels again may still read this scrape. */
+static int collect_single(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                          int *retry, struct err *e)
 {
     struct state *st = c->priv;
     size_t truncated = 0;
-    if (st->rs.cluster) {
-        if (redis_stream_cluster_scrape(c, dl, out, &truncated, e))
-            return -1;
-        redis_stream_emit_truncated(out, truncated);
-        struct scrape all = {.excluded = st->cl_excluded};
-        redis_stream_emit_excluded(out, st, &all);
-        return 0;
-    }
     struct scrape sc;
     struct redis_pipe *p = NULL;
     int64_t now_ms = 0;
     int rc = -1;
 
     memset(&sc, 0, sizeof sc);
+    *retry = 0;
+    int reused = st->conn != NULL;
     if (!redis_stream_client_conn(c, dl, e))
         return -1;
     struct redis_stats before = *redis_conn_stats(st->conn);
@@ -73,6 +71,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     }
 out:
     if (rc) {
+        *retry = reused && redis_sentinel_master_gone(&st->rs, &before, st->conn, dl, e);
         /* Whatever went wrong, the socket may hold half a reply: start afresh next time. */
         redis_conn_close(st->conn);
         st->conn = NULL;
@@ -80,6 +79,31 @@ out:
     redis_pipe_free(p);
     redis_stream_scrape_free(&sc);
     return rc;
+}
+
+static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
+                   struct err *e)
+{
+    struct state *st = c->priv;
+    size_t truncated = 0;
+    if (st->rs.cluster) {
+        if (redis_stream_cluster_scrape(c, dl, out, &truncated, e))
+            return -1;
+        redis_stream_emit_truncated(out, truncated);
+        struct scrape all = {.excluded = st->cl_excluded};
+        redis_stream_emit_excluded(out, st, &all);
+        return 0;
+    }
+    int retry = 0;
+    if (collect_single(c, dl, out, &retry, e) == 0)
+        return 0;
+    if (!retry)
+        return -1;
+    /* The sentinels have had their say since the master went: ask them again, once. */
+    log_kv(LOG_DEBUG, "redis master gone, asking the sentinels again", "source", c->name, "err",
+           e->msg, NULL);
+    err_clear(e);
+    return collect_single(c, dl, out, &retry, e);
 }
 
 /* ---- the dead-letter join's broker side (collector.h) ---- */

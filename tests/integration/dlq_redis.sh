@@ -160,6 +160,28 @@ expect_eq "orders over TLS: the plaintext inspect's report (classes, total, deli
   "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders-tls.json")" \
   "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders.json")"
 expect_cmd "... read over the TLS port" grep -q "address: 127.0.0.1:$RP_TLS" "$T/inspect-tls.yml"
+# Through a real Redis Sentinel that names this Redis as master "shop": the same report (issue 23).
+SENTINEL=$(free_port)
+printf 'bind 127.0.0.1\nport %s\ndir %s\nsentinel monitor shop 127.0.0.1 %s 1\n' "$SENTINEL" "$T" "$RP" \
+  > "$T/sentinel.conf"
+redis-server "$T/sentinel.conf" --sentinel --logfile "$T/sentinel.log" >/dev/null &
+PIDS+=("$!")
+names_shop() { [ "$(redis-cli -p "$SENTINEL" SENTINEL get-master-addr-by-name shop 2>/dev/null | sed -n 2p)" = "$RP" ]; }
+wait_for 30 "the sentinel to name the master" names_shop || true
+awk -v from="    address: 127.0.0.1:$RP" -v s="$SENTINEL" '
+  $0 == from { print "    sentinels: [\"127.0.0.1:" s "\"]"; print "    master_name: shop"; next }
+  { print }' "$T/inspect.yml" > "$T/inspect-sentinel.yml"
+# The inspect user lacks +role, which the master check needs (docs/kinds/redis-sentinel.md).
+rc=0; "$QREL" dlq inspect --config.file="$T/inspect-sentinel.yml" --source=shop-redis --queue=orders \
+  > /dev/null 2> "$T/norole.err" || rc=$?
+expect_cmd "without +role the sentinel form is refused, saying why" \
+  bash -c "[ $rc -ne 0 ] && grep -q 'ROLE: permission denied' '$T/norole.err'"
+R ACL SETUSER qrel-inspect +role >/dev/null
+DLQ inspect --config.file="$T/inspect-sentinel.yml" --source=shop-redis --queue=orders --format=json > "$T/orders-sentinel.json"
+expect_eq "orders through the sentinel: the direct inspect's report (classes, total, deliveries, dead_since)" \
+  "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders-sentinel.json")" \
+  "$(jq -c '[.classes, .total, .read, .deliveries, .dead_since]' "$T/orders.json")"
+expect_cmd "... found through the sentinel, not an address" bash -c "grep -q 'master_name: shop' '$T/inspect-sentinel.yml' && ! grep -q 'address: 127.0.0.1:$RP\$' '$T/inspect-sentinel.yml'"
 read -r ndone nnot <<<"$(expected_split orders.dlq "h.order_id IS NOT NULL")"
 DLQ inspect --config.file="$T/dedup.yml" --source=shop-redis --queue=orders --format=json > "$T/dedup.json"
 expect_eq "orders: inspect's split against the dedup table (done not_done unknown)" \
