@@ -49,8 +49,8 @@ int redis_job_check_queues(struct cfg_node *map, struct redis_job *j, struct err
 void redis_job_free(struct redis_job *j);
 
 /* Opens j's connection when it has none, then runs scrape(arg, dl, e) on it (j->exclude.dropped
- * at 0 before it); when either fails,
- * the connection is closed. On success j->round_trips is how many the scrape took. 0 or -1 + e. */
+ * at 0 before it); when either fails, the connection is closed. On success j->round_trips is how
+ * many the scrape took. 0 or -1 + e. */
 int redis_job_collect(struct redis_job *j, const char *source, const struct deadline *dl,
                       int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
                       struct err *e);
