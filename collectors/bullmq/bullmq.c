@@ -24,6 +24,7 @@
 #include "bullmq.h"
 #include "collector.h"
 #include "common/entries.h"
+#include "common/exclude.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -100,6 +101,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     struct state *st = c->priv;
     st->job.rs.no_cluster =
         "not built for BullMQ yet: qrel reads a BullMQ prefix on one Redis server";
+    st->job.discovery = "SCAN <prefix>:*:meta";
     if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||
@@ -142,6 +144,7 @@ struct scan {
     char **names;
     size_t n;
     const char *prefix;
+    struct exclude *exclude; /* the queues found that are left out, before max_queues counts */
     double now_ms;
 };
 
@@ -168,6 +171,10 @@ static int on_scan(void *ctx, size_t index, const redisReply *r, struct err *e)
         char *name = bullmq_queue_of_meta_key(k->str, k->len, s->prefix);
         if (!name)
             continue;
+        if (exclude_drop(s->exclude, name)) { /* neither read nor exported */
+            free(name);
+            continue;
+        }
         s->names = xrealloc(s->names, (s->n + 2) * sizeof *s->names);
         s->names[s->n++] = name;
         s->names[s->n] = NULL;
@@ -322,6 +329,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     size_t max = st->job.rs.max_response_bytes;
     struct scan s = {0};
     s.prefix = st->prefix;
+    s.exclude = &st->job.exclude;
     char *match = xasprintf("%s:*:meta", st->prefix);
     int rc = -1;
     /* Round 1: TIME, and the SCAN pages when queues are not named. */
@@ -403,6 +411,7 @@ out:
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
     double lock = sc->st->lock_duration;
+    exclude_emit(&sc->st->job.exclude, out, "queue");
     for (size_t i = 0; i < sc->n; i++) {
         const struct queue *q = &sc->q[i];
         const char *n = q->name;

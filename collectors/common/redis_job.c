@@ -10,10 +10,10 @@
 
 int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e)
 {
-    return redis_settings_read(map, &j->rs, e) ||
-                   cfg_get_strlist(map, "queues", &j->queues, &j->nqueues, e)
-               ? -1
-               : 0;
+    if (redis_settings_read(map, &j->rs, e) ||
+        cfg_get_strlist(map, "queues", &j->queues, &j->nqueues, e))
+        return -1;
+    return j->discovery ? exclude_read(&j->exclude, map, "exclude", NULL, e) : 0;
 }
 
 int redis_job_finish(const struct collector *c, struct cfg_node *map, struct redis_job *j,
@@ -25,11 +25,17 @@ int redis_job_finish(const struct collector *c, struct cfg_node *map, struct red
     return 0;
 }
 
-int redis_job_check_queues(struct cfg_node *map, const struct redis_job *j, struct err *e)
+int redis_job_check_queues(struct cfg_node *map, struct redis_job *j, struct err *e)
 {
     if (j->queues && j->nqueues == 0)
         return cfg_error(e, cfg_at(map, "queues"),
                          "queues: want at least one queue, or leave the key out for all");
+    if (exclude_check(&j->exclude, map, e))
+        return -1;
+    if (j->queues && exclude_any(&j->exclude)) /* it could only hide a queue asked for by name */
+        return cfg_error(e, cfg_at(map, "exclude"),
+                         "exclude: only without queues (it leaves out queues found in %s)",
+                         j->discovery);
     return 0;
 }
 
@@ -39,6 +45,7 @@ void redis_job_free(struct redis_job *j)
     redis_pipe_free(j->pipe);
     redis_settings_free(&j->rs);
     cfg_strv_free(j->queues);
+    exclude_free(&j->exclude);
 }
 
 /* One scrape; *retry as redis_sentinel_master_gone says. */
@@ -51,6 +58,7 @@ static int collect_once(struct redis_job *j, const char *source, const struct de
     if (!j->conn && !(j->conn = redis_sentinel_connect(source, &j->rs, dl, e)))
         return -1;
     struct redis_stats before = *redis_conn_stats(j->conn);
+    j->exclude.dropped = 0; /* a scrape that failed may have counted some */
     if (scrape(arg, dl, e) != 0) {
         *retry = reused && redis_sentinel_master_gone(&j->rs, &before, j->conn, dl, e);
         /* The connection may be mid-reply or dead: start afresh next time. */

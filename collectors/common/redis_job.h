@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "collector.h"
+#include "common/exclude.h"
 #include "common/redis.h"
 #include "common/redis_settings.h"
 #include "config.h"
@@ -23,9 +24,15 @@ struct redis_job {
     struct redis_conn *conn; /* kept across scrapes; NULL after an error */
     struct redis_pipe *pipe;
     unsigned long long round_trips; /* of the last scrape that succeeded */
+    /* Set by a kind that finds its queues when `queues` is absent, before redis_job_read: where
+     * it finds them, for the message refusing `exclude` beside `queues`. NULL: no `exclude` key
+     * (celery names its queues). */
+    const char *discovery;
+    struct exclude exclude; /* the queues discovery found that are left out */
 };
 
-/* configure()'s first step: the connection keys and the queues key. */
+/* configure()'s first step: the connection keys, the queues key and, when j->discovery is set,
+ * the exclude key. */
 int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e);
 
 /* After the kind has read its own keys: collector_finish, then redis_settings_check; on success
@@ -33,15 +40,17 @@ int redis_job_read(struct cfg_node *map, struct redis_job *j, struct err *e);
 int redis_job_finish(const struct collector *c, struct cfg_node *map, struct redis_job *j,
                      struct err *e);
 
-/* A queues key that is present must name at least one queue (absent: every queue). */
-int redis_job_check_queues(struct cfg_node *map, const struct redis_job *j, struct err *e);
+/* A queues key that is present must name at least one queue (absent: every queue); exclude is
+ * judged (exclude_check) and refused beside queues. */
+int redis_job_check_queues(struct cfg_node *map, struct redis_job *j, struct err *e);
 
 /* destroy()'s part: closes the connection, frees the pipeline, the queues and the settings
  * (wiping the password); fine on a zeroed or half-configured j. */
 void redis_job_free(struct redis_job *j);
 
-/* Opens j's connection when it has none, then runs scrape(arg, dl, e) on it; when either fails,
- * the connection is closed. On success j->round_trips is how many the scrape took. 0 or -1 + e. */
+/* Opens j's connection when it has none, then runs scrape(arg, dl, e) on it (j->exclude.dropped
+ * at 0 before it); when either fails, the connection is closed. On success j->round_trips is how
+ * many the scrape took. 0 or -1 + e. */
 int redis_job_collect(struct redis_job *j, const char *source, const struct deadline *dl,
                       int (*scrape)(void *arg, const struct deadline *dl, struct err *e), void *arg,
                       struct err *e);

@@ -9,7 +9,8 @@
  * expiry, then goes to the failed registry (or back to the queue with retries left).
  *
  * A scrape is three pipelined round trips whatever the number of queues, all read-only:
- *   1. TIME (ages use Redis's clock) and, unless queues are named, SMEMBERS rq:queues;
+ *   1. TIME (ages use Redis's clock) and, unless queues are named, SMEMBERS rq:queues, less
+ *      the queues `exclude` matches (no key of theirs is asked for);
  *   2. per queue LLEN, four ZCARDs, LINDEX 0 (the oldest ready job), ZRANGE of rq:wip (at most
  *      max_in_flight_jobs) and the first and last failed job;
  *   3. HMGET of those jobs' times and timeout.
@@ -23,6 +24,7 @@
 
 #include "collector.h"
 #include "common/entries.h"
+#include "common/exclude.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -84,6 +86,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     struct state *st = c->priv;
     st->job.rs.no_cluster = "RQ does not support Redis Cluster (a job and its queue are updated "
                             "together in one transaction over keys of different hash slots)";
+    st->job.discovery = "the rq:queues set";
     if (redis_job_read(map, &st->job, e) ||
         cfg_get_positive_duration(map, "default_timeout", DEFAULT_TIMEOUT, &st->default_timeout,
                                   e) ||
@@ -117,6 +120,8 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
         if (strncmp(k->str, QUEUE_PREFIX, strlen(QUEUE_PREFIX)) != 0 ||
             !k->str[strlen(QUEUE_PREFIX)])
             continue;
+        if (exclude_drop(&sc->st->job.exclude, k->str + strlen(QUEUE_PREFIX)))
+            continue; /* neither read nor exported */
         sc->listed[sc->nlisted++] = xstrdup(k->str + strlen(QUEUE_PREFIX));
     }
     return 0;
@@ -304,6 +309,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
+    exclude_emit(&sc->st->job.exclude, out, "queue");
     for (size_t i = 0; i < sc->n; i++) {
         const struct queue *q = &sc->q[i];
         const char *n = q->name;

@@ -19,7 +19,9 @@
  * A scrape is two pipelined round trips whatever the number of queues and processes:
  *   1. TIME, SMEMBERS queues (unless named) and processes, ZCARD and ZRANGE (at most
  *      max_set_entries) of schedule, retry and dead;
- *   2. per queue LLEN and LINDEX -1; per process HGET beat and HGETALL of both work hashes. */
+ *   2. per queue LLEN and LINDEX -1; per process HGET beat and HGETALL of both work hashes.
+ * A queue `exclude` matches, met in the queues set or in a job of the sets or work hashes, gets
+ * no request of round 2 and no series; the sets, shared by every queue, are still read whole. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 
 #include "collector.h"
 #include "common/entries.h"
+#include "common/exclude.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
@@ -49,6 +52,7 @@ struct state {
 
 struct queue {
     char *name;
+    int excluded; /* matched by exclude: kept only so it is counted once, never read or emitted */
     double ready, scheduled, retrying, dead, in_flight, orphaned;
     int has_head, has_dead_range, has_hold;
     double head_age, dead_min, dead_max, hold;
@@ -57,8 +61,10 @@ struct queue {
 struct scrape {
     struct state *st;
     double now;
-    struct queue *q; /* in the order met */
+    struct queue *q; /* in the order met, the excluded ones too */
     size_t n, cap;
+    size_t *read; /* the positions in q of the queues not excluded, nread of them */
+    size_t nread;
     struct hashtab index; /* name -> position in q */
     char **processes;
     size_t nprocesses;
@@ -81,6 +87,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     char *ns = NULL;
     st->job.rs.no_cluster =
         "Sidekiq does not support Redis Cluster (the Sidekiq wiki, Using Redis)";
+    st->job.discovery = "the queues set and in the jobs of the sets and work hashes";
     if (redis_job_read(map, &st->job, e) || cfg_get_str(map, "namespace", 0, &ns, e) ||
         cfg_get_int(map, "max_set_entries", DEFAULT_MAX_SET_ENTRIES, 1, 10000000,
                     &st->max_set_entries, e) ||
@@ -123,6 +130,7 @@ static struct queue *lookup_queue(struct scrape *sc, const char *name, int add)
     struct queue *q = &sc->q[sc->n];
     memset(q, 0, sizeof *q);
     q->name = xstrdup(name);
+    q->excluded = exclude_drop(&sc->st->job.exclude, name); /* once per queue met */
     hashtab_add(&sc->index, &p, (uint32_t)sc->n++, queue_hash, sc);
     return q;
 }
@@ -137,10 +145,12 @@ static struct queue *find_queue(struct scrape *sc, const char *name)
     return lookup_queue(sc, name, 0);
 }
 
-/* The queue a job of a set belongs to: an unnamed queue when queues are named is passed over. */
+/* The queue a job of a set belongs to: an unnamed queue when queues are named, or an excluded
+ * one, is passed over. */
 static struct queue *queue_for(struct scrape *sc, const char *name)
 {
-    return sc->st->job.queues ? find_queue(sc, name) : add_queue(sc, name);
+    struct queue *q = sc->st->job.queues ? find_queue(sc, name) : add_queue(sc, name);
+    return q && !q->excluded ? q : NULL;
 }
 
 /* ---- round 1 ---- */
@@ -268,7 +278,7 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
     struct r2 *x = ctx;
     struct scrape *sc = x->sc;
     if (index < x->nqueue_cmds) {
-        struct queue *q = &sc->q[index / 2];
+        struct queue *q = &sc->q[sc->read[index / 2]];
         if (index % 2 == 0) {
             if (r->type != REDIS_REPLY_INTEGER)
                 return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer", q->name);
@@ -311,6 +321,7 @@ static void scrape_free(struct scrape *sc)
     for (size_t i = 0; i < sc->n; i++)
         free(sc->q[i].name);
     free(sc->q);
+    free(sc->read);
     hashtab_free(&sc->index);
     cfg_strv_free(sc->processes);
     entry_skips_free(&sc->skips);
@@ -358,7 +369,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         return -1;
 
     redis_pipe_reset(p);
+    sc->read = xcalloc(sc->n ? sc->n : 1, sizeof *sc->read);
     for (size_t i = 0; i < sc->n; i++) {
+        if (sc->q[i].excluded)
+            continue; /* no key of an excluded queue is asked for */
+        sc->read[sc->nread++] = i;
         k = key(st, "queue:", sc->q[i].name);
         redis_pipe_addv(p, "LLEN", k, NULL);
         redis_pipe_addv(p, "LINDEX", k, "-1", NULL);
@@ -372,7 +387,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         redis_pipe_addv(p, "HGETALL", k = key(st, sc->processes[i], ":work"), NULL);
         free(k);
     }
-    struct r2 x = {sc, sc->n * 2};
+    struct r2 x = {sc, sc->nread * 2};
     if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, &x, e))
         return -1;
     return 0;
@@ -380,8 +395,9 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct queue *q = &sc->q[i];
+    exclude_emit(&sc->st->job.exclude, out, "queue");
+    for (size_t r = 0; r < sc->nread; r++) {
+        const struct queue *q = &sc->q[sc->read[r]];
         const char *n = q->name;
         metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
         metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
@@ -430,7 +446,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                                 : "dead",
                        "read", read, "total", total, NULL);
             }
-        redis_job_log_done(&st->job, "sidekiq collection done", c->name, sc.n);
+        redis_job_log_done(&st->job, "sidekiq collection done", c->name, sc.nread);
     }
     scrape_free(&sc);
     return rc;

@@ -87,9 +87,16 @@ scrape "$T/again.prom"
 expect_metric "$T/again.prom" 1 qrel_lease_expiries_total 'queue="cpu"'
 stop_exporter
 
+# exclude: a queue BullMQ made itself (Queue.add, one waiting job) is read without the key; with
+# exclude ["scratch*"] no key of it is read, and the queues are those without it less scratch1.
+bull spread scratch 1
+expect_excluded bullmq scratch1 "scratch*"
+expect_states "$T/incl.prom" scratch1 ready=1
+expect_states "$T/excl.prom" email ready=2 in_flight=1 delayed=2
+
 # Round trips do not grow with queues: 30 more queues, still 3.
 bull spread q 30
-expect_flat_round_trips bullmq "$T/bq.yml" 32 3 ready
+expect_flat_round_trips bullmq "$T/bq.yml" 33 3 ready
 
 # Faults, each beside the healthy source.
 job_faults_config bullmq "queues: [email]"
@@ -98,6 +105,10 @@ job_faults_check "$T/bq.log"
 # Bad configuration: file:line:col and what was expected, exit 1.
 bad_job_key bullmq "misspelt key" 'bad.yml:5:5: unknown key "lockDuration" in source "b" (known keys:' \
   "lockDuration: 30000"
+bad_job_key bullmq "exclude with queues" \
+  'bad.yml:6:14: exclude: only without queues (it leaves out queues found in SCAN <prefix>:*:meta)' \
+  "queues: [a]
+    exclude: [b]"
 bad_job_key bullmq "empty prefix" 'bad.yml:5:13: prefix: want a non-empty string' \
   "prefix: ''"
 

@@ -87,9 +87,20 @@ R DEL rq:queue:hostile_a rq:queue:hostile_b rq:wip:hostile_a rq:job:hostile-1 rq
   rq:job:hostile-3 rq:job:hostile-4 >/dev/null
 R SREM rq:queues rq:queue:hostile_a rq:queue:hostile_b >/dev/null
 
+# exclude: a queue RQ made itself, with a job failed for good (its failed registry) and one
+# ready, is read without the key; with exclude ["scr*"] it is neither read nor exported, and the
+# queues are those of the read without it less scratch.
+enqueue enqueue scratch boom
+(cd "$RQPEER" && timeout 60 rq worker -u "$U" --burst scratch >"$T/burst2.log" 2>&1)
+enqueue enqueue scratch ok
+expect_excluded rq scratch "scr*"
+expect_metric "$T/incl.prom" 1 qrel_queue_messages 'queue="scratch"' 'state="ready"'
+expect_metric "$T/incl.prom" 1 qrel_dead_letter_messages 'queue="scratch"'
+expect_states "$T/excl.prom" emails ready=2 in_flight=1 delayed=4
+
 # Round trips do not grow with queues: 30 more queues with a job each, still 3.
 enqueue spread q 30
-expect_flat_round_trips rq "$T/rq.yml" 31 3 delayed
+expect_flat_round_trips rq "$T/rq.yml" 32 3 delayed
 
 # Named queues: one RQ never saw reads as empty.
 expect_named_queues rq
@@ -107,6 +118,10 @@ bad_job_key rq "username without password" 'bad.yml:5:15: username: needs passwo
   "username: qrel"
 bad_job_key rq "empty queue list" 'bad.yml:5:13: queues: want at least one queue' \
   "queues: []"
+bad_job_key rq "exclude with queues" \
+  'bad.yml:6:14: exclude: only without queues (it leaves out queues found in the rq:queues set)' \
+  "queues: [a]
+    exclude: [b]"
 bad_job_key rq "timeout not a duration" 'bad.yml:5:22: default_timeout: want a duration' \
   "default_timeout: 180"
 

@@ -115,9 +115,19 @@ expect_metric "$T/beat.prom" 0 qrel_lease_orphaned_messages 'queue="emails"'
 expect_metric "$T/beat.prom" 1 qrel_skipped_entries 'queue=""' 'reason="bad_timestamp"'
 R HSET "$p" beat "$beat" >/dev/null
 
+# exclude: a queue Sidekiq made itself, with a job ready and one in the schedule set (shared by
+# every queue), is read without the key; with exclude ["scr*"] its list is not read, its job in
+# the set is passed over, it is counted once, and the queues are those without it less scratch.
+client push scratch OkJob
+client push_in 3600 scratch OkJob
+expect_excluded sidekiq scratch "scr*"
+expect_states "$T/incl.prom" scratch ready=1 delayed=1
+expect_states "$T/excl.prom" emails ready=2 in_flight=1 delayed=2
+expect_metric "$T/excl.prom" 1 qrel_dead_letter_messages 'queue="emails"'
+
 # Round trips do not grow with queues: 30 more queues, still 2.
 client spread q 30
-expect_flat_round_trips sidekiq "$T/sk.yml" 31 2 ready
+expect_flat_round_trips sidekiq "$T/sk.yml" 32 2 ready
 
 # Named queues: one Sidekiq never saw reads as empty; jobs of other queues are not counted.
 expect_named_queues sidekiq
@@ -131,6 +141,10 @@ job_faults_check "$T/sk.log" capped:limit
 # Bad configuration: file:line:col and what was expected, exit 1.
 bad_job_key sidekiq "misspelt key" 'bad.yml:5:5: unknown key "namespaces" in source "s" (known keys:' \
   "namespaces: app"
+bad_job_key sidekiq "exclude with queues" \
+  'bad.yml:6:14: exclude: only without queues (it leaves out queues found in the queues set' \
+  "queues: [a]
+    exclude: [b]"
 bad_job_key sidekiq "stale_after not a duration" 'bad.yml:5:18: stale_after: want a duration' \
   "stale_after: 20"
 

@@ -159,3 +159,46 @@ job_same_via_proxy() {
   expect_same_via_proxy "$1" "$2" "127.0.0.1:$RP"
   expect_same_via_tls "$1" "$2" "127.0.0.1:$RP" "$RP_TLS"
 }
+
+# queue_set FILE: the queues of FILE's qrel_queue_messages series, one a line, sorted.
+queue_set() {
+  sed -nE 's/^qrel_queue_messages\{(.*[{,])?queue="([^"]*)".*/\2/p' "$1" | sort -u
+}
+
+# expect_excluded KIND QUEUE GLOB [LINE...]: a source of KIND (with LINEs, as job_source) finds
+# QUEUE, and with `exclude: [GLOB]` leaves exactly it out: the queues of that scrape are those
+# without the exclude less QUEUE, no series names QUEUE, qrel_excluded_objects{object="queue"} is
+# 1 (no series without the key), and Redis's MONITOR saw that scrape send no command naming QUEUE
+# (no key of it read). Leaves both scrapes in $T/incl.prom and $T/excl.prom.
+expect_excluded() {
+  local kind=$1 queue=$2 glob=$3 mon mark
+  shift 3
+  job_config "$T/incl.yml" jobs "$kind" "$@"
+  job_config "$T/excl.yml" jobs "$kind" "exclude: [\"$glob\"]" "$@"
+  "$QREL" scrape --config.file="$T/incl.yml" > "$T/incl.prom"
+  queue_set "$T/incl.prom" > "$T/incl.queues"
+  expect_line "the read without exclude has $queue" "^$queue\$" "$T/incl.queues"
+  expect_absent "$T/incl.prom" qrel_excluded_objects
+  # MONITOR answers OK once it listens; a marker sent after the scrape ends its log.
+  REDISCLI_AUTH=$secret redis-cli -p "$RP" --no-auth-warning MONITOR > "$T/monitor.log" &
+  mon=$!
+  PIDS+=("$mon")
+  expect_cmd "MONITOR listens" wait_for 20 "MONITOR to listen" grep -q '^OK$' "$T/monitor.log"
+  "$QREL" scrape --config.file="$T/excl.yml" > "$T/excl.prom"
+  mark="qrel-mark-$RANDOM"
+  R ECHO "$mark" > /dev/null
+  expect_cmd "MONITOR saw the marker after the scrape" \
+    wait_for 20 "MONITOR to see the marker" grep -q "$mark" "$T/monitor.log"
+  kill "$mon" 2>/dev/null || true
+  wait "$mon" 2>/dev/null || true
+  expect_metric "$T/excl.prom" 1 qrel_collector_up 'source="jobs"'
+  expect_metric "$T/excl.prom" 1 qrel_excluded_objects 'object="queue"'
+  expect_eq "the queues with exclude: those without it less $queue" \
+    "$(queue_set "$T/excl.prom" | tr '\n' ' ')" \
+    "$(grep -vx "$queue" "$T/incl.queues" | tr '\n' ' ')"
+  expect_eq "series naming queue $queue with exclude" \
+    "$(grep -c "[{,]queue=\"$queue\"" "$T/excl.prom")" 0
+  expect_line "MONITOR saw the scrape" '"TIME"' "$T/monitor.log"
+  expect_eq "commands naming $queue in the scrape with exclude" \
+    "$(grep -c "$queue" "$T/monitor.log")" 0
+}
