@@ -109,6 +109,25 @@ static void add_target(struct scrape *sc, const char *url)
     t->dlq = NONE;
 }
 
+/* 1 when the queue at url, found by ListQueues, is left out by exclude (and counted): not when
+ * it is already a target, which only a queue listed in queues can be before the listing adds
+ * one of that name (it was asked for by name, so it is kept). */
+static int excluded(struct sqs_state *st, const struct scrape *sc, const char *url)
+{
+    if (!exclude_any(&st->exclude))
+        return 0;
+    char *name = sqs_queue_name_from_url(url);
+    int out = 0;
+    if (name) {
+        size_t i = 0;
+        while (i < sc->n && strcmp(sc->t[i].name, name) != 0)
+            i++;
+        out = i == sc->n && exclude_drop(&st->exclude, name);
+    }
+    free(name);
+    return out;
+}
+
 static int list_queues(struct collector *c, struct scrape *sc, const struct deadline *dl,
                        struct err *e)
 {
@@ -116,6 +135,7 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
     char *token = NULL;
     size_t listed = 0;
     int rc = -1;
+    st->exclude.dropped = 0; /* what a failed collection counted is not this one's */
     do {
         json_t *o = json_object();
         json_object_set_new(o, "MaxResults", json_integer(LIST_PAGE));
@@ -151,6 +171,8 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
                 json_decref(doc);
                 goto out;
             }
+            if (excluded(st, sc, u)) /* before the cap: an excluded queue takes no room */
+                continue;
             if (listed >= (size_t)st->max_queues) {
                 next = NULL;
                 if (!st->warned_cap) {
@@ -390,6 +412,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (read_dlqs(c, &sc, dl, e))
         goto out;
     emit(out, &sc);
+    exclude_emit(&st->exclude, out, "queue");
     if (st->cloudwatch && read_cloudwatch(c, &sc, dl, out, e))
         goto out;
     rc = 0;
@@ -420,10 +443,11 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
     if (sqs_dlq_id_field_check(id_field, why, sizeof why))
         return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
     if (!sqs_settings_watches(c->priv, queue))
-        return cfg_error(e, cfg_at(entry, "queue"),
-                         "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
-                         "its queues, or a name its queue_name_prefix matches)",
-                         c->name, queue);
+        return cfg_error(
+            e, cfg_at(entry, "queue"),
+            "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
+            "its queues, or a name its queue_name_prefix matches and its exclude does not)",
+            c->name, queue);
     live_check_note(&((struct sqs_state *)c->priv)->dead_letter_queues, queue);
     return 0;
 }
