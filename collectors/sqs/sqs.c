@@ -5,10 +5,10 @@
  * SQS speaks AWS JSON 1.0 (POST /, X-Amz-Target: AmazonSQS.<Action>, SigV4-signed by libcurl).
  * A scrape resolves the queues (configured URLs as they are, names through GetQueueUrl once and
  * then from a cache, prefixes through paginated ListQueues less what `exclude` leaves out), asks
- * GetQueueAttributes All of each,
- * and reads the dead-letter queue named by each RedrivePolicy: its depth comes from the
- * attributes already fetched when the DLQ is itself selected, else from one GetQueueAttributes
- * on its URL (GetQueueUrl cached), once per scrape however many queues share it. Optionally
+ * GetQueueAttributes All of each, and reads the dead-letter queue named by each RedrivePolicy:
+ * its depth comes from the attributes already fetched when the DLQ is itself selected, else from
+ * one GetQueueAttributes on its URL (GetQueueUrl cached), once per scrape however many queues
+ * share it (an excluded DLQ too: it is left out as a queue, not as a DLQ). Optionally
  * CloudWatch adds the age of the oldest message, which the SQS API does not have
  * (sqs/cloudwatch.c).
  *
