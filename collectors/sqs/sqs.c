@@ -110,21 +110,17 @@ static void add_target(struct scrape *sc, const char *url)
     t->dlq = NONE;
 }
 
-/* 1 when the queue at url, found by ListQueues, is left out by exclude (and counted): not when
- * it is already a target, which only a queue listed in queues can be before the listing adds
- * one of that name (it was asked for by name, so it is kept). */
-static int excluded(struct sqs_state *st, const struct scrape *sc, const char *url)
+/* 1 when the queue at url, found by ListQueues, is left out by exclude (and counted). The
+ * first nnamed targets are the queues listed in queues: asked for by name, they are kept. */
+static int excluded(struct sqs_state *st, const struct scrape *sc, size_t nnamed, const char *url)
 {
     if (!exclude_any(&st->exclude))
         return 0;
     char *name = sqs_queue_name_from_url(url);
-    int out = 0;
-    if (name) {
-        size_t i = 0;
-        while (i < sc->n && strcmp(sc->t[i].name, name) != 0)
-            i++;
-        out = i == sc->n && exclude_drop(&st->exclude, name);
-    }
+    int out = name && exclude_match(&st->exclude, name);
+    for (size_t i = 0; out && i < nnamed; i++) /* scanned only for a match: the rare case */
+        out = strcmp(sc->t[i].name, name) != 0;
+    st->exclude.dropped += (size_t)out;
     free(name);
     return out;
 }
@@ -136,7 +132,8 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
     char *token = NULL;
     size_t listed = 0;
     int rc = -1;
-    st->exclude.dropped = 0; /* what a failed collection counted is not this one's */
+    st->exclude.dropped = 0;     /* what a failed collection counted is not this one's */
+    const size_t nnamed = sc->n; /* the queues of queues, resolved before the listing */
     do {
         json_t *o = json_object();
         json_object_set_new(o, "MaxResults", json_integer(LIST_PAGE));
@@ -172,7 +169,7 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
                 json_decref(doc);
                 goto out;
             }
-            if (excluded(st, sc, u)) /* before the cap: an excluded queue takes no room */
+            if (excluded(st, sc, nnamed, u)) /* before the cap: an excluded queue takes no room */
                 continue;
             if (listed >= (size_t)st->max_queues) {
                 next = NULL;
