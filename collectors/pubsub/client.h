@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "collector.h"
+#include "common/exclude.h"
 #include "common/http.h"
 #include "config.h"
 #include "deadline.h"
@@ -26,6 +27,8 @@ struct pubsub_state {
     char *project;
     char **subscriptions; /* NULL: every subscription of the project */
     size_t nsubscriptions;
+    struct exclude exclude; /* subscriptions the list finds that are left out (only without
+                               subscriptions) */
     /* dead_letter_subscriptions: the subscription `qrel dlq` pulls from on the dead-letter topic
      * of a watched subscription, where that topic has not exactly one (parallel lists) */
     char **dl_queue, **dl_sub;

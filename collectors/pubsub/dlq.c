@@ -39,8 +39,8 @@ static int same_sub(const struct pubsub_state *st, const char *a, const char *b)
 
 static int watched(const struct pubsub_state *st, const char *sub)
 {
-    if (!st->subscriptions)
-        return 1; /* every subscription of the project */
+    if (!st->subscriptions) /* every subscription of the project but those exclude leaves out */
+        return !exclude_match(&st->exclude, pubsub_topic_id(sub));
     for (size_t i = 0; i < st->nsubscriptions; i++)
         if (same_sub(st, st->subscriptions[i], sub))
             return 1;
@@ -51,6 +51,11 @@ static int not_watched(struct collector *c, const struct cfg_node *at, const cha
                        const char *sub, struct err *e)
 {
     const struct pubsub_state *st = c->priv;
+    if (!st->subscriptions)
+        return cfg_error(e, at,
+                         "%s: source \"%s\" does not watch subscription \"%s\" (its exclude "
+                         "leaves it out)",
+                         what, c->name, sub);
     struct buf list;
     buf_init(&list);
     for (size_t i = 0; i < st->nsubscriptions; i++)

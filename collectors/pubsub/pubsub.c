@@ -45,6 +45,7 @@ static void destroy(struct collector *c)
     http_config_free(&st->http);
     pubsub_auth_free(st->auth);
     cfg_strv_free(st->subscriptions);
+    exclude_free(&st->exclude);
     cfg_strv_free(st->dl_queue);
     cfg_strv_free(st->dl_sub);
     cfg_strv_free(st->dead_letter_queues);
@@ -65,6 +66,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     if (cfg_get_nonempty(map, "project", &st->project, e) ||
         cfg_get_node(map, "subscriptions", CFG_SEQ, &subs, e) ||
         cfg_get_strlist(map, "subscriptions", &st->subscriptions, &st->nsubscriptions, e) ||
+        exclude_read(&st->exclude, map, "exclude", NULL, e) ||
         http_base_url(map, "endpoint", DEFAULT_ENDPOINT, &st->endpoint, e) ||
         http_base_url(map, "monitoring_endpoint", DEFAULT_MONITORING_ENDPOINT,
                       &st->monitoring_endpoint, e) ||
@@ -93,6 +95,12 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                              "projects/PROJECT/subscriptions/ID, got \"%s\"",
                              s);
     }
+    if (exclude_check(&st->exclude, map, e))
+        return -1;
+    if (subs && exclude_any(&st->exclude)) /* it could only hide a subscription asked for */
+        return cfg_error(e, cfg_at(map, "exclude"),
+                         "exclude: only without subscriptions (it leaves out subscriptions "
+                         "subscriptions.list finds)");
     if (pubsub_dead_letter_subs_configure(c, dls, e))
         return -1;
     return pubsub_auth_configure(map, &st->auth, e);
@@ -140,6 +148,14 @@ static int add_sub(struct scrape *sc, const json_t *obj, const char *what, const
     return 0;
 }
 
+/* 1 when a listed subscription is left out by exclude (and counted), judged by its name alone
+ * so that an excluded subscription is not even parsed. */
+static int excluded(struct pubsub_state *st, const json_t *obj)
+{
+    const char *name = json_string_value(json_object_get(obj, "name"));
+    return name && exclude_drop(&st->exclude, pubsub_topic_id(name));
+}
+
 static int read_subscriptions(struct pubsub_state *st, const struct deadline *dl, struct scrape *sc,
                               struct err *e)
 {
@@ -166,6 +182,7 @@ static int read_subscriptions(struct pubsub_state *st, const struct deadline *dl
         goto out;
     }
     char *token = NULL;
+    st->exclude.dropped = 0; /* what a failed collection counted is not this one's */
     for (int page = 0;; page++) {
         buf_reset(&url);
         buf_printf(&url, "%s/v1/projects/%s/subscriptions?pageSize=1000", st->endpoint,
@@ -192,6 +209,8 @@ static int read_subscriptions(struct pubsub_state *st, const struct deadline *dl
         for (size_t i = 0; list && i < json_array_size(list); i++) {
             char ctx[64];
             json_path_index(ctx, sizeof ctx, "$.subscriptions", i);
+            if (excluded(st, json_array_get(list, i)))
+                continue;
             if (add_sub(sc, json_array_get(list, i), "GET subscriptions", ctx, e))
                 goto out;
         }
@@ -394,6 +413,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (rc == 0) {
         for (size_t i = 0; i < sc.nsubs; i++)
             pubsub_sub_series(&sc.subs[i], out);
+        exclude_emit(&st->exclude, out, "subscription");
         if (st->monitoring)
             rc = monitoring_series(c, st, dl, deadline_wall_now(), &sc, out, e);
     }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "collector.h"
+#include "common/exclude.h"
 #include "common/http.h"
 #include "deadline.h"
 #include "err.h"
@@ -40,7 +41,8 @@ struct sqs_state {
     struct sqs_named *names; /* queues configured by name */
     size_t nnames;
     char *prefix;
-    int list_all; /* neither queues nor queue_name_prefix: every queue of the account */
+    int list_all;           /* neither queues nor queue_name_prefix: every queue of the account */
+    struct exclude exclude; /* queues ListQueues finds that are left out (not those in queues) */
     long long max_queues;
     int cloudwatch;
     double cw_lookback;

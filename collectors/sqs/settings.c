@@ -37,6 +37,7 @@ void sqs_settings_free(struct sqs_state *st)
     }
     free(st->names);
     free(st->prefix);
+    exclude_free(&st->exclude);
     for (size_t i = 0; i < st->ndlq_urls; i++) {
         free(st->dlq_urls[i].arn);
         free(st->dlq_urls[i].url);
@@ -194,6 +195,7 @@ int sqs_settings_read(struct collector *c, struct cfg_node *map, struct err *e)
         read_creds(map, &k, e) || cfg_get_node(map, "queues", CFG_SEQ, &qlist, e) ||
         cfg_get_strlist(map, "queues", &queues, &nq, e) ||
         cfg_get_str(map, "queue_name_prefix", 0, &st->prefix, e) ||
+        exclude_read(&st->exclude, map, "exclude", NULL, e) ||
         cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
         cfg_get_bool(map, "cloudwatch", 0, &st->cloudwatch, e) ||
         cfg_get_positive_duration(map, "cloudwatch_lookback", DEFAULT_CW_LOOKBACK, &st->cw_lookback,
@@ -245,6 +247,15 @@ int sqs_settings_read(struct collector *c, struct cfg_node *map, struct err *e)
         goto out;
     }
     st->list_all = !qlist && !st->prefix;
+    if (exclude_check(&st->exclude, map, e))
+        goto out;
+    if (exclude_any(&st->exclude) && !st->prefix && !st->list_all) {
+        /* a queue listed in queues is asked for by name and kept: nothing is left to exclude */
+        cfg_error(e, cfg_at(map, "exclude"),
+                  "exclude: only with queue_name_prefix or without queues (it leaves out queues "
+                  "ListQueues finds, never one listed in queues)");
+        goto out;
+    }
     if (st->cw_lookback < 60) {
         cfg_error(e, cfg_at(map, "cloudwatch_lookback"),
                   "cloudwatch_lookback: want at least 1m (SQS publishes one datum a minute)");
@@ -265,7 +276,8 @@ out:
 
 int sqs_settings_watches(const struct sqs_state *st, const char *name)
 {
-    if (st->list_all || (st->prefix && strncmp(name, st->prefix, strlen(st->prefix)) == 0))
+    if ((st->list_all || (st->prefix && strncmp(name, st->prefix, strlen(st->prefix)) == 0)) &&
+        !exclude_match(&st->exclude, name))
         return 1;
     for (size_t i = 0; i < st->nnames; i++)
         if (strcmp(st->names[i].name, name) == 0)

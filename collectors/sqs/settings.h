@@ -17,7 +17,7 @@ int sqs_settings_read(struct collector *c, struct cfg_node *map, struct err *e);
 void sqs_settings_free(struct sqs_state *st);
 
 /* Whether the source watches the queue called name: listed by name or URL, or matched by the
- * prefix, or every queue. */
+ * prefix, or every queue, and then not left out by exclude. */
 int sqs_settings_watches(const struct sqs_state *st, const char *name);
 
 /* The URL the source's queues list gives for the queue called name (malloc'd), NULL when the

@@ -4,10 +4,11 @@
  *
  * SQS speaks AWS JSON 1.0 (POST /, X-Amz-Target: AmazonSQS.<Action>, SigV4-signed by libcurl).
  * A scrape resolves the queues (configured URLs as they are, names through GetQueueUrl once and
- * then from a cache, prefixes through paginated ListQueues), asks GetQueueAttributes All of each,
- * and reads the dead-letter queue named by each RedrivePolicy: its depth comes from the
- * attributes already fetched when the DLQ is itself selected, else from one GetQueueAttributes
- * on its URL (GetQueueUrl cached), once per scrape however many queues share it. Optionally
+ * then from a cache, prefixes through paginated ListQueues less what `exclude` leaves out), asks
+ * GetQueueAttributes All of each, and reads the dead-letter queue named by each RedrivePolicy:
+ * its depth comes from the attributes already fetched when the DLQ is itself selected, else from
+ * one GetQueueAttributes on its URL (GetQueueUrl cached), once per scrape however many queues
+ * share it (an excluded DLQ too: it is left out as a queue, not as a DLQ). Optionally
  * CloudWatch adds the age of the oldest message, which the SQS API does not have
  * (sqs/cloudwatch.c).
  *
@@ -109,6 +110,21 @@ static void add_target(struct scrape *sc, const char *url)
     t->dlq = NONE;
 }
 
+/* 1 when the queue at url, found by ListQueues, is left out by exclude (and counted). The
+ * first nnamed targets are the queues listed in queues: asked for by name, they are kept. */
+static int excluded(struct sqs_state *st, const struct scrape *sc, size_t nnamed, const char *url)
+{
+    if (!exclude_any(&st->exclude))
+        return 0;
+    char *name = sqs_queue_name_from_url(url);
+    int out = name && exclude_match(&st->exclude, name);
+    for (size_t i = 0; out && i < nnamed; i++) /* scanned only for a match: the rare case */
+        out = strcmp(sc->t[i].name, name) != 0;
+    st->exclude.dropped += (size_t)out;
+    free(name);
+    return out;
+}
+
 static int list_queues(struct collector *c, struct scrape *sc, const struct deadline *dl,
                        struct err *e)
 {
@@ -116,6 +132,8 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
     char *token = NULL;
     size_t listed = 0;
     int rc = -1;
+    st->exclude.dropped = 0;     /* what a failed collection counted is not this one's */
+    const size_t nnamed = sc->n; /* the queues of queues, resolved before the listing */
     do {
         json_t *o = json_object();
         json_object_set_new(o, "MaxResults", json_integer(LIST_PAGE));
@@ -151,6 +169,8 @@ static int list_queues(struct collector *c, struct scrape *sc, const struct dead
                 json_decref(doc);
                 goto out;
             }
+            if (excluded(st, sc, nnamed, u)) /* before the cap: an excluded queue takes no room */
+                continue;
             if (listed >= (size_t)st->max_queues) {
                 next = NULL;
                 if (!st->warned_cap) {
@@ -390,6 +410,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (read_dlqs(c, &sc, dl, e))
         goto out;
     emit(out, &sc);
+    exclude_emit(&st->exclude, out, "queue");
     if (st->cloudwatch && read_cloudwatch(c, &sc, dl, out, e))
         goto out;
     rc = 0;
@@ -420,10 +441,11 @@ static int dead_letter_validate(struct collector *c, struct cfg_node *entry, con
     if (sqs_dlq_id_field_check(id_field, why, sizeof why))
         return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
     if (!sqs_settings_watches(c->priv, queue))
-        return cfg_error(e, cfg_at(entry, "queue"),
-                         "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
-                         "its queues, or a name its queue_name_prefix matches)",
-                         c->name, queue);
+        return cfg_error(
+            e, cfg_at(entry, "queue"),
+            "queue: source \"%s\" does not watch a queue named \"%s\" (want one of "
+            "its queues, or a name its queue_name_prefix matches and its exclude does not)",
+            c->name, queue);
     live_check_note(&((struct sqs_state *)c->priv)->dead_letter_queues, queue);
     return 0;
 }

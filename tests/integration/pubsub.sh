@@ -64,9 +64,47 @@ YML
   expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/emu.txt'"
   # The emulator's REST replies cut into 1- and 7-byte pieces by the fault proxy: the same series.
   expect_same_via_proxy "$T/emu.yml" emu "127.0.0.1:$EP"
+  # exclude: two scratch subscriptions made now (after the counts above), left out of what
+  # subscriptions.list finds and nothing else, against a read of every subscription.
+  put subscriptions/tmp-reply-1 '{"topic":"projects/shop/topics/events"}'
+  put subscriptions/tmp-reply-2 '{"topic":"projects/shop/topics/events"}'
+  cat > "$T/excl.yml" <<YML
+sources:
+  - name: every
+    kind: pubsub
+    project: shop
+    endpoint: http://127.0.0.1:$EP
+  - name: excl
+    kind: pubsub
+    project: shop
+    endpoint: http://127.0.0.1:$EP
+    exclude: ["tmp-*"]
+YML
+  "$QREL" scrape --config.file="$T/excl.yml" > "$T/excl.txt"
+  subs() { # subs SOURCE: its subscriptions, sorted, on one line
+    grep "^qrel_queue_info{source=\"$1\"" "$T/excl.txt" | sed -E 's/.*[{,]queue="([^"]*)".*/\1/' | sort | tr '\n' ' '
+  }
+  expect_eq "the read without exclude has both scratch subscriptions" \
+    "$(subs every | grep -o 'tmp-reply-[12] ' | wc -l)" 2
+  expect_eq "exclude leaves out tmp-reply-1 and -2 and nothing else" "$(subs excl)" \
+    "$(subs every | tr ' ' '\n' | grep -v '^tmp-reply-[12]$' | tr '\n' ' ')"
+  expect_metric "$T/excl.txt" 2 qrel_excluded_objects 'source="excl"' 'object="subscription"'
+  expect_absent "$T/excl.txt" qrel_excluded_objects 'source="every"'
+  expect_absent "$T/excl.txt" qrel_lease_timeout_seconds 'source="excl"' 'queue="tmp-reply-1"'
 else
   echo "SKIPPED: the Pub/Sub emulator part (no $PUBSUB_EMULATOR or no java; CI must have google-cloud-cli-pubsub-emulator)" >&2
 fi
+
+# exclude refused at load, at file:line:col: not a list; beside subscriptions (nothing listed).
+refused() { # refused WHAT WANT KEY_LINES
+  printf 'sources:\n  - name: bad\n    kind: pubsub\n    project: shop\n%s' "$3" > "$T/bad.yml"
+  expect_cmd "$1" bash -c "'$EXPORTER' --config.file='$T/bad.yml' --config.check 2>&1 | grep -qF -- '$2'"
+}
+refused "an exclude that is not a list is refused at its line and column" \
+  'bad.yml:5:14: exclude: want a list of strings, got a mapping' $'    exclude: {tmp: 1}\n'
+refused "an exclude beside subscriptions is refused, saying why" \
+  'bad.yml:6:14: exclude: only without subscriptions (it leaves out subscriptions subscriptions.list finds)' \
+  $'    subscriptions: [orders-mailer]\n    exclude: ["tmp-*"]\n'
 
 # ---- Cloud Monitoring (stub) and a Pub/Sub API stand-in -------------------------------------
 now=$(date +%s)

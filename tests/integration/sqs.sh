@@ -264,6 +264,66 @@ if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T/exporter.log" "$T
 else
   ok "no sanitizer report in the exporter's or qrel's output"
 fi
+
+# ---- exclude: two scratch queues made now (after the counts above, which they would change),
+# left out of what ListQueues finds. After the exporter stopped: only these reach the stub now.
+export QREL_TEST_SQS_TOKEN=$token
+tmp_a=$(create orders-tmp-a '{}')
+create orders-tmp-b '{}' >/dev/null
+excl_yml() { # excl_yml FILE NAME [key lines]: one sqs source on the stub
+  printf 'sources:\n  - name: %s\n    kind: sqs\n    region: us-east-1\n    endpoint: http://127.0.0.1:%s/\n' "$2" "$SP" > "$1"
+  printf '    access_key_id: %s\n    secret_access_key_file: %s\n' "$akid" "$T/secret" >> "$1"
+  printf '    session_token_env: QREL_TEST_SQS_TOKEN\n%s' "${3:-}" >> "$1"
+}
+sqs_queues() { # sqs_queues FILE: the queues with a ready count, sorted, one line
+  grep '^qrel_queue_messages{' "$1" | grep 'state="ready"' | grep -o 'queue="[^"]*"' | sort | tr '\n' ' '
+}
+excl_yml "$T/every.yml" every
+"$QREL" scrape --config.file="$T/every.yml" > "$T/every.prom"
+expect_eq "the whole account's listing has both scratch queues" \
+  "$(sqs_queues "$T/every.prom" | grep -o 'queue="orders-tmp-[ab]"' | wc -l)" 2
+expect_absent "$T/every.prom" qrel_excluded_objects
+n_all=$(sqs_queues "$T/every.prom" | wc -w)
+# max_queues is the count left after the exclude: it counts after it, so every queue but the two
+# still fits and no cap is reached.
+excl_yml "$T/excl.yml" excl "    exclude: [\"*-tmp-*\"]
+    max_queues: $((n_all - 2))
+"
+sent=$(wc -l < "$T/stub.jsonl")
+"$QREL" scrape --config.file="$T/excl.yml" > "$T/excl.prom" 2> "$T/excl.log"
+expect_eq "exclude leaves out orders-tmp-a and -b and nothing else" "$(sqs_queues "$T/excl.prom")" \
+  "$(sqs_queues "$T/every.prom" | tr ' ' '\n' | grep -v '^queue="orders-tmp-[ab]"$' | tr '\n' ' ')"
+expect_metric "$T/excl.prom" 2 qrel_excluded_objects 'source="excl"' 'object="queue"'
+expect_absent "$T/excl.prom" qrel_lease_timeout_seconds 'queue="orders-tmp-a"'
+expect_cmd "max_queues counts after the exclude (no cap reached)" \
+  bash -c "! grep -q 'max_queues reached' '$T/excl.log'"
+attrs_asked() { # attrs_asked PATTERN: GetQueueAttributes calls of that scrape whose body has it
+  tail -n +"$((sent + 1))" "$T/stub.jsonl" |
+    jq -r 'select(.target == "AmazonSQS.GetQueueAttributes") | .body' | grep -c -- "$1" || true
+}
+expect_eq "GetQueueAttributes of an excluded queue" "$(attrs_asked '/orders-tmp-')" 0
+expect_eq "GetQueueAttributes of the queues kept (one each)" "$(attrs_asked QueueUrl)" "$((n_all - 2))"
+# A queue listed in queues is kept though it matches; an excluded dead-letter queue is not
+# reported but still measured for the dead-letter figures of orders, as read without exclude.
+excl_yml "$T/kept.yml" kept "    queue_name_prefix: orders
+    queues: [\"$tmp_a\"]
+    exclude: [\"*-tmp-*\", orders-dlq]
+"
+"$QREL" scrape --config.file="$T/kept.yml" > "$T/kept.prom"
+expect_eq "queues of source kept" "$(sqs_queues "$T/kept.prom")" 'queue="orders" queue="orders-tmp-a" '
+expect_metric "$T/kept.prom" 2 qrel_excluded_objects 'source="kept"' 'object="queue"'
+expect_metric "$T/kept.prom" "$(mval "$T/every.prom" qrel_dead_letter_messages 'queue="orders"' 'dead_letter_queue="orders-dlq"')" \
+  qrel_dead_letter_messages 'source="kept"' 'queue="orders"' 'dead_letter_queue="orders-dlq"'
+# Refused at load, at file:line:col: not a list; an exclude with nothing listed (only queues).
+refused() { # refused WHAT WANT [key lines]
+  excl_yml "$T/bad.yml" bad "$3"
+  expect_cmd "$1" bash -c "'$EXPORTER' --config.file='$T/bad.yml' --config.check 2>&1 | grep -qF -- '$2'"
+}
+refused "an exclude that is not a list is refused at its line and column" \
+  'bad.yml:9:14: exclude: want a list of strings, got a mapping' $'    exclude: {orders-tmp-a: 1}\n'
+refused "an exclude beside only queues is refused, saying why" \
+  'bad.yml:10:14: exclude: only with queue_name_prefix or without queues (it leaves out queues ListQueues finds' \
+  $'    queues: [orders]\n    exclude: ["*-tmp-*"]\n'
 if grep -qF -e "$secret" -e "$wrong" "$T/stub.jsonl"; then
   not_ok "a secret key reached the server"
 else

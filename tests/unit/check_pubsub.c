@@ -384,7 +384,7 @@ static const struct check_case bad_configs[] = {
     {SRC "    subscriptions: [a]\n", "x.yml:2:5: project: want the Google Cloud project id"},
     {SRC "    projet: shop\n",
      "x.yml:4:5: unknown key \"projet\" in source \"gcp\" (known keys: credentials_env, "
-     "credentials_file, dead_letter_subscriptions, endpoint, kind, max_response_bytes, "
+     "credentials_file, dead_letter_subscriptions, endpoint, exclude, kind, max_response_bytes, "
      "min_interval, monitoring, "
      "monitoring_endpoint, monitoring_window, name, project, subscriptions, timeout, tls_config, "
      "token_file)"},
@@ -402,6 +402,13 @@ static const struct check_case bad_configs[] = {
     {SRC "    project: p\n    credentials_file: /nonexistent/sa.json\n",
      "x.yml:5:23: credentials_file: cannot read \"/nonexistent/sa.json\": No such file or "
      "directory"},
+    {SRC "    project: p\n    subscriptions: [a]\n    exclude: [\"tmp-*\"]\n",
+     "x.yml:6:14: exclude: only without subscriptions (it leaves out subscriptions "
+     "subscriptions.list finds)"},
+    {SRC "    project: p\n    exclude: {tmp: 1}\n",
+     "x.yml:5:14: exclude: want a list of strings, got a mapping"},
+    {SRC "    project: p\n    exclude: [\"\"]\n",
+     "x.yml:5:15: exclude: want a non-empty glob in each entry"},
     {SRC "    project: p\n    credentials_file: a\n    token_file: b\n",
      "x.yml:6:17: token_file: want either credentials_file or token_file, not both"},
 };

@@ -190,6 +190,10 @@ static const struct check_case bad_configs[] = {
          "    dead_letter_subscriptions: {refunds: dead}\n",
      "x.yml:6:42: dead_letter_subscriptions: source \"gcp\" does not watch subscription "
      "\"refunds\" (subscriptions: orders, projects/shop/subscriptions/pay)"},
+    /* every subscription of the project but those exclude leaves out */
+    {SRC "    exclude: [\"tmp-*\"]\n    dead_letter_subscriptions: {tmp-a: dead}\n",
+     "x.yml:6:40: dead_letter_subscriptions: source \"gcp\" does not watch subscription "
+     "\"tmp-a\" (its exclude leaves it out)"},
 };
 
 START_TEST(test_config_bad)

@@ -428,7 +428,8 @@ static const struct check_case configs[] = {
           "    queue_prefix: x\n",
      "x.yml:7:5: unknown key \"queue_prefix\" in source \"aws\" (known keys: access_key_id, "
      "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
-     "dlq_visibility_timeout, endpoint, kind, max_queues, max_response_bytes, min_interval, name, "
+     "dlq_visibility_timeout, endpoint, exclude, kind, max_queues, max_response_bytes, "
+     "min_interval, name, "
      "queue_name_prefix, "
      "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
      "session_token_file, timeout, tls_config)"},
@@ -436,7 +437,8 @@ static const struct check_case configs[] = {
     {HEAD "    regoin: eu-west-1\n",
      "x.yml:4:5: unknown key \"regoin\" in source \"aws\" (known keys: access_key_id, "
      "access_key_id_env, access_key_id_file, cloudwatch, cloudwatch_endpoint, cloudwatch_lookback, "
-     "dlq_visibility_timeout, endpoint, kind, max_queues, max_response_bytes, min_interval, name, "
+     "dlq_visibility_timeout, endpoint, exclude, kind, max_queues, max_response_bytes, "
+     "min_interval, name, "
      "queue_name_prefix, "
      "queues, region, secret_access_key_env, secret_access_key_file, session_token_env, "
      "session_token_file, timeout, tls_config)"},
@@ -446,6 +448,27 @@ static const struct check_case configs[] = {
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
           "    dlq_visibility_timeout: 13h\n",
      "x.yml:7:29: dlq_visibility_timeout: want 1s to 12h (SQS's VisibilityTimeout range)"},
+    /* exclude: a list of globs of the queues ListQueues finds */
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    queue_name_prefix: orders\n    queues: [orders-tmp-1]\n    exclude: [\"*-tmp-*\"]\n",
+     NULL},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    exclude: [\"*-tmp-*\", \"scratch?\"]\n",
+     NULL},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    queues: [orders]\n    exclude: [\"*-tmp-*\"]\n",
+     "x.yml:8:14: exclude: only with queue_name_prefix or without queues (it leaves out queues "
+     "ListQueues finds, never one listed in queues)"},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    exclude: {orders: 1}\n",
+     "x.yml:7:14: exclude: want a list of strings, got a mapping"},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    exclude: [tmp, \"reply.*\"]\n",
+     "x.yml:7:20: exclude: \"reply.*\" looks like a regular expression (it has \".*\"): exclude "
+     "takes globs (*, ?, [...]; \"[.]\" for a literal dot before a star)"},
+    {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    secret_access_key_env: T_SECRET\n"
+          "    exclude: []\n",
+     "x.yml:7:14: exclude: want at least one glob (leave exclude out to exclude nothing)"},
     {HEAD "    region: eu-west-1\n    access_key_id: AKID\n    access_key_id_env: T_SECRET\n"
           "    secret_access_key_env: T_SECRET\n",
      "x.yml:5:20: access_key_id: want one of access_key_id, access_key_id_file and "

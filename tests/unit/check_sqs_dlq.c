@@ -329,7 +329,7 @@ END_TEST
     "sources:\n  - name: aws\n    kind: sqs\n    region: eu-west-1\n    access_key_id: AKID\n"     \
     "    secret_access_key_env: T_SECRET\n"                                                        \
     "    queues: [orders, \"https://sqs.eu-west-1.amazonaws.com/1/billing\"]\n"                    \
-    "    queue_name_prefix: jobs-\n"
+    "    queue_name_prefix: jobs-\n    exclude: [\"jobs-tmp-*\"]\n"
 
 /* in: queue and id_field of a dead_letters entry; want: its error, NULL where it is accepted */
 static const struct check_case entries[] = {
@@ -337,10 +337,14 @@ static const struct check_case entries[] = {
     {"{queue: billing, id_field: \"attribute:order_id\"}", NULL},
     {"{queue: jobs-mail, id_field: id}", NULL},
     {"{queue: shipping, id_field: id}",
-     "x.yml:10:13: queue: source \"aws\" does not watch a queue named \"shipping\" (want one of "
-     "its queues, or a name its queue_name_prefix matches)"},
+     "x.yml:11:13: queue: source \"aws\" does not watch a queue named \"shipping\" (want one of "
+     "its queues, or a name its queue_name_prefix matches and its exclude does not)"},
+    /* found by the prefix but left out by exclude: not watched, unless listed in queues */
+    {"{queue: jobs-tmp-1, id_field: id}",
+     "x.yml:11:13: queue: source \"aws\" does not watch a queue named \"jobs-tmp-1\" (want one "
+     "of its queues, or a name its queue_name_prefix matches and its exclude does not)"},
     {"{queue: orders, id_field: \"attribute:\"}",
-     "x.yml:10:31: id_field: want a JSON key of the message body with dots between nested keys "
+     "x.yml:11:31: id_field: want a JSON key of the message body with dots between nested keys "
      "(order.id) or attribute:NAME for a message attribute, got \"attribute:\""},
 };
 
