@@ -64,6 +64,13 @@ YML
 config "$T/inspect.yml" qrel-inspect
 config "$T/replay.yml" qrel-replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
+# An id_field RQ keeps pickled is refused at load, with where and why.
+sed 's/id_field: job_id/id_field: order_id/' "$T/inspect.yml" > "$T/pickled.yml"
+rc=0
+"$QREL" dlq inspect --config.file="$T/pickled.yml" --source=jobs --queue=emails > /dev/null 2> "$T/pickled.err" || rc=$?
+expect_eq "id_field order_id (inside RQ's pickled arguments): exit 2" "$rc" 2
+expect_cmd "... refused with file:line:col and the forms RQ keeps as text" grep -qF \
+  "pickled.yml:18:15: id_field: want job_id (the job id) or description (the job's description)" "$T/pickled.err"
 # snapshot: every Redis key and its DUMP (value and encoding, byte for byte), and the table.
 snapshot() {
   local keys
