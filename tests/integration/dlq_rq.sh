@@ -9,7 +9,9 @@
 #            them, and a real RQ worker then runs each once; a second replay moves nothing;
 #   a replay SIGKILLed after 2 jobs is followed by a refused one (the lock), and once the lock is
 #            gone a rerun ends with every job back on its queue exactly once, none lost, one that
-#            was already on its queue not pushed twice.
+#            was already on its queue not pushed twice;
+#   refused: a replay onto a queue RQ does not know (even a dry run), and the move of a job whose
+#            hash expired (left in the registry, not queued).
 # Redis users with exactly the permissions docs/dlq.md lists run inspect, the dry run and replay.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -165,5 +167,21 @@ DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=refunds --only=al
 expect_eq "the rerun: exit 0, moved the rest" "$rc $(jq '.replay.moved | length' "$T/rerun.json")" "0 $((4 - got))"
 expect_eq "every job on rq:queue:refunds exactly once ($stray too), the registry empty" \
   "$(R LRANGE rq:queue:refunds 0 -1 | sort | paste -sd' ') $(R ZCARD rq:failed:refunds)" "$REFUNDS 0"
+
+# ---- refusals: a queue RQ does not know; a job whose hash expired ----------------------------
+R SREM rq:queues rq:queue:emails >/dev/null
+rc=0
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=emails --only=all > /dev/null || rc=$?
+expect_eq "a queue gone from rq:queues: even the dry run is refused (exit 1)" "$rc" 1
+expect_cmd "... saying so" grep -qF 'RQ does not know queue "emails" (it is not in rq:queues' "$T/dlq.err"
+R SADD rq:queues rq:queue:emails >/dev/null
+R DEL rq:job:o5 >/dev/null
+rc=0
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=emails --only=all --yes --format=json > "$T/expired.json" || rc=$?
+expect_eq "--only=all with o5's hash expired: exit 1, o1 o3 moved, o5 failed" \
+  "$rc $(jq -r '[.replay.moved[].message_id] + [.replay.failed[].message_id] | join(" ")' "$T/expired.json")" "1 o1 o3 o5"
+expect_cmd "... as a hash gone, left in the registry" \
+  bash -c "jq -r '.replay.failed[0].error' '$T/expired.json' | grep -qF 'rq:job:o5 is gone (expired)' && [ \"\$(redis-cli -p $RP ZRANGE rq:failed:emails 0 -1)\" = o5 ]"
+expect_eq "... and not queued" "$(R LRANGE rq:queue:emails 0 -1 | sort | paste -sd' ')" "o1 o3"
 
 finish
