@@ -35,6 +35,7 @@
 #include "rq.h"
 
 #define MAX_REPLY_TEXT 300
+#define Y2000 946684800.0 /* 2000-01-01T00:00:00Z */
 
 static struct redis_job *job_of(struct collector *c)
 {
@@ -133,8 +134,10 @@ static int on_job(void *ctx, size_t i, const redisReply *r, struct err *e)
     /* A job whose hash expired is all nil: it is listed, with what its id says. */
     if (hash_field(r, 0) || hash_field(r, 1))
         m->deliveries = rq_dlq_deliveries(hash_field(r, 2));
+    /* A time before 2000 is no failure time RQ wrote (docs/dlq.md): it says nothing. */
     double t;
-    if (rq_parse_time(hash_field(r, 0), &t) == 0 || rq_parse_time(hash_field(r, 1), &t) == 0)
+    if ((rq_parse_time(hash_field(r, 0), &t) == 0 || rq_parse_time(hash_field(r, 1), &t) == 0) &&
+        t >= Y2000)
         m->dead_since = t;
     return 0;
 }

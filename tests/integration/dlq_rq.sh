@@ -73,6 +73,12 @@ rc=0
 expect_eq "id_field order_id (inside RQ's pickled arguments): exit 2" "$rc" 2
 expect_cmd "... refused with file:line:col and the forms RQ keeps as text" grep -qF \
   "pickled.yml:18:15: id_field: want job_id (the job id) or description (the job's description)" "$T/pickled.err"
+sed 's/queue: refunds/queue: billing/' "$T/inspect.yml" > "$T/billing.yml"
+rc=0
+"$QREL" dlq inspect --config.file="$T/billing.yml" --source=jobs --queue=billing > /dev/null 2> "$T/billing.err" || rc=$?
+expect_eq "a queue the source does not list: exit 2" "$rc" 2
+expect_cmd "... refused at load, with file:line:col" grep -qF \
+  'billing.yml:21:12: queue: source "jobs" lists no queue "billing"' "$T/billing.err"
 # snapshot: every Redis key and its DUMP (value and encoding, byte for byte), and the table.
 snapshot() {
   local keys
