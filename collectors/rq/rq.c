@@ -18,6 +18,7 @@
  * over and counted (qrel_skipped_entries, common/entries.h): one bad job never takes the source
  * down, nor gives an age of decades. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
+#include "dlq.h"
 #include "log.h"
 #include "rq.h"
 #include "alloc.h"
@@ -44,6 +46,8 @@ struct state {
     double default_timeout;
     long long max_in_flight;
 };
+/* dlq.c reaches the connection through the first member, without the rest of the state. */
+_Static_assert(offsetof(struct state, job) == 0, "struct redis_job first in rq's state");
 
 /* What a job's HMGET is for. */
 enum job_role { JOB_HEAD, JOB_RUNNING, JOB_FAILED_FIRST, JOB_FAILED_LAST };
@@ -368,4 +372,6 @@ const struct collector_kind rq_kind = {
     .collect = collect,
     .destroy = destroy,
     .audit_hints = hints,
+    .dead_letter_validate = rq_dlq_validate,
+    .dlq = &rq_dlq,
 };

@@ -25,4 +25,24 @@ struct rq_hold {
  * *oldest is set), and 0 with *oldest = 0 for n == 0. */
 int rq_lease(const struct rq_hold *h, size_t n, double *oldest, double *margin, double *timeout);
 
+/* ---- `qrel dlq` (dlq_parse.c) ---- */
+
+/* Where a failed job carries its work id (a dead_letters entry's id_field). RQ pickles a job's
+ * arguments and meta by default, and qrel never unpickles what others wrote, so only what RQ
+ * keeps as plain text can name the work: the job id (`job_id`, which applications set with
+ * enqueue(..., job_id=...)) or the job's `description`. */
+enum rq_id_field { RQ_ID_JOB_ID, RQ_ID_DESCRIPTION };
+
+/* 0 with *out set for a form above; -1 with why (a sentence naming the forms) otherwise. */
+int rq_dlq_id_field(const char *id_field, enum rq_id_field *out, char *why, size_t whylen);
+
+/* RQ's utcformat() of unix seconds t ("2026-12-01T15:16:50.421338Z", microseconds), as RQ writes
+ * enqueued_at when it enqueues. -1 when t is not finite, before 1970 or after 9999. */
+int rq_utcformat(double t, char *out, size_t outlen);
+
+/* How often a failed job ran since it was last enqueued, from its retries_left field: a job
+ * without a Retry (no field) runs once; with one, RQ keeps only what is left, not how many it
+ * had, so the count is unknown (-1). */
+long long rq_dlq_deliveries(const char *retries_left);
+
 #endif
