@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "bullmq.h"
+#include "cluster.h"
 #include "collector.h"
 #include "common/entries.h"
 #include "common/redis.h"
@@ -52,6 +53,7 @@ struct state {
     long long max_active, max_queues;
     struct cursor *cursors;
     size_t ncursors;
+    struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
 };
 
 struct queue {
@@ -65,6 +67,7 @@ struct queue {
     int has_hold;
     char *new_last_id;
     double new_stalled; /* counted this scrape; added to the cursor's total once it succeeds */
+    double now_ms;      /* TIME of the server (on a cluster: the master) that holds the queue */
 };
 
 struct job_ref {
@@ -75,11 +78,15 @@ struct job_ref {
 
 struct scrape {
     struct state *st;
-    double now_ms;
+    double now_ms; /* of the server being read */
     struct queue *q;
     size_t n;
     struct job_ref *jobs;
     size_t njobs;
+    /* One server's part (on a cluster, one master's): its queues and jobs start at q_base and
+     * job_base; redirected says one of its replies was MOVED or ASK. */
+    size_t q_base, job_base;
+    int redirected;
     struct entry_skips skips; /* the job times that could not be read, passed over */
 };
 
@@ -87,6 +94,7 @@ static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
     redis_job_free(&st->job);
+    redis_cluster_free(&st->cl);
     free(st->prefix);
     for (size_t i = 0; i < st->ncursors; i++) {
         free(st->cursors[i].queue);
@@ -98,8 +106,6 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    st->job.rs.no_cluster =
-        "not built for BullMQ yet: qrel reads a BullMQ prefix on one Redis server";
     if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||
@@ -111,6 +117,14 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         st->prefix = xstrdup("bull");
     if (redis_job_check_queues(map, &st->job, e))
         return -1;
+    /* BullMQ's scripts touch several keys of a queue at once: on a cluster they share a slot. */
+    for (size_t i = 0; st->job.rs.cluster && i < st->job.nqueues; i++)
+        if (!bullmq_queue_tagged(st->prefix, st->job.queues[i]))
+            return cfg_error(e, cfg_at(map, "queues"),
+                             "queues: \"%s\": on a cluster every key of a queue is in one hash "
+                             "slot: give the prefix or the queue name a hash tag, e.g. prefix: "
+                             "\"{bull}\"",
+                             st->job.queues[i]);
     return 0;
 }
 
@@ -222,10 +236,18 @@ static int on_events(struct queue *q, const redisReply *r, int first, struct err
     return 0;
 }
 
+/* A reply of MOVED or ASK: the cluster's map is stale (cluster.c learns it again). */
+static void note_redirect(struct scrape *sc, const redisReply *r)
+{
+    if (redis_reply_is_error(r, "MOVED ") || redis_reply_is_error(r, "ASK "))
+        sc->redirected = 1;
+}
+
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    size_t qi = index / ROUND2_PER_QUEUE;
+    note_redirect(sc, r);
+    size_t qi = sc->q_base + index / ROUND2_PER_QUEUE;
     struct queue *q = &sc->q[qi];
     size_t k = index % ROUND2_PER_QUEUE;
     static const char *const counts[] = {"LLEN wait",   "LLEN paused",   "ZCARD prioritized",
@@ -274,7 +296,8 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
 static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    const struct job_ref *j = &sc->jobs[index];
+    note_redirect(sc, r);
+    const struct job_ref *j = &sc->jobs[sc->job_base + index];
     struct queue *q = &sc->q[j->queue];
     if (want(r, REDIS_REPLY_ARRAY, "HMGET job", q->name, e))
         return -1;
@@ -314,9 +337,57 @@ static void scrape_free(struct scrape *sc)
     entry_skips_free(&sc->skips);
 }
 
-static int run(void *arg, const struct deadline *dl, struct err *e)
+/* The queues one server holds, found or named: on a cluster (map set), only those whose slot
+ * master node serves (a queue's keys share one slot); else all. */
+static size_t queues_here(const struct state *st, char **names, size_t n,
+                          const struct redis_cluster_map *map, size_t node, char ***out)
 {
-    struct scrape *sc = arg;
+    *out = xcalloc(n + 1, sizeof **out);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (map) {
+            if (!bullmq_queue_tagged(st->prefix, names[i]))
+                continue; /* no BullMQ queue can live on a cluster without a hash tag */
+            char *meta = xasprintf("%s:%s:meta", st->prefix, names[i]);
+            unsigned owner = redis_cluster_node_of(map, meta, strlen(meta));
+            free(meta);
+            if (owner != node)
+                continue;
+        }
+        (*out)[k++] = names[i];
+    }
+    return k;
+}
+
+/* Moves the skips one server's part counted (its queues') into keep, then keep back into sc. */
+static void skips_merge(struct scrape *sc, struct entry_skips *keep)
+{
+    for (size_t i = sc->q_base; i < sc->n; i++)
+        for (int why = 0; why < ENTRY_SKIP_COUNT; why++)
+            for (double k = entry_skips_count(&sc->skips, sc->q[i].name, why); k > 0; k--)
+                entry_skips_add(keep, sc->q[i].name, why);
+    entry_skips_free(&sc->skips);
+    sc->skips = *keep;
+}
+
+/* Drops what a failed server's part added: its queues and jobs. */
+static void drop_part(struct scrape *sc)
+{
+    for (size_t i = sc->q_base; i < sc->n; i++) {
+        free(sc->q[i].name);
+        free(sc->q[i].new_last_id);
+    }
+    sc->n = sc->q_base;
+    for (size_t i = sc->job_base; i < sc->njobs; i++)
+        free(sc->jobs[i].id);
+    sc->njobs = sc->job_base;
+}
+
+/* The three rounds on one server (conn), its queues appended to sc's. */
+static int read_server(struct scrape *sc, struct redis_conn *conn,
+                       const struct redis_cluster_map *map, size_t node, const struct deadline *dl,
+                       struct err *e)
+{
     struct state *st = sc->st;
     struct redis_pipe *p = st->job.pipe;
     size_t max = st->job.rs.max_response_bytes;
@@ -324,6 +395,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     s.prefix = st->prefix;
     char *match = xasprintf("%s:*:meta", st->prefix);
     int rc = -1;
+    char **names = NULL;
+    sc->q_base = sc->n;
+    sc->job_base = sc->njobs;
+    struct entry_skips keep = sc->skips; /* this part's skips apart, merged when it succeeds */
+    memset(&sc->skips, 0, sizeof sc->skips);
     /* Round 1: TIME, and the SCAN pages when queues are not named. */
     do {
         redis_pipe_reset(p);
@@ -332,27 +408,30 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         if (!st->job.queues)
             redis_pipe_addv(p, "SCAN", s.cursor ? s.cursor : "0", "MATCH", match, "COUNT", "1000",
                             NULL);
-        if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_scan, &s, e))
+        if (redis_pipe_exec_each(conn, p, dl, max, on_scan, &s, e))
             goto out;
         if (!s.cursor)
             s.cursor = xstrdup("0");
     } while (!st->job.queues && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
     sc->now_ms = s.now_ms;
 
-    char **names = st->job.queues ? st->job.queues : s.names;
-    sc->n = st->job.queues ? st->job.nqueues : s.n;
-    sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
+    size_t nhere = queues_here(st, st->job.queues ? st->job.queues : s.names,
+                               st->job.queues ? st->job.nqueues : s.n, map, node, &names);
+    sc->n += nhere;
+    sc->q = xrealloc(sc->q, (sc->n ? sc->n : 1) * sizeof *sc->q);
+    memset(sc->q + sc->q_base, 0, nhere * sizeof *sc->q);
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
     redis_pipe_reset(p);
     /* Every cursor first, then pointers to them: cursor_for may move the array as it grows, so
      * a pointer taken before the last new queue was added would dangle. */
-    for (size_t i = 0; i < sc->n; i++)
+    for (size_t i = 0; i < nhere; i++)
         cursor_for(st, names[i]);
-    for (size_t i = 0; i < sc->n; i++) {
-        struct queue *q = &sc->q[i];
+    for (size_t i = 0; i < nhere; i++) {
+        struct queue *q = &sc->q[sc->q_base + i];
         q->name = xstrdup(names[i]);
         q->cur = cursor_for(st, names[i]);
+        q->now_ms = sc->now_ms;
         char *base = xasprintf("%s:%s:", st->prefix, names[i]);
         static const char *const suffix[] = {"wait",   "paused",  "prioritized",
                                              "active", "delayed", "failed"};
@@ -380,23 +459,45 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
             free(key[k]);
         free(base);
     }
-    if (sc->n && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
+    if (nhere && redis_pipe_exec_each(conn, p, dl, max, on_round2, sc, e))
         goto out;
 
     redis_pipe_reset(p);
-    for (size_t i = 0; i < sc->njobs; i++) {
+    for (size_t i = sc->job_base; i < sc->njobs; i++) {
         char *key =
             xasprintf("%s:%s:%s", st->prefix, sc->q[sc->jobs[i].queue].name, sc->jobs[i].id);
         redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
         free(key);
     }
-    if (sc->njobs && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round3, sc, e))
+    if (sc->njobs > sc->job_base && redis_pipe_exec_each(conn, p, dl, max, on_round3, sc, e))
         goto out;
     rc = 0;
 out:
+    if (rc)
+        drop_part(sc);
+    skips_merge(sc, &keep); /* after drop_part: a failed part's skips are dropped with it */
+    free(names);
     free(match);
     free(s.cursor);
     cfg_strv_free(s.names);
+    return rc;
+}
+
+/* A single server's scrape: redis_job_collect's callback. */
+static int run(void *arg, const struct deadline *dl, struct err *e)
+{
+    struct scrape *sc = arg;
+    return read_server(sc, sc->st->job.conn, NULL, 0, dl, e);
+}
+
+/* One master's part of a cluster's scrape: cluster.c's callback. */
+static int run_master(void *arg, struct redis_conn *conn, const struct redis_cluster_map *map,
+                      size_t node, const struct deadline *dl, int *redirected, struct err *e)
+{
+    struct scrape *sc = arg;
+    sc->redirected = 0;
+    int rc = read_server(sc, conn, map, node, dl, e);
+    *redirected = sc->redirected;
     return rc;
 }
 
@@ -423,8 +524,8 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                            NULL);
         if (q->has_hold)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
-        double first = sc->now_ms > q->failed_first ? (sc->now_ms - q->failed_first) / 1000 : 0;
-        double last = sc->now_ms > q->failed_last ? (sc->now_ms - q->failed_last) / 1000 : 0;
+        double first = q->now_ms > q->failed_first ? (q->now_ms - q->failed_first) / 1000 : 0;
+        double last = q->now_ms > q->failed_last ? (q->now_ms - q->failed_last) / 1000 : 0;
         if (q->has_failed & 1)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", first, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
@@ -441,7 +542,9 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
+    int rc = st->job.rs.cluster ? bullmq_cluster_collect(&st->cl, c->name, &st->job.rs, dl,
+                                                         run_master, &sc, &st->job.round_trips, e)
+                                : redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {
