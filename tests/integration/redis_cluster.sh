@@ -46,6 +46,11 @@ C XGROUP CREATE '{orders}' w 0 MKSTREAM >/dev/null
 C XADD '{orders}' '*' n 1 >/dev/null
 C XADD '{orders}:dead' '*' n 1 >/dev/null
 C XADD '{orders}:dead' '*' n 2 >/dev/null
+# {mig}: moved to another master by hand below. Two entries, one read (pending), one not (lag 1).
+C XGROUP CREATE '{mig}' g 0 MKSTREAM >/dev/null
+C XADD '{mig}' '*' n 1 >/dev/null
+C XADD '{mig}' '*' n 2 >/dev/null
+C XREADGROUP GROUP g c COUNT 1 STREAMS '{mig}' '>' >/dev/null
 
 # BullMQ's queues, written by one node process that then keeps a worker holding a job of mail.
 bull_t0=$(date +%s)
@@ -116,6 +121,7 @@ sources:
       - pattern: "ev:*"
       - name: "{orders}"
         dead_letter_stream: "{stream}:dead"
+      - name: "{mig}"
   - name: bq_tag
     kind: bullmq
     cluster: true
@@ -184,6 +190,56 @@ expect_metric "$T/m2.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
 for s in bq_tag bq_names bq_named; do expect_metric "$T/m2.txt" 1 qrel_collector_up "source=\"$s\""; done
 expect_eq "bullmq after the failover: the same counts" "$(bulls "$T/m2.txt")" "$BREF"
 expect_eq "bullmq, named queues, after the failover" "$(bull_got "$T/m2.txt" bq_named bull)" "$BREF_NAMED"
+
+# A slot migrates, by hand as redis-cli --cluster reshard does it: {mig} (named) and ev:0 (found by
+# the pattern) are moved to another master while their slots are still the old master's. The old
+# one answers {mig} with ASK; the new one's SCAN finds ev:0 in a slot the map gives the old one.
+# A scrape in the middle reads both where they are, after ASKING; then the migration ends.
+holder() { # the master that holds key K
+  local p
+  for p in $(masters); do [ "$(redis-cli -p "$p" EXISTS "$1")" = 1 ] && { echo "$p"; return; }; done
+}
+migrating=()
+migrate_start() { # K: its slot set migrating to another master, and K moved there
+  local src dst slot
+  src=$(holder "$1")
+  dst=$(masters | grep -vx "$src" | head -1)
+  slot=$(redis-cli -p "$src" CLUSTER KEYSLOT "$1")
+  redis-cli -p "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$src" CLUSTER MYID)" >/dev/null
+  redis-cli -p "$src" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$dst" CLUSTER MYID)" >/dev/null
+  redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "$1" 0 5000 >/dev/null
+  migrating+=("$slot:$dst")
+  last_src=$src last_dst=$dst
+}
+migrate_start '{mig}'
+old_of_mig=$last_src new_of_mig=$last_dst
+migrate_start ev:0
+expect_eq "{mig} is on the importing master (after ASKING)" \
+  "$(printf 'ASKING\nEXISTS {mig}\n' | redis-cli -p "$new_of_mig" | tail -1)" 1
+expect_line "the old master answers {mig} with ASK" "ASK " <(redis-cli -p "$old_of_mig" XLEN '{mig}' 2>&1)
+scrape "$T/m3.txt"
+expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="cl"'
+expect_eq "mid-migration: every ev: stream, ev:0 on the importing master" "$(got "$T/m3.txt")" "$REF2"
+expect_metric "$T/m3.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="in_flight"'
+expect_metric "$T/m3.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="ready"'
+for s in '{mig}' ev:0; do
+  expect_line "the ASK was followed for $s (debug log)" \
+    "msg=\"reading a stream after ASKING\" source=cl stream=$s " "$T/exporter.log"
+done
+for m in "${migrating[@]}"; do # the migration ends: every master gives the slot to its new one
+  for p in $(masters); do
+    redis-cli -p "$p" CLUSTER SETSLOT "${m%%:*}" NODE "$(redis-cli -p "${m#*:}" CLUSTER MYID)" >/dev/null
+  done
+done
+n3=$(wc -l < "$T/exporter.log")
+scrape "$T/m4.txt"
+tail -n +"$((n3 + 1))" "$T/exporter.log" > "$T/m4.log"
+expect_metric "$T/m4.txt" 1 qrel_collector_up 'source="cl"'
+expect_eq "after the migration: every ev: stream" "$(got "$T/m4.txt")" "$REF2"
+expect_metric "$T/m4.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="in_flight"'
+expect_line "{mig}: MOVED to the master that has it now, read there" \
+  "stream={mig} node=127.0.0.1:$new_of_mig" "$T/m4.log"
+expect_metric "$T/m4.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
 stop_exporter
 
 # The kinds whose framework cannot run on a cluster say why, from --config.check too.
