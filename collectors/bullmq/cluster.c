@@ -8,10 +8,12 @@
  * most that scrape. */
 #include "cluster.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "log.h"
 
 static int was_read(char **done, size_t ndone, const char *node)
 {
@@ -68,5 +70,94 @@ out:
     for (size_t i = 0; i < ndone; i++)
         free(done[i]);
     free(done);
+    return rc;
+}
+
+int bullmq_cluster_ask_note(struct bullmq_asks *a, const struct redis_cluster_map *map,
+                            size_t index, const redisReply *r, int *stale)
+{
+    struct redis_redirect rd;
+    if (!(redis_reply_is_error(r, "ASK ") || redis_reply_is_error(r, "MOVED ")) ||
+        !redis_cluster_parse_redirect(r->str, r->len, &rd))
+        return 0;
+    if (!rd.ask) {
+        if (redis_cluster_node_at(map, rd.address) == REDIS_CLUSTER_NO_NODE)
+            return 0; /* a node new to the map (a failover): cluster.c learns it again */
+        *stale = 1;
+    }
+    a->v = xrealloc(a->v, (a->n + 1) * sizeof *a->v);
+    a->v[a->n].index = index;
+    memcpy(a->v[a->n].address, rd.address, sizeof rd.address);
+    a->n++;
+    return 1;
+}
+
+void bullmq_asks_free(struct bullmq_asks *a)
+{
+    free(a->v);
+    a->v = NULL;
+    a->n = 0;
+}
+
+struct follow_run {
+    const size_t *index; /* the commands' own indexes, in the order sent */
+    redis_reply_fn fn;
+    void *arg;
+};
+
+static int follow_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct follow_run *run = ctx;
+    return run->fn(run->arg, run->index[i], r, e);
+}
+
+int bullmq_cluster_follow(struct redis_cluster *cl, const char *source,
+                          const struct redis_settings *rs, struct bullmq_asks *a,
+                          void (*add)(void *arg, size_t index, struct redis_pipe *p),
+                          redis_reply_fn fn, void *arg, const struct deadline *dl, struct err *e)
+{
+    size_t *index = xcalloc(a->n ? a->n : 1, sizeof *index);
+    struct redis_pipe *p = redis_pipe_new();
+    int rc = 0;
+    /* One node at a time: the first ASK not followed yet names it. */
+    unsigned char *done = xcalloc(a->n ? a->n : 1, 1);
+    for (size_t first = 0; first < a->n && rc == 0; first++) {
+        if (done[first])
+            continue;
+        const char *address = a->v[first].address;
+        unsigned node = redis_cluster_node_at(&cl->map, address);
+        if (node == REDIS_CLUSTER_NO_NODE) {
+            rc = err_set(e, ERR_QUERY, "redis \"%s\": ASK to %s, which is no master of the map",
+                         source, address);
+            break;
+        }
+        struct redis_conn *conn = redis_cluster_conn(cl, node, source, rs, dl, e);
+        if (!conn) {
+            rc = -1;
+            break;
+        }
+        redis_pipe_reset(p);
+        size_t n = 0;
+        for (size_t i = first; i < a->n; i++) {
+            if (done[i] || strcmp(a->v[i].address, address) != 0)
+                continue;
+            done[i] = 1;
+            index[n++] = a->v[i].index;
+            redis_cluster_pipe_asking(p, 1);
+            add(arg, a->v[i].index, p);
+        }
+        if (log_enabled(LOG_DEBUG)) {
+            char cmds[32];
+            snprintf(cmds, sizeof cmds, "%zu", n);
+            log_kv(LOG_DEBUG, "following ASK", "source", source, "node", address, "commands", cmds,
+                   NULL);
+        }
+        struct follow_run run = {index, fn, arg};
+        rc = redis_cluster_exec_each(conn, p, 1, dl, rs->max_response_bytes, follow_reply, &run, e);
+    }
+    free(done);
+    free(index);
+    redis_pipe_free(p);
+    bullmq_asks_free(a);
     return rc;
 }

@@ -200,20 +200,23 @@ holder() { # the master that holds key K
   for p in $(masters); do [ "$(redis-cli -p "$p" EXISTS "$1")" = 1 ] && { echo "$p"; return; }; done
 }
 migrating=()
-migrate_start() { # K: its slot set migrating to another master, and K moved there
-  local src dst slot
+migrate_start() { # K [KEY...]: K's slot set migrating to another master, and K (or the KEYs) moved
+  local src dst slot k
   src=$(holder "$1")
   dst=$(masters | grep -vx "$src" | head -1)
   slot=$(redis-cli -p "$src" CLUSTER KEYSLOT "$1")
   redis-cli -p "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$src" CLUSTER MYID)" >/dev/null
   redis-cli -p "$src" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$dst" CLUSTER MYID)" >/dev/null
-  redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "$1" 0 5000 >/dev/null
-  migrating+=("$slot:$dst")
+  [ $# -gt 1 ] && shift
+  for k in "$@"; do redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "$k" 0 5000 >/dev/null; done
+  migrating+=("$slot:$dst:$src")
   last_src=$src last_dst=$dst
 }
 migrate_start '{mig}'
 old_of_mig=$last_src new_of_mig=$last_dst
 migrate_start ev:0
+# BullMQ's queue {a} half moved: its meta key (so the new master's SCAN finds it), wait and failed.
+migrate_start 'bull:{a}:meta' 'bull:{a}:meta' 'bull:{a}:wait' 'bull:{a}:failed'
 expect_eq "{mig} is on the importing master (after ASKING)" \
   "$(printf 'ASKING\nEXISTS {mig}\n' | redis-cli -p "$new_of_mig" | tail -1)" 1
 expect_line "the old master answers {mig} with ASK" "ASK " <(redis-cli -p "$old_of_mig" XLEN '{mig}' 2>&1)
@@ -226,9 +229,18 @@ for s in '{mig}' ev:0; do
   expect_line "the ASK was followed for $s (debug log)" \
     "msg=\"reading a stream after ASKING\" source=cl stream=$s " "$T/exporter.log"
 done
-for m in "${migrating[@]}"; do # the migration ends: every master gives the slot to its new one
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m3.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq mid-migration: the same counts" "$(bulls "$T/m3.txt")" "$BREF"
+expect_eq "bullmq mid-migration, named queues" "$(bull_got "$T/m3.txt" bq_named bull)" "$BREF_NAMED"
+for s in bq_names bq_named; do
+  expect_line "$s followed the ASKs of {a} (debug log)" "msg=\"following ASK\" source=$s " "$T/exporter.log"
+done
+for m in "${migrating[@]}"; do # the migration ends: the rest of the slot's keys, then every master
+  IFS=: read -r slot dst src <<<"$m"
+  mapfile -t rest < <(redis-cli -p "$src" CLUSTER GETKEYSINSLOT "$slot" 1000)
+  [ "${#rest[@]}" -eq 0 ] || redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "" 0 5000 KEYS "${rest[@]}" >/dev/null
   for p in $(masters); do
-    redis-cli -p "$p" CLUSTER SETSLOT "${m%%:*}" NODE "$(redis-cli -p "${m#*:}" CLUSTER MYID)" >/dev/null
+    redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(redis-cli -p "$dst" CLUSTER MYID)" >/dev/null
   done
 done
 n3=$(wc -l < "$T/exporter.log")
@@ -240,6 +252,9 @@ expect_metric "$T/m4.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="in_fligh
 expect_line "{mig}: MOVED to the master that has it now, read there" \
   "stream={mig} node=127.0.0.1:$new_of_mig" "$T/m4.log"
 expect_metric "$T/m4.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m4.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq after the migration: the same counts" "$(bulls "$T/m4.txt")" "$BREF"
+expect_eq "bullmq after the migration, named queues" "$(bull_got "$T/m4.txt" bq_named bull)" "$BREF_NAMED"
 stop_exporter
 
 # The kinds whose framework cannot run on a cluster say why, from --config.check too.
