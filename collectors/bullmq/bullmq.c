@@ -15,7 +15,10 @@
  * hashes of the oldest waiting and the active jobs. Stalled events are counted from the stream
  * as they arrive, so qrel_lease_expiries_total counts from the exporter's start. A job time that
  * is no time (processedOn -5, NaN, 1970) gives no age: it is passed over and counted
- * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds. */
+ * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds.
+ *
+ * With cluster: true, cluster.c walks the masters and each is read as a single server
+ * (read_server), its queues appended to the scrape's; ASKs are followed per command there. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
