@@ -260,7 +260,7 @@ static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         return 0;
     }
     struct redis_redirect rd;
-    if (!run->st->asking &&
+    if (run->st->rs.cluster && !run->st->asking &&
         (redis_reply_is_error(r, "ASK ") || redis_reply_is_error(r, "MOVED ")) &&
         redis_cluster_parse_redirect(r->str, r->len, &rd) &&
         (rd.ask || redis_cluster_node_at(&run->st->cl.map, rd.address) != REDIS_CLUSTER_NO_NODE)) {
