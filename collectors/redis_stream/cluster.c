@@ -51,7 +51,6 @@ static int ask_pass(struct collector *c, struct state *st, const struct deadline
         redis_stream_read_details(st, p, dl, &sc, now_ms, out, truncated, e))
         goto out;
     entry_skips_emit(&sc.skips, out);
-    st->asks_followed += sc.n;
     /* done: into asked, out of asks */
     size_t kept = 0;
     char *addr = xstrdup(address);

@@ -57,13 +57,12 @@ struct state {
     int redirected;
     /* ASK (ask.c): asking says the pass reads a migrating slot's streams, ASKING before every
      * command; asks are the streams one master's pass met that are to be read so, asked the
-     * names read so in this scrape (each once), asks_followed how many since the start. */
+     * names read so in this scrape (each once). */
     int asking;
     struct ask *asks;
     size_t nasks;
     char **asked;
     size_t nasked;
-    unsigned long long asks_followed;
     int cl_stale; /* a slot moved between masters: learn the map again after this scrape */
 };
 
