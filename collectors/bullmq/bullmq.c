@@ -15,13 +15,17 @@
  * hashes of the oldest waiting and the active jobs. Stalled events are counted from the stream
  * as they arrive, so qrel_lease_expiries_total counts from the exporter's start. A job time that
  * is no time (processedOn -5, NaN, 1970) gives no age: it is passed over and counted
- * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds. */
+ * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds.
+ *
+ * With cluster: true, cluster.c walks the masters and each is read as a single server
+ * (read_server), its queues appended to the scrape's; ASKs are followed per command there. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bullmq.h"
+#include "cluster.h"
 #include "collector.h"
 #include "common/entries.h"
 #include "common/exclude.h"
@@ -53,6 +57,7 @@ struct state {
     long long max_active, max_queues;
     struct cursor *cursors;
     size_t ncursors;
+    struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
 };
 
 struct queue {
@@ -66,6 +71,7 @@ struct queue {
     int has_hold;
     char *new_last_id;
     double new_stalled; /* counted this scrape; added to the cursor's total once it succeeds */
+    double now_ms;      /* TIME of the server (on a cluster: the master) that holds the queue */
 };
 
 struct job_ref {
@@ -76,11 +82,27 @@ struct job_ref {
 
 struct scrape {
     struct state *st;
-    double now_ms;
+    double now_ms; /* of the server being read */
     struct queue *q;
     size_t n;
     struct job_ref *jobs;
     size_t njobs;
+    /* One server's part (on a cluster, one master's): its queues and jobs start at q_base and
+     * job_base; redirected says one of its replies was MOVED or ASK. */
+    size_t q_base, job_base;
+    int redirected;
+    /* On a cluster (cluster.c): the map, and the ASKs met by the pipeline being read, followed
+     * after it (asking while they are). */
+    const char *source;
+    const struct redis_cluster_map *map;
+    struct bullmq_asks asks;
+    int asking;
+    int stale; /* a MOVED was followed: the map is learnt again after the scrape */
+    /* Queues a master's SCAN found in a slot the map gives another master (moved there, or
+     * migrating): read on that master after this one's part. */
+    char **foreign;
+    size_t *foreign_owner;
+    size_t nforeign;
     struct entry_skips skips; /* the job times that could not be read, passed over */
 };
 
@@ -88,6 +110,7 @@ static void destroy(struct collector *c)
 {
     struct state *st = c->priv;
     redis_job_free(&st->job);
+    redis_cluster_free(&st->cl);
     free(st->prefix);
     for (size_t i = 0; i < st->ncursors; i++) {
         free(st->cursors[i].queue);
@@ -99,8 +122,6 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    st->job.rs.no_cluster =
-        "not built for BullMQ yet: qrel reads a BullMQ prefix on one Redis server";
     st->job.discovery = "SCAN <prefix>:*:meta";
     if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
@@ -113,6 +134,14 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         st->prefix = xstrdup("bull");
     if (redis_job_check_queues(map, &st->job, e))
         return -1;
+    /* BullMQ's scripts touch several keys of a queue at once: on a cluster they share a slot. */
+    for (size_t i = 0; st->job.rs.cluster && i < st->job.nqueues; i++)
+        if (!bullmq_queue_tagged(st->prefix, st->job.queues[i]))
+            return cfg_error(e, cfg_at(map, "queues"),
+                             "queues: \"%s\": on a cluster every key of a queue is in one hash "
+                             "slot: give the prefix or the queue name a hash tag, e.g. prefix: "
+                             "\"{bull}\"",
+                             st->job.queues[i]);
     return 0;
 }
 
@@ -229,10 +258,20 @@ static int on_events(struct queue *q, const redisReply *r, int first, struct err
     return 0;
 }
 
+/* A reply of MOVED or ASK: the cluster's map is stale (cluster.c learns it again). */
+static void note_redirect(struct scrape *sc, const redisReply *r)
+{
+    if (redis_reply_is_error(r, "MOVED ") || redis_reply_is_error(r, "ASK "))
+        sc->redirected = 1;
+}
+
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    size_t qi = index / ROUND2_PER_QUEUE;
+    if (sc->map && !sc->asking && bullmq_cluster_ask_note(&sc->asks, sc->map, index, r, &sc->stale))
+        return 0; /* asked again where the key is, after this pipeline */
+    note_redirect(sc, r);
+    size_t qi = sc->q_base + index / ROUND2_PER_QUEUE;
     struct queue *q = &sc->q[qi];
     size_t k = index % ROUND2_PER_QUEUE;
     static const char *const counts[] = {"LLEN wait",   "LLEN paused",   "ZCARD prioritized",
@@ -281,7 +320,10 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
 static int on_round3(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    const struct job_ref *j = &sc->jobs[index];
+    if (sc->map && !sc->asking && bullmq_cluster_ask_note(&sc->asks, sc->map, index, r, &sc->stale))
+        return 0;
+    note_redirect(sc, r);
+    const struct job_ref *j = &sc->jobs[sc->job_base + index];
     struct queue *q = &sc->q[j->queue];
     if (want(r, REDIS_REPLY_ARRAY, "HMGET job", q->name, e))
         return -1;
@@ -319,11 +361,151 @@ static void scrape_free(struct scrape *sc)
         free(sc->jobs[i].id);
     free(sc->jobs);
     entry_skips_free(&sc->skips);
+    bullmq_asks_free(&sc->asks);
+    cfg_strv_free(sc->foreign);
+    free(sc->foreign_owner);
 }
 
-static int run(void *arg, const struct deadline *dl, struct err *e)
+static int has_queue(const struct scrape *sc, const char *name)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        if (strcmp(sc->q[i].name, name) == 0)
+            return 1;
+    for (size_t i = 0; i < sc->nforeign; i++)
+        if (strcmp(sc->foreign[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The queues one server holds, found or named: on a cluster (map set), only those whose slot
+ * master node serves (a queue's keys share one slot), the ones found in another's slot put
+ * aside for it (found: SCAN found them here); else all. */
+static size_t queues_here(struct scrape *sc, char **names, size_t n, int found,
+                          const struct redis_cluster_map *map, size_t node, char ***out)
+{
+    const struct state *st = sc->st;
+    *out = xcalloc(n + 1, sizeof **out);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (map) {
+            if (!bullmq_queue_tagged(st->prefix, names[i]))
+                continue; /* no BullMQ queue can live on a cluster without a hash tag */
+            char *meta = xasprintf("%s:%s:meta", st->prefix, names[i]);
+            unsigned owner = redis_cluster_node_of(map, meta, strlen(meta));
+            free(meta);
+            if (owner != node) {
+                if (found && owner != REDIS_CLUSTER_NO_NODE && !has_queue(sc, names[i])) {
+                    sc->foreign = xrealloc(sc->foreign, (sc->nforeign + 2) * sizeof *sc->foreign);
+                    sc->foreign_owner =
+                        xrealloc(sc->foreign_owner, (sc->nforeign + 1) * sizeof *sc->foreign_owner);
+                    sc->foreign_owner[sc->nforeign] = owner;
+                    sc->foreign[sc->nforeign++] = xstrdup(names[i]);
+                    sc->foreign[sc->nforeign] = NULL;
+                }
+                continue;
+            }
+            if (found && has_queue(sc, names[i]))
+                continue; /* read on the master of its slot already */
+        }
+        (*out)[k++] = names[i];
+    }
+    return k;
+}
+
+/* Moves the skips one server's part counted (its queues') into keep, then keep back into sc. */
+static void skips_merge(struct scrape *sc, struct entry_skips *keep)
+{
+    for (size_t i = sc->q_base; i < sc->n; i++)
+        for (int why = 0; why < ENTRY_SKIP_COUNT; why++)
+            for (double k = entry_skips_count(&sc->skips, sc->q[i].name, why); k > 0; k--)
+                entry_skips_add(keep, sc->q[i].name, why);
+    entry_skips_free(&sc->skips);
+    sc->skips = *keep;
+}
+
+/* Drops what a failed server's part added: its queues and jobs. */
+static void drop_part(struct scrape *sc)
+{
+    for (size_t i = sc->q_base; i < sc->n; i++) {
+        free(sc->q[i].name);
+        free(sc->q[i].new_last_id);
+    }
+    sc->n = sc->q_base;
+    for (size_t i = sc->job_base; i < sc->njobs; i++)
+        free(sc->jobs[i].id);
+    sc->njobs = sc->job_base;
+}
+
+/* Command k (of ROUND2_PER_QUEUE) of round 2 for queue q. */
+static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
+                       struct redis_pipe *p)
+{
+    static const char *const suffix[] = {"wait",    "paused", "prioritized", "active",
+                                         "delayed", "failed", "wait",        "active",
+                                         "failed",  "failed", "events"};
+    static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
+    char *key = xasprintf("%s:%s:%s", st->prefix, q->name, suffix[k]);
+    char stop[32];
+    snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
+    const struct cursor *cur = &st->cursors[q->cur];
+    if (k < 6) {
+        redis_pipe_addv(p, cmd[k], key, NULL);
+    } else if (k == 6) {
+        redis_pipe_addv(p, "LINDEX", key, "-1", NULL);
+    } else if (k == 7) {
+        redis_pipe_addv(p, "LRANGE", key, "0", stop, NULL);
+    } else if (k == 8 || k == 9) {
+        redis_pipe_addv(p, k == 8 ? "ZRANGE" : "ZREVRANGE", key, "0", "0", "WITHSCORES", NULL);
+    } else if (cur->last_id) {
+        char *from = xasprintf("(%s", cur->last_id);
+        redis_pipe_addv(p, "XRANGE", key, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
+        free(from);
+    } else {
+        redis_pipe_addv(p, "XREVRANGE", key, "+", "-", "COUNT", "1", NULL);
+    }
+    free(key);
+}
+
+/* Round 3's command for job i of sc. */
+static void round3_cmd(const struct scrape *sc, size_t i, struct redis_pipe *p)
+{
+    char *key =
+        xasprintf("%s:%s:%s", sc->st->prefix, sc->q[sc->jobs[i].queue].name, sc->jobs[i].id);
+    redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
+    free(key);
+}
+
+/* bullmq_cluster_follow's callbacks: a command of round 2 or 3 again, by its index. */
+static void add_round2(void *arg, size_t index, struct redis_pipe *p)
 {
     struct scrape *sc = arg;
+    round2_cmd(sc->st, &sc->q[sc->q_base + index / ROUND2_PER_QUEUE], index % ROUND2_PER_QUEUE, p);
+}
+
+static void add_round3(void *arg, size_t index, struct redis_pipe *p)
+{
+    struct scrape *sc = arg;
+    round3_cmd(sc, sc->job_base + index, p);
+}
+
+/* The commands of the last pipeline that met ASK, asked again where their keys are. */
+static int follow_asks(struct scrape *sc, void (*add)(void *, size_t, struct redis_pipe *),
+                       redis_reply_fn fn, const struct deadline *dl, struct err *e)
+{
+    if (!sc->asks.n)
+        return 0;
+    sc->asking = 1;
+    int rc = bullmq_cluster_follow(&sc->st->cl, sc->source, &sc->st->job.rs, &sc->asks, add, fn, sc,
+                                   dl, e);
+    sc->asking = 0;
+    return rc;
+}
+
+/* The three rounds on one server (conn), its queues appended to sc's. */
+static int read_server(struct scrape *sc, struct redis_conn *conn,
+                       const struct redis_cluster_map *map, size_t node, char **only,
+                       const struct deadline *dl, struct err *e)
+{
     struct state *st = sc->st;
     struct redis_pipe *p = st->job.pipe;
     size_t max = st->job.rs.max_response_bytes;
@@ -332,79 +514,124 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     s.exclude = &st->job.exclude;
     char *match = xasprintf("%s:*:meta", st->prefix);
     int rc = -1;
+    char **names = NULL;
+    int scan = !only && !st->job.queues;
+    sc->q_base = sc->n;
+    sc->job_base = sc->njobs;
+    struct entry_skips keep = sc->skips; /* this part's skips apart, merged when it succeeds */
+    memset(&sc->skips, 0, sizeof sc->skips);
+    size_t dropped = st->job.exclude.dropped; /* a failed part's exclusions are dropped too */
     /* Round 1: TIME, and the SCAN pages when queues are not named. */
     do {
         redis_pipe_reset(p);
         if (!s.cursor)
             redis_pipe_addv(p, "TIME", NULL);
-        if (!st->job.queues)
+        if (scan)
             redis_pipe_addv(p, "SCAN", s.cursor ? s.cursor : "0", "MATCH", match, "COUNT", "1000",
                             NULL);
-        if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_scan, &s, e))
+        if (redis_pipe_exec_each(conn, p, dl, max, on_scan, &s, e))
             goto out;
         if (!s.cursor)
             s.cursor = xstrdup("0");
-    } while (!st->job.queues && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
+    } while (scan && strcmp(s.cursor, "0") != 0 && s.n < (size_t)st->max_queues);
     sc->now_ms = s.now_ms;
 
-    char **names = st->job.queues ? st->job.queues : s.names;
-    sc->n = st->job.queues ? st->job.nqueues : s.n;
-    sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
-    char stop[32];
-    snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
+    size_t nhere;
+    if (only) { /* put aside for this master by another: read as they are */
+        nhere = 0;
+        while (only[nhere])
+            nhere++;
+        names = xcalloc(nhere + 1, sizeof *names);
+        memcpy(names, only, nhere * sizeof *names);
+    } else {
+        nhere = queues_here(sc, st->job.queues ? st->job.queues : s.names,
+                            st->job.queues ? st->job.nqueues : s.n, scan, map, node, &names);
+    }
+    sc->n += nhere;
+    sc->q = xrealloc(sc->q, (sc->n ? sc->n : 1) * sizeof *sc->q);
+    memset(sc->q + sc->q_base, 0, nhere * sizeof *sc->q);
     redis_pipe_reset(p);
     /* Every cursor first, then pointers to them: cursor_for may move the array as it grows, so
      * a pointer taken before the last new queue was added would dangle. */
-    for (size_t i = 0; i < sc->n; i++)
+    for (size_t i = 0; i < nhere; i++)
         cursor_for(st, names[i]);
-    for (size_t i = 0; i < sc->n; i++) {
-        struct queue *q = &sc->q[i];
+    for (size_t i = 0; i < nhere; i++) {
+        struct queue *q = &sc->q[sc->q_base + i];
         q->name = xstrdup(names[i]);
         q->cur = cursor_for(st, names[i]);
-        char *base = xasprintf("%s:%s:", st->prefix, names[i]);
-        static const char *const suffix[] = {"wait",   "paused",  "prioritized",
-                                             "active", "delayed", "failed"};
-        static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
-        char *key[6];
-        for (int k = 0; k < 6; k++) {
-            key[k] = xasprintf("%s%s", base, suffix[k]);
-            redis_pipe_addv(p, cmd[k], key[k], NULL);
-        }
-        redis_pipe_addv(p, "LINDEX", key[0], "-1", NULL);
-        redis_pipe_addv(p, "LRANGE", key[3], "0", stop, NULL);
-        redis_pipe_addv(p, "ZRANGE", key[5], "0", "0", "WITHSCORES", NULL);
-        redis_pipe_addv(p, "ZREVRANGE", key[5], "0", "0", "WITHSCORES", NULL);
-        char *events = xasprintf("%sevents", base);
-        const struct cursor *cur = &st->cursors[q->cur];
-        if (cur->last_id) {
-            char *from = xasprintf("(%s", cur->last_id);
-            redis_pipe_addv(p, "XRANGE", events, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
-            free(from);
-        } else {
-            redis_pipe_addv(p, "XREVRANGE", events, "+", "-", "COUNT", "1", NULL);
-        }
-        free(events);
-        for (int k = 0; k < 6; k++)
-            free(key[k]);
-        free(base);
+        q->now_ms = sc->now_ms;
+        for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
+            round2_cmd(st, q, k, p);
     }
-    if (sc->n && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
+    if (nhere && (redis_pipe_exec_each(conn, p, dl, max, on_round2, sc, e) ||
+                  follow_asks(sc, add_round2, on_round2, dl, e)))
         goto out;
 
     redis_pipe_reset(p);
-    for (size_t i = 0; i < sc->njobs; i++) {
-        char *key =
-            xasprintf("%s:%s:%s", st->prefix, sc->q[sc->jobs[i].queue].name, sc->jobs[i].id);
-        redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
-        free(key);
-    }
-    if (sc->njobs && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round3, sc, e))
+    for (size_t i = sc->job_base; i < sc->njobs; i++)
+        round3_cmd(sc, i, p);
+    if (sc->njobs > sc->job_base && (redis_pipe_exec_each(conn, p, dl, max, on_round3, sc, e) ||
+                                     follow_asks(sc, add_round3, on_round3, dl, e)))
         goto out;
     rc = 0;
 out:
+    if (rc) {
+        drop_part(sc);
+        st->job.exclude.dropped = dropped;
+    }
+    skips_merge(sc, &keep); /* after drop_part: a failed part's skips are dropped with it */
+    free(names);
     free(match);
     free(s.cursor);
     cfg_strv_free(s.names);
+    return rc;
+}
+
+/* A single server's scrape: redis_job_collect's callback. */
+static int run(void *arg, const struct deadline *dl, struct err *e)
+{
+    struct scrape *sc = arg;
+    return read_server(sc, sc->st->job.conn, NULL, 0, NULL, dl, e);
+}
+
+/* One master's part of a cluster's scrape: cluster.c's callback. */
+static int run_master(void *arg, struct redis_conn *conn, const struct redis_cluster_map *map,
+                      size_t node, const struct deadline *dl, int *redirected, struct err *e)
+{
+    struct scrape *sc = arg;
+    sc->redirected = 0;
+    sc->map = map;
+    int rc = read_server(sc, conn, map, node, NULL, dl, e);
+    bullmq_asks_free(&sc->asks); /* none left after a failure either */
+    *redirected = sc->redirected;
+    /* The queues put aside for other masters, each read on the master of its slot now (its
+     * keys followed by ASK or MOVED where they moved). This master's part is kept already: a
+     * failure now fails the scrape rather than have cluster.c read this master again. */
+    while (rc == 0 && sc->nforeign) {
+        size_t owner = sc->foreign_owner[0], k = 0, kept = 0;
+        char **only = xcalloc(sc->nforeign + 1, sizeof *only);
+        for (size_t i = 0; i < sc->nforeign; i++) {
+            if (sc->foreign_owner[i] == owner) {
+                only[k++] = sc->foreign[i];
+                continue;
+            }
+            sc->foreign_owner[kept] = sc->foreign_owner[i];
+            sc->foreign[kept++] = sc->foreign[i];
+        }
+        sc->nforeign = kept;
+        sc->foreign[kept] = NULL;
+        struct redis_conn *oc =
+            redis_cluster_conn(&sc->st->cl, owner, sc->source, &sc->st->job.rs, dl, e);
+        rc = oc ? read_server(sc, oc, map, owner, only, dl, e) : -1;
+        bullmq_asks_free(&sc->asks);
+        cfg_strv_free(only);
+        *redirected = 0;
+    }
+    if (rc) { /* what this part put aside goes with it (its owners are the old map's) */
+        cfg_strv_free(sc->foreign);
+        sc->foreign = NULL;
+        sc->nforeign = 0;
+    }
     return rc;
 }
 
@@ -432,8 +659,8 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                            NULL);
         if (q->has_hold)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
-        double first = sc->now_ms > q->failed_first ? (sc->now_ms - q->failed_first) / 1000 : 0;
-        double last = sc->now_ms > q->failed_last ? (sc->now_ms - q->failed_last) / 1000 : 0;
+        double first = q->now_ms > q->failed_first ? (q->now_ms - q->failed_first) / 1000 : 0;
+        double last = q->now_ms > q->failed_last ? (q->now_ms - q->failed_last) / 1000 : 0;
         if (q->has_failed & 1)
             metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", first, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
@@ -450,7 +677,13 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
-    int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
+    sc.source = c->name;
+    st->job.exclude.dropped = 0; /* redis_job_collect does it on a single server */
+    int rc = st->job.rs.cluster ? bullmq_cluster_collect(&st->cl, c->name, &st->job.rs, dl,
+                                                         run_master, &sc, &st->job.round_trips, e)
+                                : redis_job_collect(&st->job, c->name, dl, run, &sc, e);
+    if (sc.stale) /* a slot moved between masters: the map is learnt again next time */
+        redis_cluster_forget(&st->cl);
     if (rc == 0) {
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {

@@ -13,4 +13,9 @@ char *bullmq_queue_of_meta_key(const char *key, size_t len, const char *prefix);
  * values[i]) a `stalled` event, the one BullMQ adds when a job's lock ran out? */
 int bullmq_is_stalled_event(const char *const *names, const char *const *values, size_t n);
 
+/* On a Redis Cluster every key of a queue must be in one hash slot: is there a hash tag (a
+ * non-empty "{...}", the first "{" and the next "}") within `<prefix>:<queue>:`, so that every
+ * key `<prefix>:<queue>:<suffix>` hashes by it whatever the suffix? */
+int bullmq_queue_tagged(const char *prefix, const char *queue);
+
 #endif

@@ -1,4 +1,6 @@
 /* parse.c: BullMQ's key names and events (see bullmq.h). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bullmq.h"
@@ -20,4 +22,14 @@ int bullmq_is_stalled_event(const char *const *names, const char *const *values,
         if (names[i] && values[i] && strcmp(names[i], "event") == 0)
             return strcmp(values[i], "stalled") == 0;
     return 0;
+}
+
+int bullmq_queue_tagged(const char *prefix, const char *queue)
+{
+    char *base = xasprintf("%s:%s:", prefix, queue);
+    const char *open = strchr(base, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    int tagged = close && close > open + 1;
+    free(base);
+    return tagged;
 }

@@ -141,3 +141,11 @@ unsigned redis_cluster_node_of(const struct redis_cluster_map *m, const char *ke
 {
     return m->owner[redis_cluster_key_slot(key, len)];
 }
+
+unsigned redis_cluster_node_at(const struct redis_cluster_map *m, const char *address)
+{
+    for (size_t i = 0; i < m->nnodes; i++)
+        if (strcmp(m->nodes[i], address) == 0)
+            return (unsigned)i;
+    return REDIS_CLUSTER_NO_NODE;
+}

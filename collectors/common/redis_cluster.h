@@ -58,6 +58,9 @@ int redis_cluster_parse_slots(const redisReply *r, const char *from_host,
 void redis_cluster_map_free(struct redis_cluster_map *m); /* empties it; fine on a zeroed map */
 /* The node serving key, or REDIS_CLUSTER_NO_NODE. */
 unsigned redis_cluster_node_of(const struct redis_cluster_map *m, const char *key, size_t len);
+/* The index of the master at address ("host:port" as the map spells it), or
+ * REDIS_CLUSTER_NO_NODE. */
+unsigned redis_cluster_node_at(const struct redis_cluster_map *m, const char *address);
 
 /* ---- the connections (redis_cluster_conn.c) ---- */
 
@@ -83,5 +86,16 @@ struct redis_conn *redis_cluster_conn(struct redis_cluster *cl, size_t i, const 
 void redis_cluster_forget(struct redis_cluster *cl);
 /* destroy()'s part: the connections and the map. Fine on a zeroed one. */
 void redis_cluster_free(struct redis_cluster *cl);
+
+/* ASK: while a slot migrates, a key already moved is answered with `ASK <slot> <host:port>`: the
+ * command goes once to that node, right after ASKING, and the map stays as it is (the slot is
+ * still the old master's until the migration ends). A pipeline of such commands has ASKING in
+ * front of every one: redis_cluster_pipe_asking before each command added (it adds ASKING when
+ * asking), then redis_cluster_exec_each, which checks the ASKING replies and hands fn the
+ * commands' replies by their own index (0, 1, ...), as redis_pipe_exec_each would without them. */
+void redis_cluster_pipe_asking(struct redis_pipe *p, int asking);
+int redis_cluster_exec_each(struct redis_conn *c, struct redis_pipe *p, int asking,
+                            const struct deadline *dl, size_t max_bytes, redis_reply_fn fn,
+                            void *ctx, struct err *e);
 
 #endif

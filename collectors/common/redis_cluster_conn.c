@@ -111,3 +111,36 @@ struct redis_conn *redis_cluster_conn(struct redis_cluster *cl, size_t i, const 
                                            rs->tls, dl, e);
     return cl->conns[i];
 }
+
+void redis_cluster_pipe_asking(struct redis_pipe *p, int asking)
+{
+    if (asking)
+        redis_pipe_addv(p, "ASKING", NULL);
+}
+
+struct asking_run {
+    redis_reply_fn fn;
+    void *ctx;
+};
+
+/* Replies 0, 2, 4, ... are ASKING's (+OK), 1, 3, 5, ... the commands'. */
+static int asking_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct asking_run *run = ctx;
+    if (i % 2 == 1)
+        return run->fn(run->ctx, i / 2, r, e);
+    if (r->type == REDIS_REPLY_STATUS)
+        return 0;
+    return err_set(e, ERR_QUERY, "ASKING: %.300s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : redis_reply_type_name(r));
+}
+
+int redis_cluster_exec_each(struct redis_conn *c, struct redis_pipe *p, int asking,
+                            const struct deadline *dl, size_t max_bytes, redis_reply_fn fn,
+                            void *ctx, struct err *e)
+{
+    if (!asking)
+        return redis_pipe_exec_each(c, p, dl, max_bytes, fn, ctx, e);
+    struct asking_run run = {fn, ctx};
+    return redis_pipe_exec_each(c, p, dl, max_bytes, asking_reply, &run, e);
+}

@@ -182,9 +182,18 @@ int redis_stream_resolve_targets(struct collector *c, struct state *st, struct r
             continue;
         }
         struct pattern_scan *s = &ps[k++];
-        for (size_t j = 0; j < s->nfound; j++)
-            if (!names->v[s->found[j]].chosen)
-                redis_stream_target_add(sc, s->found[j], i, 1);
+        for (size_t j = 0; j < s->nfound; j++) {
+            const struct name *nm = &names->v[s->found[j]];
+            if (nm->chosen || (st->rs.cluster && redis_stream_ask_done(st, nm->s)))
+                continue;
+            if (!keyed_here(st, nm->s)) {
+                /* Found on the master importing its slot: read it here after ASKING (ask.c). */
+                redis_stream_ask_add(st, st->cl.map.nodes[st->cl_node], nm->s, i, 1);
+                names->v[s->found[j]].chosen = 1;
+                continue;
+            }
+            redis_stream_target_add(sc, s->found[j], i, 1);
+        }
     }
     for (size_t i = 0; i < sc->n; i++) {
         struct target *t = &sc->t[i];
@@ -250,6 +259,19 @@ static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         sc->missing++;
         return 0;
     }
+    struct redis_redirect rd;
+    if (run->st->rs.cluster && !run->st->asking &&
+        (redis_reply_is_error(r, "ASK ") || redis_reply_is_error(r, "MOVED ")) &&
+        redis_cluster_parse_redirect(r->str, r->len, &rd) &&
+        (rd.ask || redis_cluster_node_at(&run->st->cl.map, rd.address) != REDIS_CLUSTER_NO_NODE)) {
+        /* ASK: moved already, its slot still migrating; MOVED to a master of the map: the slot
+         * moved to it (which may have been read already). Read it there after ASKING (ask.c);
+         * after a MOVED the map is learnt again once the scrape is over. */
+        run->st->cl_stale |= !rd.ask;
+        redis_stream_ask_add(run->st, rd.address, t->name, t->spec, t->from_pattern);
+        t->missing = 1; /* not here: nothing more is asked of it on this node */
+        return 0;
+    }
     if (redis_reply_is_error(r, "MOVED ") || redis_reply_is_error(r, "ASK "))
         run->st->redirected = 1; /* cluster.c learns the map again and reads on */
     if (redis_reply_is_error(r, NULL))
@@ -285,11 +307,15 @@ int redis_stream_read_groups(struct state *st, struct redis_pipe *p, const struc
                              struct scrape *sc, int64_t *now_ms, struct err *e)
 {
     redis_pipe_reset(p);
+    redis_cluster_pipe_asking(p, st->asking);
     redis_pipe_addv(p, "TIME", NULL);
-    for (size_t i = 0; i < sc->n; i++)
+    for (size_t i = 0; i < sc->n; i++) {
+        redis_cluster_pipe_asking(p, st->asking);
         redis_pipe_addv(p, "XINFO", "GROUPS", sc->t[i].name, NULL);
+    }
     struct groups_run run = {st, sc, 0};
-    if (redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, groups_reply, &run, e))
+    if (redis_cluster_exec_each(st->conn, p, st->asking, dl, st->rs.max_response_bytes,
+                                groups_reply, &run, e))
         return -1;
     *now_ms = run.now_ms;
     if (sc->ngroups < sc->groups_cap) {
@@ -354,18 +380,21 @@ static void add_details(const struct state *st, const struct scrape *sc, struct 
             continue;
         for (size_t j = 0; j < t->ngroups; j++) {
             const struct group *g = &sc->groups[t->group0 + j];
-            if (wants_pending(g))
+            if (wants_pending(g)) {
+                redis_cluster_pipe_asking(p, st->asking);
                 redis_pipe_addv(p, "XPENDING", t->name, g->name, "-", "+", limit, NULL);
+            }
             if (wants_range(g)) {
                 char start[48], *q = start;
                 *q++ = '(';
                 q = put_u64(q, g->last_delivered.ms);
                 *q++ = '-';
                 *put_u64(q, g->last_delivered.seq) = '\0';
+                redis_cluster_pipe_asking(p, st->asking);
                 redis_pipe_addv(p, "XRANGE", t->name, start, "+", "COUNT", "1", NULL);
             }
         }
-        if (t->dlq_owner) {
+        if (t->dlq_owner) { /* never in an ASKING pass: cluster.c gives it no dead-letter stream */
             redis_pipe_addv(p, "XLEN", t->dlq, NULL);
             redis_pipe_addv(p, "XRANGE", t->dlq, "-", "+", "COUNT", "1", NULL);
             redis_pipe_addv(p, "XREVRANGE", t->dlq, "+", "-", "COUNT", "1", NULL);
@@ -572,12 +601,13 @@ int redis_stream_read_details(struct state *st, struct redis_pipe *p, const stru
     w.now_ms = now_ms;
     w.step = W_TARGET;
     if (redis_pipe_len(p) &&
-        redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, details_reply, &w, e))
+        redis_cluster_exec_each(st->conn, p, st->asking, dl, st->rs.max_response_bytes,
+                                details_reply, &w, e))
         return -1;
     int due = walk_next(&w, e);
     if (due > 0)
         return err_set(e, ERR_INTERNAL, "redis_stream: %zu replies for more commands",
-                       redis_pipe_len(p));
+                       redis_pipe_len(p) / (st->asking ? 2 : 1));
     if (due == 0)
         *truncated += w.truncated;
     return due;

@@ -31,6 +31,14 @@ struct stream_spec {
     char *dlq_tmpl; /* dead_letter_stream, NULL when not configured */
 };
 
+/* A stream to read after ASKING (ask.c): on the node at address, with st->specs[spec]. */
+struct ask {
+    char *address;
+    char *name;
+    size_t spec;
+    unsigned char from_pattern;
+};
+
 struct state {
     struct redis_settings
         rs; /* address, username, password (wiped on destroy), db, max_response_bytes */
@@ -47,6 +55,15 @@ struct state {
     size_t cl_node;
     size_t cl_excluded; /* streams the masters' patterns excluded, summed over one scrape */
     int redirected;
+    /* ASK (ask.c): asking says the pass reads a migrating slot's streams, ASKING before every
+     * command; asks are the streams one master's pass met that are to be read so, asked the
+     * names read so in this scrape (each once). */
+    int asking;
+    struct ask *asks;
+    size_t nasks;
+    char **asked;
+    size_t nasked;
+    int cl_stale; /* a slot moved between masters: learn the map again after this scrape */
 };
 
 int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err *e);
@@ -164,6 +181,16 @@ int redis_stream_cluster_scrape(struct collector *c, const struct deadline *dl,
 /* The connection of the master serving key (the dead-letter join's reads). NULL with e set. */
 struct redis_conn *redis_stream_cluster_conn_for(struct collector *c, const char *key,
                                                  const struct deadline *dl, struct err *e);
+
+/* ---- ASK (ask.c) ---- */
+
+/* Adds name to st->asks, unless it is there or was read after ASKING this scrape already. */
+void redis_stream_ask_add(struct state *st, const char *address, const char *name, size_t spec,
+                          int from_pattern);
+/* Was name read after ASKING this scrape? */
+int redis_stream_ask_done(const struct state *st, const char *name);
+void redis_stream_asks_clear(struct state *st);  /* st->asks emptied */
+void redis_stream_asked_clear(struct state *st); /* st->asked emptied */
 
 /* ---- the series (output.c); failed adds are the scheduler's to report (collector.h) ---- */
 

@@ -4,9 +4,15 @@
 # the slots are read on every master, and qrel's counts equal a reference read node by node with
 # redis-cli. Then a replica takes over its master (CLUSTER FAILOVER) while the exporter keeps its
 # map and connections from the scrape before: the next scrape meets MOVED on the old master, learns
-# the map again and reads everything. rq, sidekiq, celery and bullmq refuse cluster: true.
+# the map again and reads everything. BullMQ itself (the npm peers of bullmq.sh, through
+# ioredis's Cluster) makes queues under the hash-tagged prefix {bull} and hash-tagged queues
+# spread over the masters; three bullmq sources (discovered, and named queues) read them, before
+# and after the failover, equal to BullMQ's own counts. rq, sidekiq and celery refuse cluster:
+# true, and bullmq refuses a named queue without a hash tag.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
+
+npm_peers_install bullmq "BullMQ 6.7.0, ioredis 6.0.0 and Node 22, about a minute"
 
 PORTS=()
 for _ in 1 2 3 4 5 6; do
@@ -40,6 +46,40 @@ C XGROUP CREATE '{orders}' w 0 MKSTREAM >/dev/null
 C XADD '{orders}' '*' n 1 >/dev/null
 C XADD '{orders}:dead' '*' n 1 >/dev/null
 C XADD '{orders}:dead' '*' n 2 >/dev/null
+# {mig}: moved to another master by hand below. Two entries, one read (pending), one not (lag 1).
+C XGROUP CREATE '{mig}' g 0 MKSTREAM >/dev/null
+C XADD '{mig}' '*' n 1 >/dev/null
+C XADD '{mig}' '*' n 2 >/dev/null
+C XREADGROUP GROUP g c COUNT 1 STREAMS '{mig}' '>' >/dev/null
+
+# BullMQ's queues, written by one node process that then keeps a worker holding a job of mail.
+bull_t0=$(date +%s)
+(cd "$PEERS" && exec "$NODE" bull.mjs "$P1" "" cluster) > "$T/bull.log" 2>&1 &
+PIDS+=("$!")
+bull_ready() { grep -qx ready "$T/bull.log"; }
+wait_for 60 "BullMQ's queues on the cluster" bull_ready || { cat "$T/bull.log" >&2; exit 1; }
+# bull_ref: "prefix queue state value" per queue, as BullMQ's getJobCounts said.
+bull_ref() {
+  awk '$1 == "counts" { for (i = 4; i <= 7; i++) { split($i, kv, "="); print $2, $3, kv[1], kv[2] } }' \
+    "$T/bull.log" | sort
+}
+# bull_got FILE SOURCE PREFIX: the same from a scrape, for one bullmq source.
+bull_got() {
+  local line q st v
+  grep -E "^qrel_(queue_messages|dead_letter_messages)\{.*source=\"$2\"" "$1" | while read -r line v; do
+    q=$(sed -E 's/.*[{,]queue="([^"]*)".*/\1/' <<<"$line")
+    st=failed
+    case $line in qrel_queue_messages*) st=$(sed -E 's/.*state="([^"]*)".*/\1/' <<<"$line") ;; esac
+    echo "$3 $q $st $v"
+  done | sort
+}
+BREF=$(bull_ref)
+expect_eq "BullMQ's counts (5 queues, 4 figures each)" "$(echo "$BREF" | wc -l)" 20
+expect_line "mail: a job held by the worker" "^counts {bull} mail ready=2 in_flight=1 delayed=2 failed=1$" "$T/bull.log"
+bull_masters() { # the masters holding the bull: queues ({a}, {b}, {c})
+  local p
+  for p in $(masters); do redis-cli -p "$p" --scan --pattern 'bull:*:meta' | grep -q . && echo "$p"; done
+}
 
 # masters: the ports of the masters as the cluster says now.
 masters() {
@@ -81,6 +121,21 @@ sources:
       - pattern: "ev:*"
       - name: "{orders}"
         dead_letter_stream: "{stream}:dead"
+      - name: "{mig}"
+  - name: bq_tag
+    kind: bullmq
+    cluster: true
+    addresses: ["127.0.0.1:${PORTS[2]}"]
+    prefix: "{bull}"
+  - name: bq_names
+    kind: bullmq
+    cluster: true
+    addresses: ["127.0.0.1:${PORTS[3]}"]
+  - name: bq_named
+    kind: bullmq
+    cluster: true
+    addresses: ["127.0.0.1:${PORTS[0]}"]
+    queues: ["{a}", "{b}", "{c}"]
 YML
 start_exporter "$T/qrel.yml" || exit 1
 scrape "$T/m1.txt"
@@ -89,6 +144,22 @@ expect_eq "counts of every stream on every master, as redis-cli reads them node 
   "$(got "$T/m1.txt")" "$REF"
 expect_metric "$T/m1.txt" 1 qrel_queue_messages 'queue="{orders}"' 'state="ready"'
 expect_metric "$T/m1.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
+expect_eq "the hash-tagged queues live on the three masters" "$(bull_masters | wc -l)" 3
+# bulls FILE: the three bullmq sources' figures, each named by the prefix it reads
+bulls() {
+  { bull_got "$1" bq_tag "{bull}"; bull_got "$1" bq_names bull; } | sort
+}
+BREF_NAMED=$(echo "$BREF" | grep '^bull ')
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m1.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq on every master: BullMQ's own counts" "$(bulls "$T/m1.txt")" "$BREF"
+expect_eq "bullmq, named queues: read on the master of each one's slot" \
+  "$(bull_got "$T/m1.txt" bq_named bull)" "$BREF_NAMED"
+expect_metric "$T/m1.txt" 30 qrel_lease_timeout_seconds 'source="bq_tag"' 'queue="mail"'
+for m in qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds \
+  qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds; do
+  expect_between "$m of mail (the time since BullMQ began)" \
+    "$(mval "$T/m1.txt" "$m" 'source="bq_tag"' 'queue="mail"')" 0 $(($(date +%s) - bull_t0 + 1))
+done
 
 # A replica takes over its master. The exporter still holds the old map and a connection to the
 # old master, now a replica, which answers XINFO GROUPS with MOVED.
@@ -116,17 +187,89 @@ scrape "$T/m2.txt"
 expect_metric "$T/m2.txt" 1 qrel_collector_up 'source="cl"'
 expect_eq "the first scrape after the failover reads every stream again" "$(got "$T/m2.txt")" "$REF2"
 expect_metric "$T/m2.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m2.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq after the failover: the same counts" "$(bulls "$T/m2.txt")" "$BREF"
+expect_eq "bullmq, named queues, after the failover" "$(bull_got "$T/m2.txt" bq_named bull)" "$BREF_NAMED"
+
+# A slot migrates, by hand as redis-cli --cluster reshard does it: {mig} (named) and ev:0 (found by
+# the pattern) are moved to another master while their slots are still the old master's. The old
+# one answers {mig} with ASK; the new one's SCAN finds ev:0 in a slot the map gives the old one.
+# A scrape in the middle reads both where they are, after ASKING; then the migration ends.
+holder() { # the master that holds key K
+  local p
+  for p in $(masters); do [ "$(redis-cli -p "$p" EXISTS "$1")" = 1 ] && { echo "$p"; return; }; done
+}
+migrating=()
+migrate_start() { # K [KEY...]: K's slot set migrating to another master, and K (or the KEYs) moved
+  local src dst slot k
+  src=$(holder "$1")
+  dst=$(masters | grep -vx "$src" | head -1)
+  slot=$(redis-cli -p "$src" CLUSTER KEYSLOT "$1")
+  redis-cli -p "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$src" CLUSTER MYID)" >/dev/null
+  redis-cli -p "$src" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$dst" CLUSTER MYID)" >/dev/null
+  [ $# -gt 1 ] && shift
+  for k in "$@"; do redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "$k" 0 5000 >/dev/null; done
+  migrating+=("$slot:$dst:$src")
+  last_src=$src last_dst=$dst
+}
+migrate_start '{mig}'
+old_of_mig=$last_src new_of_mig=$last_dst
+migrate_start ev:0
+# BullMQ's queue {a} half moved: its meta key (so the new master's SCAN finds it), wait and failed.
+migrate_start 'bull:{a}:meta' 'bull:{a}:meta' 'bull:{a}:wait' 'bull:{a}:failed'
+expect_eq "{mig} is on the importing master (after ASKING)" \
+  "$(printf 'ASKING\nEXISTS {mig}\n' | redis-cli -p "$new_of_mig" | tail -1)" 1
+expect_line "the old master answers {mig} with ASK" "ASK " <(redis-cli -p "$old_of_mig" XLEN '{mig}' 2>&1)
+scrape "$T/m3.txt"
+expect_metric "$T/m3.txt" 1 qrel_collector_up 'source="cl"'
+expect_eq "mid-migration: every ev: stream, ev:0 on the importing master" "$(got "$T/m3.txt")" "$REF2"
+expect_metric "$T/m3.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="in_flight"'
+expect_metric "$T/m3.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="ready"'
+for s in '{mig}' ev:0; do
+  expect_line "the ASK was followed for $s (debug log)" \
+    "msg=\"reading a stream after ASKING\" source=cl stream=$s " "$T/exporter.log"
+done
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m3.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq mid-migration: the same counts" "$(bulls "$T/m3.txt")" "$BREF"
+expect_eq "bullmq mid-migration, named queues" "$(bull_got "$T/m3.txt" bq_named bull)" "$BREF_NAMED"
+for s in bq_names bq_named; do
+  expect_line "$s followed the ASKs of {a} (debug log)" "msg=\"following ASK\" source=$s " "$T/exporter.log"
+done
+for m in "${migrating[@]}"; do # the migration ends: the rest of the slot's keys, then every master
+  IFS=: read -r slot dst src <<<"$m"
+  mapfile -t rest < <(redis-cli -p "$src" CLUSTER GETKEYSINSLOT "$slot" 1000)
+  [ "${#rest[@]}" -eq 0 ] || redis-cli -p "$src" MIGRATE 127.0.0.1 "$dst" "" 0 5000 KEYS "${rest[@]}" >/dev/null
+  for p in $(masters); do
+    redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(redis-cli -p "$dst" CLUSTER MYID)" >/dev/null
+  done
+done
+n3=$(wc -l < "$T/exporter.log")
+scrape "$T/m4.txt"
+tail -n +"$((n3 + 1))" "$T/exporter.log" > "$T/m4.log"
+expect_metric "$T/m4.txt" 1 qrel_collector_up 'source="cl"'
+expect_eq "after the migration: every ev: stream" "$(got "$T/m4.txt")" "$REF2"
+expect_metric "$T/m4.txt" 1 qrel_queue_messages 'queue="{mig}"' 'state="in_flight"'
+expect_line "{mig}: MOVED to the master that has it now, read there" \
+  "stream={mig} node=127.0.0.1:$new_of_mig" "$T/m4.log"
+expect_metric "$T/m4.txt" 2 qrel_dead_letter_messages 'queue="{orders}"'
+for s in bq_tag bq_names bq_named; do expect_metric "$T/m4.txt" 1 qrel_collector_up "source=\"$s\""; done
+expect_eq "bullmq after the migration: the same counts" "$(bulls "$T/m4.txt")" "$BREF"
+expect_eq "bullmq after the migration, named queues" "$(bull_got "$T/m4.txt" bq_named bull)" "$BREF_NAMED"
 stop_exporter
 
 # The kinds whose framework cannot run on a cluster say why, from --config.check too.
-for kind in rq sidekiq celery bullmq; do
-  extra=""
-  [ "$kind" = bullmq ] && extra="    prefix: \"{bull}\""
-  printf 'sources:\n  - name: j\n    kind: %s\n    address: 127.0.0.1:%s\n    cluster: true\n%s\n' \
-    "$kind" "$P1" "$extra" > "$T/$kind.yml"
+for kind in rq sidekiq celery; do
+  printf 'sources:\n  - name: j\n    kind: %s\n    address: 127.0.0.1:%s\n    cluster: true\n' \
+    "$kind" "$P1" > "$T/$kind.yml"
   expect_exit "$kind with cluster: true: --config.check fails" 1 "$T/$kind.out" \
     "$EXPORTER" --config.file="$T/$kind.yml" --config.check
-  expect_line "$kind: the refusal says where and why" ":5:[0-9]*:.*cluster:.*\(Cluster\|BullMQ\)" "$T/$kind.out"
+  expect_line "$kind: the refusal says where and why" ":5:[0-9]*:.*cluster:.*Cluster" "$T/$kind.out"
 done
+# bullmq: a named queue whose keys would spread over slots (no hash tag) is refused.
+printf 'sources:\n  - name: j\n    kind: bullmq\n    address: 127.0.0.1:%s\n    cluster: true\n    queues: [email]\n' \
+  "$P1" > "$T/bq_untagged.yml"
+expect_exit "bullmq, untagged queue on a cluster: --config.check fails" 1 "$T/bq_untagged.out" \
+  "$EXPORTER" --config.file="$T/bq_untagged.yml" --config.check
+expect_line "bullmq: the refusal asks for a hash tag" ':6:[0-9]*:.*queues: "email": .*hash tag' "$T/bq_untagged.out"
 
 finish

@@ -40,11 +40,28 @@ START_TEST(test_stalled)
 }
 END_TEST
 
+START_TEST(test_hash_tag)
+{
+    /* Every key <prefix>:<queue>:<suffix> of a queue hashes by one tag (a cluster's one slot). */
+    ck_assert(bullmq_queue_tagged("{bull}", "email"));
+    ck_assert(bullmq_queue_tagged("bull", "{a}"));
+    ck_assert(bullmq_queue_tagged("app{x}", "email"));
+    ck_assert(bullmq_queue_tagged("bull", "a:{b}:c"));
+    ck_assert(!bullmq_queue_tagged("bull", "email"));
+    ck_assert(!bullmq_queue_tagged("{}bull", "email")); /* "{}" is no tag */
+    ck_assert(!bullmq_queue_tagged("bull", "{email"));  /* closed only in the suffix: no tag */
+    ck_assert(!bullmq_queue_tagged("bull}", "{email"));
+    /* the first "{" counts: "{}" then "{x}" is no tag either, as Redis reads it */
+    ck_assert(!bullmq_queue_tagged("{}", "{x}"));
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_meta_keys, 0},
         {test_stalled, 0},
+        {test_hash_tag, 0},
     };
     return check_run_tests("bullmq", tests, CHECK_ROWS(tests), 0);
 }

@@ -91,6 +91,14 @@ START_TEST(test_slots)
     ck_assert_uint_eq(m.owner[16383], 1);
     ck_assert_uint_eq(redis_cluster_node_of(&m, "foo", 3), 1); /* slot 12182 */
     ck_assert_uint_eq(redis_cluster_node_of(&m, "bar", 3), 0); /* slot 5061 */
+    /* A redirect's node is spelt as the map spells its masters: an ASK or MOVED is followed to
+     * the master of that address; one the map does not know is NO_NODE. */
+    struct redis_redirect rd;
+    ck_assert_int_eq(redirect("ASK 5462 10.1.1.1:7001", &rd), 1);
+    ck_assert_uint_eq(redis_cluster_node_at(&m, rd.address), 1);
+    ck_assert_uint_eq(redis_cluster_node_at(&m, "127.0.0.1:7000"), 0);
+    ck_assert_uint_eq(redis_cluster_node_at(&m, "127.0.0.1:7001"), REDIS_CLUSTER_NO_NODE);
+    ck_assert_uint_eq(redis_cluster_node_at(&m, "127.0.0.1:700"), REDIS_CLUSTER_NO_NODE);
     freeReplyObject(r);
 
     /* A slot nobody serves, and shapes that are not CLUSTER SLOTS. */

@@ -6,6 +6,11 @@
 //                                              past its lock (1 s): start the checker meanwhile
 //   node bull.mjs PORT PASSWORD checker QUEUE  a worker that checks for stalled jobs often
 //   node bull.mjs PORT PASSWORD spread PREFIX N  one waiting job in each queue PREFIX1..PREFIXN
+//   node bull.mjs PORT "" cluster              on the Redis Cluster a seed of which is PORT,
+//                                              through ioredis's Cluster: the queues of
+//                                              redis_cluster.sh, then their counts as BullMQ
+//                                              reads them; keeps a worker holding one job
+import { Cluster } from "ioredis";
 import { Queue, Worker } from "bullmq";
 
 const [port, password, cmd, ...args] = process.argv.slice(2);
@@ -68,6 +73,58 @@ if (cmd === "setup") {
     await q.add("job", {});
     await q.close();
   }
+} else if (cmd === "cluster") {
+  // BullMQ on a cluster wants every key of a queue in one slot: the hash-tagged prefix {bull}
+  // (all its queues in one slot), and under the prefix bull queues with hash-tagged names, whose
+  // slots (a 15495, b 3300, c 7365) fall to the three masters of redis-cli --cluster create.
+  const conn = new Cluster([{ host: "127.0.0.1", port: Number(port) }], {
+    redisOptions: { maxRetriesPerRequest: null },
+  });
+  const sets = [
+    { prefix: "{bull}", names: ["mail", "pay"] },
+    { prefix: "bull", names: ["{a}", "{b}", "{c}"] },
+  ];
+  // A job held by a live worker (active) until the process is killed; the worker takes one job
+  // at a time, so the jobs added after it stay waiting.
+  let held;
+  const hold = async (q, prefix) => {
+    await q.add("send", { hang: true });
+    let holding = false;
+    held = new Worker(q.name, async () => {
+      holding = true;
+      await sleep(3600_000);
+    }, { connection: conn, prefix, concurrency: 1 });
+    await until("the held job", async () => holding);
+  };
+  const queues = [];
+  for (const { prefix, names } of sets)
+    for (const [i, name] of names.entries()) queues.push({ q: new Queue(name, { connection: conn, prefix }), prefix, i });
+  // Per queue: i + 1 jobs failed for good, one completed, one retried an hour later (delayed),
+  // then i + 2 waiting and one scheduled ahead. A worker runs until the failures are in.
+  for (const { q, prefix, i } of queues) {
+    for (let k = 0; k <= i; k++) await q.add("send", { fail: true }, { attempts: 1 });
+    await q.add("send", {});
+    await q.add("send", { fail: true }, { attempts: 3, backoff: { type: "fixed", delay: 3600_000 } });
+    const w = new Worker(q.name, async (job) => {
+      if (job.data.fail) throw new Error("the provider said no");
+    }, { connection: conn, prefix });
+    await until(`${q.name}'s failures`, async () => {
+      const c = await q.getJobCounts("failed", "completed", "delayed");
+      return c.failed === i + 1 && c.completed === 1 && c.delayed === 1;
+    });
+    await w.close();
+    if (q.name === "mail") await hold(q, prefix); // one job active, before the waiting ones
+    for (let k = 0; k < i + 2; k++) await q.add("send", {});
+    await q.add("send", {}, { delay: 3600_000 });
+  }
+  for (const { q, prefix } of queues) {
+    const c = await q.getJobCounts("wait", "paused", "prioritized", "active", "delayed", "failed");
+    console.log(`counts ${prefix} ${q.name} ready=${c.wait + c.paused + c.prioritized} ` +
+      `in_flight=${c.active} delayed=${c.delayed} failed=${c.failed}`);
+  }
+  console.log("ready");
+  await sleep(3600_000);
+  await held.close();
 } else {
   console.error(`bull.mjs: unknown command ${cmd}`);
   process.exit(2);
