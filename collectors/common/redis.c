@@ -46,9 +46,9 @@ struct redis_conn {
     int used;            /* a pipeline has succeeded on this socket */
     int broken;          /* an error happened: the caller must close */
     struct redis_stats stats;
-    struct redis_arena *arena;              /* where the reader builds reply trees */
+    struct redis_arena *arena;        /* where the reader builds reply trees */
     const struct tls_config *tls_cfg; /* NULL: plaintext; the caller's, outlives c */
-    struct redis_tls *tls;                  /* the session on ctx's socket, when TLS */
+    struct redis_tls *tls;            /* the session on ctx's socket, when TLS */
 };
 
 /* Distinct command names a pipe remembers for messages (a collector's pipelines use a handful). */
@@ -446,8 +446,8 @@ struct redis_conn *redis_conn_open(const char *source, const char *address, cons
 
 struct redis_conn *redis_conn_open_tls(const char *source, const char *address,
                                        const char *username, const char *password, long db,
-                                       const struct tls_config *tls,
-                                       const struct deadline *dl, struct err *e)
+                                       const struct tls_config *tls, const struct deadline *dl,
+                                       struct err *e)
 {
     struct redis_conn *c = xcalloc(1, sizeof *c);
     c->tls_cfg = tls;

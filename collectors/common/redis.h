@@ -73,8 +73,8 @@ struct redis_conn *redis_conn_open(const char *source, const char *address, cons
 struct tls_config;
 struct redis_conn *redis_conn_open_tls(const char *source, const char *address,
                                        const char *username, const char *password, long db,
-                                       const struct tls_config *tls,
-                                       const struct deadline *dl, struct err *e);
+                                       const struct tls_config *tls, const struct deadline *dl,
+                                       struct err *e);
 /* Closes the socket and wipes the stored credentials. NULL is fine. */
 void redis_conn_close(struct redis_conn *c);
 const struct redis_stats *redis_conn_stats(const struct redis_conn *c);

@@ -291,6 +291,12 @@ DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --
 expect_eq "a third run moves nothing" "$rc $(jq '.replay.moved | length' "$T/third.json")" "0 0"
 
 # SIGTERM stops a replay before its next entry: what was moved is listed, the rest not reached.
+# The workload leaves a varying number of done dead letters here (1 in one run under ASan, when
+# the replay then ended before the signal); at 1/s the interruption needs 3, so hand-made ones,
+# as the gifts below are, make up the rest (--only=all moves them whatever their class).
+while [ "$(R XLEN invoices.dlq)" -lt 3 ]; do
+  R XADD invoices.dlq '*' id "0-$RANDOM" order 900000 deliveries 3 reason max_deliveries >/dev/null
+done
 left=$(R XLEN invoices.dlq)
 base=$(R XLEN invoices)
 "$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes \

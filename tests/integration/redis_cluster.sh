@@ -63,15 +63,16 @@ bull_ref() {
   awk '$1 == "counts" { for (i = 4; i <= 7; i++) { split($i, kv, "="); print $2, $3, kv[1], kv[2] } }' \
     "$T/bull.log" | sort
 }
-# bull_got FILE SOURCE PREFIX: the same from a scrape, for one bullmq source.
+# bull_got FILE SOURCE PREFIX: the same from a scrape, for one bullmq source (one awk: a sed per
+# series made this test's harness cost more CPU than the cluster).
 bull_got() {
-  local line q st v
-  grep -E "^qrel_(queue_messages|dead_letter_messages)\{.*source=\"$2\"" "$1" | while read -r line v; do
-    q=$(sed -E 's/.*[{,]queue="([^"]*)".*/\1/' <<<"$line")
-    st=failed
-    case $line in qrel_queue_messages*) st=$(sed -E 's/.*state="([^"]*)".*/\1/' <<<"$line") ;; esac
-    echo "$3 $q $st $v"
-  done | sort
+  awk -v src="source=\"$2\"" -v pfx="$3" '
+    /^qrel_(queue_messages|dead_letter_messages)\{/ && index($0, src) {
+      match($0, /[{,]queue="[^"]*"/); q = substr($0, RSTART + 8, RLENGTH - 9)
+      st = "failed"
+      if ($0 ~ /^qrel_queue_messages/) { match($0, /state="[^"]*"/); st = substr($0, RSTART + 7, RLENGTH - 8) }
+      print pfx, q, st, $NF
+    }' "$1" | sort
 }
 BREF=$(bull_ref)
 expect_eq "BullMQ's counts (5 queues, 4 figures each)" "$(echo "$BREF" | wc -l)" 20
@@ -85,15 +86,15 @@ bull_masters() { # the masters holding the bull: queues ({a}, {b}, {c})
 masters() {
   redis-cli -p "$P1" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { split($2, a, "[:@]"); print a[2] }'
 }
-# reference: "stream state value" per stream of ev:*, read on each master by itself (no -c).
+# reference: "stream state value" per stream of ev:*, read on each master by itself (no -c): one
+# redis-cli for every XINFO GROUPS of a master, its JSON replies paired with the streams in order.
 reference() {
-  local p s
+  local p
   for p in $(masters); do
-    for s in $(redis-cli -p "$p" --scan --pattern 'ev:*'); do
-      redis-cli -p "$p" XINFO GROUPS "$s" | awk -v s="$s" '
-        prev == "pending" { print s, "in_flight", $0 } prev == "lag" { print s, "ready", $0 }
-        { prev = $0 }'
-    done
+    redis-cli -p "$p" --scan --pattern 'ev:*' > "$T/ref.streams"
+    sed 's/^/XINFO GROUPS /' "$T/ref.streams" | redis-cli -p "$p" --json | paste "$T/ref.streams" - |
+      jq -Rr 'split("\t") as [$s, $r] | ($r | fromjson)[] |
+        "\($s) in_flight \(.pending)", "\($s) ready \(.lag // "")"'
   done | sort
 }
 # got FILE: the same from a scrape.
