@@ -12,7 +12,7 @@
 #      metric docs, alert rules, dashboards), once: they test files, which a sanitizer has nothing
 #      to find in,
 #   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
-#      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 18; set it higher
+#      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 16; set it higher
 #      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. the same clang ASan+UBSan build running unit and integration tests again, in one ctest run.
 # That sanitizer build compiles in the background (nice) while the plain build's tests run,
@@ -194,7 +194,7 @@ else
   side_pid=$!
 fi
 
-step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-18} s per target, two at a time)"
+step fuzz "fuzzing (libFuzzer, ${QREL_FUZZ_SECONDS:-16} s per target, two at a time)"
 if side_built; then
   pass build-san
   run_parallel fuzz 2 "${fuzz_targets[@]}" -- bash tests/fuzz/run.sh build-san

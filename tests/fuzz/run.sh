@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of a QREL_FUZZ build (build-san in scripts/test.sh) (see tests/fuzz/CMakeLists.txt): first every saved
 # crash input in tests/fuzz/regressions/<target>/ once (each must pass now), then each target for
-# QREL_FUZZ_SECONDS (default 18) from its seed corpus: tests/fuzz/corpus/<target>/ plus the
+# QREL_FUZZ_SECONDS (default 16) from its seed corpus: tests/fuzz/corpus/<target>/ plus the
 # test fixtures that fit. New corpus entries go to a temp dir, never into the tree.
 #   tests/fuzz/run.sh BUILD_DIR [TARGET...]        QREL_FUZZ_SECONDS=600 for a longer run
 # A crash leaves its input in the temp dir and prints its path: copy it into
@@ -16,7 +16,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
     fuzz_beanstalk_split fuzz_flags fuzz_dlq_report)
 fi
-seconds=${QREL_FUZZ_SECONDS:-18}
+seconds=${QREL_FUZZ_SECONDS:-16}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrel-fuzz.XXXXXX")
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
