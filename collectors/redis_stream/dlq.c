@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "alloc.h"
+#include "common/redis_lock.h"
 
 static int add_entries(const redisReply *r, const char *id_field, void *out, struct err *e)
 {
@@ -63,21 +63,28 @@ static void drop_conn(struct state *st, struct err *e)
 
 /* One command on the source's connection, its reply handed to fn. The connection is dropped
  * after any failure, as collect() does. */
-static int run_one(struct collector *c, int argc, const char *const *argv, const size_t *argvlen,
-                   redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e)
+/* Runs p on the source's connection, dropping it after an error (redis_lock_runner's shape). */
+static int run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
+                    const struct deadline *dl, struct err *e)
 {
     struct state *st = c->priv;
     if (!redis_stream_client_conn(c, dl, e))
         return -1;
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_add(p, argc, argv, argvlen);
-    int rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, fn, ctx, e);
-    redis_pipe_free(p);
-    if (rc) {
+    if (redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, fn, ctx, e)) {
         drop_conn(st, e);
         return -1;
     }
     return 0;
+}
+
+static int run_one(struct collector *c, int argc, const char *const *argv, const size_t *argvlen,
+                   redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e)
+{
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_add(p, argc, argv, argvlen);
+    int rc = run_pipe(c, p, fn, ctx, dl, e);
+    redis_pipe_free(p);
+    return rc;
 }
 
 /* A reply that must be of type want (and no error); its integer is kept in got when there is
@@ -143,93 +150,21 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
 
 /* ---- one replay per dead-letter stream ---- */
 
-/* The batch's kind_data while a replay holds the lock. */
-struct replay_lock {
-    char *key;      /* qrel:replay-lock:<dead-letter stream> */
-    char token[33]; /* this run's random value: only its holder renews or deletes the key */
-    char hold_ms[24];
-};
-
-static void replay_lock_free(void *p)
-{
-    struct replay_lock *l = p;
-    if (l)
-        free(l->key);
-    free(l);
-}
-
-struct lock_run {
-    int taken;
-    long long pttl;
-};
-
-static int lock_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    struct lock_run *run = ctx;
-    if (redis_reply_is_error(r, NULL)) {
-        int n = (int)(r->len > 300 ? 300 : r->len);
-        return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 ? "SET" : "PTTL", n, r->str);
-    }
-    if (i == 0)
-        run->taken = r && r->type == REDIS_REPLY_STATUS;
-    else if (r && r->type == REDIS_REPLY_INTEGER)
-        run->pttl = r->integer;
-    return 0;
-}
-
 static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
                     const struct deadline *dl, struct err *e)
 {
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return err_set(e, ERR_INTERNAL, "no random bytes for the replay lock's token");
-    struct replay_lock *l = xcalloc(1, sizeof *l);
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(l->token + 2 * i, 3, "%02x", raw[i]);
-    snprintf(l->hold_ms, sizeof l->hold_ms, "%lld", (long long)(hold * 1000.0) + 1);
-    l->key = xasprintf("qrel:replay-lock:%s", b->dead_letter_queue);
-    struct redis_pipe *p = NULL;
-    struct lock_run run = {0, -2};
-    struct state *st = c->priv;
-    int rc = redis_stream_client_conn(c, dl, e) ? 0 : -1;
-    if (rc == 0) {
-        p = redis_pipe_new();
-        redis_pipe_addv(p, "SET", l->key, l->token, "NX", "PX", l->hold_ms, NULL);
-        redis_pipe_addv(p, "PTTL", l->key, NULL);
-        rc = redis_pipe_exec_each(st->conn, p, dl, st->rs.max_response_bytes, lock_reply, &run, e);
-        redis_pipe_free(p);
-        if (rc)
-            drop_conn(st, e);
-    }
-    if (rc == 0 && !run.taken)
-        rc = err_set(e, ERR_QUERY,
-                     "another replay of dead-letter stream \"%.200s\" is running (its lock, key "
-                     "%.250s, expires in %lld ms; delete the key if you know none runs)",
-                     b->dead_letter_queue, l->key, run.pttl);
-    if (rc) {
-        replay_lock_free(l);
-        return err_prefix(e, "replay lock");
-    }
+    struct redis_replay_lock *l = NULL;
+    if (redis_replay_lock_take(c, run_pipe, b->dead_letter_queue, "dead-letter stream ", hold, dl,
+                               &l, e))
+        return -1;
     b->kind_data = l;
     return 0;
 }
 
-static const char unlock_script[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
-    "return 0";
-
 static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                       struct err *e)
 {
-    struct replay_lock *l = b->kind_data;
-    if (!l)
-        return 0;
-    const char *argv[] = {"EVAL", unlock_script, "1", l->key, l->token};
-    struct one_reply o = {"EVAL (unlock)", REDIS_REPLY_INTEGER, 0};
-    int rc = run_one(c, 5, argv, NULL, check_reply, &o, dl, e);
-    if (rc)
-        err_prefix(e, "replay lock %s (it expires after %s ms)", l->key, l->hold_ms);
-    replay_lock_free(l);
+    int rc = redis_replay_lock_release(c, run_pipe, b->kind_data, dl, e);
     b->kind_data = NULL;
     return rc;
 }
@@ -256,7 +191,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
                     const struct deadline *dl, struct err *e)
 {
     const struct redis_stream_fields *f = m->kind_data;
-    const struct replay_lock *l = b->kind_data;
+    const struct redis_replay_lock *l = b->kind_data;
     if (!f || f->n == 0)
         return err_set(e, ERR_INTERNAL, "entry %s has no fields to put back", m->message_id);
     if (!l)
@@ -293,4 +228,4 @@ const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
                                           .unlock = dlq_unlock,
                                           .move = dlq_move,
                                           .message_free = redis_stream_fields_free,
-                                          .batch_free = replay_lock_free};
+                                          .batch_free = redis_replay_lock_free};

@@ -23,11 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "alloc.h"
 #include "collector.h"
+#include "common/redis_lock.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_sentinel.h"
@@ -213,64 +213,12 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
 
 /* ---- one replay per failed job registry ---- */
 
-/* The batch's kind_data while a replay holds the lock. */
-struct replay_lock {
-    char *key;      /* qrel:replay-lock:rq:failed:<queue> */
-    char token[33]; /* this run's random value: only its holder renews or deletes the key */
-    char hold_ms[24];
-};
-
-static void replay_lock_free(void *p)
-{
-    struct replay_lock *l = p;
-    if (l)
-        free(l->key);
-    free(l);
-}
-
-struct lock_run {
-    int taken;
-    long long pttl;
-};
-
-static int lock_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    struct lock_run *run = ctx;
-    if (redis_reply_is_error(r, NULL))
-        return reply_error(r, i == 0 ? "SET" : "PTTL", e);
-    if (i == 0)
-        run->taken = r->type == REDIS_REPLY_STATUS;
-    else if (r->type == REDIS_REPLY_INTEGER)
-        run->pttl = r->integer;
-    return 0;
-}
-
 static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
                     const struct deadline *dl, struct err *e)
 {
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return err_set(e, ERR_INTERNAL, "no random bytes for the replay lock's token");
-    struct replay_lock *l = xcalloc(1, sizeof *l);
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(l->token + 2 * i, 3, "%02x", raw[i]);
-    snprintf(l->hold_ms, sizeof l->hold_ms, "%lld", (long long)(hold * 1000.0) + 1);
-    l->key = xasprintf("qrel:replay-lock:%s", b->dead_letter_queue);
-    struct lock_run run = {0, -2};
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "SET", l->key, l->token, "NX", "PX", l->hold_ms, NULL);
-    redis_pipe_addv(p, "PTTL", l->key, NULL);
-    int rc = run_pipe(c, p, lock_reply, &run, dl, e);
-    redis_pipe_free(p);
-    if (rc == 0 && !run.taken)
-        rc = err_set(e, ERR_QUERY,
-                     "another replay of \"%.200s\" is running (its lock, key %.250s, expires in "
-                     "%lld ms; delete the key if you know none runs)",
-                     b->dead_letter_queue, l->key, run.pttl);
-    if (rc) {
-        replay_lock_free(l);
-        return err_prefix(e, "replay lock");
-    }
+    struct redis_replay_lock *l = NULL;
+    if (redis_replay_lock_take(c, run_pipe, b->dead_letter_queue, "", hold, dl, &l, e))
+        return -1;
     b->kind_data = l;
     return 0;
 }
@@ -287,24 +235,10 @@ static int int_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
     return 0;
 }
 
-static const char unlock_script[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
-    "return 0";
-
 static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                       struct err *e)
 {
-    struct replay_lock *l = b->kind_data;
-    if (!l)
-        return 0;
-    long long got = 0;
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "EVAL", unlock_script, "1", l->key, l->token, NULL);
-    int rc = run_pipe(c, p, int_reply, &got, dl, e);
-    redis_pipe_free(p);
-    if (rc)
-        err_prefix(e, "replay lock %s (it expires after %s ms)", l->key, l->hold_ms);
-    replay_lock_free(l);
+    int rc = redis_replay_lock_release(c, run_pipe, b->kind_data, dl, e);
     b->kind_data = NULL;
     return rc;
 }
@@ -337,7 +271,7 @@ static const char move_script[] =
 static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                     const struct deadline *dl, struct err *e)
 {
-    const struct replay_lock *l = b->kind_data;
+    const struct redis_replay_lock *l = b->kind_data;
     if (!l)
         return err_set(e, ERR_INTERNAL, "a move without the replay lock");
     /* RQ stamps enqueued_at with the enqueuing client's clock; so does this replay. */
@@ -368,4 +302,4 @@ const struct dlq_kind rq_dlq = {.read = dlq_read,
                                 .lock = dlq_lock,
                                 .unlock = dlq_unlock,
                                 .move = dlq_move,
-                                .batch_free = replay_lock_free};
+                                .batch_free = redis_replay_lock_free};
