@@ -16,6 +16,7 @@ struct dlq_message *dlq_batch_push(struct dlq_batch *b)
     struct dlq_message *m = &b->v[b->n++];
     memset(m, 0, sizeof *m);
     m->deliveries = -1;
+    m->replays = -1;
     return m;
 }
 

@@ -49,6 +49,8 @@ struct dlq_message {
     double dead_since;  /* unix seconds it reached the dead-letter queue (or was first sent,
                          * where that is all the broker keeps); 0: unknown */
     size_t body_bytes;  /* size of the body, for the report */
+    int64_t replays;    /* its replay stamp (DLQ_STAMP): how often qrel replayed it before it
+                         * died again; 0: never; -1: the kind cannot stamp or read a stamp */
     void *kind_data;    /* the kind's own: body, attributes, receipt handle, …; freed by
                          * dlq_kind.message_free */
 };
@@ -64,6 +66,16 @@ struct dlq_batch {
                       * consumer), freed by dlq_kind.batch_free */
 };
 
+/* The replay stamp. A replay marks each message it puts back with how often qrel has replayed it,
+ * the message's replays + 1 (1 when it had none), in the kind's own way: a header (RabbitMQ,
+ * Kafka), a message attribute (SQS, Pub/Sub), a field (Redis streams), a key of the job hash or
+ * payload where the framework keeps keys it does not know (Sidekiq, RQ, BullMQ, the job runners).
+ * read() fills dlq_message.replays from it. A dead letter that carries a stamp died again after a
+ * replay; one replayed DLQ_POISON times or more is a poison message: replaying it again is
+ * unlikely to help, and `qrel dlq inspect` and `qrel check` name it. */
+#define DLQ_STAMP "qrel-replayed"
+#define DLQ_POISON 2
+
 struct dlq_kind {
     /* Reads at most max dead letters of queue's dead-letter queue (the one the source already
      * knows: dead_letter_stream, RedrivePolicy, dead_letter_topic, …), taking each one's work id
@@ -73,7 +85,8 @@ struct dlq_kind {
                 enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
                 struct err *e);
     /* Puts m back on b->origin with its original body and attributes / headers / fields (SQS
-     * FIFO: its group id and a fresh dedup id). Must not remove it from the dead-letter queue. */
+     * FIFO: its group id and a fresh dedup id), stamped DLQ_STAMP = replays + 1 where the kind
+     * can stamp. Must not remove it from the dead-letter queue. move() stamps the same way. */
     int (*requeue)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                    const struct deadline *dl, struct err *e);
     /* Removes m from the dead-letter queue (XDEL, DeleteMessage, ack; Kafka commits its offset
