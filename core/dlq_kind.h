@@ -128,6 +128,14 @@ struct dlq_kind {
     const char *cannot_replay;
 };
 
+struct dead_letter_read;
+/* collector_kind.dead_letter_ids for a kind whose dlq read changes nothing (read_effect NULL):
+ * the exporter's join reads the same dead letters, the same way, as `qrel dlq inspect`. out's
+ * dead_letter_queue is the read's (the kind renames it to its dead_letter_queue label where that
+ * differs). */
+int dlq_dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
+                        const struct deadline *dl, struct dead_letter_read *out, struct err *e);
+
 /* Appends a zeroed message to b (deliveries -1) and returns it for the kind to fill. */
 struct dlq_message *dlq_batch_push(struct dlq_batch *b);
 /* Frees b's members, each message's kind_data through k (k may be NULL when there is none). */

@@ -4,7 +4,8 @@
 # order as job id (tests/peers/rq/rqdlq.py), run by one `rq worker --burst` while the provider is
 # down, so every job fails into rq:failed:<queue>; a work table marks some orders charged.
 #   inspect: counts per class exact against SQL over the registry's ids; deliveries, dead_since;
-#   inspect and a dry run leave Redis byte-identical (DUMP of every key) and the table as it was;
+#   inspect, a dry run and a scrape leave Redis byte-identical (DUMP of every key) and the table
+#            as it was; the scrape's qrel_dead_letter_classified_messages equal inspect's split;
 #   replay --yes moves exactly the not-done jobs back to rq:queue:<queue>, queued as RQ queues
 #            them, and a real RQ worker then runs each once; a second replay moves nothing;
 #   a replay SIGKILLed after 2 jobs is followed by a refused one (the lock), and once the lock is
@@ -119,8 +120,16 @@ DLQ replay --config.file="$T/inspect.yml" --source=jobs --queue=emails --format=
 expect_eq "dry run (as the read-only user): exit 0" "$rc" 0
 expect_eq "dry run: would move exactly the not-done jobs" \
   "$(jq -r '.replay.would_move[].message_id' "$T/dry.json" | sort)" "$(not_done emails)"
+# The exporter's classification reads the registry the same way, on every scrape (as the
+# default user: a collection reads more than the dead letters).
+grep -v -e '^    username:' -e '^    password_file:' "$T/inspect.yml" > "$T/scrape.yml"
+"$QREL" scrape --config.file="$T/scrape.yml" > "$T/m.txt" 2>> "$T/dlq.err"
+f='queue="emails",dead_letter_queue="failed"'
+expect_eq "a scrape classifies the registry as inspect does (done not_done unknown)" \
+  "$(for w in "done" not_done unknown; do mval "$T/m.txt" qrel_dead_letter_classified_messages "$f" "work=\"$w\""; done | paste -sd' ')" \
+  "$sql 0"
 snapshot > "$T/after.txt"
-expect_cmd "inspect and the dry run left Redis byte-identical (every key's DUMP) and the table" \
+expect_cmd "inspect, the dry run and the scrape left Redis byte-identical (every key's DUMP) and the table" \
   cmp -s "$T/before.txt" "$T/after.txt"
 
 # ---- replay, then RQ runs what came back -----------------------------------------------------
