@@ -281,8 +281,8 @@ static const char move_script[] =
     "failed set') end "
     "local f = redis.call('HMGET', KEYS[2], 'priority', 'opts', 'parentKey', ARGV[4]) "
     "if f[3] then return refuse('job ' .. ARGV[1] .. ' belongs to a flow (parent ' .. f[3] .. "
-    "'): retry it with BullMQ (Job.retry), which puts it back among its parent''s "
-    "dependencies; left in the failed set') end "
+    "'): retry it with BullMQ (Job.retry), which puts it back among the dependencies of "
+    "its parent; left in the failed set') end "
     "local lifo = false "
     "if f[2] then local ok, o = pcall(cjson.decode, f[2]) "
     "if ok and type(o) == 'table' and o.lifo then lifo = true end end "
@@ -329,9 +329,13 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     char *job = xasprintf("%s:%s:%s", prefix, b->origin, m->message_id);
     long long got = 0;
     struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "EVAL", move_script, "10", b->dead_letter_queue, job, l->key, key[0], key[1],
-                    key[2], key[3], key[4], key[5], key[6], m->message_id, l->token, l->hold_ms,
-                    DLQ_STAMP, NULL);
+    /* 17 arguments: more than redis_pipe_addv takes */
+    const char *argv[] = {"EVAL",   move_script,   "10",     b->dead_letter_queue,
+                          job,      l->key,        key[0],   key[1],
+                          key[2],   key[3],        key[4],   key[5],
+                          key[6],   m->message_id, l->token, l->hold_ms,
+                          DLQ_STAMP};
+    redis_pipe_add(p, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     int rc = run_pipe(c, p, int_reply, &got, dl, e);
     redis_pipe_free(p);
     for (size_t i = 0; i < 7; i++)
