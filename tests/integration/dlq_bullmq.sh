@@ -8,7 +8,7 @@
 #            dead_since from finishedOn; inspect and a dry run leave Redis byte-identical (DUMP of
 #            every key without an expiry, the worker stopped) and the table as it was;
 #   replay --yes moves exactly the not-done jobs back to wait, as BullMQ's reprocessJob does (the
-#            `waiting` event, the marker), stamped qrel-replayed 1, and a Worker that was already
+#            `waiting` event, the marker, prioritized for a job with a priority), stamped qrel-replayed 1, and a Worker that was already
 #            running and idle (drainDelay 300 s: only the marker wakes it) completes each once;
 #            a second replay moves nothing;
 #   a replay SIGKILLed after 2 jobs is followed by a refused one (the lock), and once the lock is
@@ -16,7 +16,8 @@
 #   the stamp: jobs replayed, dead again (a worker while the provider is down), carry
 #            qrel-replayed 1, and a replay of them writes 2;
 #   refused: an id_field that names nothing, a source on a Redis Cluster (at load), a replay onto
-#            a queue BullMQ does not know (even a dry run).
+#            a queue BullMQ does not know (even a dry run), the move of a job whose hash is gone
+#            or of a job of a flow (left failed, nothing written).
 # Redis users with exactly the permissions docs/dlq.md lists run inspect, the dry run and replay.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -39,8 +40,8 @@ bq() {
 }
 
 REFUNDS="r1 r2 r3 r4 r5"
-bq "fail orders o1:1 o2:1 o3:1 o4:2 o5:2 o6:2" "failed orders"
-bq "fail refunds r1:1 r2:1 r3:1 r4:1 r5:1" "failed refunds"
+bq "fail orders o1:1 o2:1 o3:1 o4:2 o5:2 o6:2" "failed orders o1:1 o2:1 o3:1 o4:2 o5:2 o6:2"
+bq "fail refunds r1:1 r2:1 r3:1 r4:1 r5:1" "failed refunds r1:1 r2:1 r3:1 r4:1 r5:1"
 expect_eq "BullMQ's worker failed every job into the failed sets (orders refunds)" \
   "$(R ZCARD bull:orders:failed) $(R ZCARD bull:refunds:failed)" "6 5"
 expect_eq "... counting attempts in atm (o1 with 1 attempt, o4 with 2)" \
@@ -216,6 +217,17 @@ expect_cmd "... stamped qrel-replayed 2 (what the read found, plus one), and dea
   wait_for 30 "5 refunds stamped 2 and failed" twice
 bq stop stopped
 
+# ---- a job with a priority goes back to prioritized, scored as BullMQ scores it ----------------
+bq "fail orders p7:1:3" "failed orders p7:1:3"
+rc=0
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=orders --yes --format=json > "$T/prio.json" || rc=$?
+expect_eq "p7 (priority 3, not done): exit 0, moved alone (o3 o5 are done)" \
+  "$rc $(jq -r '[.replay.moved[].message_id] | join(" ")' "$T/prio.json")" "0 p7"
+# BullMQ's getPriorityScore: priority * 2^32 + INCR pc (pc was deleted when prioritized emptied).
+expect_eq "... into prioritized, score 3 * 2^32 + 1, not onto wait (empty), the marker set" \
+  "$(R ZRANGE bull:orders:prioritized 0 -1 WITHSCORES | paste -sd' ') $(R LRANGE bull:orders:wait 0 -1) $(R ZCARD bull:orders:marker)" \
+  "p7 12884901889  1"
+
 # ---- refused: a queue BullMQ does not know -----------------------------------------------------
 R RENAME bull:orders:meta bqdlq:meta >/dev/null
 rc=0
@@ -223,6 +235,18 @@ DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=orders --only=all
 expect_eq "a queue without its meta key: even the dry run is refused (exit 1)" "$rc" 1
 expect_cmd "... saying so" grep -qF 'BullMQ does not know queue "orders" (no key bull:orders:meta' "$T/dlq.err"
 R RENAME bqdlq:meta bull:orders:meta >/dev/null
+# A job whose hash was removed, and a job of a flow (a parentKey): refused, nothing written.
+R DEL bull:orders:o5 >/dev/null
+R HSET bull:orders:o3 parentKey bull:parents:p1 >/dev/null
+rc=0
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=orders --only=all --yes --format=json > "$T/refused.json" || rc=$?
+expect_eq "--only=all with o3 in a flow and o5's hash gone: exit 1, o1 moved, o3 o5 failed" \
+  "$rc $(jq -r '[.replay.moved[].message_id] + [.replay.failed[].message_id] | join(" ")' "$T/refused.json")" "1 o1 o3 o5"
+expect_eq "... saying why" "$(jq -r '.replay.failed[].error' "$T/refused.json" | grep -oE 'belongs to a flow|is gone \(removed\)' | paste -sd,)" \
+  "belongs to a flow,is gone (removed)"
+expect_eq "... both left failed and o3 untouched (its failedReason kept, no stamp), o1 on wait" \
+  "$(failed orders | paste -sd' ') $(R HEXISTS bull:orders:o3 failedReason)$(R HEXISTS bull:orders:o3 qrel-replayed) $(R LRANGE bull:orders:wait 0 -1)" \
+  "o3 o5 10 o1"
 
 exec 3>&-
 finish

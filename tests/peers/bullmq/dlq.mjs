@@ -1,9 +1,9 @@
 // dlq.mjs: drives BullMQ itself (from npm, on Node 22) for tests/integration/dlq_bullmq.sh, as
 // one process for the whole test (Node starts slowly): it reads commands from stdin, one a line,
 // and answers each on stdout when done.
-//   fail QUEUE ID:ATTEMPTS...  adds a job per ID (jobId ID, name "charge", data {order: ID}) with
-//                              that many attempts, runs a Worker until every one has failed
-//                              (the provider is down: the processor throws), closes it: "failed QUEUE"
+//   fail QUEUE ID:ATTEMPTS[:PRIORITY]...  adds a job per ID (jobId ID, name "charge", data
+//                              {order: ID}) with that many attempts (and priority), runs a Worker until every one has failed
+//                              (the provider is down: the processor throws), closes it: "failed QUEUE ID:ATTEMPTS..."
 //   work QUEUE                 starts a Worker on QUEUE and keeps it: "working QUEUE". Its jobs
 //                              fail while the Redis key bqdlq:phase is not "fixed"; otherwise each
 //                              run is recorded (SADD bqdlq:ran ID, INCR bqdlq:runs). Its drainDelay
@@ -38,13 +38,16 @@ const worker = (queue) => new Worker(queue, processor, { connection, drainDelay:
 async function fail(queue, jobs) {
   const q = new Queue(queue, { connection });
   for (const j of jobs) {
-    const [id, attempts] = j.split(":");
-    await q.add("charge", { order: id }, { jobId: id, attempts: Number(attempts) });
+    const [id, attempts, priority] = j.split(":");
+    const opts = { jobId: id, attempts: Number(attempts) };
+    if (priority) opts.priority = Number(priority);
+    await q.add("charge", { order: id }, opts);
   }
   const w = worker(queue);
+  const ids = jobs.map((j) => j.split(":")[0]);
   await until(`${queue}'s failures`, async () => {
-    const c = await q.getJobCounts("failed", "wait", "active", "delayed");
-    return c.failed === jobs.length && c.wait + c.active + c.delayed === 0;
+    const states = await Promise.all(ids.map((id) => q.getJobState(id)));
+    return states.every((s) => s === "failed");
   });
   await w.close();
   await q.close();
@@ -55,7 +58,7 @@ for await (const line of lines) {
   const [cmd, queue, ...rest] = line.trim().split(/\s+/);
   if (cmd === "fail") {
     await fail(queue, rest);
-    console.log(`failed ${queue}`);
+    console.log(`failed ${queue} ${rest.join(" ")}`);
   } else if (cmd === "work") {
     const w = worker(queue);
     await w.waitUntilReady();
