@@ -20,6 +20,7 @@
  * With cluster: true, cluster.c walks the masters and each is read as a single server
  * (read_server), its queues appended to the scrape's; ASKs are followed per command there. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
+#include "dlq.h"
 #include "log.h"
 #include "alloc.h"
 
@@ -59,6 +61,10 @@ struct state {
     size_t ncursors;
     struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
 };
+/* dlq.c reads the connection and the prefix through the first two members (dlq.h). */
+_Static_assert(offsetof(struct state, job) == offsetof(struct bullmq_dlq_view, job) &&
+                   offsetof(struct state, prefix) == offsetof(struct bullmq_dlq_view, prefix),
+               "struct bullmq_dlq_view is the head of bullmq's state");
 
 struct queue {
     char *name;
@@ -715,4 +721,6 @@ const struct collector_kind bullmq_kind = {
     .collect = collect,
     .destroy = destroy,
     .audit_hints = hints,
+    .dead_letter_validate = bullmq_dlq_validate,
+    .dlq = &bullmq_dlq,
 };

@@ -18,4 +18,33 @@ int bullmq_is_stalled_event(const char *const *names, const char *const *values,
  * key `<prefix>:<queue>:<suffix>` hashes by it whatever the suffix? */
 int bullmq_queue_tagged(const char *prefix, const char *queue);
 
+/* ---- `qrel dlq` (dlq_parse.c) ---- */
+
+/* Where a failed job carries its work id (a dead_letters entry's id_field): the job id
+ * (`job_id`: applications that add with { jobId: order } name the work), the job's `name`, or
+ * a key of its `data` parsed as JSON, with dots for nesting (`order.id`). */
+enum bullmq_id_field { BULLMQ_ID_JOB_ID, BULLMQ_ID_NAME, BULLMQ_ID_DATA };
+
+/* 0 with *out set for a form above; -1 with why (a sentence naming the forms) otherwise. */
+int bullmq_dlq_id_field(const char *id_field, enum bullmq_id_field *out, char *why, size_t cap);
+
+/* The work id of a failed job (malloc'd), or NULL when it carries none: the job id, its name,
+ * or the value at the dotted key id_field of its data (data_len bytes; a string or an integer;
+ * a string holding a NUL is no id). */
+char *bullmq_dlq_work_id(enum bullmq_id_field f, const char *id_field, const char *job_id,
+                         const char *name, const char *data, size_t data_len);
+
+/* How often a failed job was attempted: BullMQ 5 and 6 count attempts in the hash field `atm`
+ * (moveToFinished's HINCRBY), older releases in `attemptsMade`; -1 when neither is a count. */
+long long bullmq_dlq_deliveries(const char *atm, const char *attempts_made);
+
+/* The replay stamp of a job hash (its DLQ_STAMP field): the count qrel wrote, 0 when the field is
+ * absent or is not a whole number qrel could have written. */
+long long bullmq_dlq_replays(const char *stamp);
+
+/* When a job failed, in unix seconds, from its finishedOn (epoch milliseconds), else from its
+ * score in the failed set (the same milliseconds, BullMQ's ZADD); 0 when neither is a time from
+ * 2000-01-01 on. */
+double bullmq_dlq_dead_since(const char *finished_on, const char *score);
+
 #endif

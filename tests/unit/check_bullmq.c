@@ -1,6 +1,7 @@
 /* check_bullmq.c: unit tests for collectors/bullmq/parse.c: queue names from the `meta` keys
  * BullMQ 6.7 creates (as the integration test's SCAN finds them), and stalled events as BullMQ
- * writes them to a queue's events stream. */
+ * writes them to a queue's events stream, and what `qrel dlq` reads of a failed job's hash (its
+ * work id, attempts, failure time and replay stamp), as BullMQ 6.7 and the replay write it. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,12 +57,90 @@ START_TEST(test_hash_tag)
 }
 END_TEST
 
+START_TEST(test_dlq_id_field)
+{
+    enum bullmq_id_field f;
+    char why[300];
+    ck_assert_int_eq(bullmq_dlq_id_field("job_id", &f, why, sizeof why), 0);
+    ck_assert_int_eq(f, BULLMQ_ID_JOB_ID);
+    ck_assert_int_eq(bullmq_dlq_id_field("name", &f, why, sizeof why), 0);
+    ck_assert_int_eq(f, BULLMQ_ID_NAME);
+    ck_assert_int_eq(bullmq_dlq_id_field("order.id", &f, why, sizeof why), 0);
+    ck_assert_int_eq(f, BULLMQ_ID_DATA);
+    const char *bad[] = {"", ".id", "order.", "order..id"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(bullmq_dlq_id_field(bad[i], &f, why, sizeof why), -1);
+        ck_assert_ptr_nonnull(strstr(why, "want job_id (the job id), name (the job's name)"));
+    }
+}
+END_TEST
+
+static void check_work_id(enum bullmq_id_field f, const char *path, const char *data,
+                          const char *want)
+{
+    char *got = bullmq_dlq_work_id(f, path, "17", "charge", data, data ? strlen(data) : 0);
+    if (!want) {
+        ck_assert_ptr_null(got);
+        return;
+    }
+    check_str_free(got, want);
+}
+
+START_TEST(test_dlq_work_id)
+{
+    /* data as Queue.add stores it: JSON.stringify of the job's data */
+    const char *data = "{\"order\":{\"id\":\"o-1\",\"n\":42},\"nul\":\"a\\u0000b\",\"e\":\"\"}";
+    check_work_id(BULLMQ_ID_JOB_ID, "job_id", data, "17");
+    check_work_id(BULLMQ_ID_NAME, "name", data, "charge");
+    check_work_id(BULLMQ_ID_DATA, "order.id", data, "o-1");
+    check_work_id(BULLMQ_ID_DATA, "order.n", data, "42");
+    check_work_id(BULLMQ_ID_DATA, "order", data, NULL); /* an object is no id */
+    check_work_id(BULLMQ_ID_DATA, "missing", data, NULL);
+    check_work_id(BULLMQ_ID_DATA, "nul", data, NULL); /* a NUL: no text a table holds */
+    check_work_id(BULLMQ_ID_DATA, "e", data, NULL);   /* empty */
+    check_work_id(BULLMQ_ID_DATA, "order.id", "not json", NULL);
+    check_work_id(BULLMQ_ID_DATA, "order.id", NULL, NULL); /* the hash has no data */
+    ck_assert_ptr_null(bullmq_dlq_work_id(BULLMQ_ID_NAME, "name", "17", NULL, NULL, 0));
+}
+END_TEST
+
+START_TEST(test_dlq_counts)
+{
+    /* BullMQ 6.7 counts attempts in atm; releases before 5 wrote attemptsMade */
+    ck_assert_int_eq(bullmq_dlq_deliveries("2", NULL), 2);
+    ck_assert_int_eq(bullmq_dlq_deliveries(NULL, "3"), 3);
+    ck_assert_int_eq(bullmq_dlq_deliveries("1", "3"), 1);
+    ck_assert_int_eq(bullmq_dlq_deliveries(NULL, NULL), -1);
+    ck_assert_int_eq(bullmq_dlq_deliveries("-1", "x"), -1);
+    ck_assert_int_eq(bullmq_dlq_deliveries("2.5", NULL), -1);
+    /* the replay stamp: what the move script writes, else 0 */
+    ck_assert_int_eq(bullmq_dlq_replays(NULL), 0);
+    ck_assert_int_eq(bullmq_dlq_replays("1"), 1);
+    ck_assert_int_eq(bullmq_dlq_replays("2"), 2);
+    ck_assert_int_eq(bullmq_dlq_replays("x"), 0);
+    ck_assert_int_eq(bullmq_dlq_replays("-3"), 0);
+    ck_assert_int_eq(bullmq_dlq_replays("99999999999999999999"), 0); /* out of range */
+}
+END_TEST
+
+START_TEST(test_dlq_dead_since)
+{
+    /* finishedOn in epoch ms, as moveToFinished writes it; else the failed set's score */
+    ck_assert_double_eq_tol(bullmq_dlq_dead_since("1796148607866", "1"), 1796148607.866, 1e-6);
+    ck_assert_double_eq_tol(bullmq_dlq_dead_since(NULL, "1796148607866"), 1796148607.866, 1e-6);
+    ck_assert_double_eq_tol(bullmq_dlq_dead_since("NaN", "1796148607000"), 1796148607.0, 1e-6);
+    ck_assert_double_eq(bullmq_dlq_dead_since("5", "-5"), 0); /* 1970: no time */
+    ck_assert_double_eq(bullmq_dlq_dead_since("inf", NULL), 0);
+    ck_assert_double_eq(bullmq_dlq_dead_since("", "12x"), 0);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_meta_keys, 0},
-        {test_stalled, 0},
-        {test_hash_tag, 0},
+        {test_meta_keys, 0},      {test_stalled, 0},     {test_hash_tag, 0},
+        {test_dlq_id_field, 0},   {test_dlq_work_id, 0}, {test_dlq_counts, 0},
+        {test_dlq_dead_since, 0},
     };
     return check_run_tests("bullmq", tests, CHECK_ROWS(tests), 0);
 }

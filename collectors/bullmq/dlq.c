@@ -1,0 +1,356 @@
+/* bullmq/dlq.c: `qrel dlq`'s hooks for BullMQ (core/dlq_kind.h): the failed set of a queue
+ * (<prefix>:<queue>:failed, a sorted set of job ids scored by finishedOn) is its dead-letter
+ * queue, each job's hash (<prefix>:<queue>:<id>) carries its name, data, attempts and failure
+ * time.
+ *
+ * Reading is ZCARD, ZRANGE and HMGET, which change nothing: no read_effect, nothing to release.
+ * BullMQ's own retry (Job.retry, the reprocessJob script) moves a failed job back to wait in one
+ * script too, but takes every job it is given, done work included, and nothing stops two of them
+ * at once. A replay here adds:
+ * - check_origin asks that BullMQ knows the queue (its meta key, which the kind's discovery finds
+ *   queues by): an obliterated or misspelt queue is refused;
+ * - lock takes `qrel:replay-lock:<prefix>:<queue>:failed` (common/redis_lock.h), one replay per
+ *   failed set at a time; it expires, so a killed replay blocks the next one only for a while;
+ * - only the jobs the work table calls not done (the engine's choice), and move is one Lua script,
+ *   atomic in Redis: only while the lock is this run's and the job is still in the failed set, it
+ *   does what reprocessJob does (the job pushed onto wait as its opts.lifo says, or into
+ *   prioritized with BullMQ's score when it has a priority; the marker a waiting worker blocks on
+ *   set unless the queue is paused or at its concurrency; finishedOn, processedOn and
+ *   failedReason dropped; the `waiting` event on the events stream) and stamps the hash with
+ *   qrel-replayed. Every check comes before the first write, and the writes that could meet a
+ *   key of the wrong type are checked first too, so a refused move has written nothing.
+ * A job of a flow (a parentKey) is refused: putting it back would need its parent's keys, which
+ * Job.retry moves along. On a Redis Cluster the kind refuses the entry at load (docs/dlq.md).
+ * bullmq.c's state starts with struct bullmq_dlq_view (asserted there). */
+#include "dlq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "bullmq.h"
+#include "collector.h"
+#include "common/redis.h"
+#include "common/redis_job.h"
+#include "common/redis_lock.h"
+#include "common/redis_sentinel.h"
+#include "config.h"
+
+#define MAX_REPLY_TEXT 300
+
+static struct bullmq_dlq_view *view_of(struct collector *c)
+{
+    return c->priv; /* bullmq.c's state starts with these members */
+}
+
+/* Runs p on the source's connection (opened when there is none); after a failure the connection
+ * is dropped, as collect() does, and e names it. */
+static int run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
+                    const struct deadline *dl, struct err *e)
+{
+    struct redis_job *j = &view_of(c)->job;
+    if (!j->conn && !(j->conn = redis_sentinel_connect(c->name, &j->rs, dl, e)))
+        return -1;
+    if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
+        return 0;
+    const char *label = redis_conn_label(j->conn);
+    if (strncmp(e->msg, label, strlen(label)) != 0)
+        err_prefix(e, "%s", label);
+    redis_conn_close(j->conn);
+    j->conn = NULL;
+    return -1;
+}
+
+static int reply_error(const redisReply *r, const char *what, struct err *e)
+{
+    int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
+    return err_set(e, ERR_QUERY, "%s: %.*s", what, n, r->str);
+}
+
+int bullmq_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                        const char *id_field, struct err *e)
+{
+    enum bullmq_id_field f;
+    char why[300];
+    if (bullmq_dlq_id_field(id_field, &f, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    const struct redis_job *j = &view_of(c)->job;
+    if (!*queue)
+        return cfg_error(e, cfg_at(entry, "queue"), "queue: want a queue name");
+    if (j->rs.cluster)
+        return cfg_error(e, cfg_at(entry, "source"),
+                         "source: \"%s\" is a Redis Cluster: qrel dlq reads and replays BullMQ "
+                         "only on a single server (or one behind Sentinel)",
+                         c->name);
+    if (!j->queues)
+        return 0; /* every queue the discovery finds is watched */
+    for (size_t i = 0; i < j->nqueues; i++)
+        if (strcmp(j->queues[i], queue) == 0)
+            return 0;
+    return cfg_error(e, cfg_at(entry, "queue"), "queue: source \"%s\" lists no queue \"%s\"",
+                     c->name, queue);
+}
+
+/* ---- read ---- */
+
+struct read_run {
+    enum bullmq_id_field field;
+    const char *id_field;
+    struct dlq_batch *out;
+    char **ids, **scores;
+    size_t nids;
+};
+
+static int on_ids(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct read_run *run = ctx;
+    if (i == 0) {
+        if (redis_job_want(r, REDIS_REPLY_INTEGER, "ZCARD failed", e))
+            return -1;
+        run->out->total = r->integer > 0 ? (size_t)r->integer : 0;
+        return 0;
+    }
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "ZRANGE failed", e))
+        return -1;
+    size_t n = r->elements / 2;
+    run->ids = xcalloc(n + 1, sizeof *run->ids);
+    run->scores = xcalloc(n + 1, sizeof *run->scores);
+    for (size_t k = 0; k + 1 < r->elements; k += 2) {
+        if (r->element[k]->type != REDIS_REPLY_STRING ||
+            r->element[k + 1]->type != REDIS_REPLY_STRING)
+            return err_set(e, ERR_PROTOCOL, "ZRANGE failed: want job ids and scores");
+        run->scores[run->nids] = xstrdup(r->element[k + 1]->str);
+        run->ids[run->nids++] = xstrdup(r->element[k]->str);
+    }
+    return 0;
+}
+
+static const redisReply *hash_field(const redisReply *r, size_t i)
+{
+    return i < r->elements && r->element[i]->type == REDIS_REPLY_STRING ? r->element[i] : NULL;
+}
+
+static const char *text_of(const redisReply *r)
+{
+    return r ? r->str : NULL;
+}
+
+/* HMGET <prefix>:<queue>:<id> name data atm attemptsMade finishedOn qrel-replayed */
+static int on_job(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    struct read_run *run = ctx;
+    if (redis_job_want(r, REDIS_REPLY_ARRAY, "HMGET job", e))
+        return -1;
+    struct dlq_message *m = dlq_batch_push(run->out);
+    m->message_id = xstrdup(run->ids[i]);
+    const redisReply *data = hash_field(r, 1);
+    m->work_id =
+        bullmq_dlq_work_id(run->field, run->id_field, run->ids[i], text_of(hash_field(r, 0)),
+                           data ? data->str : NULL, data ? data->len : 0);
+    m->body_bytes = data ? data->len : 0;
+    m->deliveries = bullmq_dlq_deliveries(text_of(hash_field(r, 2)), text_of(hash_field(r, 3)));
+    m->dead_since = bullmq_dlq_dead_since(text_of(hash_field(r, 4)), run->scores[i]);
+    m->replays = bullmq_dlq_replays(text_of(hash_field(r, 5)));
+    return 0;
+}
+
+static int dlq_read(struct collector *c, const char *queue, const char *id_field, size_t max,
+                    enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
+                    struct err *e)
+{
+    (void)purpose; /* a moved job has left the failed set: a rerun cannot see it again */
+    const char *prefix = view_of(c)->prefix;
+    struct read_run run = {.id_field = id_field, .out = out};
+    char why[300];
+    if (bullmq_dlq_id_field(id_field, &run.field, why, sizeof why))
+        return err_set(e, ERR_CONFIG, "id_field: %s", why);
+    char *failed = xasprintf("%s:%s:failed", prefix, queue);
+    char stop[32];
+    snprintf(stop, sizeof stop, "%zu", max ? max - 1 : 0);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "ZCARD", failed, NULL);
+    redis_pipe_addv(p, "ZRANGE", failed, "0", stop, "WITHSCORES", NULL);
+    int rc = run_pipe(c, p, on_ids, &run, dl, e);
+    if (rc == 0 && run.nids) {
+        redis_pipe_reset(p);
+        for (size_t i = 0; i < run.nids; i++) {
+            char *key = xasprintf("%s:%s:%s", prefix, queue, run.ids[i]);
+            redis_pipe_addv(p, "HMGET", key, "name", "data", "atm", "attemptsMade", "finishedOn",
+                            DLQ_STAMP, NULL);
+            free(key);
+        }
+        rc = run_pipe(c, p, on_job, &run, dl, e);
+    }
+    redis_pipe_free(p);
+    cfg_strv_free(run.ids);
+    cfg_strv_free(run.scores);
+    if (rc) {
+        free(failed);
+        return err_prefix(e, "failed set of queue \"%.200s\"", queue);
+    }
+    if (out->total < out->n)
+        out->total = out->n; /* failed between ZCARD and ZRANGE */
+    out->dead_letter_queue = failed;
+    out->origin = xstrdup(queue);
+    return 0;
+}
+
+/* ---- the origin must be a queue BullMQ knows ---- */
+
+struct origin_check {
+    const char *queue, *meta;
+};
+
+static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    (void)i;
+    const struct origin_check *o = ctx;
+    if (redis_reply_is_error(r, NULL))
+        return reply_error(r, "EXISTS meta", e);
+    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EXISTS meta", e))
+        return -1;
+    if (r->integer != 1)
+        return err_set(e, ERR_QUERY,
+                       "BullMQ does not know queue \"%.200s\" (no key %.300s: obliterated, or "
+                       "never used): no worker may read what a replay put back",
+                       o->queue, o->meta);
+    return 0;
+}
+
+static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                            struct err *e)
+{
+    char *meta = xasprintf("%s:%s:meta", view_of(c)->prefix, b->origin);
+    struct origin_check o = {.queue = b->origin, .meta = meta};
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "EXISTS", meta, NULL);
+    int rc = run_pipe(c, p, origin_reply, &o, dl, e);
+    redis_pipe_free(p);
+    free(meta);
+    return rc;
+}
+
+/* ---- one replay per failed set ---- */
+
+static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
+                    const struct deadline *dl, struct err *e)
+{
+    struct redis_replay_lock *l = NULL;
+    if (redis_replay_lock_take(c, run_pipe, b->dead_letter_queue, "", hold, dl, &l, e))
+        return -1;
+    b->kind_data = l;
+    return 0;
+}
+
+static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                      struct err *e)
+{
+    int rc = redis_replay_lock_release(c, run_pipe, b->kind_data, dl, e);
+    b->kind_data = NULL;
+    return rc;
+}
+
+/* ---- the move ---- */
+
+/* An integer reply (the script's), kept in *got. */
+static int int_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    (void)i;
+    if (redis_reply_is_error(r, NULL))
+        return reply_error(r, "EVAL", e);
+    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EVAL", e))
+        return -1;
+    *(long long *)ctx = r->integer;
+    return 0;
+}
+
+/* KEYS: 1 failed, 2 job hash, 3 lock, 4 wait, 5 meta, 6 active, 7 marker, 8 prioritized,
+ * 9 priority counter (pc), 10 events; ARGV: job id, token, hold ms, the stamp's field. What
+ * reprocessJob does, in its order, after every check. n >= 1: moved, stamped n; 0: the job had
+ * left the failed set, nothing done. */
+static const char move_script[] =
+    "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
+    "if redis.call('GET', KEYS[3]) ~= ARGV[2] then "
+    "return refuse('this replay lost its lock (it expired; another replay may hold it now)') "
+    "end "
+    "redis.call('PEXPIRE', KEYS[3], ARGV[3]) "
+    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end "
+    "if redis.call('EXISTS', KEYS[2]) == 0 then "
+    "return refuse('job hash ' .. KEYS[2] .. ' is gone (removed): nothing to run; left in the "
+    "failed set') end "
+    "local f = redis.call('HMGET', KEYS[2], 'priority', 'opts', 'parentKey', ARGV[4]) "
+    "if f[3] then return refuse('job ' .. ARGV[1] .. ' belongs to a flow (parent ' .. f[3] .. "
+    "'): retry it with BullMQ (Job.retry), which puts it back among the dependencies of "
+    "its parent; left in the failed set') end "
+    "local lifo = false "
+    "if f[2] then local ok, o = pcall(cjson.decode, f[2]) "
+    "if ok and type(o) == 'table' and o.lifo then lifo = true end end "
+    "local prio = tonumber(f[1]) or 0 "
+    "local n = tonumber(f[4]) "
+    "if not n or n < 0 or n ~= math.floor(n) then n = 0 end "
+    "n = n + 1 "
+    "local meta = redis.call('HMGET', KEYS[5], 'paused', 'concurrency', 'opts.maxLenEvents') "
+    "local held = meta[1] ~= false "
+    "local cap = tonumber(meta[2]) "
+    "if not held and cap then held = redis.call('LLEN', KEYS[6]) >= cap end "
+    "local maxev = 10000 "
+    "if meta[3] then maxev = tonumber(meta[3]) "
+    "if not maxev or maxev < 0 then return refuse(KEYS[5] .. ' opts.maxLenEvents is no count') "
+    "end end "
+    "local want = {[4] = 'list', [7] = 'zset', [8] = 'zset', [9] = 'string', [10] = 'stream'} "
+    "for k, t in pairs(want) do local got = redis.call('TYPE', KEYS[k]).ok "
+    "if got ~= 'none' and got ~= t then "
+    "return refuse(KEYS[k] .. ' is a ' .. got .. ', not a ' .. t) end end "
+    "if prio == 0 then redis.call(lifo and 'RPUSH' or 'LPUSH', KEYS[4], ARGV[1]) "
+    "else local pc = redis.call('INCR', KEYS[9]) "
+    "redis.call('ZADD', KEYS[8], prio * 0x100000000 + pc % 0x100000000, ARGV[1]) end "
+    "redis.call('ZREM', KEYS[1], ARGV[1]) "
+    "redis.call('HDEL', KEYS[2], 'finishedOn', 'processedOn', 'failedReason') "
+    "redis.call('HSET', KEYS[2], ARGV[4], n) "
+    "if not held then redis.call('ZADD', KEYS[7], 0, '0') end "
+    "if not meta[3] then redis.call('HSET', KEYS[5], 'opts.maxLenEvents', maxev) end "
+    "redis.call('XADD', KEYS[10], 'MAXLEN', '~', maxev, '*', 'event', 'waiting', 'jobId', "
+    "ARGV[1], 'prev', 'failed') "
+    "return n";
+
+static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                    const struct deadline *dl, struct err *e)
+{
+    const struct redis_replay_lock *l = b->kind_data;
+    if (!l)
+        return err_set(e, ERR_INTERNAL, "a move without the replay lock");
+    const char *prefix = view_of(c)->prefix;
+    static const char *const suffix[] = {"wait",        "meta", "active", "marker",
+                                         "prioritized", "pc",   "events"};
+    char *key[7];
+    for (size_t i = 0; i < 7; i++)
+        key[i] = xasprintf("%s:%s:%s", prefix, b->origin, suffix[i]);
+    char *job = xasprintf("%s:%s:%s", prefix, b->origin, m->message_id);
+    long long got = 0;
+    struct redis_pipe *p = redis_pipe_new();
+    /* 17 arguments: more than redis_pipe_addv takes */
+    const char *argv[] = {"EVAL",   move_script,   "10",     b->dead_letter_queue,
+                          job,      l->key,        key[0],   key[1],
+                          key[2],   key[3],        key[4],   key[5],
+                          key[6],   m->message_id, l->token, l->hold_ms,
+                          DLQ_STAMP};
+    redis_pipe_add(p, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    int rc = run_pipe(c, p, int_reply, &got, dl, e);
+    redis_pipe_free(p);
+    for (size_t i = 0; i < 7; i++)
+        free(key[i]);
+    free(job);
+    if (rc)
+        return err_prefix(e, "queue \"%.200s\"", b->origin);
+    return got >= 1 ? 0 : 1;
+}
+
+/* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,
+ * so neither of those is set. */
+const struct dlq_kind bullmq_dlq = {.read = dlq_read,
+                                    .check_origin = dlq_check_origin,
+                                    .lock = dlq_lock,
+                                    .unlock = dlq_unlock,
+                                    .move = dlq_move,
+                                    .batch_free = redis_replay_lock_free};
