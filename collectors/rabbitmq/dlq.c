@@ -43,6 +43,7 @@
 struct dlq_state {
     struct rabbitmq_amqp *conn;
     double delivery_limit;   /* the dead-letter queue's own, -1: none */
+    double origin_limit;     /* the origin queue's delivery limit, -1: none */
     double consumer_timeout; /* seconds */
     int64_t first_get_ms;    /* monotonic, when the first delivery was taken */
 };
@@ -203,6 +204,7 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
         err_set(e, ERR_QUERY, "queue \"%s\" does not exist in vhost \"%s\"", queue, st->amqp_vhost);
     if (got == 0 && find_dlq(c, &q, dl, &b->dead_letter_queue, e) == 0)
         rc = 0;
+    ((struct dlq_state *)b->kind_data)->origin_limit = got == 0 ? q.delivery_limit : -1;
     json_decref(doc);
     if (rc)
         return -1;
@@ -212,6 +214,7 @@ static int find_queues(struct collector *c, const char *queue, const struct dead
 
 static void add_letter(struct dlq_batch *b, struct letter *l, const char *id_field)
 {
+    const struct dlq_state *s = b->kind_data;
     struct dlq_message *dm = dlq_batch_push(b);
     const amqp_basic_properties_t *p = &l->msg.properties;
     if ((p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) && p->message_id.len > 0)
@@ -225,8 +228,14 @@ static void add_letter(struct dlq_batch *b, struct letter *l, const char *id_fie
         dm->work_id = NULL;
     }
     rabbitmq_death_read(p, &l->death);
-    /* x-delivery-count on a quorum queue counts returns; the x-death count how often it died */
-    dm->deliveries = l->death.count;
+    /* A quorum queue dead-letters with reason delivery_limit after exactly the deliveries its
+     * limit allows (its x-delivery-count does not travel with the message); otherwise each death
+     * of x-death's count was one rejected (or expired) delivery. */
+    if (l->death.reason && strcmp(l->death.reason, "delivery_limit") == 0 &&
+        strcmp(l->death.queue, b->origin) == 0 && s->origin_limit >= 0)
+        dm->deliveries = (int64_t)rabbitmq_max_deliveries(s->origin_limit);
+    else
+        dm->deliveries = l->death.count;
     dm->dead_since = l->death.time;
     dm->body_bytes = l->msg.body.len;
     dm->replays = l->death.replays;
@@ -262,7 +271,7 @@ static int read_letters(struct collector *c, const char *queue, const char *id_f
     (void)purpose; /* read the same way for both */
     struct rabbitmq_state *st = c->priv;
     struct dlq_state *s = xcalloc(1, sizeof *s);
-    s->delivery_limit = -1;
+    s->delivery_limit = s->origin_limit = -1;
     out->kind_data = s;
     if (find_queues(c, queue, dl, out, e) || rabbitmq_amqp_open(st, dl, &s->conn, e))
         return -1;
@@ -348,13 +357,16 @@ static int requeue(struct collector *c, struct dlq_batch *b, struct dlq_message 
 static int remove_letter(struct collector *c, struct dlq_batch *b, struct dlq_message *dm,
                          const struct deadline *dl, struct err *e)
 {
-    (void)c;
     (void)dl; /* basic.ack has no reply; the close in release() waits for the broker */
     struct dlq_state *s = b->kind_data;
     struct letter *l = dm->kind_data;
     if (rabbitmq_amqp_ack(s->conn, l->tag, e))
         return -1;
     l->held = 0;
+    /* one line per move, for whoever follows a long replay (and the kill test, which waits
+     * for it) */
+    log_kv(LOG_DEBUG, "dead letter put back and acked", "source", c->name, "dead_letter_queue",
+           b->dead_letter_queue, "message_id", dm->message_id, NULL);
     return 0;
 }
 
