@@ -276,6 +276,7 @@ int rabbitmq_amqp_publish(struct rabbitmq_amqp *a, const char *queue,
         if (reply_err(a, amqp_get_rpc_reply(a->conn), CH_PUB, what, e))
             return -1;
     }
+    amqp_maybe_release_buffers_on_channel(a->conn, CH_PUB); /* the last confirm's frames */
     int status = amqp_basic_publish(a->conn, CH_PUB, amqp_empty_bytes, amqp_cstring_bytes(queue), 1,
                                     0, props, body);
     if (status != AMQP_STATUS_OK)

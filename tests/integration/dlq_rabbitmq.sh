@@ -13,7 +13,7 @@
 #            moves nothing; one that dies again carries its stamp, and its next replay writes 2;
 #   SIGKILL: a paced replay killed after 2 moves, then run again, loses and duplicates nothing;
 #   refused: a dead-letter queue with a delivery limit of its own; a publish the user may not
-#            make leaves the message dead;
+#            make leaves the message dead; amqps:// at load (--config.check);
 # all as RabbitMQ users holding exactly the permissions docs/dlq.md lists.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -76,6 +76,11 @@ YML
 config "$T/inspect.yml" qrel-inspect
 config "$T/replay.yml" qrel-replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
+sed 's|amqp_url: amqp://|amqp_url: amqps://|' "$T/inspect.yml" > "$T/amqps.yml"
+rc=0
+"$EXPORTER" --config.file="$T/amqps.yml" --config.check > /dev/null 2> "$T/amqps.err" || rc=$?
+expect_cmd "amqps:// is refused by --config.check, at file:line:col, saying why (exit $rc)" \
+  grep -qF "amqps.yml:5:15: amqp_url: amqps:// is not supported yet" "$T/amqps.err"
 
 # snapshot NAME: depths, and each dead letter as pika reads it without the read effects
 # (redelivered, x-delivery-count), sorted; NAME.xdc: payments.dlq's x-delivery-counts
