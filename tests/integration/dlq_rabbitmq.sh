@@ -13,7 +13,8 @@
 #            moves nothing; one that dies again carries its stamp, and its next replay writes 2;
 #   SIGKILL: a paced replay killed after 2 moves, then run again, loses and duplicates nothing;
 #   refused: a dead-letter queue with a delivery limit of its own; a publish the user may not
-#            make leaves the message dead; amqps:// at load (--config.check);
+#            make leaves the message dead; an origin queue deleted since (even a dry run);
+#            amqps:// at load (--config.check);
 # all as RabbitMQ users holding exactly the permissions docs/dlq.md lists.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -201,5 +202,13 @@ expect_eq "the rerun: exit 0, moved the other 2" "$rc $(jq '.replay.moved | leng
 expect_eq "every payment on its queue exactly once, stamped, the dead-letter queue empty" \
   "$(peer dump payments | jq -r '"\(.headers.order_id):\(.headers["qrel-replayed"]):\(.headers | has("x-death"))"' | sort | paste -sd' ') $(peer count payments.dlq)" \
   "p-1:1:false p-2:1:false p-3:1:false p-4:1:false 0"
+
+# ---- refused: a replay onto an origin queue that no longer exists (even a dry run) -------------
+api DELETE /queues/%2F/orders
+rc=0
+DLQ replay --config.file="$T/replay.yml" --source=rmq --queue=orders --only=all --format=json > /dev/null || rc=$?
+expect_eq "orders deleted: the dry run of a replay is refused (exit 1), nothing moved" \
+  "$rc $(peer count orders.dlq)" "1 6"
+expect_cmd "... saying so" grep -qF 'queue "orders" does not exist' "$T/dlq.err"
 
 finish
