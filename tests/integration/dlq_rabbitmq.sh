@@ -176,6 +176,11 @@ DLQ inspect --config.file="$T/inspect.yml" --source=rmq --queue=payments > /dev/
 expect_eq "a dead-letter queue with a delivery limit of its own: inspect refused (exit 1)" "$rc" 1
 expect_cmd "... with the figures and the way out" grep -qF \
   'dead-letter queue "payments.dlq" has a delivery limit of its own (5)' "$T/dlq.err"
+sed 's|^    queues: \[orders, payments\]$|&\n    dlq_accept_delivery_limit: true|' "$T/inspect.yml" > "$T/accept.yml"
+rc=0
+DLQ inspect --config.file="$T/accept.yml" --source=rmq --queue=payments --format=json > "$T/accept.json" || rc=$?
+expect_eq "... read anyway with dlq_accept_delivery_limit: true (exit 0, all 4)" \
+  "$rc $(jq -r .read "$T/accept.json" 2>/dev/null)" "0 4"
 api DELETE /policies/%2F/dlq-limit
 expect_cmd "the policy is gone" wait_for -i 0.2 20 "no policy" dlq_limit null
 
