@@ -33,6 +33,8 @@
 #include "hashtab.h"
 #include "log.h"
 #include "rabbitmq/cache.h"
+#include "rabbitmq/client.h"
+#include "rabbitmq/dlq.h"
 #include "alloc.h"
 #include "buf.h"
 #include "deadline.h"
@@ -153,30 +155,9 @@ static void meta_free(struct meta *m)
 
 /* ---- configuration ---- */
 
-struct state {
-    char *url;            /* management API base, no trailing '/' */
-    char *prometheus_url; /* plugin base, or NULL */
-    char *username;
-    char *password;
-    char **vhosts; /* NULL: every vhost */
-    size_t nvhosts;
-    char **queues; /* exact names; with pattern: either selects */
-    size_t nqueues;
-    char *pattern;               /* fnmatch glob */
-    struct exclude exclude;      /* queues left out, whatever selects them */
-    struct exclude exclude_vh;   /* vhosts whose queues are left out */
-    double consumer_timeout;     /* seconds, -1 when not configured */
-    double metadata_interval;    /* seconds; -1: automatic (see AUTO_INTERVAL_FACTOR) */
-    double last_refresh_seconds; /* duration of the last successful refresh */
-    struct http_config http;
-    struct http_client *client;
-    struct rabbitmq_cache *meta; /* the cached slow part; NULL before the first refresh */
-    unsigned requests;           /* made in this collection, for the debug log */
-};
-
 static void destroy(struct collector *c)
 {
-    struct state *st = c->priv;
+    struct rabbitmq_state *st = c->priv;
     http_client_free(st->client);
     http_config_free(&st->http);
     rabbitmq_cache_free(st->meta);
@@ -190,14 +171,17 @@ static void destroy(struct collector *c)
     free(st->pattern);
     exclude_free(&st->exclude);
     exclude_free(&st->exclude_vh);
+    free(st->amqp_host);
+    free(st->amqp_vhost);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = c->priv;
+    struct rabbitmq_state *st = c->priv;
     st->consumer_timeout = -1;
     /* every key read first, so a misspelt one is reported with the known keys */
     struct cfg_node *vhosts = NULL, *queues = NULL, *timeout = NULL;
+    char *amqp_url = NULL;
     if (http_base_url(map, "url", NULL, &st->url, e) ||
         http_base_url(map, "prometheus_url", NULL, &st->prometheus_url, e) ||
         cfg_get_str(map, "username", 0, &st->username, e) ||
@@ -213,8 +197,18 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         (timeout &&
          cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
         cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
-        http_config_parse(map, &st->http, e) || collector_finish(c, map, e))
+        cfg_get_str(map, "amqp_url", 0, &amqp_url, e) ||
+        cfg_get_bool(map, "dlq_accept_delivery_limit", 0, &st->dlq_accept_delivery_limit, e) ||
+        http_config_parse(map, &st->http, e) || collector_finish(c, map, e)) {
+        free(amqp_url);
         return -1;
+    }
+    char why[300];
+    int bad = amqp_url && rabbitmq_amqp_url_parse(amqp_url, &st->amqp_host, &st->amqp_port,
+                                                  &st->amqp_vhost, why, sizeof why);
+    free(amqp_url);
+    if (bad)
+        return cfg_error(e, cfg_at(map, "amqp_url"), "amqp_url: %s", why);
 
     if (c->min_interval > 0)
         return cfg_error(e, cfg_at(map, "min_interval"),
@@ -241,7 +235,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* ---- collection ---- */
 
-static int selected(const struct state *st, const char *vhost, const char *name)
+static int selected(const struct rabbitmq_state *st, const char *vhost, const char *name)
 {
     if (exclude_match(&st->exclude_vh, vhost) || exclude_match(&st->exclude, name))
         return 0;
@@ -251,41 +245,6 @@ static int selected(const struct state *st, const char *vhost, const char *name)
         if (strcmp(st->queues[i], name) == 0)
             return 1;
     return st->pattern && glob_match(st->pattern, name);
-}
-
-/* GET url from the management API (auth) or the plugin (no auth), within dl. what names it in
- * errors (no query string). With not_found, a 404 sets *not_found = 1 and succeeds. */
-static int get(struct state *st, const char *url, int auth, const struct deadline *dl,
-               struct http_response *resp, int *not_found, struct err *e)
-{
-    struct http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = "GET";
-    req.url = url;
-    if (auth) {
-        req.auth = HTTP_AUTH_BASIC;
-        req.username = st->username;
-        req.password = st->password;
-    }
-    st->requests++;
-    if (not_found) {
-        *not_found = 0;
-        req.accept_any_status = 1;
-    }
-    if (http_do(st->client, &req, dl, resp, e))
-        return -1;
-    if (not_found && resp->status == 404) {
-        *not_found = 1;
-        return 0;
-    }
-    if (not_found && (resp->status < 200 || resp->status > 299)) {
-        long status = resp->status;
-        http_response_free(resp);
-        const char *path = url + strlen(st->url);
-        return err_set(e, status == 401 || status == 403 ? ERR_AUTH : ERR_QUERY,
-                       "GET %.*s: HTTP %ld", (int)strcspn(path, "?"), path, status);
-    }
-    return 0;
 }
 
 #define DEPTH_COLUMNS "name,vhost,messages,messages_ready,messages_unacknowledged"
@@ -338,7 +297,7 @@ static int read_queues(const struct http_response *r, const char *what, struct q
 
 /* GET /api/queues (per configured vhost), into depth and, with meta, the slow part too. Depth
  * alone asks for totals only (disable_stats): the cheapest form the API has. */
-static int fetch_queues(struct state *st, const struct deadline *dl, struct qtab *depth,
+static int fetch_queues(struct rabbitmq_state *st, const struct deadline *dl, struct qtab *depth,
                         struct meta *meta, struct err *e)
 {
     size_t n = st->vhosts ? st->nvhosts : 1;
@@ -352,7 +311,7 @@ static int fetch_queues(struct state *st, const struct deadline *dl, struct qtab
         free(vh);
         struct http_response r;
         memset(&r, 0, sizeof r);
-        int rc = get(st, url, 1, dl, &r, NULL, e);
+        int rc = rabbitmq_client_get(st, url, 1, dl, &r, NULL, e);
         free(url);
         if (rc)
             return -1;
@@ -366,7 +325,7 @@ static int fetch_queues(struct state *st, const struct deadline *dl, struct qtab
 
 struct prom_run {
     struct qtab *depth;
-    const struct state *st;
+    const struct rabbitmq_state *st;
 };
 
 static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e)
@@ -393,8 +352,8 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
 
 /* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics (per vhost when
  * vhosts are configured). */
-static int fetch_prom_depth(struct state *st, const struct deadline *dl, struct qtab *depth,
-                            struct err *e)
+static int fetch_prom_depth(struct rabbitmq_state *st, const struct deadline *dl,
+                            struct qtab *depth, struct err *e)
 {
     struct buf url;
     buf_init(&url);
@@ -406,73 +365,13 @@ static int fetch_prom_depth(struct state *st, const struct deadline *dl, struct 
     }
     struct http_response r;
     memset(&r, 0, sizeof r);
-    int rc = get(st, url.data, 0, dl, &r, NULL, e);
+    int rc = rabbitmq_client_get(st, url.data, 0, dl, &r, NULL, e);
     buf_free(&url);
     if (rc)
         return -1;
     struct prom_run run = {depth, st};
     rc = promtext_parse(r.body, r.len, "GET /metrics/detailed", prom_sample, &run, e);
     http_response_free(&r);
-    return rc;
-}
-
-/* A dead-letter exchange of the selected queues, with what the broker said about it. */
-struct dlx {
-    const char *vhost, *name; /* point into meta->q */
-    int missing;              /* the exchange does not exist: dead letters are dropped */
-    char *type;
-    json_t *bindings; /* GET /api/exchanges/V/X/bindings/source */
-};
-
-static int fetch_dlx(struct state *st, const struct deadline *dl, struct dlx *x, struct err *e)
-{
-    if (!*x->name) { /* the default exchange routes to the queue named by the key */
-        x->type = xstrdup("(default)");
-        return 0;
-    }
-    char *vh = http_escape(x->vhost), *ex = http_escape(x->name);
-    char *url = xasprintf("%s/api/exchanges/%s/%s?columns=name,type", st->url, vh, ex);
-    char *burl = xasprintf("%s/api/exchanges/%s/%s/bindings/source", st->url, vh, ex);
-    free(vh);
-    free(ex);
-    char what[400];
-    snprintf(what, sizeof what, "GET /api/exchanges/%s/%s", x->vhost, x->name);
-    struct http_response r;
-    memset(&r, 0, sizeof r);
-    int nf = 0, rc = -1;
-    json_t *doc = NULL;
-    const char *type = NULL;
-    if (get(st, url, 1, dl, &r, &nf, e))
-        goto out;
-    if (nf) {
-        x->missing = 1;
-        rc = 0;
-        goto out;
-    }
-    doc = json_parse_body(r.body, r.len, what, e);
-    http_response_free(&r);
-    if (!doc || json_expect_object(doc, "$", e) || json_need_string(doc, "$", "type", &type, e)) {
-        if (doc)
-            err_prefix(e, "%s", what);
-        goto out;
-    }
-    x->type = xstrdup(type);
-    snprintf(what, sizeof what, "GET /api/exchanges/%s/%s/bindings/source", x->vhost, x->name);
-    if (get(st, burl, 1, dl, &r, NULL, e))
-        goto out;
-    x->bindings = json_parse_body(r.body, r.len, what, e);
-    http_response_free(&r);
-    if (!x->bindings || json_expect_array(x->bindings, "$", e)) {
-        if (x->bindings)
-            err_prefix(e, "%s", what);
-        goto out;
-    }
-    rc = 0;
-out:
-    json_decref(doc);
-    http_response_free(&r);
-    free(url);
-    free(burl);
     return rc;
 }
 
@@ -524,7 +423,7 @@ static int resolve_dlqs(struct meta *m, size_t *cap, struct qrec *q, const struc
 
 /* Refreshes the slow part into a new meta: the queues (unless the caller already fetched them
  * into m with the slow columns), then each distinct dead-letter exchange of a selected queue. */
-static int refresh_dlqs(struct collector *c, struct state *st, const struct deadline *dl,
+static int refresh_dlqs(struct collector *c, struct rabbitmq_state *st, const struct deadline *dl,
                         struct meta *m, struct err *e)
 {
     struct dlx *xs = NULL;
@@ -547,7 +446,7 @@ static int refresh_dlqs(struct collector *c, struct state *st, const struct dead
             memset(&xs[nx], 0, sizeof xs[nx]);
             xs[nx].vhost = q->vhost;
             xs[nx].name = q->dlx;
-            if (fetch_dlx(st, dl, &xs[nx++], e))
+            if (rabbitmq_client_dlx(st, dl, &xs[nx++], e))
                 goto out;
             if (xs[j].missing)
                 log_kv(LOG_WARN, "dead-letter exchange does not exist: dead letters are dropped",
@@ -572,8 +471,9 @@ out:
 
 /* The series of one queue. A failed add is remembered by the set, which the core checks after
  * collect(), so nothing here checks it. */
-static void emit_queue(const struct state *st, const struct qrec *d, const struct qtab *depth,
-                       const struct rabbitmq_cache *m, struct metric_set *out)
+static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
+                       const struct qtab *depth, const struct rabbitmq_cache *m,
+                       struct metric_set *out)
 {
     const char *q = d->name, *v = d->vhost;
     metric_set_add(out, "qrel_queue_messages", d->ready, "queue", q, "vhost", v, "state", "ready",
@@ -664,7 +564,7 @@ static struct rabbitmq_cache *meta_keep(const struct meta *m)
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
-    struct state *st = c->priv;
+    struct rabbitmq_state *st = c->priv;
     struct qtab depth;
     memset(&depth, 0, sizeof depth);
     struct meta *fresh = NULL;
@@ -766,9 +666,32 @@ static const struct audit_hint hints[] = {
                              "delivery limit"},
     {NULL, NULL}};
 
+/* A dead_letters entry for `qrel dlq` (at load, no I/O): the AMQP endpoint is needed, and the
+ * queue must be one the source watches in the amqp_url's vhost. */
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    struct rabbitmq_state *st = c->priv;
+    char why[300];
+    if (rabbitmq_dlq_id_field_check(id_field, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    if (!st->amqp_host)
+        return cfg_error(e, cfg_at(entry, "source"),
+                         "source: \"%s\" has no amqp_url, which qrel dlq reads RabbitMQ's dead "
+                         "letters through",
+                         c->name);
+    if (!selected(st, st->amqp_vhost, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: source \"%s\" does not watch a queue named \"%s\"", c->name,
+                         queue);
+    return 0;
+}
+
 const struct collector_kind rabbitmq_kind = {.name = "rabbitmq",
-                                             .state_size = sizeof(struct state),
+                                             .state_size = sizeof(struct rabbitmq_state),
                                              .configure = configure,
                                              .collect = collect,
                                              .destroy = destroy,
-                                             .audit_hints = hints};
+                                             .audit_hints = hints,
+                                             .dead_letter_validate = dead_letter_validate,
+                                             .dlq = &rabbitmq_dlq_kind};

@@ -4,8 +4,10 @@
 #ifndef QREL_RABBITMQ_H
 #define QREL_RABBITMQ_H
 
+#include <amqp.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -54,5 +56,45 @@ int rabbitmq_topic_match(const char *pattern, const char *key);
  * with routing key key. fanout and headers route everything (headers cannot be evaluated without
  * the message: reported as routed, documented), direct needs equal keys, topic matches. */
 int rabbitmq_binding_routes(const char *type, const char *binding_key, const char *key);
+
+/* ---- qrel dlq (dead_letter.c) ---- */
+
+/* The amqp_url key: amqp://host[:port][/vhost] into malloc'd *host and *vhost (port 5672 by
+ * default; "/" without a path, the path %-decoded). -1 with a reason in why (cap bytes) for
+ * amqps:// (not supported yet), a user or password in the URL (they come from the source's
+ * username and password_file) or anything else. */
+int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhost, char *why,
+                            size_t cap);
+
+/* id_field of a dead_letters entry: a dotted JSON key of the body, header:NAME, or
+ * property:message_id / property:correlation_id. 0, or -1 with a reason in why. */
+int rabbitmq_dlq_id_field_check(const char *id_field, char *why, size_t cap);
+
+/* The work id of m as id_field names it (checked): malloc'd into *out with its length, a
+ * header's integer in decimal; NULL when absent or of another type. */
+void rabbitmq_dlq_work_id(const amqp_message_t *m, const char *id_field, char **out, size_t *len);
+
+/* An integer field value (any integer kind, or a timestamp) into *out; -1 for any other. */
+int rabbitmq_field_int(const amqp_field_value_t *v, int64_t *out);
+
+/* What the headers of a dead letter say. */
+struct rabbitmq_death {
+    char *queue;            /* malloc'd: the queue it died in (its origin), NULL: no x-death */
+    char *reason;           /* malloc'd: rejected, expired, delivery_limit or maxlen */
+    int64_t count;          /* that x-death entry's count, -1 when absent */
+    double time;            /* its time (unix seconds), 0 when absent */
+    int64_t delivery_count; /* x-delivery-count, -1 when absent */
+    int64_t replays;        /* the DLQ_STAMP header, 0 when absent or not a whole number */
+};
+/* Reads the most recent x-death entry whose reason is one above, x-delivery-count and the
+ * stamp. Free with rabbitmq_death_free. */
+void rabbitmq_death_read(const amqp_basic_properties_t *p, struct rabbitmq_death *out);
+void rabbitmq_death_free(struct rabbitmq_death *d);
+
+/* The headers a replay publishes: p's headers (shallow copies, in their order) without x-death,
+ * x-first-death-*, x-last-death-*, x-delivery-count and the old stamp, then DLQ_STAMP = stamp
+ * (a long). out holds at least p->headers.num_entries + 1 entries; returns how many it filled. */
+int rabbitmq_replay_headers(const amqp_basic_properties_t *p, int64_t stamp,
+                            amqp_table_entry_t *out);
 
 #endif

@@ -217,8 +217,9 @@ static const struct check_case bad_configs[] = {
      "t.yml:1:1: missing required key \"url\" in this mapping"},
     /* a misspelt key is reported, with the known keys, before what it leaves missing */
     {"url: http://h:15672\nusrname: u\npassword_env: HOME\n",
-     "t.yml:2:1: unknown key \"usrname\" in source \"rmq\" (known keys: consumer_timeout, "
-     "exclude, exclude_vhosts, max_response_bytes, metadata_interval, password_env, "
+     "t.yml:2:1: unknown key \"usrname\" in source \"rmq\" (known keys: amqp_url, "
+     "consumer_timeout, dlq_accept_delivery_limit, exclude, exclude_vhosts, max_response_bytes, "
+     "metadata_interval, password_env, "
      "password_file, prometheus_url, queue_pattern, queues, tls_config, url, username, vhosts)"},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nexclude_vhosts: [\"^v\"]\n",
      "t.yml:4:18: exclude_vhosts: \"^v\" looks like a regular expression (it has \"^\"): "
