@@ -217,4 +217,23 @@ DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=emails --only=all
 expect_eq "a queue gone from the queues set: even the dry run is refused (exit 1)" "$rc" 1
 expect_cmd "... saying so" grep -qF 'Sidekiq does not know queue "emails" (it is not in the queues set' "$T/dlq.err"
 
+# ---- a namespace (redis-namespace), beside a member no Sidekiq wrote --------------------------
+# The dead job of o1 copied under the prefix shop: by hand, with a member that is no JSON: only
+# shop:dead is read (the plain dead set is not), the stray member is passed over, and the job goes
+# to shop:queue:emails.
+R ZADD shop:dead "$(date +%s)" "$(R ZRANGE dead 0 -1 | grep -F '"args":["o1"]')" >/dev/null
+R ZADD shop:dead "$(date +%s)" 'not json' >/dev/null
+R SADD shop:queues emails >/dev/null
+sed -e '/username:/d' -e '/password_file:/d' -e 's/^    queues: \[emails, refunds\]$/&\n    namespace: shop/' \
+  "$T/replay.yml" > "$T/shop.yml"
+dead_before=$(R ZCARD dead)
+rc=0
+DLQ replay --config.file="$T/shop.yml" --source=jobs --queue=emails --only=all --yes --format=json > "$T/shop.json" || rc=$?
+expect_eq "namespace shop: read shop:dead only (1 job of emails), moved it" \
+  "$rc $(jq -r '"\(.total) \(.classes.done) \(.dead_letter_queue) \([.replay.moved[].work_id] | join(" "))"' "$T/shop.json")" \
+  "0 1 1 shop:dead o1"
+expect_eq "... onto shop:queue:emails; the stray member stays, the plain dead set untouched" \
+  "$(R LRANGE shop:queue:emails 0 -1 | jq -r '.args[0]') $(R ZRANGE shop:dead 0 -1) $(R ZCARD dead)" \
+  "o1 not json $dead_before"
+
 finish
