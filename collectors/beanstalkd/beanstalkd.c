@@ -19,10 +19,12 @@
 #include <string.h>
 
 #include "beanstalkd.h"
+#include "client.h"
 #include "collector.h"
 #include "common/exclude.h"
 #include "common/beanstalk.h"
 #include "config.h"
+#include "dlq.h"
 #include "log.h"
 #include "alloc.h"
 
@@ -35,15 +37,6 @@ struct tube {
     unsigned long long ready_id, buried_id; /* 0: none */
     int has_ready_job, has_buried_job;
     double ready_age, ready_ttr, buried_age, buried_ttr;
-};
-
-struct state {
-    char *address;
-    char **tubes; /* configured names, NULL: every tube */
-    size_t ntubes;
-    struct exclude exclude; /* listed tubes left out */
-    long long max_response_bytes;
-    struct beanstalk_conn *conn;
 };
 
 struct scrape {
@@ -337,4 +330,6 @@ const struct collector_kind beanstalkd_kind = {
     .collect = collect,
     .destroy = destroy,
     .audit_hints = hints,
+    .dead_letter_validate = beanstalkd_dlq_validate,
+    .dlq = &beanstalkd_dlq,
 };

@@ -21,4 +21,22 @@ int beanstalkd_parse_stats(const char *body, const char *const *keys, double *va
  * starting with '-')? Names that are not cannot be sent in a command line. */
 int beanstalkd_tube_name_valid(const char *name);
 
+/* ---- `qrel dlq` ---- */
+
+/* What `stats-job <id>` says of a job (beanstalkd 1.12: id, tube, state, pri, age, delay, ttr,
+ * time-left, file, reserves, timeouts, releases, buries, kicks). age is the seconds since it was
+ * put (beanstalkd keeps no time of the bury); reserves how often a worker took it. */
+struct beanstalkd_job {
+    unsigned long long id;
+    char tube[201];
+    char state[16]; /* ready, reserved, delayed, buried */
+    double age;
+    long long reserves, releases;
+};
+int beanstalkd_parse_job(const char *body, struct beanstalkd_job *out, struct err *e);
+
+/* A dead_letters entry's id_field: a key of the job body parsed as JSON, dots between nested
+ * keys (common/json_id.h). 0, or -1 with a reason in why. */
+int beanstalkd_dlq_id_field(const char *id_field, char *why, size_t cap);
+
 #endif

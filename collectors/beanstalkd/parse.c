@@ -2,6 +2,8 @@
  * YAML library: beanstalkd writes one flat level, one "- item" or "key: value" per line, after a
  * "---" line, and nothing else. Anything else is not beanstalkd and is refused. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,4 +123,58 @@ int beanstalkd_tube_name_valid(const char *name)
             return 0;
     }
     return 1;
+}
+
+/* ---- stats-job, for `qrel dlq` ---- */
+
+static int job_line(void *vctx, const char *line, size_t len, struct err *e)
+{
+    struct beanstalkd_job *j = vctx;
+    (void)e;
+    static const struct {
+        const char *key;
+        size_t off, cap;
+    } words[] = {{"tube: ", offsetof(struct beanstalkd_job, tube), sizeof j->tube},
+                 {"state: ", offsetof(struct beanstalkd_job, state), sizeof j->state}};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        size_t k = strlen(words[i].key);
+        if (len > k && memcmp(line, words[i].key, k) == 0) {
+            if (len - k >= words[i].cap)
+                return err_set(e, ERR_PROTOCOL, "stats-job: a %.*s too long", (int)(k - 2),
+                               words[i].key);
+            char *dst = (char *)j + words[i].off;
+            memcpy(dst, line + k, len - k);
+            dst[len - k] = '\0';
+        }
+    }
+    return 0;
+}
+
+int beanstalkd_parse_job(const char *body, struct beanstalkd_job *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    static const char *const keys[] = {"id", "age", "reserves", "releases"};
+    double v[4];
+    if (each_line(body, job_line, out, e) || beanstalkd_parse_stats(body, keys, v, 4, e))
+        return err_prefix(e, "stats-job");
+    if (!out->tube[0] || !out->state[0])
+        return err_set(e, ERR_PROTOCOL, "stats-job: without tube or state");
+    out->id = (unsigned long long)v[0];
+    out->age = v[1];
+    out->reserves = (long long)v[2];
+    out->releases = (long long)v[3];
+    return 0;
+}
+
+int beanstalkd_dlq_id_field(const char *id_field, char *why, size_t cap)
+{
+    size_t len = id_field ? strlen(id_field) : 0;
+    if (len == 0 || id_field[0] == '.' || id_field[len - 1] == '.' || strstr(id_field, "..")) {
+        snprintf(why, cap,
+                 "want a key of the job body parsed as JSON, with dots between nested keys "
+                 "(order.id), got \"%s\"",
+                 id_field ? id_field : "");
+        return -1;
+    }
+    return 0;
 }

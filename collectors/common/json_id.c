@@ -57,7 +57,12 @@ void json_id_at(const char *body, size_t len, const char *path, char **out, size
         const char *dot = strchr(p, '.');
         size_t klen = dot ? (size_t)(dot - p) : strlen(p);
         char *key = xstrndup(p, klen);
-        v = json_is_object(v) ? json_object_get(v, key) : NULL;
+        if (json_is_object(v))
+            v = json_object_get(v, key);
+        else if (json_is_array(v) && klen && klen < 10 && strspn(key, "0123456789") == klen)
+            v = json_array_get(v, strtoul(key, NULL, 10)); /* "args.0": an array's position */
+        else
+            v = NULL;
         free(key);
         p += klen + (dot != NULL);
     }

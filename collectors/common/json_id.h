@@ -4,7 +4,8 @@
  *
  * The `id_field` of a `dead_letters:` entry is either PREFIX NAME (the kind's metadata: "header:",
  * "attribute:") or a key of the body parsed as JSON, with dots for nesting ("order.id" in
- * {"order": {"id": 17}}). One spelling and one reading for every kind, so the same entry means the
+ * {"order": {"id": 17}}; a part of digits is a position in an array: "args.0" is 17 in
+ * {"args": [17]}). One spelling and one reading for every kind, so the same entry means the
  * same thing whatever the broker. No I/O. */
 #ifndef QREL_JSON_ID_H
 #define QREL_JSON_ID_H

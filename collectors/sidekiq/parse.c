@@ -108,9 +108,7 @@ struct member {
     const char *v, *v_end; /* the value's text, NULL when absent */
 };
 
-/* 1 when json is an object whose members were walked and each wanted member met once at most
- * with a name free of escapes; 0 otherwise (then jansson decides). */
-static int scan_members(const char *json, size_t len, struct member *want, size_t n)
+int sidekiq_json_members(const char *json, size_t len, sidekiq_member_fn fn, void *ctx)
 {
     const char *p = skip_ws(json, json + len), *end = json + len;
     if (p >= end || *p != '{')
@@ -122,10 +120,9 @@ static int scan_members(const char *json, size_t len, struct member *want, size_
         int esc;
         if (p >= end || *p != '"')
             return 0;
-        const char *k = p + 1, *k_end = skip_string(p, end, &esc);
+        const char *k = p, *k_end = skip_string(p, end, &esc);
         if (!k_end)
             return 0;
-        size_t klen = (size_t)(k_end - 1 - k);
         p = skip_ws(k_end, end);
         if (p >= end || *p != ':')
             return 0;
@@ -133,13 +130,9 @@ static int scan_members(const char *json, size_t len, struct member *want, size_
         const char *v = p, *v_end = skip_value(p, end);
         if (!v_end)
             return 0;
-        for (size_t i = 0; i < n; i++)
-            if (strlen(want[i].name) == klen && memcmp(want[i].name, k, klen) == 0) {
-                if (esc || want[i].v)
-                    return 0;
-                want[i].v = v;
-                want[i].v_end = v_end;
-            }
+        struct sidekiq_member m = {k + 1, (size_t)(k_end - 1 - (k + 1)), esc, k, v, v_end};
+        if (fn(ctx, &m))
+            return 0;
         p = skip_ws(v_end, end);
         if (p < end && *p == ',') {
             p = skip_ws(p + 1, end);
@@ -147,6 +140,32 @@ static int scan_members(const char *json, size_t len, struct member *want, size_
         }
         return p < end && *p == '}' && skip_ws(p + 1, end) == end;
     }
+}
+
+struct wanted {
+    struct member *want;
+    size_t n;
+};
+
+static int take_wanted(void *ctx, const struct sidekiq_member *m)
+{
+    struct wanted *w = ctx;
+    for (size_t i = 0; i < w->n; i++)
+        if (strlen(w->want[i].name) == m->klen && memcmp(w->want[i].name, m->key, m->klen) == 0) {
+            if (m->escaped || w->want[i].v)
+                return -1;
+            w->want[i].v = m->v;
+            w->want[i].v_end = m->v_end;
+        }
+    return 0;
+}
+
+/* 1 when json is an object whose members were walked and each wanted member met once at most
+ * with a name free of escapes; 0 otherwise (then jansson decides). */
+static int scan_members(const char *json, size_t len, struct member *want, size_t n)
+{
+    struct wanted w = {want, n};
+    return sidekiq_json_members(json, len, take_wanted, &w);
 }
 
 /* A member's value as a non-empty string without escapes (malloc'd), or NULL. */

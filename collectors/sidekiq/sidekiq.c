@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "collector.h"
 #include "common/entries.h"
 #include "common/exclude.h"
@@ -34,6 +35,7 @@
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
+#include "dlq.h"
 #include "hashtab.h"
 #include "log.h"
 #include "sidekiq.h"
@@ -42,13 +44,6 @@
 #define DEFAULT_MAX_SET_ENTRIES 10000
 #define DEFAULT_STALE_AFTER 20.0 /* four missed heartbeats */
 #define DEAD_LETTER_LABEL "dead"
-
-struct state {
-    struct redis_job job; /* the connection keys, queues, connection and pipeline */
-    char *ns;             /* "" or "<namespace>:" */
-    long long max_set_entries;
-    double stale_after;
-};
 
 struct queue {
     char *name;
@@ -329,7 +324,7 @@ static void scrape_free(struct scrape *sc)
 
 static char *key(const struct state *st, const char *a, const char *b)
 {
-    return xasprintf("%s%s%s", st->ns, a, b ? b : "");
+    return sidekiq_key(st, a, b);
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)
@@ -463,4 +458,6 @@ const struct collector_kind sidekiq_kind = {
     .collect = collect,
     .destroy = destroy,
     .audit_hints = hints,
+    .dead_letter_validate = sidekiq_dlq_validate,
+    .dlq = &sidekiq_dlq,
 };

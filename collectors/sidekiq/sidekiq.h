@@ -31,4 +31,55 @@ int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_a
 enum sidekiq_beat { SIDEKIQ_ALIVE, SIDEKIQ_STOPPED, SIDEKIQ_BEAT_BAD };
 enum sidekiq_beat sidekiq_judge_beat(const char *s, size_t len, double now, double stale_after);
 
+/* ---- the top-level scanner (parse.c), also dlq_parse.c's ---- */
+
+/* One top-level member of a JSON object as written: its name's text between the quotes (klen
+ * bytes, escapes not decoded: escaped says whether it had any), the member's text from the
+ * name's opening quote, and its value's text [v, v_end). */
+struct sidekiq_member {
+    const char *key;
+    size_t klen;
+    int escaped;
+    const char *member;
+    const char *v, *v_end;
+};
+typedef int (*sidekiq_member_fn)(void *ctx, const struct sidekiq_member *m);
+
+/* Walks the top-level members of the object json, calling fn on each in order: 1 when json is
+ * an object walked to its end and fn returned 0 for each, 0 otherwise. Values are skipped by
+ * their brackets and quotes, not validated: a caller that must know the document is valid JSON
+ * asks jansson too. */
+int sidekiq_json_members(const char *json, size_t len, sidekiq_member_fn fn, void *ctx);
+
+/* ---- `qrel dlq` (dlq_parse.c) ---- */
+
+/* A dead_letters entry's id_field: a key of the job payload with dots for nesting and digits for
+ * a position in an array (common/json_id.h): `jid`, `args.0`, `args.0.order_id`. 0, or -1 with
+ * a reason in why. */
+int sidekiq_dlq_id_field(const char *id_field, char *why, size_t cap);
+
+/* What qrel dlq reads from a job of the dead set. Strings malloc'd (sidekiq_dead_free). */
+struct sidekiq_dead {
+    char *queue;          /* its "queue" */
+    char *jid;            /* its "jid"; NULL when it has none */
+    char *work_id;        /* the value at id_field; NULL when absent or not a string/integer */
+    long long deliveries; /* retry_count + 1 (Sidekiq's count of failures less one); -1: none */
+    long long replays;    /* its DLQ_STAMP key ("qrel-replayed"); 0 when absent */
+};
+
+/* Reads a dead job's payload. -1 with *why (entries.h) and e when it is no JSON object or has
+ * no "queue" string: the caller counts it as skipped. */
+int sidekiq_dlq_job(const char *json, size_t len, const char *id_field, struct sidekiq_dead *out,
+                    enum entry_skip *why, struct err *e);
+void sidekiq_dead_free(struct sidekiq_dead *d);
+
+/* The payload a replay pushes onto the job's queue, as Sidekiq's own SortedEntry#retry makes it
+ * (api.rb, 6.4): retry_count one less when it is an integer (Sidekiq's retry gives the job one
+ * more try), enqueued_at now (Client#atomic_push), and, qrel's own, DLQ_STAMP = stamp. Every
+ * other member, error_message, failed_at and args included, is kept byte for byte and in its
+ * place; the three are written last. malloc'd into *out (*outlen bytes, NUL-terminated). -1 with
+ * e when json is no JSON object, has a member twice, or a top-level name with an escape. */
+int sidekiq_dlq_requeue_payload(const char *json, size_t len, double now, long long stamp,
+                                char **out, size_t *outlen, struct err *e);
+
 #endif

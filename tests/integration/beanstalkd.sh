@@ -13,23 +13,6 @@
 
 JOBS="ruby $QREL_SOURCE_DIR/tests/peers/beanstalkd/jobs.rb"
 
-# start_beanstalkd VAR: a beanstalkd on a free loopback port.
-start_beanstalkd() {
-  local var=$1 port
-  port=$(free_port)
-  beanstalkd -l 127.0.0.1 -p "$port" &
-  PIDS+=("$!")
-  for _ in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      printf -v "$var" '%s' "$port"
-      return 0
-    fi
-    sleep 0.025
-  done
-  echo "beanstalkd on port $port did not start" >&2
-  return 1
-}
-
 start_beanstalkd BP
 B=127.0.0.1:$BP
 t0=$(date +%s)

@@ -326,3 +326,22 @@ start_tcp_stub() {
   wait_for -i 0.025 30 "the tcp stub ($mode) to write its port" port_file "$pf" "$var" \
     || { cat "$pf.log" >&2; return 1; }
 }
+
+# ---- beanstalkd --------------------------------------------------------------------------------
+
+# start_beanstalkd VAR [extra beanstalkd args...]: a beanstalkd on a free loopback port.
+start_beanstalkd() {
+  local var=$1 port
+  port=$(free_port)
+  beanstalkd -l 127.0.0.1 -p "$port" "${@:2}" &
+  PIDS+=("$!")
+  for _ in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      printf -v "$var" '%s' "$port"
+      return 0
+    fi
+    sleep 0.025
+  done
+  echo "beanstalkd on port $port did not start" >&2
+  return 1
+}
