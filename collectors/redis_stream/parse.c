@@ -501,6 +501,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
     m->dead_since = sane_time((double)id.ms / 1000.0);
     size_t flen = strlen(id_field);
     int seen_id = 0;
+    m->replays = 0; /* no stamp: qrel never replayed it */
     for (size_t j = 0; j < f->elements; j++) {
         const redisReply *v = f->element[j];
         kd->v[j] = xmalloc(v->len + 1);
@@ -520,6 +521,8 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
             m->deliveries = whole_number(val);
         else if (key_is(v, "dead_since") && sane_time(time_of(val)) > 0)
             m->dead_since = time_of(val);
+        else if (key_is(v, DLQ_STAMP))
+            m->replays = whole_number(val); /* -1 when it is no count: unknown */
     }
     return 0;
 }
