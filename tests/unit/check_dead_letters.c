@@ -499,6 +499,12 @@ START_TEST(test_dlq_entry)
              "*2\r\n$3\r\n1-3\r\n*2\r\n$13\r\nqrel-replayed\r\n$2\r\n-1\r\n");
     for (size_t i = 0; i < r->elements; i++)
         ck_assert_int_eq(redis_stream_dlq_entry(r->element[i], "order", dlq_batch_push(&b), &e), 0);
+    /* the exporter's read of the same entries counts them by stamp: never 1, poison 1 (the
+     * unreadable one in none) */
+    struct dead_letter_read t = {0};
+    ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), 0);
+    ck_assert(t.stamps && t.replays[0] == 1 && t.replays[1] == 0 && t.replays[2] == 1);
+    dead_letter_read_free(&t);
     freeReplyObject(r);
     ck_assert_int_eq(b.v[0].replays, 0);
     ck_assert_int_eq(b.v[1].replays, 2);
