@@ -148,6 +148,10 @@ static struct flag dlq_flags[] = {
      NULL, 0},
     {"yes", FLAG_BOOL, NULL, "replay: really move them; without it a replay is a dry run.", NULL,
      0},
+    {"include-poison", FLAG_BOOL, NULL,
+     "replay: move poison messages too (replayed twice or more, dead again each time); skipped "
+     "by default.",
+     NULL, 0},
 };
 #define NDLQ (sizeof dlq_flags / sizeof dlq_flags[0])
 #define NDLQ_INSPECT 9
@@ -243,6 +247,7 @@ static int dlq_parse_args(int argc, char **argv, struct cli_args *a)
     }
     a->o.limit = a->replay ? a->limit : 0;
     a->o.yes = flags_bool(flags_find(dlq_flags, NDLQ, "yes"));
+    a->o.include_poison = flags_bool(flags_find(dlq_flags, NDLQ, "include-poison"));
     a->o.max_failures_in_a_row = 3;
     a->config_file = flags_find(dlq_flags, NDLQ, "config.file")->value;
     a->source = flags_find(dlq_flags, NDLQ, "source")->value;

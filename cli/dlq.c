@@ -40,8 +40,28 @@ const char *dlq_work_name(enum dead_letter_work w)
 
 /* ---- selection (pure) ---- */
 
-size_t dlq_select(const enum dead_letter_work *work, size_t n, enum dlq_only only, size_t limit,
-                  enum dlq_choice *choice)
+int dlq_is_poison(const struct dlq_message *m)
+{
+    return m->replays >= DLQ_POISON;
+}
+
+enum dlq_replays dlq_replays_of(const struct dlq_message *m)
+{
+    if (m->replays < 0)
+        return DLQ_REPLAYS_UNKNOWN;
+    return m->replays == 0    ? DLQ_REPLAYS_NEVER
+           : dlq_is_poison(m) ? DLQ_REPLAYS_POISON
+                              : DLQ_REPLAYS_ONCE;
+}
+
+const char *dlq_replays_name(enum dlq_replays r)
+{
+    static const char *const names[DLQ_REPLAYS_COUNT] = {"never", "once", "poison", "unknown"};
+    return names[r];
+}
+
+size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
+                  enum dlq_only only, int include_poison, size_t limit, enum dlq_choice *choice)
 {
     size_t chosen = 0;
     for (size_t i = 0; i < n; i++) {
@@ -52,6 +72,8 @@ size_t dlq_select(const enum dead_letter_work *work, size_t n, enum dlq_only onl
             c = DLQ_SKIP_NOT_DONE;
         else if (work[i] == DL_WORK_UNKNOWN && only == DLQ_ONLY_NOT_DONE)
             c = DLQ_SKIP_UNKNOWN;
+        else if (v && !include_poison && dlq_is_poison(&v[i]))
+            c = DLQ_SKIP_POISON; /* it died after each of its replays: another one feeds the loop */
         else if (limit && chosen == limit)
             c = DLQ_SKIP_LIMIT;
         if (c == DLQ_MOVE)
@@ -213,6 +235,7 @@ void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *wor
                 out->newest = m->dead_since;
             out->has_dead_since = 1;
         }
+        out->replays[dlq_replays_of(m)]++;
         if (m->deliveries < 0) {
             out->deliveries_unknown++;
             continue;
@@ -393,7 +416,8 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
     r->fate = xcalloc(n ? n : 1, sizeof *r->fate);
     if (!r->error)
         r->error = xcalloc(n ? n : 1, sizeof *r->error);
-    res->chosen = dlq_select(r->work, n, o->only, o->limit, r->choice);
+    res->chosen =
+        dlq_select(r->work, r->batch.v, n, o->only, o->include_poison, o->limit, r->choice);
     int locked = 0;
     struct err re;
     err_clear(&re);
@@ -436,6 +460,9 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
             }
         }
         res->n[r->fate[i]]++;
+        if ((r->fate[i] == DLQ_FATE_MOVED || r->fate[i] == DLQ_FATE_WOULD_MOVE) &&
+            dlq_is_poison(&r->batch.v[i]))
+            res->poison_moved++;
     }
     if (locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
         log_kv(LOG_WARN, "replay lock not released (it expires)", "source", r->join->broker->name,

@@ -34,6 +34,7 @@ enum dlq_choice {
     DLQ_SKIP_NOT_DONE, /* not done, but --only=unknown */
     DLQ_SKIP_UNKNOWN,  /* no id, or the table cannot tell, and --only=not_done */
     DLQ_SKIP_LIMIT,    /* of the chosen class, beyond --limit */
+    DLQ_SKIP_POISON,   /* replayed DLQ_POISON times or more already, and no --include-poison */
     DLQ_CHOICE_COUNT
 };
 
@@ -56,10 +57,16 @@ int dlq_parse_only(const char *s, enum dlq_only *out, struct err *e);
 const char *dlq_only_name(enum dlq_only o);
 const char *dlq_work_name(enum dead_letter_work w); /* "done", "not_done", "unknown" */
 
+/* Whether m is a poison message: its replay stamp says qrel replayed it DLQ_POISON times or more
+ * and it died again each time. */
+int dlq_is_poison(const struct dlq_message *m);
+
 /* The selection (pure): choice[i] for each of the n dead letters by its class work[i], in
- * order, at most limit moved (0: no limit). Returns how many were chosen (DLQ_MOVE). */
-size_t dlq_select(const enum dead_letter_work *work, size_t n, enum dlq_only only, size_t limit,
-                  enum dlq_choice *choice);
+ * order, at most limit moved (0: no limit). A poison message (v[i], when v is not NULL) of a
+ * chosen class is skipped unless include_poison; it does not count towards limit. Returns how
+ * many were chosen (DLQ_MOVE). */
+size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
+                  enum dlq_only only, int include_poison, size_t limit, enum dlq_choice *choice);
 
 /* The `dead_letters` entry of source and queue in s, found for `qrel dlq`. -1 with e set
  * (ERR_CONFIG) when there is none (the message lists the entries there are) or when its kind
@@ -90,6 +97,17 @@ struct dlq_read {
 int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
              const struct deadline *dl, double timeout, struct dlq_read *out, struct err *e);
 
+/* Dead letters by their replay stamp (dlq_message.replays). */
+enum dlq_replays {
+    DLQ_REPLAYS_NEVER,   /* 0: no stamp, never replayed by qrel */
+    DLQ_REPLAYS_ONCE,    /* 1: replayed once, died again */
+    DLQ_REPLAYS_POISON,  /* DLQ_POISON or more: a poison message */
+    DLQ_REPLAYS_UNKNOWN, /* -1: the kind cannot stamp */
+    DLQ_REPLAYS_COUNT
+};
+enum dlq_replays dlq_replays_of(const struct dlq_message *m);
+const char *dlq_replays_name(enum dlq_replays r); /* "never", "once", "poison", "unknown" */
+
 /* What inspect reports, from a read (pure). */
 #define DLQ_HIST_BUCKETS 8
 struct dlq_summary {
@@ -101,7 +119,8 @@ struct dlq_summary {
     int has_deliveries; /* any message with a delivery count */
     int64_t min_deliveries, max_deliveries;
     size_t deliveries_unknown;
-    size_t hist[DLQ_HIST_BUCKETS]; /* by dlq_hist_bounds */
+    size_t hist[DLQ_HIST_BUCKETS];     /* by dlq_hist_bounds */
+    size_t replays[DLQ_REPLAYS_COUNT]; /* by the replay stamp, enum dlq_replays */
 };
 void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *work, size_t n,
                    size_t total, struct dlq_summary *out);
@@ -114,11 +133,13 @@ struct dlq_replay_opts {
     size_t limit;                 /* 0: none */
     double rate;                  /* messages per second; 0: as fast as the broker answers */
     int yes;                      /* 0: dry run, nothing is called but read and release */
+    int include_poison;           /* --include-poison: move poison messages of a chosen class too */
     size_t max_failures_in_a_row; /* stop after this many (0: never) */
     volatile sig_atomic_t *stop;  /* set by a signal handler: stop before the next message */
 };
 struct dlq_replay_result {
     size_t chosen;
+    size_t poison_moved; /* of the moved (or, in a dry run, would move), how many were poison */
     size_t n[DLQ_FATE_COUNT];
     size_t skipped[DLQ_CHOICE_COUNT];
     int interrupted;            /* *stop was set before every chosen message was tried */

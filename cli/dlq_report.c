@@ -89,6 +89,42 @@ static void json_message(struct buf *out, const struct dlq_message *m)
     buf_putc(out, '}');
 }
 
+/* How often qrel replayed them before, by their replay stamp: shown once any message was
+ * replayed before (a queue nobody replayed, or a kind that cannot stamp, would get a line that
+ * says nothing; the JSON has the counts always). */
+static void replays_text(struct buf *out, const struct dlq_summary *s)
+{
+    if (!s->replays[DLQ_REPLAYS_ONCE] && !s->replays[DLQ_REPLAYS_POISON])
+        return;
+    buf_printf(out, "replayed before: never %zu, once %zu, poison %zu (%d times or more)",
+               s->replays[DLQ_REPLAYS_NEVER], s->replays[DLQ_REPLAYS_ONCE],
+               s->replays[DLQ_REPLAYS_POISON], DLQ_POISON);
+    if (s->replays[DLQ_REPLAYS_UNKNOWN])
+        buf_printf(out, "; unknown: %zu", s->replays[DLQ_REPLAYS_UNKNOWN]);
+    buf_putc(out, '\n');
+}
+
+/* The poison messages, as a sample like the classes': their replays beside each. */
+static void poison_text(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
+                        const struct dlq_summary *s)
+{
+    size_t n = s->replays[DLQ_REPLAYS_POISON], shown = 0;
+    if (!n || !x->sample)
+        return;
+    buf_puts(out, "sample poison:");
+    for (size_t i = 0; i < r->batch.n && shown < x->sample; i++) {
+        const struct dlq_message *m = &r->batch.v[i];
+        if (!dlq_is_poison(m))
+            continue;
+        buf_puts(out, shown++ ? ", " : " ");
+        text_message(out, m);
+        buf_printf(out, " x%lld", (long long)m->replays);
+    }
+    if (n > shown)
+        buf_printf(out, ", … (%zu more)", n - shown);
+    buf_putc(out, '\n');
+}
+
 static const enum dead_letter_work classes[3] = {DL_WORK_DONE, DL_WORK_NOT_DONE, DL_WORK_UNKNOWN};
 
 static void inspect_text(struct buf *out, const struct dlq_report_ctx *x, const struct dlq_read *r,
@@ -145,6 +181,7 @@ static void inspect_text(struct buf *out, const struct dlq_report_ctx *x, const 
             buf_printf(out, "; unknown: %zu", s->deliveries_unknown);
         buf_putc(out, '\n');
     }
+    replays_text(out, s);
     for (int c = 0; c < 3 && x->sample; c++) {
         if (!s->n[classes[c]])
             continue;
@@ -160,6 +197,7 @@ static void inspect_text(struct buf *out, const struct dlq_report_ctx *x, const 
             buf_printf(out, ", … (%zu more)", s->n[classes[c]] - shown);
         buf_putc(out, '\n');
     }
+    poison_text(out, x, r, s);
     if (r->kind->read_effect)
         buf_printf(out, "reading changed: %s\n", r->kind->read_effect);
 }
@@ -199,7 +237,11 @@ static void inspect_json(struct buf *out, const struct dlq_report_ctx *x, const 
         put_number(out, hi >= 0, (double)hi);
         buf_printf(out, ",\"messages\":%zu}", s->hist[i]);
     }
-    buf_puts(out, "]},\"samples\":{");
+    buf_puts(out, "]},\"replays\":{");
+    for (int k = 0; k < DLQ_REPLAYS_COUNT; k++)
+        buf_printf(out, "%s\"%s\":%zu", k ? "," : "", dlq_replays_name((enum dlq_replays)k),
+                   s->replays[k]);
+    buf_puts(out, "},\"samples\":{");
     for (int c = 0; c < 3; c++) {
         buf_printf(out, "%s\"%s\":[", c ? "," : "", dlq_work_name(classes[c]));
         for (size_t i = 0, shown = 0; i < b->n && shown < x->sample; i++) {
@@ -210,7 +252,18 @@ static void inspect_json(struct buf *out, const struct dlq_report_ctx *x, const 
         }
         buf_putc(out, ']');
     }
-    buf_puts(out, "},\"read_effect\":");
+    buf_puts(out, ",\"poison\":[");
+    for (size_t i = 0, shown = 0; i < b->n && shown < x->sample; i++) {
+        if (!dlq_is_poison(&b->v[i]))
+            continue;
+        buf_puts(out, shown++ ? "," : "");
+        buf_puts(out, "{\"message_id\":");
+        put_json(out, b->v[i].message_id);
+        buf_puts(out, ",\"work_id\":");
+        put_json(out, b->v[i].work_id);
+        buf_printf(out, ",\"replays\":%lld}", (long long)b->v[i].replays);
+    }
+    buf_puts(out, "]},\"read_effect\":");
     put_json(out, r->kind->read_effect);
     buf_puts(out, ",\"cannot_replay\":");
     put_json(out, r->kind->cannot_replay);
@@ -232,10 +285,9 @@ void dlq_report_inspect(struct buf *out, const struct dlq_report_ctx *x, const s
 /* ---- the replay part ---- */
 
 static const char *const skip_names[DLQ_CHOICE_COUNT] = {
-    [DLQ_SKIP_DONE] = "done",
-    [DLQ_SKIP_NOT_DONE] = "not_done",
-    [DLQ_SKIP_UNKNOWN] = "unknown",
-    [DLQ_SKIP_LIMIT] = "beyond_limit",
+    [DLQ_SKIP_DONE] = "done",       [DLQ_SKIP_NOT_DONE] = "not_done",
+    [DLQ_SKIP_UNKNOWN] = "unknown", [DLQ_SKIP_LIMIT] = "beyond_limit",
+    [DLQ_SKIP_POISON] = "poison",
 };
 
 /* The messages of one fate (and, for skipped, one reason), at most max of them (ALL: all). */
@@ -296,7 +348,11 @@ static void replay_text(struct buf *out, const struct dlq_report_ctx *x, const s
         put_text(out, r->batch.origin);
         buf_putc(out, ':');
         list_ids(out, r, f, -1, ALL, 0);
-        buf_puts(out, o->yes ? "\n" : "\nrun again with --yes to move them\n");
+        buf_putc(out, '\n');
+        if (res->poison_moved)
+            buf_printf(out, "of them poison (replayed %d times or more, --include-poison): %zu\n",
+                       DLQ_POISON, res->poison_moved);
+        buf_puts(out, o->yes ? "" : "run again with --yes to move them\n");
     }
     for (int c = DLQ_SKIP_DONE; c < DLQ_CHOICE_COUNT; c++) {
         if (!res->skipped[c])
@@ -339,7 +395,8 @@ static void replay_json(struct buf *out, const struct dlq_report_ctx *x, const s
     put_number(out, o->limit > 0, (double)o->limit);
     buf_puts(out, ",\"rate\":");
     put_number(out, o->rate > 0, o->rate);
-    buf_printf(out, ",\"chosen\":%zu", res->chosen);
+    buf_printf(out, ",\"include_poison\":%s,\"chosen\":%zu,\"poison_moved\":%zu",
+               o->include_poison ? "true" : "false", res->chosen, res->poison_moved);
     static const struct {
         const char *key;
         enum dlq_fate f;

@@ -43,6 +43,11 @@ struct dead_letter_read {
     size_t read;       /* dead letters read, with an id or without */
     size_t without_id; /* of them, without the id (absent, empty, or holding a NUL byte) */
     size_t total; /* dead letters in the queue, when known (else = read); beyond read: unknown */
+    /* By the replay stamp (dlq_kind.h's DLQ_STAMP) of those read, where the kind reads it
+     * (stamps set, by dead_letter_read_stamp): never replayed, once, poison (DLQ_POISON or more).
+     */
+    int stamps;
+    size_t replays[3];
 };
 
 /* What a work table says of one id (work_done). */
@@ -134,6 +139,9 @@ void collector_unlock(struct collector *c);
 /* Adds the len bytes at id to r as a dead letter read (r->read counts it): an empty id or one
  * holding a NUL byte counts as without_id (core/dead_letter_read.c). */
 void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len);
+/* Counts one dead letter read by its replay stamp: 0 never, 1 .. DLQ_POISON - 1 once, more
+ * poison; a negative one (no whole number) is counted nowhere. */
+void dead_letter_read_stamp(struct dead_letter_read *r, long long replays);
 void dead_letter_read_free(struct dead_letter_read *r); /* frees the members */
 
 /* collectors/registry.c: the kinds this build has. */

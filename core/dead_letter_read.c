@@ -1,11 +1,13 @@
 /* dead_letter_read.c: the list of ids a broker kind read from a dead-letter queue for the
- * core's dead-letter join (collector.h), grown and freed the same way by every kind. */
+ * core's dead-letter join (collector.h), grown and freed the same way by every kind, and the
+ * count of them by replay stamp, bucketed the same way by every kind. */
 #include "collector.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "dlq_kind.h"
 
 void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len)
 {
@@ -20,6 +22,13 @@ void dead_letter_read_add(struct dead_letter_read *r, const char *id, size_t len
         r->ids = xrealloc(r->ids, r->cap * sizeof *r->ids);
     }
     r->ids[r->nids++] = xstrndup(id, len);
+}
+
+void dead_letter_read_stamp(struct dead_letter_read *r, long long replays)
+{
+    r->stamps = 1;
+    if (replays >= 0)
+        r->replays[replays == 0 ? 0 : replays < DLQ_POISON ? 1 : 2]++;
 }
 
 void dead_letter_read_free(struct dead_letter_read *r)

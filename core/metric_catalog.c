@@ -77,6 +77,10 @@ const struct metric_family metric_catalog_rows[] = {
      "read, so their size cannot tell whether dead-lettering goes on; this can."},
     {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE,
      "Age in seconds of the oldest message in dead_letter_queue, the dead-letter queue of queue."},
+    {"qrel_dead_letter_replayed_messages", METRIC_GAUGE,
+     "Dead letters of dead_letter_queue (fed by queue) by their replay stamp: never replayed by "
+     "qrel dlq, replayed once and dead again, or poison (replayed twice or more, dead again each "
+     "time: replaying it again is unlikely to help)."},
     {"qrel_dedup_duplicates_total", METRIC_COUNTER,
      "Deliveries that the dedup table of queue refused as already handled, where the table "
      "records them: each one is a duplicate the broker made."},

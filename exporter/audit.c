@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "dlq_kind.h"
 #include "audit_index.h"
 #include "audit_series.h"
 #include "buf.h"
@@ -156,6 +157,21 @@ static void classified_advice(struct buf *m, const struct audit_entry *en)
     buf_puts(m, "give the dead-letter queue an owner");
 }
 
+/* Poison messages among them (the replay stamp `qrel dlq replay` writes): they died after each of
+ * their replays, so another one would only repeat the failure. Their ids are not in any series
+ * (one per message would be unbounded); inspect lists them. */
+static void poison_advice(struct buf *m, const struct audit_entry *en)
+{
+    double n = entry_has(en, F_DL_POISON) ? entry_val(en, F_DL_POISON) : 0;
+    if (!(n > 0))
+        return;
+    buf_printf(m,
+               "; %.0f of them poison (replayed %d times or more and dead again each time: fix "
+               "what fails on them before replaying; `qrel dlq inspect --source=%s --queue=%s` "
+               "lists their ids, and a replay skips them unless --include-poison)",
+               n, DLQ_POISON, en->source, en->queue);
+}
+
 static void rule_dead_letters(struct audit_ctx *x, struct audit_entry *en)
 {
     if (!entry_has(en, F_DEAD) || !(entry_val(en, F_DEAD) > 0))
@@ -178,6 +194,7 @@ static void rule_dead_letters(struct audit_ctx *x, struct audit_entry *en)
         buf_puts(m, ": the broker gave up on them, which does not mean their work was not done; "
                     "classify each against your dedup or claim table before replaying, and give "
                     "the dead-letter queue an owner");
+    poison_advice(m, en);
 }
 
 /* The figures behind a margin: "lease 30s, handler p99 34s, longest hold 12s → margin 0.88".

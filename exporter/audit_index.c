@@ -34,6 +34,7 @@ static const char *const fam_names[F_COUNT] = {
     [F_DL_DONE] = "qrel_dead_letter_classified_messages",
     [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
     [F_DL_UNKNOWN] = NULL,
+    [F_DL_POISON] = "qrel_dead_letter_replayed_messages",
 };
 
 static int same_name(const char *a, const char *b)
@@ -180,6 +181,7 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
     case F_DL_DONE:
     case F_DL_NOT_DONE:
     case F_DL_UNKNOWN:
+    case F_DL_POISON:
         *p += v;
         break;
     case F_MARGIN:
@@ -221,6 +223,10 @@ static int sample_family(int fam, const struct metric_sample *smp)
     if (fam == F_P99) {
         const char *q = label(smp, "quantile");
         return q && strcmp(q, "0.99") == 0 ? fam : -1;
+    }
+    if (fam == F_DL_POISON) {
+        const char *r = label(smp, "replays");
+        return r && strcmp(r, "poison") == 0 ? fam : -1;
     }
     if (fam == F_STALE) {
         const char *st = label(smp, "state");

@@ -40,6 +40,7 @@ enum audit_fam {
     F_DL_DONE,        /* qrel_dead_letter_classified_messages{work="done"}, and the two below */
     F_DL_NOT_DONE,    /* … work="not_done" (read as the same family, told apart by the label) */
     F_DL_UNKNOWN,     /* … work="unknown" */
+    F_DL_POISON,      /* qrel_dead_letter_replayed_messages{replays="poison"} */
     F_COUNT
 };
 

@@ -285,6 +285,16 @@ struct metric_set *dead_letters_run(struct dead_letter_join *j, const struct dea
                 metric_set_add(out, f, v[i], "queue", q, "work", works[i], NULL);
         }
     }
+    /* By replay stamp, where the kind reads stamps: all three, zeros included. */
+    const char *rf = "qrel_dead_letter_replayed_messages";
+    static const char *const replays[3] = {"never", "once", "poison"};
+    for (int i = 0; rc == 0 && r.stamps && i < 3; i++) {
+        if (dq)
+            metric_set_add(out, rf, (double)r.replays[i], "queue", q, "dead_letter_queue", dq,
+                           "replays", replays[i], NULL);
+        else
+            metric_set_add(out, rf, (double)r.replays[i], "queue", q, "replays", replays[i], NULL);
+    }
     for (int code = ERR_NONE + 1; code < ERR_CODE_COUNT; code++)
         metric_set_add(out, "qrel_dead_letter_classify_errors_total", j->errors[code], "queue", q,
                        "reason", err_reason((enum err_code)code), NULL);

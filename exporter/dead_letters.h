@@ -20,8 +20,10 @@
  * of them are done (collector_kind.work_done), both under the broker source's scrape deadline and
  * each with its collector locked, and adds
  *   qrel_dead_letter_classified_messages{queue, dead_letter_queue, work=done|not_done|unknown}
- * with the broker source's labels. A failed join is logged, leaves those three series out and
- * counts qrel_dead_letter_classify_errors_total{queue, reason}; the sources' own series and
+ * with the broker source's labels, and, where the kind reads the replay stamp `qrel dlq` writes,
+ *   qrel_dead_letter_replayed_messages{queue, dead_letter_queue, replays=never|once|poison}. A
+ * failed join is logged, leaves those three series out and counts
+ * qrel_dead_letter_classify_errors_total{queue, reason}; the sources' own series and
  * qrel_collector_up are untouched. Kinds are found by their hooks, never by name. */
 #ifndef QREL_DEAD_LETTERS_H
 #define QREL_DEAD_LETTERS_H

@@ -78,3 +78,19 @@ int64_t kafka_dlq_deliveries(const void *value, size_t len)
     uint32_t v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
     return v > INT32_MAX ? -1 : (int64_t)v;
 }
+
+int64_t kafka_dlq_replays(const void *value, size_t len)
+{
+    const unsigned char *b = value;
+    if (!b)
+        return 0;
+    if (len == 0 || len > 18) /* 18 digits always fit an int64 */
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (b[i] < '0' || b[i] > '9')
+            return -1;
+        v = v * 10 + (b[i] - '0');
+    }
+    return v;
+}

@@ -82,7 +82,11 @@ static void add_dlq_message(const rd_kafka_message_t *m, void *arg)
     if (tt != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts > 0)
         dm->dead_since = (double)ts / 1000.0;
     dm->body_bytes = m->payload ? m->len : 0;
-    dm->kind_data = kafka_dead_letter_new(m, origin);
+    const void *stamp = kafka_records_header(m, DLQ_STAMP, &size);
+    dm->replays = kafka_dlq_replays(stamp, size);
+    struct kafka_dead_letter *d = kafka_dead_letter_new(m, origin);
+    d->replays = dm->replays;
+    dm->kind_data = d;
 }
 
 static int dlq_read(struct collector *c, const char *queue, const char *id_field, size_t max,

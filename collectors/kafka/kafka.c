@@ -25,6 +25,7 @@
 #include "kafka/dlq.h"
 #include "kafka/lag.h"
 #include "kafka/records.h"
+#include "dlq_kind.h"
 #include "kafka/scrape.h"
 #include "kafka/settings.h"
 #include "alloc.h"
@@ -74,6 +75,9 @@ static void add_dead_letter(const rd_kafka_message_t *m, void *arg)
     kafka_records_id(m, r->id_field, &id, &len);
     dead_letter_read_add(r->out, id, len);
     free(id);
+    size_t size = 0;
+    const void *stamp = kafka_records_header(m, DLQ_STAMP, &size);
+    dead_letter_read_stamp(r->out, kafka_dlq_replays(stamp, size));
 }
 
 static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,

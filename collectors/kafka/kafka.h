@@ -92,4 +92,8 @@ const char *kafka_dlq_origin(const char *queue, int shared, const char *header_o
  * big-endian integer, some producers decimal text. -1 when it is neither. */
 int64_t kafka_dlq_deliveries(const void *value, size_t len);
 
+/* The replay stamp a DLQ_STAMP header value (len bytes) carries, decimal text as the replay
+ * writes it: 0 without the header (value NULL), -1 when it holds anything else. */
+int64_t kafka_dlq_replays(const void *value, size_t len);
+
 #endif

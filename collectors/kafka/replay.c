@@ -22,6 +22,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "alloc.h"
+#include "dlq_kind.h"
 
 struct kafka_replay {
     char *source, *group;
@@ -175,7 +176,14 @@ static int produce(struct kafka_replay *r, const char *topic, const struct kafka
 {
     uint64_t seq = ++r->seq;
     r->acked = 0;
-    rd_kafka_headers_t *h = d->headers ? rd_kafka_headers_copy(d->headers) : NULL;
+    /* Its headers as they were, and the replay stamp: replays + 1 (an unreadable one counts as
+     * none), replacing the one it carried, so that a record carries one stamp. */
+    rd_kafka_headers_t *h =
+        d->headers ? rd_kafka_headers_copy(d->headers) : rd_kafka_headers_new(1);
+    rd_kafka_header_remove(h, DLQ_STAMP);
+    char stamp[24];
+    int n = snprintf(stamp, sizeof stamp, "%lld", (long long)(d->replays > 0 ? d->replays + 1 : 1));
+    rd_kafka_header_add(h, DLQ_STAMP, -1, stamp, n);
     rd_kafka_resp_err_t err =
         rd_kafka_producev(r->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(d->key, d->key_len),
                           RD_KAFKA_V_VALUE(d->value, d->len), RD_KAFKA_V_HEADERS(h),

@@ -24,6 +24,7 @@ struct kafka_dead_letter {
     size_t len;
     rd_kafka_headers_t *headers; /* a copy; NULL: none */
     char *origin;                /* the topic its origin header names; NULL: none */
+    int64_t replays;             /* its replay stamp as read (dlq_message.replays) */
 };
 
 /* A copy of record m of the dead-letter topic, with origin (taken over, may be NULL). */

@@ -229,6 +229,7 @@ static int add_received(struct dlq_batch *b, struct hashtab *seen, const json_t 
     m->message_id = xstrdup(r->message_id);
     m->work_id = pubsub_work_id(r, id_field, &m->body_bytes);
     m->deliveries = r->source_deliveries;
+    m->replays = r->replays;
     m->dead_since = r->publish_time; /* when Pub/Sub published it to the dead-letter topic */
     hashtab_add(seen, &p, (uint32_t)(b->n - 1), id_hash, b);
     *fresh = 1;

@@ -1,6 +1,6 @@
 /* pubsub/message.c: the pure parts of `qrel dlq` for Pub/Sub (pubsub.h): a pull reply's messages,
- * the work id (in the data, which comes as base64), and the bodies of publish, acknowledge and
- * modifyAckDeadline. No I/O:
+ * the work id (in the data, which comes as base64), the replay stamp, and the bodies of publish,
+ * acknowledge and modifyAckDeadline. No I/O:
  * tests/unit/check_pubsub_message.c feeds it replies recorded from the emulator. */
 #include "pubsub/pubsub.h"
 
@@ -11,6 +11,7 @@
 #include "common/json.h"
 #include "common/json_id.h"
 #include "alloc.h"
+#include "dlq_kind.h"
 #include "text.h"
 
 int pubsub_pull_list(const json_t *doc, json_t **list, struct err *e)
@@ -47,6 +48,15 @@ static int parse_attributes(json_t *attrs, const char *ctx, struct pubsub_receiv
                            json_type_word(v));
     }
     out->attributes = json_incref(attrs);
+    out->replays = 0;
+    const char *stamp = json_string_value(json_object_get(attrs, DLQ_STAMP));
+    if (stamp) { /* a whole number of at most 18 digits, else unknown */
+        size_t len = strlen(stamp);
+        out->replays = len == 0 || len > 18 ? -1 : 0;
+        for (size_t i = 0; i < len && out->replays >= 0; i++)
+            out->replays =
+                stamp[i] >= '0' && stamp[i] <= '9' ? out->replays * 10 + (stamp[i] - '0') : -1;
+    }
     json_t *count = json_object_get(attrs, PUBSUB_DELIVERY_COUNT_ATTRIBUTE);
     if (count) {
         char *end = NULL;
@@ -123,9 +133,12 @@ char *pubsub_publish_body(const struct pubsub_received *r)
     if (r->attributes)
         json_object_foreach(r->attributes, key, v)
         {
-            if (strncmp(key, PUBSUB_DEAD_LETTER_ATTRIBUTES, skip) != 0)
+            if (strncmp(key, PUBSUB_DEAD_LETTER_ATTRIBUTES, skip) != 0 && strcmp(key, DLQ_STAMP))
                 json_object_set(attrs, key, v);
         }
+    char stamp[24];
+    snprintf(stamp, sizeof stamp, "%lld", r->replays > 0 ? r->replays + 1 : 1);
+    json_object_set_new(attrs, DLQ_STAMP, json_string(stamp));
     if (json_object_size(attrs) > 0)
         json_object_set(m, "attributes", attrs);
     json_decref(attrs);

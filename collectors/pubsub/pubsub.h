@@ -108,6 +108,8 @@ struct pubsub_received {
     json_t *attributes;          /* an object of strings, a reference held here; NULL: none */
     double publish_time;         /* epoch seconds; 0: unknown */
     long long source_deliveries; /* the CloudPubSubDeadLetterSourceDeliveryCount attribute; -1 */
+    long long replays;           /* the replay stamp, attribute DLQ_STAMP: 0 without one, -1 when
+                                  * it holds no whole number (dlq_message.replays) */
     int removed;                 /* acknowledged (set by the caller) */
 };
 
@@ -124,7 +126,8 @@ void pubsub_received_free(struct pubsub_received *r); /* the members; NULL is fi
 char *pubsub_work_id(const struct pubsub_received *r, const char *id_field, size_t *body_bytes);
 
 /* The body of topics.publish that puts r back: its data, its attributes without the
- * CloudPubSubDeadLetter* ones, its orderingKey. malloc'd. */
+ * CloudPubSubDeadLetter* ones and with the replay stamp DLQ_STAMP set to r's replays + 1 (1 when
+ * it had none; replacing the one it had), its orderingKey. malloc'd. */
 char *pubsub_publish_body(const struct pubsub_received *r);
 
 /* {"ackIds": [...]} for acknowledge, with "ackDeadlineSeconds": deadline when deadline >= 0

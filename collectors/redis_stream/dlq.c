@@ -15,7 +15,10 @@
  *   replay or client removed meanwhile is not put back ("gone"); a move cut short by a timeout
  *   either happened whole or not at all.
  * The entry gets a new id: Redis refuses ids below the stream's last one, and consumers read by
- * group position, not by id. */
+ * group position, not by id. It also gets the replay stamp, a last field DLQ_STAMP holding its
+ * replays + 1: the script drops an earlier stamp field, so an entry replayed twice carries one
+ * stamp saying 2, not two (a consumer that dead-letters it again copies its fields, stamp
+ * included, and the next read tells a poison message from a new one). */
 #include "client.h"
 #include "dlq.h"
 
@@ -171,8 +174,9 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
 
 /* ---- the move ---- */
 
-/* KEYS: dead-letter stream, stream, lock; ARGV: entry id, token, hold ms, the entry's fields.
- * Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the entry was gone, nothing done. */
+/* KEYS: dead-letter stream, stream, lock; ARGV: entry id, token, hold ms, the stamp, the entry's
+ * fields. Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the entry was gone, nothing
+ * done. */
 static const char move_script[] =
     "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
     "if redis.call('GET', KEYS[3]) ~= ARGV[2] then "
@@ -183,7 +187,12 @@ static const char move_script[] =
     "if g.err then return refuse('stream ' .. KEYS[2] .. ': ' .. g.err) end "
     "if #g == 0 then return refuse('stream ' .. KEYS[2] .. ' has no consumer group any more') end "
     "if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return 0 end "
-    "redis.call('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(ARGV, 4)) "
+    "local f = {} "
+    "for i = 5, #ARGV - 1, 2 do "
+    "if ARGV[i] ~= '" DLQ_STAMP "' then f[#f + 1] = ARGV[i]; f[#f + 1] = ARGV[i + 1] end "
+    "end "
+    "f[#f + 1] = '" DLQ_STAMP "'; f[#f + 1] = ARGV[4] "
+    "redis.call('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(f)) "
     "redis.call('XDEL', KEYS[1], ARGV[1]) "
     "return 1";
 
@@ -196,9 +205,10 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
         return err_set(e, ERR_INTERNAL, "entry %s has no fields to put back", m->message_id);
     if (!l)
         return err_set(e, ERR_INTERNAL, "a move without the replay lock");
-    const char *head[] = {"EVAL",    move_script, "3",           b->dead_letter_queue,
-                          b->origin, l->key,      m->message_id, l->token,
-                          l->hold_ms};
+    char stamp[24]; /* replays + 1; an unreadable stamp counts as none */
+    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays > 0 ? m->replays + 1 : 1));
+    const char *head[] = {"EVAL", move_script,   "3",      b->dead_letter_queue, b->origin,
+                          l->key, m->message_id, l->token, l->hold_ms,           stamp};
     size_t nhead = sizeof head / sizeof head[0];
     size_t argc = nhead + f->n;
     const char **argv = xcalloc(argc, sizeof *argv);

@@ -404,6 +404,20 @@ int redis_stream_group_wanted(char *const *groups, size_t ngroups, const char *g
     return 0;
 }
 
+/* A whole number >= 0 of at most 18 digits, or -1. */
+static int64_t whole_number(const redisReply *v)
+{
+    if (!is_string(v) || v->len == 0 || v->len > 18)
+        return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i < v->len; i++) {
+        if (v->str[i] < '0' || v->str[i] > '9')
+            return -1;
+        n = n * 10 + (v->str[i] - '0');
+    }
+    return n;
+}
+
 int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
                                  struct dead_letter_read *out, struct err *e)
 {
@@ -420,11 +434,16 @@ int redis_stream_dead_letter_ids(const redisReply *r, const char *id_field,
                                                               : "an id that is not a string");
         const redisReply *f = x->element[1];
         const redisReply *v = NULL;
+        long long replays = 0; /* no stamp: never replayed */
         if (f && f->type == REDIS_REPLY_ARRAY)
-            for (size_t j = 0; j + 1 < f->elements && !v; j += 2)
-                if (is_string(f->element[j]) && f->element[j]->len == flen &&
+            for (size_t j = 0; j + 1 < f->elements; j += 2) {
+                if (!v && is_string(f->element[j]) && f->element[j]->len == flen &&
                     memcmp(f->element[j]->str, id_field, flen) == 0)
                     v = f->element[j + 1];
+                else if (is_string(f->element[j]) && key_is(f->element[j], DLQ_STAMP))
+                    replays = whole_number(f->element[j + 1]);
+            }
+        dead_letter_read_stamp(out, replays);
         if (is_string(v))
             dead_letter_read_add(out, v->str, v->len);
         else
@@ -443,20 +462,6 @@ void redis_stream_fields_free(void *fields)
     free(f->v);
     free(f->len);
     free(f);
-}
-
-/* A whole number >= 0 of at most 18 digits, or -1. */
-static int64_t whole_number(const redisReply *v)
-{
-    if (!is_string(v) || v->len == 0 || v->len > 18)
-        return -1;
-    int64_t n = 0;
-    for (size_t i = 0; i < v->len; i++) {
-        if (v->str[i] < '0' || v->str[i] > '9')
-            return -1;
-        n = n * 10 + (v->str[i] - '0');
-    }
-    return n;
 }
 
 /* t when it can be when an entry died, else 0 (unknown): not finite, or before
@@ -501,6 +506,7 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
     m->dead_since = sane_time((double)id.ms / 1000.0);
     size_t flen = strlen(id_field);
     int seen_id = 0;
+    m->replays = 0; /* no stamp: qrel never replayed it */
     for (size_t j = 0; j < f->elements; j++) {
         const redisReply *v = f->element[j];
         kd->v[j] = xmalloc(v->len + 1);
@@ -520,6 +526,8 @@ int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq
             m->deliveries = whole_number(val);
         else if (key_is(v, "dead_since") && sane_time(time_of(val)) > 0)
             m->dead_since = time_of(val);
+        else if (key_is(v, DLQ_STAMP))
+            m->replays = whole_number(val); /* -1 when it is no count: unknown */
     }
     return 0;
 }

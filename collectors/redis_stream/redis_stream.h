@@ -129,7 +129,8 @@ void redis_stream_fields_free(void *fields); /* a struct redis_stream_fields *; 
  * message_id the entry id; work_id the first field named id_field (NULL when absent, empty or
  * holding a NUL byte); deliveries the field "deliveries" when it holds a whole number; dead_since
  * the field "dead_since" (unix seconds or RFC 3339) else the time in the entry id, either only when
- * finite and from 2000 on (else 0, unknown: an id such as 1-1 is no time); kind_data the
+ * finite and from 2000 on (else 0, unknown: an id such as 1-1 is no time); replays the field
+ * DLQ_STAMP ("qrel-replayed", 0 without one, -1 when it holds no whole number); kind_data the
  * fields (struct redis_stream_fields). ERR_PROTOCOL without a prefix for another shape; m's
  * members may then be set (dlq_batch_free frees them). */
 int redis_stream_dlq_entry(const redisReply *x, const char *id_field, struct dlq_message *m,

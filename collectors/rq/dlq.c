@@ -120,7 +120,7 @@ static const char *hash_field(const redisReply *r, size_t i)
     return i < r->elements && r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : NULL;
 }
 
-/* HMGET rq:job:<id> ended_at enqueued_at retries_left description */
+/* HMGET rq:job:<id> ended_at enqueued_at retries_left description qrel-replayed */
 static int on_job(void *ctx, size_t i, const redisReply *r, struct err *e)
 {
     struct read_run *run = ctx;
@@ -132,8 +132,10 @@ static int on_job(void *ctx, size_t i, const redisReply *r, struct err *e)
     if (id && *id)
         m->work_id = xstrdup(id);
     /* A job whose hash expired is all nil: it is listed, with what its id says. */
-    if (hash_field(r, 0) || hash_field(r, 1))
+    if (hash_field(r, 0) || hash_field(r, 1)) {
         m->deliveries = rq_dlq_deliveries(hash_field(r, 2));
+        m->replays = rq_dlq_replays(hash_field(r, 4));
+    }
     /* A time before 2000 is no failure time RQ wrote (docs/dlq.md): it says nothing. */
     double t;
     if ((rq_parse_time(hash_field(r, 0), &t) == 0 || rq_parse_time(hash_field(r, 1), &t) == 0) &&
@@ -163,7 +165,7 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         for (size_t i = 0; i < run.nids; i++) {
             char *key = xasprintf("rq:job:%s", run.ids[i]);
             redis_pipe_addv(p, "HMGET", key, "ended_at", "enqueued_at", "retries_left",
-                            "description", NULL);
+                            "description", DLQ_STAMP, NULL);
             free(key);
         }
         rc = run_pipe(c, p, on_job, &run, dl, e);
@@ -246,8 +248,9 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
 /* ---- the move ---- */
 
 /* KEYS: registry, queue list, job hash, lock, rq:queues; ARGV: job id, token, hold ms, queue
- * name, enqueued_at. Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the job had left
- * the registry, nothing done. */
+ * name, enqueued_at, the replay stamp (replays + 1, set in the hash as DLQ_STAMP: RQ saves a job
+ * with HSET, so a field it does not know stays through the next failure). Atomic: Redis runs
+ * nothing else meanwhile. 1: moved; 0: the job had left the registry, nothing done. */
 static const char move_script[] =
     "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
     "if redis.call('GET', KEYS[4]) ~= ARGV[2] then "
@@ -259,7 +262,7 @@ static const char move_script[] =
     "return refuse('job hash ' .. KEYS[3] .. ' is gone (expired): nothing to run; left in the "
     "registry') end "
     "redis.call('HSET', KEYS[3], 'status', 'queued', 'origin', ARGV[4], 'enqueued_at', ARGV[5], "
-    "'started_at', '', 'ended_at', '') "
+    "'started_at', '', 'ended_at', '', '" DLQ_STAMP "', ARGV[6]) "
     "redis.call('HDEL', KEYS[3], 'exc_info') "
     "local ttl = tonumber(redis.call('HGET', KEYS[3], 'ttl')) "
     "if ttl and ttl > 0 then redis.call('EXPIRE', KEYS[3], math.floor(ttl)) end "
@@ -280,12 +283,14 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     char now[40];
     if (rq_utcformat((double)ts.tv_sec + (double)ts.tv_nsec / 1e9, now, sizeof now))
         return err_set(e, ERR_INTERNAL, "the clock says no time RQ can write");
+    char stamp[24]; /* replays + 1; an unreadable stamp counts as none */
+    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays > 0 ? m->replays + 1 : 1));
     char *queue = xasprintf("rq:queue:%s", b->origin);
     char *job = xasprintf("rq:job:%s", m->message_id);
     long long got = 0;
     struct redis_pipe *p = redis_pipe_new();
     redis_pipe_addv(p, "EVAL", move_script, "5", b->dead_letter_queue, queue, job, l->key,
-                    "rq:queues", m->message_id, l->token, l->hold_ms, b->origin, now, NULL);
+                    "rq:queues", m->message_id, l->token, l->hold_ms, b->origin, now, stamp, NULL);
     int rc = run_pipe(c, p, int_reply, &got, dl, e);
     redis_pipe_free(p);
     free(queue);

@@ -1,6 +1,6 @@
 /* dlq_parse.c: the pure parts of `qrel dlq` for RQ (see rq.h): which id_field forms a failed job
  * can answer, RQ's own time format for the enqueued_at a replay writes, and what the job hash
- * says of how often the job ran. */
+ * says of how often the job ran and how often qrel replayed it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,4 +46,20 @@ int rq_utcformat(double t, char *out, size_t outlen)
 long long rq_dlq_deliveries(const char *retries_left)
 {
     return retries_left ? -1 : 1;
+}
+
+long long rq_dlq_replays(const char *stamp)
+{
+    if (!stamp)
+        return 0;
+    long long n = 0;
+    size_t len = strlen(stamp);
+    if (len == 0 || len > 18) /* 18 digits fit in a long long */
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (stamp[i] < '0' || stamp[i] > '9')
+            return -1;
+        n = n * 10 + (stamp[i] - '0');
+    }
+    return n;
 }

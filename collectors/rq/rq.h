@@ -45,4 +45,8 @@ int rq_utcformat(double t, char *out, size_t outlen);
  * had, so the count is unknown (-1). */
 long long rq_dlq_deliveries(const char *retries_left);
 
+/* A failed job's replay stamp, from its hash field DLQ_STAMP (NULL: absent): 0 without one, the
+ * count it holds, or -1 (unknown) when it holds no whole number. */
+long long rq_dlq_replays(const char *stamp);
+
 #endif

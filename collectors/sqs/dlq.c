@@ -207,6 +207,7 @@ static void add_letters(struct dlq_batch *b, struct sqs_dead_letter **v, size_t 
         /* the count SQS reports includes this very receive */
         dm->deliveries = m->receive_count >= 1 ? (int64_t)m->receive_count - 1 : -1;
         dm->dead_since = m->sent;
+        dm->replays = m->replays;
         dm->body_bytes = m->body_len;
         dm->kind_data = m;
         (*added)++;
@@ -300,7 +301,13 @@ static int requeue(struct collector *c, struct dlq_batch *b, struct dlq_message 
     }
     char what[200];
     snprintf(what, sizeof what, "AmazonSQS.SendMessage \"%s\"", b->origin);
-    char *body = sqs_dlq_send_body(st->source_url, m, dedup);
+    int stamped = 1;
+    char *body = sqs_dlq_send_body(st->source_url, m, dedup, &stamped);
+    if (!stamped)
+        log_kv(
+            LOG_WARN,
+            "replayed without the replay stamp: the message has 10 message attributes, SQS's most",
+            "source", c->name, "queue", b->origin, "message_id", m->message_id, NULL);
     free(dedup);
     json_t *doc = NULL;
     int rc = sqs_client_request(c, &st->calls, "SendMessage", what, body, dl, &doc, NULL, e);

@@ -15,6 +15,7 @@
 #include "common/json.h"
 #include "common/json_id.h"
 #include "alloc.h"
+#include "dlq_kind.h"
 
 #define ATTRIBUTE_PREFIX "attribute:"
 #define DEDUP_ID_MESSAGE_ID_MAX 100 /* of SQS's 128 characters */
@@ -71,6 +72,26 @@ static int parse_message_attributes(const json_t *obj, const char *ctx, json_t *
     return 0;
 }
 
+/* The replay stamp among attrs (NULL: none): 0 without one; its count; -1 when it is no whole
+ * number (or binary). */
+static long long stamp_of(const json_t *attrs)
+{
+    const json_t *a = attrs ? json_object_get(attrs, DLQ_STAMP) : NULL;
+    if (!a)
+        return 0;
+    const char *v = json_string_value(json_object_get(a, "StringValue"));
+    size_t len = v ? strlen(v) : 0;
+    if (len == 0 || len > 18)
+        return -1;
+    long long n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        n = n * 10 + (v[i] - '0');
+    }
+    return n;
+}
+
 static int parse_message(const json_t *msg, const char *ctx, struct sqs_dead_letter *m,
                          struct err *e)
 {
@@ -102,7 +123,10 @@ static int parse_message(const json_t *msg, const char *ctx, struct sqs_dead_let
             m->sent = sent / 1000.0;
         m->group_id = xstrdup(group);
     }
-    return parse_message_attributes(msg, ctx, &m->attributes, e);
+    if (parse_message_attributes(msg, ctx, &m->attributes, e))
+        return -1;
+    m->replays = stamp_of(m->attributes);
+    return 0;
 }
 
 int sqs_dlq_parse_receive(const json_t *doc, const char *what, struct sqs_dead_letter ***v,
@@ -191,11 +215,27 @@ char *sqs_dlq_receive_body(const char *url, int max, int visibility, int wait)
                           "MessageSystemAttributeNames", "All", "MessageAttributeNames", "All"));
 }
 
-char *sqs_dlq_send_body(const char *url, const struct sqs_dead_letter *m, const char *dedup_id)
+char *sqs_dlq_send_body(const char *url, const struct sqs_dead_letter *m, const char *dedup_id,
+                        int *stamped)
 {
     json_t *o = json_pack("{s:s, s:s%}", "QueueUrl", url, "MessageBody", m->body, m->body_len);
-    if (m->attributes)
-        json_object_set(o, "MessageAttributes", m->attributes);
+    json_t *attrs = m->attributes ? json_deep_copy(m->attributes) : json_object();
+    json_object_del(attrs, DLQ_STAMP);
+    int stamp = json_object_size(attrs) < SQS_MAX_MESSAGE_ATTRIBUTES;
+    if (stamp) {
+        char n[24];
+        snprintf(n, sizeof n, "%lld", m->replays > 0 ? m->replays + 1 : 1);
+        json_object_set_new(attrs, DLQ_STAMP,
+                            json_pack("{s:s, s:s}", "DataType", "Number", "StringValue", n));
+    } else if (m->attributes) { /* as read: an earlier stamp is not dropped either */
+        json_decref(attrs);
+        attrs = json_incref(m->attributes);
+    }
+    if (stamped)
+        *stamped = stamp;
+    if (json_object_size(attrs))
+        json_object_set(o, "MessageAttributes", attrs);
+    json_decref(attrs);
     if (dedup_id) {
         if (m->group_id)
             json_object_set_new(o, "MessageGroupId", json_string(m->group_id));

@@ -126,6 +126,8 @@ struct sqs_dead_letter {
     char *group_id;       /* MessageGroupId (FIFO queues), NULL when absent */
     double receive_count; /* ApproximateReceiveCount, this receive included; -1: absent */
     double sent;          /* SentTimestamp in unix seconds; 0: absent */
+    long long replays;    /* the replay stamp, message attribute DLQ_STAMP: 0 without one, -1
+                           * when it holds no whole number (dlq_message.replays) */
     int held;             /* hidden by our receive: neither removed nor released yet */
 };
 
@@ -150,9 +152,16 @@ void sqs_dlq_work_id(const struct sqs_dead_letter *m, const char *id_field, char
  * seconds, with every system attribute and message attribute; wait: WaitTimeSeconds. */
 char *sqs_dlq_receive_body(const char *url, int max, int visibility, int wait);
 
+/* SQS's most message attributes on one message. */
+#define SQS_MAX_MESSAGE_ATTRIBUTES 10
+
 /* The SendMessage request that puts m back on url; dedup_id (FIFO only, else NULL) goes with
- * m's group id. */
-char *sqs_dlq_send_body(const char *url, const struct sqs_dead_letter *m, const char *dedup_id);
+ * m's group id. Its message attributes are m's with the replay stamp DLQ_STAMP (Number) set to
+ * m's replays + 1 (1 when it had none), replacing an earlier one; a message that already has
+ * SQS_MAX_MESSAGE_ATTRIBUTES others cannot take one more and goes back unstamped, every attribute
+ * kept: *stamped (when not NULL) says which. */
+char *sqs_dlq_send_body(const char *url, const struct sqs_dead_letter *m, const char *dedup_id,
+                        int *stamped);
 
 /* A FIFO deduplication id for m's replay that no earlier replay used: "qrel-" + MessageId (at
  * most 100 characters of it) + "-" + now_ms. malloc'd. */

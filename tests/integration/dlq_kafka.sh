@@ -9,7 +9,8 @@
 # group; replay moves exactly the not-done dead letters with key, value and headers intact; a
 # second replay moves nothing; a replay SIGKILLed part way and run again leaves every not-done
 # dead letter replayed and none lost; a shared topic's record without an origin header is refused
-# by name while the others move.
+# by name while the others move; the replay stamp: a replayed record carries qrel-replayed 1, and
+# dead-lettered again and read shows replays 1; after another round, poison (2).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -19,7 +20,7 @@ PEER=$QREL_BUILD_DIR/tests/kafka_dlq_peer
 t0=$(now_ms)
 start_postgres PGP
 start_kafka_mock BOOT -t orders:2 -t orders.dlq:2 -t invoices:2 -t invoices.dlq:2 \
-  -t payments:1 -t refunds:1 -t money.dlq:1 -t gifts.dlq:1
+  -t payments:1 -t refunds:1 -t money.dlq:1 -t gifts.dlq:1 -t stamps:1 -t stamps.dlq:1
 peer() { "$PEER" "$1" "$BOOT" "${@:2}"; }
 
 psql_do <<'SQL'
@@ -64,6 +65,7 @@ sources:
       - {name: mailer, topics: [orders, invoices], dead_letter_topic: "{topic}.dlq"}
       - {name: billing, topics: [payments, refunds], dead_letter_topic: money.dlq}
       - {name: gifter, topics: [gifts], dead_letter_topic: gifts.dlq}
+      - {name: stamper, topics: [stamps], dead_letter_topic: stamps.dlq}
 $(pg_source shop "$PGP")
     claim_tables: [{table: confirmation_claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at, in_flight_window: 2m}]
 dead_letters:
@@ -74,6 +76,8 @@ dead_letters:
   - {source: bus, queue: payments, id_field: "header:payment-id",
      work_table: {source: shop, table: processed_payments, id_column: payment_id}}
   - {source: bus, queue: gifts, id_field: "header:gift-id",
+     work_table: {source: shop, table: processed_payments, id_column: payment_id}}
+  - {source: bus, queue: stamps, id_field: "header:payment-id",
      work_table: {source: shop, table: processed_payments, id_column: payment_id}}
 YML
 dlq() { "$QREL" dlq "$1" --config.file="$T/qrel.yml" --source=bus --format=json "${@:2}"; }
@@ -125,10 +129,11 @@ rc=0; dlq replay --queue=orders --yes > "$T/replay1.json" || rc=$?
 expect_eq "replay exit status" "$rc" 0
 peer dump orders | body > "$T/orders1.txt"
 comm -13 "$T/orders0.txt" "$T/orders1.txt" > "$T/moved.txt"
-grep -E 'value=\{"order":\\x20\{"id":\\x20([4-9]|10)\}\}' "$T/orders-dlq.txt" | body > "$T/want-moved.txt"
+# ... each with the replay stamp appended, its last header: replayed once.
+grep -E 'value=\{"order":\\x20\{"id":\\x20([4-9]|10)\}\}' "$T/orders-dlq.txt" | body | sed 's/$/ qrel-replayed=1/' > "$T/want-moved.txt"
 expect_eq "dead letters of not-done orders in orders.dlq" "$(wc -l < "$T/want-moved.txt")" 7
 expect_eq "records added to orders" "$(( $(wc -l < "$T/orders1.txt") - $(wc -l < "$T/orders0.txt") ))" 7
-expect_cmd "they are the not-done dead letters, key, value and headers byte for byte" \
+expect_cmd "they are the not-done dead letters, key, value and headers byte for byte, stamped qrel-replayed 1" \
   diff "$T/want-moved.txt" "$T/moved.txt"
 expect_cmd "the keyless one stays keyless" grep -q '^key=(null) value={"order":\\x20{"id":\\x208}}' "$T/moved.txt"
 # 4 (the first not done) is at 0:2; the last not-done ones of each partition are 10 (0:5) and 9 (1:4).
@@ -180,6 +185,26 @@ expect_cmd "the failure says why" grep -q 'shared by several topics and this rec
 expect_eq "payments now: the 3 sent and the 2 replayed" \
   "$(peer dump payments | sed -n 's/.* payment-id=\(p-[0-9]*\).*/\1/p' | sort | tr '\n' ' ')" "p-1 p-2 p-2 p-3 p-3 "
 expect_eq "refunds' dead letters stayed where they are" "$(peer dump refunds | wc -l)" 2
+
+# ---- the replay stamp (issue 24): one record of stamps, dead-lettered by the peer (which keeps
+# every header, the stamp too) after each replay. The peer dead-letters every record of stamps
+# each time, so the older ones die again beside it, and inspect reads stamps.dlq from the start.
+printf '0\ts-1\tstamp 1\tpayment-id=s-1\n' | peer produce stamps
+peer dead-letter stamps stamps.dlq
+dlq replay --queue=stamps --yes > /dev/null
+expect_eq "a replayed record carries the header qrel-replayed 1 (stamps' records' stamps)" \
+  "$(peer dump stamps | sed -E 's/.*qrel-replayed=([0-9]+).*/\1/; t; s/.*/-/' | tr '\n' ' ')" "- 1 "
+peer dead-letter stamps stamps.dlq
+dlq inspect --queue=stamps > "$T/stamps1.json"
+expect_eq "dead again and read: the replayed one once, the others never (never once poison unknown)" \
+  "$(jget "$T/stamps1.json" '[.replays.never, .replays.once, .replays.poison, .replays.unknown] | join(" ")')" "2 1 0 0"
+dlq replay --queue=stamps --yes > /dev/null
+expect_eq "replayed again: stamps 1 and 2, one header each (replaced, not added)" \
+  "$(peer dump stamps | sed -E 's/.*qrel-replayed=([0-9]+).*/\1/; t; s/.*/-/' | tr '\n' ' ') $(peer dump stamps | grep -c 'qrel-replayed=.*qrel-replayed=')" "- 1 1 2  0"
+peer dead-letter stamps stamps.dlq
+dlq inspect --queue=stamps > "$T/stamps2.json"
+expect_eq "dead again: one poison record, replays 2 (never once poison; poison's replays)" \
+  "$(jget "$T/stamps2.json" '[.replays.never, .replays.once, .replays.poison, (.samples.poison[].replays)] | join(" ")')" "3 3 1 2"
 
 echo "# $(( $(now_ms) - t0 )) ms in all"
 # A replay to a topic that does not exist is refused before anything moves (a producer would

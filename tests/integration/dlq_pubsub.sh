@@ -14,6 +14,8 @@
 #            does not exist, and passes (pulling nothing) once the subscription is named;
 #   replay --yes moves exactly the not-done messages to the origin topic, data, attributes (less
 #            the CloudPubSubDeadLetter* ones) and orderingKey intact; a second replay moves nothing;
+#   the replay stamp: replayed messages carry qrel-replayed 1; dead again by the emulator and read,
+#            replays 1; one replayed again (2, one attribute) and dead again: poison;
 #   a replay SIGKILLed after N messages, run again once its lease ran out, ends with every
 #            not-done message replayed and none lost.
 # shellcheck source=../lib/common.sh
@@ -199,14 +201,15 @@ want_moved=$(not_done "$DEAD")
 # What must reach orders: each not-done message's data, its attributes without the broker's
 # CloudPubSubDeadLetter* ones, its orderingKey.
 ORIG='[.[] | {data, attributes: (.attributes | with_entries(select(.key | startswith("CloudPubSubDeadLetter") | not))), orderingKey}] | sort_by(.data)'
-jq -c --arg ids "$want_moved" '[.[] | select(.messageId as $i | $ids | split("\n") | index($i))] | '"$ORIG" "$DEAD" > "$T/want.json"
+# ... and the replay stamp, qrel-replayed 1 (issue 24).
+jq -c --arg ids "$want_moved" '[.[] | select(.messageId as $i | $ids | split("\n") | index($i))] | '"$ORIG"' | map(.attributes["qrel-replayed"] = "1")' "$DEAD" > "$T/want.json"
 want_left=$(jq -r '.[].messageId' "$DEAD" | sort | comm -23 - <(echo "$want_moved"))
 rc=0
 DLQ replay "${ORD[@]}" --yes --format=json > "$T/replay.json" || rc=$?
 expect_eq "replay --yes: exit 0" "$rc" 0
 expect_eq "replay moved exactly the not-done messages" "$(jq -r '.replay.moved[].message_id' "$T/replay.json" | sort)" "$want_moved"
 PS take orders-check > "$T/moved.json"
-expect_eq "... and they are on orders, data, attributes and ordering key intact" \
+expect_eq "... and they are on orders, data, attributes and ordering key intact, stamped qrel-replayed 1" \
   "$(jq -c "$ORIG" "$T/moved.json")" "$(cat "$T/want.json")"
 expect_cmd "... two of them with their ordering key" test "$(jq '[.[] | select(.orderingKey == "customer-7")] | length' "$T/want.json")" = 2
 expect_eq "orders-dead keeps exactly the done and unknown messages" "$(PS peek orders-dead | jq -r '.[].messageId' | sort)" "$want_left"
@@ -214,6 +217,26 @@ rc=0
 DLQ replay "${ORD[@]}" --yes --format=json > "$T/again.json" || rc=$?
 expect_eq "a second replay: exit 0, moved nothing" "$rc $(jq '.replay.moved | length' "$T/again.json")" "0 0"
 expect_eq "... and nothing more reached orders" "$(PS take orders-check | jq length)" 0
+
+# ---- the replay stamp: dead again by the emulator's own deadLetterPolicy, then poison (issue 24)
+# The mailer fails the replayed messages again (5 deliveries each): Pub/Sub forwards them with
+# their attributes, the stamp among them.
+nreplayed=$(grep -c . <<<"$want_moved")
+expect_cmd "the replayed messages die again (5 more deliveries)" PS nack orders-mailer --attempts 5
+expect_cmd "... and reach orders-dead" wait_for -i 0.3 60 "dead again" dead_count orders-dead "$(($(wc -l <<<"$want_left") + nreplayed))"
+DLQ inspect "${ORD[@]}" --format=json > "$T/once.json"
+expect_eq "read: the $nreplayed replayed once, the rest never (never once poison unknown)" \
+  "$(jq -c '[.replays.never, .replays.once, .replays.poison, .replays.unknown]' "$T/once.json")" "[$(wc -l <<<"$want_left"),$nreplayed,0,0]"
+# One of them replayed again (--limit=1), and dead again: a poison message.
+DLQ replay "${ORD[@]}" --yes --limit=1 --format=json > "$T/again1.json"
+expect_eq "replayed again: one moved, stamped 2 on orders (replaced, not added)" \
+  "$(PS take orders-check | jq -c '[.[] | select(.attributes["qrel-replayed"] == "2") | .attributes | to_entries | map(select(.key == "qrel-replayed")) | length]')" "[1]"
+expect_cmd "it dies again" PS nack orders-mailer --attempts 5
+expect_cmd "... and reaches orders-dead" wait_for -i 0.3 60 "dead again" dead_count orders-dead "$(($(wc -l <<<"$want_left") + nreplayed))"
+DLQ inspect "${ORD[@]}" --format=json > "$T/poison.json"
+expect_eq "read: one poison message, replays 2, the one moved (poison, its replays, its id)" \
+  "$(jq -c '[.replays.poison, .samples.poison[0].replays, .samples.poison[0].work_id]' "$T/poison.json")" \
+  "[1,2,$(jq '.replay.moved[0].work_id' "$T/again1.json")]"
 
 echo "     phase: replay done at $(($(now_ms) - t0)) ms"
 # ---- SIGKILL half-way, then again --------------------------------------------------------------

@@ -222,12 +222,13 @@ want_moved=$(not_done_ids orders.dlq)
 want_left=$(entries orders.dlq | jq -r '.[][0]' | sort | comm -23 - <(echo "$want_moved"))
 mark=$(R --json XREVRANGE orders + - COUNT 1 | jq -r '.[0][0]')
 # The fields of the not-done dead letters, in dead-letter order: what must reach orders.
-entries orders.dlq | jq -c --arg ids "$want_moved" '[.[] | select(.[0] as $i | $ids | split("\n") | index($i)) | .[1]]' > "$T/want-fields.json"
+# Each with the replay stamp appended (docs/dlq.md: the replay stamp): replayed once.
+entries orders.dlq | jq -c --arg ids "$want_moved" '[.[] | select(.[0] as $i | $ids | split("\n") | index($i)) | .[1] + ["qrel-replayed", "1"]]' > "$T/want-fields.json"
 rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=orders --yes --format=json > "$T/replay.json" || rc=$?
 expect_eq "replay --yes: exit 0" "$rc" 0
 expect_eq "replay moved exactly the not-done entries" "$(jq -r '.replay.moved[].message_id' "$T/replay.json" | sort)" "$want_moved"
-expect_eq "... and they are on orders, after the mark, with their fields in order" \
+expect_eq "... and they are on orders, after the mark, with their fields in order and qrel-replayed 1 last" \
   "$(R --json XRANGE orders "($mark" + | jq -c '[.[][1]]')" "$(cat "$T/want-fields.json")"
 expect_eq "orders.dlq keeps exactly the done entries" "$(entries orders.dlq | jq -r '.[][0]' | sort)" "$want_left"
 len=$(R XLEN orders)
@@ -254,7 +255,7 @@ R RENAME invoices.saved invoices >/dev/null
 want=$(not_done_ids invoices.dlq)
 nwant=$(grep -c . <<<"$want")
 expect_cmd "invoices: at least 4 not-done dead letters to replay ($nwant)" test "$nwant" -ge 4
-entries invoices.dlq | jq -c --arg ids "$want" '[.[] | select(.[0] as $i | $ids | split("\n") | index($i)) | .[1]] | sort' > "$T/want-inv.json"
+entries invoices.dlq | jq -c --arg ids "$want" '[.[] | select(.[0] as $i | $ids | split("\n") | index($i)) | .[1] + ["qrel-replayed", "1"]] | sort' > "$T/want-inv.json"
 mark=$(R --json XREVRANGE invoices + - COUNT 1 | jq -r '.[0][0]')
 moved_since_mark() { R --json XRANGE invoices "($mark" + | jq length; }
 base=$(R XLEN invoices)
@@ -429,6 +430,47 @@ timed_out json "$T/g-timeout.json"
 expect_cmd "json: the same outcome" jq -e '(.replay.uncertain | length) >= 1 and all(.replay.uncertain[];
   .outcome == "may_have_been_put_back" and (.error | startswith("may have been put back (timed out); still dead")))' "$T/g-timeout.json"
 expect_cmd "the lock expires again" wait_for 30 "the lock to expire" lock_free
+
+# ---- the replay stamp and poison messages (issue 24) -------------------------------------------
+# A consumer of its own group on gifts dead-letters what it reads, as the consumers of a stream do
+# when a message keeps failing: its fields copied to gifts.dlq (the stamp with them), then acked.
+R XGROUP CREATE gifts failing "$(last_id gifts)" >/dev/null
+dies_again() {
+  local kv id
+  R --json XREADGROUP GROUP failing c1 COUNT 10 STREAMS gifts '>' > "$T/failing.json"
+  expect_eq "the failing consumer reads the one replayed entry" "$(jq '.gifts | length' "$T/failing.json")" 1
+  id=$(jq -r '.gifts[0][0]' "$T/failing.json")
+  mapfile -t kv < <(jq -r '.gifts[0][1][]' "$T/failing.json")
+  R XADD gifts.dlq '*' "${kv[@]}" >/dev/null
+  R XACK gifts failing "$id" >/dev/null
+}
+stamps() { R --json XREVRANGE gifts + - COUNT 1 | jq -c '.[0][1] as $f | [range(0; $f | length; 2) | select($f[.] == "qrel-replayed") | $f[. + 1]]'; }
+mkdead 1
+GR --yes > /dev/null
+expect_eq "a replayed entry carries qrel-replayed 1" "$(stamps)" '["1"]'
+dies_again
+DLQ inspect --config.file="$T/gifts.yml" --source=gift-redis --queue=gifts --format=json > "$T/p1.json"
+expect_eq "dead again and read: replays 1 (never once poison unknown)" \
+  "$(jq -c '[.replays.never, .replays.once, .replays.poison, .replays.unknown]' "$T/p1.json")" '[0,1,0,0]'
+GR --yes > /dev/null
+expect_eq "replayed again: one stamp, qrel-replayed 2 (replaced, not added)" "$(stamps)" '["2"]'
+dies_again
+DLQ inspect --config.file="$T/gifts.yml" --source=gift-redis --queue=gifts --format=json > "$T/p2.json"
+expect_eq "dead again: a poison message, listed with its replays" \
+  "$(jq -c '[.replays.poison, .samples.poison[].replays, .samples.poison[].work_id]' "$T/p2.json")" '[1,2,"900001"]'
+DLQ inspect --config.file="$T/gifts.yml" --source=gift-redis --queue=gifts > "$T/p2.txt"
+expect_cmd "text: the replayed-before line and the poison sample" bash -c \
+  "grep -qx 'replayed before: never 0, once 0, poison 1 (2 times or more)' '$T/p2.txt' &&
+   grep -qE '^sample poison: [0-9]+-[0-9]+ \(900001\) x2$' '$T/p2.txt'"
+rc=0
+GR --yes --format=json > "$T/p-skip.json" || rc=$?
+expect_eq "a replay skips the poison message by default (exit, moved, skipped poison)" \
+  "$rc $(jq -c '[(.replay.moved | length), .replay.skipped.poison.count]' "$T/p-skip.json")" "0 [0,1]"
+expect_eq "... and it stays dead" "$(R XLEN gifts.dlq)" 1
+GR --yes --include-poison --format=json > "$T/p-incl.json"
+expect_eq "--include-poison moves it and says it was poison (moved poison_moved)" \
+  "$(jq -c '[(.replay.moved | length), .replay.poison_moved]' "$T/p-incl.json")" "[1,1]"
+expect_eq "... stamped qrel-replayed 3" "$(stamps)" '["3"]'
 
 # ---- bounds (issue 29) -------------------------------------------------------------------------
 gifts_config "$T/gifts5.yml" "" "    max_entries: 5"

@@ -11,6 +11,8 @@
 #   a replay SIGKILLed after 2 jobs is followed by a refused one (the lock), and once the lock is
 #            gone a rerun ends with every job back on its queue exactly once, none lost, one that
 #            was already on its queue not pushed twice;
+#   the replay stamp: a replayed job's hash says qrel-replayed 1; failed again by RQ's worker and
+#            read, replays 1; replayed and failed again, poison (skipped by a default replay);
 #   refused: a replay onto a queue RQ does not know (even a dry run), and the move of a job whose
 #            hash expired (left in the registry, not queued).
 # Redis users with exactly the permissions docs/dlq.md lists run inspect, the dry run and replay.
@@ -141,6 +143,7 @@ expect_eq "replay moved exactly the not-done jobs" "$(jq -r '.replay.moved[].mes
 expect_eq "... which are on rq:queue:emails, once each" "$(R LRANGE rq:queue:emails 0 -1 | sort)" "$want"
 expect_eq "... queued as RQ queues a job (status origin started_at ended_at exc_info)" \
   "$(R HMGET rq:job:o2 status origin started_at ended_at exc_info | paste -sd' ')" "queued emails   "
+expect_eq "... stamped qrel-replayed 1 in the job hash" "$(R HGET rq:job:o2 qrel-replayed)" 1
 expect_eq "the registry keeps exactly the done ones" "$(registry emails)" "$(printf 'o1\no3\no5')"
 rc=0
 DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=emails --yes --format=json > "$T/again.json" || rc=$?
@@ -184,6 +187,21 @@ DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=refunds --only=al
 expect_eq "the rerun: exit 0, moved the rest" "$rc $(jq '.replay.moved | length' "$T/rerun.json")" "0 $((5 - got))"
 expect_eq "every job on rq:queue:refunds exactly once ($stray too), the registry empty" \
   "$(R LRANGE rq:queue:refunds 0 -1 | sort | paste -sd' ') $(R ZCARD rq:failed:refunds)" "$REFUNDS 0"
+
+# ---- the replay stamp: dead again by RQ's worker, then poison (issue 24) ----------------------
+# The provider is still down: RQ's worker fails the replayed jobs again, keeping the stamp (RQ
+# saves a job with HSET and leaves a field it does not know).
+worker refunds
+DLQ inspect --config.file="$T/replay.yml" --source=jobs --queue=refunds --format=json > "$T/once.json"
+expect_eq "failed again after one replay: replays once for all 5 (never once poison unknown)" \
+  "$(jq -c '[.replays.never, .replays.once, .replays.poison, .replays.unknown]' "$T/once.json")" '[0,5,0,0]'
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=refunds --only=all --yes > /dev/null
+expect_eq "replayed again: qrel-replayed 2" "$(R HGET rq:job:r1 qrel-replayed)" 2
+worker refunds
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=refunds --only=all --yes --format=json > "$T/poison.json"
+expect_eq "failed again: 5 poison jobs, listed with replays 2, skipped by the default replay" \
+  "$(jq -c '[.replays.poison, ([.samples.poison[].replays] | unique), .replay.skipped.poison.count, (.replay.moved | length)]' "$T/poison.json")" \
+  '[5,[2],5,0]'
 
 # ---- refusals: a queue RQ does not know; a job whose hash expired ----------------------------
 R SREM rq:queues rq:queue:emails >/dev/null

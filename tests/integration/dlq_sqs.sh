@@ -8,7 +8,10 @@
 # not_done messages with bodies and attributes intact; a second replay moves nothing; a replay
 # SIGKILLed after a few messages and run again ends with every message moved and none lost; the
 # source queue's own messages are never received (their receive count is still 0 at the end);
-# a FIFO queue's dead letters go back each to its group; a queue without a RedrivePolicy is a
+# a FIFO queue's dead letters go back each to its group; the replay stamp: a replayed message
+# carries the attribute qrel-replayed 1 (one with SQS's 10 attributes goes back unstamped, said on
+# stderr), dead-lettered again by SQS and read shows replays 1, and after another round, poison;
+# a queue without a RedrivePolicy is a
 # clear error, and so is it to --config.check, as is a dead-letter queue deleted since.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -36,6 +39,9 @@ pay=$(create payments "{\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy p
 ev_dlq=$(create events-dlq.fifo '{"FifoQueue":"true"}')
 ev=$(create events.fifo "{\"FifoQueue\":\"true\",\"ContentBasedDeduplication\":\"true\",\"VisibilityTimeout\":\"1\",\"RedrivePolicy\":$(policy events-dlq.fifo 2)}")
 create plain '{}' >/dev/null
+# the replay stamp's queues: maxReceiveCount 1, so that a consumer's two receives dead-letter
+st_dlq=$(create stamps-dlq '{}')
+st=$(create stamps "{\"RedrivePolicy\":$(policy stamps-dlq '"1"')}")
 
 # send_batch URL PREFIX N [EXTRA]: messages PREFIX-1..PREFIX-N with the id in the JSON body and
 # in the String attribute order_id (plus a Number and a Binary one), and EXTRA (a JSON list of
@@ -136,7 +142,7 @@ sources:
     endpoint: http://127.0.0.1:$FQ/
     access_key_id: AKIDQRELDLQTEST1
     secret_access_key_env: QREL_TEST_SQS_SECRET
-    queues: [orders, payments, events.fifo, plain]
+    queues: [orders, payments, events.fifo, plain, stamps]
     dlq_visibility_timeout: 2s
   - name: aws-attr
     kind: sqs
@@ -152,7 +158,7 @@ sources:
       - {table: claims, id_column: order_id, claimed_at_column: claimed_at, done_at_column: sent_at,
          in_flight_window: 1m}
 dead_letters:
-$(for q in orders payments events.fifo plain; do claims_join "$q"; done)
+$(for q in orders payments events.fifo plain stamps; do claims_join "$q"; done)
   - source: aws-attr
     queue: orders
     id_field: "attribute:order_id"
@@ -227,10 +233,11 @@ while page=$(sqs ReceiveMessage "{\"QueueUrl\":\"$orders\",\"MaxNumberOfMessages
 done
 jq -s -S 'map(select(.Body | test("live") | not) | {Body, MessageAttributes}) | sort_by(.Body)' \
   "$T/orders.raw" > "$T/replayed.json"
-jq -S 'map(select(.Body | test("\"o-([5-9]|1[0-2])\"")) | {Body, MessageAttributes}) | sort_by(.Body)' \
+jq -S 'map(select(.Body | test("\"o-([5-9]|1[0-2])\"")) | {Body, MessageAttributes}
+  | .MessageAttributes["qrel-replayed"] = {DataType: "Number", StringValue: "1"}) | sort_by(.Body)' \
   "$T/before.json" > "$T/not_done.json"
 expect_eq "replayed: 8 messages" "$(jq length "$T/replayed.json")" 8
-expect_cmd "replayed bodies and attributes = those of the not_done dead letters" \
+expect_cmd "replayed bodies and attributes = those of the not_done dead letters, stamped qrel-replayed 1" \
   cmp -s "$T/replayed.json" "$T/not_done.json"
 expect_eq "the source queue's own messages: untouched until now" \
   "$(jq -s -r 'map(select(.Body | test("live"))) | map("\(.MessageAttributes.order_id.StringValue):\(.Attributes.ApproximateReceiveCount)") | sort | join(",")' "$T/orders.raw")" \
@@ -276,6 +283,39 @@ expect_eq "events.fifo: each body back in its own group" \
   "$(sqs ReceiveMessage "{\"QueueUrl\":\"$ev\",\"MaxNumberOfMessages\":10,\"AttributeNames\":[\"All\"],\"MessageAttributeNames\":[\"All\"]}" |
     jq -r '[.Messages[] | "\(.Attributes.MessageGroupId):\(.Body | fromjson | .order.id):\(.MessageAttributes.order_id.StringValue)"] | sort | join(",")')" \
   "g1:e-1:e-1,g2:e-2:e-2,g3:e-3:e-3"
+
+# ---- the replay stamp (issue 24): s-1, and s-10 with SQS's most message attributes (10)
+send "$st" '{\"order\":{\"id\":\"s-1\"}}'
+send "$st" '{\"order\":{\"id\":\"s-10\"}}' "$(jq -cn '{MessageAttributes: ([range(10)
+  | {key: "a\(.)", value: {DataType: "String", StringValue: "v"}}] | from_entries)}' | sed 's/^{//; s/}$//')"
+# A consumer that fails: it receives what there is and hands it back at once (visibility 0); the
+# next receive finds each over maxReceiveCount 1 and SQS moves it to stamps-dlq.
+dies() { # dies WHAT
+  expect_eq "$1: the consumer receives both" "$(receive "$st" '"VisibilityTimeout":0,"MessageAttributeNames":["All"]')" 2
+  expect_eq "$1: the next receive dead-letters them instead" "$(receive "$st")" 0
+  expect_eq "$1: stamps-dlq holds both" "$(depth "$st_dlq" ApproximateNumberOfMessages)" 2
+}
+dies "first failure"
+dlq replay aws stamps --yes > "$T/st1.json" 2> "$T/st1.err" || not_ok "stamp replay exited $?"
+expect_eq "stamps: moved both" "$(jq '.replay.moved | length' "$T/st1.json")" 2
+expect_cmd "... and said that s-10 (10 attributes) went back unstamped" \
+  grep -q 'replayed without the replay stamp: the message has 10 message attributes' "$T/st1.err"
+stamped() { # the attributes of what is on stamps, by order id: "s-1:1 s-10:-" (- no stamp), and
+  # how many attributes s-10 kept; the receive hands them back at once (visibility 0)
+  sqs ReceiveMessage "{\"QueueUrl\":\"$st\",\"MaxNumberOfMessages\":10,\"VisibilityTimeout\":0,\"MessageAttributeNames\":[\"All\"]}" |
+    jq -r '[.Messages[] | "\(.Body | fromjson | .order.id):\(.MessageAttributes["qrel-replayed"].StringValue // "-"):\(.MessageAttributes | length)"] | sort | join(" ")'
+}
+expect_eq "the replayed s-1 carries qrel-replayed 1; s-10 kept its 10 attributes, unstamped" "$(stamped)" "s-10:-:10 s-1:1:1"
+expect_eq "second failure: the next receive dead-letters them" "$(receive "$st")" 0
+dlq inspect aws stamps > "$T/st-once.json"
+expect_eq "dead again and read: never 1 (s-10), once 1 (s-1)" \
+  "$(jq -c '[.replays.never, .replays.once, .replays.poison, .replays.unknown]' "$T/st-once.json")" '[1,1,0,0]'
+dlq replay aws stamps --yes > "$T/st2.json" 2> /dev/null
+expect_eq "replayed again: s-1 carries one stamp, 2" "$(stamped)" "s-10:-:10 s-1:2:1"
+expect_eq "third failure: dead-lettered again" "$(receive "$st")" 0
+dlq inspect aws stamps > "$T/st-poison.json"
+expect_eq "read: s-1 is poison (replays 2)" \
+  "$(jq -c '[.replays.poison, [.samples.poison[] | "\(.work_id):\(.replays)"]]' "$T/st-poison.json")" '[1,["s-1:2"]]'
 
 # ---- a queue without a RedrivePolicy: a clear error, exit 1
 dlq inspect aws plain > /dev/null 2> "$T/plain.err" && not_ok "inspect of a queue without a RedrivePolicy succeeded"

@@ -92,9 +92,16 @@ END_TEST
 
 /* Where the dead_letters join classified them, the finding says how many were done (a replay
  * would repeat them) and what to run for the rest; with none not done, that nothing needs it. */
+static const char *stamped_message(double done, double not_done, double unknown, double poison);
 static const char *classified_message(double done, double not_done, double unknown)
 {
-    static char msg[600];
+    return stamped_message(done, not_done, unknown, -1);
+}
+
+/* ... and, with the replay stamps' counts (poison >= 0), how many of them are poison. */
+static const char *stamped_message(double done, double not_done, double unknown, double poison)
+{
+    static char msg[900];
     struct col c = {0};
     struct metric_set *s = col_set(&c, "cache", "redis_stream");
     metric_set_add(s, "qrel_dead_letter_messages", done + not_done + unknown, "queue", "orders",
@@ -104,6 +111,11 @@ static const char *classified_message(double done, double not_done, double unkno
     for (int i = 0; i < 3; i++)
         metric_set_add(s, "qrel_dead_letter_classified_messages", v[i], "queue", "orders",
                        "dead_letter_queue", "orders.dlq", "work", works[i], NULL);
+    const char *replays[] = {"never", "once", "poison"};
+    double rv[] = {done + not_done + unknown - poison, 0, poison};
+    for (int i = 0; i < 3 && poison >= 0; i++)
+        metric_set_add(s, "qrel_dead_letter_replayed_messages", rv[i], "queue", "orders",
+                       "dead_letter_queue", "orders.dlq", "replays", replays[i], NULL);
     col_up(&c, "cache", "redis_stream", 1);
     struct audit_report *r = run(&c, NULL);
     const struct audit_finding *f = finding(r, AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY, "orders");
@@ -131,6 +143,16 @@ START_TEST(test_dead_letters_classified)
                      "dead-letter queue orders.dlq holds 3 messages, 3 of them done (replaying "
                      "those would repeat the work), 0 not done and 0 unknown by the work table: "
                      "nothing needs replaying; give the dead-letter queue an owner");
+    /* No poison among them: the message is the same. */
+    ck_assert_str_eq(stamped_message(3, 0, 0, 0), classified_message(3, 0, 0));
+    ck_assert_str_eq(stamped_message(1, 2, 0, 2),
+                     "dead-letter queue orders.dlq holds 3 messages, 1 of them done (replaying "
+                     "those would repeat the work), 2 not done and 0 unknown by the work table: "
+                     "replay only the not-done ones (`qrel dlq replay --source=cache "
+                     "--queue=orders`) and give the dead-letter queue an owner; 2 of them poison "
+                     "(replayed 2 times or more and dead again each time: fix what fails on them "
+                     "before replaying; `qrel dlq inspect --source=cache --queue=orders` lists "
+                     "their ids, and a replay skips them unless --include-poison)");
 }
 END_TEST
 

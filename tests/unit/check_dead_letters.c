@@ -493,6 +493,24 @@ START_TEST(test_dlq_entry)
     ck_assert(b.v[2].dead_since == 1700000000.0);
     dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
 
+    /* The replay stamp: none is 0, a count is the count, anything else unknown (-1). */
+    r = RESP("*3\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+             "*2\r\n$3\r\n1-2\r\n*2\r\n$13\r\nqrel-replayed\r\n$1\r\n2\r\n"
+             "*2\r\n$3\r\n1-3\r\n*2\r\n$13\r\nqrel-replayed\r\n$2\r\n-1\r\n");
+    for (size_t i = 0; i < r->elements; i++)
+        ck_assert_int_eq(redis_stream_dlq_entry(r->element[i], "order", dlq_batch_push(&b), &e), 0);
+    /* the exporter's read of the same entries counts them by stamp: never 1, poison 1 (the
+     * unreadable one in none) */
+    struct dead_letter_read t = {0};
+    ck_assert_int_eq(redis_stream_dead_letter_ids(r, "order", &t, &e), 0);
+    ck_assert(t.stamps && t.replays[0] == 1 && t.replays[1] == 0 && t.replays[2] == 1);
+    dead_letter_read_free(&t);
+    freeReplyObject(r);
+    ck_assert_int_eq(b.v[0].replays, 0);
+    ck_assert_int_eq(b.v[1].replays, 2);
+    ck_assert_int_eq(b.v[2].replays, -1);
+    dlq_batch_free(&b, collector_kind_find("redis_stream")->dlq);
+
     /* Another shape: refused. */
     r = RESP("*2\r\n$3\r\n1-1\r\n*1\r\n$5\r\norder\r\n");
     ck_assert_int_eq(redis_stream_dlq_entry(r, "order", dlq_batch_push(&b), &e), -1);

@@ -35,7 +35,7 @@ static const struct {
 START_TEST(test_select)
 {
     enum dlq_choice c[NMIX];
-    size_t chosen = dlq_select(mix, NMIX, selections[_i].only, selections[_i].limit, c);
+    size_t chosen = dlq_select(mix, NULL, NMIX, selections[_i].only, 0, selections[_i].limit, c);
     char got[NMIX + 1];
     for (size_t i = 0; i < NMIX; i++)
         got[i] = "mdnul"[c[i]];
@@ -48,7 +48,7 @@ END_TEST
 START_TEST(test_select_empty)
 {
     enum dlq_choice c[1];
-    ck_assert_uint_eq(dlq_select(mix, 0, DLQ_ONLY_ALL, 5, c), 0);
+    ck_assert_uint_eq(dlq_select(mix, NULL, 0, DLQ_ONLY_ALL, 0, 5, c), 0);
 }
 END_TEST
 
@@ -146,9 +146,10 @@ START_TEST(test_inspect_json)
                 "\"dead_since\":{\"oldest\":1700000000.5,\"newest\":1700000060},"
                 "\"deliveries\":{\"min\":4,\"max\":12,\"unknown\":1,\"histogram\":["
                 "{\"from\":4,\"to\":4,\"messages\":1},{\"from\":11,\"to\":100,\"messages\":1}]},"
+                "\"replays\":{\"never\":0,\"once\":0,\"poison\":0,\"unknown\":3},"
                 "\"samples\":{\"done\":[{\"message_id\":\"1-0\",\"work_id\":\"17\"}],"
                 "\"not_done\":[{\"message_id\":\"2-0\",\"work_id\":\"a\\\"b\"}],"
-                "\"unknown\":[{\"message_id\":\"3-0\",\"work_id\":null}]},"
+                "\"unknown\":[{\"message_id\":\"3-0\",\"work_id\":null}],\"poison\":[]},"
                 "\"read_effect\":\"each read raises a receive count\",\"cannot_replay\":null}\n");
     buf_free(&b);
     dlq_read_free(&r);
@@ -192,7 +193,7 @@ START_TEST(test_replay_json)
     r.choice = calloc(3, sizeof *r.choice);
     r.fate = calloc(3, sizeof *r.fate);
     r.error = calloc(3, sizeof *r.error);
-    res.chosen = dlq_select(r.work, 3, o.only, o.limit, r.choice);
+    res.chosen = dlq_select(r.work, r.batch.v, 3, o.only, 0, o.limit, r.choice);
     r.fate[0] = DLQ_FATE_MOVED;
     r.fate[1] = DLQ_FATE_FAILED;
     r.error[1] = strdup("not put back on orders, left dead: boom");
@@ -205,14 +206,16 @@ START_TEST(test_replay_json)
     ck_assert_ptr_nonnull(replay);
     ck_assert_str_eq(
         replay,
-        ",\"replay\":{\"dry_run\":false,\"only\":\"all\",\"limit\":2,\"rate\":null,\"chosen\":2,"
+        ",\"replay\":{\"dry_run\":false,\"only\":\"all\",\"limit\":2,\"rate\":null,"
+        "\"include_poison\":false,\"chosen\":2,\"poison_moved\":0,"
         "\"would_move\":[],\"moved\":[{\"message_id\":\"1-0\",\"work_id\":\"17\"}],"
         "\"failed\":[{\"message_id\":\"2-0\",\"work_id\":\"a\\\"b\",\"error\":\"not put back on "
         "orders, left dead: boom\"}],\"uncertain\":[],\"gone\":[],\"not_reached\":[],"
         "\"skipped\":{\"done\":{\"count\":0,\"sample\":[]},\"not_done\":{\"count\":0,\"sample\":[]}"
         ","
         "\"unknown\":{\"count\":0,\"sample\":[]},\"beyond_limit\":{\"count\":1,\"sample\":["
-        "{\"message_id\":\"3-0\",\"work_id\":null}]}},\"interrupted\":false,"
+        "{\"message_id\":\"3-0\",\"work_id\":null}]},\"poison\":{\"count\":0,\"sample\":[]}},"
+        "\"interrupted\":false,"
         "\"stopped_after_failures\":false}}\n");
     const char *head = "{\"command\":\"replay\",\"source\":";
     ck_assert_int_eq(strncmp(b.data, head, strlen(head)), 0);

@@ -79,6 +79,18 @@ START_TEST(test_deliveries_absent)
 }
 END_TEST
 
+/* The replay stamp header: absent is 0 (never replayed), decimal text its count, else unknown. */
+START_TEST(test_replays)
+{
+    ck_assert_int_eq(kafka_dlq_replays(NULL, 0), 0);
+    ck_assert_int_eq(kafka_dlq_replays("1", 1), 1);
+    ck_assert_int_eq(kafka_dlq_replays("23", 2), 23);
+    ck_assert_int_eq(kafka_dlq_replays("", 0), -1);
+    ck_assert_int_eq(kafka_dlq_replays("\0\0\0\2", 4), -1);
+    ck_assert_int_eq(kafka_dlq_replays("-1", 2), -1);
+}
+END_TEST
+
 /* In a shared topic a record without an origin header is refused by name, and so is every later
  * record of its partition (the replay group must not pass the first); the other partition is
  * not stopped by it. No broker is reached: cfg is never read on these paths. */
@@ -117,6 +129,7 @@ int main(void)
     tcase_add_test(tc, test_origin);
     tcase_add_loop_test(tc, test_deliveries, 0, N(attempts));
     tcase_add_test(tc, test_deliveries_absent);
+    tcase_add_test(tc, test_replays);
     tcase_add_test(tc, test_requeue_refusals);
     suite_add_tcase(s, tc);
     return check_run(s, CK_ENV);

@@ -34,6 +34,7 @@ static const struct {
     {"qrel_dedup_duplicates_total", METRIC_COUNTER},
     {"qrel_dead_letter_messages", METRIC_GAUGE},
     {"qrel_dead_letter_oldest_age_seconds", METRIC_GAUGE},
+    {"qrel_dead_letter_replayed_messages", METRIC_GAUGE},
     {"qrel_dead_letter_newest_age_seconds", METRIC_GAUGE},
     {"qrel_dead_letter_classified_messages", METRIC_GAUGE},
     {"qrel_dead_letter_classify_errors_total", METRIC_COUNTER},

@@ -47,18 +47,21 @@ START_TEST(test_recorded_pull)
     ck_assert_str_eq(id, "2");
     ck_assert_uint_eq(bytes, strlen("{\"order_id\":2}"));
     free(id);
-    /* what a replay publishes: the original attributes only, the ordering key kept */
+    /* what a replay publishes: the original attributes only and the replay stamp (never
+     * replayed: 1), the ordering key kept */
+    ck_assert_int_eq(r[0].replays, 0);
     char *body = pubsub_publish_body(&r[0]);
     json_t *got = json_doc(body),
            *want = json_doc("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6MX0=\","
-                            "\"attributes\":{\"k\":\"v\"}}]}");
+                            "\"attributes\":{\"k\":\"v\",\"qrel-replayed\":\"1\"}}]}");
     ck_assert_msg(json_equal(got, want), "publish body %s", body);
     json_decref(got);
     json_decref(want);
     free(body);
     body = pubsub_publish_body(&r[1]);
     got = json_doc(body);
-    want = json_doc("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6Mn0=\",\"orderingKey\":\"o1\"}]}");
+    want = json_doc("{\"messages\":[{\"data\":\"eyJvcmRlcl9pZCI6Mn0=\",\"orderingKey\":\"o1\","
+                    "\"attributes\":{\"qrel-replayed\":\"1\"}}]}");
     ck_assert_msg(json_equal(got, want), "publish body %s", body);
     json_decref(got);
     json_decref(want);
@@ -67,6 +70,39 @@ START_TEST(test_recorded_pull)
     pubsub_received_free(&r[1]);
     pubsub_received_free(NULL);
     json_decref(doc);
+}
+END_TEST
+
+/* The replay stamp: read from the attribute, replaced (one attribute, its count + 1) by the
+ * replay; an unreadable one is unknown, and its replay stamps 1. */
+static const struct {
+    const char *stamp; /* NULL: no attribute */
+    long long replays;
+    const char *published;
+} stamps[] = {
+    {NULL, 0, "1"}, {"1", 1, "2"}, {"17", 17, "18"}, {"", -1, "1"}, {"x", -1, "1"}, {"-2", -1, "1"},
+};
+
+START_TEST(test_stamp)
+{
+    json_t *item = json_doc("{\"ackId\":\"a\",\"message\":{\"messageId\":\"9\",\"data\":\"e30=\","
+                            "\"attributes\":{\"k\":\"v\"}}}");
+    json_t *attrs = json_object_get(json_object_get(item, "message"), "attributes");
+    if (stamps[_i].stamp)
+        json_object_set_new(attrs, "qrel-replayed", json_string(stamps[_i].stamp));
+    struct pubsub_received r;
+    struct err e;
+    ck_assert_msg(pubsub_received_parse(item, "$", &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.replays, stamps[_i].replays);
+    char *body = pubsub_publish_body(&r);
+    json_t *got = json_doc(body);
+    json_t *a = json_object_get(json_array_get(json_object_get(got, "messages"), 0), "attributes");
+    ck_assert_uint_eq(json_object_size(a), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "qrel-replayed")), stamps[_i].published);
+    json_decref(got);
+    free(body);
+    pubsub_received_free(&r);
+    json_decref(item);
 }
 END_TEST
 
@@ -277,6 +313,7 @@ int main(void)
     TCase *tc = tcase_create("pure");
     tcase_add_test(tc, test_recorded_pull);
     tcase_add_test(tc, test_empty_pull);
+    tcase_add_loop_test(tc, test_stamp, 0, N(stamps));
     tcase_add_loop_test(tc, test_bad_pull, 0, N(bad_pulls));
     tcase_add_loop_test(tc, test_work_id, 0, N(work_ids));
     tcase_add_test(tc, test_ack_bodies);

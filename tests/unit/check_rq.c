@@ -109,11 +109,25 @@ START_TEST(test_dlq_deliveries)
 }
 END_TEST
 
+/* The replay stamp of a job hash: none is 0 (never replayed), a count is itself, else unknown. */
+START_TEST(test_dlq_replays)
+{
+    ck_assert_int_eq(rq_dlq_replays(NULL), 0);
+    ck_assert_int_eq(rq_dlq_replays("1"), 1);
+    ck_assert_int_eq(rq_dlq_replays("12"), 12);
+    ck_assert_int_eq(rq_dlq_replays(""), -1);
+    ck_assert_int_eq(rq_dlq_replays("-1"), -1);
+    ck_assert_int_eq(rq_dlq_replays("2x"), -1);
+    ck_assert_int_eq(rq_dlq_replays("1234567890123456789"), -1);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_time, 0},         {test_timeout, 0},   {test_lease, 0},
         {test_dlq_id_field, 0}, {test_utcformat, 0}, {test_dlq_deliveries, 0},
+        {test_dlq_replays, 0},
     };
     return check_run_tests("rq", tests, CHECK_ROWS(tests), 0);
 }

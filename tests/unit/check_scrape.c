@@ -41,6 +41,10 @@ static int fake_ids(struct collector *c, const char *queue, const char *id_field
     out->dead_letter_queue = xstrdup("q.dlq");
     dead_letter_read_add(out, "a", 1);
     dead_letter_read_add(out, "b", 1);
+    /* their replay stamps: never, poison (3), and one that is no number (counted nowhere) */
+    dead_letter_read_stamp(out, 0);
+    dead_letter_read_stamp(out, 3);
+    dead_letter_read_stamp(out, -1);
     out->read = 3;
     out->without_id = 1;
     out->total = 3;
@@ -160,6 +164,9 @@ START_TEST(test_the_whole_file_in_order)
                         1);
     ck_assert_double_eq(find(x, "qrel_dead_letter_classified_messages", "work", "not_done"), 1);
     ck_assert_double_eq(find(x, "qrel_dead_letter_classified_messages", "work", "unknown"), 1);
+    ck_assert_double_eq(find(x, "qrel_dead_letter_replayed_messages", "replays", "never"), 1);
+    ck_assert_double_eq(find(x, "qrel_dead_letter_replayed_messages", "replays", "once"), 0);
+    ck_assert_double_eq(find(x, "qrel_dead_letter_replayed_messages", "replays", "poison"), 1);
     ck_assert_double_eq(
         find_at(x, "qrel_audit_failed", "rule", "dead_letter_queue_not_empty", &audit), 1);
     /* One count per source, kind and rule: broker's queue q and db's. */

@@ -217,6 +217,58 @@ START_TEST(test_id_field_check)
 }
 END_TEST
 
+/* The replay stamp: read from the attribute qrel-replayed, replaced (not added) by a replay, and
+ * left off, every attribute kept, on a message that has SQS's 10 already. */
+START_TEST(test_stamp)
+{
+    size_t n = 0;
+    struct sqs_dead_letter **v = received(
+        "{\"Messages\":[{\"MessageId\":\"m1\",\"ReceiptHandle\":\"h1\",\"Body\":\"x\","
+        "\"MessageAttributes\":{\"qrel-replayed\":{\"DataType\":\"Number\",\"StringValue\":"
+        "\"2\"},\"a\":{\"DataType\":\"String\",\"StringValue\":\"v\"}}},"
+        "{\"MessageId\":\"m2\",\"ReceiptHandle\":\"h2\",\"Body\":\"y\",\"MessageAttributes\":{"
+        "\"a0\":{\"DataType\":\"String\",\"StringValue\":\"v\"},\"a1\":{\"DataType\":\"String\","
+        "\"StringValue\":\"v\"},\"a2\":{\"DataType\":\"String\",\"StringValue\":\"v\"},\"a3\":{"
+        "\"DataType\":\"String\",\"StringValue\":\"v\"},\"a4\":{\"DataType\":\"String\","
+        "\"StringValue\":\"v\"},\"a5\":{\"DataType\":\"String\",\"StringValue\":\"v\"},\"a6\":{"
+        "\"DataType\":\"String\",\"StringValue\":\"v\"},\"a7\":{\"DataType\":\"String\","
+        "\"StringValue\":\"v\"},\"a8\":{\"DataType\":\"String\",\"StringValue\":\"v\"},\"a9\":{"
+        "\"DataType\":\"String\",\"StringValue\":\"v\"}}},"
+        "{\"MessageId\":\"m3\",\"ReceiptHandle\":\"h3\",\"Body\":\"z\",\"MessageAttributes\":{"
+        "\"qrel-replayed\":{\"DataType\":\"String\",\"StringValue\":\"two\"}}}]}",
+        &n);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(v[0]->replays, 2);
+    ck_assert_int_eq(v[1]->replays, 0);
+    ck_assert_int_eq(v[2]->replays, -1);
+    int stamped = 0;
+    char *s = sqs_dlq_send_body("http://q/1/o", v[0], NULL, &stamped);
+    json_t *d = answer(s);
+    free(s);
+    assert_json(json_object_get(d, "MessageAttributes"),
+                "{\"a\":{\"DataType\":\"String\",\"StringValue\":\"v\"},\"qrel-replayed\":"
+                "{\"DataType\":\"Number\",\"StringValue\":\"3\"}}");
+    json_decref(d);
+    ck_assert_int_eq(stamped, 1);
+    s = sqs_dlq_send_body("http://q/1/o", v[1], NULL, &stamped);
+    d = answer(s);
+    free(s);
+    ck_assert_int_eq(stamped, 0);
+    ck_assert_uint_eq(json_object_size(json_object_get(d, "MessageAttributes")), 10);
+    ck_assert_ptr_null(json_object_get(json_object_get(d, "MessageAttributes"), "qrel-replayed"));
+    json_decref(d);
+    s = sqs_dlq_send_body("http://q/1/o", v[2], NULL, &stamped); /* unreadable: as none */
+    d = answer(s);
+    free(s);
+    assert_json(json_object_get(d, "MessageAttributes"),
+                "{\"qrel-replayed\":{\"DataType\":\"Number\",\"StringValue\":\"1\"}}");
+    json_decref(d);
+    for (size_t i = 0; i < n; i++)
+        sqs_dead_letter_free(v[i]);
+    free(v);
+}
+END_TEST
+
 START_TEST(test_requests)
 {
     check_str_free(sqs_dlq_receive_body("http://q/1/o-dlq", 10, 30, 0),
@@ -228,20 +280,25 @@ START_TEST(test_requests)
     size_t n = 0;
     struct sqs_dead_letter **v = received(RECEIVED, &n);
     /* a standard queue: body and attributes as read, no group or dedup id */
-    char *s = sqs_dlq_send_body("http://q/1/o", v[0], NULL);
+    /* ... and the replay stamp: never replayed, so 1 */
+    ck_assert_int_eq(v[0]->replays, 0);
+    int stamped = 0;
+    char *s = sqs_dlq_send_body("http://q/1/o", v[0], NULL, &stamped);
     json_t *d = answer(s);
     free(s);
     assert_json(d, "{\"MessageAttributes\":{\"b\":{\"BinaryValue\":\"AAEC\",\"DataType\":"
                    "\"Binary\"},\"n\":{\"DataType\":\"Number\",\"StringValue\":\"3\"},"
-                   "\"order_id\":{\"DataType\":\"String\",\"StringValue\":\"o-17\"}},"
+                   "\"order_id\":{\"DataType\":\"String\",\"StringValue\":\"o-17\"},"
+                   "\"qrel-replayed\":{\"DataType\":\"Number\",\"StringValue\":\"1\"}},"
                    "\"MessageBody\":\"{\\\"order\\\":{\\\"id\\\":17}}\",\"QueueUrl\":"
                    "\"http://q/1/o\"}");
     json_decref(d);
+    ck_assert_int_eq(stamped, 1);
     /* FIFO: the message's group and the fresh dedup id */
     v[0]->group_id = strdup("g7");
     char *dedup = sqs_dlq_dedup_id(v[0], 1796148220838LL);
     ck_assert_str_eq(dedup, "qrel-a9deb0ee-5b74-4dae-bf03-f048c25a91f9-1796148220838");
-    s = sqs_dlq_send_body("http://q/1/o.fifo", v[0], dedup);
+    s = sqs_dlq_send_body("http://q/1/o.fifo", v[0], dedup, NULL);
     d = answer(s);
     ck_assert_str_eq(json_string_value(json_object_get(d, "MessageGroupId")), "g7");
     ck_assert_str_eq(json_string_value(json_object_get(d, "MessageDeduplicationId")), dedup);
@@ -384,6 +441,7 @@ int main(void)
     tcase_add_test(tc, test_work_id_body_not_json);
     tcase_add_test(tc, test_id_field_check);
     tcase_add_test(tc, test_requests);
+    tcase_add_test(tc, test_stamp);
     tcase_add_test(tc, test_check_sent);
     tcase_add_test(tc, test_check_batch);
     tcase_add_loop_test(tc, test_entry, 0, N(entries));
