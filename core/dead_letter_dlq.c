@@ -20,9 +20,12 @@ int dlq_dead_letter_ids(struct collector *c, const char *queue, const char *id_f
     memset(&b, 0, sizeof b);
     if (k->read(c, queue, id_field, max, DLQ_INSPECT, dl, &b, e))
         return -1;
+    out->stamps = k->stamps;
     for (size_t i = 0; i < b.n; i++) {
         const char *id = b.v[i].work_id;
         dead_letter_read_add(out, id, id ? strlen(id) : 0);
+        if (k->stamps)
+            dead_letter_read_stamp(out, b.v[i].replays);
     }
     out->total = b.total > b.n ? b.total : b.n;
     out->dead_letter_queue = b.dead_letter_queue;

@@ -126,6 +126,9 @@ struct dlq_kind {
      * not, and replay refuses with it (requeue and remove may then be NULL). */
     const char *read_effect;
     const char *cannot_replay;
+    /* 1: read() fills dlq_message.replays from the replay stamp, which requeue()/move() write;
+     * then the exporter's join through dlq_dead_letter_ids reports stamps, zeros included. */
+    int stamps;
 };
 
 struct dead_letter_read;

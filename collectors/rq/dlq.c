@@ -307,4 +307,5 @@ const struct dlq_kind rq_dlq = {.read = dlq_read,
                                 .lock = dlq_lock,
                                 .unlock = dlq_unlock,
                                 .move = dlq_move,
-                                .batch_free = redis_replay_lock_free};
+                                .batch_free = redis_replay_lock_free,
+                                .stamps = 1};

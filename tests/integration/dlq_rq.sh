@@ -130,6 +130,9 @@ f='queue="emails",dead_letter_queue="failed"'
 expect_eq "a scrape classifies the registry as inspect does (done not_done unknown)" \
   "$(for w in "done" not_done unknown; do mval "$T/m.txt" qrel_dead_letter_classified_messages "$f" "work=\"$w\""; done | paste -sd' ')" \
   "$sql 0"
+expect_eq "... and counts its dead letters by replay stamp: none replayed yet (never once poison)" \
+  "$(for r in never once poison; do mval "$T/m.txt" qrel_dead_letter_replayed_messages "$f" "replays=\"$r\""; done | paste -sd' ')" \
+  "6 0 0"
 snapshot > "$T/after.txt"
 expect_cmd "inspect, the dry run and the scrape left Redis byte-identical (every key's DUMP) and the table" \
   cmp -s "$T/before.txt" "$T/after.txt"
