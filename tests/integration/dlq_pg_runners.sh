@@ -59,6 +59,21 @@ config "$T/inspect.yml" qrel_inspect
 config "$T/replay.yml" qrel_replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
 
+# Refused at load, with where and why: an id_field of the job that is not id or key; a queue no
+# pg_boss or graphile_worker entry watches.
+sed 's/queue: solo, id_field: order/queue: solo, id_field: "job:name"/' "$T/inspect.yml" > "$T/bad-id.yml"
+rc=0
+"$QREL" dlq inspect --config.file="$T/bad-id.yml" --source=jobs --queue=solo > /dev/null 2> "$T/bad-id.err" || rc=$?
+expect_eq "id_field job:name: exit 2" "$rc" 2
+expect_cmd "... refused with file:line:col and the forms there are" grep -qF \
+  "bad-id.yml:16:43: id_field: want job:id (the job's id) or job:key (its uniqueness key) after \"job:\"" "$T/bad-id.err"
+sed 's/queue: mail,/queue: post,/' "$T/inspect.yml" > "$T/bad-queue.yml"
+rc=0
+"$QREL" dlq inspect --config.file="$T/bad-queue.yml" --source=jobs --queue=post > /dev/null 2> "$T/bad-queue.err" || rc=$?
+expect_eq "a queue no entry watches: exit 2" "$rc" 2
+expect_cmd "... refused naming it" grep -qF \
+  'queue: no pg_boss or graphile_worker entry of queues of source "jobs" watches queue "post"' "$T/bad-queue.err"
+
 # graphile-worker enables row level security on its tables with no policy: without BYPASSRLS the
 # role would read no job at all, which qrel refuses rather than report an empty queue.
 rc=0
