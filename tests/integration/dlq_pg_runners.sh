@@ -15,7 +15,7 @@
 #   pg-boss's uniqueness: a failed job whose singletonKey a live twin holds (policy exclusive) is
 #   left dead with that reason, never duplicated.
 # Every qrel command runs as a PostgreSQL role holding exactly the grants docs/dlq.md lists
-# (qrel_inspect for inspect and the dry runs, qrel_replay for the replays).
+# (qrel_dlq_inspect for inspect and the dry runs, qrel_dlq_replay for the replays).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -32,13 +32,14 @@ ready() { [ -s "$T/drive.ready" ] || { kill -0 "$DRIVER" 2>/dev/null || { cat "$
 wait_for 90 "the runners' workers to fail every job" ready || { cat "$T/drive.out" >&2; exit 1; }
 
 # ---- the roles: exactly the grants of docs/dlq.md ---------------------------------------------
-psql_do "CREATE ROLE qrel_inspect LOGIN; CREATE ROLE qrel_replay LOGIN;
-  GRANT USAGE ON SCHEMA pgboss, graphile_worker TO qrel_inspect, qrel_replay;
-  GRANT SELECT ON pgboss.queue, pgboss.job TO qrel_inspect, qrel_replay;
-  GRANT SELECT ON graphile_worker._private_jobs, graphile_worker._private_job_queues TO qrel_inspect, qrel_replay;
-  GRANT INSERT, UPDATE, DELETE ON pgboss.job TO qrel_replay;
-  GRANT UPDATE ON graphile_worker._private_jobs TO qrel_replay;
-  GRANT SELECT ON work TO qrel_inspect, qrel_replay"
+# As docs/dlq.md creates them, BYPASSRLS given only below (after the refusal without it).
+psql_do "CREATE ROLE qrel_dlq_inspect LOGIN;
+  GRANT USAGE ON SCHEMA pgboss, graphile_worker TO qrel_dlq_inspect;
+  GRANT SELECT ON pgboss.queue, pgboss.job, graphile_worker._private_jobs,
+    graphile_worker._private_job_queues, work TO qrel_dlq_inspect;
+  CREATE ROLE qrel_dlq_replay LOGIN IN ROLE qrel_dlq_inspect;
+  GRANT INSERT, UPDATE, DELETE ON pgboss.job TO qrel_dlq_replay;
+  GRANT UPDATE ON graphile_worker._private_jobs TO qrel_dlq_replay"
 config() { # FILE ROLE
   cat > "$1" <<YML
 sources:
@@ -55,8 +56,8 @@ YML
     printf '     work_table: {source: jobs, table: work, id_column: order_id, done_column: done_at}}\n' >> "$1"
   done
 }
-config "$T/inspect.yml" qrel_inspect
-config "$T/replay.yml" qrel_replay
+config "$T/inspect.yml" qrel_dlq_inspect
+config "$T/replay.yml" qrel_dlq_replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
 
 # Refused at load, with where and why: an id_field of the job that is not id or key; a queue no
@@ -81,7 +82,7 @@ rc=0
 expect_eq "graphile-worker without BYPASSRLS: inspect refused (exit 1)" "$rc" 1
 expect_cmd "... saying row level security hides its jobs" grep -qF \
   'row level security hides every row of _private_jobs, _private_job_queues in schema "graphile_worker" from this role' "$T/rls.err"
-psql_do "ALTER ROLE qrel_inspect BYPASSRLS; ALTER ROLE qrel_replay BYPASSRLS"
+psql_do "ALTER ROLE qrel_dlq_inspect BYPASSRLS; ALTER ROLE qrel_dlq_replay BYPASSRLS"
 
 # The dead jobs of each queue as the runners keep them: id and order.
 DEAD_billing="SELECT id::text AS id, data->>'order' AS o FROM pgboss.job WHERE name = 'billing_dlq' AND source_name = 'billing' AND state < 'active'"
