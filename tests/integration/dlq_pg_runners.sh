@@ -197,4 +197,31 @@ for q in billing mail solo; do
   expect_eq "second replay of $q: exit $want, moved nothing" "$rc $(jq '.replay.moved | length' "$T/again-$q.json")" "$want 0"
 done
 
+# ---- a job someone else takes while the replay waits for its row: "gone", not moved twice ----
+# A session deletes the job without an order from billing_dlq and holds its transaction open; the
+# replay's move waits for the row lock (seen in pg_stat_activity, no sleep), then finds it gone.
+bx=$(psql_val "SELECT id FROM ($DEAD_billing) d WHERE o IS NULL")
+mkfifo "$T/other.sql"
+psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$P" -U postgres -d postgres < "$T/other.sql" > "$T/other.out" 2>&1 &
+PIDS+=("$!")
+OTHER=$!
+exec 7> "$T/other.sql"
+echo "BEGIN; DELETE FROM pgboss.job WHERE name = 'billing_dlq' AND id = '$bx';" >&7
+held() { [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND pid IN (SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction')")" -ge 1 ]; }
+wait_for 10 "the other session to hold its delete" held
+DLQ replay --config.file="$T/replay.yml" --source=jobs --queue=billing --only=unknown --yes --format=json > "$T/gone.json" &
+RPID=$!
+PIDS+=("$RPID")
+waiting() { [ "$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE usename = 'qrel_dlq_replay' AND wait_event_type = 'Lock'")" = 1 ]; }
+expect_cmd "the replay's move waits for the row the other session holds" wait_for 10 "the replay to wait on the row" waiting
+echo "COMMIT;" >&7
+exec 7>&-
+wait "$OTHER" 2>/dev/null || true
+rc=0
+wait "$RPID" || rc=$?
+expect_eq "then: exit 0, the job gone, nothing moved" \
+  "$rc $(jq -r '[.replay.gone[].message_id] | join(" ")' "$T/gone.json") $(jq '.replay.moved | length' "$T/gone.json")" "0 $bx 0"
+expect_eq "... and no job without an order put back on billing" \
+  "$(psql_val "SELECT count(*) FROM pgboss.job WHERE name = 'billing' AND data->>'order' IS NULL AND state <> 'failed'")" 0
+
 finish
