@@ -14,6 +14,8 @@
 #include "postgres.h"
 #include "alloc.h"
 #include "buf.h"
+#include "client.h"
+#include "dlq.h"
 #include "work_table.h"
 
 const struct pg_section_kind postgres_sections[] = {
@@ -28,22 +30,11 @@ const struct pg_section_kind postgres_sections[] = {
 #define NSECTIONS (sizeof postgres_sections / sizeof postgres_sections[0])
 const size_t postgres_nsections = NSECTIONS;
 
-struct item {
-    const struct pg_section_kind *sec;
-    void *state;
-};
-
-struct state {
-    struct pg_params params;
-    struct item *items;
-    size_t nitems;
-    struct pg_conn *conn;   /* kept between scrapes, dropped after any error */
-    unsigned long conn_gen; /* counts connections made, so a work table knows a new one */
-};
+/* The state (struct pg_state) and the kept connection are client.h's: dlq.c reads them too. */
 
 static void destroy(struct collector *c)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
     pg_close(st->conn);
     for (size_t i = 0; i < st->nitems; i++)
         st->items[i].sec->destroy(st->items[i].state);
@@ -53,7 +44,7 @@ static void destroy(struct collector *c)
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
 
     /* The section lists are looked up first so that every error's list of known keys names
      * them too (a misspelt "outboxs" is reported with the right spelling beside it). */
@@ -110,25 +101,21 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     return 0;
 }
 
-static int ensure_conn(struct collector *c, struct state *st, const struct deadline *dl,
+static int ensure_conn(struct collector *c, struct pg_state *st, const struct deadline *dl,
                        struct err *e)
 {
-    if (!st->conn) {
-        st->conn = pg_connect(&st->params, c->name, dl, e);
-        st->conn_gen++;
-    }
-    return st->conn ? 0 : -1;
+    return pg_state_conn(st, c->name, dl, e);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
     int rc = -1;
     if (ensure_conn(c, st, dl, e))
         return -1;
     for (size_t i = 0; i < st->nitems; i++) {
-        const struct item *it = &st->items[i];
+        const struct pg_item *it = &st->items[i];
         metric_set_set_kind(out, it->sec->kind_label);
         if (it->sec->collect(it->state, st->conn, dl, out, e)) {
             /* The server said no (a column renamed since start-up, say): the item's check names
@@ -156,7 +143,7 @@ out:
  * kept one), every item checked, every problem reported. */
 static int check(struct collector *c, const struct deadline *dl, struct err *e)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
     struct pg_conn *conn = pg_connect(&st->params, c->name, dl, e);
     if (!conn)
         return -1;
@@ -164,7 +151,7 @@ static int check(struct collector *c, const struct deadline *dl, struct err *e)
     struct err first;
     err_clear(&first);
     for (size_t i = 0; i < st->nitems; i++) {
-        const struct item *it = &st->items[i];
+        const struct pg_item *it = &st->items[i];
         if (!it->sec->check)
             continue;
         struct err ie;
@@ -200,7 +187,7 @@ static void *wt_configure(struct collector *c, struct cfg_node *map, const char 
 static int wt_done(struct collector *c, void *table, const char *const *ids, size_t n,
                    const struct deadline *dl, enum dead_letter_work *work, struct err *e)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
     if (ensure_conn(c, st, dl, e))
         return -1;
     if (work_table_run(table, st->conn, st->conn_gen, ids, n, dl, work, e)) {
@@ -214,7 +201,7 @@ static int wt_done(struct collector *c, void *table, const char *const *ids, siz
 /* A connection of its own, as check() has. */
 static int wt_check(struct collector *c, void *table, const struct deadline *dl, struct err *e)
 {
-    struct state *st = c->priv;
+    struct pg_state *st = c->priv;
     struct pg_conn *conn = pg_connect(&st->params, c->name, dl, e);
     if (!conn)
         return -1;
@@ -230,7 +217,7 @@ static void wt_free(void *table)
 
 const struct collector_kind postgres_kind = {
     .name = "postgres",
-    .state_size = sizeof(struct state),
+    .state_size = sizeof(struct pg_state),
     .configure = configure,
     .collect = collect,
     .destroy = destroy,
@@ -239,4 +226,6 @@ const struct collector_kind postgres_kind = {
     .work_done = wt_done,
     .work_table_check = wt_check,
     .work_table_free = wt_free,
+    .dead_letter_validate = postgres_dlq_validate,
+    .dlq = &postgres_dlq,
 };

@@ -64,4 +64,37 @@ pg_check_fn tables_check, queues_check, sql_check;
 pg_destroy_fn tables_free, outbox_free, queues_destroy, sql_destroy;
 pg_finish_fn sql_finish;
 
+/* ---- `qrel dlq` on the job runners (dlq_sql.c, pure; the hooks are dlq.c's) ---- */
+
+/* Where a dead job carries its work id (a dead_letters entry's id_field): `job:id` the job's id,
+ * `job:key` its uniqueness key (pg-boss singleton_key, graphile-worker job_key), anything else a
+ * dotted key of its data / payload ("order.id"), whose string or number is the id. */
+enum pgdlq_id { PGDLQ_ID_JOB, PGDLQ_ID_KEY, PGDLQ_ID_DATA };
+/* 0 with *kind set and, for a data key, *path a text[] literal of its parts (malloc'd, else
+ * NULL); -1 with a short reason in why (cap bytes). */
+int postgres_dlq_id_field(const char *id_field, enum pgdlq_id *kind, char **path, char *why,
+                          size_t cap);
+/* The replay stamp as the read statement gives it: NULL (the data is no JSON object: no stamp
+ * can be kept) -1, else the whole number 0 to 1000000000 it holds (0 when none); -1 for anything
+ * else (a key someone else wrote). */
+long long postgres_dlq_replays(const char *cell);
+
+/* What a dead letter is, per runner: a pg-boss 12 job failed in its own queue (the queue has no
+ * dead_letter), a pg-boss 12 copy waiting in the queue's dead_letter queue, a graphile-worker job
+ * whose attempts reached max_attempts. */
+enum pgdlq_mode { PGDLQ_BOSS_FAILED, PGDLQ_BOSS_DEAD_LETTER, PGDLQ_GRAPHILE };
+/* The statements, with schema quoted in (malloc'd). read: $1 queue (the dead_letter queue for
+ * PGDLQ_BOSS_DEAD_LETTER; NULL for graphile-worker's jobs without one), $2 the limit, $3 the data
+ * path (text[] or NULL), $4 "id", "key" or "data", and for PGDLQ_BOSS_DEAD_LETTER $5 the origin;
+ * columns: job id, work id, deliveries, dead since (epoch), stamp (postgres_dlq_replays), body
+ * bytes, total. move (pg-boss): one statement, $1 queue read, $2 job id, $3 stamp or NULL, and
+ * for PGDLQ_BOSS_DEAD_LETTER $4 the origin; columns: found, moved, twin id, twin state, policy,
+ * key. */
+char *postgres_dlq_read_sql(enum pgdlq_mode m, const char *schema);
+char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema);
+/* graphile-worker's move, one transaction of three statements ($1 job id): lock the job while it
+ * is still dead, stamp its payload ($2), reschedule_jobs it. */
+enum pgdlq_graphile_step { PGDLQ_G_LOCK, PGDLQ_G_STAMP, PGDLQ_G_RESCHEDULE };
+char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema);
+
 #endif

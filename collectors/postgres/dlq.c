@@ -1,0 +1,408 @@
+/* postgres/dlq.c: `qrel dlq`'s hooks (core/dlq_kind.h) for the job runners whose dead jobs and
+ * queue live in one database: pg-boss 12 and graphile-worker 0.14 and later, as a `queues` entry
+ * of a postgres source reads them (preset pg_boss or graphile_worker).
+ *
+ * The dead letters of a queue are, for pg-boss, the waiting copies in the queue's dead_letter
+ * queue when it has one, else its own jobs in state failed; for graphile-worker, its jobs whose
+ * attempts reached max_attempts and that no worker holds. Reading is one SELECT: nothing changes,
+ * nothing to release. A replay moves each job with move(), never requeue() + remove(): put back and
+ * removed in one statement (pg-boss) or one transaction (graphile-worker), the job's row locked
+ * FOR UPDATE while it is still dead. So a kill at any moment leaves each job dead or back, never
+ * both, and two replays at once cannot both move one job: the second waits for the row, then finds
+ * it no longer dead ("gone"). No lock hook is needed for that. The SQL is dlq_sql.c's. */
+#include "dlq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "client.h"
+#include "config.h"
+#include "postgres.h"
+#include "queues.h"
+
+/* The queue's entry: a pg_boss or graphile_worker entry of `queues` that watches it. */
+static int watches(const struct pg_item *it, const char *queue)
+{
+    if (strcmp(it->sec->key, "queues") != 0)
+        return 0;
+    const struct queues *q = it->state;
+    if (q->preset->id != PGQ_PG_BOSS && q->preset->id != PGQ_GRAPHILE_WORKER)
+        return 0;
+    if (!q->queues)
+        return 1;
+    for (size_t i = 0; i < q->nqueues; i++)
+        if (strcmp(q->queues[i], queue) == 0)
+            return 1;
+    return 0;
+}
+
+static struct queues *entry_of(struct pg_state *st, const char *queue, size_t *count)
+{
+    struct queues *found = NULL;
+    *count = 0;
+    for (size_t i = 0; i < st->nitems; i++)
+        if (watches(&st->items[i], queue)) {
+            if (!found)
+                found = st->items[i].state;
+            (*count)++;
+        }
+    return found;
+}
+
+int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                          const char *id_field, struct err *e)
+{
+    enum pgdlq_id kind;
+    char *path = NULL, why[200];
+    if (postgres_dlq_id_field(id_field, &kind, &path, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    free(path);
+    size_t n = 0;
+    entry_of(c->priv, queue, &n);
+    if (n == 1)
+        return 0;
+    if (n == 0)
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: no pg_boss or graphile_worker entry of queues of source \"%s\" "
+                         "watches queue \"%s\" (qrel dlq reads only those runners)",
+                         c->name, queue);
+    return cfg_error(e, cfg_at(entry, "queue"),
+                     "queue: %zu entries of queues of source \"%s\" may hold queue \"%s\": list "
+                     "it under queues: of one of them",
+                     n, c->name, queue);
+}
+
+/* ---- the batch ---- */
+
+struct batch_data {
+    enum pgdlq_mode mode;
+    char *schema;
+    char *move_sql; /* pg-boss */
+    char *what;
+};
+
+static void batch_free(void *p)
+{
+    struct batch_data *d = p;
+    if (!d)
+        return;
+    free(d->schema);
+    free(d->move_sql);
+    free(d->what);
+    free(d);
+}
+
+/* After any failure the connection is dropped, as the scrape does: a transaction left open is
+ * rolled back with it, and the next call reconnects. */
+static int failed(struct pg_state *st)
+{
+    pg_state_drop(st);
+    return -1;
+}
+
+/* pg-boss: whether the queue has a dead_letter queue, which says where its dead letters are. */
+static int boss_mode(struct pg_state *st, struct queues *q, const char *queue,
+                     const struct deadline *dl, struct dlq_batch *out, struct batch_data *d,
+                     struct err *e)
+{
+    char *qs = pg_quote_ident(q->schema);
+    char *sql = xasprintf("SELECT dead_letter FROM %s.queue WHERE name = $1", qs);
+    free(qs);
+    const char *params[1] = {queue};
+    PGresult *r = NULL;
+    int rc = pg_query(st->conn, dl, d->what, sql, 1, params, &r, e);
+    free(sql);
+    if (rc)
+        return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return pg_error(st->conn, e, ERR_QUERY, "%s: pg-boss has no queue \"%s\" in schema \"%s\"",
+                        d->what, queue, q->schema);
+    }
+    if (PQgetisnull(r, 0, 0)) {
+        d->mode = PGDLQ_BOSS_FAILED;
+        out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
+    } else {
+        d->mode = PGDLQ_BOSS_DEAD_LETTER;
+        out->dead_letter_queue = xstrdup(PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* graphile-worker enables row level security on its tables and defines no policy: a role that
+ * neither owns them nor bypasses it reads no job at all, which would pass for an empty queue. */
+static int graphile_visible(struct pg_state *st, const struct queues *q, const struct batch_data *d,
+                            const struct deadline *dl, struct err *e)
+{
+    static const char sql[] =
+        "SELECT string_agg(t, ', ') FROM unnest(ARRAY['_private_jobs', '_private_job_queues']) "
+        "AS t WHERE row_security_active(format('%I.%I', $1::text, t)::regclass) AND NOT EXISTS "
+        "(SELECT 1 FROM pg_catalog.pg_policy WHERE polrelid = format('%I.%I', $1::text, "
+        "t)::regclass)";
+    const char *params[1] = {q->schema};
+    PGresult *r = NULL;
+    if (pg_query(st->conn, dl, d->what, sql, 1, params, &r, e))
+        return -1;
+    int rc = 0;
+    if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        rc = pg_error(st->conn, e, ERR_AUTH,
+                      "%s: row level security hides every row of %s in schema \"%s\" from this "
+                      "role (graphile-worker enables it with no policy): give the role BYPASSRLS "
+                      "or a policy (docs/dlq.md)",
+                      d->what, PQgetvalue(r, 0, 0), q->schema);
+    PQclear(r);
+    return rc;
+}
+
+static void fill(struct dlq_batch *out, PGresult *r)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct dlq_message *m = dlq_batch_push(out);
+        m->message_id = xstrdup(PQgetvalue(r, i, 0));
+        if (!PQgetisnull(r, i, 1))
+            m->work_id = xstrdup(PQgetvalue(r, i, 1));
+        double v;
+        if (pg_cell_double(r, i, 2, &v) == 0 && v >= 0)
+            m->deliveries = (int64_t)v;
+        if (pg_cell_double(r, i, 3, &v) == 0 && v > 0)
+            m->dead_since = v;
+        m->replays = postgres_dlq_replays(PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4));
+        if (pg_cell_double(r, i, 5, &v) == 0 && v >= 0)
+            m->body_bytes = (size_t)v;
+        if (i == 0 && pg_cell_double(r, i, 6, &v) == 0 && v >= 0)
+            out->total = (size_t)v;
+    }
+}
+
+static int dlq_read(struct collector *c, const char *queue, const char *id_field, size_t max,
+                    enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
+                    struct err *e)
+{
+    (void)purpose; /* a moved job is no longer dead: a rerun cannot see it again */
+    struct pg_state *st = c->priv;
+    size_t n = 0;
+    struct queues *q = entry_of(st, queue, &n);
+    if (!q || n != 1)
+        return err_set(e, ERR_CONFIG, "queue \"%.200s\": not one pg_boss or graphile_worker entry",
+                       queue);
+    enum pgdlq_id kind;
+    char *path = NULL, why[200];
+    if (postgres_dlq_id_field(id_field, &kind, &path, why, sizeof why))
+        return err_set(e, ERR_CONFIG, "id_field: %s", why);
+    if (pg_state_conn(st, c->name, dl, e)) {
+        free(path);
+        return -1;
+    }
+    int boss = q->preset->id == PGQ_PG_BOSS;
+    if (q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, st->conn, dl, e)) {
+        free(path);
+        return failed(st);
+    }
+    struct batch_data *d = xcalloc(1, sizeof *d);
+    d->schema = xstrdup(q->schema);
+    d->what = xasprintf("%s queue \"%s\"", q->preset->name, queue);
+    int rc = -1;
+    PGresult *r = NULL;
+    char *sql = NULL;
+    if (boss ? q->layout != LAYOUT_BOSS12 : q->layout != LAYOUT_CURRENT) {
+        pg_error(st->conn, e, ERR_QUERY,
+                 "%s: qrel dlq reads %s only; schema \"%s\" holds an older layout", d->what,
+                 boss ? "pg-boss 12" : "graphile-worker 0.14 and later", q->schema);
+        goto out;
+    }
+    if (boss) {
+        if (boss_mode(st, q, queue, dl, out, d, e))
+            goto out;
+    } else {
+        d->mode = PGDLQ_GRAPHILE;
+        out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
+        if (graphile_visible(st, q, d, dl, e))
+            goto out;
+    }
+    sql = postgres_dlq_read_sql(d->mode, q->schema);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%zu", max ? max : 1);
+    const char *kinds[] = {"id", "key", "data"};
+    const char *name = d->mode == PGDLQ_BOSS_DEAD_LETTER                ? out->dead_letter_queue
+                       : !boss && strcmp(queue, GRAPHILE_NO_QUEUE) == 0 ? NULL
+                                                                        : queue;
+    const char *params[5] = {name, limit, path, kinds[kind], queue};
+    if (pg_query(st->conn, dl, d->what, sql, d->mode == PGDLQ_BOSS_DEAD_LETTER ? 5 : 4, params, &r,
+                 e))
+        goto out;
+    fill(out, r);
+    if (out->total < out->n)
+        out->total = out->n;
+    out->origin = xstrdup(queue);
+    d->move_sql = postgres_dlq_move_sql(d->mode, q->schema);
+    out->kind_data = d;
+    d = NULL;
+    rc = 0;
+out:
+    PQclear(r);
+    free(sql);
+    free(path);
+    batch_free(d);
+    return rc ? failed(st) : 0;
+}
+
+/* ---- the origin ---- */
+
+/* pg-boss: the queue must still be there (a job of a deleted queue has no partition to go to);
+ * whether a worker reads it pg-boss cannot say. graphile-worker runs a job wherever a worker
+ * knows its task, which the database does not record either. */
+static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
+                            struct err *e)
+{
+    struct pg_state *st = c->priv;
+    const struct batch_data *d = b->kind_data;
+    if (!d || d->mode == PGDLQ_GRAPHILE)
+        return 0;
+    if (pg_state_conn(st, c->name, dl, e))
+        return -1;
+    char *qs = pg_quote_ident(d->schema);
+    char *sql = xasprintf("SELECT 1 FROM %s.queue WHERE name = $1", qs);
+    free(qs);
+    const char *params[1] = {b->origin};
+    PGresult *r = NULL;
+    int rc = pg_query(st->conn, dl, d->what, sql, 1, params, &r, e);
+    free(sql);
+    if (rc)
+        return failed(st);
+    int there = PQntuples(r) == 1;
+    PQclear(r);
+    if (!there)
+        return pg_error(st->conn, e, ERR_QUERY,
+                        "%s: pg-boss has no queue \"%s\" in schema \"%s\" (deleted?): nothing "
+                        "would run what a replay put back",
+                        d->what, b->origin, d->schema);
+    return 0;
+}
+
+/* ---- the move ---- */
+
+/* One statement of a move's transaction; *rows its row count or count(*). */
+static int step(struct pg_state *st, const struct batch_data *d, const char *sql, int nparams,
+                const char *const *params, long long *rows, const struct deadline *dl,
+                struct err *e)
+{
+    PGresult *r = NULL;
+    if (pg_query(st->conn, dl, d->what, sql, nparams, params, &r, e))
+        return -1;
+    if (rows) {
+        double v = 0;
+        if (PQntuples(r) == 1 && PQnfields(r) == 1 && strcmp(PQfname(r, 0), "count") == 0)
+            pg_cell_double(r, 0, 0, &v);
+        else
+            v = PQntuples(r);
+        *rows = (long long)v;
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int boss_move(struct pg_state *st, struct dlq_batch *b, struct dlq_message *m,
+                     const struct batch_data *d, const struct deadline *dl, struct err *e)
+{
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays + 1));
+    const char *params[4] = {d->mode == PGDLQ_BOSS_DEAD_LETTER ? b->dead_letter_queue : b->origin,
+                             m->message_id, m->replays >= 0 ? stamp : NULL, b->origin};
+    PGresult *r = NULL;
+    /* the connection reads by default (default_transaction_read_only): the move says it writes */
+    if (step(st, d, "BEGIN READ WRITE", 0, NULL, NULL, dl, e) ||
+        pg_query(st->conn, dl, d->what, d->move_sql, d->mode == PGDLQ_BOSS_DEAD_LETTER ? 4 : 3,
+                 params, &r, e))
+        return failed(st);
+    double found = 0, moved = 0, queues = 1;
+    pg_cell_double(r, 0, 0, &found);
+    pg_cell_double(r, 0, 1, &moved);
+    if (d->mode == PGDLQ_BOSS_DEAD_LETTER)
+        pg_cell_double(r, 0, 6, &queues);
+    int rc = 0;
+    if (found < 1) {
+        rc = 1; /* no longer dead: another replay or client took it */
+    } else if (moved < 1 && queues < 1) {
+        rc = pg_error(st->conn, e, ERR_QUERY, "%s: pg-boss has no queue \"%s\": left dead", d->what,
+                      b->origin);
+    } else if (moved < 1) {
+        /* a twin holds the key under the queue's policy: pg-boss refuses a second one */
+        const char *twin = PQgetisnull(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2);
+        const char *policy = PQgetisnull(r, 0, 4) ? "standard" : PQgetvalue(r, 0, 4);
+        const char *key = PQgetisnull(r, 0, 5) ? NULL : PQgetvalue(r, 0, 5);
+        if (twin)
+            rc = pg_error(st->conn, e, ERR_QUERY,
+                          "%s: not taken back: job %s (%s) holds singletonKey \"%.100s\" under "
+                          "the queue's %s policy; left dead, not duplicated",
+                          d->what, twin, PQgetvalue(r, 0, 3), key ? key : "", policy);
+        else
+            rc = pg_error(st->conn, e, ERR_QUERY,
+                          "%s: not taken back: a unique index of the queue's %s policy refused "
+                          "it; left dead, not duplicated",
+                          d->what, policy);
+    }
+    PQclear(r);
+    /* a refusal changed nothing and is rolled back (its reason kept in e); else committed */
+    struct err ce;
+    err_clear(&ce);
+    if (step(st, d, rc < 0 ? "ROLLBACK" : "COMMIT", 0, NULL, NULL, dl, rc < 0 ? &ce : e))
+        return failed(st);
+    return rc;
+}
+
+/* BEGIN; lock the job while it is still dead; stamp its payload; reschedule_jobs(attempts := 0,
+ * run_at := now()); COMMIT. A failure anywhere drops the connection, which rolls it all back. */
+static int graphile_move(struct pg_state *st, struct dlq_message *m, const struct batch_data *d,
+                         const struct deadline *dl, struct err *e)
+{
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays + 1));
+    const char *params[2] = {m->message_id, stamp};
+    char *lock = postgres_dlq_graphile_sql(PGDLQ_G_LOCK, d->schema);
+    char *stamped = postgres_dlq_graphile_sql(PGDLQ_G_STAMP, d->schema);
+    char *resched = postgres_dlq_graphile_sql(PGDLQ_G_RESCHEDULE, d->schema);
+    long long found = 0, back = 0;
+    int rc = -1;
+    if (step(st, d, "BEGIN READ WRITE", 0, NULL, NULL, dl, e) ||
+        step(st, d, lock, 1, params, &found, dl, e))
+        goto out;
+    if (found < 1) {
+        rc = step(st, d, "ROLLBACK", 0, NULL, NULL, dl, e) ? -1 : 1;
+        goto out;
+    }
+    if ((m->replays >= 0 && step(st, d, stamped, 2, params, NULL, dl, e)) ||
+        step(st, d, resched, 1, params, &back, dl, e))
+        goto out;
+    if (back != 1) {
+        pg_error(st->conn, e, ERR_QUERY, "%s: reschedule_jobs moved %lld jobs, want 1: left dead",
+                 d->what, back);
+        goto out;
+    }
+    rc = step(st, d, "COMMIT", 0, NULL, NULL, dl, e);
+out:
+    free(lock);
+    free(stamped);
+    free(resched);
+    return rc < 0 ? failed(st) : rc;
+}
+
+static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                    const struct deadline *dl, struct err *e)
+{
+    struct pg_state *st = c->priv;
+    const struct batch_data *d = b->kind_data;
+    if (!d)
+        return err_set(e, ERR_INTERNAL, "a move without a read");
+    if (pg_state_conn(st, c->name, dl, e))
+        return -1;
+    return d->mode == PGDLQ_GRAPHILE ? graphile_move(st, m, d, dl, e)
+                                     : boss_move(st, b, m, d, dl, e);
+}
+
+/* Reading changes nothing: no release, no read_effect. The move is atomic, so neither requeue
+ * nor remove is set, and no lock is needed (above). */
+const struct dlq_kind postgres_dlq = {
+    .read = dlq_read, .check_origin = dlq_check_origin, .move = dlq_move, .batch_free = batch_free};

@@ -1,0 +1,236 @@
+/* postgres/dlq_sql.c: the pure parts of `qrel dlq` on the PostgreSQL job runners (postgres.h):
+ * where a dead job carries its work id, what its replay stamp says, and every statement, built
+ * with the runner's schema quoted in. No I/O; dlq.c runs them.
+ *
+ * The moves follow each runner's own documented way back, so that the runner's bookkeeping stays
+ * its own: pg-boss 12's retry() for a failed job (state retry, one more retry allowed), its
+ * redrive() for a copy in a dead_letter queue (a fresh job on the origin from the origin queue's
+ * settings, the copy deleted, ON CONFLICT DO NOTHING against the queue's unique indexes), and
+ * graphile-worker's reschedule_jobs(attempts := 0, run_at := now()). Each is one statement
+ * (pg-boss) or one transaction (graphile-worker): the job is back if and only if it left the dead
+ * ones.
+ *
+ * The stamp is a key "qrel-replayed" of the job's data / payload, the one place both runners copy
+ * whole through a retry and into a dead-letter copy (pg-boss's output is overwritten by the next
+ * run, and graphile-worker keeps nothing else per job); data that is no JSON object is not
+ * stamped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postgres.h"
+#include "alloc.h"
+#include "buf.h"
+#include "common/pg.h"
+#include "dlq_kind.h"
+
+int postgres_dlq_id_field(const char *id_field, enum pgdlq_id *kind, char **path, char *why,
+                          size_t cap)
+{
+    *path = NULL;
+    if (!id_field || !*id_field) {
+        snprintf(why, cap, "want job:id, job:key or a key of the job's data");
+        return -1;
+    }
+    if (strncmp(id_field, "job:", 4) == 0) {
+        if (strcmp(id_field + 4, "id") == 0) {
+            *kind = PGDLQ_ID_JOB;
+            return 0;
+        }
+        if (strcmp(id_field + 4, "key") == 0) {
+            *kind = PGDLQ_ID_KEY;
+            return 0;
+        }
+        snprintf(why, cap,
+                 "want job:id (the job's id) or job:key (its uniqueness key) after "
+                 "\"job:\"");
+        return -1;
+    }
+    /* a dotted key: no empty part */
+    size_t n = 0;
+    const char *s = id_field;
+    for (;;) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len == 0) {
+            snprintf(why, cap, "a key of the job's data with an empty part: want \"order.id\"");
+            return -1;
+        }
+        n++;
+        if (!dot)
+            break;
+        s = dot + 1;
+    }
+    const char **parts = xcalloc(n, sizeof *parts);
+    char *copy = xstrdup(id_field);
+    size_t i = 0;
+    for (char *p = copy, *dot; p; p = dot ? dot + 1 : NULL) {
+        dot = strchr(p, '.');
+        if (dot)
+            *dot = '\0';
+        parts[i++] = p;
+    }
+    *path = pg_text_array(parts, n);
+    free(parts);
+    free(copy);
+    *kind = PGDLQ_ID_DATA;
+    return 0;
+}
+
+long long postgres_dlq_replays(const char *cell)
+{
+    if (!cell)
+        return -1;
+    if (!*cell || strlen(cell) > 10)
+        return -1;
+    long long v = 0;
+    for (const char *p = cell; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v <= 1000000000LL ? v : -1;
+}
+
+/* template with every @S replaced by the quoted schema */
+static char *with_schema(const char *tmpl, const char *schema)
+{
+    char *qs = pg_quote_ident(schema);
+    struct buf b;
+    buf_init(&b);
+    for (const char *p = tmpl; *p;) {
+        const char *at = strstr(p, "@S");
+        if (!at) {
+            buf_puts(&b, p);
+            break;
+        }
+        buf_printf(&b, "%.*s%s", (int)(at - p), p, qs);
+        p = at + 2;
+    }
+    free(qs);
+    return buf_steal(&b);
+}
+
+/* clang-format off */
+/* The work id of a job: its id, its key, or the string or number at the data path. */
+#define WORK_ID(key, data, type_fn)                                                               \
+    "CASE $4::text WHEN 'id' THEN j.id::text WHEN 'key' THEN " key " "                            \
+    "ELSE CASE WHEN " type_fn "(" data " #> $3::text[]) IN ('string', 'number') "                 \
+    "THEN " data " #>> $3::text[] END END"
+/* The stamp a read reports: NULL when the data is no object. */
+#define STAMP_READ(data, type_fn)                                                                 \
+    "CASE WHEN " type_fn "(" data ") = 'object' "                                                 \
+    "THEN COALESCE(" data "->>'" DLQ_STAMP "', '0') END"
+
+static const char boss_failed_read[] =
+    "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "
+    "j.retry_count::int8 + 1, extract(epoch FROM j.completed_on)::float8, "
+    STAMP_READ("j.data", "jsonb_typeof") ", "
+    "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
+    "FROM @S.job j WHERE j.name = $1 AND j.state = 'failed' "
+    "ORDER BY j.completed_on, j.id LIMIT $2::int8";
+
+/* Waiting copies only (state created or retry), as pg-boss's redrive() takes them: one the dead
+ * letter queue's own workers started is theirs. */
+static const char boss_dead_letter_read[] =
+    "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "
+    "CASE WHEN j.source_retry_count IS NULL THEN -1 ELSE j.source_retry_count::int8 + 1 END, "
+    "extract(epoch FROM j.created_on)::float8, "
+    STAMP_READ("j.data", "jsonb_typeof") ", "
+    "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
+    "FROM @S.job j WHERE j.name = $1 AND j.source_name = $5 AND j.state < 'active' "
+    "ORDER BY j.created_on, j.id LIMIT $2::int8";
+
+/* Dead as the scrape counts it: attempts used up, not locked (or locked longer than the 4 h
+ * after which graphile-worker takes a lock for abandoned). */
+#define GRAPHILE_DEAD                                                                             \
+    "j.attempts >= j.max_attempts AND "                                                           \
+    "(j.locked_at IS NULL OR j.locked_at < now() - interval '4 hours')"
+
+static const char graphile_read[] =
+    "SELECT j.id::text, " WORK_ID("j.key", "j.payload", "json_typeof") ", "
+    "j.attempts::int8, extract(epoch FROM j.updated_at)::float8, "
+    STAMP_READ("j.payload", "json_typeof") ", "
+    "COALESCE(octet_length(j.payload::text), 0), count(*) OVER () "
+    "FROM @S._private_jobs j LEFT JOIN @S._private_job_queues q ON q.id = j.job_queue_id "
+    "WHERE q.queue_name IS NOT DISTINCT FROM $1 AND " GRAPHILE_DEAD " "
+    "ORDER BY j.updated_at, j.id LIMIT $2::int8";
+/* clang-format on */
+
+char *postgres_dlq_read_sql(enum pgdlq_mode m, const char *schema)
+{
+    return with_schema(m == PGDLQ_BOSS_FAILED        ? boss_failed_read
+                       : m == PGDLQ_BOSS_DEAD_LETTER ? boss_dead_letter_read
+                                                     : graphile_read,
+                       schema);
+}
+
+/* clang-format off */
+/* The stamped data: replays + 1 under the stamp key when the data is an object and $3 is set. */
+#define STAMPED(data)                                                                             \
+    "CASE WHEN $3::int IS NOT NULL AND jsonb_typeof(" data ") = 'object' "                        \
+    "THEN " data " || jsonb_build_object('" DLQ_STAMP "', $3::int) ELSE " data " END"
+
+/* pg-boss's retry(): the failed job goes to state retry with one retry more, start_after now at
+ * the earliest. Its unique indexes that a retrying job enters are the exclusive policy's (one job
+ * per key from created to active) and the stately one's (one per key and state): a twin there
+ * leaves it failed, and the statement says which twin. */
+static const char boss_failed_move[] =
+    "WITH j AS (SELECT id, name, policy, singleton_key FROM @S.job "
+    "WHERE name = $1 AND id = $2::uuid AND state = 'failed' FOR UPDATE), "
+    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, j "
+    "WHERE k.name = j.name AND k.id <> j.id AND j.policy IN ('exclusive', 'stately') "
+    "AND COALESCE(k.singleton_key, '') = COALESCE(j.singleton_key, '') "
+    "AND k.state IN ('created', 'retry', 'active') "
+    "AND (j.policy = 'exclusive' OR k.state = 'retry') LIMIT 1), "
+    "u AS (UPDATE @S.job x SET state = 'retry', retry_limit = x.retry_limit + 1, "
+    "completed_on = NULL, start_after = GREATEST(x.start_after, now()), "
+    "data = " STAMPED("x.data") " "
+    "FROM j WHERE x.name = j.name AND x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "
+    "(SELECT state FROM t), (SELECT policy FROM j), (SELECT singleton_key FROM j)";
+
+/* pg-boss's redrive() for one copy: a new job on the origin with the origin queue's settings as
+ * they are now (its id fresh, source_root_id carried on), inserted ON CONFLICT DO NOTHING, and the
+ * copy deleted only when the insert happened. */
+static const char boss_dead_letter_move[] =
+    "WITH m AS (SELECT j.* FROM @S.job j WHERE j.name = $1 AND j.id = $2::uuid "
+    "AND j.state < 'active' AND j.source_name = $4 FOR UPDATE), "
+    "q AS (SELECT * FROM @S.queue WHERE name = $4), "
+    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, m "
+    "WHERE k.name = $4 AND k.singleton_key = m.singleton_key AND k.state < 'completed' LIMIT 1), "
+    "ins AS (INSERT INTO @S.job (id, name, data, priority, retry_limit, retry_backoff, "
+    "retry_delay, retry_delay_max, expire_seconds, start_after, created_on, keep_until, "
+    "deletion_seconds, policy, singleton_key, group_id, group_tier, heartbeat_seconds, "
+    "dead_letter, source_root_id, trace_context) "
+    "SELECT gen_random_uuid(), q.name, " STAMPED("m.data") ", m.priority, q.retry_limit, "
+    "q.retry_backoff, q.retry_delay, q.retry_delay_max, q.expire_seconds, now(), now(), "
+    "now() + q.retention_seconds * interval '1s', q.deletion_seconds, q.policy, "
+    "m.singleton_key, m.group_id, m.group_tier, q.heartbeat_seconds, q.dead_letter, "
+    "COALESCE(m.source_root_id, m.source_id), m.trace_context FROM m, q "
+    "ON CONFLICT DO NOTHING RETURNING id), "
+    "d AS (DELETE FROM @S.job x WHERE x.name = $1 AND x.id = $2::uuid "
+    "AND EXISTS (SELECT 1 FROM ins) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM d), (SELECT id FROM t), "
+    "(SELECT state FROM t), (SELECT policy FROM q), (SELECT singleton_key FROM m), "
+    "(SELECT count(*) FROM q), (SELECT count(*) FROM ins)";
+/* clang-format on */
+
+char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema)
+{
+    if (m == PGDLQ_GRAPHILE)
+        return NULL;
+    return with_schema(m == PGDLQ_BOSS_FAILED ? boss_failed_move : boss_dead_letter_move, schema);
+}
+
+char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema)
+{
+    static const char lock[] =
+        "SELECT 1 FROM @S._private_jobs j WHERE j.id = $1::bigint AND " GRAPHILE_DEAD " FOR UPDATE";
+    static const char stamp[] = "UPDATE @S._private_jobs SET payload = (payload::jsonb || "
+                                "jsonb_build_object('" DLQ_STAMP "', $2::int))::json WHERE id = "
+                                "$1::bigint AND json_typeof(payload) = 'object'";
+    static const char reschedule[] = "SELECT count(*) FROM @S.reschedule_jobs(ARRAY[$1::bigint], "
+                                     "run_at := now(), attempts := 0)";
+    return with_schema(s == PGDLQ_G_LOCK ? lock : s == PGDLQ_G_STAMP ? stamp : reschedule, schema);
+}

@@ -1,0 +1,128 @@
+/* check_postgres_dlq.c: unit tests for the pure parts of `qrel dlq` on the PostgreSQL job runners
+ * (collectors/postgres/dlq_sql.c, declared in postgres.h): the id_field forms, the replay stamp as
+ * the read statement gives it, and the statements' safety-bearing parts (the schema quoted, the
+ * row locked while still dead, the copy deleted only when the insert happened, the stamp written
+ * only into a JSON object). The statements themselves run against the real runners in
+ * tests/integration/dlq_pg_runners.sh. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postgres/postgres.h"
+#include "support/check_run.h"
+
+START_TEST(test_id_field)
+{
+    enum pgdlq_id k;
+    char *path = NULL, why[200];
+    ck_assert_int_eq(postgres_dlq_id_field("job:id", &k, &path, why, sizeof why), 0);
+    ck_assert_int_eq(k, PGDLQ_ID_JOB);
+    ck_assert_ptr_null(path);
+    ck_assert_int_eq(postgres_dlq_id_field("job:key", &k, &path, why, sizeof why), 0);
+    ck_assert_int_eq(k, PGDLQ_ID_KEY);
+    ck_assert_ptr_null(path);
+    /* a data key, dotted: a text[] literal for #>> */
+    ck_assert_int_eq(postgres_dlq_id_field("order.id", &k, &path, why, sizeof why), 0);
+    ck_assert_int_eq(k, PGDLQ_ID_DATA);
+    ck_assert_str_eq(path, "{\"order\",\"id\"}");
+    free(path);
+    ck_assert_int_eq(postgres_dlq_id_field("id", &k, &path, why, sizeof why), 0);
+    ck_assert_int_eq(k, PGDLQ_ID_DATA); /* a data key called id, not the job's */
+    ck_assert_str_eq(path, "{\"id\"}");
+    free(path);
+    /* quotes and backslashes are escaped in the literal */
+    ck_assert_int_eq(postgres_dlq_id_field("a\"b", &k, &path, why, sizeof why), 0);
+    ck_assert_str_eq(path, "{\"a\\\"b\"}");
+    free(path);
+
+    ck_assert_int_eq(postgres_dlq_id_field("job:name", &k, &path, why, sizeof why), -1);
+    ck_assert_str_eq(why, "want job:id (the job's id) or job:key (its uniqueness key) after "
+                          "\"job:\"");
+    ck_assert_int_eq(postgres_dlq_id_field("order..id", &k, &path, why, sizeof why), -1);
+    ck_assert_str_eq(why, "a key of the job's data with an empty part: want \"order.id\"");
+    ck_assert_int_eq(postgres_dlq_id_field(".id", &k, &path, why, sizeof why), -1);
+    ck_assert_int_eq(postgres_dlq_id_field("id.", &k, &path, why, sizeof why), -1);
+    ck_assert_int_eq(postgres_dlq_id_field("", &k, &path, why, sizeof why), -1);
+    ck_assert_str_eq(why, "want job:id, job:key or a key of the job's data");
+    ck_assert_ptr_null(path);
+}
+END_TEST
+
+START_TEST(test_replays)
+{
+    ck_assert_int_eq(postgres_dlq_replays(NULL), -1); /* data is no object: no stamp */
+    ck_assert_int_eq(postgres_dlq_replays("0"), 0);
+    ck_assert_int_eq(postgres_dlq_replays("1"), 1);
+    ck_assert_int_eq(postgres_dlq_replays("17"), 17);
+    ck_assert_int_eq(postgres_dlq_replays("1000000000"), 1000000000);
+    /* what someone else wrote under the key: not a count qrel kept */
+    ck_assert_int_eq(postgres_dlq_replays("1000000001"), -1);
+    ck_assert_int_eq(postgres_dlq_replays("99999999999"), -1);
+    ck_assert_int_eq(postgres_dlq_replays("-1"), -1);
+    ck_assert_int_eq(postgres_dlq_replays("1.5"), -1);
+    ck_assert_int_eq(postgres_dlq_replays("yes"), -1);
+    ck_assert_int_eq(postgres_dlq_replays(""), -1);
+}
+END_TEST
+
+static int has(const char *s, const char *part)
+{
+    return strstr(s, part) != NULL;
+}
+
+START_TEST(test_statements)
+{
+    char *s = postgres_dlq_read_sql(PGDLQ_BOSS_DEAD_LETTER, "my\"boss");
+    ck_assert(has(s, "FROM \"my\"\"boss\".job j WHERE j.name = $1 AND j.source_name = $5 AND "
+                     "j.state < 'active'"));
+    ck_assert(has(s, "COALESCE(j.data->>'qrel-replayed', '0')"));
+    ck_assert(!has(s, "@S"));
+    free(s);
+    s = postgres_dlq_read_sql(PGDLQ_BOSS_FAILED, "pgboss");
+    ck_assert(has(s, "WHERE j.name = $1 AND j.state = 'failed'"));
+    free(s);
+    s = postgres_dlq_read_sql(PGDLQ_GRAPHILE, "graphile_worker");
+    ck_assert(has(s, "q.queue_name IS NOT DISTINCT FROM $1 AND j.attempts >= j.max_attempts"));
+    free(s);
+
+    /* the copy is locked while still waiting, and deleted only if its job was inserted */
+    s = postgres_dlq_move_sql(PGDLQ_BOSS_DEAD_LETTER, "pgboss");
+    ck_assert(has(s, "j.state < 'active' AND j.source_name = $4 FOR UPDATE"));
+    ck_assert(has(s, "ON CONFLICT DO NOTHING RETURNING id"));
+    ck_assert(has(s, "DELETE FROM \"pgboss\".job x WHERE x.name = $1 AND x.id = $2::uuid AND "
+                     "EXISTS (SELECT 1 FROM ins)"));
+    ck_assert(has(s, "CASE WHEN $3::int IS NOT NULL AND jsonb_typeof(m.data) = 'object' THEN "
+                     "m.data || jsonb_build_object('qrel-replayed', $3::int) ELSE m.data END"));
+    free(s);
+    /* pg-boss's retry(): a twin holding the key leaves it failed */
+    s = postgres_dlq_move_sql(PGDLQ_BOSS_FAILED, "pgboss");
+    ck_assert(has(s, "state = 'failed' FOR UPDATE"));
+    ck_assert(has(s, "SET state = 'retry', retry_limit = x.retry_limit + 1, completed_on = NULL"));
+    ck_assert(has(s, "NOT EXISTS (SELECT 1 FROM t)"));
+    free(s);
+    ck_assert_ptr_null(postgres_dlq_move_sql(PGDLQ_GRAPHILE, "graphile_worker"));
+
+    s = postgres_dlq_graphile_sql(PGDLQ_G_LOCK, "gw");
+    ck_assert(has(s, "FROM \"gw\"._private_jobs j WHERE j.id = $1::bigint AND j.attempts >= "
+                     "j.max_attempts"));
+    ck_assert(has(s, " FOR UPDATE"));
+    free(s);
+    s = postgres_dlq_graphile_sql(PGDLQ_G_STAMP, "gw");
+    ck_assert(has(s, "json_typeof(payload) = 'object'"));
+    free(s);
+    s = postgres_dlq_graphile_sql(PGDLQ_G_RESCHEDULE, "gw");
+    ck_assert_str_eq(s, "SELECT count(*) FROM \"gw\".reschedule_jobs(ARRAY[$1::bigint], run_at "
+                        ":= now(), attempts := 0)");
+    free(s);
+}
+END_TEST
+
+int main(void)
+{
+    const struct check_test tests[] = {
+        {test_id_field, 0},
+        {test_replays, 0},
+        {test_statements, 0},
+    };
+    return check_run_tests("pg_dlq", tests, CHECK_ROWS(tests), 0);
+}
