@@ -28,8 +28,12 @@ int dlq_dead_letter_ids(struct collector *c, const char *queue, const char *id_f
             dead_letter_read_stamp(out, b.v[i].replays);
     }
     out->total = b.total > b.n ? b.total : b.n;
-    out->dead_letter_queue = b.dead_letter_queue;
-    b.dead_letter_queue = NULL;
+    if (k->join_label) {
+        out->dead_letter_queue = xstrdup(k->join_label);
+    } else {
+        out->dead_letter_queue = b.dead_letter_queue;
+        b.dead_letter_queue = NULL;
+    }
     dlq_batch_free(&b, k);
     return 0;
 }

@@ -129,13 +129,16 @@ struct dlq_kind {
     /* 1: read() fills dlq_message.replays from the replay stamp, which requeue()/move() write;
      * then the exporter's join through dlq_dead_letter_ids reports stamps, zeros included. */
     int stamps;
+    /* NULL, or the dead_letter_queue label the kind's collection gives this dead-letter queue
+     * where it is not read()'s dead_letter_queue (rq's registry rq:failed:emails is "failed"):
+     * dlq_dead_letter_ids labels the exporter's join with it, so the series line up. */
+    const char *join_label;
 };
 
 struct dead_letter_read;
 /* collector_kind.dead_letter_ids for a kind whose dlq read changes nothing (read_effect NULL):
  * the exporter's join reads the same dead letters, the same way, as `qrel dlq inspect`. out's
- * dead_letter_queue is the read's (the kind renames it to its dead_letter_queue label where that
- * differs). */
+ * dead_letter_queue is the kind's join_label, else the read's. */
 int dlq_dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
                         const struct deadline *dl, struct dead_letter_read *out, struct err *e);
 

@@ -34,38 +34,18 @@
 #include "common/redis.h"
 #include "common/redis_job.h"
 #include "common/redis_lock.h"
-#include "common/redis_sentinel.h"
 #include "config.h"
-
-#define MAX_REPLY_TEXT 300
 
 static struct bullmq_dlq_view *view_of(struct collector *c)
 {
     return c->priv; /* bullmq.c's state starts with these members */
 }
 
-/* Runs p on the source's connection (opened when there is none); after a failure the connection
- * is dropped, as collect() does, and e names it. */
+/* The source's connection, through common/redis_job.h (also the replay lock's callback). */
 static int run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
                     const struct deadline *dl, struct err *e)
 {
-    struct redis_job *j = &view_of(c)->job;
-    if (!j->conn && !(j->conn = redis_sentinel_connect(c->name, &j->rs, dl, e)))
-        return -1;
-    if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
-        return 0;
-    const char *label = redis_conn_label(j->conn);
-    if (strncmp(e->msg, label, strlen(label)) != 0)
-        err_prefix(e, "%s", label);
-    redis_conn_close(j->conn);
-    j->conn = NULL;
-    return -1;
-}
-
-static int reply_error(const redisReply *r, const char *what, struct err *e)
-{
-    int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
-    return err_set(e, ERR_QUERY, "%s: %.*s", what, n, r->str);
+    return redis_job_run_pipe(&view_of(c)->job, c->name, p, fn, ctx, dl, e);
 }
 
 int bullmq_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
@@ -207,7 +187,7 @@ static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
     (void)i;
     const struct origin_check *o = ctx;
     if (redis_reply_is_error(r, NULL))
-        return reply_error(r, "EXISTS meta", e);
+        return redis_job_reply_error(r, "EXISTS meta", e);
     if (redis_job_want(r, REDIS_REPLY_INTEGER, "EXISTS meta", e))
         return -1;
     if (r->integer != 1)
@@ -252,18 +232,6 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
 }
 
 /* ---- the move ---- */
-
-/* An integer reply (the script's), kept in *got. */
-static int int_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    (void)i;
-    if (redis_reply_is_error(r, NULL))
-        return reply_error(r, "EVAL", e);
-    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EVAL", e))
-        return -1;
-    *(long long *)ctx = r->integer;
-    return 0;
-}
 
 /* KEYS: 1 failed, 2 job hash, 3 lock, 4 wait, 5 meta, 6 active, 7 marker, 8 prioritized,
  * 9 priority counter (pc), 10 events; ARGV: job id, token, hold ms, the stamp's field. What
@@ -336,7 +304,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
                           key[6],   m->message_id, l->token, l->hold_ms,
                           DLQ_STAMP};
     redis_pipe_add(p, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
-    int rc = run_pipe(c, p, int_reply, &got, dl, e);
+    int rc = run_pipe(c, p, redis_job_eval_int, &got, dl, e);
     redis_pipe_free(p);
     for (size_t i = 0; i < 7; i++)
         free(key[i]);
@@ -353,4 +321,6 @@ const struct dlq_kind bullmq_dlq = {.read = dlq_read,
                                     .lock = dlq_lock,
                                     .unlock = dlq_unlock,
                                     .move = dlq_move,
-                                    .batch_free = redis_replay_lock_free};
+                                    .batch_free = redis_replay_lock_free,
+                                    .stamps = 1,
+                                    .join_label = "failed"};

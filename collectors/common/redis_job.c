@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/redis_sentinel.h"
 #include "log.h"
@@ -105,6 +106,41 @@ void redis_job_log_done(const struct redis_job *j, const char *msg, const char *
     snprintf(queues, sizeof queues, "%zu", nqueues);
     snprintf(rts, sizeof rts, "%llu", j->round_trips);
     log_kv(LOG_DEBUG, msg, "source", source, "queues", queues, "round_trips", rts, NULL);
+}
+
+int redis_job_run_pipe(struct redis_job *j, const char *source, struct redis_pipe *p,
+                       redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e)
+{
+    if (!j->conn && !(j->conn = redis_sentinel_connect(source, &j->rs, dl, e)))
+        return -1;
+    if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
+        return 0;
+    const char *label = redis_conn_label(j->conn);
+    if (strncmp(e->msg, label, strlen(label)) != 0)
+        err_prefix(e, "%s", label);
+    redis_conn_close(j->conn);
+    j->conn = NULL;
+    return -1;
+}
+
+/* A broker's error text is cut, so that a huge one cannot flood a message or a log line. */
+#define MAX_REPLY_TEXT 300
+
+int redis_job_reply_error(const redisReply *r, const char *what, struct err *e)
+{
+    int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
+    return err_set(e, ERR_QUERY, "%s: %.*s", what, n, r->str);
+}
+
+int redis_job_eval_int(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    (void)i;
+    if (redis_reply_is_error(r, NULL))
+        return redis_job_reply_error(r, "EVAL", e);
+    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EVAL", e))
+        return -1;
+    *(long long *)ctx = r->integer;
+    return 0;
 }
 
 int redis_job_want(const redisReply *r, int type, const char *what, struct err *e)

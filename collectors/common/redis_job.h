@@ -62,6 +62,19 @@ int redis_job_time(const redisReply *r, double *now, struct err *e);
  * error "WHAT: want a list, got an error: MSG" (what was wanted, what came, an error's text). */
 int redis_job_want(const redisReply *r, int type, const char *what, struct err *e);
 
+/* For `qrel dlq` on a job framework: runs p on j's connection (opened when there is none), fn
+ * called on each reply; after a failure the connection is dropped, as a collection drops it, and
+ * e starts with the connection's label. 0 or -1 + e. */
+int redis_job_run_pipe(struct redis_job *j, const char *source, struct redis_pipe *p,
+                       redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e);
+
+/* An error reply r to WHAT as a query error "WHAT: <its text, at most 300 bytes>"; -1. */
+int redis_job_reply_error(const redisReply *r, const char *what, struct err *e);
+
+/* A redis_reply_fn for a script's integer reply (EVAL): kept in *(long long *)ctx; an error
+ * reply as redis_job_reply_error "EVAL: …". */
+int redis_job_eval_int(void *ctx, size_t i, const redisReply *r, struct err *e);
+
 /* At debug level: MSG source=SOURCE queues=NQUEUES round_trips=ROUND_TRIPS, the last from j
  * (the integration tests read round_trips from this line). */
 void redis_job_log_done(const struct redis_job *j, const char *msg, const char *source,

@@ -31,6 +31,8 @@ int rabbitmq_client_get(struct rabbitmq_state *st, const char *url, int auth,
     if (http_do(st->client, &req, dl, resp, e))
         return -1;
     if (not_found && resp->status == 404) {
+        /* The caller has nothing to read in a 404's body, and no reason to free it. */
+        http_response_free(resp);
         *not_found = 1;
         return 0;
     }

@@ -41,7 +41,8 @@ struct rabbitmq_state {
 };
 
 /* GET url from the management API (auth) or the plugin (no auth), within dl. what names it in
- * errors (no query string). With not_found, a 404 sets *not_found = 1 and succeeds. */
+ * errors (no query string). With not_found, a 404 sets *not_found = 1 and succeeds
+ * with resp empty. */
 int rabbitmq_client_get(struct rabbitmq_state *st, const char *url, int auth,
                         const struct deadline *dl, struct http_response *resp, int *not_found,
                         struct err *e);

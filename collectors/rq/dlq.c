@@ -30,11 +30,9 @@
 #include "common/redis_lock.h"
 #include "common/redis.h"
 #include "common/redis_job.h"
-#include "common/redis_sentinel.h"
 #include "config.h"
 #include "rq.h"
 
-#define MAX_REPLY_TEXT 300
 #define Y2000 946684800.0 /* 2000-01-01T00:00:00Z */
 
 static struct redis_job *job_of(struct collector *c)
@@ -42,28 +40,11 @@ static struct redis_job *job_of(struct collector *c)
     return c->priv; /* the first member of rq.c's struct state */
 }
 
-/* Runs p on the source's connection (opened when there is none); after a failure the connection
- * is dropped, as collect() does, and e names it. */
+/* The source's connection, through common/redis_job.h (also the replay lock's callback). */
 static int run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
                     const struct deadline *dl, struct err *e)
 {
-    struct redis_job *j = job_of(c);
-    if (!j->conn && !(j->conn = redis_sentinel_connect(c->name, &j->rs, dl, e)))
-        return -1;
-    if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
-        return 0;
-    const char *label = redis_conn_label(j->conn);
-    if (strncmp(e->msg, label, strlen(label)) != 0)
-        err_prefix(e, "%s", label);
-    redis_conn_close(j->conn);
-    j->conn = NULL;
-    return -1;
-}
-
-static int reply_error(const redisReply *r, const char *what, struct err *e)
-{
-    int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
-    return err_set(e, ERR_QUERY, "%s: %.*s", what, n, r->str);
+    return redis_job_run_pipe(job_of(c), c->name, p, fn, ctx, dl, e);
 }
 
 int rq_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
@@ -190,7 +171,7 @@ static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
     (void)i;
     const char *queue = ctx;
     if (redis_reply_is_error(r, NULL))
-        return reply_error(r, "SISMEMBER rq:queues", e);
+        return redis_job_reply_error(r, "SISMEMBER rq:queues", e);
     if (redis_job_want(r, REDIS_REPLY_INTEGER, "SISMEMBER rq:queues", e))
         return -1;
     if (r->integer != 1)
@@ -222,18 +203,6 @@ static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
     if (redis_replay_lock_take(c, run_pipe, b->dead_letter_queue, "", hold, dl, &l, e))
         return -1;
     b->kind_data = l;
-    return 0;
-}
-
-/* An integer reply (the scripts'), kept in *got. */
-static int int_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    (void)i;
-    if (redis_reply_is_error(r, NULL))
-        return reply_error(r, "EVAL", e);
-    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EVAL", e))
-        return -1;
-    *(long long *)ctx = r->integer;
     return 0;
 }
 
@@ -291,7 +260,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     struct redis_pipe *p = redis_pipe_new();
     redis_pipe_addv(p, "EVAL", move_script, "5", b->dead_letter_queue, queue, job, l->key,
                     "rq:queues", m->message_id, l->token, l->hold_ms, b->origin, now, stamp, NULL);
-    int rc = run_pipe(c, p, int_reply, &got, dl, e);
+    int rc = run_pipe(c, p, redis_job_eval_int, &got, dl, e);
     redis_pipe_free(p);
     free(queue);
     free(job);
@@ -308,4 +277,5 @@ const struct dlq_kind rq_dlq = {.read = dlq_read,
                                 .unlock = dlq_unlock,
                                 .move = dlq_move,
                                 .batch_free = redis_replay_lock_free,
-                                .stamps = 1};
+                                .stamps = 1,
+                                .join_label = "failed"};

@@ -361,18 +361,6 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
-/* The exporter's dead-letter join reads the failed registry as `qrel dlq inspect` does (ZRANGE
- * and HMGET change nothing), under the label the collection gives it. */
-static int dead_letter_ids(struct collector *c, const char *queue, const char *id_field, size_t max,
-                           const struct deadline *dl, struct dead_letter_read *out, struct err *e)
-{
-    if (dlq_dead_letter_ids(c, queue, id_field, max, dl, out, e))
-        return -1;
-    free(out->dead_letter_queue);
-    out->dead_letter_queue = xstrdup(DEAD_LETTER_LABEL);
-    return 0;
-}
-
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const struct audit_hint hints[] = {{"no_dead_letter_queue", "keep the failed job registry"},
                                           {NULL, NULL}};
@@ -385,6 +373,7 @@ const struct collector_kind rq_kind = {
     .destroy = destroy,
     .audit_hints = hints,
     .dead_letter_validate = rq_dlq_validate,
-    .dead_letter_ids = dead_letter_ids,
+    /* The exporter's join reads the registry as `qrel dlq inspect` does (nothing changes). */
+    .dead_letter_ids = dlq_dead_letter_ids,
     .dlq = &rq_dlq,
 };

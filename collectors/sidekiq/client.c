@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "common/redis_sentinel.h"
 
 char *sidekiq_key(const struct state *st, const char *a, const char *b)
 {
@@ -15,15 +14,5 @@ int sidekiq_run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn f
                      const struct deadline *dl, struct err *e)
 {
     struct state *st = c->priv;
-    struct redis_job *j = &st->job;
-    if (!j->conn && !(j->conn = redis_sentinel_connect(c->name, &j->rs, dl, e)))
-        return -1;
-    if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
-        return 0;
-    const char *label = redis_conn_label(j->conn);
-    if (strncmp(e->msg, label, strlen(label)) != 0)
-        err_prefix(e, "%s", label);
-    redis_conn_close(j->conn);
-    j->conn = NULL;
-    return -1;
+    return redis_job_run_pipe(&st->job, c->name, p, fn, ctx, dl, e);
 }

@@ -32,7 +32,6 @@
 #include "sidekiq.h"
 
 #define PAGE 500
-#define MAX_REPLY_TEXT 300
 #define Y2000 946684800.0 /* 2000-01-01T00:00:00Z */
 
 /* A dead letter's own data: the dead set's member, byte for byte (the move removes exactly it). */
@@ -121,11 +120,8 @@ static int on_job(struct read_run *run, const redisReply *job, const redisReply 
 static int on_page(void *ctx, size_t i, const redisReply *r, struct err *e)
 {
     struct read_run *run = ctx;
-    if (redis_reply_is_error(r, NULL)) {
-        int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
-        return err_set(e, ERR_QUERY, "%s: %.*s", i == 0 && run->with_card ? "ZCARD" : "ZRANGE", n,
-                       r->str);
-    }
+    if (redis_reply_is_error(r, NULL))
+        return redis_job_reply_error(r, i == 0 && run->with_card ? "ZCARD" : "ZRANGE", e);
     if (i == 0 && run->with_card) {
         if (redis_job_want(r, REDIS_REPLY_INTEGER, "ZCARD dead", e))
             return -1;
@@ -200,10 +196,8 @@ static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
 {
     (void)i;
     const char *queue = ctx;
-    if (redis_reply_is_error(r, NULL)) {
-        int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
-        return err_set(e, ERR_QUERY, "SISMEMBER queues: %.*s", n, r->str);
-    }
+    if (redis_reply_is_error(r, NULL))
+        return redis_job_reply_error(r, "SISMEMBER queues", e);
     if (redis_job_want(r, REDIS_REPLY_INTEGER, "SISMEMBER queues", e))
         return -1;
     if (r->integer != 1)
@@ -252,20 +246,6 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
 
 /* ---- the move ---- */
 
-/* An integer reply (the script's), kept in *got. */
-static int int_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
-{
-    (void)i;
-    if (redis_reply_is_error(r, NULL)) {
-        int n = (int)(r->len > MAX_REPLY_TEXT ? MAX_REPLY_TEXT : r->len);
-        return err_set(e, ERR_QUERY, "EVAL: %.*s", n, r->str);
-    }
-    if (redis_job_want(r, REDIS_REPLY_INTEGER, "EVAL", e))
-        return -1;
-    *(long long *)ctx = r->integer;
-    return 0;
-}
-
 /* KEYS: dead set, queue list, queues set, lock; ARGV: the member, the payload to push, token,
  * hold ms, queue name. Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the member had
  * left the dead set, nothing done. */
@@ -310,7 +290,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     lens[7] = d->len;
     lens[8] = plen;
     redis_pipe_add(p, (int)(sizeof argv / sizeof *argv), argv, lens);
-    int rc = sidekiq_run_pipe(c, p, int_reply, &got, dl, e);
+    int rc = sidekiq_run_pipe(c, p, redis_job_eval_int, &got, dl, e);
     redis_pipe_free(p);
     free(queue);
     free(queues);
@@ -328,4 +308,6 @@ const struct dlq_kind sidekiq_dlq = {.read = dlq_read,
                                      .unlock = dlq_unlock,
                                      .move = dlq_move,
                                      .message_free = dead_job_free,
-                                     .batch_free = redis_replay_lock_free};
+                                     .batch_free = redis_replay_lock_free,
+                                     .stamps = 1,
+                                     .join_label = "dead"};

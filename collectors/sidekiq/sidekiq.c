@@ -459,5 +459,7 @@ const struct collector_kind sidekiq_kind = {
     .destroy = destroy,
     .audit_hints = hints,
     .dead_letter_validate = sidekiq_dlq_validate,
+    /* The exporter's join reads the dead letters as `qrel dlq inspect` does (nothing changes). */
+    .dead_letter_ids = dlq_dead_letter_ids,
     .dlq = &sidekiq_dlq,
 };

@@ -141,8 +141,19 @@ DLQ replay --config.file="$T/inspect.yml" --source=jobs --queue=orders --format=
 expect_eq "dry run (as the read-only user): exit 0" "$rc" 0
 expect_eq "dry run: would move exactly the not-done jobs" \
   "$(jq -r '.replay.would_move[].message_id' "$T/dry.json" | sort)" "$(not_done orders)"
+# The exporter's classification reads the failed set the same way, on every scrape (as the
+# default user: a collection reads more than the dead letters).
+grep -v -e '^    username:' -e '^    password_file:' "$T/inspect.yml" > "$T/scrape.yml"
+"$QREL" scrape --config.file="$T/scrape.yml" > "$T/m.txt" 2>> "$T/dlq.err"
+f='queue="orders",dead_letter_queue="failed"'
+expect_eq "a scrape classifies the failed set as inspect does (done not_done unknown)" \
+  "$(for w in "done" not_done unknown; do mval "$T/m.txt" qrel_dead_letter_classified_messages "$f" "work=\"$w\""; done | paste -sd' ')" \
+  "$sql 0"
+expect_eq "... and counts its dead letters by replay stamp: none replayed yet (never once poison)" \
+  "$(for r in never once poison; do mval "$T/m.txt" qrel_dead_letter_replayed_messages "$f" "replays=\"$r\""; done | paste -sd' ')" \
+  "6 0 0"
 snapshot > "$T/after.txt"
-expect_cmd "inspect and the dry run left Redis byte-identical (every key's DUMP) and the table" \
+expect_cmd "inspect, the dry run and the scrape left Redis byte-identical (every key's DUMP) and the table" \
   cmp -s "$T/before.txt" "$T/after.txt"
 
 # ---- replay onto a worker that is already running and idle ------------------------------------

@@ -131,8 +131,19 @@ DLQ replay --config.file="$T/inspect.yml" --source=jobs --queue=emails --format=
 expect_eq "dry run (as the read-only user): exit 0" "$rc" 0
 expect_eq "dry run: would move exactly the not-done jobs" \
   "$(jq -r '.replay.would_move[].work_id' "$T/dry.json" | sort)" "$(not_done emails)"
+# The exporter's classification reads the dead set the same way, on every scrape (as the
+# default user: a collection reads more than the dead letters).
+grep -v -e '^    username:' -e '^    password_file:' "$T/inspect.yml" > "$T/scrape.yml"
+"$QREL" scrape --config.file="$T/scrape.yml" > "$T/m.txt" 2>> "$T/dlq.err"
+f='queue="emails",dead_letter_queue="dead"'
+expect_eq "a scrape classifies the dead set as inspect does (done not_done unknown)" \
+  "$(for w in "done" not_done unknown; do mval "$T/m.txt" qrel_dead_letter_classified_messages "$f" "work=\"$w\""; done | paste -sd' ')" \
+  "$sql 0"
+expect_eq "... and counts its dead letters by replay stamp: none replayed yet (never once poison)" \
+  "$(for r in never once poison; do mval "$T/m.txt" qrel_dead_letter_replayed_messages "$f" "replays=\"$r\""; done | paste -sd' ')" \
+  "6 0 0"
 snapshot > "$T/after.txt"
-expect_cmd "inspect and the dry run left Redis byte-identical (every key's DUMP) and the table" \
+expect_cmd "inspect, the dry run and the scrape left Redis byte-identical (every key's DUMP) and the table" \
   cmp -s "$T/before.txt" "$T/after.txt"
 
 # ---- replay ----------------------------------------------------------------------------------
