@@ -1,6 +1,7 @@
 /* postgres/dlq.c: `qrel dlq`'s hooks (core/dlq_kind.h) for the job runners whose dead jobs and
  * queue live in one database: pg-boss 12 and graphile-worker 0.14 and later, as a `queues` entry
- * of a postgres source reads them (preset pg_boss or graphile_worker).
+ * of a postgres source reads them (preset pg_boss or graphile_worker), and River, Oban, Que,
+ * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c).
  *
  * The dead letters of a queue are, for pg-boss, the waiting copies in the queue's dead_letter
  * queue when it has one, else its own jobs in state failed; for graphile-worker, its jobs whose
@@ -22,13 +23,33 @@
 #include "postgres.h"
 #include "queues.h"
 
-/* The queue's entry: a pg_boss or graphile_worker entry of `queues` that watches it. */
+/* The mode of a job runner's preset qrel dlq reads other than pg-boss (by its queue's row) and
+ * graphile-worker; -1 for pgmq. */
+static int runner_mode(enum pgq_preset_id id)
+{
+    switch (id) {
+    case PGQ_RIVER:
+        return PGDLQ_RIVER;
+    case PGQ_OBAN:
+        return PGDLQ_OBAN;
+    case PGQ_QUE:
+        return PGDLQ_QUE;
+    case PGQ_GOOD_JOB:
+        return PGDLQ_GOOD_JOB;
+    case PGQ_SOLID_QUEUE:
+        return PGDLQ_SOLID_QUEUE;
+    default:
+        return -1;
+    }
+}
+
+/* The queue's entry: a job runner's entry of `queues` (any preset but pgmq) that watches it. */
 static int watches(const struct pg_item *it, const char *queue)
 {
     if (strcmp(it->sec->key, "queues") != 0)
         return 0;
     const struct queues *q = it->state;
-    if (q->preset->id != PGQ_PG_BOSS && q->preset->id != PGQ_GRAPHILE_WORKER)
+    if (q->preset->id == PGQ_PGMQ)
         return 0;
     if (!q->queues)
         return 1;
@@ -65,8 +86,8 @@ int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const cha
         return 0;
     if (n == 0)
         return cfg_error(e, cfg_at(entry, "queue"),
-                         "queue: no pg_boss or graphile_worker entry of queues of source \"%s\" "
-                         "watches queue \"%s\" (qrel dlq reads only those runners)",
+                         "queue: no job runner's entry of queues of source \"%s\" watches queue "
+                         "\"%s\" (qrel dlq reads the job runners' presets, not pgmq)",
                          c->name, queue);
     return cfg_error(e, cfg_at(entry, "queue"),
                      "queue: %zu entries of queues of source \"%s\" may hold queue \"%s\": list "
@@ -186,7 +207,7 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     size_t n = 0;
     struct queues *q = entry_of(st, queue, &n);
     if (!q || n != 1)
-        return err_set(e, ERR_CONFIG, "queue \"%.200s\": not one pg_boss or graphile_worker entry",
+        return err_set(e, ERR_CONFIG, "queue \"%.200s\": not one job runner's entry of queues",
                        queue);
     enum pgdlq_id kind;
     char *path = NULL, why[200];
@@ -196,8 +217,8 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         free(path);
         return -1;
     }
-    int boss = q->preset->id == PGQ_PG_BOSS;
-    if (q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, st->conn, dl, e)) {
+    int boss = q->preset->id == PGQ_PG_BOSS, other = runner_mode(q->preset->id);
+    if (other < 0 && q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, st->conn, dl, e)) {
         free(path);
         return failed(st);
     }
@@ -207,13 +228,16 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     int rc = -1;
     PGresult *r = NULL;
     char *sql = NULL;
-    if (boss ? q->layout != LAYOUT_BOSS12 : q->layout != LAYOUT_CURRENT) {
+    if (other < 0 && (boss ? q->layout != LAYOUT_BOSS12 : q->layout != LAYOUT_CURRENT)) {
         pg_error(st->conn, e, ERR_QUERY,
                  "%s: qrel dlq reads %s only; schema \"%s\" holds an older layout", d->what,
                  boss ? "pg-boss 12" : "graphile-worker 0.14 and later", q->schema);
         goto out;
     }
-    if (boss) {
+    if (other >= 0) {
+        d->mode = (enum pgdlq_mode)other;
+        out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
+    } else if (boss) {
         if (boss_mode(st, q, queue, dl, out, d, e))
             goto out;
     } else {
@@ -222,13 +246,14 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         if (graphile_visible(st, q, d, dl, e))
             goto out;
     }
-    sql = postgres_dlq_read_sql(d->mode, q->schema);
+    sql = other >= 0 ? postgres_dlq_runner_sql(d->mode, 0, q->schema)
+                     : postgres_dlq_read_sql(d->mode, q->schema);
     char limit[32];
     snprintf(limit, sizeof limit, "%zu", max ? max : 1);
     const char *kinds[] = {"id", "key", "data"};
-    const char *name = d->mode == PGDLQ_BOSS_DEAD_LETTER                ? out->dead_letter_queue
-                       : !boss && strcmp(queue, GRAPHILE_NO_QUEUE) == 0 ? NULL
-                                                                        : queue;
+    const char *name = d->mode == PGDLQ_BOSS_DEAD_LETTER ? out->dead_letter_queue
+                       : d->mode == PGDLQ_GRAPHILE && strcmp(queue, GRAPHILE_NO_QUEUE) == 0 ? NULL
+                                                                                            : queue;
     const char *params[5] = {name, limit, path, kinds[kind], queue};
     if (pg_query(st->conn, dl, d->what, sql, d->mode == PGDLQ_BOSS_DEAD_LETTER ? 5 : 4, params, &r,
                  e))
@@ -237,7 +262,8 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     if (out->total < out->n)
         out->total = out->n;
     out->origin = xstrdup(queue);
-    d->move_sql = postgres_dlq_move_sql(d->mode, q->schema);
+    d->move_sql = other >= 0 ? postgres_dlq_runner_sql(d->mode, 1, q->schema)
+                             : postgres_dlq_move_sql(d->mode, q->schema);
     out->kind_data = d;
     d = NULL;
     rc = 0;
@@ -253,13 +279,13 @@ out:
 
 /* pg-boss: the queue must still be there (a job of a deleted queue has no partition to go to);
  * whether a worker reads it pg-boss cannot say. graphile-worker runs a job wherever a worker
- * knows its task, which the database does not record either. */
+ * knows its task, which the database does not record either, and so do the other runners. */
 static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                             struct err *e)
 {
     struct pg_state *st = c->priv;
     const struct batch_data *d = b->kind_data;
-    if (!d || d->mode == PGDLQ_GRAPHILE)
+    if (!d || (d->mode != PGDLQ_BOSS_FAILED && d->mode != PGDLQ_BOSS_DEAD_LETTER))
         return 0;
     if (pg_state_conn(st, c->name, dl, e))
         return -1;
@@ -389,6 +415,39 @@ out:
     return rc < 0 ? failed(st) : rc;
 }
 
+/* River, Oban, Que, GoodJob, Solid Queue: the one statement in a transaction of its own. A
+ * Solid Queue job with a concurrency key is left failed: its retry takes Solid Queue's semaphore,
+ * which qrel does not (docs/dlq.md). */
+static int runner_move(struct pg_state *st, struct dlq_batch *b, struct dlq_message *m,
+                       const struct batch_data *d, const struct deadline *dl, struct err *e)
+{
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays + 1));
+    const char *params[3] = {b->origin, m->message_id, m->replays >= 0 ? stamp : NULL};
+    PGresult *r = NULL;
+    if (step(st, d, "BEGIN READ WRITE", 0, NULL, NULL, dl, e) ||
+        pg_query(st->conn, dl, d->what, d->move_sql, d->mode == PGDLQ_SOLID_QUEUE ? 2 : 3, params,
+                 &r, e))
+        return failed(st);
+    double found = 0, moved = 0;
+    pg_cell_double(r, 0, 0, &found);
+    pg_cell_double(r, 0, 1, &moved);
+    int rc = 0;
+    if (found < 1)
+        rc = 1; /* no longer dead: another replay or client took it */
+    else if (moved != 1)
+        rc = pg_error(st->conn, e, ERR_QUERY,
+                      "%s: not taken back: job %s has a concurrency key (Solid Queue's semaphore "
+                      "decides when it may run); left failed, retry it from Solid Queue",
+                      d->what, m->message_id);
+    PQclear(r);
+    struct err ce;
+    err_clear(&ce);
+    if (step(st, d, rc < 0 ? "ROLLBACK" : "COMMIT", 0, NULL, NULL, dl, rc < 0 ? &ce : e))
+        return failed(st);
+    return rc;
+}
+
 static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                     const struct deadline *dl, struct err *e)
 {
@@ -398,6 +457,8 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
         return err_set(e, ERR_INTERNAL, "a move without a read");
     if (pg_state_conn(st, c->name, dl, e))
         return -1;
+    if (d->mode >= PGDLQ_RIVER)
+        return runner_move(st, b, m, d, dl, e);
     return d->mode == PGDLQ_GRAPHILE ? graphile_move(st, m, d, dl, e)
                                      : boss_move(st, b, m, d, dl, e);
 }

@@ -8,8 +8,8 @@
 
 extern const struct dlq_kind postgres_dlq;
 
-/* collector_kind.dead_letter_validate: exactly one pg_boss or graphile_worker entry of `queues`
- * watches the queue, and id_field is job:id, job:key or a data key (postgres.h). */
+/* collector_kind.dead_letter_validate: exactly one job runner's entry of `queues` (any preset but
+ * pgmq) watches the queue, and id_field is job:id, job:key or a data key (postgres.h). */
 int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
                           const char *id_field, struct err *e);
 

@@ -234,3 +234,121 @@ char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema)
                                      "run_at := now(), attempts := 0)";
     return with_schema(s == PGDLQ_G_LOCK ? lock : s == PGDLQ_G_STAMP ? stamp : reschedule, schema);
 }
+
+/* ---- River, Oban, Que, GoodJob, Solid Queue: one read, one move statement each ----
+ *
+ * Written from the schema fixtures (tests/fixtures/postgres/queues) and each runner's documented
+ * retry; no live runner checks them here (docs/dlq.md). Every move locks the dead row FOR UPDATE
+ * in its first CTE while it is still dead, so a concurrent replay waits and then finds it gone;
+ * columns: found, moved, and for Solid Queue the job's concurrency_key. */
+/* clang-format off */
+#define RUNNER_READ(key, ids, data, deliveries, since, stamp, from_where, order)                  \
+    "SELECT j.id::text, " WORK_ID(key, ids, "jsonb_typeof") ", " deliveries "::int8, "            \
+    "extract(epoch FROM " since ")::float8, " stamp ", "                                          \
+    "COALESCE(octet_length(" data "::text), 0), count(*) OVER () FROM " from_where " "            \
+    "ORDER BY " order ", j.id LIMIT $2::int8"
+
+/* River: its discarded jobs; the work key is the unique_key in hex. */
+static const char river_read[] = RUNNER_READ(
+    "encode(j.unique_key, 'hex')", "j.args", "j.args", "j.attempt", "j.finalized_at",
+    STAMP_READ("j.args", "jsonb_typeof"),
+    "@S.river_job j WHERE j.queue = $1 AND j.state = 'discarded'", "j.finalized_at");
+/* Oban: its discarded jobs (Ecto's UTC `timestamp`: extract reads it as UTC). */
+static const char oban_read[] = RUNNER_READ(
+    "NULL::text", "j.args", "j.args", "j.attempt", "j.discarded_at",
+    STAMP_READ("j.args", "jsonb_typeof"),
+    "@S.oban_jobs j WHERE j.queue = $1 AND j.state = 'discarded'", "j.discarded_at");
+/* Que: its expired jobs; each failed run counted in error_count. The work id is read from args
+ * (the job's positional arguments, an array: id_field "0" is the first), the stamp is kept in
+ * data (the object Que keeps for tags), so the job's arguments are never changed. */
+static const char que_read[] = RUNNER_READ(
+    "NULL::text", "j.args", "j.data", "j.error_count", "j.expired_at",
+    STAMP_READ("j.data", "jsonb_typeof"),
+    "@S.que_jobs j WHERE j.queue = $1 AND j.expired_at IS NOT NULL AND j.finished_at IS NULL",
+    "j.expired_at");
+/* GoodJob: finished with an error (its discarded scope); key: the concurrency key. */
+static const char good_job_read[] = RUNNER_READ(
+    "j.concurrency_key", "j.serialized_params", "j.serialized_params", "j.executions_count",
+    "j.finished_at",
+    STAMP_READ("j.serialized_params", "jsonb_typeof"),
+    "@S.good_jobs j WHERE j.queue_name = $1 AND j.finished_at IS NOT NULL AND j.error IS NOT NULL",
+    "j.finished_at");
+/* Solid Queue: the jobs with a failed execution; no attempt count (a retry is a new Active Job
+ * execution), and no stamp: arguments is text Rails wrote, which PostgreSQL 15 cannot test for
+ * JSON without failing the statement on a job that holds none (docs/dlq.md). For the same reason
+ * a data key gives no work id ($3 named only so that it has a type): job:id or job:key. */
+static const char solid_queue_read[] =
+    "SELECT j.id::text, CASE $4::text WHEN 'id' THEN j.id::text WHEN 'key' THEN j.concurrency_key "
+    "ELSE CASE WHEN $3::text[] IS NULL THEN NULL END END, "
+    "NULL::int8, extract(epoch FROM f.created_at)::float8, NULL::text, "
+    "COALESCE(octet_length(j.arguments), 0), count(*) OVER () "
+    "FROM @S.solid_queue_failed_executions f JOIN @S.solid_queue_jobs j ON j.id = f.job_id "
+    "WHERE j.queue_name = $1 ORDER BY f.created_at, j.id LIMIT $2::int8";
+
+#define RUNNER_MOVE(table, lock_where, set)                                                       \
+    "WITH j AS (SELECT id FROM @S." table " WHERE " lock_where " FOR UPDATE), "                   \
+    "u AS (UPDATE @S." table " x SET " set " FROM j WHERE x.id = j.id RETURNING 1) "              \
+    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u)"
+
+/* River's JobRetry: available now, finalized_at cleared, one attempt more when none is left. */
+static const char river_move[] = RUNNER_MOVE(
+    "river_job", "queue = $1 AND id = $2::bigint AND state = 'discarded'",
+    "state = 'available', scheduled_at = now(), finalized_at = NULL, "
+    "max_attempts = CASE WHEN x.attempt >= x.max_attempts THEN x.attempt + 1 "
+    "ELSE x.max_attempts END, args = " STAMPED("x.args"));
+/* Oban's retry_job (Oban.Engines.Basic): available now, max_attempts at least attempt + 1, the
+ * completed / discarded / cancelled times cleared. */
+static const char oban_move[] = RUNNER_MOVE(
+    "oban_jobs", "queue = $1 AND id = $2::bigint AND state = 'discarded'",
+    "state = 'available', scheduled_at = timezone('UTC', now()), "
+    "max_attempts = GREATEST(x.max_attempts, x.attempt + 1), completed_at = NULL, "
+    "discarded_at = NULL, cancelled_at = NULL, args = " STAMPED("x.args"));
+/* Que: expired_at cleared, run_at now, error_count kept (Que has no retry call for an expired
+ * job; its own retry of a failed run sets run_at and keeps the row). */
+static const char que_move[] = RUNNER_MOVE(
+    "que_jobs",
+    "queue = $1 AND id = $2::bigint AND expired_at IS NOT NULL AND finished_at IS NULL",
+    "expired_at = NULL, run_at = now(), data = " STAMPED("x.data"));
+/* GoodJob's retry_job (Job#retry_job and the enqueue it makes, 4.x: the same row): unfinished,
+ * not performed, scheduled now, error_event retried (3), Active Job's executions in
+ * serialized_params one more; the last error and executions_count kept as GoodJob keeps them. */
+#define GJ_EXECUTIONS "x.serialized_params->'executions'"
+static const char good_job_move[] = RUNNER_MOVE(
+    "good_jobs",
+    "queue_name = $1 AND id = $2::uuid AND finished_at IS NOT NULL AND error IS NOT NULL",
+    "finished_at = NULL, performed_at = NULL, locked_at = NULL, locked_by_id = NULL, "
+    "scheduled_at = timezone('UTC', now()), updated_at = timezone('UTC', now()), "
+    "error_event = 3, serialized_params = CASE WHEN jsonb_typeof(" GJ_EXECUTIONS ") = 'number' "
+    "THEN jsonb_set(" STAMPED("x.serialized_params") ", '{executions}', "
+    "to_jsonb((" GJ_EXECUTIONS ")::numeric + 1)) ELSE " STAMPED("x.serialized_params") " END");
+/* Solid Queue's FailedExecution#retry: the failed execution deleted and a ready execution
+ * inserted, in this one statement. A job with a concurrency key would need Solid Queue's
+ * semaphore: it is left failed (the third column says why). */
+static const char solid_queue_move[] =
+    "WITH f AS (SELECT f.id, j.id AS job_id, j.queue_name, j.priority, j.concurrency_key "
+    "FROM @S.solid_queue_failed_executions f JOIN @S.solid_queue_jobs j ON j.id = f.job_id "
+    "WHERE j.queue_name = $1 AND j.id = $2::bigint FOR UPDATE OF f), "
+    "d AS (DELETE FROM @S.solid_queue_failed_executions x USING f WHERE x.id = f.id "
+    "AND f.concurrency_key IS NULL RETURNING f.job_id, f.queue_name, f.priority), "
+    "i AS (INSERT INTO @S.solid_queue_ready_executions (job_id, queue_name, priority, created_at) "
+    "SELECT job_id, queue_name, priority, timezone('UTC', now()) FROM d RETURNING 1) "
+    "SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM i), (SELECT concurrency_key FROM f)";
+/* clang-format on */
+
+char *postgres_dlq_runner_sql(enum pgdlq_mode m, int move, const char *schema)
+{
+    static const struct {
+        enum pgdlq_mode m;
+        const char *read, *move;
+    } t[] = {
+        {PGDLQ_RIVER, river_read, river_move},
+        {PGDLQ_OBAN, oban_read, oban_move},
+        {PGDLQ_QUE, que_read, que_move},
+        {PGDLQ_GOOD_JOB, good_job_read, good_job_move},
+        {PGDLQ_SOLID_QUEUE, solid_queue_read, solid_queue_move},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].m == m)
+            return with_schema(move ? t[i].move : t[i].read, schema);
+    return NULL;
+}

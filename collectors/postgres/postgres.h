@@ -82,7 +82,16 @@ long long postgres_dlq_replays(const char *cell);
 /* What a dead letter is, per runner: a pg-boss 12 job failed in its own queue (the queue has no
  * dead_letter), a pg-boss 12 copy waiting in the queue's dead_letter queue, a graphile-worker job
  * whose attempts reached max_attempts. */
-enum pgdlq_mode { PGDLQ_BOSS_FAILED, PGDLQ_BOSS_DEAD_LETTER, PGDLQ_GRAPHILE };
+enum pgdlq_mode {
+    PGDLQ_BOSS_FAILED,
+    PGDLQ_BOSS_DEAD_LETTER,
+    PGDLQ_GRAPHILE,
+    PGDLQ_RIVER,
+    PGDLQ_OBAN,
+    PGDLQ_QUE,
+    PGDLQ_GOOD_JOB,
+    PGDLQ_SOLID_QUEUE,
+};
 /* The statements, with schema quoted in (malloc'd). read: $1 queue (the dead_letter queue for
  * PGDLQ_BOSS_DEAD_LETTER; NULL for graphile-worker's jobs without one), $2 the limit, $3 the data
  * path (text[] or NULL), $4 "id", "key" or "data", and for PGDLQ_BOSS_DEAD_LETTER $5 the origin;
@@ -96,5 +105,10 @@ char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema);
  * is still dead, stamp its payload ($2), reschedule_jobs it. */
 enum pgdlq_graphile_step { PGDLQ_G_LOCK, PGDLQ_G_STAMP, PGDLQ_G_RESCHEDULE };
 char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema);
+/* River, Oban, Que, GoodJob, Solid Queue (PGDLQ_RIVER...): the read (params and columns as
+ * postgres_dlq_read_sql's) or, with move, the one-statement move ($1 queue, $2 job id, $3 the
+ * stamp or NULL; Solid Queue takes no $3): columns found, moved, and for Solid Queue the job's
+ * concurrency_key. NULL for another mode. */
+char *postgres_dlq_runner_sql(enum pgdlq_mode m, int move, const char *schema);
 
 #endif

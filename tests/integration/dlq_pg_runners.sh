@@ -61,7 +61,7 @@ config "$T/replay.yml" qrel_dlq_replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
 
 # Refused at load, with where and why: an id_field of the job that is not id or key; a queue no
-# pg_boss or graphile_worker entry watches.
+# job runner's entry watches.
 sed 's/queue: solo, id_field: order/queue: solo, id_field: "job:name"/' "$T/inspect.yml" > "$T/bad-id.yml"
 rc=0
 "$QREL" dlq inspect --config.file="$T/bad-id.yml" --source=jobs --queue=solo > /dev/null 2> "$T/bad-id.err" || rc=$?
@@ -73,7 +73,7 @@ rc=0
 "$QREL" dlq inspect --config.file="$T/bad-queue.yml" --source=jobs --queue=post > /dev/null 2> "$T/bad-queue.err" || rc=$?
 expect_eq "a queue no entry watches: exit 2" "$rc" 2
 expect_cmd "... refused naming it" grep -qF \
-  'queue: no pg_boss or graphile_worker entry of queues of source "jobs" watches queue "post"' "$T/bad-queue.err"
+  'queue: no job runner'\''s entry of queues of source "jobs" watches queue "post"' "$T/bad-queue.err"
 
 # graphile-worker enables row level security on its tables with no policy: without BYPASSRLS the
 # role would read no job at all, which qrel refuses rather than report an empty queue.

@@ -8,7 +8,10 @@
 # the database runs with a non-UTC TimeZone to prove they are read as UTC. Also: a held Que
 # advisory lock counts as in flight (one in another database does not); pg-boss 9's layout is
 # detected beside pg-boss 10's; the queues filter (a listed queue without jobs gives zeros);
-# --config.check passing and naming a missing table; promtool on the output. The real runners
+# --config.check passing and naming a missing table; promtool on the output. Then `qrel dlq` on
+# River, Oban, Que, GoodJob and Solid Queue: inspect's classes equal SQL, inspect and a dry run
+# change no row (md5), a replay moves exactly the not-done jobs back to the state the runner's own
+# retry leaves, stamped qrel-replayed: 1 (read back once the job dies again), a second moves none. The real runners
 # (pg-boss 9-12, graphile-worker), driven through their own APIs, are postgres_queues_live.sh.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -311,6 +314,131 @@ for q in billing billing9 mailers orders; do
 done
 
 kill "${LOCKERS[@]}" 2>/dev/null || true
+
+# --- qrel dlq on River, Oban, Que, GoodJob and Solid Queue (schema fixtures, no live runner): per
+# runner a done and a not-done dead job beside the one above (no order id: unknown), made dead as
+# the runner leaves them; Solid Queue by job:id, with job 7 carrying a concurrency key.
+psql_do <<'SQL' >/dev/null
+CREATE TABLE dlq_work (id text PRIMARY KEY);
+INSERT INTO dlq_work VALUES ('r1'), ('o1'), ('q1'), ('g1'), ('6');
+INSERT INTO river_job (kind, queue, state, attempt, max_attempts, attempted_at, finalized_at, args) VALUES
+  ('k', 'default', 'discarded', 3, 3, now() - interval '70 s', now() - interval '60 s', '{"order": "r1"}'),
+  ('k', 'default', 'discarded', 3, 3, now() - interval '70 s', now() - interval '60 s', '{"order": "r2"}');
+INSERT INTO oban_jobs (worker, queue, state, attempt, max_attempts, attempted_at, discarded_at, args) VALUES
+  ('W', 'events', 'discarded', 3, 3, timezone('UTC', now()) - interval '70 s', timezone('UTC', now()) - interval '60 s', '{"order": "o1"}'),
+  ('W', 'events', 'discarded', 3, 3, timezone('UTC', now()) - interval '70 s', timezone('UTC', now()) - interval '60 s', '{"order": "o2"}');
+INSERT INTO que_jobs (id, job_class, queue, run_at, error_count, expired_at, args, job_schema_version) VALUES
+  (7, 'J', 'mailers', now() - interval '100 s', 15, now() - interval '60 s', '["q1"]', 2),
+  (8, 'J', 'mailers', now() - interval '100 s', 15, now() - interval '60 s', '["q2"]', 2);
+INSERT INTO good_jobs (queue_name, scheduled_at, performed_at, finished_at, error, created_at, updated_at, executions_count, serialized_params) VALUES
+  ('gj', timezone('UTC', now()) - interval '100 s', timezone('UTC', now()) - interval '70 s', timezone('UTC', now()) - interval '60 s', 'boom', timezone('UTC', now()) - interval '100 s', timezone('UTC', now()), 3, '{"job_class": "J", "arguments": ["g1"], "executions": 3}'),
+  ('gj', timezone('UTC', now()) - interval '100 s', timezone('UTC', now()) - interval '70 s', timezone('UTC', now()) - interval '60 s', 'boom', timezone('UTC', now()) - interval '100 s', timezone('UTC', now()), 3, '{"job_class": "J", "arguments": ["g2"], "executions": 3}');
+INSERT INTO solid_queue_jobs (id, queue_name, class_name, concurrency_key, created_at, updated_at) VALUES
+  (6, 'sq', 'J', NULL, timezone('UTC', now()), timezone('UTC', now())),
+  (7, 'sq', 'J', 'k7', timezone('UTC', now()), timezone('UTC', now()));
+INSERT INTO solid_queue_failed_executions (job_id, error, created_at) VALUES
+  (6, 'boom', timezone('UTC', now()) - interval '60 s'), (7, 'boom', timezone('UTC', now()) - interval '60 s');
+SQL
+cat > "$T/dlq.yml" <<YML
+sources:
+$(pg_source jobs "$P")
+    queues:
+      - {preset: river, queues: [default]}
+      - {preset: oban, queues: [events]}
+      - {preset: que, queues: [mailers]}
+      - {preset: good_job, queues: [gj]}
+      - {preset: solid_queue, queues: [sq]}
+dead_letters:
+YML
+for e in default:order events:order mailers:0 gj:arguments.0 sq:job:id; do
+  printf '  - {source: jobs, queue: %s, id_field: "%s", work_table: {source: jobs, table: dlq_work, id_column: id}}\n' \
+    "${e%%:*}" "${e#*:}" >> "$T/dlq.yml"
+done
+# The dead jobs of each queue as the runner keeps them: id and work id.
+declare -A DEAD=(
+  [default]="SELECT id::text AS id, args->>'order' AS o FROM river_job WHERE queue = 'default' AND state = 'discarded'"
+  [events]="SELECT id::text AS id, args->>'order' AS o FROM oban_jobs WHERE queue = 'events' AND state = 'discarded'"
+  [mailers]="SELECT id::text AS id, args->>0 AS o FROM que_jobs WHERE queue = 'mailers' AND expired_at IS NOT NULL AND finished_at IS NULL"
+  [gj]="SELECT id::text AS id, serialized_params #>> '{arguments,0}' AS o FROM good_jobs WHERE queue_name = 'gj' AND finished_at IS NOT NULL AND error IS NOT NULL"
+  [sq]="SELECT j.id::text AS id, j.id::text AS o FROM solid_queue_failed_executions f JOIN solid_queue_jobs j ON j.id = f.job_id WHERE j.queue_name = 'sq'")
+dclasses() { # Q: "done not_done unknown" by SQL
+  psql_val "SELECT count(*) FILTER (WHERE w.id IS NOT NULL) || ' ' || count(*) FILTER (WHERE d.o IS NOT NULL AND w.id IS NULL)
+            || ' ' || count(*) FILTER (WHERE d.o IS NULL) FROM (${DEAD[$1]}) d LEFT JOIN dlq_work w ON w.id = d.o"
+}
+dnot_done() { # Q: the ids of its not-done dead jobs, sorted
+  psql_val "SELECT d.id FROM (${DEAD[$1]}) d LEFT JOIN dlq_work w ON w.id = d.o WHERE d.o IS NOT NULL AND w.id IS NULL ORDER BY 1" | paste -sd' '
+}
+runners_md5() {
+  psql_val "SELECT md5(string_agg(t, '|' ORDER BY t)) FROM (SELECT r::text AS t FROM river_job r UNION ALL SELECT o::text FROM oban_jobs o
+    UNION ALL SELECT q::text FROM que_jobs q UNION ALL SELECT g::text FROM good_jobs g UNION ALL SELECT f::text FROM solid_queue_failed_executions f
+    UNION ALL SELECT e::text FROM solid_queue_ready_executions e UNION ALL SELECT s::text FROM solid_queue_jobs s) x"
+}
+declare -A DWANT=([default]="1 1 1" [events]="1 1 1" [mailers]="1 1 1" [gj]="1 1 1" [sq]="1 2 0")
+declare -A DNOT
+before=$(runners_md5)
+for q in default events mailers gj sq; do
+  DNOT[$q]=$(dnot_done "$q")
+  "$QREL" dlq inspect --config.file="$T/dlq.yml" --source=jobs --queue="$q" --format=json > "$T/di-$q.json" 2>>"$T/dlq.err" ||
+    { cat "$T/dlq.err" >&2; exit 1; }
+  expect_eq "dlq inspect $q: done not_done unknown = SQL over the runner's tables" \
+    "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/di-$q.json")" "$(dclasses "$q")"
+  expect_eq "... = the rows made" "$(dclasses "$q")" "${DWANT[$q]}"
+  "$QREL" dlq replay --config.file="$T/dlq.yml" --source=jobs --queue="$q" --format=json > "$T/dd-$q.json" 2>>"$T/dlq.err" || true
+  expect_eq "dlq dry run $q: would move exactly the not-done jobs" \
+    "$(jq -r '.replay.would_move[].message_id' "$T/dd-$q.json" | sort | paste -sd' ')" "${DNOT[$q]}"
+done
+expect_eq "dlq inspect and the dry runs changed no runner's row" "$(runners_md5)" "$before"
+expect_eq "dlq inspect: Solid Queue keeps no stamp (replays unknown), the others read 0" \
+  "$(jq -r '.replays.unknown' "$T/di-sq.json") $(jq -r '.replays.never' "$T/di-default.json")" "3 3"
+
+for q in default events mailers gj sq; do
+  rc=0
+  "$QREL" dlq replay --config.file="$T/dlq.yml" --source=jobs --queue="$q" --yes --format=json > "$T/dr-$q.json" 2>>"$T/dlq.err" || rc=$?
+  want="0 ${DNOT[$q]}"
+  [ "$q" = sq ] && want="1 5" # job 7's concurrency key: left failed
+  expect_eq "dlq replay $q: moved exactly the not-done jobs" \
+    "$rc $(jq -r '.replay.moved[].message_id' "$T/dr-$q.json" | sort | paste -sd' ')" "$want"
+  left="1 0 1"
+  [ "$q" = sq ] && left="1 1 0"
+  expect_eq "... the done and unknown ones still dead" "$(dclasses "$q")" "$left"
+done
+expect_cmd "Solid Queue: job 7 refused for its concurrency key" grep -qF \
+  'job 7 has a concurrency key' "$T/dr-sq.json"
+# Back as each runner's own retry leaves it, the stamp qrel-replayed: 1 in its JSON.
+expect_eq "River r2: available now, finalized_at cleared, one attempt more, stamped" \
+  "$(psql_val "SELECT state || ' ' || (scheduled_at <= now()) || ' ' || (finalized_at IS NULL) || ' ' || max_attempts || ' ' || (args->>'qrel-replayed') FROM river_job WHERE args->>'order' = 'r2'")" \
+  "available true true 4 1"
+expect_eq "Oban o2: available, max_attempts attempt + 1, discarded_at cleared, stamped" \
+  "$(psql_val "SELECT state || ' ' || (scheduled_at <= timezone('UTC', now())) || ' ' || (discarded_at IS NULL) || ' ' || max_attempts || ' ' || (args->>'qrel-replayed') FROM oban_jobs WHERE args->>'order' = 'o2'")" \
+  "available true true 4 1"
+expect_eq "Que q2: expired_at cleared, run_at now, error_count kept, args unchanged, data stamped" \
+  "$(psql_val "SELECT (expired_at IS NULL) || ' ' || (run_at <= now()) || ' ' || error_count || ' ' || args::text || ' ' || (data->>'qrel-replayed') FROM que_jobs WHERE id = 8")" \
+  'true true 15 ["q2"] 1'
+expect_eq "GoodJob g2: unfinished, not performed, scheduled now, executions_count kept, error_event retried, Active Job's executions + 1, stamped" \
+  "$(psql_val "SELECT (finished_at IS NULL) || ' ' || (performed_at IS NULL) || ' ' || (scheduled_at <= timezone('UTC', now())) || ' ' || executions_count || ' ' || error_event || ' ' || (serialized_params->>'executions') || ' ' || (serialized_params->>'qrel-replayed') FROM good_jobs WHERE serialized_params #>> '{arguments,0}' = 'g2'")" \
+  "true true true 3 3 4 1"
+expect_eq "Solid Queue: job 5 ready (its failed execution gone), job 7 still failed, not ready" \
+  "$(psql_val "SELECT string_agg(job_id || ':' || t, ' ' ORDER BY job_id, t) FROM (SELECT job_id, 'ready' AS t FROM solid_queue_ready_executions WHERE job_id IN (5, 7) UNION ALL SELECT job_id, 'failed' FROM solid_queue_failed_executions WHERE job_id IN (5, 7)) x")" \
+  "5:ready 7:failed"
+for q in default events mailers gj sq; do
+  rc=0
+  "$QREL" dlq replay --config.file="$T/dlq.yml" --source=jobs --queue="$q" --yes --format=json > "$T/dr2-$q.json" 2>>"$T/dlq.err" || rc=$?
+  want=0
+  [ "$q" = sq ] && want=1
+  expect_eq "second dlq replay $q: moved nothing" "$rc $(jq '.replay.moved | length' "$T/dr2-$q.json")" "$want 0"
+done
+# Each runner fails the job again (as it would: the row back to its dead state, its JSON kept):
+# qrel reads the stamp, replayed once.
+psql_do "UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE args->>'order' = 'r2';
+  UPDATE oban_jobs SET state = 'discarded', discarded_at = timezone('UTC', now()) WHERE args->>'order' = 'o2';
+  UPDATE que_jobs SET expired_at = now() WHERE id = 8;
+  UPDATE good_jobs SET finished_at = timezone('UTC', now()), performed_at = timezone('UTC', now()) WHERE serialized_params #>> '{arguments,0}' = 'g2'" >/dev/null
+# (GoodJob's first dead job has no serialized_params: its replays are unknown)
+for q in default:0 events:0 mailers:0 gj:1; do
+  "$QREL" dlq inspect --config.file="$T/dlq.yml" --source=jobs --queue="${q%:*}" --format=json > "$T/di2-${q%:*}.json" 2>>"$T/dlq.err" || true
+  expect_eq "dlq inspect ${q%:*} after it died again: replays never once unknown" \
+    "$(jq -r '"\(.replays.never) \(.replays.once) \(.replays.unknown)"' "$T/di2-${q%:*}.json")" "$((2 - ${q#*:})) 1 ${q#*:}"
+done
 
 # --config.check: passes here; names source, preset and table when a schema is wrong.
 expect_exit "--config.check exit status with every preset's tables present" 0 "$T/check-ok.out" "$EXPORTER" --config.file="$T/qrel.yml" --config.check

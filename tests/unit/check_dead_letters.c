@@ -114,17 +114,17 @@ END_TEST
 
 /* The block of earlier releases: refused where it stands, with the new form filled in from the
  * block's own values, so that the upgrade is a copy-paste; no secret of the block is quoted. */
-/* A postgres source is a broker only for the job runners qrel dlq reads (pg-boss, graphile-worker
- * under its queues); one without such an entry says so, where the queue is named. */
+/* A postgres source is a broker only for the job runners qrel dlq reads (any preset of its queues
+ * but pgmq); one without such an entry says so, where the queue is named. */
 START_TEST(test_config_not_a_broker)
 {
     struct err e;
     ck_assert_int_eq(
         load_text(SOURCES DL "  - source: shop\n    queue: orders\n    id_field: order\n" WT, &e),
         -1);
-    ck_assert_str_eq(e.msg, "x.yml:18:12: queue: no pg_boss or graphile_worker entry of queues of "
-                            "source \"shop\" watches queue \"orders\" (qrel dlq reads only those "
-                            "runners)");
+    ck_assert_str_eq(e.msg, "x.yml:18:12: queue: no job runner's entry of queues of source "
+                            "\"shop\" watches queue \"orders\" (qrel dlq reads the job runners' "
+                            "presets, not pgmq)");
 }
 END_TEST
 

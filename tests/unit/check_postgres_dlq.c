@@ -117,12 +117,77 @@ START_TEST(test_statements)
 }
 END_TEST
 
+/* River, Oban, Que, GoodJob, Solid Queue: each read takes only the runner's dead jobs of the
+ * queue, each move locks the row while still dead and does what the runner's retry does. */
+START_TEST(test_runners)
+{
+    char *s = postgres_dlq_runner_sql(PGDLQ_RIVER, 0, "r\"s");
+    ck_assert(has(s, "FROM \"r\"\"s\".river_job j WHERE j.queue = $1 AND j.state = 'discarded'"));
+    ck_assert(has(s, "COALESCE(j.args->>'qrel-replayed', '0')"));
+    ck_assert(!has(s, "@S"));
+    free(s);
+    s = postgres_dlq_runner_sql(PGDLQ_RIVER, 1, "public");
+    ck_assert(has(s, "WHERE queue = $1 AND id = $2::bigint AND state = 'discarded' FOR UPDATE"));
+    ck_assert(has(s, "state = 'available', scheduled_at = now(), finalized_at = NULL, "
+                     "max_attempts = CASE WHEN x.attempt >= x.max_attempts THEN x.attempt + 1"));
+    ck_assert(has(s, "args = CASE WHEN $3::int IS NOT NULL AND jsonb_typeof(x.args) = 'object'"));
+    free(s);
+
+    s = postgres_dlq_runner_sql(PGDLQ_OBAN, 0, "public");
+    ck_assert(has(s, "oban_jobs j WHERE j.queue = $1 AND j.state = 'discarded'"));
+    free(s);
+    s = postgres_dlq_runner_sql(PGDLQ_OBAN, 1, "public");
+    ck_assert(has(s, "state = 'discarded' FOR UPDATE"));
+    ck_assert(has(s, "max_attempts = GREATEST(x.max_attempts, x.attempt + 1), completed_at = "
+                     "NULL, discarded_at = NULL, cancelled_at = NULL"));
+    free(s);
+
+    /* Que: the stamp in data (an object), never in args (the job's arguments, an array) */
+    s = postgres_dlq_runner_sql(PGDLQ_QUE, 0, "public");
+    ck_assert(has(s, "j.expired_at IS NOT NULL AND j.finished_at IS NULL"));
+    ck_assert(has(s, "COALESCE(j.data->>'qrel-replayed', '0')"));
+    free(s);
+    s = postgres_dlq_runner_sql(PGDLQ_QUE, 1, "public");
+    ck_assert(has(s, "SET expired_at = NULL, run_at = now(), data = CASE"));
+    ck_assert(!has(s, "error_count"));
+    ck_assert(!has(s, "args"));
+    free(s);
+
+    s = postgres_dlq_runner_sql(PGDLQ_GOOD_JOB, 0, "public");
+    ck_assert(has(s, "j.finished_at IS NOT NULL AND j.error IS NOT NULL"));
+    free(s);
+    s = postgres_dlq_runner_sql(PGDLQ_GOOD_JOB, 1, "public");
+    ck_assert(has(s, "id = $2::uuid AND finished_at IS NOT NULL AND error IS NOT NULL FOR UPDATE"));
+    ck_assert(has(s, "SET finished_at = NULL, performed_at = NULL, locked_at = NULL"));
+    ck_assert(has(s, "error_event = 3, serialized_params = CASE"));
+    ck_assert(
+        has(s, "'{executions}', to_jsonb((x.serialized_params->'executions')::numeric + 1))"));
+    free(s);
+
+    /* Solid Queue: no stamp read; the failed execution deleted only for a job without a
+     * concurrency key, and the ready one inserted from what was deleted */
+    s = postgres_dlq_runner_sql(PGDLQ_SOLID_QUEUE, 0, "public");
+    ck_assert(has(s, "NULL::text, COALESCE(octet_length(j.arguments), 0)"));
+    free(s);
+    s = postgres_dlq_runner_sql(PGDLQ_SOLID_QUEUE, 1, "public");
+    ck_assert(has(s, "FOR UPDATE OF f"));
+    ck_assert(has(s, "AND f.concurrency_key IS NULL RETURNING"));
+    ck_assert(has(s, "SELECT job_id, queue_name, priority, timezone('UTC', now()) FROM d"));
+    ck_assert(!has(s, "$3"));
+    free(s);
+
+    ck_assert_ptr_null(postgres_dlq_runner_sql(PGDLQ_GRAPHILE, 0, "public"));
+    ck_assert_ptr_null(postgres_dlq_runner_sql(PGDLQ_BOSS_FAILED, 1, "public"));
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_id_field, 0},
         {test_replays, 0},
         {test_statements, 0},
+        {test_runners, 0},
     };
     return check_run_tests("pg_dlq", tests, CHECK_ROWS(tests), 0);
 }
