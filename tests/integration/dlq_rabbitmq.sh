@@ -12,7 +12,8 @@
 #            body, properties and headers intact, x-death gone, qrel-replayed: 1; a second replay
 #            moves nothing; one that dies again carries its stamp, and its next replay writes 2;
 #   SIGKILL: a paced replay killed after 2 moves, then run again, loses and duplicates nothing;
-#   amqps:   the broker's TLS listener (the test's CA, a client certificate required): inspect
+#   amqps:   the broker's TLS listener (the test's CA, a client certificate required, its key also
+#            encrypted with key_password_file): inspect
 #            reads what amqp:// reads, the first replay goes over it; a CA that did not sign the
 #            broker's certificate and a server_name it does not carry are refused, naming TLS
 #            verification; --config.check loads tls_config's files (file:line:col);
@@ -147,6 +148,15 @@ rc=0
 "$QREL" dlq inspect --config.file="$T/wrong_name.yml" --source=rmq --queue=orders > /dev/null 2> "$T/wrong_name.err" || rc=$?
 expect_eq "a server_name the broker's certificate does not carry: refused (exit 1), naming TLS verification; no password in any message" \
   "$rc $(grep -cF "TLS verification of the broker's certificate failed: hostname mismatch" "$T/wrong_name.err") $(cat "$T/no_ca.err" "$T/wrong_ca.err" "$T/wrong_name.err" "$T/dlq.err" | grep -cF "$PW")" "1 1 0"
+# the client key encrypted, its password from key_password_file (rabbitmq-c hands it to OpenSSL)
+printf 'key-pw-%s\n' "$$" > "$T/key.pw"
+openssl pkey -in "$T/tls/client.key" -aes256 -passout file:"$T/key.pw" -out "$T/tls/client-enc.key"
+amqps_config "$T/inspect.yml" "$T/enc_key.yml" "$T/tls/ca.crt" "key_password_file: $T/key.pw"
+sed -i "s|key_file: $T/tls/client.key|key_file: $T/tls/client-enc.key|" "$T/enc_key.yml"
+rc=0
+DLQ inspect --config.file="$T/enc_key.yml" --source=rmq --queue=orders --format=json > "$T/enc_key.json" || rc=$?
+expect_eq "... with an encrypted client key and its key_password_file: exit 0, all 7 read" \
+  "$rc $(jq -r .read "$T/enc_key.json" 2>/dev/null)" "0 7"
 rc=0
 DLQ inspect --config.file="$T/inspect.yml" --source=rmq --queue=payments --format=json > "$T/inspect_p.json" || rc=$?
 pids=$(jq -r '.headers.order_id' "$T/before.payments" | paste -sd,)
