@@ -5,7 +5,8 @@
  * them; PUB publishes in confirm mode; PEEK does passive queue.declare, and is opened again
  * after a refusal (404 for a queue that does not exist). rabbitmq-c is synchronous: each call
  * sets its RPC timeout to what is left of the deadline, and a confirm is waited for frame by
- * frame until the deadline. */
+ * frame until the deadline. An amqps:// URL gets a TLS socket (amqp_tls.c); the rest is the same.
+ */
 #include "rabbitmq/amqp_conn.h"
 
 #include <amqp_tcp_socket.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "rabbitmq/amqp_tls.h"
 #include "rabbitmq/client.h"
 #include "alloc.h"
 
@@ -25,6 +27,7 @@ struct rabbitmq_amqp {
     int pub_open;  /* CH_PUB opened and in confirm mode */
     int peek_open; /* CH_PEEK open */
     uint64_t seq;  /* the publish sequence number of CH_PUB */
+    struct rabbitmq_tls_verdict verdict; /* amqps: as long as its SSL_CTX, which points here */
 };
 
 static struct timeval left(const struct deadline *dl)
@@ -98,17 +101,25 @@ int rabbitmq_amqp_open(const struct rabbitmq_state *st, const struct deadline *d
 {
     struct rabbitmq_amqp *a = xcalloc(1, sizeof *a);
     char where[300];
-    snprintf(where, sizeof where, "AMQP %s:%d", st->amqp_host, st->amqp_port);
+    snprintf(where, sizeof where, "AMQP%s %s:%d", st->amqp_tls ? "S" : "", st->amqp_host,
+             st->amqp_port);
     a->conn = amqp_new_connection();
-    amqp_socket_t *sock = amqp_tcp_socket_new(a->conn);
+    amqp_socket_t *sock =
+        st->amqp_tls
+            ? rabbitmq_amqp_tls_socket(a->conn, st->http.tls, st->amqp_host, where, &a->verdict, e)
+            : amqp_tcp_socket_new(a->conn);
     if (!sock) {
-        err_set(e, ERR_INTERNAL, "%s: cannot make a socket", where);
+        if (!st->amqp_tls)
+            err_set(e, ERR_INTERNAL, "%s: cannot make a socket", where);
         goto fail;
     }
     struct timeval tv = left(dl);
     int status = amqp_socket_open_noblock(sock, st->amqp_host, st->amqp_port, &tv);
     if (status != AMQP_STATUS_OK) {
-        status_err(a, status, where, e);
+        if (st->amqp_tls)
+            rabbitmq_amqp_tls_open_err(status, &a->verdict, where, e);
+        else
+            status_err(a, status, where, e);
         goto fail;
     }
     tv = left(dl);

@@ -37,6 +37,7 @@ struct rabbitmq_state {
     char *amqp_host;
     int amqp_port;
     char *amqp_vhost;
+    int amqp_tls; /* amqps://: TLS with the source's tls_config (http.tls), as for the API */
     int dlq_accept_delivery_limit; /* read a dead-letter queue with its own delivery limit */
 };
 

@@ -1,7 +1,7 @@
 /* dead_letter.c: the pure parts of `qrel dlq` on RabbitMQ (declared in rabbitmq.h): the amqp_url
- * key, where a dead letter carries its work id, what its x-death header says (origin, count,
- * time), its replay stamp, and the headers a replayed message goes back with. Tables in, values
- * out; no I/O, so the unit tests reach all of it with tables built by hand. */
+ * key (amqp:// or amqps://), where a dead letter carries its work id, what its x-death header says
+ * (origin, count, time), its replay stamp, and the headers a replayed message goes back with.
+ * Tables in, values out; no I/O, so the unit tests reach all of it with tables built by hand. */
 #include "rabbitmq.h"
 
 #include <stdio.h>
@@ -15,22 +15,18 @@
 #define HEADER_PREFIX "header:"
 #define PROPERTY_PREFIX "property:"
 
-int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhost, char *why,
-                            size_t cap)
+int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhost, int *tls,
+                            char *why, size_t cap)
 {
     *host = *vhost = NULL;
-    if (strncmp(url, "amqps://", 8) == 0) {
-        snprintf(why, cap,
-                 "amqps:// is not supported yet (qrel dlq speaks plain AMQP); use amqp:// on a "
-                 "trusted network or a local TLS tunnel");
+    *tls = strncmp(url, "amqps://", 8) == 0;
+    if (!*tls && strncmp(url, "amqp://", 7) != 0) {
+        snprintf(why, cap, "want amqp[s]://host[:port][/vhost]");
         return -1;
     }
-    if (strncmp(url, "amqp://", 7) != 0) {
-        snprintf(why, cap, "want amqp://host[:port][/vhost]");
-        return -1;
-    }
-    const char *auth_end = url + 7 + strcspn(url + 7, "/");
-    const char *at = memchr(url + 7, '@', (size_t)(auth_end - (url + 7)));
+    const char *rest = url + (*tls ? 8 : 7);
+    const char *auth_end = rest + strcspn(rest, "/");
+    const char *at = memchr(rest, '@', (size_t)(auth_end - rest));
     if (at) {
         snprintf(why, cap,
                  "want no user or password in the URL: qrel logs in with the source's username "
@@ -42,11 +38,11 @@ int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhos
     if (amqp_parse_url(copy, &ci) != AMQP_STATUS_OK || !*ci.host) {
         free(copy);
         snprintf(why, cap,
-                 "want amqp://host[:port][/vhost] (the vhost %%-encoded: %%2F for \"/\")");
+                 "want amqp[s]://host[:port][/vhost] (the vhost %%-encoded: %%2F for \"/\")");
         return -1;
     }
     *host = xstrdup(ci.host);
-    *port = ci.port;
+    *port = ci.port; /* rabbitmq-c's default: 5672, or 5671 for amqps */
     /* rabbitmq-c reads "amqp://h/" as the vhost "": RabbitMQ's own reading (the URI spec) */
     *vhost = xstrdup(ci.vhost);
     free(copy);

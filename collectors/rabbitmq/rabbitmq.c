@@ -205,7 +205,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     }
     char why[300];
     int bad = amqp_url && rabbitmq_amqp_url_parse(amqp_url, &st->amqp_host, &st->amqp_port,
-                                                  &st->amqp_vhost, why, sizeof why);
+                                                  &st->amqp_vhost, &st->amqp_tls, why, sizeof why);
     free(amqp_url);
     if (bad)
         return cfg_error(e, cfg_at(map, "amqp_url"), "amqp_url: %s", why);

@@ -59,12 +59,12 @@ int rabbitmq_binding_routes(const char *type, const char *binding_key, const cha
 
 /* ---- qrel dlq (dead_letter.c) ---- */
 
-/* The amqp_url key: amqp://host[:port][/vhost] into malloc'd *host and *vhost (port 5672 by
- * default; "/" without a path, the path %-decoded). -1 with a reason in why (cap bytes) for
- * amqps:// (not supported yet), a user or password in the URL (they come from the source's
+/* The amqp_url key: amqp[s]://host[:port][/vhost] into malloc'd *host and *vhost (port 5672 by
+ * default, 5671 for amqps; "/" without a path, the path %-decoded), *tls 1 for amqps. -1 with a
+ * reason in why (cap bytes) for a user or password in the URL (they come from the source's
  * username and password_file) or anything else. */
-int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhost, char *why,
-                            size_t cap);
+int rabbitmq_amqp_url_parse(const char *url, char **host, int *port, char **vhost, int *tls,
+                            char *why, size_t cap);
 
 /* id_field of a dead_letters entry: a dotted JSON key of the body, header:NAME, or
  * property:message_id / property:correlation_id. 0, or -1 with a reason in why. */

@@ -12,15 +12,22 @@
 #            body, properties and headers intact, x-death gone, qrel-replayed: 1; a second replay
 #            moves nothing; one that dies again carries its stamp, and its next replay writes 2;
 #   SIGKILL: a paced replay killed after 2 moves, then run again, loses and duplicates nothing;
+#   amqps:   the broker's TLS listener (the test's CA, a client certificate required, its key also
+#            encrypted with key_password_file): inspect
+#            reads what amqp:// reads, the first replay goes over it; a CA that did not sign the
+#            broker's certificate and a server_name it does not carry are refused, naming TLS
+#            verification; --config.check loads tls_config's files (file:line:col);
 #   refused: a dead-letter queue with a delivery limit of its own; a publish the user may not
 #            make leaves the message dead; an origin queue deleted since (even a dry run);
-#            amqps:// at load (--config.check);
 # all as RabbitMQ users holding exactly the permissions docs/dlq.md lists.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/rabbitmq.sh
 . "$QREL_SOURCE_DIR/tests/lib/rabbitmq.sh"
 
+redis_tls_certs
+# shellcheck disable=SC2034 # rabbit_start (tests/lib/rabbitmq.sh) reads it
+RABBIT_TLS=$T/tls
 rabbit_test_start
 start_postgres PGP
 api() { # api METHOD PATH [JSON]
@@ -77,11 +84,20 @@ YML
 config "$T/inspect.yml" qrel-inspect
 config "$T/replay.yml" qrel-replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
-sed 's|amqp_url: amqp://|amqp_url: amqps://|' "$T/inspect.yml" > "$T/amqps.yml"
+# amqps_config IN OUT CA [LINE]: IN over the broker's TLS listener, tls_config with CA, the test's
+# client certificate and LINE (one more tls_config key)
+amqps_config() {
+  sed "s|^    amqp_url: amqp://.*|    amqp_url: amqps://127.0.0.1:$RABBIT_AMQPS\n    tls_config:\n      ca_file: $3\n      cert_file: $T/tls/client.crt\n      key_file: $T/tls/client.key${4:+\n      $4}|" "$1" > "$2"
+}
+amqps_config "$T/inspect.yml" "$T/amqps.yml" "$T/tls/ca.crt"
+amqps_config "$T/replay.yml" "$T/amqps_replay.yml" "$T/tls/ca.crt"
+amqps_config "$T/inspect.yml" "$T/no_ca.yml" "$T/tls/none.crt"
 rc=0
 "$EXPORTER" --config.file="$T/amqps.yml" --config.check > /dev/null 2> "$T/amqps.err" || rc=$?
-expect_cmd "amqps:// is refused by --config.check, at file:line:col, saying why (exit $rc)" \
-  grep -qF "amqps.yml:5:15: amqp_url: amqps:// is not supported yet" "$T/amqps.err"
+rc2=0
+"$EXPORTER" --config.file="$T/no_ca.yml" --config.check > /dev/null 2> "$T/no_ca.err" || rc2=$?
+expect_eq "--config.check: amqps:// with tls_config passes; a missing ca_file is refused at file:line:col" \
+  "$rc $rc2 $(grep -cF "no_ca.yml:7:16: tls_config: ca_file: cannot read" "$T/no_ca.err")" "0 1 1"
 
 # snapshot NAME: depths, and each dead letter as pika reads it without the read effects
 # (redelivered, x-delivery-count), sorted; NAME.xdc: payments.dlq's x-delivery-counts
@@ -113,6 +129,34 @@ expect_eq "... names: dead-letter queue, origin, kind; a read effect" \
 xtime=$(jq -r 'select(.message_id == "m-o-1") | .headers["x-death"][0].time' "$T/before.orders")
 expect_eq "... each rejected once (x-death count), dead since x-death's time" \
   "$(jq -r '"\(.deliveries.min) \(.deliveries.max) \(.dead_since.oldest | floor)"' "$T/inspect.json")" "1 1 $xtime"
+# the same read over amqps:// (orders.dlq is a classic queue: its read effect, redelivered, is
+# left out of the snapshots)
+rc=0
+DLQ inspect --config.file="$T/amqps.yml" --source=rmq --queue=orders --format=json > "$T/inspect_tls.json" || rc=$?
+same() { jq -S -c '{classes, total, read, deliveries, samples: (.samples | map_values(map(.message_id) | sort))}' "$1"; }
+expect_eq "inspect orders over amqps:// (the test's CA, a client certificate): exit 0, counts and ids as over amqp://" \
+  "$rc $(same "$T/inspect_tls.json")" "0 $(same "$T/inspect.json")"
+# a CA that signed nothing here: the broker sends its own CA after its certificate (RabbitMQ
+# appends cacertfile to the chain), which OpenSSL then names
+amqps_config "$T/inspect.yml" "$T/wrong_ca.yml" "$T/tls/other-ca.crt"
+rc=0
+"$QREL" dlq inspect --config.file="$T/wrong_ca.yml" --source=rmq --queue=orders > /dev/null 2> "$T/wrong_ca.err" || rc=$?
+expect_eq "a CA that did not sign the broker's certificate: inspect refused (exit 1), naming TLS verification" \
+  "$rc $(grep -cF "TLS verification of the broker's certificate failed: self-signed certificate in certificate chain" "$T/wrong_ca.err")" "1 1"
+amqps_config "$T/inspect.yml" "$T/wrong_name.yml" "$T/tls/ca.crt" "server_name: rabbit.example"
+rc=0
+"$QREL" dlq inspect --config.file="$T/wrong_name.yml" --source=rmq --queue=orders > /dev/null 2> "$T/wrong_name.err" || rc=$?
+expect_eq "a server_name the broker's certificate does not carry: refused (exit 1), naming TLS verification; no password in any message" \
+  "$rc $(grep -cF "TLS verification of the broker's certificate failed: hostname mismatch" "$T/wrong_name.err") $(cat "$T/no_ca.err" "$T/wrong_ca.err" "$T/wrong_name.err" "$T/dlq.err" | grep -cF "$PW")" "1 1 0"
+# the client key encrypted, its password from key_password_file (rabbitmq-c hands it to OpenSSL)
+printf 'key-pw-%s\n' "$$" > "$T/key.pw"
+openssl pkey -in "$T/tls/client.key" -aes256 -passout file:"$T/key.pw" -out "$T/tls/client-enc.key"
+amqps_config "$T/inspect.yml" "$T/enc_key.yml" "$T/tls/ca.crt" "key_password_file: $T/key.pw"
+sed -i "s|key_file: $T/tls/client.key|key_file: $T/tls/client-enc.key|" "$T/enc_key.yml"
+rc=0
+DLQ inspect --config.file="$T/enc_key.yml" --source=rmq --queue=orders --format=json > "$T/enc_key.json" || rc=$?
+expect_eq "... with an encrypted client key and its key_password_file: exit 0, all 7 read" \
+  "$rc $(jq -r .read "$T/enc_key.json" 2>/dev/null)" "0 7"
 rc=0
 DLQ inspect --config.file="$T/inspect.yml" --source=rmq --queue=payments --format=json > "$T/inspect_p.json" || rc=$?
 pids=$(jq -r '.headers.order_id' "$T/before.payments" | paste -sd,)
@@ -131,8 +175,8 @@ expect_eq "... and raised payments.dlq's x-delivery-count by 1 per read: inspect
 
 # ---- replay: exactly the not-done ones, intact, to their queue only --------------------------
 rc=0
-DLQ replay --config.file="$T/replay.yml" --source=rmq --queue=orders --yes --format=json > "$T/replay.json" || rc=$?
-expect_eq "replay --yes: exit 0, moved exactly the not-done ones" \
+DLQ replay --config.file="$T/amqps_replay.yml" --source=rmq --queue=orders --yes --format=json > "$T/replay.json" || rc=$?
+expect_eq "replay --yes over amqps://: exit 0, moved exactly the not-done ones" \
   "$rc $(jq -r '[.replay.moved[].message_id] | sort | join(" ")' "$T/replay.json")" "0 m-o-4 m-o-5 m-o-6"
 expect_eq "... back on orders only (the default exchange: audit got no copies)" "$(depths)" \
   "orders=3 audit=7 orders.dlq=4 payments=0 payments.dlq=4 "

@@ -12,6 +12,9 @@
 #                                management API answers (about 4 s).
 #                                RABBIT_STATS_INTERVAL_MS: the stats emission interval (default
 #                                1000 ms, for tests; RabbitMQ's own default is 5000).
+#                                RABBIT_TLS: a directory with ca.crt, server.crt, server.key
+#                                (redis_tls_certs' $T/tls): an AMQPS listener too, on port
+#                                RABBIT_AMQPS, which wants a client certificate signed by ca.crt.
 #   rabbit_ctl DIR CMD ARGS...   runs a CLI tool (rabbitmqctl, rabbitmq-plugins, ...) on that node
 #   rabbit_stop DIR              stops the node and waits for its VM to exit
 #   rabbit_stop_all              stops every node this shell started (for traps)
@@ -57,6 +60,20 @@ collect_statistics_interval = ${RABBIT_STATS_INTERVAL_MS:-1000}
 consumer_timeout = 900000
 loopback_users = none
 CONF
+  if [ -n "${RABBIT_TLS:-}" ]; then
+    # copies, so that the node's user can read the key whoever owns the test's files
+    mkdir -p "$dir/tls"
+    cp "$RABBIT_TLS/ca.crt" "$RABBIT_TLS/server.crt" "$RABBIT_TLS/server.key" "$dir/tls/"
+    RABBIT_AMQPS=$(free_port)
+    cat >> "$dir/rabbitmq.conf" <<CONF
+listeners.ssl.default = 127.0.0.1:$RABBIT_AMQPS
+ssl_options.cacertfile = $dir/tls/ca.crt
+ssl_options.certfile = $dir/tls/server.crt
+ssl_options.keyfile = $dir/tls/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = true
+CONF
+  fi
   echo "[$plugins]." > "$dir/enabled_plugins"
   cat > "$dir/env.sh" <<ENV
 export HOME=$dir

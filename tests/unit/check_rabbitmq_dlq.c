@@ -180,29 +180,32 @@ END_TEST
 
 static const struct {
     const char *url, *host, *vhost, *why;
-    int port;
+    int port, tls;
 } urls[] = {
-    {"amqp://127.0.0.1:5673", "127.0.0.1", "/", NULL, 5673},
-    {"amqp://broker/shop%2Fprod", "broker", "shop/prod", NULL, 5672},
-    {"amqp://broker:5672/%2F", "broker", "/", NULL, 5672},
-    {"amqps://broker:5671", NULL, NULL,
-     "amqps:// is not supported yet (qrel dlq speaks plain AMQP); use amqp:// on a trusted network "
-     "or a local TLS tunnel",
-     0},
+    {"amqp://127.0.0.1:5673", "127.0.0.1", "/", NULL, 5673, 0},
+    {"amqp://broker/shop%2Fprod", "broker", "shop/prod", NULL, 5672, 0},
+    {"amqp://broker:5672/%2F", "broker", "/", NULL, 5672, 0},
+    /* amqps: TLS with the source's tls_config, 5671 by default */
+    {"amqps://broker", "broker", "/", NULL, 5671, 1},
+    {"amqps://broker.example:5700/shop", "broker.example", "shop", NULL, 5700, 1},
     {"amqp://qrel:hunter2@broker", NULL, NULL,
      "want no user or password in the URL: qrel logs in with the source's username and "
      "password_file or password_env",
-     0},
-    {"http://broker:15672", NULL, NULL, "want amqp://host[:port][/vhost]", 0},
+     0, 0},
+    {"amqps://qrel:hunter2@broker", NULL, NULL,
+     "want no user or password in the URL: qrel logs in with the source's username and "
+     "password_file or password_env",
+     0, 0},
+    {"http://broker:15672", NULL, NULL, "want amqp[s]://host[:port][/vhost]", 0, 0},
     {"amqp://broker:notaport", NULL, NULL,
-     "want amqp://host[:port][/vhost] (the vhost %-encoded: %2F for \"/\")", 0},
+     "want amqp[s]://host[:port][/vhost] (the vhost %-encoded: %2F for \"/\")", 0, 0},
 };
 
 START_TEST(test_amqp_url)
 {
     char *host = NULL, *vhost = NULL, why[300] = "";
-    int port = 0;
-    int rc = rabbitmq_amqp_url_parse(urls[_i].url, &host, &port, &vhost, why, sizeof why);
+    int port = 0, tls = -1;
+    int rc = rabbitmq_amqp_url_parse(urls[_i].url, &host, &port, &vhost, &tls, why, sizeof why);
     if (urls[_i].why) {
         ck_assert_int_eq(rc, -1);
         ck_assert_str_eq(why, urls[_i].why);
@@ -212,6 +215,7 @@ START_TEST(test_amqp_url)
         ck_assert_str_eq(host, urls[_i].host);
         ck_assert_str_eq(vhost, urls[_i].vhost);
         ck_assert_int_eq(port, urls[_i].port);
+        ck_assert_int_eq(tls, urls[_i].tls);
     }
     free(host);
     free(vhost);
@@ -227,6 +231,8 @@ START_TEST(test_configure_amqp_url)
     struct err e;
     ck_assert_int_eq(
         configure_kind_text(&rabbitmq_kind, SOURCE "    amqp_url: amqp://127.0.0.1:5672\n", &e), 0);
+    ck_assert_int_eq(
+        configure_kind_text(&rabbitmq_kind, SOURCE "    amqp_url: amqps://broker\n", &e), 0);
     check_refused(configure_kind_text(&rabbitmq_kind,
                                       SOURCE "    amqp_url: amqp://qrel:hunter2@127.0.0.1\n", &e),
                   &e,
