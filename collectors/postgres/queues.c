@@ -260,8 +260,15 @@ int queues_detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
 {
     const char *sql = NULL;
     if (q->preset->id == PGQ_GRAPHILE_WORKER)
+        /* The third column: the tables whose rows row level security hides from this role.
+         * graphile-worker (0.14 on) enables it with no policy, so a role that neither owns them
+         * nor has BYPASSRLS reads no job at all, which would pass for empty queues. */
         sql = "SELECT to_regclass(format('%I._private_jobs', $1::text)) IS NOT NULL, "
-              "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL";
+              "to_regclass(format('%I.jobs', $1::text)) IS NOT NULL, "
+              "(SELECT string_agg(t, ', ') FROM unnest(ARRAY['_private_jobs', "
+              "'_private_job_queues']) AS t WHERE row_security_active(to_regclass(format('%I.%I', "
+              "$1::text, t))) AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policy WHERE polrelid = "
+              "to_regclass(format('%I.%I', $1::text, t))))";
     else if (q->preset->id == PGQ_OBAN)
         sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_enum e JOIN pg_catalog.pg_type t ON "
               "t.oid = e.enumtypid JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace "
@@ -284,6 +291,15 @@ int queues_detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
     if (PQntuples(r) == 1 && q->preset->id == PGQ_OBAN) {
         layout = strcmp(PQgetvalue(r, 0, 0), "t") == 0 ? LAYOUT_CURRENT : LAYOUT_LEGACY;
     } else if (PQntuples(r) == 1 && q->preset->id == PGQ_GRAPHILE_WORKER) {
+        if (!PQgetisnull(r, 0, 2)) {
+            int rc = pg_error(c, e, ERR_AUTH,
+                              "%s: row level security hides every row of %s in schema \"%s\" "
+                              "from this role (graphile-worker enables it with no policy): give "
+                              "the role BYPASSRLS or a policy",
+                              q->what, PQgetvalue(r, 0, 2), q->schema);
+            PQclear(r);
+            return rc;
+        }
         if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
             layout = LAYOUT_CURRENT;
         else if (strcmp(PQgetvalue(r, 0, 1), "t") == 0)

@@ -82,6 +82,18 @@ rc=0
 expect_eq "graphile-worker without BYPASSRLS: inspect refused (exit 1)" "$rc" 1
 expect_cmd "... saying row level security hides its jobs" grep -qF \
   'row level security hides every row of _private_jobs, _private_job_queues in schema "graphile_worker" from this role' "$T/rls.err"
+# The scrape as that role says so too (up 0, reason auth), rather than serve empty queues, and
+# --config.check fails as the scrape does.
+rc=0
+"$QREL" scrape --config.file="$T/inspect.yml" > "$T/rls.prom" 2> "$T/rls-scrape.err" || rc=$?
+expect_eq "... a scrape as that role: exit 1, collector down" \
+  "$rc $(mval "$T/rls.prom" qrel_collector_up 'source="jobs"')" "1 0"
+expect_cmd "... its log names row level security" grep -qF \
+  'row level security hides every row of _private_jobs, _private_job_queues in schema "graphile_worker"' "$T/rls-scrape.err"
+rc=0
+"$EXPORTER" --config.file="$T/inspect.yml" --config.check > "$T/rls-check.out" 2>&1 || rc=$?
+expect_eq "... and --config.check fails as the scrape does (exit 1)" "$rc" 1
+expect_cmd "... naming it" grep -qF 'row level security hides every row of _private_jobs' "$T/rls-check.out"
 psql_do "ALTER ROLE qrel_dlq_inspect BYPASSRLS; ALTER ROLE qrel_dlq_replay BYPASSRLS"
 
 # The dead jobs of each queue as the runners keep them: id and order.
