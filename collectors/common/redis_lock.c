@@ -99,3 +99,22 @@ void redis_replay_lock_free(void *p)
         free(l->key);
     free(l);
 }
+
+int redis_replay_lock_batch(struct collector *c, redis_lock_runner run, struct dlq_batch *b,
+                            const char *name, const char *what, double hold,
+                            const struct deadline *dl, struct err *e)
+{
+    struct redis_replay_lock *l = NULL;
+    if (redis_replay_lock_take(c, run, name ? name : b->dead_letter_queue, what, hold, dl, &l, e))
+        return -1;
+    b->kind_data = l;
+    return 0;
+}
+
+int redis_replay_unlock_batch(struct collector *c, redis_lock_runner run, struct dlq_batch *b,
+                              const struct deadline *dl, struct err *e)
+{
+    int rc = redis_replay_lock_release(c, run, b->kind_data, dl, e);
+    b->kind_data = NULL;
+    return rc;
+}

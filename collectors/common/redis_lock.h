@@ -9,6 +9,7 @@
 #include "collector.h"
 #include "common/redis.h"
 #include "deadline.h"
+#include "dlq_kind.h"
 #include "err.h"
 
 struct redis_replay_lock {
@@ -33,5 +34,13 @@ int redis_replay_lock_release(struct collector *c, redis_lock_runner run,
                               struct redis_replay_lock *l, const struct deadline *dl,
                               struct err *e);
 void redis_replay_lock_free(void *l); /* NULL is fine; a dlq_batch's batch_free */
+
+/* The dlq_kind lock and unlock hooks' bodies: take the lock of dead-letter queue name (NULL:
+ * b->dead_letter_queue) into b->kind_data, and release the one there. */
+int redis_replay_lock_batch(struct collector *c, redis_lock_runner run, struct dlq_batch *b,
+                            const char *name, const char *what, double hold,
+                            const struct deadline *dl, struct err *e);
+int redis_replay_unlock_batch(struct collector *c, redis_lock_runner run, struct dlq_batch *b,
+                              const struct deadline *dl, struct err *e);
 
 #endif

@@ -156,20 +156,13 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
 static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
                     const struct deadline *dl, struct err *e)
 {
-    struct redis_replay_lock *l = NULL;
-    if (redis_replay_lock_take(c, run_pipe, b->dead_letter_queue, "dead-letter stream ", hold, dl,
-                               &l, e))
-        return -1;
-    b->kind_data = l;
-    return 0;
+    return redis_replay_lock_batch(c, run_pipe, b, NULL, "dead-letter stream ", hold, dl, e);
 }
 
 static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                       struct err *e)
 {
-    int rc = redis_replay_lock_release(c, run_pipe, b->kind_data, dl, e);
-    b->kind_data = NULL;
-    return rc;
+    return redis_replay_unlock_batch(c, run_pipe, b, dl, e);
 }
 
 /* ---- the move ---- */

@@ -226,22 +226,16 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
 static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
                     const struct deadline *dl, struct err *e)
 {
-    struct redis_replay_lock *l = NULL;
     char *name = xasprintf("%s:%s", b->dead_letter_queue, b->origin);
-    int rc = redis_replay_lock_take(c, sidekiq_run_pipe, name, "", hold, dl, &l, e);
+    int rc = redis_replay_lock_batch(c, sidekiq_run_pipe, b, name, "", hold, dl, e);
     free(name);
-    if (rc)
-        return -1;
-    b->kind_data = l;
-    return 0;
+    return rc;
 }
 
 static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                       struct err *e)
 {
-    int rc = redis_replay_lock_release(c, sidekiq_run_pipe, b->kind_data, dl, e);
-    b->kind_data = NULL;
-    return rc;
+    return redis_replay_unlock_batch(c, sidekiq_run_pipe, b, dl, e);
 }
 
 /* ---- the move ---- */
