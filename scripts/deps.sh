@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build lld gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
   libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev librabbitmq-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
-  redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
+  redis-server postgresql prometheus prometheus-alertmanager curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
   # the Debian package (tests/artifacts/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
@@ -49,7 +49,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start their services where an init system runs; the tests start their own
 # servers on free ports, so stop any that came up to keep the machine quiet.
-for svc in redis-server postgresql prometheus prometheus-redis-exporter rabbitmq-server nats-server beanstalkd; do
+for svc in redis-server postgresql prometheus prometheus-alertmanager prometheus-redis-exporter rabbitmq-server nats-server beanstalkd; do
   if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
     "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
   fi
