@@ -63,6 +63,19 @@ else
 fi
 grep -q 'QrelDeadLetterQueueNotEmpty' "$T/neg.out" && ok "its report names the alert" || not_ok "promtool's report: $(head -3 "$T/neg.out")"
 
+# The alert style of the monitoring mixins (tests/lint/alert_style.py): static summaries, literal
+# severities, description, runbook and dashboard links. It fails a rule file in the old style.
+if "$PY" "$QREL_SOURCE_DIR/tests/lint/alert_style.py" "${rule_files[@]}" >"$T/style.out" 2>&1; then
+  ok "alert style (tests/lint/alert_style.py)"
+else
+  not_ok "alert style: $(cat "$T/style.out")"
+fi
+sed -e 's/summary: "A dead-letter queue holds messages."/summary: "DLQ {{ $labels.queue }} is not empty"/' \
+  -e '0,/severity: critical/s//severity: "{{ $labels.severity }}"/' "$alerts/qrel-alerts.yml" >"$T/style-bad.yml"
+"$PY" "$QREL_SOURCE_DIR/tests/lint/alert_style.py" "$T/style-bad.yml" >"$T/style-bad.out" 2>&1 || true
+expect_eq "the style lint fails a templated summary and severity" \
+  "$(grep -c 'QrelDeadLetterQueueNotEmpty: \(the summary is templated\|the summary does not end\|severity is templated\)' "$T/style-bad.out")" 3
+
 # One line per finding: "ok <what>" or "FAIL <what>".
 # (Inside `if`: a failure is reported once, not with the whole script by the ERR trap.)
 if ! "$PY" - "$runbook" "${rule_files[@]}" -- "${test_files[@]}" > "$T/coverage.out" 2> "$T/coverage.err" <<'PY'
@@ -77,12 +90,12 @@ rule_files, test_files = args[1:sep], args[sep + 1:]
 required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMarginLow
 QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
-QrelAuditFailed QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
+QrelAuditFailed QrelAuditFailedCritical QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
 QrelPendingScanTruncated""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",
-            "QrelAuditFailed": "{{ $labels.severity }}"}
+            "QrelAuditFailed": "warning", "QrelAuditFailedCritical": "critical"}
 
 def out(good, what):
     print(("ok " if good else "FAIL ") + what)
@@ -111,6 +124,10 @@ default_runbook = "https://github.com/qrel/qrel/blob/main/docs/alerts.md"
 runbook_template = ("{{ with $externalLabels.qrel_runbook_base }}{{ . }}{{ else }}"
                     + default_runbook + "{{ end }}#%s")
 
+# dashboard_url: the Grafana that the external label qrel_grafana_url names, else Grafana's
+# default address.
+dashboard_base = "{{ with $externalLabels.qrel_grafana_url }}{{ . }}{{ else }}http://localhost:3000{{ end }}/d/"
+
 fires, silent = set(), set()
 expected_urls, relabelled = [], []
 for f in test_files:
@@ -136,12 +153,15 @@ for name in sorted(alerts):
     for rule in alerts[name]:
         labels, ann = rule.get("labels", {}), rule.get("annotations", {})
         sev = labels.get("severity")
-        out(sev == severity.get(name, sev) and sev in ("critical", "warning", "{{ $labels.severity }}"),
+        out(sev == severity.get(name, sev) and sev in ("critical", "warning"),
             "%s severity %s" % (name, sev))
         for key in ("summary", "description", "runbook_url"):
             out(bool(ann.get(key)), "%s has a %s" % (name, key))
         out("$value" in ann.get("description", "") or "$labels" in ann.get("description", ""),
             "%s describes its figures ($value/$labels)" % name)
+        dash = ann.get("dashboard_url", "")
+        out(dash.startswith(dashboard_base) and re.search(r"/d/qrel-[a-z-]+\?var-", dash) is not None,
+            "%s dashboard_url opens a qrel dashboard (under qrel_grafana_url when set) with its variables" % name)
         url = ann.get("runbook_url", "")
         out(url == runbook_template % name.lower() and name.lower() in anchors,
             "%s runbook_url is absolute (qrel_runbook_base or qrel's docs) and its section is in docs/alerts.md" % name)
