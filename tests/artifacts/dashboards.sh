@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The Grafana dashboards in dashboards/ import anywhere: valid JSON in Grafana's import format, the
-# Prometheus datasource an import input, fixed and unique uids, the template variables the docs
-# name, and every panel query valid PromQL (promtool parses each one as a recording rule). And
+# The Grafana dashboards in dashboards/ import and provision anywhere: valid JSON in Grafana's
+# import format, the Prometheus datasource a `datasource` variable every panel and variable uses
+# (no import input, so file provisioning needs no edit), fixed and unique uids, the template
+# variables the docs name, every selector following the cluster and job variables, the data
+# links and runbook links going to dashboards, variables and runbook sections that exist, and
+# every panel query valid PromQL (promtool parses each one as a recording rule). And
 # every qrel_* metric the dashboards and alert rules name is one the exporter exports and
 # docs/metrics.md documents, so a renamed metric breaks the build, not a dashboard.
 # shellcheck source=../lib/common.sh
@@ -13,10 +16,10 @@ command -v promtool >/dev/null || { echo "promtool missing (Debian package prome
 
 # The files and uids other docs and tests rely on, and each one's template variables.
 declare -A want_vars=(
-  [qrel-overview]="source queue"
-  [qrel-lease]="source queue"
-  [qrel-dead-letters]="source queue"
-  [qrel-exporter]="job source"
+  [qrel-overview]="datasource cluster job source queue"
+  [qrel-lease]="datasource cluster job source queue"
+  [qrel-dead-letters]="datasource cluster job source queue"
+  [qrel-exporter]="datasource cluster job source"
 )
 files=("$dashboards"/*.json)
 expect_eq "dashboard files" "$(cd "$dashboards" && echo *.json)" "qrel-dead-letters.json qrel-exporter.json qrel-lease.json qrel-overview.json"
@@ -28,22 +31,34 @@ for f in "${files[@]}"; do
   ok "$name is valid JSON"
   expect_eq "$name uid (fixed, the file's name)" "$(jq -r .uid "$f")" "$name"
   expect_eq "$name id (null for import)" "$(jq -r .id "$f")" null
-  expect_eq "$name input" "$(jq -r '.__inputs | map("\(.name) \(.type) \(.pluginId)") | join(",")' "$f")" "DS_PROMETHEUS datasource prometheus"
+  expect_eq "$name: no import input (the datasource is a variable)" "$(jq -r '.__inputs // [] | length' "$f")" 0
+  expect_eq "$name datasource variable" \
+    "$(jq -r '.templating.list[] | select(.name == "datasource") | "\(.type) \(.query) hide=\(.hide)"' "$f")" "datasource prometheus hide=0"
   expect_eq "$name requires" "$(jq -r '[.__requires[] | select(.type != "panel") | .id] | sort | join(" ")' "$f")" "grafana prometheus"
   # Every panel type used is declared in __requires (Grafana checks them on import).
   expect_eq "$name panel types required" \
     "$(jq -r '[.panels[].type | select(. != "row")] | unique | join(" ")' "$f")" \
     "$(jq -r '[.__requires[] | select(.type == "panel") | .id] | sort | join(" ")' "$f")"
   expect_between "$name schemaVersion (Grafana 9/10)" "$(jq -r .schemaVersion "$f")" 36 39
-  # Every datasource reference is the import input, except Grafana's built-in annotations.
+  # Every datasource reference is the datasource variable, except Grafana's built-in annotations.
   expect_eq "$name datasources" \
     "$(jq -r '[.. | objects | select(has("datasource")) | .datasource | if type == "object" then .uid else "string:\(.)" end] | unique | join(" ")' "$f")" \
-    '${DS_PROMETHEUS} -- Grafana --'
+    '${datasource} -- Grafana --'
   expect_eq "$name built-in annotation only" \
     "$(jq -r '[.. | objects | select(.datasource? | type == "object" and .uid == "-- Grafana --")] | length' "$f")" 1
   expect_eq "$name template variables" "$(jq -r '[.templating.list[].name] | join(" ")' "$f")" "${want_vars[$name]}"
   expect_eq "$name variables come from label_values" \
-    "$(jq -r '[.templating.list[] | select(.type != "query" or (.query | test("^label_values\\(") | not)) | .name] | join(" ")' "$f")" ""
+    "$(jq -r '[.templating.list[] | select(.type != "datasource") | select(.type != "query" or (.query | test("^label_values\\(") | not)) | .name] | join(" ")' "$f")" ""
+  expect_eq "$name cluster variable: hidden, All matching a missing label" \
+    "$(jq -r '.templating.list[] | select(.name == "cluster") | "hide=\(.hide) all=\(.includeAll) \(.allValue)"' "$f")" "hide=2 all=true .*"
+  # Every selector, in panels and variables, follows the cluster variable (and the job variable,
+  # a single one on the exporter dashboard): a multi-cluster Prometheus shows one cluster at once.
+  jq -r '[.panels[].targets[]?.expr, (.templating.list[] | select(.type == "query") | .query)] | .[]' "$f" |
+    grep -oE '(qrel_[a-z0-9_]+|up|scrape_duration_seconds|process_[a-z_]+)?\{[^}]*\}|qrel_[a-z0-9_]+([^a-z0-9_{]|$)' \
+    > "$T/selectors"
+  expect_cmd "$name selectors found" test "$(wc -l < "$T/selectors")" -ge 5
+  expect_eq "$name selectors without the cluster or job matcher" \
+    "$(grep -vE 'cluster=~"\$cluster", job=~?"\$job"|^qrel_build_info\{cluster=~"\$cluster"\}$' "$T/selectors" | grep -v '^qrel_build_info[,)]' | sort -u)" ""
   expect_eq "$name panels without a query" \
     "$(jq -r '[.panels[] | select(.type != "row") | select((.targets // []) | map(select((.expr // "") != "")) | length == 0) | .title] | join(", ")' "$f")" ""
   expect_eq "$name targets without an expr" \
@@ -52,6 +67,42 @@ for f in "${files[@]}"; do
   jq -r --arg d "$name" '.panels[] | .title as $t | .targets[]? | [$d, $t, .refId, .expr] | @tsv' "$f" >> "$T/exprs"
 done
 expect_eq "uids unique" "$(jq -r .uid "${files[@]}" | sort | uniq -d)" ""
+
+# Links. Data links (the overview's table rows to the lease and dead-letter dashboards of that
+# queue) go to a dashboard here, set only variables it has, from fields the table has, and carry
+# the datasource, cluster, job and time range along; panel links go to a runbook section.
+for f in "${files[@]}"; do jq -r --arg d "$(basename "$f" .json)" '.templating.list[] | "\($d) \(.name)"' "$f"; done > "$T/vars"
+jq -r '.. | objects | select(.id? == "links") | .value[] | .url' "${files[@]}" > "$T/data_links"
+expect_cmd "data links found ($(wc -l < "$T/data_links"))" test "$(wc -l < "$T/data_links")" -ge 4
+while read -r url; do
+  target=$(sed -E 's#^/d/([a-z-]+)\?.*#\1#' <<<"$url")
+  bad=""
+  [ -f "$dashboards/$target.json" ] || bad="no dashboard $target"
+  for v in $(grep -oE 'var-[a-z]+=' <<<"$url" | sed -E 's/var-(.*)=/\1/'); do
+    grep -qx "$target $v" "$T/vars" || bad="$bad; $target has no variable $v"
+  done
+  for v in datasource cluster job; do
+    grep -qF "\${$v:queryparam}" <<<"$url" || bad="$bad; $v not carried"
+  done
+  grep -qF '${__url_time_range}' <<<"$url" || bad="$bad; time range not carried"
+  for field in $(grep -oE '__data\.fields\.[a-z]+' <<<"$url" | cut -d. -f3 | sort -u); do
+    jq -e --arg f "$field" '[.panels[] | select(.title == "Queues, worst first") | .transformations[]
+      | select(.id == "organize") | .options.renameByName | has($f)] | any' "$dashboards/qrel-overview.json" \
+      >/dev/null || bad="$bad; no field $field"
+  done
+  if [ -z "$bad" ]; then ok "data link $url"; else not_ok "data link $url: ${bad#; }"; fi
+done < "$T/data_links"
+jq -r '.panels[] | .links[]? | .url' "${files[@]}" > "$T/panel_links"
+expect_cmd "runbook links found ($(wc -l < "$T/panel_links"))" test "$(wc -l < "$T/panel_links")" -ge 15
+while read -r url; do
+  anchor=${url##*#}
+  if [[ "$url" == https://github.com/qrel/qrel/blob/main/docs/alerts.md#* ]] &&
+    grep -qiE "^### $anchor\$" "$QREL_SOURCE_DIR/docs/alerts.md"; then
+    ok "runbook link $anchor"
+  else
+    not_ok "runbook link $url: no such section in docs/alerts.md"
+  fi
+done < "$T/panel_links"
 
 # Every expr, with Grafana's variables replaced as Grafana would (an "All" selection is .*),
 # must parse: promtool check rules on one recording rule per expr.
@@ -68,6 +119,7 @@ n=0
     expr=${expr//\$source/.*}
     expr=${expr//\$queue/.*}
     expr=${expr//\$job/qrel}
+    expr=${expr//\$cluster/.*}
     echo "      - record: dashboard_expr_$n"
     printf '        expr: %s\n' "$(jq -Rn --arg e "$expr" '$e')"
   done < "$T/exprs"

@@ -168,11 +168,12 @@ expect_eq "qrel_dead_letter_classified_messages{work=\"unknown\"} during the inc
 # ---- dashboards ----
 # Every panel query, with Grafana's variables set: $source and $queue to the scenario's (a panel
 # passes when it returns data for either source: claim-table panels come from shop-db, broker
-# panels from shop-redis), $job to qrel, the interval variables to fixed values.
+# panels from shop-redis), $job to qrel, $cluster to All (.*: this Prometheus adds no cluster
+# label, so the matcher must match a missing one), the interval variables to fixed values.
 subst() { # subst EXPR SOURCE QUEUE
   local e=$1 v val
-  for v in source queue job; do
-    case $v in source) val=$2 ;; queue) val=$3 ;; job) val=qrel ;; esac
+  for v in source queue job cluster; do
+    case $v in source) val=$2 ;; queue) val=$3 ;; job) val=qrel ;; cluster) val='.*' ;; esac
     e=${e//"\${$v:regex}"/$val}
     e=${e//"\${$v:pipe}"/$val}
     e=${e//"\${$v}"/$val}
