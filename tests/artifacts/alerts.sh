@@ -70,7 +70,7 @@ if "$PY" "$QREL_SOURCE_DIR/tests/lint/alert_style.py" "${rule_files[@]}" >"$T/st
 else
   not_ok "alert style: $(cat "$T/style.out")"
 fi
-sed -e 's/summary: "A dead-letter queue holds messages."/summary: "DLQ {{ $labels.queue }} is not empty"/' \
+sed -e 's/summary: A dead-letter queue holds messages\./summary: "DLQ {{ $labels.queue }} is not empty"/' \
   -e '0,/severity: critical/s//severity: "{{ $labels.severity }}"/' "$alerts/qrel-alerts.yml" >"$T/style-bad.yml"
 "$PY" "$QREL_SOURCE_DIR/tests/lint/alert_style.py" "$T/style-bad.yml" >"$T/style-bad.out" 2>&1 || true
 expect_eq "the style lint fails a templated summary and severity" \

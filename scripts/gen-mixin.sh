@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Renders the mixin (mixin/mixin.libsonnet) into the files qrel ships: alerts/qrel-alerts.yml and
+# dashboards/*.json. Run it after editing mixin/; tests/artifacts/mixin.sh fails when the committed
+# files differ from what this writes.
+#   scripts/gen-mixin.sh [--out DIR] [--config FILE]
+# --out DIR: write under DIR (alerts/, dashboards/) instead of the repository.
+# --config FILE: a jsonnet object merged into _config (e.g. { qrelSelector: 'job="queues"' }).
+# Needs jsonnet and python3 with PyYAML (Debian's jsonnet and python3-yaml; scripts/deps.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root
+config='{}'
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --config) config=$(cat "$2"); shift 2 ;;
+    *) echo "gen-mixin: unknown argument $1 (--out DIR, --config FILE)" >&2; exit 2 ;;
+  esac
+done
+command -v jsonnet >/dev/null || { echo "gen-mixin: jsonnet missing (Debian package jsonnet; scripts/deps.sh)" >&2; exit 1; }
+mkdir -p "$out/alerts" "$out/dashboards"
+mixin="(import 'mixin.libsonnet') + { _config+:: $config }"
+header='# Generated from mixin/ by scripts/gen-mixin.sh: edit mixin/alerts.libsonnet (the rules, with
+# why each is as it is) or mixin/config.libsonnet (thresholds, durations, selectors), not this file.
+# Each alert has a runbook section in docs/alerts.md; runbook_url links to it, under the external
+# label qrel_runbook_base when your prometheus.yml sets one, and dashboard_url to the qrel dashboard
+# that shows it (docs/alerts.md#dashboard-links). Tests: alerts/tests/*.yml (promtool test rules).
+'
+# jsonnet evaluates the mixin to JSON (a second); Python writes the files: jsonnet 0.18's own
+# std.manifestYamlDoc and std.manifestJsonEx took 8 and 2 CPU seconds a file here.
+jsonnet -J "$root/mixin" -e "local m = $mixin; { alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }" \
+  >"$out/.mixin.json"
+python3 - "$out" "$header" <<'PY'
+import json, os, sys
+import yaml
+
+out, header = sys.argv[1], sys.argv[2]
+m = json.load(open(os.path.join(out, ".mixin.json"), encoding="utf-8"))
+
+class Dumper(yaml.SafeDumper):
+    pass
+
+def text(dumper, s):
+    # An expression over several lines stays a block, as written in the mixin.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+
+Dumper.add_representer(str, text)
+order = ["alert", "record", "expr", "for", "labels", "annotations"]
+for group in m["alerts"]["groups"]:
+    group["rules"] = [{k: r[k] for k in sorted(r, key=lambda k: (order.index(k) if k in order else 99, k))}
+                      for r in group["rules"]]
+    for r in group["rules"]:
+        if "annotations" in r:
+            a = r["annotations"]
+            r["annotations"] = {k: a[k] for k in ["summary", "description", "runbook_url", "dashboard_url"] if k in a}
+            r["annotations"].update({k: v for k, v in a.items() if k not in r["annotations"]})
+with open(os.path.join(out, "alerts", "qrel-alerts.yml"), "w", encoding="utf-8") as f:
+    f.write(header)
+    yaml.dump(m["alerts"], f, Dumper=Dumper, sort_keys=False, width=1 << 16, allow_unicode=True, indent=2)
+for name, d in m["dashboards"].items():
+    with open(os.path.join(out, "dashboards", name), "w", encoding="utf-8") as f:
+        json.dump(d, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+os.remove(os.path.join(out, ".mixin.json"))
+PY
+echo "gen-mixin: wrote $out/alerts/qrel-alerts.yml and $(cd "$out/dashboards" && echo *.json | wc -w) dashboards in $out/dashboards"
