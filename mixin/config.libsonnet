@@ -51,7 +51,13 @@
       collectorStale: '5m',
       pendingScanTruncated: '15m',
       exporterDown: '5m',
+      freshnessBudgetBurnFast: '2m',
+      freshnessBudgetBurnSlow: '15m',
     },
+
+    // The freshness SLO (slo.libsonnet): the fraction of time each queue's oldest message should
+    // be younger than its threshold, over 30 days.
+    freshnessObjective: 0.99,
 
     // Severities, by alert name, where you want another than the alert's own (critical pages,
     // warning opens a ticket: alerts/examples/alertmanager.yml), e.g. { QrelLeaseMarginLow: 'critical' }.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Renders the mixin (mixin/mixin.libsonnet) into the files qrel ships: alerts/qrel-alerts.yml and
-# dashboards/*.json. Run it after editing mixin/; tests/artifacts/mixin.sh fails when the committed
+# Renders the mixin (mixin/mixin.libsonnet) into the files qrel ships: alerts/qrel-alerts.yml (the
+# alerts that read qrel's series), alerts/qrel-rules.yml (the recording rules, and the alerts that
+# read them: a file loaded alone never holds an alert whose input is missing) and dashboards/*.json. Run it after editing mixin/; tests/artifacts/mixin.sh fails when the committed
 # files differ from what this writes.
 #   scripts/gen-mixin.sh [--out DIR] [--config FILE]
 # --out DIR: write under DIR (alerts/, dashboards/) instead of the repository.
@@ -20,15 +21,16 @@ done
 command -v jsonnet >/dev/null || { echo "gen-mixin: jsonnet missing (Debian package jsonnet; scripts/deps.sh)" >&2; exit 1; }
 mkdir -p "$out/alerts" "$out/dashboards"
 mixin="(import 'mixin.libsonnet') + { _config+:: $config }"
-header='# Generated from mixin/ by scripts/gen-mixin.sh: edit mixin/alerts.libsonnet (the rules, with
-# why each is as it is) or mixin/config.libsonnet (thresholds, durations, selectors), not this file.
+header='# {file}: generated from mixin/ by scripts/gen-mixin.sh. Edit mixin/alerts.libsonnet and
+# mixin/slo.libsonnet (the rules, with why each is as it is) or mixin/config.libsonnet
+# (thresholds, durations, selectors, objectives), not this file.
 # Each alert has a runbook section in docs/alerts.md; runbook_url links to it, under the external
 # label qrel_runbook_base when your prometheus.yml sets one, and dashboard_url to the qrel dashboard
 # that shows it (docs/alerts.md#dashboard-links). Tests: alerts/tests/*.yml (promtool test rules).
 '
 # jsonnet evaluates the mixin to JSON (a second); Python writes the files: jsonnet 0.18's own
 # std.manifestYamlDoc and std.manifestJsonEx took 8 and 2 CPU seconds a file here.
-jsonnet -J "$root/mixin" -e "local m = $mixin; { alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }" \
+jsonnet -J "$root/mixin" -e "local m = $mixin; { alerts: m.prometheusAlerts, rules: m.prometheusRules, dashboards: m.grafanaDashboards }" \
   >"$out/.mixin.json"
 python3 - "$out" "$header" <<'PY'
 import json, os, sys
@@ -46,21 +48,33 @@ def text(dumper, s):
 
 Dumper.add_representer(str, text)
 order = ["alert", "record", "expr", "for", "labels", "annotations"]
-for group in m["alerts"]["groups"]:
-    group["rules"] = [{k: r[k] for k in sorted(r, key=lambda k: (order.index(k) if k in order else 99, k))}
-                      for r in group["rules"]]
+def tidy(group):
+    rules = []
     for r in group["rules"]:
+        r = {k: r[k] for k in sorted(r, key=lambda k: (order.index(k) if k in order else 99, k))}
         if "annotations" in r:
             a = r["annotations"]
-            r["annotations"] = {k: a[k] for k in ["summary", "description", "runbook_url", "dashboard_url"] if k in a}
-            r["annotations"].update({k: v for k, v in a.items() if k not in r["annotations"]})
-with open(os.path.join(out, "alerts", "qrel-alerts.yml"), "w", encoding="utf-8") as f:
-    f.write(header)
-    yaml.dump(m["alerts"], f, Dumper=Dumper, sort_keys=False, width=1 << 16, allow_unicode=True, indent=2)
+            first = {k: a[k] for k in ["summary", "description", "runbook_url", "dashboard_url"] if k in a}
+            r["annotations"] = {**first, **{k: v for k, v in a.items() if k not in first}}
+        rules.append(r)
+    return {"name": group["name"], "rules": rules}
+
+def reads_recorded(group):
+    return any("slo:sli_error" in r.get("expr", "") for r in group["rules"])
+
+files = {
+    "qrel-alerts.yml": [tidy(g) for g in m["alerts"]["groups"] if not reads_recorded(g)],
+    "qrel-rules.yml": [tidy(g) for g in m["rules"]["groups"]]
+                      + [tidy(g) for g in m["alerts"]["groups"] if reads_recorded(g)],
+}
+for name, groups in files.items():
+    with open(os.path.join(out, "alerts", name), "w", encoding="utf-8") as f:
+        f.write(header.replace("{file}", name))
+        yaml.dump({"groups": groups}, f, Dumper=Dumper, sort_keys=False, width=1 << 16, allow_unicode=True, indent=2)
 for name, d in m["dashboards"].items():
     with open(os.path.join(out, "dashboards", name), "w", encoding="utf-8") as f:
         json.dump(d, f, indent=2, ensure_ascii=False)
         f.write("\n")
 os.remove(os.path.join(out, ".mixin.json"))
 PY
-echo "gen-mixin: wrote $out/alerts/qrel-alerts.yml and $(cd "$out/dashboards" && echo *.json | wc -w) dashboards in $out/dashboards"
+echo "gen-mixin: wrote $out/alerts/qrel-alerts.yml, $out/alerts/qrel-rules.yml and $(cd "$out/dashboards" && echo *.json | wc -w) dashboards in $out/dashboards"
