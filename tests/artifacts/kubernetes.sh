@@ -2,9 +2,10 @@
 # deploy/kubernetes/, offline: the PrometheusRule is what scripts/gen-prometheusrule.py makes of
 # alerts/qrel-alerts.yml (a drifted copy is caught); yamllint passes (deploy/.yamllint, warnings
 # fail); `kubectl kustomize` renders the base, the sd/ and probe/ variants and the example overlay
-# (with its config reloader); every rendered object passes its Kubernetes or Prometheus Operator
-# schema (npm kubernetes-models and @kubernetes-models/prometheus-operator, pinned in
-# tests/peers/kubernetes) and every pod the hardening docs/kubernetes.md promises; the rules taken
+# (with its config reloader, and as the README installs it); every rendered object passes its
+# Kubernetes or Prometheus Operator schema (npm kubernetes-models and
+# @kubernetes-models/prometheus-operator, pinned in tests/peers/kubernetes) and every pod the
+# hardening docs/kubernetes.md promises; the rules taken
 # out of the rendered PrometheusRule pass `promtool check rules` and alerts/tests/*.yml. And each
 # check can fail: a drifted rule file, a lint error, a Deployment without its selector, a
 # privileged container, rules whose threshold moved.
@@ -73,6 +74,11 @@ render base "$k8s/base"
 render sd "$k8s/sd"
 render probe "$k8s/probe"
 render overlay "$k8s/examples/overlay"
+# The README's install steps: the example overlay copied out of the tree, pointed at the base.
+cp -r "$deploy/kubernetes/examples/overlay" "$T/my-qrel"
+echo 'not-a-real-password' >"$T/my-qrel/redis.pass"
+sed -i 's#\.\./\.\./base#../deploy/kubernetes/base#' "$T/my-qrel/kustomization.yaml"
+render readme "$T/my-qrel"
 
 # kinds NAME: the kinds NAME renders, sorted, on one line.
 kinds() { jq -r '[.[].kind] | sort | join(" ")' "$T/out/$1.json"; }
@@ -114,6 +120,7 @@ for v in sd probe; do
     "$(q "$v" '.[] | select(.kind == "ServiceMonitor") | .spec.endpoints[0].metricRelabelings[0] | "\(.action) \(.regex)"')" \
     "keep qrel_build_info|qrel_config_.*|qrel_http_requests_total|process_.*"
 done
+expect_eq "the README's overlay renders the base with the user's config and secret" "$(kinds readme)" "$(kinds base)"
 expect_eq "the overlay's Secret holds its file" \
   "$(q overlay '.[] | select(.kind == "Secret") | .data | keys | join(" ")')" redis.pass
 expect_eq "the overlay's config names the secret by its mounted path" \
@@ -130,9 +137,9 @@ if [ -x "$EXPORTER" ]; then
 fi
 
 # ---- the schemas and the hardening -------------------------------------------------------------
-(cd "$T/out" && "$NODE" "$PEERS/validate.mjs" base.json sd.json probe.json overlay.json) >"$T/validate.out" 2>&1 || true
+(cd "$T/out" && "$NODE" "$PEERS/validate.mjs" base.json sd.json probe.json overlay.json readme.json) >"$T/validate.out" 2>&1 || true
 expect_eq "objects checked" "$(grep -c '^ok \|^FAIL ' "$T/validate.out")" \
-  "$(jq -s 'map(length) | add' "$T/out/base.json" "$T/out/sd.json" "$T/out/probe.json" "$T/out/overlay.json")"
+  "$(jq -s 'map(length) | add' "$T/out/base.json" "$T/out/sd.json" "$T/out/probe.json" "$T/out/overlay.json" "$T/out/readme.json")"
 while read -r verdict what; do
   if [ "$verdict" = ok ]; then ok "schema and hardening: $what"; else not_ok "$what"; fi
 done < <(grep '^ok \|^FAIL ' "$T/validate.out" || echo "FAIL validate.mjs: $(tail -3 "$T/validate.out")")
