@@ -134,6 +134,12 @@ if [ -x "$EXPORTER" ]; then
   q base '.[] | select(.kind == "ConfigMap") | .data["qrel.yml"]' >"$T/qrel.yml"
   expect_exit "qrel_exporter --config.check accepts the base's config" 0 "$T/check.out" \
     "$EXPORTER" --config.check --config.file="$T/qrel.yml"
+  # The example's, with its secret where the pod would mount it.
+  echo 'not-a-real-password' >"$T/redis.pass"
+  q overlay '.[] | select(.kind == "ConfigMap") | .data["qrel.yml"]' |
+    sed "s#/etc/qrel-secrets/redis.pass#$T/redis.pass#" >"$T/overlay-qrel.yml"
+  expect_exit "qrel_exporter --config.check accepts the example overlay's config" 0 "$T/check-overlay.out" \
+    "$EXPORTER" --config.check --config.file="$T/overlay-qrel.yml"
 fi
 
 # ---- the schemas and the hardening -------------------------------------------------------------
