@@ -99,8 +99,8 @@ expect_eq "the config volume is the generated ConfigMap" \
 expect_eq "the secrets volume is the generated Secret, mode 0440" \
   "$(q base "$dep | .volumes[] | select(.name == \"secrets\") | \"\(.secret.secretName) \(.secret.defaultMode)\"")" \
   "$(q base '.[] | select(.kind == "Secret") | .metadata.name') 288"
-expect_eq "the exporter's flags" "$(q base "$dep | .containers[0].args | join(\" \")")" \
-  "--config.file=/etc/qrel/qrel.yml --web.listen-address=:19318 --web.enable-lifecycle --web.advertise-address=qrel-exporter.\$(POD_NAMESPACE).svc:19318 --log.format=json"
+expect_eq "the exporter's command and flags" "$(q base "$dep | .containers[0] | .command + .args | join(\" \")")" \
+  "/usr/bin/qrel_exporter --config.file=/etc/qrel/qrel.yml --web.listen-address=:19318 --web.enable-lifecycle --web.advertise-address=qrel-exporter.\$(POD_NAMESPACE).svc:19318 --log.format=json"
 expect_eq "liveness and readiness probes" \
   "$(q base "$dep | .containers[0] | \"\(.livenessProbe.httpGet.path) \(.readinessProbe.httpGet.path)\"")" "/-/healthy /-/ready"
 expect_eq "the Service's port" "$(q base '.[] | select(.kind == "Service") | .spec.ports[0].port')" 19318
