@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev librabbitmq-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus prometheus-alertmanager curl jq valgrind clang-format-14 shellcheck netcat-openbsd
-  iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml jsonnet
+  iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml jsonnet yamllint
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
   # the Debian package (tests/artifacts/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
   # lintian, systemd-analyze, man pages, the postinst's adduser, readelf
@@ -31,6 +31,12 @@ done
 # another packager (which ships npm inside nodejs), so Debian's are installed only when npm is absent.
 if ! command -v npm >/dev/null 2>&1; then
   missing+=(nodejs npm)
+fi
+# kubectl renders deploy/kubernetes (tests/artifacts/kubernetes.sh: `kubectl kustomize`, offline).
+# Likewise Debian's kubernetes-client only when no kubectl is there: Google's kubectl package
+# holds the same /usr/bin/kubectl, and dpkg would refuse to install over it.
+if ! command -v kubectl >/dev/null 2>&1; then
+  missing+=(kubernetes-client)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
