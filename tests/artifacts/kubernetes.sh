@@ -74,6 +74,7 @@ render base "$k8s/base"
 render sd "$k8s/sd"
 render probe "$k8s/probe"
 render overlay "$k8s/examples/overlay"
+render grafana "$k8s/grafana"
 # The README's install steps: the example overlay copied out of the tree, pointed at the base.
 cp -r "$deploy/kubernetes/examples/overlay" "$T/my-qrel"
 echo 'not-a-real-password' >"$T/my-qrel/redis.pass"
@@ -121,13 +122,25 @@ for v in sd probe; do
     "keep qrel_build_info|qrel_config_.*|qrel_http_requests_total|process_.*"
 done
 expect_eq "the README's overlay renders the base with the user's config and secret" "$(kinds readme)" "$(kinds base)"
+# grafana/: one ConfigMap per dashboard for Grafana's sidecar, each holding dashboards/<uid>.json.
+expect_eq "grafana/: a ConfigMap per dashboard, labelled for the sidecar, folder qrel" \
+  "$(q grafana '[.[] | "\(.kind) \(.metadata.labels.grafana_dashboard) \(.metadata.annotations.grafana_folder) \(.metadata.namespace)"] | unique | join(",")')" \
+  "ConfigMap 1 qrel qrel"
+for f in "$QREL_SOURCE_DIR"/dashboards/*.json; do
+  name=$(basename "$f")
+  if cmp -s <(jq -S . "$f") <(q grafana ".[] | .data[\"$name\"] // empty" | jq -S .); then
+    ok "grafana/ holds dashboards/$name as it is"
+  else
+    not_ok "grafana/'s ConfigMap for $name differs from dashboards/$name (run scripts/gen-mixin.sh)"
+  fi
+done
 expect_eq "the overlay's Secret holds its file" \
   "$(q overlay '.[] | select(.kind == "Secret") | .data | keys | join(" ")')" redis.pass
 expect_eq "the overlay's config names the secret by its mounted path" \
   "$(q overlay '.[] | select(.kind == "ConfigMap") | .data["qrel.yml"]' | grep -c 'password_file: /etc/qrel-secrets/redis.pass')" 1
 expect_eq "the overlay labels what its Prometheus selects" \
   "$(q overlay '[.[] | select(.metadata.labels.release == "kube-prometheus-stack") | .kind] | sort | join(" ")')" \
-  "PrometheusRule ServiceMonitor"
+  "PrometheusRule PrometheusRule ServiceMonitor"
 expect_eq "the overlay's pod runs the exporter and the config reloader" \
   "$(q overlay "$dep | [.containers[].name] | join(\" \")")" "config-reloader qrel-exporter"
 if [ -x "$EXPORTER" ]; then
@@ -151,7 +164,7 @@ jq '[(.[] | select(.kind == "Deployment") | del(.spec.selector) | .metadata.name
         | .spec.template.spec.containers[0].securityContext |= (.privileged = true | .allowPrivilegeEscalation = true)),
      (.[] | select(.kind == "ServiceMonitor") | .spec.endpoints[0].port = 19318)]' \
   "$T/out/base.json" >"$T/out/bad.json"
-rendered=(base.json sd.json probe.json overlay.json readme.json)
+rendered=(base.json sd.json probe.json overlay.json readme.json grafana.json)
 (cd "$T/out" && "$NODE" "$PEERS/validate.mjs" "${rendered[@]}" bad.json) >"$T/validate.out" 2>&1 || true
 grep -v ' bad\.json ' "$T/validate.out" >"$T/good.out" || true
 grep ' bad\.json ' "$T/validate.out" >"$T/bad.out" || true

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The monitoring mixin (mixin/): rendered with its defaults by scripts/gen-mixin.sh it gives exactly
-# the committed alerts/qrel-alerts.yml and dashboards/*.json (a file edited by hand, or a mixin
+# the committed alerts/qrel-alerts.yml, alerts/qrel-rules.yml, dashboards/*.json and
+# deploy/kubernetes/grafana/dashboards.yaml (a file edited by hand, or a mixin
 # edit not rendered, fails here); rendered with another _config, the selector and cluster label
 # reach every rule, which still passes promtool's checks and the rule tests, and the dashboards take
 # the new uids, tag, cluster label and links.
@@ -14,10 +15,12 @@ gen=$QREL_SOURCE_DIR/scripts/gen-mixin.sh
 expect_cmd "the mixin renders with its defaults" bash "$gen" --out "$T/default"
 drift() { # drift DIR: the differences between DIR's rendering and the committed files
   diff "$QREL_SOURCE_DIR/alerts/qrel-alerts.yml" "$1/alerts/qrel-alerts.yml" &&
-    diff -r "$QREL_SOURCE_DIR/dashboards" "$1/dashboards"
+    diff "$QREL_SOURCE_DIR/alerts/qrel-rules.yml" "$1/alerts/qrel-rules.yml" &&
+    diff -r "$QREL_SOURCE_DIR/dashboards" "$1/dashboards" &&
+    diff "$QREL_SOURCE_DIR/deploy/kubernetes/grafana/dashboards.yaml" "$1/deploy/kubernetes/grafana/dashboards.yaml"
 }
 if drift "$T/default" >"$T/drift.out" 2>&1; then
-  ok "alerts/qrel-alerts.yml and dashboards/*.json are what the mixin renders"
+  ok "alerts/qrel-alerts.yml, alerts/qrel-rules.yml, dashboards/*.json and their ConfigMaps are what the mixin renders"
 else
   not_ok "the committed files differ from the mixin's rendering (run scripts/gen-mixin.sh): $(head -20 "$T/drift.out")"
 fi
