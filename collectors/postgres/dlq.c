@@ -1,16 +1,17 @@
 /* postgres/dlq.c: `qrel dlq`'s hooks (core/dlq_kind.h) for the job runners whose dead jobs and
- * queue live in one database: pg-boss 12 and graphile-worker 0.14 and later, as a `queues` entry
- * of a postgres source reads them (preset pg_boss or graphile_worker), and River, Oban, Que,
+ * queue live in one database: pg-boss 9 to 12 and graphile-worker 0.14 and later, as a `queues`
+ * entry of a postgres source reads them (preset pg_boss or graphile_worker), and River, Oban, Que,
  * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c).
  *
  * The dead letters of a queue are, for pg-boss, the waiting copies in the queue's dead_letter
- * queue when it has one, else its own jobs in state failed; for graphile-worker, its jobs whose
- * attempts reached max_attempts and that no worker holds. Reading is one SELECT: nothing changes,
- * nothing to release. A replay moves each job with move(), never requeue() + remove(): put back and
- * removed in one statement (pg-boss) or one transaction (graphile-worker), the job's row locked
- * FOR UPDATE while it is still dead. So a kill at any moment leaves each job dead or back, never
- * both, and two replays at once cannot both move one job: the second waits for the row, then finds
- * it no longer dead ("gone"). No lock hook is needed for that. The SQL is dlq_sql.c's. */
+ * queue when it has one, else its own jobs in state failed (9: failed or expired; 9 has no dead
+ * letter queue, 10 and 11 copy without saying whence, dlq_sql.c); for graphile-worker, its jobs
+ * whose attempts reached max_attempts and that no worker holds. Reading is one SELECT: nothing
+ * changes, nothing to release. A replay moves each job with move(), never requeue() + remove(): put
+ * back and removed in one statement (pg-boss) or one transaction (graphile-worker), the job's row
+ * locked FOR UPDATE while it is still dead. So a kill at any moment leaves each job dead or back,
+ * never both, and two replays at once cannot both move one job: the second waits for the row, then
+ * finds it no longer dead ("gone"). No lock hook is needed for that. The SQL is dlq_sql.c's. */
 #include "dlq.h"
 
 #include <stdio.h>
@@ -99,6 +100,7 @@ int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const cha
 
 struct batch_data {
     enum pgdlq_mode mode;
+    int boss; /* pg-boss's release: 9, 10, 11 or 12; 0 for the other runners */
     char *schema;
     char *move_sql; /* pg-boss */
     char *what;
@@ -217,25 +219,36 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         free(path);
         return -1;
     }
-    int boss = q->preset->id == PGQ_PG_BOSS, other = runner_mode(q->preset->id);
+    int other = runner_mode(q->preset->id);
     if (other < 0 && q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, st->conn, dl, e)) {
         free(path);
         return failed(st);
     }
+    int boss = q->preset->id != PGQ_PG_BOSS ? 0
+               : q->layout == LAYOUT_BOSS9  ? 9
+               : q->layout == LAYOUT_BOSS10 ? 10
+               : q->layout == LAYOUT_BOSS11 ? 11
+               : q->layout == LAYOUT_BOSS12 ? 12
+                                            : -1;
     struct batch_data *d = xcalloc(1, sizeof *d);
+    d->boss = boss;
     d->schema = xstrdup(q->schema);
     d->what = xasprintf("%s queue \"%s\"", q->preset->name, queue);
     int rc = -1;
     PGresult *r = NULL;
     char *sql = NULL;
-    if (other < 0 && (boss ? q->layout != LAYOUT_BOSS12 : q->layout != LAYOUT_CURRENT)) {
+    if (other < 0 && (boss ? boss < 0 : q->layout != LAYOUT_CURRENT)) {
         pg_error(st->conn, e, ERR_QUERY,
                  "%s: qrel dlq reads %s only; schema \"%s\" holds an older layout", d->what,
-                 boss ? "pg-boss 12" : "graphile-worker 0.14 and later", q->schema);
+                 boss ? "pg-boss 9 to 12" : "graphile-worker 0.14 and later", q->schema);
         goto out;
     }
     if (other >= 0) {
         d->mode = (enum pgdlq_mode)other;
+        out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
+    } else if (boss == 9) {
+        /* no queue table, no dead_letter queue: its failed and expired jobs */
+        d->mode = PGDLQ_BOSS_FAILED;
         out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
     } else if (boss) {
         if (boss_mode(st, q, queue, dl, out, d, e))
@@ -247,6 +260,7 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
             goto out;
     }
     sql = other >= 0 ? postgres_dlq_runner_sql(d->mode, 0, q->schema)
+          : boss     ? postgres_dlq_boss_sql(boss, d->mode, 0, q->schema)
                      : postgres_dlq_read_sql(d->mode, q->schema);
     char limit[32];
     snprintf(limit, sizeof limit, "%zu", max ? max : 1);
@@ -263,6 +277,7 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         out->total = out->n;
     out->origin = xstrdup(queue);
     d->move_sql = other >= 0 ? postgres_dlq_runner_sql(d->mode, 1, q->schema)
+                  : boss     ? postgres_dlq_boss_sql(boss, d->mode, 1, q->schema)
                              : postgres_dlq_move_sql(d->mode, q->schema);
     out->kind_data = d;
     d = NULL;
@@ -287,6 +302,8 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
     const struct batch_data *d = b->kind_data;
     if (!d || (d->mode != PGDLQ_BOSS_FAILED && d->mode != PGDLQ_BOSS_DEAD_LETTER))
         return 0;
+    if (d->boss == 9)
+        return 0; /* no queue table: a job's name is all its queue is */
     if (pg_state_conn(st, c->name, dl, e))
         return -1;
     char *qs = pg_quote_ident(d->schema);
@@ -359,7 +376,13 @@ static int boss_move(struct pg_state *st, struct dlq_batch *b, struct dlq_messag
         const char *twin = PQgetisnull(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2);
         const char *policy = PQgetisnull(r, 0, 4) ? "standard" : PQgetvalue(r, 0, 4);
         const char *key = PQgetisnull(r, 0, 5) ? NULL : PQgetvalue(r, 0, 5);
-        if (twin)
+        if (twin && d->boss == 9)
+            rc = pg_error(st->conn, e, ERR_QUERY,
+                          "%s: not taken back: job %s (%s) holds its %s slot (singletonKey "
+                          "\"%.100s\"), which pg-boss 9's unique index gives one job; left dead, "
+                          "not duplicated",
+                          d->what, twin, PQgetvalue(r, 0, 3), policy, key ? key : "");
+        else if (twin)
             rc = pg_error(st->conn, e, ERR_QUERY,
                           "%s: not taken back: job %s (%s) holds singletonKey \"%.100s\" under "
                           "the queue's %s policy; left dead, not duplicated",

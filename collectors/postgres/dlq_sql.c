@@ -223,6 +223,138 @@ char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema)
     return with_schema(m == PGDLQ_BOSS_FAILED ? boss_failed_move : boss_dead_letter_move, schema);
 }
 
+/* ---- pg-boss 9, 10 and 11: each release's own way back ----
+ *
+ * Read from each release's src/plans.js (9.0.3, 10.4.2, 11.1.2, the versions the tests run).
+ * pg-boss 9 has no queue table and no dead-letter queue: its dead jobs are its failed and expired
+ * ones, and its resume() is the only call that takes a job back (state created, completedOn
+ * cleared; retryCount is kept, so the job runs once more). 10 and 11 keep a failed job failed in
+ * its queue and, when the queue names a dead_letter queue, insert a bare copy there (name, data,
+ * output and retry settings: no singleton key, no link to the original); they have retry() for
+ * a failed job and no redrive(). So: a failed job goes back as their retry() does it (state retry,
+ * one retry more), a copy goes back as a send() to the origin queue would insert it (the queue's
+ * settings as they are now, the release's defaults where a column is NULL), the copy deleted only
+ * when that insert happened. 10's and 11's retry() leave completed_on set, which their
+ * maintenance reads (10 archives a retrying job by it, 11 deletes one by it), so the move clears
+ * it, as 12's retry() does. */
+/* clang-format off */
+/* pg-boss 9's job states are ordered created < retry < active < completed < expired < cancelled
+ * < failed; its unique indexes hold a key while the job is below completed (singletonKey), below
+ * active (a singleton-queue key), below expired (singletonOn slots). */
+#define BOSS9_SQ "'\\_\\_pgboss\\_\\_singleton\\_queue%'"
+static const char boss9_read[] =
+    "SELECT j.id::text, " WORK_ID("j.singletonkey", "j.data", "jsonb_typeof") ", "
+    "j.retrycount::int8 + 1, extract(epoch FROM j.completedon)::float8, "
+    STAMP_READ("j.data", "jsonb_typeof") ", "
+    "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
+    "FROM @S.job j WHERE j.name = $1 AND j.state IN ('failed', 'expired') "
+    "ORDER BY j.completedon, j.id LIMIT $2::int8";
+/* resume(): a twin that one of the unique indexes would see leaves it dead; the policy column
+ * names the index. */
+static const char boss9_move[] =
+    "WITH j AS (SELECT id, name, singletonkey AS k, singletonon AS o FROM @S.job "
+    "WHERE name = $1 AND id = $2::uuid AND state IN ('failed', 'expired') FOR UPDATE), "
+    "t AS (SELECT x.id::text AS id, x.state::text AS state FROM @S.job x, j "
+    "WHERE x.name = j.name AND x.id <> j.id AND ("
+    "(j.o IS NULL AND j.k NOT LIKE " BOSS9_SQ " AND x.singletonon IS NULL "
+    "AND x.singletonkey = j.k AND x.singletonkey NOT LIKE " BOSS9_SQ " AND x.state < 'completed') "
+    "OR (j.o IS NULL AND j.k LIKE " BOSS9_SQ " AND x.singletonon IS NULL "
+    "AND x.singletonkey = j.k AND x.state < 'active') "
+    "OR (j.o IS NOT NULL AND x.singletonon = j.o AND x.singletonkey IS NOT DISTINCT FROM j.k "
+    "AND x.state < 'expired')) LIMIT 1), "
+    "u AS (UPDATE @S.job x SET state = 'created', completedon = NULL, data = " STAMPED("x.data") " "
+    "FROM j WHERE x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "
+    "(SELECT state FROM t), (SELECT CASE WHEN o IS NOT NULL THEN 'singletonOn' "
+    "WHEN k LIKE " BOSS9_SQ " THEN 'singleton queue' ELSE 'singletonKey' END FROM j), "
+    "(SELECT k FROM j)";
+
+/* 10 and 11's retry(), and completed_on cleared (above). The unique indexes a job entering state
+ * retry can meet: stately's (one per key and state) in both, exclusive's (one per key from created
+ * to active) in 11; 10 has no exclusive policy. */
+static const char boss10_failed_move[] =
+    "WITH j AS (SELECT id, name, policy, singleton_key FROM @S.job "
+    "WHERE name = $1 AND id = $2::uuid AND state = 'failed' FOR UPDATE), "
+    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, j "
+    "WHERE k.name = j.name AND k.id <> j.id AND j.policy IN ('exclusive', 'stately') "
+    "AND COALESCE(k.singleton_key, '') = COALESCE(j.singleton_key, '') "
+    "AND k.state IN ('created', 'retry', 'active') "
+    "AND (j.policy = 'exclusive' OR k.state = 'retry') LIMIT 1), "
+    "u AS (UPDATE @S.job x SET state = 'retry', retry_limit = x.retry_limit + 1, "
+    "completed_on = NULL, data = " STAMPED("x.data") " "
+    "FROM j WHERE x.name = j.name AND x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "
+    "(SELECT state FROM t), (SELECT policy FROM j), (SELECT singleton_key FROM j)";
+
+/* A copy waiting in the dead_letter queue: every waiting job there, as the scrape counts them
+ * (a copy does not say which queue it came from; $5 is named only so that it has a type).
+ * Deliveries: 10 copies the original's retry_limit, which a job has used up when it fails for
+ * good (retry_limit + 1 runs); 11 gives the copy the dead-letter queue's: unknown. */
+#define BOSS_COPY_READ(deliveries)                                                                \
+    "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "               \
+    deliveries ", extract(epoch FROM j.created_on)::float8, "                                     \
+    STAMP_READ("j.data", "jsonb_typeof") ", "                                                     \
+    "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "                                  \
+    "FROM @S.job j WHERE j.name = $1 AND j.state < 'active' AND $5::text IS NOT NULL "            \
+    "ORDER BY j.created_on, j.id LIMIT $2::int8"
+static const char boss10_copy_read[] = BOSS_COPY_READ("j.retry_limit::int8 + 1");
+static const char boss11_copy_read[] = BOSS_COPY_READ("-1::int8");
+
+/* The copy's way back: a new job on the origin as the release's send() inserts it, the copy
+ * deleted only when the insert happened (ON CONFLICT DO NOTHING against the origin's unique
+ * indexes: short's and stately's hold a key in state created, 11's exclusive from created to
+ * active). */
+#define BOSS_COPY_MOVE(columns, values)                                                           \
+    "WITH m AS (SELECT j.* FROM @S.job j WHERE j.name = $1 AND j.id = $2::uuid "                  \
+    "AND j.state < 'active' FOR UPDATE), "                                                        \
+    "q AS (SELECT * FROM @S.queue WHERE name = $4), "                                             \
+    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, m, q "                  \
+    "WHERE k.name = $4 AND COALESCE(k.singleton_key, '') = COALESCE(m.singleton_key, '') "        \
+    "AND ((q.policy IN ('short', 'stately') AND k.state = 'created') OR (q.policy = 'exclusive' " \
+    "AND k.state IN ('created', 'retry', 'active'))) LIMIT 1), "                                  \
+    "ins AS (INSERT INTO @S.job (id, name, data, priority, start_after, singleton_key, "          \
+    "dead_letter, retry_limit, retry_delay, retry_backoff, policy, keep_until, " columns ") "     \
+    "SELECT gen_random_uuid(), q.name, " STAMPED("m.data") ", m.priority, now(), "                \
+    "m.singleton_key, q.dead_letter, " values " FROM m, q ON CONFLICT DO NOTHING RETURNING id), " \
+    "d AS (DELETE FROM @S.job x WHERE x.name = $1 AND x.id = $2::uuid "                           \
+    "AND EXISTS (SELECT 1 FROM ins) RETURNING 1) "                                                \
+    "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM d), (SELECT id FROM t), "             \
+    "(SELECT state FROM t), (SELECT policy FROM q), (SELECT singleton_key FROM m), "              \
+    "(SELECT count(*) FROM q), (SELECT count(*) FROM ins)"
+/* 10's insertJob: the queue's columns may be NULL: 2 retries, no delay, 15 minutes, 14 days. */
+static const char boss10_copy_move[] = BOSS_COPY_MOVE(
+    "expire_in",
+    "COALESCE(q.retry_limit, 2), CASE WHEN COALESCE(q.retry_backoff, false) "
+    "THEN GREATEST(COALESCE(q.retry_delay, 0), 1) ELSE COALESCE(q.retry_delay, 0) END, "
+    "COALESCE(q.retry_backoff, false), q.policy, "
+    "now() + COALESCE(q.retention_minutes * 60, 1209600) * interval '1s', "
+    "COALESCE(q.expire_seconds, 900) * interval '1s'");
+/* 11's insertJobs: the queue's columns are NOT NULL but the backoff cap. */
+static const char boss11_copy_move[] = BOSS_COPY_MOVE(
+    "expire_seconds, deletion_seconds, retry_delay_max",
+    "q.retry_limit, q.retry_delay, q.retry_backoff, q.policy, "
+    "now() + q.retention_seconds * interval '1s', q.expire_seconds, q.deletion_seconds, "
+    "q.retry_delay_max");
+/* clang-format on */
+
+char *postgres_dlq_boss_sql(int version, enum pgdlq_mode m, int move, const char *schema)
+{
+    if (m != PGDLQ_BOSS_FAILED && m != PGDLQ_BOSS_DEAD_LETTER)
+        return NULL;
+    if (version == 12)
+        return move ? postgres_dlq_move_sql(m, schema) : postgres_dlq_read_sql(m, schema);
+    const char *t = NULL;
+    if (version == 9)
+        t = m == PGDLQ_BOSS_FAILED ? (move ? boss9_move : boss9_read) : NULL;
+    else if ((version == 10 || version == 11) && m == PGDLQ_BOSS_FAILED)
+        t = move ? boss10_failed_move : boss_failed_read;
+    else if (version == 10)
+        t = move ? boss10_copy_move : boss10_copy_read;
+    else if (version == 11)
+        t = move ? boss11_copy_move : boss11_copy_read;
+    return t ? with_schema(t, schema) : NULL;
+}
+
 char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema)
 {
     static const char lock[] =

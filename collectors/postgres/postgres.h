@@ -101,6 +101,12 @@ enum pgdlq_mode {
  * key. */
 char *postgres_dlq_read_sql(enum pgdlq_mode m, const char *schema);
 char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema);
+/* pg-boss 9, 10, 11 or 12 (version): the read or, with move, the move of
+ * postgres_dlq_read_sql / postgres_dlq_move_sql, with their parameters and columns, as that
+ * release keeps its jobs; for 9 the policy column names the unique index (singletonKey,
+ * singletonOn, singleton queue). NULL where the release has no such dead letters (9 has no
+ * dead_letter queue) and for another mode. */
+char *postgres_dlq_boss_sql(int version, enum pgdlq_mode m, int move, const char *schema);
 /* graphile-worker's move, one transaction of three statements ($1 job id): lock the job while it
  * is still dead, stamp its payload ($2), reschedule_jobs it. */
 enum pgdlq_graphile_step { PGDLQ_G_LOCK, PGDLQ_G_STAMP, PGDLQ_G_RESCHEDULE };

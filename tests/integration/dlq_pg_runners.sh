@@ -14,6 +14,11 @@
 #   a second replay moves nothing;
 #   pg-boss's uniqueness: a failed job whose singletonKey a live twin holds (policy exclusive) is
 #   left dead with that reason, never duplicated.
+# pg-boss 9.0.3, 10.4.2 and 11.1.2 (schemas pgboss9, pgboss10, pgboss11, workers in the same Node
+# process): queues plainN (failed jobs) and, for 10 and 11, billN's copies in billN_dlq: inspect
+# exact against SQL, inspect and dry runs change nothing, replay moves exactly the not-done ones
+# (9p3 refused: its twin holds singletonKey k9), each release's worker runs each once, stamped, and
+# a second replay moves nothing. (The kill proof is 12's: 9 to 11 move through the same code.)
 # Every qrel command runs as a PostgreSQL role holding exactly the grants docs/dlq.md lists
 # (qrel_dlq_inspect for inspect and the dry runs, qrel_dlq_replay for the replays).
 # shellcheck source=../lib/common.sh
@@ -34,12 +39,15 @@ wait_for 90 "the runners' workers to fail every job" ready || { cat "$T/drive.ou
 # ---- the roles: exactly the grants of docs/dlq.md ---------------------------------------------
 # As docs/dlq.md creates them, BYPASSRLS given only below (after the refusal without it).
 psql_do "CREATE ROLE qrel_dlq_inspect LOGIN;
-  GRANT USAGE ON SCHEMA pgboss, graphile_worker TO qrel_dlq_inspect;
+  GRANT USAGE ON SCHEMA pgboss, graphile_worker, pgboss9, pgboss10, pgboss11 TO qrel_dlq_inspect;
+  GRANT SELECT ON pgboss9.job, pgboss10.queue, pgboss10.job, pgboss11.queue, pgboss11.job TO qrel_dlq_inspect;
   GRANT SELECT ON pgboss.queue, pgboss.job, graphile_worker._private_jobs,
     graphile_worker._private_job_queues, work TO qrel_dlq_inspect;
   CREATE ROLE qrel_dlq_replay LOGIN IN ROLE qrel_dlq_inspect;
   GRANT INSERT, UPDATE, DELETE ON pgboss.job TO qrel_dlq_replay;
-  GRANT UPDATE ON graphile_worker._private_jobs TO qrel_dlq_replay"
+  GRANT UPDATE ON graphile_worker._private_jobs TO qrel_dlq_replay;
+  GRANT UPDATE ON pgboss9.job TO qrel_dlq_replay;
+  GRANT INSERT, UPDATE, DELETE ON pgboss10.job, pgboss11.job TO qrel_dlq_replay"
 config() { # FILE ROLE
   cat > "$1" <<YML
 sources:
@@ -49,13 +57,17 @@ $(pg_source jobs "$P" "$2")
         queues: [billing, solo]
       - preset: graphile_worker
         queues: [mail]
+      - {preset: pg_boss, schema: pgboss9, queues: [plain9]}
+      - {preset: pg_boss, schema: pgboss10, queues: [plain10, bill10]}
+      - {preset: pg_boss, schema: pgboss11, queues: [plain11, bill11]}
 dead_letters:
 YML
-  for q in billing solo mail; do
+  for q in billing solo mail $LEGACY; do
     printf '  - {source: jobs, queue: %s, id_field: order,\n' "$q" >> "$1"
     printf '     work_table: {source: jobs, table: work, id_column: order_id, done_column: done_at}}\n' >> "$1"
   done
 }
+LEGACY="plain9 plain10 bill10 plain11 bill11"
 config "$T/inspect.yml" qrel_dlq_inspect
 config "$T/replay.yml" qrel_dlq_replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
@@ -67,7 +79,7 @@ rc=0
 "$QREL" dlq inspect --config.file="$T/bad-id.yml" --source=jobs --queue=solo > /dev/null 2> "$T/bad-id.err" || rc=$?
 expect_eq "id_field job:name: exit 2" "$rc" 2
 expect_cmd "... refused with file:line:col and the forms there are" grep -qF \
-  "bad-id.yml:16:43: id_field: want job:id (the job's id) or job:key (its uniqueness key) after \"job:\"" "$T/bad-id.err"
+  "bad-id.yml:19:43: id_field: want job:id (the job's id) or job:key (its uniqueness key) after \"job:\"" "$T/bad-id.err"
 sed 's/queue: mail,/queue: post,/' "$T/inspect.yml" > "$T/bad-queue.yml"
 rc=0
 "$QREL" dlq inspect --config.file="$T/bad-queue.yml" --source=jobs --queue=post > /dev/null 2> "$T/bad-queue.err" || rc=$?
@@ -235,5 +247,78 @@ expect_eq "then: exit 0, the job gone, nothing moved" \
   "$rc $(jq -r '[.replay.gone[].message_id] | join(" ")' "$T/gone.json") $(jq '.replay.moved | length' "$T/gone.json")" "0 $bx 0"
 expect_eq "... and no job without an order put back on billing" \
   "$(psql_val "SELECT count(*) FROM pgboss.job WHERE name = 'billing' AND data->>'order' IS NULL AND state <> 'failed'")" 0
+
+# ---- pg-boss 9, 10 and 11 ---------------------------------------------------------------------
+DEAD_plain9="SELECT id::text AS id, data->>'order' AS o FROM pgboss9.job WHERE name = 'plain9' AND state IN ('failed', 'expired')"
+for v in 10 11; do
+  declare "DEAD_plain$v=SELECT id::text AS id, data->>'order' AS o FROM pgboss$v.job WHERE name = 'plain$v' AND state = 'failed'"
+  declare "DEAD_bill$v=SELECT id::text AS id, data->>'order' AS o FROM pgboss$v.job WHERE name = 'bill${v}_dlq' AND state < 'active'"
+done
+legacy_md5() {
+  psql_val "SELECT (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM pgboss9.job t) || ' ' ||
+    (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM pgboss10.job t) || ' ' ||
+    (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM pgboss11.job t)"
+}
+before=$(legacy_md5)
+WANT=([plain9]="1 2 0" [plain10]="1 1 0" [bill10]="1 2 0" [plain11]="1 1 0" [bill11]="1 2 0")
+# deliveries: retry_count + 1; a 10 copy carries the original's retry_limit (+ 1), an 11 one nothing
+declare -A SEEN=([plain9]="failed 1 1" [plain10]="failed 1 1" [bill10]="bill10_dlq 1 1"
+  [plain11]="failed 1 1" [bill11]="bill11_dlq null null")
+for q in $LEGACY; do
+  NOT_DONE[$q]=$(not_done_ids "$q")
+  rc=0
+  DLQ inspect --config.file="$T/inspect.yml" --source=jobs --queue="$q" --format=json > "$T/inspect-$q.json" || rc=$?
+  sql=$(classes_sql "$q")
+  expect_eq "inspect $q: exit 0, done not_done unknown = SQL ($sql) = what the workers made" \
+    "$rc $(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/inspect-$q.json") $sql" \
+    "0 ${WANT[$q]} ${WANT[$q]}"
+  expect_eq "inspect $q: dead-letter queue, deliveries, dead_since, nothing read changes" \
+    "$(jq -r '"\(.dead_letter_queue) \(.deliveries.min) \(.deliveries.max) \(.dead_since.oldest != null) \(.read_effect)"' "$T/inspect-$q.json")" \
+    "${SEEN[$q]} true null"
+  rc=0
+  DLQ replay --config.file="$T/inspect.yml" --source=jobs --queue="$q" --format=json > "$T/dry-$q.json" || rc=$?
+  expect_eq "dry run $q: exit 0, would move exactly the not-done jobs" \
+    "$rc $(jq -r '.replay.would_move[].message_id' "$T/dry-$q.json" | sort | paste -sd' ')" \
+    "0 $(paste -sd' ' <<<"${NOT_DONE[$q]}")"
+done
+expect_eq "pg-boss 9-11: inspect and the dry runs left every job table identical" "$(legacy_md5)" "$before"
+
+p3=$(psql_val "SELECT id FROM ($DEAD_plain9) d WHERE o = '9p3'")
+for q in $LEGACY; do
+  rc=0
+  DLQ replay --config.file="$T/replay.yml" --source=jobs --queue="$q" --yes --format=json > "$T/replay-$q.json" || rc=$?
+  want=$(grep -v "^$p3\$" <<<"${NOT_DONE[$q]}" | paste -sd' ')
+  if [ "$q" = plain9 ]; then
+    expect_eq "replay plain9: exit 1, moved 9p1, 9p3 failed" \
+      "$rc $(jq -r '[.replay.moved[].message_id] + ["/"] + [.replay.failed[].message_id] | join(" ")' "$T/replay-$q.json")" "1 $want / $p3"
+    expect_cmd "... because twin9 holds singletonKey k9 (pg-boss 9's unique index)" bash -c \
+      "jq -r '.replay.failed[0].error' '$T/replay-$q.json' | grep -qF 'holds its singletonKey slot (singletonKey \"k9\"), which pg-boss 9'\''s unique index gives one job; left dead, not duplicated'"
+  else
+    expect_eq "replay $q: exit 0, moved exactly the not-done jobs" \
+      "$rc $(jq -r '.replay.moved[].message_id' "$T/replay-$q.json" | sort | paste -sd' ')" "0 $want"
+  fi
+done
+legacy_ran() { [ "$(psql_val "SELECT count(*) FROM runs WHERE runner LIKE 'pg-boss-%'")" -ge 7 ]; }
+expect_cmd "each release's worker ran the replayed jobs" wait_for 60 "the replayed pg-boss 9-11 jobs to run" legacy_ran
+expect_eq "each not-done job ran exactly once, by its release (9p3 not at all)" \
+  "$(psql_val "SELECT string_agg(order_id || ':' || runner || ':' || n, ' ' ORDER BY order_id) FROM (SELECT order_id, runner, count(*) AS n FROM runs WHERE runner LIKE 'pg-boss-%' GROUP BY 1, 2) r")" \
+  "10b1:pg-boss-10:1 10b2:pg-boss-10:1 10p1:pg-boss-10:1 11b1:pg-boss-11:1 11b2:pg-boss-11:1 11p1:pg-boss-11:1 9p1:pg-boss-9:1"
+expect_eq "the completed jobs carry qrel-replayed: 1 in data (9, 10, 11)" \
+  "$(psql_val "SELECT string_agg(c, ' ' ORDER BY c) FROM (SELECT count(*) FILTER (WHERE data->>'qrel-replayed' = '1') || '/' || count(*) AS c FROM pgboss9.job WHERE state = 'completed'
+    UNION ALL SELECT count(*) FILTER (WHERE data->>'qrel-replayed' = '1') || '/' || count(*) FROM pgboss10.job WHERE state = 'completed'
+    UNION ALL SELECT count(*) FILTER (WHERE data->>'qrel-replayed' = '1') || '/' || count(*) FROM pgboss11.job WHERE state = 'completed') x")" \
+  "1/1 3/3 3/3"
+expect_eq "9p3 still failed beside its twin; the copies' dead-letter queues empty of not-done ones" \
+  "$(psql_val "SELECT (SELECT string_agg(data->>'order' || ':' || state, ' ' ORDER BY data->>'order') FROM pgboss9.job WHERE singletonkey = 'k9')
+    || ' ' || (SELECT string_agg(data->>'order', ' ' ORDER BY data->>'order') FROM pgboss10.job WHERE name = 'bill10_dlq')
+    || ' ' || (SELECT string_agg(data->>'order', ' ' ORDER BY data->>'order') FROM pgboss11.job WHERE name = 'bill11_dlq')")" \
+  "9p3:failed twin9:created 10b3 11b3"
+for q in $LEGACY; do
+  rc=0
+  DLQ replay --config.file="$T/replay.yml" --source=jobs --queue="$q" --yes --format=json > "$T/again-$q.json" || rc=$?
+  want=0
+  [ "$q" = plain9 ] && want=1 # 9p3 is refused again
+  expect_eq "second replay of $q: exit $want, moved nothing" "$rc $(jq '.replay.moved | length' "$T/again-$q.json")" "$want 0"
+done
 
 finish

@@ -181,13 +181,72 @@ START_TEST(test_runners)
 }
 END_TEST
 
+/* pg-boss 9, 10 and 11: each release's own way back (collectors/postgres/dlq_sql.c). */
+START_TEST(test_boss_releases)
+{
+    /* 9: failed and expired jobs, resume()d; no dead-letter queue */
+    char *s = postgres_dlq_boss_sql(9, PGDLQ_BOSS_FAILED, 0, "b9");
+    ck_assert(has(s, "FROM \"b9\".job j WHERE j.name = $1 AND j.state IN ('failed', 'expired')"));
+    ck_assert(has(s, "j.retrycount::int8 + 1, extract(epoch FROM j.completedon)"));
+    free(s);
+    s = postgres_dlq_boss_sql(9, PGDLQ_BOSS_FAILED, 1, "b9");
+    ck_assert(has(s, "state IN ('failed', 'expired') FOR UPDATE"));
+    ck_assert(has(s, "SET state = 'created', completedon = NULL, data = CASE"));
+    ck_assert(has(s, "x.singletonkey NOT LIKE '\\_\\_pgboss\\_\\_singleton\\_queue%' AND "
+                     "x.state < 'completed'"));
+    ck_assert(has(s, "x.singletonkey IS NOT DISTINCT FROM j.k AND x.state < 'expired'"));
+    ck_assert(!has(s, "retrylimit"));
+    free(s);
+    ck_assert_ptr_null(postgres_dlq_boss_sql(9, PGDLQ_BOSS_DEAD_LETTER, 0, "b9"));
+
+    /* 10 and 11: retry() as theirs, completed_on cleared, start_after left */
+    s = postgres_dlq_boss_sql(10, PGDLQ_BOSS_FAILED, 1, "b10");
+    ck_assert(has(s, "SET state = 'retry', retry_limit = x.retry_limit + 1, completed_on = NULL, "
+                     "data = CASE"));
+    ck_assert(!has(s, "start_after"));
+    free(s);
+    s = postgres_dlq_boss_sql(11, PGDLQ_BOSS_FAILED, 0, "b11");
+    ck_assert(has(s, "WHERE j.name = $1 AND j.state = 'failed'"));
+    free(s);
+
+    /* a copy: every waiting job of the dead-letter queue (no source_name before 12) */
+    s = postgres_dlq_boss_sql(10, PGDLQ_BOSS_DEAD_LETTER, 0, "b10");
+    ck_assert(has(s, "j.retry_limit::int8 + 1, extract(epoch FROM j.created_on)"));
+    ck_assert(has(s, "WHERE j.name = $1 AND j.state < 'active' AND $5::text IS NOT NULL"));
+    ck_assert(!has(s, "source_name"));
+    free(s);
+    s = postgres_dlq_boss_sql(11, PGDLQ_BOSS_DEAD_LETTER, 0, "b11");
+    ck_assert(has(s, "-1::int8, extract(epoch FROM j.created_on)"));
+    free(s);
+    /* ... inserted as that release's send() would, deleted only if inserted */
+    s = postgres_dlq_boss_sql(10, PGDLQ_BOSS_DEAD_LETTER, 1, "b10");
+    ck_assert(has(s, "policy, keep_until, expire_in) SELECT gen_random_uuid(), q.name"));
+    ck_assert(has(s, "COALESCE(q.retry_limit, 2)"));
+    ck_assert(has(s, "COALESCE(q.expire_seconds, 900) * interval '1s' FROM m, q ON CONFLICT DO "
+                     "NOTHING RETURNING id"));
+    ck_assert(has(s, "AND EXISTS (SELECT 1 FROM ins)"));
+    free(s);
+    s = postgres_dlq_boss_sql(11, PGDLQ_BOSS_DEAD_LETTER, 1, "b11");
+    ck_assert(has(s, "expire_seconds, deletion_seconds, retry_delay_max) SELECT"));
+    ck_assert(has(s, "now() + q.retention_seconds * interval '1s', q.expire_seconds"));
+    ck_assert(has(s, "q.policy = 'exclusive' AND k.state IN ('created', 'retry', 'active')"));
+    free(s);
+
+    /* 12 is the statements above; another mode has none */
+    char *a = postgres_dlq_boss_sql(12, PGDLQ_BOSS_DEAD_LETTER, 1, "pgboss");
+    char *b = postgres_dlq_move_sql(PGDLQ_BOSS_DEAD_LETTER, "pgboss");
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    ck_assert_ptr_null(postgres_dlq_boss_sql(10, PGDLQ_GRAPHILE, 0, "pgboss"));
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_id_field, 0},
-        {test_replays, 0},
-        {test_statements, 0},
-        {test_runners, 0},
+        {test_id_field, 0}, {test_replays, 0},       {test_statements, 0},
+        {test_runners, 0},  {test_boss_releases, 0},
     };
     return check_run_tests("pg_dlq", tests, CHECK_ROWS(tests), 0);
 }

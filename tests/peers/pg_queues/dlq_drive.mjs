@@ -16,10 +16,18 @@
 //   s2 (k2) again; once both are dead, a twin of s1 (k1) is sent to run in an hour, so that
 //   pg-boss's unique index would refuse s1 back.
 // graphile-worker queue mail (task order, max_attempts 1): g1-g4 fail, g5 done, g6 again.
+// pg-boss 9.0.3, 10.4.2 and 11.1.2 (the npm aliases pg-boss-9/-10/-11, schemas pgboss9, pgboss10,
+//   pgboss11), each with no retry: queue plainN (no dead-letter queue): Np1 fail, Np2 done, and in 9
+//   also 9p3 (singletonKey k9) fail, whose twin (k9, to run in an hour) is sent once it is dead,
+//   so that pg-boss 9's singletonKey index would refuse it back; 10 and 11 also queue billN with
+//   deadLetter billN_dlq (no worker): Nb1 Nb2 fail, Nb3 done.
 // Tables work (order_id text primary key, done_at timestamptz) and runs (order_id text, runner
 // text) are the test's.
 import { writeFileSync } from "node:fs";
 import { PgBoss } from "pg-boss";
+import PgBoss9 from "pg-boss-9";
+import PgBoss10 from "pg-boss-10";
+import PgBoss11 from "pg-boss-11";
 import { makeWorkerUtils, run } from "graphile-worker";
 import pg from "pg";
 
@@ -77,6 +85,44 @@ async function boss() {
   if (!twin) throw new Error("pg-boss refused the twin");
 }
 
+// pg-boss 9, 10 or 11 in schema pgbossV: its API differs by release (9: no queues to create,
+// one job per handler call, noSupervisor; 10 and 11: createQueue, an array of jobs).
+async function legacyBoss(v, Boss) {
+  const schema = `pgboss${v}`;
+  const opts = v === 9
+    ? { connectionString: conn, schema, max: 3, noSupervisor: true, noScheduling: true }
+    : { connectionString: conn, schema, max: 3, supervise: false, schedule: false };
+  const b = new Boss(opts);
+  b.on("error", (e) => console.error(`pg-boss ${v}:`, e));
+  await b.start();
+  const plain = `plain${v}`, bill = `bill${v}`;
+  const runner = `pg-boss-${v}`;
+  if (v === 9) {
+    await b.work(plain, { newJobCheckInterval: 200 }, async (job) => handle(runner, job.data));
+  } else {
+    await b.createQueue(plain, { retryLimit: 0 });
+    await b.createQueue(`${bill}_dlq`, { retryLimit: 0 });
+    await b.createQueue(bill, { deadLetter: `${bill}_dlq`, retryLimit: 0 });
+    const worker = async (jobs) => { for (const j of jobs) await handle(runner, j.data); };
+    await b.work(plain, { pollingIntervalSeconds: 0.5 }, worker);
+    await b.work(bill, { pollingIntervalSeconds: 0.5 }, worker);
+    for (let i = 1; i <= 3; i++) await b.send(bill, { order: `${v}b${i}`, plan: i < 3 ? "fail" : "done" }, { retryLimit: 0 });
+  }
+  await b.send(plain, { order: `${v}p1`, plan: "fail" }, { retryLimit: 0 });
+  await b.send(plain, { order: `${v}p2`, plan: "done" }, { retryLimit: 0 });
+  if (v === 9) await b.send(plain, { order: "9p3", plan: "fail" }, { retryLimit: 0, singletonKey: "k9" });
+  const failed = v === 9 ? 3 : 2, copies = v === 9 ? 0 : 3;
+  for (let i = 0; ; i++) {
+    const f = await count(`SELECT count(*) AS n FROM ${schema}.job WHERE name = '${plain}' AND state = 'failed'`);
+    const c = v === 9 ? 0 : await count(`SELECT count(*) AS n FROM ${schema}.job WHERE name = '${bill}_dlq'`);
+    if (f === failed && c === copies) break;
+    if (i > 1200) throw new Error(`pg-boss ${v}: ${f} of ${failed} failed, ${c} of ${copies} copies after 60 s`);
+    await sleep(50);
+  }
+  if (v === 9 && !(await b.send(plain, { order: "twin9", plan: "fail" }, { singletonKey: "k9", startAfter: 3600 })))
+    throw new Error("pg-boss 9 refused the twin");
+}
+
 async function graphile() {
   const utils = await makeWorkerUtils({ connectionString: conn });
   await utils.migrate();
@@ -99,7 +145,8 @@ async function graphile() {
 }
 
 try {
-  await Promise.all([boss(), graphile()]);
+  await Promise.all([boss(), graphile(), legacyBoss(9, PgBoss9), legacyBoss(10, PgBoss10),
+    legacyBoss(11, PgBoss11)]);
   writeFileSync(readyFile, "ready\n");
 } catch (e) {
   console.error(e);
