@@ -153,12 +153,13 @@ expect_eq "inspect and the dry runs left pgboss.job, graphile_worker._private_jo
   "$(tables_md5)" "$before"
 
 # ---- replay, SIGKILLed after 2 moves, then again ----------------------------------------------
-# killed_replay Q: a paced replay of Q killed once 2 jobs left the dead ones, then a rerun; the
+# killed_replay Q: a paced replay of Q (one move a second, so that a loaded machine still sees 2
+# moved well before the end) killed once 2 jobs left the dead ones, then a rerun; the
 # moves of both runs together are exactly Q's not-done jobs.
 killed_replay() {
   local q=$1 n got rc=0 kpid
   n=$(grep -c . <<<"${NOT_DONE[$q]}")
-  "$QREL" dlq replay --config.file="$T/replay.yml" --source=jobs --queue="$q" --yes --rate=2/s \
+  "$QREL" dlq replay --config.file="$T/replay.yml" --source=jobs --queue="$q" --yes --rate=1/s \
     --format=json > "$T/killed-$q.json" 2>>"$T/dlq.err" &
   kpid=$!
   PIDS+=("$kpid")
