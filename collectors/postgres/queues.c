@@ -61,6 +61,7 @@ void queues_destroy(void *item)
     cfg_strv_free(q->queues);
     free(q->filter_param);
     free(q->what);
+    free(q->at);
     free(q->sql);
     free(q->done_sql);
     free(q);
@@ -208,6 +209,8 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
     }
 done:
     q->what = xasprintf("queues preset \"%s\" (schema \"%s\")", q->preset->name, q->schema);
+    if (item->file)
+        q->at = xasprintf("%s:%d:%d", item->file, item->line, item->col);
     free(preset);
     return q;
 fail:

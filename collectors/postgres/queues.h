@@ -94,6 +94,7 @@ struct queues {
     long long max_deliveries; /* declared; 0 = not declared */
     double lease_timeout;     /* visibility_timeout / job_timeout declared; < 0 = not declared */
     char *what;               /* queues preset "river" (schema "public") */
+    char *at;                 /* the entry's place in the config file, file:line:col */
     double window;            /* seconds of finished jobs the handler quantiles cover */
     char window_param[64];    /* the same as an interval parameter */
     /* Layout found on the live database (graphile-worker, pg-boss), 0 until detected. */
