@@ -12,7 +12,8 @@
 # it. Failed jobs destroyed: seen on the queue that keeps none while a job is one failure from
 # the end, declared with destroy_failed_jobs: true, and named by qrel check; then delayed_job
 # really destroys the doomed job and nothing of it is left. --config.check passes, and fails
-# naming the table and the entry's file:line:col when the table is missing.
+# naming the table and the entry's file:line:col when the table is missing. qrel's session runs in
+# America/New_York, so Rails' UTC `timestamp` columns must be read as UTC.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -21,6 +22,9 @@ ruby -e 'require "delayed_job"; require "delayed_job_active_record"; require "pg
   || { echo "delayed_job missing (Debian packages ruby-delayed-job, ruby-delayed-job-active-record, ruby-activerecord, ruby-pg: scripts/deps.sh)" >&2; exit 1; }
 
 start_postgres P
+# Rails keeps UTC in `timestamp` columns; qrel's session runs in another zone and must read them
+# as UTC all the same (Active Record sets its own sessions to UTC).
+psql_do "ALTER DATABASE postgres SET timezone = 'America/New_York'"
 ruby "$DRIVE" "$P" "$T/ready" "$T/go" > "$T/drive.out" 2>&1 &
 DRIVER=$!
 PIDS+=("$DRIVER")
