@@ -7,12 +7,14 @@
 # Delayed::Job.enqueue and run by Delayed::Worker#work_off, so every row is what delayed_job
 # writes. The state, per queue:
 #   mail     3 ready jobs, 2 scheduled an hour ahead (run_at)
-#   billing  1 job failed for good and kept (its max_attempts 2, destroy_failed_jobs? false: failed_at
-#            set), 1 retrying (failed once, rescheduled an hour ahead: attempts 1)
+#   billing  1 job failed for good and kept (its max_attempts 2, destroy_failed_jobs? false:
+#            failed_at set), 1 retrying (failed once, rescheduled an hour ahead: attempts 1)
 #   doomed   1 job failed once and due again, one failure from the end (max_attempts 2), that
 #            delayed_job will destroy when it fails again (destroy_failed_jobs? true)
 #   slow     1 job held by a worker thread whose handler does not return (locked_at, locked_by)
 #   (none)   1 ready job enqueued without a queue (delayed_job's default_queue_name is nil)
+#   fast     1 job held like slow's by a worker on a host whose clock runs 10 min fast: delayed_job
+#            stamps locked_at with that clock (Delayed::Job.db_time_now), 10 min ahead of now()
 # Then it writes READY_FILE (the slow job's locked_by). Once GO_FILE exists it runs the doomed
 # job again, which fails for the last time and is destroyed, writes READY_FILE.2, and waits to be
 # killed, keeping the slow job's lock.
@@ -89,6 +91,15 @@ worker = Delayed::Worker.new(queues: ["slow"])
 Thread.new { worker.work_off(1) }
 loop do
   break if Delayed::Job.where(queue: "slow").where.not(locked_at: nil).exists?
+  Thread.pass
+end
+
+# The fast host: delayed_job's own time source, moved 10 minutes ahead for the rest of the run.
+Delayed::Job.singleton_class.prepend(Module.new { def db_time_now = super + 600 })
+Delayed::Job.enqueue(SlowJob.new, queue: "fast")
+Thread.new { Delayed::Worker.new(queues: ["fast"]).work_off(1) }
+loop do
+  break if Delayed::Job.where(queue: "fast").where.not(locked_at: nil).exists?
   Thread.pass
 end
 
