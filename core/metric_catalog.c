@@ -81,6 +81,10 @@ const struct metric_family metric_catalog_rows[] = {
      "Dead letters of dead_letter_queue (fed by queue) by their replay stamp: never replayed by "
      "qrel dlq, replayed once and dead again, or poison (replayed twice or more, dead again each "
      "time: replaying it again is unlikely to help)."},
+    {"qrel_dead_letters_not_kept", METRIC_GAUGE,
+     "1 when the runner of queue deletes the jobs that fail for good instead of keeping them as "
+     "dead letters (declared, or seen: none kept while some are one failure from the end), else "
+     "0: what they were and why they failed is lost, and none can be replayed."},
     {"qrel_dedup_duplicates_total", METRIC_COUNTER,
      "Deliveries that the dedup table of queue refused as already handled, where the table "
      "records them: each one is a duplicate the broker made."},

@@ -301,6 +301,20 @@ static void rule_count(struct audit_ctx *x, struct audit_entry *en, const struct
     buf_puts(m, c->todo);
 }
 
+/* A runner that deletes the jobs it gives up on (delayed_job's default destroy_failed_jobs). */
+static void rule_not_kept(struct audit_ctx *x, struct audit_entry *en)
+{
+    if (!entry_has(en, F_NOT_KEPT) || !(entry_val(en, F_NOT_KEPT) > 0))
+        return;
+    struct buf *m = add_finding(x, AUDIT_DEAD_LETTERS_NOT_KEPT, en, 1, 1, 0);
+    if (!m)
+        return; /* the series need no message */
+    buf_puts(m, "jobs that fail for good are deleted, not kept as dead letters: what each was, "
+                "its last error and how many there were are lost, and none can be replayed; keep "
+                "them (delayed_job: Delayed::Worker.destroy_failed_jobs = false) and give the "
+                "failed jobs an owner");
+}
+
 static void rule_outbox(struct audit_ctx *x, struct audit_entry *en)
 {
     double lag = x->cfg->outbox_lag;
@@ -428,6 +442,7 @@ static const struct {
     {AUDIT_OUTBOX_LAGGING, rule_outbox},
     {AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, rule_dedup},
     {AUDIT_CLAIM_WINDOW_TOO_SHORT, rule_claim_window},
+    {AUDIT_DEAD_LETTERS_NOT_KEPT, rule_not_kept},
 };
 
 /* ---- sorting the report ---- */

@@ -2,7 +2,8 @@
  * that keep their work in PostgreSQL, each read through a preset that knows its layout.
  *
  * pgmq (kind label pgmq) keeps one table per queue and lists them in pgmq.meta; the job runners
- * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue; kind label pg_jobs) keep
+ * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, delayed_job; kind label
+ * pg_jobs) keep
  * their jobs in a few tables with a queue column and a state. Every preset is reduced to the same
  * shape (queues_sql.c): an inner SELECT that gives each pending or dead job one row in the
  * runner's own terms, wrapped in one generic aggregate grouped by queue.
@@ -36,6 +37,10 @@ static const struct pgq_preset presets[] = {
      PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
     {PGQ_SOLID_QUEUE, "solid_queue", "public", "failed", "pg_jobs",
      PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_JOB_TIMEOUT | PGQ_HAS_AHEAD},
+    /* its lease (max_run_time) and max_attempts are the workers' settings, declared on the entry
+     * with delayed_job's defaults */
+    {PGQ_DELAYED_JOB, "delayed_job", "public", "failed", "pg_jobs",
+     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_HAS_AHEAD},
 };
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
@@ -56,9 +61,35 @@ void queues_destroy(void *item)
     cfg_strv_free(q->queues);
     free(q->filter_param);
     free(q->what);
+    free(q->at);
     free(q->sql);
     free(q->done_sql);
     free(q);
+}
+
+/* delayed_job's own keys: its workers' max_run_time (the lease) and max_attempts, and whether
+ * they destroy failed jobs (rnode: the max_run_time node, NULL when absent); max_deliveries,
+ * visibility_timeout and job_timeout are refused with the key to use. */
+static int delayed_job_keys(struct queues *q, struct cfg_node *item, struct cfg_node *rnode,
+                            struct cfg_node *const other[3], struct err *e)
+{
+    static const char *const names[3] = {"max_deliveries", "visibility_timeout", "job_timeout"};
+    for (int i = 0; i < 3; i++)
+        if (other[i])
+            return cfg_error(e, other[i], "%s: not a key of preset \"delayed_job\" (%s)", names[i],
+                             i == 0 ? "its limit is max_attempts" : "its lease is max_run_time");
+    if (cfg_get_duration(item, "max_run_time", DELAYED_JOB_MAX_RUN_TIME, &q->lease_timeout, e) ||
+        cfg_get_int(item, "max_attempts", DELAYED_JOB_MAX_ATTEMPTS, 1, 1000000, &q->max_deliveries,
+                    e))
+        return -1;
+    if (!(q->lease_timeout > 0))
+        return cfg_error(e, rnode, "max_run_time: want a duration above 0");
+    struct cfg_node *d = NULL;
+    if (cfg_get_node(item, "destroy_failed_jobs", CFG_SCALAR, &d, e))
+        return -1;
+    if (d && cfg_get_bool(item, "destroy_failed_jobs", 0, &q->destroy_failed, e))
+        return -1;
+    return 0;
 }
 
 void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
@@ -67,8 +98,9 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
     char where[400];
     char *preset = NULL;
     struct cfg_node *pnode = NULL, *snode = NULL, *qnode = NULL, *mnode = NULL, *vnode = NULL,
-                    *jnode = NULL, *wnode = NULL;
+                    *jnode = NULL, *wnode = NULL, *rnode = NULL, *other = NULL;
     q->lease_timeout = -1.0;
+    q->destroy_failed = -1;
     snprintf(where, sizeof where, "an entry of queues of source \"%s\"", source);
 
     /* Every key is looked up before anything is validated, so that an unknown key is reported
@@ -81,6 +113,12 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
         cfg_get_node(item, "job_timeout", CFG_NULL, &jnode, e) ||
         cfg_get_node(item, "window", CFG_SCALAR, &wnode, e))
         goto fail;
+    /* delayed_job's own keys are known to its entries only: elsewhere they are unknown keys. */
+    int dj = pnode && pnode->scalar && strcmp(pnode->scalar, "delayed_job") == 0;
+    if (dj && (cfg_get_node(item, "max_run_time", CFG_SCALAR, &rnode, e) ||
+               cfg_get_node(item, "max_attempts", CFG_SCALAR, &other, e) ||
+               cfg_get_node(item, "destroy_failed_jobs", CFG_SCALAR, &other, e)))
+        goto fail;
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
     if (preset)
@@ -90,14 +128,15 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
     if (!preset) {
         cfg_error(e, item,
                   "preset: required in each entry of queues (one of pgmq, "
-                  "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue)");
+                  "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, "
+                  "delayed_job)");
         goto fail;
     }
     q->preset = queues_preset_find(preset);
     if (!q->preset) {
         cfg_error(e, pnode,
                   "preset: want one of pgmq, graphile_worker, pg_boss, river, oban, que, "
-                  "good_job, solid_queue, got \"%s\"",
+                  "good_job, solid_queue, delayed_job, got \"%s\"",
                   preset);
         goto fail;
     }
@@ -136,6 +175,12 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
         goto fail;
     pg_interval_param(q->window_param, sizeof q->window_param, q->window);
 
+    if (q->preset->id == PGQ_DELAYED_JOB) {
+        struct cfg_node *const refused[3] = {mnode, vnode, jnode};
+        if (delayed_job_keys(q, item, rnode, refused, e))
+            goto fail;
+        goto done;
+    }
     /* The declared lease: visibility_timeout for pgmq, job_timeout for runners that keep no
      * lease of their own; the other key is refused with the reason. */
     int pgmq = q->preset->id == PGQ_PGMQ;
@@ -162,7 +207,10 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
             goto fail;
         }
     }
+done:
     q->what = xasprintf("queues preset \"%s\" (schema \"%s\")", q->preset->name, q->schema);
+    if (item->file)
+        q->at = xasprintf("%s:%d:%d", item->file, item->line, item->col);
     free(preset);
     return q;
 fail:
@@ -335,7 +383,10 @@ int queues_collect_jobs(struct queues *q, struct pg_conn *c, const struct deadli
     if (q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, c, dl, e))
         return -1;
     if (!q->sql) {
-        q->sql = queues_sql_jobs(q->preset->id, q->schema, q->layout, q->filter_param != NULL);
+        /* lease_timeout and max_deliveries are delayed_job's max_run_time and max_attempts */
+        q->sql =
+            queues_sql_jobs_limits(q->preset->id, q->schema, q->layout, q->filter_param != NULL,
+                                   q->lease_timeout, q->max_deliveries);
         q->done_sql = queues_sql_done(q->preset->id, q->schema, q->layout, q->filter_param != NULL);
     }
     const char *params[1] = {q->filter_param};

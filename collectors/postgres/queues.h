@@ -14,6 +14,12 @@
 #define GRAPHILE_NO_QUEUE "(none)"
 /* graphile-worker treats a lock older than this as abandoned (get_job's job_expiry). */
 #define GRAPHILE_LOCK_SECONDS 14400
+/* delayed_job: Delayed::Worker's defaults, max_run_time (a lock older than this is free again to
+ * its reserve) and max_attempts. */
+#define DELAYED_JOB_MAX_RUN_TIME 14400.0
+#define DELAYED_JOB_MAX_ATTEMPTS 25
+/* A queue label for delayed_job jobs enqueued without a queue (its default_queue_name is nil). */
+#define DELAYED_JOB_NO_QUEUE "(none)"
 /* pgmq: more queues than this in one item must be narrowed with `queues:`. */
 #define PGMQ_MAX_QUEUES 2000
 
@@ -27,6 +33,7 @@ enum pgq_preset_id {
     PGQ_QUE,
     PGQ_GOOD_JOB,
     PGQ_SOLID_QUEUE,
+    PGQ_DELAYED_JOB,
 };
 
 /* What a preset's layout records, and so which families its queues get. */
@@ -65,6 +72,7 @@ enum pgq_col {
     PGQ_COL_HORIZON,   /* the retry horizon the runner's retry settings give, seconds */
     PGQ_COL_HEARTBEAT, /* 1 when the lease is a renewable heartbeat (pg-boss 12) */
     PGQ_COL_AHEAD,     /* jobs stamped after now() by a host's clock, up to PG_AHEAD_CAP */
+    PGQ_COL_LAST_TRY,  /* pending jobs whose next failure is their last (delayed_job) */
     PGQ_COL_DLQ,       /* text: the queue's own dead-letter queue, NULL when it has none */
     PGQ_NCOLS
 };
@@ -86,10 +94,14 @@ struct queues {
     long long max_deliveries; /* declared; 0 = not declared */
     double lease_timeout;     /* visibility_timeout / job_timeout declared; < 0 = not declared */
     char *what;               /* queues preset "river" (schema "public") */
+    char *at;                 /* the entry's place in the config file, file:line:col */
     double window;            /* seconds of finished jobs the handler quantiles cover */
     char window_param[64];    /* the same as an interval parameter */
     /* Layout found on the live database (graphile-worker, pg-boss), 0 until detected. */
     int layout;
+    /* delayed_job: whether its workers destroy the jobs that fail for good (destroy_failed_jobs),
+     * -1 when not declared (then detected); the lease is lease_timeout (max_run_time). */
+    int destroy_failed;
     char *sql;      /* the built statement for job presets, NULL until built */
     char *done_sql; /* the handler-latency statement, NULL until built or where none */
 };
@@ -130,6 +142,10 @@ extern const char queues_sql_aggregate_head[];
 /* The statement of a job preset in a layout, its pending and dead jobs
  * aggregated by queue, with $1 the `queues` filter when filtered; NULL for pgmq. */
 char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered);
+/* The same with delayed_job's max_run_time (seconds) and max_attempts written in (the plain one
+ * takes delayed_job's defaults; the other presets have neither). */
+char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layout, int filtered,
+                             double max_run_time, long long max_attempts);
 /* The handler-latency statement ($1 the window, $2 the filter), NULL where none. */
 char *queues_sql_done(enum pgq_preset_id id, const char *schema, int layout, int filtered);
 /* pgmq's statement, built per scrape: the aggregate's head, one branch per queue (lit: its name
@@ -148,6 +164,10 @@ int queues_emit_run(struct queues *q, struct pg_conn *c, const struct deadline *
 void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
                        const struct pgq_done *d, long long max_deliveries, double lease_timeout,
                        struct metric_set *out);
+/* delayed_job: qrel_dead_letters_not_kept of one queue, 1 when destroy_failed (as declared, -1
+ * not) says its failed jobs are destroyed, or, undeclared, when the queue keeps no failed job
+ * while some are one failure from the end. Pure. */
+void queues_emit_not_kept(const struct pgq_row *row, int destroy_failed, struct metric_set *out);
 /* The total delay of the runner's default retry policy over max_attempts deliveries, or -1 where
  * it is not known (every runner but River and Oban). Pure. */
 double queues_emit_backoff(enum pgq_preset_id id, long long max_attempts);

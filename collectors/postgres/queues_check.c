@@ -153,6 +153,16 @@ static const struct table_check checks[] = {
      "solid_queue_failed_executions",
      {{"job_id", A}, {"created_at", T}},
      2},
+    {PGQ_DELAYED_JOB,
+     ANY_LAYOUT,
+     "delayed_jobs",
+     {{"queue", A},
+      {"attempts", N},
+      {"run_at", T},
+      {"locked_at", T},
+      {"failed_at", T},
+      {"created_at", T}},
+     6},
 };
 #undef T
 #undef N
@@ -223,7 +233,11 @@ static int check_jobs(struct queues *q, struct pg_conn *c, const struct deadline
 int queues_check(void *item, struct pg_conn *c, const struct deadline *dl, struct err *e)
 {
     struct queues *q = item;
-    if (q->preset->id == PGQ_PGMQ)
-        return check_pgmq(q, c, dl, e);
-    return check_jobs(q, c, dl, e);
+    int rc = q->preset->id == PGQ_PGMQ ? check_pgmq(q, c, dl, e) : check_jobs(q, c, dl, e);
+    /* which entry, by its place in the file: a source may have several of one preset */
+    if (rc && q->at) {
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len, " (the entry at %s)", q->at);
+    }
+    return rc;
 }

@@ -159,6 +159,17 @@ void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
                        qn, NULL);
 }
 
+void queues_emit_not_kept(const struct pgq_row *row, int destroy_failed, struct metric_set *out)
+{
+    /* Undeclared, the table is the evidence: with destroy_failed_jobs false every job that used
+     * up its attempts stays as a failed row, so a queue with jobs one failure from the end and
+     * not one failed row is losing them (delayed_job's default is to destroy them). */
+    int not_kept = destroy_failed >= 0 ? destroy_failed
+                                       : row->v[PGQ_COL_DEAD] == 0 && row->v[PGQ_COL_LAST_TRY] > 0;
+    metric_set_add(out, "qrel_dead_letters_not_kept", not_kept ? 1.0 : 0.0, "queue", row->queue,
+                   NULL);
+}
+
 /* Runs the latency statement: *done gets one entry per aggregate row (matched by queue name,
  * both ordered by queue). */
 static int run_done(struct queues *q, struct pg_conn *c, const struct deadline *dl,
@@ -208,9 +219,12 @@ int queues_emit_run(struct queues *q, struct pg_conn *c, const struct deadline *
     done = xcalloc(n ? n : 1, sizeof *done);
     if (q->done_sql && n && run_done(q, c, dl, rows, n, done, e))
         goto out;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         queues_emit_queue(q->preset, &rows[i], q->done_sql ? &done[i] : NULL, q->max_deliveries,
                           q->lease_timeout, out);
+        if (q->preset->id == PGQ_DELAYED_JOB)
+            queues_emit_not_kept(&rows[i], q->destroy_failed, out);
+    }
     rc = 0;
 out:
     free(done);

@@ -2,7 +2,8 @@
  * stand for its jobs, and the statements built from them (pure, no I/O).
  *
  * pgmq (kind label pgmq) keeps one table per queue and lists them in pgmq.meta; the job runners
- * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue; kind label pg_jobs) keep
+ * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, delayed_job; kind label
+ * pg_jobs) keep
  * their jobs in a few tables with a queue column and a state. Every preset is reduced to the same
  * shape: an inner SELECT that gives each pending or dead job one row (queue, state class, age,
  * redelivered, ...) in the runner's own terms, wrapped in one generic aggregate grouped by queue.
@@ -16,7 +17,8 @@
  * jobs). Finished jobs are filtered out in the inner WHERE, so the runners' own state / finished
  * indexes keep the scan to pending work and the dead jobs the runner retains. 'a' (ahead): a
  * job whose column stamped by the application's clock lies after now(), one row each, up to
- * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below).
+ * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below). 'l' (last try,
+ * delayed_job): one more row for each pending job one failure from the end.
  *
  * Timestamps are compared as epochs (EXTRACT(EPOCH FROM col)): for `timestamp without time zone`
  * columns (Rails, Ecto) that reads the stored UTC value as UTC whatever the session's TimeZone,
@@ -217,6 +219,28 @@ static const char solid_queue_rows[] =
     "NULL, NULL, NULL "
     "FROM @S.solid_queue_failed_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id";
 
+/* delayed_job 4.1 (Active Record backend): one delayed_jobs table. Its reserve hands out a job
+ * whose run_at has passed, with no failed_at, unlocked or locked longer ago than max_run_time
+ * (@L seconds; Delayed::Backend::ActiveRecord's ready_to_run): a lock that old is an expired
+ * lease, the job waiting again. attempts counts the failed runs (> 0: it is being retried);
+ * with destroy_failed_jobs false a job that used up max_attempts (@M) keeps its row with
+ * failed_at set. Rails keeps UTC in `timestamp` columns: compared as epochs. The 'l' rows:
+ * pending jobs whose next failure is their last (reschedule fails a job once attempts + 1
+ * reaches max_attempts), for the finding on failed jobs destroyed. */
+#define DJ_QUEUE "COALESCE(queue, '" DELAYED_JOB_NO_QUEUE "')"
+#define DJ_LOCKED "EXTRACT(EPOCH FROM locked_at) > " EP " - @L"
+static const char delayed_job_rows[] =
+    "SELECT " DJ_QUEUE " AS queue, "
+    "CASE WHEN failed_at IS NOT NULL THEN 'x' WHEN " DJ_LOCKED " THEN 'i' "
+    "WHEN EXTRACT(EPOCH FROM run_at) > " EP " THEN 'd' ELSE 'r' END AS st, "
+    AGE("created_at") " AS age, attempts > 0 AS redel, "
+    AGE("failed_at") " AS dead_age, NULL::float8 AS maxdel, "
+    AGE("locked_at") " AS held, "
+    "NULL::float8 AS lease" NONE
+    "FROM @S.delayed_jobs "
+    "UNION ALL SELECT " DJ_QUEUE ", 'l', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+    "FROM @S.delayed_jobs WHERE failed_at IS NULL AND attempts >= @M - 1";
+
 /* ---- rows ahead: the jobs whose application-stamped column lies after now() ----
  *
  * Where a runner stamps a column qrel reads with the clock of the host that runs it (not the
@@ -269,6 +293,12 @@ static const char solid_queue_ahead[] =
     "UNION ALL SELECT j.queue_name FROM @S.solid_queue_failed_executions e "
     "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > " UTC_NOW;
 
+/* delayed_job: locked_at, failed_at and created_at are Delayed::Job.db_time_now and Active
+ * Record's timestamps, the worker's or the enqueuing host's clock. */
+static const char delayed_job_ahead[] =
+    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE EXTRACT(EPOCH FROM locked_at) > " EP
+    " OR EXTRACT(EPOCH FROM failed_at) > " EP " OR EXTRACT(EPOCH FROM created_at) > " EP;
+
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
  * empty (its counts are then 0). */
 #define NO_JOB_TAIL                                                                             \
@@ -287,7 +317,8 @@ const char queues_sql_aggregate_head[] =
     "GREATEST(max(held) FILTER (WHERE st = 'i'), 0)::float8, "
     "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
     "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, "
-    "count(*) FILTER (WHERE st = 'a')::float8, max(dlq) FROM (";
+    "count(*) FILTER (WHERE st = 'a')::float8, count(*) FILTER (WHERE st = 'l')::float8, "
+    "max(dlq) FROM (";
 
 /* ---- handler latency: the finished jobs that keep their start and end ----
  *
@@ -341,6 +372,7 @@ static const struct pgq_sql {
     {PGQ_QUE, 0, que_rows, NULL},
     {PGQ_GOOD_JOB, 0, good_job_rows, good_job_ahead},
     {PGQ_SOLID_QUEUE, 0, solid_queue_rows, solid_queue_ahead},
+    {PGQ_DELAYED_JOB, 0, delayed_job_rows, delayed_job_ahead},
 };
 
 static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
@@ -351,18 +383,43 @@ static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
     return NULL;
 }
 
+/* tmpl with delayed_job's @L (max_run_time) and @M (max_attempts) written in as numbers, before
+ * the schema goes in (a schema's name could hold them). */
+static char *with_limits(const char *tmpl, double max_run_time, long long max_attempts)
+{
+    char lease[64], attempts[32];
+    snprintf(lease, sizeof lease, "%.17g", max_run_time);
+    snprintf(attempts, sizeof attempts, "%lld", max_attempts);
+    struct buf b, c;
+    buf_init(&b);
+    buf_init(&c);
+    buf_substitute(&b, tmpl, "@L", lease);
+    buf_substitute(&c, b.data, "@M", attempts);
+    buf_free(&b);
+    return buf_steal(&c);
+}
+
+char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered)
+{
+    return queues_sql_jobs_limits(id, schema, layout, filtered, DELAYED_JOB_MAX_RUN_TIME,
+                                  DELAYED_JOB_MAX_ATTEMPTS);
+}
+
 /* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
  * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
-char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered)
+char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layout, int filtered,
+                             double max_run_time, long long max_attempts)
 {
     const struct pgq_sql *sql = pgq_sql_find(id, layout);
     if (!sql)
         return NULL;
     char *qs = pg_quote_ident(schema);
+    char *rows = with_limits(sql->rows, max_run_time, max_attempts);
     struct buf b;
     buf_init(&b);
     buf_puts(&b, queues_sql_aggregate_head);
-    buf_substitute(&b, sql->rows, "@S", qs);
+    buf_substitute(&b, rows, "@S", qs);
+    free(rows);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
         buf_printf(&b, " UNION ALL SELECT unnest($1::text[])%s", no_job);

@@ -1010,7 +1010,8 @@ START_TEST(test_config)
          "x.yml:2:20: disabled_rules: want rule names (dead_letter_queue_not_empty, "
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
-         "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries), got "
+         "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
+         "dead_letters_not_kept), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1037,6 +1038,35 @@ START_TEST(test_config)
 }
 END_TEST
 
+/* ---- dead_letters_not_kept ---- */
+
+/* A queue whose runner deletes the jobs it gives up on is a warning, with what is lost and the
+ * fix; 0 (kept) is not. */
+START_TEST(test_not_kept)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "db", "pg_jobs");
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "doomed", "state", "ready", NULL);
+    metric_set_add(s, "qrel_dead_letters_not_kept", 1, "queue", "doomed", NULL);
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "billing", "state", "ready", NULL);
+    metric_set_add(s, "qrel_dead_letters_not_kept", 0, "queue", "billing", NULL);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_DEAD_LETTERS_NOT_KEPT, "doomed");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_double_eq(f->value, 1);
+    ck_assert_str_eq(f->message,
+                     "jobs that fail for good are deleted, not kept as dead letters: what each "
+                     "was, its last error and how many there were are lost, and none can be "
+                     "replayed; keep them (delayed_job: Delayed::Worker.destroy_failed_jobs = "
+                     "false) and give the failed jobs an owner");
+    ck_assert_ptr_null(finding(r, AUDIT_DEAD_LETTERS_NOT_KEPT, "billing"));
+    ck_assert_str_eq(audit_rule_name(AUDIT_DEAD_LETTERS_NOT_KEPT), "dead_letters_not_kept");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
@@ -1049,6 +1079,7 @@ int main(void)
         {test_orphaned, 0},
         {test_eta_beyond, 0},
         {test_skipped_entries, 0},
+        {test_not_kept, 0},
         {test_outbox_lagging, 0},
         {test_dedup_window, 0},
         {test_no_dead_letter_queue, 0},

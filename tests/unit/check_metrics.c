@@ -53,6 +53,8 @@ static const struct {
     {"qrel_pending_scan_truncated_groups", METRIC_GAUGE},
     /* nor this: entries a kind could not read and passed over (issue 29) */
     {"qrel_skipped_entries", METRIC_GAUGE},
+    /* nor this: a job runner that deletes its failed jobs (delayed_job, issue 25) */
+    {"qrel_dead_letters_not_kept", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},

@@ -38,9 +38,30 @@ START_TEST(test_defaults)
         {"oban", "public", "pg_jobs"},     {"que", "public", "pg_jobs"},
         {"good_job", "public", "pg_jobs"}, {"solid_queue", "public", "pg_jobs"},
     };
+    /* delayed_job declares its workers' settings, with delayed_job's defaults */
+    struct queues *q = configured("- preset: delayed_job\n");
+    ck_assert_str_eq(q->schema, "public");
+    ck_assert_str_eq(q->preset->kind_label, "pg_jobs");
+    ck_assert(q->lease_timeout == 14400.0);
+    ck_assert_int_eq(q->max_deliveries, 25);
+    ck_assert_int_eq(q->destroy_failed, -1);
+    queues_destroy(q);
+    teardown_doc();
+    q = configured("- preset: delayed_job\n  max_run_time: 15m\n  max_attempts: 3\n"
+                   "  destroy_failed_jobs: false\n");
+    ck_assert(q->lease_timeout == 900.0);
+    ck_assert_int_eq(q->max_deliveries, 3);
+    ck_assert_int_eq(q->destroy_failed, 0);
+    queues_destroy(q);
+    teardown_doc();
+    q = configured("- preset: delayed_job\n  destroy_failed_jobs: true\n");
+    ck_assert_int_eq(q->destroy_failed, 1);
+    queues_destroy(q);
+    teardown_doc();
+
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *list = xasprintf("- preset: %s\n", cases[i].preset);
-        struct queues *q = configured(list);
+        q = configured(list);
         ck_assert_str_eq(q->preset->name, cases[i].preset);
         ck_assert_str_eq(q->schema, cases[i].schema);
         ck_assert_str_eq(q->preset->kind_label, cases[i].kind);
@@ -80,9 +101,11 @@ START_TEST(test_errors)
         const char *yaml, *msg;
     } cases[] = {
         {"- schema: x\n", "q.yml:2:3: preset: required in each entry of queues (one of pgmq, "
-                          "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue)"},
+                          "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, "
+                          "delayed_job)"},
         {"- preset: sidekiq\n", "q.yml:2:11: preset: want one of pgmq, graphile_worker, pg_boss, "
-                                "river, oban, que, good_job, solid_queue, got \"sidekiq\""},
+                                "river, oban, que, good_job, solid_queue, delayed_job, got "
+                                "\"sidekiq\""},
         {"- preset: river\n  schema: \"\"\n", "q.yml:3:11: schema: want a non-empty string"},
         {"- preset: river\n  queues: []\n",
          "q.yml:3:11: queues: want at least one queue name (leave the key out for all)"},
@@ -107,6 +130,27 @@ START_TEST(test_errors)
         {"- preset: river\n  shema: x\n",
          "q.yml:3:3: unknown key \"shema\" in queues preset \"river\" of source \"db\" (known "
          "keys: job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, window)"},
+        /* delayed_job's keys: its own names for the lease and the limit, known to it alone */
+        {"- preset: river\n  max_run_time: 1h\n",
+         "q.yml:3:3: unknown key \"max_run_time\" in queues preset \"river\" of source \"db\" "
+         "(known keys: job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, "
+         "window)"},
+        {"- preset: delayed_job\n  max_deliveries: 3\n",
+         "q.yml:3:19: max_deliveries: not a key of preset \"delayed_job\" (its limit is "
+         "max_attempts)"},
+        {"- preset: delayed_job\n  job_timeout: 1h\n",
+         "q.yml:3:16: job_timeout: not a key of preset \"delayed_job\" (its lease is "
+         "max_run_time)"},
+        {"- preset: delayed_job\n  max_run_time: 0s\n",
+         "q.yml:3:17: max_run_time: want a duration above 0"},
+        {"- preset: delayed_job\n  max_attempts: 0\n",
+         "q.yml:3:17: max_attempts: want an integer from 1 to 1000000, got \"0\""},
+        {"- preset: delayed_job\n  destroy_failed_jobs: maybe\n",
+         "q.yml:3:24: destroy_failed_jobs: want true or false, got \"maybe\""},
+        {"- preset: delayed_job\n  shema: x\n",
+         "q.yml:3:3: unknown key \"shema\" in queues preset \"delayed_job\" of source \"db\" "
+         "(known keys: destroy_failed_jobs, job_timeout, max_attempts, max_deliveries, "
+         "max_run_time, preset, queues, schema, visibility_timeout, window)"},
         {"- shema: x\n",
          "q.yml:2:3: unknown key \"shema\" in an entry of queues of source \"db\" (known keys: "
          "job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, window)"},
@@ -160,6 +204,10 @@ START_TEST(test_ahead_sql)
         {PGQ_SOLID_QUEUE, LAYOUT_CURRENT,
          "JOIN \"s\".solid_queue_jobs j ON j.id = e.job_id WHERE "
          "e.created_at > timezone('UTC', now())) AS a"},
+        {PGQ_DELAYED_JOB, LAYOUT_CURRENT,
+         "WHERE EXTRACT(EPOCH FROM locked_at) > EXTRACT(EPOCH FROM now()) OR EXTRACT(EPOCH FROM "
+         "failed_at) > EXTRACT(EPOCH FROM now()) OR EXTRACT(EPOCH FROM created_at) > "
+         "EXTRACT(EPOCH FROM now())) AS a LIMIT 1000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *s = queues_sql_jobs(cases[i].id, "s", cases[i].layout, 0);
@@ -251,6 +299,26 @@ START_TEST(test_jobs_sql)
         free(s);
     }
 
+    /* delayed_job: its workers' max_run_time and max_attempts written in; a lock older than
+     * max_run_time is free again (delayed_job's ready_to_run), and one more row per job one
+     * failure from the end */
+    s = queues_sql_jobs_limits(PGQ_DELAYED_JOB, "@L@M", LAYOUT_CURRENT, 0, 900, 3);
+    ck_assert_ptr_nonnull(strstr(s, "CASE WHEN failed_at IS NOT NULL THEN 'x' WHEN EXTRACT(EPOCH "
+                                    "FROM locked_at) > EXTRACT(EPOCH FROM now()) - 900 THEN 'i' "
+                                    "WHEN EXTRACT(EPOCH FROM run_at) > EXTRACT(EPOCH FROM now()) "
+                                    "THEN 'd' ELSE 'r' END AS st"));
+    ck_assert_ptr_nonnull(strstr(s, "attempts > 0 AS redel"));
+    ck_assert_ptr_nonnull(strstr(s, "UNION ALL SELECT COALESCE(queue, '(none)'), 'l', NULL, NULL, "
+                                    "NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM "
+                                    "\"@L@M\".delayed_jobs WHERE failed_at IS NULL AND "
+                                    "attempts >= 3 - 1"));
+    free(s);
+    /* the plain one: delayed_job's defaults, 4 h and 25 */
+    s = queues_sql_jobs(PGQ_DELAYED_JOB, "public", LAYOUT_CURRENT, 0);
+    ck_assert_ptr_nonnull(strstr(s, "EXTRACT(EPOCH FROM now()) - 14400 THEN 'i'"));
+    ck_assert_ptr_nonnull(strstr(s, "attempts >= 25 - 1"));
+    free(s);
+
     s = queues_sql_jobs(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0);
     /* every table of the schema qualified */
     ck_assert_ptr_null(strstr(s, " solid_queue_"));
@@ -285,6 +353,7 @@ START_TEST(test_emit_job_presets)
         {"que", 1, 1, 0, 0, 0, 0, "expired"},
         {"good_job", 1, 1, 0, 1, 0, 1, "discarded"},
         {"solid_queue", 0, 1, 0, 1, 0, 1, "failed"},
+        {"delayed_job", 1, 1, 0, 1, 0, 1, "failed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct pgq_preset *p = queues_preset_find(cases[i].preset);
@@ -321,6 +390,32 @@ START_TEST(test_emit_job_presets)
         queues_emit_queue(p, &r, NULL, 4, 45.0, s);
         ck_assert(sample_value(s, "qrel_max_deliveries", "queue", "q", NULL) == 4);
         ck_assert(sample_value(s, "qrel_lease_timeout_seconds", "queue", "q", NULL) == 45);
+        metric_set_free(s);
+    }
+}
+END_TEST
+
+/* delayed_job's failed jobs: destroyed as declared; undeclared, seen destroyed when the queue
+ * keeps no failed job while some are one failure from the end. */
+START_TEST(test_emit_not_kept)
+{
+    static const struct {
+        int declared;
+        double dead, last_try, want;
+    } cases[] = {
+        {1, 0, 0, 1},  {1, 4, 2, 1},  {0, 0, 3, 0},  {0, 0, 0, 0},
+        {-1, 0, 2, 1}, {-1, 1, 2, 0}, {-1, 0, 0, 0}, {-1, 3, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct metric_set *s = metric_set_new("db", "pg_jobs");
+        struct pgq_row r = full_row();
+        r.v[PGQ_COL_DEAD] = cases[i].dead;
+        r.has[PGQ_COL_LAST_TRY] = 1;
+        r.v[PGQ_COL_LAST_TRY] = cases[i].last_try;
+        queues_emit_not_kept(&r, cases[i].declared, s);
+        ck_assert_msg(sample_value(s, "qrel_dead_letters_not_kept", "queue", "q", NULL) ==
+                          cases[i].want,
+                      "case %zu", i);
         metric_set_free(s);
     }
 }
@@ -480,17 +575,10 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_defaults, 0},
-        {test_full, 0},
-        {test_errors, 0},
-        {test_array_literal, 0},
-        {test_jobs_sql, 0},
-        {test_ahead_sql, 0},
-        {test_emit_job_presets, 0},
-        {test_emit_pgmq, 0},
-        {test_emit_empty_queue, 0},
-        {test_done_sql, 0},
-        {test_margin_and_latency, 0},
+        {test_defaults, 0},         {test_full, 0},          {test_errors, 0},
+        {test_array_literal, 0},    {test_jobs_sql, 0},      {test_ahead_sql, 0},
+        {test_emit_job_presets, 0}, {test_emit_not_kept, 0}, {test_emit_pgmq, 0},
+        {test_emit_empty_queue, 0}, {test_done_sql, 0},      {test_margin_and_latency, 0},
     };
     return check_run_tests("pg_queues", tests, CHECK_ROWS(tests), 0);
 }
