@@ -44,13 +44,15 @@ static int runner_mode(enum pgq_preset_id id)
     }
 }
 
-/* The queue's entry: a job runner's entry of `queues` (any preset but pgmq) that watches it. */
+/* The queue's entry: a job runner's entry of `queues` that watches it. pgmq keeps no dead letters,
+ * and delayed_job's failed rows have no retry of delayed_job's own to replay them by (its failed
+ * jobs are put back by hand, in the application): both are left out. */
 static int watches(const struct pg_item *it, const char *queue)
 {
     if (strcmp(it->sec->key, "queues") != 0)
         return 0;
     const struct queues *q = it->state;
-    if (q->preset->id == PGQ_PGMQ)
+    if (q->preset->id == PGQ_PGMQ || q->preset->id == PGQ_DELAYED_JOB)
         return 0;
     if (!q->queues)
         return 1;
@@ -88,7 +90,8 @@ int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const cha
     if (n == 0)
         return cfg_error(e, cfg_at(entry, "queue"),
                          "queue: no job runner's entry of queues of source \"%s\" watches queue "
-                         "\"%s\" (qrel dlq reads the job runners' presets, not pgmq)",
+                         "\"%s\" (qrel dlq reads the job runners' presets, not pgmq or "
+                         "delayed_job)",
                          c->name, queue);
     return cfg_error(e, cfg_at(entry, "queue"),
                      "queue: %zu entries of queues of source \"%s\" may hold queue \"%s\": list "

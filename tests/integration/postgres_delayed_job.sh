@@ -126,4 +126,12 @@ expect_cmd "--config.check names the preset, the table and the entry's file:line
   "queues preset \"delayed_job\" (schema \"nowhere\"): table \"nowhere.delayed_jobs\" does not exist (the entry at $T/missing.yml:9:9)" \
   "$T/check-missing.out"
 
+# qrel dlq does not read delayed_job's failed rows (delayed_job has no retry of its own to replay
+# them by): a dead_letters entry on its queue is refused at load, saying so, not read as another
+# runner's table.
+cp "$T/qrel.yml" "$T/dlq.yml"
+printf 'dead_letters:\n  - {source: live, queue: billing, id_field: job:id,\n     work_table: {source: live, table: delayed_jobs, id_column: id, done_column: failed_at}}\n' >> "$T/dlq.yml"
+expect_exit "qrel dlq inspect on a delayed_job queue (exit status: a configuration error)" 2 "$T/dlq.out" \
+  "$QREL" dlq inspect --config.file="$T/dlq.yml" --source=live --queue=billing
+expect_cmd "it is refused at load, naming delayed_job" grep -qF 'not pgmq or delayed_job' "$T/dlq.out"
 finish
