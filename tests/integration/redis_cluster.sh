@@ -7,8 +7,12 @@
 # the map again and reads everything. BullMQ itself (the npm peers of bullmq.sh, through
 # ioredis's Cluster) makes queues under the hash-tagged prefix {bull} and hash-tagged queues
 # spread over the masters; three bullmq sources (discovered, and named queues) read them, before
-# and after the failover, equal to BullMQ's own counts. rq, sidekiq and celery refuse cluster:
-# true, and bullmq refuses a named queue without a hash tag.
+# and after the failover, equal to BullMQ's own counts. qrel dlq on a bullmq queue of the cluster
+# (jobs failed by BullMQ's Worker, a work table in PostgreSQL), seeded by a master that does not
+# serve the queue's slot: inspect and the exporter's join classify as the table says, a dry run
+# changes no key, replay moves exactly the not-done jobs to wait stamped, a second one nothing.
+# rq, sidekiq and celery refuse cluster: true, and bullmq refuses a named queue without a hash
+# tag.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -257,6 +261,73 @@ for s in bq_tag bq_names bq_named; do expect_metric "$T/m4.txt" 1 qrel_collector
 expect_eq "bullmq after the migration: the same counts" "$(bulls "$T/m4.txt")" "$BREF"
 expect_eq "bullmq after the migration, named queues" "$(bull_got "$T/m4.txt" bq_named bull)" "$BREF_NAMED"
 stop_exporter
+
+# qrel dlq on the cluster: the failed jobs of {charges} (prefix dq, failed by BullMQ's Worker in
+# bull.mjs), classified against a work table where c1 and c3 were charged. The seed is a master
+# that does not serve the queue's slot: every hook is routed to the one that does.
+expect_line "BullMQ failed the 4 jobs of {charges}" '^dlq dq {charges} failed=4$' "$T/bull.log"
+DQ=$(holder 'dq:{charges}:meta')
+SEED=$(masters | grep -vx "$DQ" | head -1)
+expect_cmd "a master holds {charges} ($DQ)" test -n "$DQ"
+expect_eq "the seed is one of the two other masters ($SEED)" "$(masters | grep -vx "$DQ" | grep -cx "$SEED")" 1
+start_postgres PGP
+psql_do "CREATE TABLE charges (order_id text PRIMARY KEY, charged_at timestamptz)"
+psql_do "INSERT INTO charges VALUES ('c1', now()), ('c2', NULL), ('c3', now())"
+cat > "$T/dlq.yml" <<YML
+sources:
+  - name: dq
+    kind: bullmq
+    cluster: true
+    addresses: ["127.0.0.1:$SEED"]
+    prefix: dq
+    queues: ["{charges}"]
+$(pg_source shop-db "$PGP")
+    dedup_tables: [{table: charges, id_column: order_id, handled_at_column: charged_at}]
+dead_letters:
+  - source: dq
+    queue: "{charges}"
+    id_field: order
+    work_table: {source: shop-db, table: charges, id_column: order_id, done_column: charged_at}
+YML
+D() { redis-cli -p "$DQ" "$@"; }
+dq_dump() { # every key of the queue (and the replay lock) without an expiry, and its DUMP
+  local keys
+  keys=$(D --scan --pattern '*{charges}*' | sort)
+  keys=$(paste -d' ' <(sed 's/.*/PTTL "&"/' <<<"$keys" | D) <(echo "$keys") | sed -n 's/^-1 //p')
+  echo "$keys"
+  sed 's/.*/DUMP "&"/' <<<"$keys" | D --no-raw
+}
+dq_failed() { D ZRANGE 'dq:{charges}:failed' 0 -1 | paste -sd' '; }
+DQA=(--config.file="$T/dlq.yml" --source=dq --queue='{charges}' --format=json)
+dq_dump > "$T/dq.before"
+rc=0
+"$QREL" dlq inspect "${DQA[@]}" > "$T/dq.inspect.json" 2> "$T/dq.err" || rc=$?
+expect_eq "dlq inspect on the cluster: exit 0" "$rc" 0
+expect_eq "... done not_done unknown total read, as the table says (c1 c3 charged)" \
+  "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.total) \(.read) \(.dead_letter_queue)"' "$T/dq.inspect.json")" \
+  "2 2 0 4 4 dq:{charges}:failed"
+rc=0
+"$QREL" dlq replay "${DQA[@]}" > "$T/dq.dry.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "a dry run would move c2 c4 (exit $rc)" \
+  "$rc $(jq -r '[.replay.would_move[].message_id] | sort | join(" ")' "$T/dq.dry.json")" "0 c2 c4"
+"$QREL" scrape --config.file="$T/dlq.yml" > "$T/dq.m.txt" 2>> "$T/dq.err"
+expect_eq "the exporter's join classifies {charges} on the cluster (done not_done)" \
+  "$(for w in "done" not_done; do mval "$T/dq.m.txt" qrel_dead_letter_classified_messages 'queue="{charges}"' "work=\"$w\""; done | paste -sd' ')" \
+  "2 2"
+dq_dump > "$T/dq.after"
+expect_cmd "inspect, the dry run and the scrape changed nothing (DUMP of every key of {charges})" \
+  cmp -s "$T/dq.before" "$T/dq.after"
+rc=0
+"$QREL" dlq replay "${DQA[@]}" --yes > "$T/dq.replay.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "replay --yes on the cluster moved c2 c4 (exit $rc)" \
+  "$rc $(jq -r '[.replay.moved[].message_id] | sort | join(" ")' "$T/dq.replay.json")" "0 c2 c4"
+expect_eq "... onto wait, stamped qrel-replayed 1; c1 c3 left failed; the lock gone" \
+  "$(D LRANGE 'dq:{charges}:wait' 0 -1 | sort | paste -sd' ') / $(D HGET 'dq:{charges}:c2' qrel-replayed) $(D HGET 'dq:{charges}:c4' qrel-replayed) / $(dq_failed) / $(D EXISTS 'qrel:replay-lock:dq:{charges}:failed')" \
+  "c2 c4 / 1 1 / c1 c3 / 0"
+rc=0
+"$QREL" dlq replay "${DQA[@]}" --yes > "$T/dq.again.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "a second replay moves nothing" \
+  "$rc $(jq '.replay.moved | length' "$T/dq.again.json") $(D LLEN 'dq:{charges}:wait') $(dq_failed)" "0 0 2 c1 c3"
 
 # The kinds whose framework cannot run on a cluster say why, from --config.check too.
 for kind in rq sidekiq celery; do

@@ -9,7 +9,9 @@
 //   node bull.mjs PORT "" cluster              on the Redis Cluster a seed of which is PORT,
 //                                              through ioredis's Cluster: the queues of
 //                                              redis_cluster.sh, then their counts as BullMQ
-//                                              reads them; keeps a worker holding one job
+//                                              reads them, and the failed jobs of qrel dlq's
+//                                              queue {charges} (prefix dq); keeps a worker
+//                                              holding one job
 import { Cluster } from "ioredis";
 import { Queue, Worker } from "bullmq";
 
@@ -122,6 +124,17 @@ if (cmd === "setup") {
     console.log(`counts ${prefix} ${q.name} ready=${c.wait + c.paused + c.prioritized} ` +
       `in_flight=${c.active} delayed=${c.delayed} failed=${c.failed}`);
   }
+  // qrel dlq's queue {charges} under the prefix dq, which no bullmq source of the test reads:
+  // c1..c4 added with the order as job id and data {order}, failed for good by a Worker.
+  const dq = new Queue("{charges}", { connection: conn, prefix: "dq" });
+  const orders = ["c1", "c2", "c3", "c4"];
+  for (const id of orders) await dq.add("charge", { order: id }, { jobId: id, attempts: 1 });
+  const dw = new Worker(dq.name, async () => {
+    throw new Error("the provider said no");
+  }, { connection: conn, prefix: "dq" });
+  await until("{charges}'s failures", async () => (await dq.getFailedCount()) === orders.length);
+  await dw.close();
+  console.log(`dlq dq ${dq.name} failed=${await dq.getFailedCount()}`);
   console.log("ready");
   await sleep(3600_000);
   await held.close();
