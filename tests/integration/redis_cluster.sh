@@ -9,8 +9,9 @@
 # spread over the masters; three bullmq sources (discovered, and named queues) read them, before
 # and after the failover, equal to BullMQ's own counts. qrel dlq on a bullmq queue of the cluster
 # (jobs failed by BullMQ's Worker, a work table in PostgreSQL), seeded by a master that does not
-# serve the queue's slot: inspect and the exporter's join classify as the table says, a dry run
-# changes no key, replay moves exactly the not-done jobs to wait stamped, a second one nothing.
+# serve the queue's slot, as users with the documented permissions: inspect and the exporter's join
+# (which follows a MOVED) classify as the table says, a dry run changes no key, replay moves exactly
+# the not-done jobs to wait stamped, a second one nothing.
 # rq, sidekiq and celery refuse cluster: true, and bullmq refuses a named queue without a hash
 # tag.
 # shellcheck source=../lib/common.sh
@@ -262,25 +263,41 @@ expect_eq "bullmq after the migration: the same counts" "$(bulls "$T/m4.txt")" "
 expect_eq "bullmq after the migration, named queues" "$(bull_got "$T/m4.txt" bq_named bull)" "$BREF_NAMED"
 stop_exporter
 
-# qrel dlq on the cluster: the failed jobs of {charges} (prefix dq, failed by BullMQ's Worker in
-# bull.mjs), classified against a work table where c1 and c3 were charged. The seed is a master
-# that does not serve the queue's slot: every hook is routed to the one that does.
-expect_line "BullMQ failed the 4 jobs of {charges}" '^dlq dq {charges} failed=4$' "$T/bull.log"
+# qrel dlq on the cluster: the failed jobs of {charges} and {refunds} (prefix dq, failed by BullMQ's
+# Worker in bull.mjs), classified against a work table where c1 and c3 were charged. The seed is a
+# master that serves neither queue's slot: every hook is routed to the master that does. Redis
+# users with the permissions docs/dlq.md lists for a cluster run inspect, the dry run and replay.
+for q in '{charges} failed=4' '{refunds} failed=2'; do
+  expect_line "BullMQ failed the jobs of $q" "^dlq dq $q\$" "$T/bull.log"
+done
 DQ=$(holder 'dq:{charges}:meta')
-SEED=$(masters | grep -vx "$DQ" | head -1)
-expect_cmd "a master holds {charges} ($DQ)" test -n "$DQ"
-expect_eq "the seed is one of the two other masters ($SEED)" "$(masters | grep -vx "$DQ" | grep -cx "$SEED")" 1
+DQR=$(holder 'dq:{refunds}:meta')
+SEED=$(masters | grep -vx -e "$DQ" -e "$DQR" | head -1)
+expect_cmd "{charges} ($DQ) and {refunds} ($DQR) are on two masters" test -n "$DQ" -a -n "$DQR" -a "$DQ" != "$DQR"
+expect_eq "the seed is the third master ($SEED)" "$(masters | grep -cx "$SEED")" 1
 start_postgres PGP
 psql_do "CREATE TABLE charges (order_id text PRIMARY KEY, charged_at timestamptz)"
 psql_do "INSERT INTO charges VALUES ('c1', now()), ('c2', NULL), ('c3', now())"
-cat > "$T/dlq.yml" <<YML
+echo 'dq-pw-2718' > "$T/dq.pw"
+for p in "${PORTS[@]}"; do
+  redis-cli -p "$p" ACL SETUSER dq-inspect on '>dq-pw-2718' resetkeys '%R~dq:{charges}:*' -@all \
+    '+cluster|slots' +zcard +zrange +hmget +exists >/dev/null
+  redis-cli -p "$p" ACL SETUSER dq-replay on '>dq-pw-2718' resetkeys '~dq:{charges}:*' \
+    '~qrel:replay-lock:dq:{charges}:failed' -@all '+cluster|slots' +zcard +zrange +hmget +exists \
+    +eval +set +get +pexpire +pttl +del +zscore +type +llen +lpush +rpush +incr +zadd +zrem +hdel \
+    +hset +xadd >/dev/null
+done
+dq_config() { # FILE [USER]
+  cat > "$1" <<YML
 sources:
   - name: dq
     kind: bullmq
     cluster: true
     addresses: ["127.0.0.1:$SEED"]
     prefix: dq
-    queues: ["{charges}"]
+    queues: ["{charges}", "{refunds}"]
+${2:+    username: $2
+    password_file: $T/dq.pw}
 $(pg_source shop-db "$PGP")
     dedup_tables: [{table: charges, id_column: order_id, handled_at_column: charged_at}]
 dead_letters:
@@ -288,7 +305,15 @@ dead_letters:
     queue: "{charges}"
     id_field: order
     work_table: {source: shop-db, table: charges, id_column: order_id, done_column: charged_at}
+  - source: dq
+    queue: "{refunds}"
+    id_field: order
+    work_table: {source: shop-db, table: charges, id_column: order_id, done_column: charged_at}
 YML
+}
+dq_config "$T/dq.yml"
+dq_config "$T/dq-inspect.yml" dq-inspect
+dq_config "$T/dq-replay.yml" dq-replay
 D() { redis-cli -p "$DQ" "$@"; }
 dq_dump() { # every key of the queue (and the replay lock) without an expiry, and its DUMP
   local keys
@@ -298,34 +323,42 @@ dq_dump() { # every key of the queue (and the replay lock) without an expiry, an
   sed 's/.*/DUMP "&"/' <<<"$keys" | D --no-raw
 }
 dq_failed() { D ZRANGE 'dq:{charges}:failed' 0 -1 | paste -sd' '; }
-DQA=(--config.file="$T/dlq.yml" --source=dq --queue='{charges}' --format=json)
+DQA=(--source=dq --queue='{charges}' --format=json)
 dq_dump > "$T/dq.before"
 rc=0
-"$QREL" dlq inspect "${DQA[@]}" > "$T/dq.inspect.json" 2> "$T/dq.err" || rc=$?
-expect_eq "dlq inspect on the cluster: exit 0" "$rc" 0
+"$QREL" dlq inspect --config.file="$T/dq-inspect.yml" "${DQA[@]}" > "$T/dq.inspect.json" 2> "$T/dq.err" || rc=$?
+expect_eq "dlq inspect on the cluster (the read-only user): exit 0" "$rc" 0
 expect_eq "... done not_done unknown total read, as the table says (c1 c3 charged)" \
   "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.total) \(.read) \(.dead_letter_queue)"' "$T/dq.inspect.json")" \
   "2 2 0 4 4 dq:{charges}:failed"
 rc=0
-"$QREL" dlq replay "${DQA[@]}" > "$T/dq.dry.json" 2>> "$T/dq.err" || rc=$?
+"$QREL" dlq replay --config.file="$T/dq-inspect.yml" "${DQA[@]}" > "$T/dq.dry.json" 2>> "$T/dq.err" || rc=$?
 expect_eq "a dry run would move c2 c4 (exit $rc)" \
   "$rc $(jq -r '[.replay.would_move[].message_id] | sort | join(" ")' "$T/dq.dry.json")" "0 c2 c4"
-"$QREL" scrape --config.file="$T/dlq.yml" > "$T/dq.m.txt" 2>> "$T/dq.err"
-expect_eq "the exporter's join classifies {charges} on the cluster (done not_done)" \
-  "$(for w in "done" not_done; do mval "$T/dq.m.txt" qrel_dead_letter_classified_messages 'queue="{charges}"' "work=\"$w\""; done | paste -sd' ')" \
-  "2 2"
+# The exporter's join reads both queues on one connection: the second read meets MOVED (the
+# first's master), learns the map again and reads on the master of its slot.
+"$QREL" scrape --config.file="$T/dq.yml" --log.level=debug > "$T/dq.m.txt" 2> "$T/dq.scrape.log"
+classes() { # QUEUE: done not_done of the exporter's join
+  for w in "done" not_done; do
+    mval "$T/dq.m.txt" qrel_dead_letter_classified_messages "queue=\"$1\"" "work=\"$w\""
+  done | paste -sd' '
+}
+expect_eq "the exporter's join classifies {charges} and {refunds} on the cluster" \
+  "$(classes '{charges}') / $(classes '{refunds}')" "2 2 / 0 2"
+expect_line "... the second queue's read met MOVED and was routed again (debug log)" \
+  'msg="qrel dlq: MOVED, learning the cluster.s map again" source=dq queue=' "$T/dq.scrape.log"
 dq_dump > "$T/dq.after"
 expect_cmd "inspect, the dry run and the scrape changed nothing (DUMP of every key of {charges})" \
   cmp -s "$T/dq.before" "$T/dq.after"
 rc=0
-"$QREL" dlq replay "${DQA[@]}" --yes > "$T/dq.replay.json" 2>> "$T/dq.err" || rc=$?
-expect_eq "replay --yes on the cluster moved c2 c4 (exit $rc)" \
+"$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.replay.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "replay --yes on the cluster (the replay user) moved c2 c4 (exit $rc)" \
   "$rc $(jq -r '[.replay.moved[].message_id] | sort | join(" ")' "$T/dq.replay.json")" "0 c2 c4"
 expect_eq "... onto wait, stamped qrel-replayed 1; c1 c3 left failed; the lock gone" \
   "$(D LRANGE 'dq:{charges}:wait' 0 -1 | sort | paste -sd' ') / $(D HGET 'dq:{charges}:c2' qrel-replayed) $(D HGET 'dq:{charges}:c4' qrel-replayed) / $(dq_failed) / $(D EXISTS 'qrel:replay-lock:dq:{charges}:failed')" \
   "c2 c4 / 1 1 / c1 c3 / 0"
 rc=0
-"$QREL" dlq replay "${DQA[@]}" --yes > "$T/dq.again.json" 2>> "$T/dq.err" || rc=$?
+"$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.again.json" 2>> "$T/dq.err" || rc=$?
 expect_eq "a second replay moves nothing" \
   "$rc $(jq '.replay.moved | length' "$T/dq.again.json") $(D LLEN 'dq:{charges}:wait') $(dq_failed)" "0 0 2 c1 c3"
 
