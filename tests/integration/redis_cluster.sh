@@ -61,6 +61,10 @@ C XREADGROUP GROUP g c COUNT 1 STREAMS '{mig}' '>' >/dev/null
 bull_t0=$(date +%s)
 (cd "$PEERS" && exec "$NODE" bull.mjs "$P1" "" cluster) > "$T/bull.log" 2>&1 &
 PIDS+=("$!")
+# qrel dlq's work table (below), made while Node starts and BullMQ fills the cluster.
+start_postgres PGP
+psql_do "CREATE TABLE charges (order_id text PRIMARY KEY, charged_at timestamptz)"
+psql_do "INSERT INTO charges VALUES ('c1', now()), ('c2', NULL), ('c3', now())"
 bull_ready() { grep -qx ready "$T/bull.log"; }
 wait_for 60 "BullMQ's queues on the cluster" bull_ready || { cat "$T/bull.log" >&2; exit 1; }
 # bull_ref: "prefix queue state value" per queue, as BullMQ's getJobCounts said.
@@ -270,23 +274,23 @@ stop_exporter
 for q in '{charges} failed=4' '{refunds} failed=2'; do
   expect_line "BullMQ failed the jobs of $q" "^dlq dq $q\$" "$T/bull.log"
 done
-DQ=$(holder 'dq:{charges}:meta')
-DQR=$(holder 'dq:{refunds}:meta')
-SEED=$(masters | grep -vx -e "$DQ" -e "$DQR" | head -1)
-expect_cmd "{charges} ($DQ) and {refunds} ($DQR) are on two masters" test -n "$DQ" -a -n "$DQR" -a "$DQ" != "$DQR"
-expect_eq "the seed is the third master ($SEED)" "$(masters | grep -cx "$SEED")" 1
-start_postgres PGP
-psql_do "CREATE TABLE charges (order_id text PRIMARY KEY, charged_at timestamptz)"
-psql_do "INSERT INTO charges VALUES ('c1', now()), ('c2', NULL), ('c3', now())"
+# Per master, one redis-cli: does it hold {charges} (slot 386), {refunds} (slot 7042); and the
+# users qrel dlq runs as (qrel talks to masters only: the seed and the queue's).
 echo 'dq-pw-2718' > "$T/dq.pw"
-for p in "${PORTS[@]}"; do
-  redis-cli -p "$p" ACL SETUSER dq-inspect on '>dq-pw-2718' resetkeys '%R~dq:{charges}:*' -@all \
-    '+cluster|slots' +zcard +zrange +hmget +exists >/dev/null
-  redis-cli -p "$p" ACL SETUSER dq-replay on '>dq-pw-2718' resetkeys '~dq:{charges}:*' \
-    '~qrel:replay-lock:dq:{charges}:failed' -@all '+cluster|slots' +zcard +zrange +hmget +exists \
-    +eval +set +get +pexpire +pttl +del +zscore +type +llen +lpush +rpush +incr +zadd +zrem +hdel \
-    +hset +xadd >/dev/null
+DQ='' DQR='' SEED=''
+for p in $(masters); do
+  mapfile -t held < <(redis-cli -p "$p" <<'CMDS'
+CLUSTER COUNTKEYSINSLOT 386
+CLUSTER COUNTKEYSINSLOT 7042
+ACL SETUSER dq-inspect on >dq-pw-2718 resetkeys %R~dq:{charges}:* -@all +cluster|slots +zcard +zrange +hmget +exists
+ACL SETUSER dq-replay on >dq-pw-2718 resetkeys ~dq:{charges}:* ~qrel:replay-lock:dq:{charges}:failed -@all +cluster|slots +zcard +zrange +hmget +exists +eval +set +get +pexpire +pttl +del +zscore +type +llen +lpush +rpush +incr +zadd +zrem +hdel +hset +xadd
+CMDS
+  )
+  if [ "${held[0]}" -gt 0 ]; then DQ=$p; elif [ "${held[1]}" -gt 0 ]; then DQR=$p; else SEED=$p; fi
+  expect_eq "the users qrel dlq runs as, on master $p" "${held[2]} ${held[3]}" "OK OK"
 done
+expect_cmd "{charges} ($DQ), {refunds} ($DQR) and the seed ($SEED) are on three masters" \
+  test -n "$DQ" -a -n "$DQR" -a -n "$SEED"
 dq_config() { # FILE [USER]
   cat > "$1" <<YML
 sources:
@@ -316,15 +320,14 @@ dq_config "$T/dq-inspect.yml" dq-inspect
 dq_config "$T/dq-replay.yml" dq-replay
 D() { redis-cli -p "$DQ" "$@"; }
 dq_dump() { # every key of the queue (and the replay lock) without an expiry, and its DUMP
-  local keys
-  keys=$(D --scan --pattern '*{charges}*' | sort)
-  keys=$(paste -d' ' <(sed 's/.*/PTTL "&"/' <<<"$keys" | D) <(echo "$keys") | sed -n 's/^-1 //p')
-  echo "$keys"
-  sed 's/.*/DUMP "&"/' <<<"$keys" | D --no-raw
+  D --scan --pattern '*{charges}*' | sort | sed 's/.*/ECHO "&"\nPTTL "&"\nDUMP "&"/' |
+    D --no-raw | paste - - - | grep $'\t(integer) -1\t'
 }
 dq_failed() { D ZRANGE 'dq:{charges}:failed' 0 -1 | paste -sd' '; }
 DQA=(--source=dq --queue='{charges}' --format=json)
 dq_dump > "$T/dq.before"
+expect_eq "the dump holds the failed set and the 4 job hashes" \
+  "$(grep -cE '^"dq:\{charges\}:(failed|c[1-4])"'$'\t' "$T/dq.before")" 5
 rc=0
 "$QREL" dlq inspect --config.file="$T/dq-inspect.yml" "${DQA[@]}" > "$T/dq.inspect.json" 2> "$T/dq.err" || rc=$?
 expect_eq "dlq inspect on the cluster (the read-only user): exit 0" "$rc" 0
@@ -354,9 +357,16 @@ rc=0
 "$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.replay.json" 2>> "$T/dq.err" || rc=$?
 expect_eq "replay --yes on the cluster (the replay user) moved c2 c4 (exit $rc)" \
   "$rc $(jq -r '[.replay.moved[].message_id] | sort | join(" ")' "$T/dq.replay.json")" "0 c2 c4"
+# wait: LPUSHed in the failed set's order, so a worker takes c2 (the older failure) first.
 expect_eq "... onto wait, stamped qrel-replayed 1; c1 c3 left failed; the lock gone" \
-  "$(D LRANGE 'dq:{charges}:wait' 0 -1 | sort | paste -sd' ') / $(D HGET 'dq:{charges}:c2' qrel-replayed) $(D HGET 'dq:{charges}:c4' qrel-replayed) / $(dq_failed) / $(D EXISTS 'qrel:replay-lock:dq:{charges}:failed')" \
-  "c2 c4 / 1 1 / c1 c3 / 0"
+  "$(D <<'CMDS' | paste -sd' '
+LRANGE dq:{charges}:wait 0 -1
+HMGET dq:{charges}:c2 qrel-replayed failedReason
+HMGET dq:{charges}:c4 qrel-replayed failedReason
+ZRANGE dq:{charges}:failed 0 -1
+EXISTS qrel:replay-lock:dq:{charges}:failed
+CMDS
+)" "c4 c2 1  1  c1 c3 0"
 rc=0
 "$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.again.json" 2>> "$T/dq.err" || rc=$?
 expect_eq "a second replay moves nothing" \
