@@ -1,5 +1,5 @@
-/* bullmq/dlq_cluster.h: `qrel dlq` on a bullmq source with cluster: true (dlq_cluster.c), private
- * to the folder; its pure part (bullmq_dlq_cluster_reply) is also the unit test's. */
+/* bullmq/dlq_cluster.h: `qrel dlq` on a bullmq source with cluster: true (dlq_cluster.c, and its
+ * pure part dlq_cluster_reply.c), private to the folder and the unit test's. */
 #ifndef QREL_BULLMQ_DLQ_CLUSTER_H
 #define QREL_BULLMQ_DLQ_CLUSTER_H
 
@@ -20,9 +20,9 @@ enum bullmq_dlq_cluster_reply {
     BULLMQ_DLQ_CLUSTER_TRYAGAIN,    /* a multi-key command while its slot is being resharded */
 };
 
-/* Which of the above the len bytes of an error reply at msg are; for every kind but OTHER, why
- * (cap bytes) is a sentence saying what happened and that the command did nothing, the reply's
- * own text cut at 200 bytes. */
+/* dlq_cluster_reply.c: which of the above the len bytes of an error reply at msg are; for every
+ * kind but OTHER, why (cap bytes) is a sentence saying what happened and that the command did
+ * nothing, the reply's own text cut at 200 bytes. */
 enum bullmq_dlq_cluster_reply bullmq_dlq_cluster_reply(const char *msg, size_t len, char *why,
                                                        size_t cap);
 

@@ -1,8 +1,8 @@
 /* check_bullmq_dlq_cluster.c: unit tests for `qrel dlq` on a bullmq source with cluster: true
- * (collectors/bullmq/dlq_cluster.c): every key a replay of a hash-tagged queue touches, the
- * replay lock qrel:replay-lock:<prefix>:<queue>:failed included, hashes to the queue's slot (so
- * the move's EVAL runs on one master), and what a cluster's refusal of a dead-letter command
- * says. The replies are Redis 7.0's texts. */
+ * (collectors/bullmq/dlq_cluster_reply.c, dlq_cluster.c): every key a replay of a hash-tagged queue
+ * touches, the replay lock qrel:replay-lock:<prefix>:<queue>:failed included, hashes to the queue's
+ * slot (so the move's EVAL runs on one master), and what a cluster's refusal of a dead-letter
+ * command says. The replies are Redis 7.0's texts. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
