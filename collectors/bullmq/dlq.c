@@ -20,8 +20,10 @@
  *   qrel-replayed. Every check comes before the first write, and the writes that could meet a
  *   key of the wrong type are checked first too, so a refused move has written nothing.
  * A job of a flow (a parentKey) is refused: putting it back would need its parent's keys, which
- * Job.retry moves along. On a Redis Cluster the kind refuses the entry at load (docs/dlq.md).
- * bullmq.c's state starts with struct bullmq_dlq_view (asserted there). */
+ * Job.retry moves along. On a Redis Cluster (a queue with a hash tag: every key of it and the
+ * lock in one slot) each hook runs on the master of the queue's slot, through dlq_cluster.c, and
+ * once more after a MOVED that ran nothing. bullmq.c's state starts with struct bullmq_dlq_view
+ * (asserted there). */
 #include "dlq.h"
 
 #include <stdio.h>
@@ -35,17 +37,60 @@
 #include "common/redis_job.h"
 #include "common/redis_lock.h"
 #include "config.h"
+#include "dlq_cluster.h"
+#include "log.h"
 
 static struct bullmq_dlq_view *view_of(struct collector *c)
 {
     return c->priv; /* bullmq.c's state starts with these members */
 }
 
-/* The source's connection, through common/redis_job.h (also the replay lock's callback). */
+/* The source's connection (common/redis_job.h); on a cluster that to the master of the queue's
+ * slot (routed before), *moved set when a MOVED ran nothing (moved may be NULL). */
+static int run_routed(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
+                      const struct deadline *dl, int *moved, struct err *e)
+{
+    struct redis_job *j = &view_of(c)->job;
+    if (j->rs.cluster)
+        return bullmq_dlq_cluster_run(j, c->name, p, fn, ctx, dl, moved, e);
+    return redis_job_run_pipe(j, c->name, p, fn, ctx, dl, e);
+}
+
+/* The same without a second try: the replay lock's callback. */
 static int run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,
                     const struct deadline *dl, struct err *e)
 {
-    return redis_job_run_pipe(&view_of(c)->job, c->name, p, fn, ctx, dl, e);
+    return run_routed(c, p, fn, ctx, dl, NULL, e);
+}
+
+/* On a cluster: the connection to the master of queue's slot (nothing to do on one server). */
+static int route(struct collector *c, const char *queue, const struct deadline *dl, struct err *e)
+{
+    struct bullmq_dlq_view *v = view_of(c);
+    if (!v->job.rs.cluster)
+        return 0;
+    return bullmq_dlq_cluster_route(&v->job, c->name, v->prefix, queue, dl, e);
+}
+
+/* One hook's commands (op: 0, 1 or -1, *moved as run_routed says), routed to queue's node; on a
+ * cluster once more after a MOVED that ran nothing, the map learnt again. */
+typedef int (*routed_op)(struct collector *c, void *arg, const struct deadline *dl, int *moved,
+                         struct err *e);
+
+static int on_queue(struct collector *c, const char *queue, routed_op op, void *arg,
+                    const struct deadline *dl, struct err *e)
+{
+    for (int again = 0;; again++) {
+        int moved = 0;
+        if (route(c, queue, dl, e))
+            return -1;
+        int rc = op(c, arg, dl, &moved, e);
+        if (rc >= 0 || !moved || again)
+            return rc;
+        log_kv(LOG_DEBUG, "qrel dlq: MOVED, learning the cluster's map again", "source", c->name,
+               "queue", queue, "err", e->msg, NULL);
+        err_clear(e);
+    }
 }
 
 int bullmq_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
@@ -58,11 +103,13 @@ int bullmq_dlq_validate(struct collector *c, struct cfg_node *entry, const char 
     const struct redis_job *j = &view_of(c)->job;
     if (!*queue)
         return cfg_error(e, cfg_at(entry, "queue"), "queue: want a queue name");
-    if (j->rs.cluster)
-        return cfg_error(e, cfg_at(entry, "source"),
-                         "source: \"%s\" is a Redis Cluster: qrel dlq reads and replays BullMQ "
-                         "only on a single server (or one behind Sentinel)",
-                         c->name);
+    /* The move's script and the lock must be in the queue's slot (dlq_cluster.c). */
+    if (j->rs.cluster && !bullmq_queue_tagged(view_of(c)->prefix, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: \"%s\": source \"%s\" is a Redis Cluster, where every key of "
+                         "a queue and qrel's replay lock must be in one hash slot: give the "
+                         "prefix or the queue name a hash tag, e.g. prefix: \"{bull}\"",
+                         queue, c->name);
     if (!j->queues)
         return 0; /* every queue the discovery finds is watched */
     for (size_t i = 0; i < j->nqueues; i++)
@@ -135,37 +182,57 @@ static int on_job(void *ctx, size_t i, const redisReply *r, struct err *e)
     return 0;
 }
 
+struct read_args {
+    struct read_run run;
+    const char *prefix, *queue, *failed;
+    size_t max;
+};
+
+/* ZCARD and ZRANGE of the failed set, then the HMGETs of its jobs: on_queue's op. */
+static int read_once(struct collector *c, void *arg, const struct deadline *dl, int *moved,
+                     struct err *e)
+{
+    struct read_args *a = arg;
+    struct read_run *run = &a->run;
+    char stop[32];
+    snprintf(stop, sizeof stop, "%zu", a->max ? a->max - 1 : 0);
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "ZCARD", a->failed, NULL);
+    redis_pipe_addv(p, "ZRANGE", a->failed, "0", stop, "WITHSCORES", NULL);
+    int rc = run_routed(c, p, on_ids, run, dl, moved, e);
+    if (rc == 0 && run->nids) {
+        redis_pipe_reset(p);
+        for (size_t i = 0; i < run->nids; i++) {
+            char *key = xasprintf("%s:%s:%s", a->prefix, a->queue, run->ids[i]);
+            redis_pipe_addv(p, "HMGET", key, "name", "data", "atm", "attemptsMade", "finishedOn",
+                            DLQ_STAMP, NULL);
+            free(key);
+        }
+        rc = run_routed(c, p, on_job, run, dl, moved, e);
+    }
+    redis_pipe_free(p);
+    cfg_strv_free(run->ids);
+    cfg_strv_free(run->scores);
+    run->ids = run->scores = NULL; /* a second try (after a MOVED) reads afresh */
+    run->nids = 0;
+    return rc;
+}
+
 static int dlq_read(struct collector *c, const char *queue, const char *id_field, size_t max,
                     enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
                     struct err *e)
 {
     (void)purpose; /* a moved job has left the failed set: a rerun cannot see it again */
-    const char *prefix = view_of(c)->prefix;
-    struct read_run run = {.id_field = id_field, .out = out};
+    struct read_args a = {.run = {.id_field = id_field, .out = out},
+                          .prefix = view_of(c)->prefix,
+                          .queue = queue,
+                          .max = max};
     char why[300];
-    if (bullmq_dlq_id_field(id_field, &run.field, why, sizeof why))
+    if (bullmq_dlq_id_field(id_field, &a.run.field, why, sizeof why))
         return err_set(e, ERR_CONFIG, "id_field: %s", why);
-    char *failed = xasprintf("%s:%s:failed", prefix, queue);
-    char stop[32];
-    snprintf(stop, sizeof stop, "%zu", max ? max - 1 : 0);
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "ZCARD", failed, NULL);
-    redis_pipe_addv(p, "ZRANGE", failed, "0", stop, "WITHSCORES", NULL);
-    int rc = run_pipe(c, p, on_ids, &run, dl, e);
-    if (rc == 0 && run.nids) {
-        redis_pipe_reset(p);
-        for (size_t i = 0; i < run.nids; i++) {
-            char *key = xasprintf("%s:%s:%s", prefix, queue, run.ids[i]);
-            redis_pipe_addv(p, "HMGET", key, "name", "data", "atm", "attemptsMade", "finishedOn",
-                            DLQ_STAMP, NULL);
-            free(key);
-        }
-        rc = run_pipe(c, p, on_job, &run, dl, e);
-    }
-    redis_pipe_free(p);
-    cfg_strv_free(run.ids);
-    cfg_strv_free(run.scores);
-    if (rc) {
+    char *failed = xasprintf("%s:%s:failed", a.prefix, queue);
+    a.failed = failed;
+    if (on_queue(c, queue, read_once, &a, dl, e)) {
         free(failed);
         return err_prefix(e, "failed set of queue \"%.200s\"", queue);
     }
@@ -198,30 +265,44 @@ static int origin_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
     return 0;
 }
 
+static int origin_once(struct collector *c, void *arg, const struct deadline *dl, int *moved,
+                       struct err *e)
+{
+    struct origin_check *o = arg;
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_addv(p, "EXISTS", o->meta, NULL);
+    int rc = run_routed(c, p, origin_reply, o, dl, moved, e);
+    redis_pipe_free(p);
+    return rc;
+}
+
 static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                             struct err *e)
 {
     char *meta = xasprintf("%s:%s:meta", view_of(c)->prefix, b->origin);
     struct origin_check o = {.queue = b->origin, .meta = meta};
-    struct redis_pipe *p = redis_pipe_new();
-    redis_pipe_addv(p, "EXISTS", meta, NULL);
-    int rc = run_pipe(c, p, origin_reply, &o, dl, e);
-    redis_pipe_free(p);
+    int rc = on_queue(c, b->origin, origin_once, &o, dl, e);
     free(meta);
     return rc;
 }
 
 /* ---- one replay per failed set ---- */
 
+/* The lock key has the failed set's hash tag: on a cluster it lives on the queue's master. A
+ * MOVED here fails the hook (nothing was moved yet, or the lock expires). */
 static int dlq_lock(struct collector *c, struct dlq_batch *b, double hold,
                     const struct deadline *dl, struct err *e)
 {
+    if (route(c, b->origin, dl, e))
+        return -1;
     return redis_replay_lock_batch(c, run_pipe, b, NULL, "", hold, dl, e);
 }
 
 static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct deadline *dl,
                       struct err *e)
 {
+    if (b->kind_data && route(c, b->origin, dl, e))
+        return -1;
     return redis_replay_unlock_batch(c, run_pipe, b, dl, e);
 }
 
@@ -276,6 +357,24 @@ static const char move_script[] =
     "ARGV[1], 'prev', 'failed') "
     "return n";
 
+struct move_args {
+    const char *const *argv;
+    int argc;
+    long long got;
+};
+
+/* The script's EVAL: on_queue's op (a MOVED EVAL ran nothing, so a second try moves once). */
+static int move_once(struct collector *c, void *arg, const struct deadline *dl, int *moved,
+                     struct err *e)
+{
+    struct move_args *a = arg;
+    struct redis_pipe *p = redis_pipe_new();
+    redis_pipe_add(p, a->argc, a->argv, NULL);
+    int rc = run_routed(c, p, redis_job_eval_int, &a->got, dl, moved, e);
+    redis_pipe_free(p);
+    return rc;
+}
+
 static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                     const struct deadline *dl, struct err *e)
 {
@@ -289,23 +388,20 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     for (size_t i = 0; i < 7; i++)
         key[i] = xasprintf("%s:%s:%s", prefix, b->origin, suffix[i]);
     char *job = xasprintf("%s:%s:%s", prefix, b->origin, m->message_id);
-    long long got = 0;
-    struct redis_pipe *p = redis_pipe_new();
     /* 17 arguments: more than redis_pipe_addv takes */
     const char *argv[] = {"EVAL",   move_script,   "10",     b->dead_letter_queue,
                           job,      l->key,        key[0],   key[1],
                           key[2],   key[3],        key[4],   key[5],
                           key[6],   m->message_id, l->token, l->hold_ms,
                           DLQ_STAMP};
-    redis_pipe_add(p, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
-    int rc = run_pipe(c, p, redis_job_eval_int, &got, dl, e);
-    redis_pipe_free(p);
+    struct move_args a = {argv, (int)(sizeof argv / sizeof argv[0]), 0};
+    int rc = on_queue(c, b->origin, move_once, &a, dl, e);
     for (size_t i = 0; i < 7; i++)
         free(key[i]);
     free(job);
     if (rc)
         return err_prefix(e, "queue \"%.200s\"", b->origin);
-    return got >= 1 ? 0 : 1;
+    return a.got >= 1 ? 0 : 1;
 }
 
 /* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,

@@ -17,7 +17,7 @@ struct bullmq_dlq_view {
 };
 
 /* collector_kind.dead_letter_validate: the queue is one the source watches (any, without a
- * queues key), id_field is a form bullmq.h names, and the source is no Redis Cluster. */
+ * queues key), id_field is a form bullmq.h names, and on a cluster the queue has a hash tag. */
 int bullmq_dlq_validate(struct collector *c, struct cfg_node *entry, const char *queue,
                         const char *id_field, struct err *e);
 

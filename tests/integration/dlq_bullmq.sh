@@ -15,7 +15,8 @@
 #            gone a rerun ends with every job on wait exactly once, none lost, each stamped once;
 #   the stamp: jobs replayed, dead again (a worker while the provider is down), carry
 #            qrel-replayed 1, and a replay of them writes 2;
-#   refused: an id_field that names nothing, a source on a Redis Cluster (at load), a replay onto
+#   refused: an id_field that names nothing, a queue without a hash tag on a Redis Cluster (at
+#            load; redis_cluster.sh replays on a cluster), a replay onto
 #            a queue BullMQ does not know (even a dry run), the move of a job whose hash is gone
 #            or of a job of a flow (left failed, nothing written).
 # Redis users with exactly the permissions docs/dlq.md lists run inspect, the dry run and replay.
@@ -85,19 +86,20 @@ config "$T/inspect.yml" qrel-inspect
 config "$T/replay.yml" qrel-replay
 DLQ() { "$QREL" dlq "$@" 2>>"$T/dlq.err"; }
 
-# ---- refused at load: an id_field naming nothing, a cluster ------------------------------------
+# ---- refused at load: an id_field naming nothing, an untagged queue on a cluster ---------------
 sed 's/id_field: order$/id_field: order..id/' "$T/inspect.yml" > "$T/badid.yml"
 rc=0
 "$QREL" dlq inspect --config.file="$T/badid.yml" --source=jobs --queue=orders > /dev/null 2> "$T/badid.err" || rc=$?
 expect_eq "id_field order..id: exit 2" "$rc" 2
 expect_cmd "... refused with file:line:col and the forms a BullMQ job answers" grep -qF \
   "badid.yml:18:15: id_field: want job_id (the job id), name (the job's name) or a key of the job's data" "$T/badid.err"
-sed 's/^    queues: \[orders, refunds\]/    prefix: "{bull}"\n    cluster: true\n&/' "$T/inspect.yml" > "$T/cluster.yml"
+# On a cluster (redis_cluster.sh replays there) a queue found by discovery needs a hash tag.
+sed 's/^    queues: \[orders, refunds\]/    cluster: true/' "$T/inspect.yml" > "$T/cluster.yml"
 rc=0
 "$QREL" dlq inspect --config.file="$T/cluster.yml" --source=jobs --queue=orders > /dev/null 2> "$T/cluster.err" || rc=$?
-expect_eq "a source on a Redis Cluster: exit 2" "$rc" 2
+expect_eq "an untagged queue of a source on a Redis Cluster: exit 2" "$rc" 2
 expect_cmd "... refused at load, saying why" grep -qF \
-  'source: "jobs" is a Redis Cluster: qrel dlq reads and replays BullMQ only on a single server' "$T/cluster.err"
+  'cluster.yml:17:12: queue: "orders": source "jobs" is a Redis Cluster, where every key of a queue and qrel'"'"'s replay lock must be in one hash slot: give the prefix or the queue name a hash tag' "$T/cluster.err"
 
 # snapshot: every Redis key without an expiry (BullMQ's stalled-check keys expire by themselves)
 # and its DUMP (value and encoding, byte for byte), and the table.

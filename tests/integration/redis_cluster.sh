@@ -7,8 +7,13 @@
 # the map again and reads everything. BullMQ itself (the npm peers of bullmq.sh, through
 # ioredis's Cluster) makes queues under the hash-tagged prefix {bull} and hash-tagged queues
 # spread over the masters; three bullmq sources (discovered, and named queues) read them, before
-# and after the failover, equal to BullMQ's own counts. rq, sidekiq and celery refuse cluster:
-# true, and bullmq refuses a named queue without a hash tag.
+# and after the failover, equal to BullMQ's own counts. qrel dlq on a bullmq queue of the cluster
+# (jobs failed by BullMQ's Worker, a work table in PostgreSQL), seeded by a master that does not
+# serve the queue's slot, as users with the documented permissions: inspect and the exporter's join
+# (which follows a MOVED) classify as the table says, a dry run changes no key, replay moves exactly
+# the not-done jobs to wait stamped, a second one nothing.
+# rq, sidekiq and celery refuse cluster: true, and bullmq refuses a named queue without a hash
+# tag.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -56,6 +61,10 @@ C XREADGROUP GROUP g c COUNT 1 STREAMS '{mig}' '>' >/dev/null
 bull_t0=$(date +%s)
 (cd "$PEERS" && exec "$NODE" bull.mjs "$P1" "" cluster) > "$T/bull.log" 2>&1 &
 PIDS+=("$!")
+# qrel dlq's work table (below), made while Node starts and BullMQ fills the cluster.
+start_postgres PGP
+psql_do "CREATE TABLE charges (order_id text PRIMARY KEY, charged_at timestamptz)"
+psql_do "INSERT INTO charges VALUES ('c1', now()), ('c2', NULL), ('c3', now())"
 bull_ready() { grep -qx ready "$T/bull.log"; }
 wait_for 60 "BullMQ's queues on the cluster" bull_ready || { cat "$T/bull.log" >&2; exit 1; }
 # bull_ref: "prefix queue state value" per queue, as BullMQ's getJobCounts said.
@@ -257,6 +266,111 @@ for s in bq_tag bq_names bq_named; do expect_metric "$T/m4.txt" 1 qrel_collector
 expect_eq "bullmq after the migration: the same counts" "$(bulls "$T/m4.txt")" "$BREF"
 expect_eq "bullmq after the migration, named queues" "$(bull_got "$T/m4.txt" bq_named bull)" "$BREF_NAMED"
 stop_exporter
+
+# qrel dlq on the cluster: the failed jobs of {charges} and {refunds} (prefix dq, failed by BullMQ's
+# Worker in bull.mjs), classified against a work table where c1 and c3 were charged. The seed is a
+# master that serves neither queue's slot: every hook is routed to the master that does. Redis
+# users with the permissions docs/dlq.md lists for a cluster run inspect, the dry run and replay.
+for q in '{charges} failed=4' '{refunds} failed=2'; do
+  expect_line "BullMQ failed the jobs of $q" "^dlq dq $q\$" "$T/bull.log"
+done
+# Per master, one redis-cli: does it hold {charges} (slot 386), {refunds} (slot 7042); and the
+# users qrel dlq runs as (qrel talks to masters only: the seed and the queue's).
+echo 'dq-pw-2718' > "$T/dq.pw"
+DQ='' DQR='' SEED=''
+for p in $(masters); do
+  mapfile -t held < <(redis-cli -p "$p" <<'CMDS'
+CLUSTER COUNTKEYSINSLOT 386
+CLUSTER COUNTKEYSINSLOT 7042
+ACL SETUSER dq-inspect on >dq-pw-2718 resetkeys %R~dq:{charges}:* -@all +cluster|slots +zcard +zrange +hmget +exists
+ACL SETUSER dq-replay on >dq-pw-2718 resetkeys ~dq:{charges}:* ~qrel:replay-lock:dq:{charges}:failed -@all +cluster|slots +zcard +zrange +hmget +exists +eval +set +get +pexpire +pttl +del +zscore +type +llen +lpush +rpush +incr +zadd +zrem +hdel +hset +xadd
+CMDS
+  )
+  if [ "${held[0]}" -gt 0 ]; then DQ=$p; elif [ "${held[1]}" -gt 0 ]; then DQR=$p; else SEED=$p; fi
+  expect_eq "the users qrel dlq runs as, on master $p" "${held[2]} ${held[3]}" "OK OK"
+done
+expect_cmd "{charges} ($DQ), {refunds} ($DQR) and the seed ($SEED) are on three masters" \
+  test -n "$DQ" -a -n "$DQR" -a -n "$SEED"
+dq_config() { # FILE [USER]
+  cat > "$1" <<YML
+sources:
+  - name: dq
+    kind: bullmq
+    cluster: true
+    addresses: ["127.0.0.1:$SEED"]
+    prefix: dq
+    queues: ["{charges}", "{refunds}"]
+${2:+    username: $2
+    password_file: $T/dq.pw}
+$(pg_source shop-db "$PGP")
+    dedup_tables: [{table: charges, id_column: order_id, handled_at_column: charged_at}]
+dead_letters:
+  - source: dq
+    queue: "{charges}"
+    id_field: order
+    work_table: {source: shop-db, table: charges, id_column: order_id, done_column: charged_at}
+  - source: dq
+    queue: "{refunds}"
+    id_field: order
+    work_table: {source: shop-db, table: charges, id_column: order_id, done_column: charged_at}
+YML
+}
+dq_config "$T/dq.yml"
+dq_config "$T/dq-inspect.yml" dq-inspect
+dq_config "$T/dq-replay.yml" dq-replay
+D() { redis-cli -p "$DQ" "$@"; }
+dq_dump() { # every key of the queue (and the replay lock) without an expiry, and its DUMP
+  D --scan --pattern '*{charges}*' | sort | sed 's/.*/ECHO "&"\nPTTL "&"\nDUMP "&"/' |
+    D --no-raw | paste - - - | grep $'\t(integer) -1\t'
+}
+dq_failed() { D ZRANGE 'dq:{charges}:failed' 0 -1 | paste -sd' '; }
+DQA=(--source=dq --queue='{charges}' --format=json)
+dq_dump > "$T/dq.before"
+expect_eq "the dump holds the failed set and the 4 job hashes" \
+  "$(grep -cE '^"dq:\{charges\}:(failed|c[1-4])"'$'\t' "$T/dq.before")" 5
+rc=0
+"$QREL" dlq inspect --config.file="$T/dq-inspect.yml" "${DQA[@]}" > "$T/dq.inspect.json" 2> "$T/dq.err" || rc=$?
+expect_eq "dlq inspect on the cluster (the read-only user): exit 0" "$rc" 0
+expect_eq "... done not_done unknown total read, as the table says (c1 c3 charged)" \
+  "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.total) \(.read) \(.dead_letter_queue)"' "$T/dq.inspect.json")" \
+  "2 2 0 4 4 dq:{charges}:failed"
+rc=0
+"$QREL" dlq replay --config.file="$T/dq-inspect.yml" "${DQA[@]}" > "$T/dq.dry.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "a dry run would move c2 c4 (exit $rc)" \
+  "$rc $(jq -r '[.replay.would_move[].message_id] | sort | join(" ")' "$T/dq.dry.json")" "0 c2 c4"
+# The exporter's join reads both queues on one connection: the second read meets MOVED (the
+# first's master), learns the map again and reads on the master of its slot.
+"$QREL" scrape --config.file="$T/dq.yml" --log.level=debug > "$T/dq.m.txt" 2> "$T/dq.scrape.log"
+classes() { # QUEUE: done not_done of the exporter's join
+  for w in "done" not_done; do
+    mval "$T/dq.m.txt" qrel_dead_letter_classified_messages "queue=\"$1\"" "work=\"$w\""
+  done | paste -sd' '
+}
+expect_eq "the exporter's join classifies {charges} and {refunds} on the cluster" \
+  "$(classes '{charges}') / $(classes '{refunds}')" "2 2 / 0 2"
+expect_line "... the second queue's read met MOVED and was routed again (debug log)" \
+  'msg="qrel dlq: MOVED, learning the cluster.s map again" source=dq queue=' "$T/dq.scrape.log"
+dq_dump > "$T/dq.after"
+expect_cmd "inspect, the dry run and the scrape changed nothing (DUMP of every key of {charges})" \
+  cmp -s "$T/dq.before" "$T/dq.after"
+rc=0
+"$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.replay.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "replay --yes on the cluster (the replay user) moved c2 c4 (exit $rc)" \
+  "$rc $(jq -r '[.replay.moved[].message_id] | sort | join(" ")' "$T/dq.replay.json")" "0 c2 c4"
+# wait: LPUSHed in the failed set's order, so a worker takes c2 (the older failure) first.
+expect_eq "... onto wait, stamped qrel-replayed 1; c1 c3 left failed; the lock gone" \
+  "$(D <<'CMDS' | paste -sd' '
+LRANGE dq:{charges}:wait 0 -1
+HMGET dq:{charges}:c2 qrel-replayed failedReason
+HMGET dq:{charges}:c4 qrel-replayed failedReason
+ZRANGE dq:{charges}:failed 0 -1
+EXISTS qrel:replay-lock:dq:{charges}:failed
+CMDS
+)" "c4 c2 1  1  c1 c3 0"
+rc=0
+"$QREL" dlq replay --config.file="$T/dq-replay.yml" "${DQA[@]}" --yes > "$T/dq.again.json" 2>> "$T/dq.err" || rc=$?
+expect_eq "a second replay moves nothing" \
+  "$rc $(jq '.replay.moved | length' "$T/dq.again.json") $(D LLEN 'dq:{charges}:wait') $(dq_failed)" "0 0 2 c1 c3"
 
 # The kinds whose framework cannot run on a cluster say why, from --config.check too.
 for kind in rq sidekiq celery; do

@@ -9,7 +9,9 @@
 //   node bull.mjs PORT "" cluster              on the Redis Cluster a seed of which is PORT,
 //                                              through ioredis's Cluster: the queues of
 //                                              redis_cluster.sh, then their counts as BullMQ
-//                                              reads them; keeps a worker holding one job
+//                                              reads them, and the failed jobs of qrel dlq's
+//                                              queues {charges} and {refunds} (prefix dq);
+//                                              keeps a worker holding one job
 import { Cluster } from "ioredis";
 import { Queue, Worker } from "bullmq";
 
@@ -121,6 +123,20 @@ if (cmd === "setup") {
     const c = await q.getJobCounts("wait", "paused", "prioritized", "active", "delayed", "failed");
     console.log(`counts ${prefix} ${q.name} ready=${c.wait + c.paused + c.prioritized} ` +
       `in_flight=${c.active} delayed=${c.delayed} failed=${c.failed}`);
+  }
+  // qrel dlq's queues {charges} (slot 386) and {refunds} (7042) under the prefix dq, which no
+  // bullmq source of the test reads: jobs added with the order as job id and data {order},
+  // failed for good by a Worker.
+  const dlqs = { "{charges}": ["c1", "c2", "c3", "c4"], "{refunds}": ["r1", "r2"] };
+  for (const [name, orders] of Object.entries(dlqs)) {
+    const dq = new Queue(name, { connection: conn, prefix: "dq" });
+    for (const id of orders) await dq.add("charge", { order: id }, { jobId: id, attempts: 1 });
+    const dw = new Worker(name, async () => {
+      throw new Error("the provider said no");
+    }, { connection: conn, prefix: "dq" });
+    await until(`${name}'s failures`, async () => (await dq.getFailedCount()) === orders.length);
+    await dw.close();
+    console.log(`dlq dq ${name} failed=${await dq.getFailedCount()}`);
   }
   console.log("ready");
   await sleep(3600_000);
