@@ -124,7 +124,7 @@ START_TEST(test_config_not_a_broker)
         -1);
     ck_assert_str_eq(e.msg, "x.yml:18:12: queue: no job runner's entry of queues of source "
                             "\"shop\" watches queue \"orders\" (qrel dlq reads the job runners' "
-                            "presets, not pgmq)");
+                            "presets, not pgmq or delayed_job)");
 }
 END_TEST
 
