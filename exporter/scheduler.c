@@ -36,6 +36,7 @@ struct collection {
     struct metric_set *set;
     double duration;
     size_t queues;       /* distinct `queue` values of set: qrel_source_queues */
+    int user_families;   /* set holds families of the user's own (SQL queries) */
     int64_t queued_ms;   /* monotonic; when handed to the pool */
     int64_t finished_ms; /* monotonic; when done */
 };
@@ -315,6 +316,7 @@ static void worker_run(void *p)
     /* Counted here, for every kind alike and outside the lock: a source whose discovery or
      * pattern found nothing is up with no series, which qrel_source_queues 0 makes visible. */
     size_t queues = rc == 0 ? metric_set_distinct_values(set, "queue") : 0;
+    int user_families = metric_set_dynamic_count(set) > 0;
 
     struct source_state *st = a->st;
     pthread_mutex_lock(&st->mu);
@@ -326,6 +328,7 @@ static void worker_run(void *p)
     if (rc == 0) {
         col->set = set;
         col->queues = queues;
+        col->user_families = user_families;
         set = NULL;
         note_success_locked(st, duration);
         /* An older success must not be served after this one, kept or not. */
@@ -438,7 +441,8 @@ static void add_meta(struct metric_set *m, struct source_state *st, struct scrap
     }
     if (st->has_success)
         metric_set_add(m, "qrel_collector_last_success_timestamp_seconds", st->last_success, NULL);
-    if (up)
+    /* Not for a source that exports only its own SQL families: it watches rows, not queues. */
+    if (up && (en->col->queues || !en->col->user_families))
         metric_set_add(m, "qrel_source_queues", (double)en->col->queues, NULL);
     if (up && st->c->min_interval > 0)
         metric_set_add(m, "qrel_sample_age_seconds",
