@@ -3,6 +3,10 @@
 # tests/peers/bullmq/package-lock.json, on Node 22 from npm) producing with Queue.add and
 # processing with Worker: a job failed for good (the failed set), a job failed and retried an
 # hour later (delayed), a job held by a live worker, jobs waiting behind it and one delayed ahead.
+# Beside it a Bull 4 queue (npm bull 4.16.5: Queue#add with delay and priority, Queue#process
+# holding a job, a job failed for good), found without `queues:` by its job counter, its figures
+# Bull's own getJobCounts(); qrel_source_queues counts both queues, and is 0 (with a qrel check
+# warning) for a source whose prefix matches nothing.
 # Every series is asserted exactly (ages within the time the test took). Then a worker blocks its
 # event loop past its lock and another worker's stalled check moves the job back: the running
 # exporter counts the `stalled` event as a lease expiry. The exporter scrapes as a Redis ACL user
