@@ -8,7 +8,8 @@
 # ioredis's Cluster) makes queues under the hash-tagged prefix {bull} and hash-tagged queues
 # spread over the masters; three bullmq sources (discovered, and named queues) read them, before
 # and after the failover, equal to BullMQ's own counts. rq, sidekiq and celery refuse cluster:
-# true, and bullmq refuses a named queue without a hash tag.
+# true, and bullmq refuses a named queue without a hash tag. Last, Bull 4 (npm bull) makes a queue
+# under {legacy}, which a source without `queues:` finds by its job counter.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
