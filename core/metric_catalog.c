@@ -160,6 +160,10 @@ const struct metric_family metric_catalog_rows[] = {
      "Entries of queue (empty when the entry names none) that the last collection could not read "
      "and passed over, by reason (not_json, missing_field, bad_value, bad_timestamp, too_deep): "
      "the source's other series are still served, without these entries."},
+    {"qrel_source_queues", METRIC_GAUGE,
+     "Queues (streams, topics, tubes, tables: distinct queue label values) that the last "
+     "successful collection of this source found and exported; 0 means its discovery, pattern or "
+     "exclude matched nothing and every queue alert on it stays silent (qrel check warns)."},
 };
 
 #define CATALOG_LEN (sizeof metric_catalog_rows / sizeof metric_catalog_rows[0])

@@ -726,6 +726,56 @@ const struct metric_family *metric_set_dynamic_at(const struct metric_set *s, si
     return k < metric_set_dynamic_count(s) ? s->dyn->fams[k] : NULL;
 }
 
+/* A set keeps each string once, so two samples with the same value have the same offset: the
+ * index holds the offsets themselves (each < ARENA_LIMIT, below HASHTAB_END) and hashes them. */
+static uint64_t offset_hash(const void *ctx, uint32_t off)
+{
+    (void)ctx;
+    return hashtab_hash(&off, sizeof off, 0);
+}
+
+size_t metric_set_distinct_values(const struct metric_set *s, const char *name)
+{
+    if (!s || !s->len)
+        return 0;
+    /* Where name is among each schema's labels (-1: not there), found once per schema. */
+    int *pos = xcalloc(s->nschemas ? s->nschemas : 1, sizeof *pos);
+    for (size_t i = 0; i < s->nschemas; i++) {
+        pos[i] = -1;
+        for (size_t k = 0; k < s->schemas[i].n; k++) {
+            size_t len;
+            int escape;
+            const char *n = str_at(s, s->schema_names[s->schemas[i].start + k], &len, &escape);
+            if (strcmp(n, name) == 0)
+                pos[i] = (int)k;
+        }
+    }
+    struct hashtab seen = {0};
+    size_t count = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        const struct sample_rec *r = rec_at(s, i);
+        if (pos[r->schema] < 0)
+            continue;
+        uint32_t off = ((const uint32_t *)(void *)arena_at(&s->values, r->vals))[pos[r->schema]];
+        size_t len;
+        int escape;
+        str_at(s, off, &len, &escape);
+        if (!len)
+            continue; /* an empty value names nothing (qrel_skipped_entries{queue=""}) */
+        struct hashtab_probe p;
+        uint32_t id = hashtab_first(&seen, offset_hash(NULL, off), &p);
+        while (id != HASHTAB_END && id != off)
+            id = hashtab_next(&seen, &p);
+        if (id == HASHTAB_END) {
+            hashtab_add(&seen, &p, off, offset_hash, NULL);
+            count++;
+        }
+    }
+    hashtab_free(&seen);
+    free(pos);
+    return count;
+}
+
 const char *metric_set_error(const struct metric_set *s)
 {
     return s ? s->error : NULL;

@@ -111,6 +111,9 @@ size_t metric_set_family_index(const struct metric_set *s, size_t i);
 /* The families of the set that are not in the catalogue, in the order of their first sample. */
 size_t metric_set_dynamic_count(const struct metric_set *s);
 const struct metric_family *metric_set_dynamic_at(const struct metric_set *s, size_t k);
+/* How many distinct non-empty values the label name has over the samples of the set: with
+ * "queue", the queues (objects) a collection exported, served as qrel_source_queues. */
+size_t metric_set_distinct_values(const struct metric_set *s, const char *name);
 /* The first programming error met by metric_set_add, or NULL. Owned by the set. */
 const char *metric_set_error(const struct metric_set *s);
 /* Bytes the set has allocated, everything included except the allocator's own overhead (for

@@ -431,6 +431,22 @@ static void rule_claim_window(struct audit_ctx *x, struct audit_entry *en)
     buf_printf(m, " or allow at least %.0f deliveries", need);
 }
 
+/* A source that is up and found no queue: its pattern, discovery or exclude matched nothing, so
+ * no alert on its queues can fire. The entry is the source's own (queue ""). */
+static void rule_watches_nothing(struct audit_ctx *x, struct audit_entry *en)
+{
+    if (!entry_has(en, F_SOURCE_QUEUES) || entry_val(en, F_SOURCE_QUEUES) != 0)
+        return;
+    struct buf *m = add_finding(x, AUDIT_SOURCE_WATCHES_NOTHING, en, 0, 0, 1);
+    if (!m)
+        return; /* the series need no message */
+    buf_printf(m,
+               "source %s watches nothing: its discovery/pattern matched no queue, so no alert on "
+               "its queues can fire; check its prefix, pattern or exclude against the names the "
+               "broker has, or name the queues (queues:)",
+               en->source);
+}
+
 /* The rules over one entry besides the count rules, each skipped when disabled; margin
  * (AUDIT_RULE_COUNT here) checks its two rules itself. */
 static const struct {
@@ -443,6 +459,7 @@ static const struct {
     {AUDIT_DEDUP_WINDOW_SHORTER_THAN_RETRY_HORIZON, rule_dedup},
     {AUDIT_CLAIM_WINDOW_TOO_SHORT, rule_claim_window},
     {AUDIT_DEAD_LETTERS_NOT_KEPT, rule_not_kept},
+    {AUDIT_SOURCE_WATCHES_NOTHING, rule_watches_nothing},
 };
 
 /* ---- sorting the report ---- */

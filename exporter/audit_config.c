@@ -33,6 +33,7 @@ static const struct {
     [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING, 0},
     [AUDIT_SKIPPED_ENTRIES] = {"skipped_entries", AUDIT_WARNING, 0},
     [AUDIT_DEAD_LETTERS_NOT_KEPT] = {"dead_letters_not_kept", AUDIT_WARNING, 0},
+    [AUDIT_SOURCE_WATCHES_NOTHING] = {"source_watches_nothing", AUDIT_WARNING, 1},
 };
 
 const char *audit_rule_name(enum audit_rule r)

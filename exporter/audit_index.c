@@ -36,6 +36,7 @@ static const char *const fam_names[F_COUNT] = {
     [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
     [F_DL_UNKNOWN] = NULL,
     [F_DL_POISON] = "qrel_dead_letter_replayed_messages",
+    [F_SOURCE_QUEUES] = "qrel_source_queues",
 };
 
 static int same_name(const char *a, const char *b)
@@ -272,6 +273,13 @@ void audit_index_collect(struct audit_index *ix, struct metric_set *const *sets,
             const char *source = label(&smp, "source"), *kind = label(&smp, "kind");
             const char *queue = label(&smp, "queue"), *dlq = NULL;
             int fam = by_index[fi];
+            if (fam == F_SOURCE_QUEUES) {
+                /* A source-wide series: only a source that found no queue gets an entry (its
+                 * finding's place), so the others add no queue "" to the report. */
+                if (smp.value != 0)
+                    continue;
+                queue = "";
+            }
             if (!source || !kind || (fam != F_UP && !queue) || isnan(smp.value))
                 continue;
             if (fam == F_UP) {

@@ -42,6 +42,7 @@ enum audit_fam {
     F_DL_NOT_DONE,    /* … work="not_done" (read as the same family, told apart by the label) */
     F_DL_UNKNOWN,     /* … work="unknown" */
     F_DL_POISON,      /* qrel_dead_letter_replayed_messages{replays="poison"} */
+    F_SOURCE_QUEUES,  /* qrel_source_queues, only when 0: an entry of the source, queue "" */
     F_COUNT
 };
 

@@ -35,6 +35,8 @@ struct collection {
     struct err err;
     struct metric_set *set;
     double duration;
+    size_t queues;       /* distinct `queue` values of set: qrel_source_queues */
+    int user_families;   /* set holds families of the user's own (SQL queries) */
     int64_t queued_ms;   /* monotonic; when handed to the pool */
     int64_t finished_ms; /* monotonic; when done */
 };
@@ -311,6 +313,10 @@ static void worker_run(void *p)
     if (rc != 0 && e.code == ERR_NONE)
         err_set(&e, ERR_INTERNAL, "collector failed without saying why");
     double duration = (double)(deadline_now_ms() - t0) / 1000.0;
+    /* Counted here, for every kind alike and outside the lock: a source whose discovery or
+     * pattern found nothing is up with no series, which qrel_source_queues 0 makes visible. */
+    size_t queues = rc == 0 ? metric_set_distinct_values(set, "queue") : 0;
+    int user_families = metric_set_dynamic_count(set) > 0;
 
     struct source_state *st = a->st;
     pthread_mutex_lock(&st->mu);
@@ -321,6 +327,8 @@ static void worker_run(void *p)
     col->finished_ms = deadline_now_ms();
     if (rc == 0) {
         col->set = set;
+        col->queues = queues;
+        col->user_families = user_families;
         set = NULL;
         note_success_locked(st, duration);
         /* An older success must not be served after this one, kept or not. */
@@ -433,6 +441,9 @@ static void add_meta(struct metric_set *m, struct source_state *st, struct scrap
     }
     if (st->has_success)
         metric_set_add(m, "qrel_collector_last_success_timestamp_seconds", st->last_success, NULL);
+    /* Not for a source that exports only its own SQL families: it watches rows, not queues. */
+    if (up && (en->col->queues || !en->col->user_families))
+        metric_set_add(m, "qrel_source_queues", (double)en->col->queues, NULL);
     if (up && st->c->min_interval > 0)
         metric_set_add(m, "qrel_sample_age_seconds",
                        (double)(now_ms - en->col->finished_ms) / 1000.0, NULL);

@@ -53,6 +53,7 @@
     'stale_claims',
     'outbox_lagging',
     'dedup_window_shorter_than_retry_horizon',
+    'source_watches_nothing',
   ],
   local auditDescription =
     "qrel's audit finds the rule {{ $labels.rule }} ({{ $labels.severity }}) broken by the configuration of {{ $value }} of the queues of {{ $labels.source }} ({{ $labels.kind }}). "
@@ -324,6 +325,19 @@
             'qrel reads only part of the pending entries of some consumer groups.',
             '{{ $value }} consumer groups of {{ $labels.source }} ({{ $labels.kind }}) have had more pending entries than its pending_scan_limit for '
             + dur(c['for'].pendingScanTruncated) + ': their qrel_messages_redelivered, qrel_lease_oldest_age_seconds and qrel_lease_margin_ratio cover only the oldest pending_scan_limit entries, so redeliveries and long holds among the newer ones go unseen (qrel_queue_messages{state="in_flight"} stays exact). Raise the source\'s pending_scan_limit, or drain the backlog.',
+            'exporter', ['source'],
+          ),
+          // A source that is up but found no queue (a pattern or discovery that matches nothing,
+          // an exclude that leaves everything out) has no series for any other alert to fire on.
+          // qrel_source_queues is served only while the source is up: a down one is
+          // QrelCollectorDown's. 15 minutes, so that a queue recreated by a deploy does not warn.
+          alert(
+            'QrelSourceWatchesNothing',
+            '%s == 0' % sel('qrel_source_queues'),
+            'sourceWatchesNothing', 'warning',
+            'A qrel source watches no queue.',
+            'The source {{ $labels.source }} ({{ $labels.kind }}) has been up for ' + dur(c['for'].sourceWatchesNothing)
+            + " and found no queue: its discovery or pattern matched nothing (or its exclude left everything out), so no alert on its queues can fire. Check its prefix, pattern or exclude against the names the broker has, or name the queues; `qrel check` reports it as source_watches_nothing.",
             'exporter', ['source'],
           ),
           // The scrape targets of exporterSelector (docs/alerts.md#the-job-name). absent(): no

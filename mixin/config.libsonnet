@@ -50,6 +50,7 @@
       collectorDown: '5m',
       collectorStale: '5m',
       pendingScanTruncated: '15m',
+      sourceWatchesNothing: '15m',
       exporterDown: '5m',
       freshnessBudgetBurnFast: '2m',
       freshnessBudgetBurnSlow: '15m',

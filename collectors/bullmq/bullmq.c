@@ -9,6 +9,11 @@
  * (a worker that died or blocked its event loop) is found by another worker's stalled check,
  * moved back to wait and announced by a `stalled` event: that is a lease expiry.
  *
+ * Bull 3/4 (npm `bull`, BullMQ's predecessor) keeps the same keys and job hashes without `meta`,
+ * `prioritized` and `events`: a prioritized job waits in `wait` itself, with its priority in a
+ * `priority` sorted set beside it, which is never read here (its jobs would count twice), and a
+ * stall is announced only by pub/sub, so Bull's qrel_lease_expiries_total stays 0.
+ *
  * A scrape is two or three pipelined round trips whatever the number of queues (plus SCAN pages
  * when queues are not named): per queue the list and set sizes, the oldest waiting job, the
  * active jobs, the first and last failed job, and the events since the last scrape; then the job
@@ -35,6 +40,7 @@
 #include "common/redis_settings.h"
 #include "config.h"
 #include "dlq.h"
+#include "hashtab.h"
 #include "log.h"
 #include "alloc.h"
 
@@ -128,7 +134,7 @@ static void destroy(struct collector *c)
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
     struct state *st = c->priv;
-    st->job.discovery = "SCAN <prefix>:*:meta";
+    st->job.discovery = "SCAN <prefix>:*:meta and <prefix>:*:id";
     if (redis_job_read(map, &st->job, e) || cfg_get_nonempty(map, "prefix", &st->prefix, e) ||
         cfg_get_positive_duration(map, "lock_duration", DEFAULT_LOCK_DURATION, &st->lock_duration,
                                   e) ||
@@ -172,16 +178,42 @@ static int want(const redisReply *r, int type, const char *what, const char *que
                    r->type == REDIS_REPLY_ERROR ? r->str : "");
 }
 
-/* ---- queue discovery: SCAN <prefix>:*:meta ---- */
+/* ---- queue discovery: SCAN <prefix>:*:meta and <prefix>:*:id ----
+ * BullMQ writes `:meta`; Bull 3/4 (npm `bull`) writes none, but both INCR the job counter `:id`
+ * on every add, so one SCAN of the glob covering both finds either. A BullMQ queue has both
+ * keys, and SCAN may return a key twice: each name is taken once (seen). */
 
 struct scan {
     char *cursor;
     char **names;
     size_t n;
+    char **seen; /* every name found, kept or excluded, by id; indexed by seen_index */
+    size_t nseen;
+    struct hashtab seen_index;
     const char *prefix;
     struct exclude *exclude; /* the queues found that are left out, before max_queues counts */
     double now_ms;
 };
+
+static uint64_t seen_hash(const void *ctx, uint32_t id)
+{
+    const struct scan *s = ctx;
+    return hashtab_hash(s->seen[id], strlen(s->seen[id]), 0);
+}
+
+/* 1 when name was found before; else it is remembered (taken over) and 0. */
+static int seen_before(struct scan *s, char *name)
+{
+    struct hashtab_probe p;
+    for (uint32_t id = hashtab_first(&s->seen_index, hashtab_hash(name, strlen(name), 0), &p);
+         id != HASHTAB_END; id = hashtab_next(&s->seen_index, &p))
+        if (strcmp(s->seen[id], name) == 0)
+            return 1;
+    s->seen = xrealloc(s->seen, (s->nseen + 1) * sizeof *s->seen);
+    s->seen[s->nseen] = name;
+    hashtab_add(&s->seen_index, &p, (uint32_t)s->nseen++, seen_hash, s);
+    return 0;
+}
 
 static int on_scan(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
@@ -203,15 +235,17 @@ static int on_scan(void *ctx, size_t index, const redisReply *r, struct err *e)
         const redisReply *k = keys->element[i];
         if (k->type != REDIS_REPLY_STRING)
             continue;
-        char *name = bullmq_queue_of_meta_key(k->str, k->len, s->prefix);
+        char *name = bullmq_queue_of_found_key(k->str, k->len, s->prefix);
         if (!name)
             continue;
-        if (exclude_drop(s->exclude, name)) { /* neither read nor exported */
+        if (seen_before(s, name)) {
             free(name);
             continue;
         }
+        if (exclude_drop(s->exclude, name)) /* neither read nor exported */
+            continue;
         s->names = xrealloc(s->names, (s->n + 2) * sizeof *s->names);
-        s->names[s->n++] = name;
+        s->names[s->n++] = xstrdup(name);
         s->names[s->n] = NULL;
     }
     return 0;
@@ -518,7 +552,7 @@ static int read_server(struct scrape *sc, struct redis_conn *conn,
     struct scan s = {0};
     s.prefix = st->prefix;
     s.exclude = &st->job.exclude;
-    char *match = xasprintf("%s:*:meta", st->prefix);
+    char *match = bullmq_discovery_match(st->prefix);
     int rc = -1;
     char **names = NULL;
     int scan = !only && !st->job.queues;
@@ -590,6 +624,10 @@ out:
     free(match);
     free(s.cursor);
     cfg_strv_free(s.names);
+    for (size_t i = 0; i < s.nseen; i++)
+        free(s.seen[i]);
+    free(s.seen);
+    hashtab_free(&s.seen_index);
     return rc;
 }
 

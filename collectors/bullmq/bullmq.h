@@ -9,6 +9,14 @@
  * malloc'd string, or NULL when key is not such a key of prefix. */
 char *bullmq_queue_of_meta_key(const char *key, size_t len, const char *prefix);
 
+/* The queue of a key discovery's SCAN found: `<prefix>:<queue>:meta` (BullMQ) or
+ * `<prefix>:<queue>:id` (the job counter, which BullMQ and Bull 3/4 both INCR on every add;
+ * Bull writes no `:meta`). malloc'd, or NULL for any other key, `:meta-paused` included. */
+char *bullmq_queue_of_found_key(const char *key, size_t len, const char *prefix);
+/* The SCAN MATCH glob (malloc'd) that finds both: one glob has no "or", so it is a superset
+ * (`<prefix>:*:[im][de]*`) whose keys are then judged by bullmq_queue_of_found_key. */
+char *bullmq_discovery_match(const char *prefix);
+
 /* Is the entry of a queue's `events` stream with these n field/value strings (names[i] =
  * values[i]) a `stalled` event, the one BullMQ adds when a job's lock ran out? */
 int bullmq_is_stalled_event(const char *const *names, const char *const *values, size_t n);

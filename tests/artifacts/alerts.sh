@@ -91,7 +91,7 @@ required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMa
 QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
 QrelAuditFailed QrelAuditFailedCritical QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
-QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow""".split()
+QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow QrelSourceWatchesNothing""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",

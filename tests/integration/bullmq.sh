@@ -3,6 +3,10 @@
 # tests/peers/bullmq/package-lock.json, on Node 22 from npm) producing with Queue.add and
 # processing with Worker: a job failed for good (the failed set), a job failed and retried an
 # hour later (delayed), a job held by a live worker, jobs waiting behind it and one delayed ahead.
+# Beside it a Bull 4 queue (npm bull 4.16.5: Queue#add with delay and priority, Queue#process
+# holding a job, a job failed for good), found without `queues:` by its job counter, its figures
+# Bull's own getJobCounts(); qrel_source_queues counts both queues, and is 0 (with a qrel check
+# warning) for a source whose prefix matches nothing.
 # Every series is asserted exactly (ages within the time the test took). Then a worker blocks its
 # event loop past its lock and another worker's stalled check moves the job back: the running
 # exporter counts the `stalled` event as a lease expiry. The exporter scrapes as a Redis ACL user
@@ -30,10 +34,25 @@ bull_bg() { cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"; }
 scene_start
 bull_bg setup > "$T/setup.log" 2>&1 &
 PIDS+=("$!")
+# Beside it, a Bull 4 queue (npm bull 4.16.5, bull4.mjs), which has no `meta` key.
+(cd "$PEERS" && exec "$NODE" bull4.mjs "$RP" "$secret" setup legacy) > "$T/bull4.log" 2>&1 &
+PIDS+=("$!")
 for _ in $(seq 1 600); do grep -q '^ready$' "$T/setup.log" && break; sleep 0.05; done
 expect_eq "BullMQ set the scene" "$(tail -1 "$T/setup.log")" ready
+for _ in $(seq 1 600); do grep -q '^ready$' "$T/bull4.log" && break; sleep 0.05; done
+expect_eq "Bull 4 set the scene" "$(tail -1 "$T/bull4.log")" ready
 
 job_scrape "$T/bq.yml" bull bullmq
+# Bull 4, found without `queues:` (by its job counter `id`): the figures are Bull's own
+# getJobCounts(); its two prioritized jobs, in `wait` and in the `priority` set, count once.
+bull4=$(sed -n 's/^counts legacy //p' "$T/bull4.log")
+expect_eq "Bull's own counts" "$bull4" "ready=4 in_flight=1 delayed=1 failed=1 priority=2"
+expect_states "$P" legacy ready=4 in_flight=1 delayed=1
+expect_metric "$P" 1 qrel_dead_letter_messages 'queue="legacy"' 'dead_letter_queue="failed"'
+expect_recent "$P" legacy qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds \
+  qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
+# qrel_source_queues: the queues the source found and exported, BullMQ's email and Bull's legacy.
+expect_metric "$P" 2 qrel_source_queues 'source="bull"'
 expect_states "$P" email ready=2 in_flight=1 delayed=2
 expect_metric "$P" 1 qrel_dead_letter_messages 'queue="email"' 'dead_letter_queue="failed"'
 expect_metric "$P" 30 qrel_lease_timeout_seconds 'queue="email"'
@@ -42,12 +61,21 @@ expect_metric "$P" 0 qrel_messages_redelivered 'queue="email"'
 expect_recent "$P" email qrel_lease_oldest_age_seconds qrel_queue_oldest_message_age_seconds \
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
-expect_eq "round trips for 1 queue (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
+expect_eq "round trips for 2 queues (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
 # The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
 job_same_via_proxy "$T/bq.yml" bull
 
 expect_check "$T/bq.yml" 2 "a failed job" "the failed job of email" \
   '^CRITICAL bull email: dead-letter queue failed holds 1 message.*\[dead_letter_queue_not_empty\]$'
+
+# A source whose discovery matches nothing (a prefix no queue has) is up with no queue series:
+# qrel_source_queues 0 says so, and qrel check warns (exit 1).
+job_config "$T/none.yml" none bullmq "prefix: nothing"
+"$QREL" scrape --config.file="$T/none.yml" > "$T/none.prom"
+expect_metric "$T/none.prom" 1 qrel_collector_up 'source="none"'
+expect_metric "$T/none.prom" 0 qrel_source_queues 'source="none"'
+expect_check "$T/none.yml" 1 "a source that watches nothing" "the source that watches nothing" \
+  '^WARNING none "": source none watches nothing: its discovery/pattern matched no queue.*\[source_watches_nothing\]$'
 
 # Hostile job hashes no BullMQ writes (by hand: that is the point), in a queue of its own: an
 # active job processed at -5 ms (which once gave a lease age of 1.8e9 s) and a waiting one whose
@@ -106,7 +134,7 @@ job_faults_check "$T/bq.log"
 bad_job_key bullmq "misspelt key" 'bad.yml:5:5: unknown key "lockDuration" in source "b" (known keys:' \
   "lockDuration: 30000"
 bad_job_key bullmq "exclude with queues" \
-  'bad.yml:6:14: exclude: only without queues (it leaves out queues found in SCAN <prefix>:*:meta)' \
+  'bad.yml:6:14: exclude: only without queues (it leaves out queues found in SCAN <prefix>:*:meta and <prefix>:*:id)' \
   "queues: [a]
     exclude: [b]"
 bad_job_key bullmq "empty prefix" 'bad.yml:5:13: prefix: want a non-empty string' \

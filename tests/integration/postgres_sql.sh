@@ -57,6 +57,9 @@ expect_metric "$T/m.txt" 42 shop_refunded_cents_total 'source="shop"' 'kind="sql
 expect_cmd "counter TYPE line" grep -qx '# TYPE shop_refunded_cents_total counter' "$T/m.txt"
 expect_cmd "HELP from the config" grep -qx '# HELP shop_orders Orders by region and status.' "$T/m.txt"
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="shop"' 'kind="postgres"'
+# Only SQL families, no queue: no qrel_source_queues 0, which would read as a source watching
+# nothing (qrel check's source_watches_nothing).
+expect_absent "$T/m.txt" qrel_source_queues 'source="shop"'
 expect_cmd "user families after the catalogue" \
   bash -c "[ \"\$(grep -n '^# TYPE' '$T/m.txt' | tail -1 | cut -d' ' -f3)\" = shop_refunded_cents_total ]"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"

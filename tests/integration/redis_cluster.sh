@@ -14,6 +14,8 @@
 # the not-done jobs to wait stamped, a second one nothing.
 # rq, sidekiq and celery refuse cluster: true, and bullmq refuses a named queue without a hash
 # tag.
+# Last, Bull 4 (npm bull) makes a queue under {legacy}, which a source without `queues:` finds
+# by its job counter.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -386,5 +388,19 @@ printf 'sources:\n  - name: j\n    kind: bullmq\n    address: 127.0.0.1:%s\n    
 expect_exit "bullmq, untagged queue on a cluster: --config.check fails" 1 "$T/bq_untagged.out" \
   "$EXPORTER" --config.file="$T/bq_untagged.yml" --config.check
 expect_line "bullmq: the refusal asks for a hash tag" ':6:[0-9]*:.*queues: "email": .*hash tag' "$T/bq_untagged.out"
+
+# Bull 4 (npm bull, bull4.mjs) on the cluster under the prefix {legacy}: found without `queues:`
+# by its job counter `id` (Bull writes no `meta`), its figures Bull's own getJobCounts().
+(cd "$PEERS" && exec "$NODE" bull4.mjs "$P1" "" cluster jobs) > "$T/bull4.log" 2>&1 || cat "$T/bull4.log" >&2
+expect_line "Bull 4 set its queue on the cluster" '^ready$' "$T/bull4.log"
+printf 'sources:\n  - name: legacy\n    kind: bullmq\n    address: 127.0.0.1:%s\n    cluster: true\n    prefix: "{legacy}"\n' \
+  "$P1" > "$T/legacy.yml"
+"$QREL" scrape --config.file="$T/legacy.yml" > "$T/legacy.prom"
+expect_eq "Bull 4 on the cluster: qrel's figures are Bull's own" \
+  "$(awk '/^qrel_queue_messages\{/ { match($0, /state="[^"]*"/); printf "%s=%s ", substr($0, RSTART + 7, RLENGTH - 8), $NF }' "$T/legacy.prom")" \
+  "$(sed -n 's/^counts jobs \(ready=[0-9]* in_flight=[0-9]* delayed=[0-9]*\).*/\1 /p' "$T/bull4.log")"
+expect_metric "$T/legacy.prom" "$(sed -n 's/^counts jobs .*failed=\([0-9]*\).*/\1/p' "$T/bull4.log")" \
+  qrel_dead_letter_messages 'source="legacy"' 'queue="jobs"'
+expect_metric "$T/legacy.prom" 1 qrel_source_queues 'source="legacy"'
 
 finish

@@ -728,6 +728,42 @@ START_TEST(test_skipped_entries)
 }
 END_TEST
 
+/* ---- source_watches_nothing ---- */
+
+/* A source that is up and found no queue (qrel_source_queues 0, as the scheduler adds it to the
+ * meta series) is a warning at the source's own place (queue ""); one that found a queue is not,
+ * and adds no queue "" to the report. */
+START_TEST(test_source_watches_nothing)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "jobs", "bullmq");
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "emails", "state", "ready", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "emails", "dead_letter_queue",
+                   "failed", NULL);
+    struct metric_set *m = col_set(&c, "jobs", "bullmq");
+    metric_set_add(m, "qrel_collector_up", 1, NULL);
+    metric_set_add(m, "qrel_source_queues", 1, NULL);
+    m = col_set(&c, "legacy", "bullmq");
+    metric_set_add(m, "qrel_collector_up", 1, NULL);
+    metric_set_add(m, "qrel_source_queues", 0, NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_SOURCE_WATCHES_NOTHING, "");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->source, "legacy");
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_int_eq(r->status, AUDIT_WARNING);
+    ck_assert_str_eq(f->message,
+                     "source legacy watches nothing: its discovery/pattern matched no queue, so "
+                     "no alert on its queues can fire; check its prefix, pattern or exclude "
+                     "against the names the broker has, or name the queues (queues:)");
+    ck_assert_uint_eq(r->nqueues, 2); /* emails, and legacy's own place */
+    ck_assert_str_eq(audit_rule_name(AUDIT_SOURCE_WATCHES_NOTHING), "source_watches_nothing");
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- an entry with many families ---- */
 
 /* The families of three rules on one queue, after fillers (families no rule fires on here):
@@ -1011,7 +1047,7 @@ START_TEST(test_config)
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
-         "dead_letters_not_kept), got "
+         "dead_letters_not_kept, source_watches_nothing), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1080,6 +1116,7 @@ int main(void)
         {test_eta_beyond, 0},
         {test_skipped_entries, 0},
         {test_not_kept, 0},
+        {test_source_watches_nothing, 0},
         {test_outbox_lagging, 0},
         {test_dedup_window, 0},
         {test_no_dead_letter_queue, 0},

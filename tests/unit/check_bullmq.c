@@ -28,6 +28,30 @@ START_TEST(test_meta_keys)
 }
 END_TEST
 
+static char *found(const char *key)
+{
+    return bullmq_queue_of_found_key(key, strlen(key), "bull");
+}
+
+/* Discovery's keys: BullMQ's `meta`, and the job counter `id` that Bull 4.16.5's addJob-6.lua
+ * INCRs on every add (Bull writes no `meta`); Bull's other keys of the same glob are no queue. */
+START_TEST(test_found_keys)
+{
+    check_str_free(found("bull:email:meta"), "email");
+    check_str_free(found("bull:email:id"), "email");
+    check_str_free(found("bull:a:b:id"), "a:b");
+    ck_assert_ptr_null(found("bull:email:meta-paused")); /* Bull's paused flag */
+    ck_assert_ptr_null(found("bull:email:idle"));
+    ck_assert_ptr_null(found("bull::id"));
+    ck_assert_ptr_null(found("bull:id"));
+    ck_assert_ptr_null(found("bullx:email:id"));
+    ck_assert_ptr_null(found("bull:email:7")); /* a job hash */
+    char *m = bullmq_discovery_match("{bull}");
+    ck_assert_str_eq(m, "{bull}:*:[im][de]*");
+    free(m);
+}
+END_TEST
+
 START_TEST(test_stalled)
 {
     /* As recorded: XRANGE bull:cpu:events after a worker blocked past its lock. */
@@ -138,9 +162,9 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_meta_keys, 0},      {test_stalled, 0},     {test_hash_tag, 0},
-        {test_dlq_id_field, 0},   {test_dlq_work_id, 0}, {test_dlq_counts, 0},
-        {test_dlq_dead_since, 0},
+        {test_meta_keys, 0},  {test_found_keys, 0},     {test_stalled, 0},
+        {test_hash_tag, 0},   {test_dlq_id_field, 0},   {test_dlq_work_id, 0},
+        {test_dlq_counts, 0}, {test_dlq_dead_since, 0},
     };
     return check_run_tests("bullmq", tests, CHECK_ROWS(tests), 0);
 }

@@ -15,7 +15,7 @@
 static const struct check_case discovering[] = {
     {"rq", "the rq:queues set"},
     {"sidekiq", "the queues set and in the jobs of the sets and work hashes"},
-    {"bullmq", "SCAN <prefix>:*:meta"},
+    {"bullmq", "SCAN <prefix>:*:meta and <prefix>:*:id"},
 };
 
 /* Configures a source of kind (skipped when not built) whose keys after address are more. */

@@ -55,6 +55,7 @@ static const struct {
     {"qrel_skipped_entries", METRIC_GAUGE},
     /* nor this: a job runner that deletes its failed jobs (delayed_job, issue 25) */
     {"qrel_dead_letters_not_kept", METRIC_GAUGE},
+    {"qrel_source_queues", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},
@@ -294,6 +295,29 @@ START_TEST(test_set_kind)
     sm = get(s, 2);
     assert_label(&sm, 1, "kind", "outbox");
     ck_assert_ptr_null(metric_set_error(s));
+    metric_set_free(s);
+}
+END_TEST
+
+/* qrel_source_queues' count: distinct non-empty queue values over every family and schema (the
+ * queue label at another position in another family's samples), nothing for a set without it. */
+START_TEST(test_distinct_values)
+{
+    struct metric_set *s = metric_set_new("src", "bullmq");
+    ck_assert_uint_eq(metric_set_distinct_values(s, "queue"), 0);
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "a", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_messages", 1, "queue", "a", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "dead_letter_queue", "failed", "queue", "b",
+                   NULL);
+    metric_set_add(s, "qrel_skipped_entries", 2, "queue", "", "reason", "not_json", NULL);
+    metric_set_add(s, "qrel_excluded_objects", 1, "object", "queue", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "c", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 30, "queue", "a", NULL);
+    ck_assert_ptr_null(metric_set_error(s));
+    ck_assert_uint_eq(metric_set_distinct_values(s, "queue"), 3);
+    ck_assert_uint_eq(metric_set_distinct_values(s, "state"), 2);
+    ck_assert_uint_eq(metric_set_distinct_values(s, "group"), 0);
+    ck_assert_uint_eq(metric_set_distinct_values(NULL, "queue"), 0);
     metric_set_free(s);
 }
 END_TEST
@@ -861,6 +885,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_add_without_base_labels);
     tcase_add_test(tc, test_set_kind);
     tcase_add_test(tc, test_add_copies_strings);
+    tcase_add_test(tc, test_distinct_values);
     tcase_add_test(tc, test_add_empty_value);
     tcase_add_test(tc, test_utf8_sanitize);
     tcase_add_test(tc, test_errors);
