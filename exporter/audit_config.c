@@ -32,6 +32,8 @@ static const struct {
     [AUDIT_ORPHANED_MESSAGES] = {"orphaned_messages", AUDIT_CRITICAL, 0},
     [AUDIT_ETA_BEYOND_LEASE] = {"eta_beyond_lease", AUDIT_WARNING, 0},
     [AUDIT_SKIPPED_ENTRIES] = {"skipped_entries", AUDIT_WARNING, 0},
+    [AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE] = {"handler_timeout_not_below_lease", AUDIT_CRITICAL,
+                                               0},
 };
 
 const char *audit_rule_name(enum audit_rule r)
