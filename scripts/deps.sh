@@ -10,7 +10,7 @@ packages=(
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml
-  rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
+  rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery php-cli php-redis php-laravel-framework
   # the Debian package (tests/artifacts/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
   # lintian, systemd-analyze, man pages, the postinst's adduser, readelf
   dpkg-dev lintian systemd groff-base man-db adduser binutils

@@ -16,7 +16,7 @@
 struct laravel_job {
     double attempts;   /* deliveries so far: 0 while ready, raised by one at each pop */
     double timeout;    /* the job's own timeout (seconds), which overrides the worker's --timeout */
-    double created_at; /* createdAt (Laravel 11 and later, or a createPayloadUsing hook) */
+    double created_at; /* createdAt (recent Laravel, e.g. 13.x, or a createPayloadUsing hook) */
 };
 
 /* Reads a payload: -1 with *why (entries.h) and a message when it is no JSON object, has no

@@ -73,7 +73,7 @@ $queue = new Queue($app);
 $queue->addConnection(['driver' => 'redis', 'connection' => 'default', 'queue' => 'default',
                        'retry_after' => (int) getenv('RETRY_AFTER')]);
 $queue->setAsGlobal();
-// Laravel 11 stamps every payload with createdAt; on 8 an application adds it with this hook.
+// Recent Laravel (13.x) stamps every payload with createdAt; on 8 an application adds it so.
 Illuminate\Queue\Queue::createPayloadUsing(function () { return ['createdAt' => time()]; });
 
 [, $cmd, $q] = $argv;
