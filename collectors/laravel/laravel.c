@@ -50,6 +50,7 @@ struct state {
 
 struct queue {
     char *name;
+    int excluded; /* matched by exclude: kept so that its other keys do not count it again */
     double ready, delayed, in_flight, expired, redelivered, read;
     double timeout; /* the longest timeout of its jobs read (their own, else job_timeout) */
     int has_head, has_hold, has_margin;
@@ -60,9 +61,11 @@ struct scrape {
     struct state *st;
     double now;
     char now_text[64];
-    char *cursor; /* SCAN's; "0" once done */
-    struct queue *q;
+    char *cursor;    /* SCAN's; "0" once done */
+    struct queue *q; /* in the order met, the excluded ones too */
     size_t n;
+    size_t *read; /* the positions in q of the queues not excluded, nread of them */
+    size_t nread;
     struct entry_skips skips;
 };
 
@@ -97,7 +100,9 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     return 0;
 }
 
-static void add_queue(struct scrape *sc, const char *name)
+/* A queue named or found; found is judged by exclude, once per queue however many of its keys
+ * SCAN met. */
+static void add_queue(struct scrape *sc, const char *name, int found)
 {
     for (size_t i = 0; i < sc->n; i++)
         if (strcmp(sc->q[i].name, name) == 0)
@@ -105,6 +110,7 @@ static void add_queue(struct scrape *sc, const char *name)
     sc->q = xrealloc(sc->q, (sc->n + 1) * sizeof *sc->q);
     memset(&sc->q[sc->n], 0, sizeof *sc->q);
     sc->q[sc->n].name = xstrdup(name);
+    sc->q[sc->n].excluded = found && exclude_drop(&sc->st->job.exclude, name);
     sc->q[sc->n].timeout = sc->st->job_timeout;
     sc->n++;
 }
@@ -129,8 +135,8 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
         if (k->type != REDIS_REPLY_STRING)
             continue;
         char *name = laravel_queue_of_key(k->str, k->len, sc->st->prefix);
-        if (name && !exclude_drop(&sc->st->job.exclude, name))
-            add_queue(sc, name);
+        if (name)
+            add_queue(sc, name, 1);
         free(name);
     }
     return 0;
@@ -186,7 +192,7 @@ static int on_reserved(struct scrape *sc, struct queue *q, const redisReply *r, 
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    struct queue *q = &sc->q[index / PER_QUEUE];
+    struct queue *q = &sc->q[sc->read[index / PER_QUEUE]];
     static const char *const what[PER_QUEUE] = {
         "LLEN", "ZCARD delayed", "ZCARD reserved", "ZCOUNT reserved", "LINDEX", "ZRANGE reserved"};
     size_t k = index % PER_QUEUE;
@@ -223,7 +229,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     size_t max = st->job.rs.max_response_bytes;
 
     for (size_t i = 0; i < st->job.nqueues; i++)
-        add_queue(sc, st->job.queues[i]);
+        add_queue(sc, st->job.queues[i], 0);
     char *match = xasprintf("%squeues:*", st->prefix);
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
@@ -243,7 +249,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
     redis_pipe_reset(p);
+    sc->read = xcalloc(sc->n ? sc->n : 1, sizeof *sc->read);
     for (size_t i = 0; i < sc->n; i++) {
+        if (sc->q[i].excluded)
+            continue; /* no key of an excluded queue is asked for */
+        sc->read[sc->nread++] = i;
         char *list = key(st, sc->q[i].name, ""), *delayed = key(st, sc->q[i].name, ":delayed"),
              *reserved = key(st, sc->q[i].name, ":reserved");
         redis_pipe_addv(p, "LLEN", list, NULL);
@@ -265,8 +275,8 @@ static void emit(const struct scrape *sc, struct metric_set *out)
 {
     struct state *st = sc->st;
     exclude_emit(&st->job.exclude, out, "queue");
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct queue *q = &sc->q[i];
+    for (size_t r = 0; r < sc->nread; r++) {
+        const struct queue *q = &sc->q[sc->read[r]];
         const char *n = q->name;
         metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
         metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
@@ -299,7 +309,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (rc == 0) {
         emit(&sc, out);
         for (size_t i = 0; i < sc.n; i++)
-            if (sc.q[i].read < sc.q[i].in_flight) {
+            if (!sc.q[i].excluded && sc.q[i].read < sc.q[i].in_flight) {
                 char read[32], total[32];
                 snprintf(read, sizeof read, "%.0f", sc.q[i].read);
                 snprintf(total, sizeof total, "%.0f", sc.q[i].in_flight);
@@ -309,11 +319,12 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
                        "source", c->name, "queue", sc.q[i].name, "read", read, "total", total,
                        NULL);
             }
-        redis_job_log_done(&st->job, "laravel collection done", c->name, sc.n);
+        redis_job_log_done(&st->job, "laravel collection done", c->name, sc.nread);
     }
     for (size_t i = 0; i < sc.n; i++)
         free(sc.q[i].name);
     free(sc.q);
+    free(sc.read);
     free(sc.cursor);
     entry_skips_free(&sc.skips);
     return rc;

@@ -109,6 +109,13 @@ expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile"' 'reason
 expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile"' 'reason="bad_timestamp"'
 expect_absent "$T/hostile.prom" qrel_lease_oldest_age_seconds 'queue="hostile"'
 
+# exclude: a queue Laravel made itself (its list and its notify list) is found without the key;
+# with exclude ["scr*"] no key of it is read, and it is counted once, not once per key.
+client push scratch
+expect_excluded laravel scratch "scr*"
+expect_states "$T/incl.prom" scratch ready=1
+expect_states "$T/excl.prom" emails ready=2 delayed=1
+
 # Named queues: one Laravel never saw reads as empty; other queues are not read.
 expect_named_queues laravel
 
