@@ -116,6 +116,10 @@ expect_excluded laravel scratch "scr*"
 expect_states "$T/incl.prom" scratch ready=1
 expect_states "$T/excl.prom" emails ready=2 delayed=1
 
+# Round trips do not grow with queues: 30 more queues, still TIME and one SCAN page, then one.
+client spread q 30
+expect_flat_round_trips laravel "$T/lv.yml" 33 2 ready
+
 # Named queues: one Laravel never saw reads as empty; other queues are not read.
 expect_named_queues laravel
 

@@ -4,6 +4,7 @@
 // and the bus (what an app's service providers register), no full application.
 //   php jobs.php push QUEUE [TIMEOUT]  Queue::push of a SlowJob (its $timeout when given)
 //   php jobs.php later QUEUE SECONDS    Queue::later of a SlowJob
+//   php jobs.php spread STEM N          one SlowJob on each of the queues STEM1 .. STEMN
 //   php jobs.php work QUEUE NAME        Illuminate\Queue\Worker::daemon, as artisan queue:work
 // Environment: REDIS_PORT, REDIS_PASSWORD, RETRY_AFTER (seconds), LARAVEL_DIR (the files the jobs
 // write: started.N when attempt N begins, done.N when it ends; a job runs until LARAVEL_DIR/release
@@ -84,6 +85,11 @@ case 'push':
 case 'later':
     Queue::later((int) $argv[3], new SlowJob(), '', $q);
     break;
+case 'spread':
+    for ($i = 1; $i <= (int) $argv[3]; $i++) {
+        Queue::push(new SlowJob(), '', "$q$i");
+    }
+    break;
 case 'work':
     $worker = new Worker($queue->getQueueManager(), $events, new Exceptions(), function () {
         return false;
@@ -93,6 +99,6 @@ case 'work':
     $worker->daemon('default', $q, new WorkerOptions($argv[3], 0, 128, 60, 0.1, 0));
     break;
 default:
-    fwrite(STDERR, "usage: jobs.php push|later|work QUEUE ...\n");
+    fwrite(STDERR, "usage: jobs.php push|later|spread|work QUEUE ...\n");
     exit(2);
 }
