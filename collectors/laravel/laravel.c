@@ -60,6 +60,7 @@ struct queue {
 struct scrape {
     struct state *st;
     double now;
+    int timed; /* TIME answered: the first reply of the first round trip only */
     char now_text[64];
     char *cursor;    /* SCAN's; "0" once done */
     struct queue *q; /* in the order met, the excluded ones too */
@@ -120,8 +121,10 @@ static void add_queue(struct scrape *sc, const char *name, int found)
 static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
-    if (index == 0 && sc->now == 0)
+    if (index == 0 && !sc->timed) {
+        sc->timed = 1;
         return redis_job_time(r, &sc->now, e);
+    }
     if (redis_job_want(r, REDIS_REPLY_ARRAY, "SCAN", e))
         return -1;
     if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
