@@ -104,6 +104,10 @@ const struct metric_family metric_catalog_rows[] = {
     {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "
      "configured window, from the start and finish times a table records."},
+    {"qrel_handler_timeout_seconds", METRIC_GAUGE,
+     "Seconds a worker lets one handler of queue run before it kills it (the worker's timeout or "
+     "the job's own); at or above qrel_lease_timeout_seconds a slow job is delivered again while "
+     "it still runs."},
     {"qrel_http_requests_total", METRIC_COUNTER,
      "HTTP requests the exporter answered since it started, by handler (the route, or other for "
      "an unknown path) and status code: 503 is a scrape shed under load, 401 a refused login."},
@@ -111,6 +115,9 @@ const struct metric_family metric_catalog_rows[] = {
      "Messages of queue delivered and held unacknowledged until an ETA or countdown that lies "
      "beyond the lease (Celery's visibility timeout): each is delivered again every lease while "
      "it waits, and runs once per delivery."},
+    {"qrel_lease_expired_messages", METRIC_GAUGE,
+     "Messages of queue still held in flight whose lease has already run out: their handler "
+     "still runs (or its worker died), and the next consumer to poll takes them again."},
     {"qrel_lease_expiries_total", METRIC_COUNTER,
      "Lease expiries on queue counted by the broker (visibility timeout, ack deadline or TTR ran "
      "out): each one redelivers a message whose handler may still be running."},

@@ -447,6 +447,26 @@ static void rule_watches_nothing(struct audit_ctx *x, struct audit_entry *en)
                en->source);
 }
 
+/* A worker allowed to run a handler as long as the lease or longer (Laravel's --timeout against
+ * retry_after): a slow job is handed to another worker before its own is told to stop. */
+static void rule_timeout(struct audit_ctx *x, struct audit_entry *en)
+{
+    if (!entry_has(en, F_TIMEOUT) || !entry_has(en, F_LEASE))
+        return;
+    double t = entry_val(en, F_TIMEOUT), lease = entry_val(en, F_LEASE);
+    if (!(lease > 0) || !(t >= lease))
+        return;
+    struct buf *m = add_finding(x, AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, en, 1, t, lease);
+    if (!m)
+        return; /* the series need no message */
+    put_secs(m, "handler timeout ", t);
+    put_secs(m, ", lease ", lease);
+    buf_puts(m, ": a job running longer than the lease is delivered to another worker while the "
+                "first still runs it, so it runs twice; set the worker's timeout several seconds "
+                "below the lease (Laravel: queue:work --timeout shorter than the connection's "
+                "retry_after), or raise the lease");
+}
+
 /* The rules over one entry besides the count rules, each skipped when disabled; margin
  * (AUDIT_RULE_COUNT here) checks its two rules itself. */
 static const struct {
@@ -460,6 +480,7 @@ static const struct {
     {AUDIT_CLAIM_WINDOW_TOO_SHORT, rule_claim_window},
     {AUDIT_DEAD_LETTERS_NOT_KEPT, rule_not_kept},
     {AUDIT_SOURCE_WATCHES_NOTHING, rule_watches_nothing},
+    {AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, rule_timeout},
 };
 
 /* ---- sorting the report ---- */

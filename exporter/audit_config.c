@@ -34,6 +34,8 @@ static const struct {
     [AUDIT_SKIPPED_ENTRIES] = {"skipped_entries", AUDIT_WARNING, 0},
     [AUDIT_DEAD_LETTERS_NOT_KEPT] = {"dead_letters_not_kept", AUDIT_WARNING, 0},
     [AUDIT_SOURCE_WATCHES_NOTHING] = {"source_watches_nothing", AUDIT_WARNING, 1},
+    [AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE] = {"handler_timeout_not_below_lease", AUDIT_CRITICAL,
+                                               0},
 };
 
 const char *audit_rule_name(enum audit_rule r)

@@ -32,6 +32,7 @@ static const char *const fam_names[F_COUNT] = {
     [F_ETA_BEYOND] = "qrel_lease_eta_beyond_messages",
     [F_SKIPPED] = "qrel_skipped_entries",
     [F_NOT_KEPT] = "qrel_dead_letters_not_kept",
+    [F_TIMEOUT] = "qrel_handler_timeout_seconds",
     [F_DL_DONE] = "qrel_dead_letter_classified_messages",
     [F_DL_NOT_DONE] = NULL, /* the same family as F_DL_DONE */
     [F_DL_UNKNOWN] = NULL,

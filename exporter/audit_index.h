@@ -38,6 +38,7 @@ enum audit_fam {
     F_ETA_BEYOND,     /* qrel_lease_eta_beyond_messages */
     F_SKIPPED,        /* qrel_skipped_entries, summed over reason */
     F_NOT_KEPT,       /* qrel_dead_letters_not_kept */
+    F_TIMEOUT,        /* qrel_handler_timeout_seconds */
     F_DL_DONE,        /* qrel_dead_letter_classified_messages{work="done"}, and the two below */
     F_DL_NOT_DONE,    /* … work="not_done" (read as the same family, told apart by the label) */
     F_DL_UNKNOWN,     /* … work="unknown" */

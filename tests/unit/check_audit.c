@@ -315,6 +315,38 @@ START_TEST(test_orphaned)
 }
 END_TEST
 
+/* ---- handler_timeout_not_below_lease ---- */
+
+/* A worker timeout at or above the lease (Laravel's --timeout against retry_after) fires, equal
+ * included; below it, or without a lease, nothing. */
+START_TEST(test_handler_timeout)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "jobs", "laravel");
+    metric_set_add(s, "qrel_handler_timeout_seconds", 90, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 90, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_handler_timeout_seconds", 60, "queue", "fine", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 90, "queue", "fine", NULL);
+    metric_set_add(s, "qrel_handler_timeout_seconds", 600, "queue", "nolease", NULL);
+    struct audit_report *r = run(&c, NULL);
+    const struct audit_finding *f = finding(r, AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_CRITICAL);
+    ck_assert_double_eq(f->value, 90);
+    ck_assert_double_eq(f->limit, 90);
+    ck_assert_str_eq(f->message,
+                     "handler timeout 90s, lease 90s: a job running longer than the lease is "
+                     "delivered to another worker while the first still runs it, so it runs "
+                     "twice; set the worker's timeout several seconds below the lease (Laravel: "
+                     "queue:work --timeout shorter than the connection's retry_after), or raise "
+                     "the lease");
+    ck_assert_ptr_null(finding(r, AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, "fine"));
+    ck_assert_ptr_null(finding(r, AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, "nolease"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- eta_beyond_lease ---- */
 
 START_TEST(test_eta_beyond)
@@ -1047,7 +1079,7 @@ START_TEST(test_config)
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
-         "dead_letters_not_kept, source_watches_nothing), got "
+         "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1114,6 +1146,7 @@ int main(void)
         {test_stale_claims, 0},
         {test_orphaned, 0},
         {test_eta_beyond, 0},
+        {test_handler_timeout, 0},
         {test_skipped_entries, 0},
         {test_not_kept, 0},
         {test_source_watches_nothing, 0},

@@ -30,6 +30,9 @@ static const struct {
     {"qrel_lease_expiries_total", METRIC_COUNTER},
     {"qrel_lease_orphaned_messages", METRIC_GAUGE},
     {"qrel_lease_eta_beyond_messages", METRIC_GAUGE},
+    /* nor these: Laravel's leases expired under a running handler, and its worker timeout */
+    {"qrel_lease_expired_messages", METRIC_GAUGE},
+    {"qrel_handler_timeout_seconds", METRIC_GAUGE},
     {"qrel_dedup_handled_messages", METRIC_GAUGE},
     {"qrel_dedup_duplicates_total", METRIC_COUNTER},
     {"qrel_dead_letter_messages", METRIC_GAUGE},
