@@ -1,6 +1,6 @@
 // Service level objectives, as multi-window multi-burn-rate alerts (the SRE workbook's, as
 // kubernetes-mixin and sloth write them): recording rules give the error ratio of each SLI over
-// seven windows, with sloth's names (slo:sli_error:ratio_rate5m, ...); an alert pages when the
+// seven windows, with sloth's names (slo:sli_error:ratio_rate5m, ...); an alert, in the same group, pages when the
 // error budget burns fast over a long window and a short one at once, and opens a ticket when it
 // burns slowly. Rendered into alerts/qrel-rules.yml (recording rules and the alerts that read them).
 //
@@ -48,16 +48,10 @@
         ] + [
           { record: 'slo:objective:ratio', expr: 'vector(%s)' % num(c.freshnessObjective), labels: labels },
           { record: 'slo:error_budget:ratio', expr: 'vector(%s)' % num(budget), labels: labels },
-        ],
-      },
-    ],
-  },
-
-  prometheusAlerts+:: {
-    groups+: [
-      {
-        name: 'qrel-slo-freshness-alerts',
-        rules: [
+        ] + [
+          // The alerts, in the same group: a group's rules run in order, so they read the ratios
+          // of this very evaluation (in another group they would read this one's or the last
+          // one's, whichever group ran first).
           // 14.4 times over 1h and 5m spends 2% of a 30-day budget in an hour; 6 times over 6h
           // and 30m, 5% in six hours: page.
           {
@@ -86,7 +80,7 @@
               runbook_url: runbook('QrelFreshnessBudgetBurnSlow'),
               dashboard_url: dashboard,
             },
-          },
+          }
         ],
       },
     ],
