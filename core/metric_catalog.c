@@ -98,8 +98,9 @@ const struct metric_family metric_catalog_rows[] = {
      "the last collection found and left out by the source's exclude keys: neither read nor "
      "exported."},
     {"qrel_future_stamped_rows", METRIC_GAUGE,
-     "Rows of the table queue (jobs, for a job runner) whose timestamp lies after the database's "
-     "now(): the clocks of the hosts that write them run ahead. They are in no window of the other "
+     "Rows of the table queue (jobs, for a job runner) whose timestamp lies more than a second "
+     "after the database's now(): the clocks of the hosts that write them run ahead. They are in "
+     "no window of the other "
      "series; any above 0 means the writers' clocks need fixing. Counted up to 1000 per table."},
     {"qrel_handler_duration_seconds", METRIC_SUMMARY,
      "Handler time in seconds for queue at the given quantile (0.5, 0.9, 0.99, 1) over the "

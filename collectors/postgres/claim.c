@@ -62,14 +62,15 @@ static char *claim_sql(const struct claim *c)
     char *sql = xasprintf(
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
         "LEAST(o.ahead + %s, " PG_AHEAD_CAP ") "
-        "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval AND %s <= now())::float8 "
-        "AS in_flight, count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS stale, "
-        "date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval AND %s <= "
-        "now())) AS oldest_age, count(*) FILTER (WHERE %s > now())::float8 AS ahead "
+        "FROM (SELECT count(*) FILTER (WHERE %s >= now() - $1::interval AND %s <= " PG_AHEAD_NOW
+        ")::float8 AS in_flight, count(*) FILTER (WHERE %s < now() - $1::interval)::float8 AS "
+        "stale, date_part('epoch', now() - min(%s) FILTER (WHERE %s >= now() - $1::interval AND %s "
+        "<= " PG_AHEAD_NOW ")) AS oldest_age, count(*) FILTER (WHERE %s > " PG_AHEAD_NOW
+        ")::float8 AS ahead "
         "FROM %s WHERE %s IS NULL) AS o, "
         "(SELECT count(*)::float8 AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP "
         "(ORDER BY date_part('epoch', %s::timestamptz - %s::timestamptz)) AS q "
-        "FROM %s WHERE %s >= now() - $2::interval AND %s <= now()) AS f",
+        "FROM %s WHERE %s >= now() - $2::interval AND %s <= " PG_AHEAD_NOW ") AS f",
         ahead_done, ca, ca, ca, ca, ca, ca, ca, t, da, da, ca, t, da, da);
     free(ahead_done);
     free(t);

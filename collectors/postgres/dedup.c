@@ -60,14 +60,15 @@ static char *dedup_sql(const struct dedup *d)
     if (d->mode == DEDUP_ATTEMPTS_LOG)
         buf_printf(&b,
                    "SELECT (SELECT count(DISTINCT %s) FROM %s WHERE %s >= now() - $1::interval "
-                   "AND %s <= now())::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT "
+                   "AND %s <= " PG_AHEAD_NOW
+                   ")::float8, (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT "
                    "count(*) AS n FROM %s WHERE %s IS NOT NULL GROUP BY %s HAVING count(*) > 1) "
                    "AS d)::float8, ",
                    id, t, at, at, t, id, id);
     else
         buf_printf(&b,
-                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval AND %s <= "
-                   "now())::float8, ",
+                   "SELECT (SELECT count(*) FROM %s WHERE %s >= now() - $1::interval AND %s "
+                   "<= " PG_AHEAD_NOW ")::float8, ",
                    t, at, at);
     if (d->mode == DEDUP_UNIQUE && dup)
         buf_printf(&b, "(SELECT COALESCE(sum(%s), 0) FROM %s WHERE %s > 0)::float8, ", dup, t, dup);

@@ -49,8 +49,14 @@ extern const size_t postgres_nsections;
  * writer 15 minutes fast puts 3x a 5-minute window there). PG_AHEAD_SQL is the count as a
  * scalar subquery, for a format with two arguments: the quoted table and column. */
 #define PG_AHEAD_CAP "1000"
+/* Ahead means more than a second after now(). now() is when this statement's transaction began,
+ * before it was planned and took its snapshot: a concurrent writer that stamps a row with its own
+ * now() and commits in between leaves a row this statement sees stamped a few milliseconds after
+ * its now(), a race and not a skewed clock. The windows of the tables end there too, so such a
+ * row is counted once (in its window), and never as ahead. */
+#define PG_AHEAD_NOW "(now() + interval '1 second')"
 #define PG_AHEAD_SQL                                                                               \
-    "(SELECT count(*) FROM (SELECT FROM %s WHERE %s > now() LIMIT " PG_AHEAD_CAP                   \
+    "(SELECT count(*) FROM (SELECT FROM %s WHERE %s > " PG_AHEAD_NOW " LIMIT " PG_AHEAD_CAP        \
     ") AS ahead)::float8"
 
 /* The hooks of the sections: dedup_tables, claim_tables and outboxes (tables.h: their entries are

@@ -38,6 +38,7 @@
  * dead-letter queue). @S is replaced by the quoted schema. NULL where the runner records
  * nothing; NONE fills the last three for the runners that have none of them. */
 #define EP "EXTRACT(EPOCH FROM now())"
+#define EP_AHEAD "EXTRACT(EPOCH FROM " PG_AHEAD_NOW ")"
 #define AGE(col) "(" EP " - EXTRACT(EPOCH FROM " col "))"
 #define NONE ", NULL::float8 AS hz, NULL::bool AS hb, NULL::text AS dlq "
 
@@ -255,7 +256,7 @@ static const char delayed_job_rows[] =
  * now()); created_at and updated_at are now(). */
 #define GRAPHILE_AHEAD(from, queue)                                                             \
     "SELECT COALESCE(" queue ", '" GRAPHILE_NO_QUEUE "') AS queue FROM " from                   \
-    " WHERE j.locked_at > now()"
+    " WHERE j.locked_at > " PG_AHEAD_NOW
 static const char graphile_ahead[] =
     GRAPHILE_AHEAD("@S._private_jobs j "
                    "LEFT JOIN @S._private_job_queues q ON q.id = j.job_queue_id",
@@ -266,38 +267,39 @@ static const char graphile_legacy_ahead[] = GRAPHILE_AHEAD("@S.jobs j", "j.queue
  * finalized_at). */
 static const char river_ahead[] =
     "SELECT queue FROM @S.river_job "
-    "WHERE state IN ('completed', 'discarded') AND finalized_at > now()";
+    "WHERE state IN ('completed', 'discarded') AND finalized_at > " PG_AHEAD_NOW;
 /* Oban: attempted_at, completed_at and discarded_at are the node's DateTime.utc_now(); inserted_at
  * is the column's default (now()). Its (state, ...) indexes narrow each branch to one state. */
 #define UTC_NOW "timezone('UTC', now())"
+#define UTC_AHEAD "timezone('UTC', " PG_AHEAD_NOW ")"
 static const char oban_ahead[] =
-    "SELECT queue FROM @S.oban_jobs WHERE state = 'executing' AND attempted_at > " UTC_NOW " "
+    "SELECT queue FROM @S.oban_jobs WHERE state = 'executing' AND attempted_at > " UTC_AHEAD " "
     "UNION ALL SELECT queue FROM @S.oban_jobs "
-    "WHERE state = 'completed' AND completed_at > " UTC_NOW " "
+    "WHERE state = 'completed' AND completed_at > " UTC_AHEAD " "
     "UNION ALL SELECT queue FROM @S.oban_jobs "
-    "WHERE state = 'discarded' AND discarded_at > " UTC_NOW;
+    "WHERE state = 'discarded' AND discarded_at > " UTC_AHEAD;
 /* GoodJob: created_at, performed_at and finished_at are Rails' Time.current. Unfinished jobs
  * (age, hold), then finished ones through its finished_at index. */
 static const char good_job_ahead[] =
     "SELECT queue_name AS queue FROM @S.good_jobs WHERE finished_at IS NULL AND "
-    "(created_at > " UTC_NOW " OR performed_at > " UTC_NOW ") "
-    "UNION ALL SELECT queue_name FROM @S.good_jobs WHERE finished_at > " UTC_NOW;
+    "(created_at > " UTC_AHEAD " OR performed_at > " UTC_AHEAD ") "
+    "UNION ALL SELECT queue_name FROM @S.good_jobs WHERE finished_at > " UTC_AHEAD;
 /* Solid Queue: a job enqueued alone is created by Rails (create!: its created_at is the host's
  * clock), and so is a failed execution; claimed executions are inserted with insert_all!, whose
  * timestamps are the database's CURRENT_TIMESTAMP. */
 static const char solid_queue_ahead[] =
     "SELECT e.queue_name AS queue FROM @S.solid_queue_ready_executions e "
-    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_NOW " "
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_AHEAD " "
     "UNION ALL SELECT j.queue_name FROM @S.solid_queue_claimed_executions e "
-    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_NOW " "
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE j.created_at > " UTC_AHEAD " "
     "UNION ALL SELECT j.queue_name FROM @S.solid_queue_failed_executions e "
-    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > " UTC_NOW;
+    "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > " UTC_AHEAD;
 
 /* delayed_job: locked_at, failed_at and created_at are Delayed::Job.db_time_now and Active
  * Record's timestamps, the worker's or the enqueuing host's clock. */
 static const char delayed_job_ahead[] =
-    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE EXTRACT(EPOCH FROM locked_at) > " EP
-    " OR EXTRACT(EPOCH FROM failed_at) > " EP " OR EXTRACT(EPOCH FROM created_at) > " EP;
+    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE EXTRACT(EPOCH FROM locked_at) > " EP_AHEAD
+    " OR EXTRACT(EPOCH FROM failed_at) > " EP_AHEAD " OR EXTRACT(EPOCH FROM created_at) > " EP_AHEAD;
 
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
  * empty (its counts are then 0). */

@@ -184,30 +184,34 @@ START_TEST(test_ahead_sql)
         int layout;
         const char *ahead; /* NULL: no branch */
     } cases[] = {
-        {PGQ_GRAPHILE_WORKER, LAYOUT_CURRENT, "WHERE j.locked_at > now()) AS a LIMIT 1000"},
+        {PGQ_GRAPHILE_WORKER, LAYOUT_CURRENT,
+         "WHERE j.locked_at > (now() + interval '1 second')) AS a LIMIT 1000"},
         {PGQ_PG_BOSS, LAYOUT_BOSS9, NULL},
         {PGQ_PG_BOSS, LAYOUT_BOSS10, NULL},
         {PGQ_PG_BOSS, LAYOUT_BOSS11, NULL},
         {PGQ_PG_BOSS, LAYOUT_BOSS12, NULL},
-        {PGQ_RIVER, LAYOUT_CURRENT, "AND finalized_at > now()) AS a LIMIT 1000"},
+        {PGQ_RIVER, LAYOUT_CURRENT,
+         "AND finalized_at > (now() + interval '1 second')) AS a LIMIT 1000"},
         {PGQ_OBAN, LAYOUT_CURRENT,
-         "WHERE state = 'executing' AND attempted_at > timezone('UTC', "
-         "now()) UNION ALL SELECT queue FROM \"s\".oban_jobs WHERE "
-         "state = 'completed' AND completed_at > timezone('UTC', now())"},
-        {PGQ_OBAN, LAYOUT_LEGACY, "AND discarded_at > timezone('UTC', now())) AS a LIMIT 1000"},
+         "WHERE state = 'executing' AND attempted_at > timezone('UTC', (now() + interval '1 "
+         "second')) UNION ALL SELECT queue FROM \"s\".oban_jobs WHERE state = 'completed' AND "
+         "completed_at > timezone('UTC', (now() + interval '1 second'))"},
+        {PGQ_OBAN, LAYOUT_LEGACY,
+         "AND discarded_at > timezone('UTC', (now() + interval '1 second'))) AS a LIMIT 1000"},
         {PGQ_QUE, LAYOUT_CURRENT, NULL},
         {PGQ_GOOD_JOB, LAYOUT_CURRENT,
-         "WHERE finished_at IS NULL AND (created_at > timezone('UTC', "
-         "now()) OR performed_at > timezone('UTC', now())) UNION ALL "
-         "SELECT queue_name FROM \"s\".good_jobs WHERE finished_at > "
-         "timezone('UTC', now())) AS a"},
+         "WHERE finished_at IS NULL AND (created_at > timezone('UTC', (now() + interval '1 "
+         "second')) OR performed_at > timezone('UTC', (now() + interval '1 second'))) UNION ALL "
+         "SELECT queue_name FROM \"s\".good_jobs WHERE finished_at > timezone('UTC', (now() + "
+         "interval '1 second'))) AS a"},
         {PGQ_SOLID_QUEUE, LAYOUT_CURRENT,
-         "JOIN \"s\".solid_queue_jobs j ON j.id = e.job_id WHERE "
-         "e.created_at > timezone('UTC', now())) AS a"},
+         "JOIN \"s\".solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > timezone('UTC', "
+         "(now() + interval '1 second'))) AS a"},
         {PGQ_DELAYED_JOB, LAYOUT_CURRENT,
-         "WHERE EXTRACT(EPOCH FROM locked_at) > EXTRACT(EPOCH FROM now()) OR EXTRACT(EPOCH FROM "
-         "failed_at) > EXTRACT(EPOCH FROM now()) OR EXTRACT(EPOCH FROM created_at) > "
-         "EXTRACT(EPOCH FROM now())) AS a LIMIT 1000"},
+         "WHERE EXTRACT(EPOCH FROM locked_at) > EXTRACT(EPOCH FROM (now() + interval '1 second')) "
+         "OR EXTRACT(EPOCH FROM failed_at) > EXTRACT(EPOCH FROM (now() + interval '1 second')) OR "
+         "EXTRACT(EPOCH FROM created_at) > EXTRACT(EPOCH FROM (now() + interval '1 second'))) AS a "
+         "LIMIT 1000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *s = queues_sql_jobs(cases[i].id, "s", cases[i].layout, 0);
@@ -238,8 +242,9 @@ START_TEST(test_jobs_sql)
     /* the jobs River finalized ahead of now(), read through its (state, finalized_at) index and
      * at most 1,000 of them, in the same statement */
     ck_assert_ptr_nonnull(strstr(s, "(SELECT queue FROM \"my\"\"schema\".river_job WHERE state IN "
-                                    "('completed', 'discarded') AND finalized_at > now()) AS a "
-                                    "LIMIT 1000) AS ahead) AS jobs GROUP BY 1 ORDER BY 1"));
+                                    "('completed', 'discarded') AND finalized_at > (now() + "
+                                    "interval '1 second')) AS a LIMIT 1000) AS ahead) AS jobs "
+                                    "GROUP BY 1 ORDER BY 1"));
     ck_assert_ptr_null(strstr(s, "$1"));
     ck_assert_ptr_null(strstr(s, "@S"));
     ck_assert(strncmp(s, queues_sql_aggregate_head, strlen(queues_sql_aggregate_head)) == 0);
@@ -251,8 +256,9 @@ START_TEST(test_jobs_sql)
     ck_assert_ptr_nonnull(
         strstr(s, ") AS jobs WHERE queue = ANY ($1::text[]) GROUP BY 1 ORDER BY 1"));
     /* the filter applies inside the cap: queues left out take none of the 1,000 */
-    ck_assert_ptr_nonnull(strstr(s, "discarded_at > timezone('UTC', now())) AS a WHERE queue = "
-                                    "ANY ($1::text[]) LIMIT 1000) AS ahead"));
+    ck_assert_ptr_nonnull(strstr(
+        s, "discarded_at > timezone('UTC', (now() + interval '1 second'))) AS a WHERE queue = "
+           "ANY ($1::text[]) LIMIT 1000) AS ahead"));
     free(s);
 
     s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_CURRENT, 0);
@@ -262,7 +268,8 @@ START_TEST(test_jobs_sql)
     s = queues_sql_jobs(PGQ_GRAPHILE_WORKER, "graphile_worker", LAYOUT_LEGACY, 0);
     ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j"));
     ck_assert_ptr_null(strstr(s, "_private"));
-    ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j WHERE j.locked_at > now()"));
+    ck_assert_ptr_nonnull(strstr(s, "FROM \"graphile_worker\".jobs j WHERE j.locked_at > "
+                                    "(now() + interval '1 second')"));
     free(s);
 
     /* pg-boss 9: lower-cased camel case, expired is dead, internal completion jobs left out */

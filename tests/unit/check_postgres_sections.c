@@ -36,9 +36,11 @@ START_TEST(test_dedup_defaults)
     ck_assert_str_eq(
         d->t.sql,
         "SELECT (SELECT count(*) FROM \"handled_messages\" WHERE \"handled_at\" >= now() - "
-        "$1::interval AND \"handled_at\" <= now())::float8, NULL::float8, (SELECT "
+        "$1::interval AND \"handled_at\" <= (now() + interval '1 second'))::float8, NULL::float8, "
+        "(SELECT "
         "date_part('epoch', now() - min(\"handled_at\")) FROM \"handled_messages\"), (SELECT "
-        "count(*) FROM (SELECT FROM \"handled_messages\" WHERE \"handled_at\" > now() LIMIT "
+        "count(*) FROM (SELECT FROM \"handled_messages\" WHERE \"handled_at\" > (now() + interval "
+        "'1 second') LIMIT "
         "1000) AS ahead)::float8");
     tables_free(d);
     tables_free(NULL);
@@ -65,9 +67,11 @@ START_TEST(test_dedup_duplicates_column)
     ck_assert_str_eq(
         d->t.sql,
         "SELECT (SELECT count(*) FROM \"app\".\"handled\" WHERE \"at\" >= now() - "
-        "$1::interval AND \"at\" <= now())::float8, (SELECT COALESCE(sum(\"dup\"), 0) FROM "
+        "$1::interval AND \"at\" <= (now() + interval '1 second'))::float8, (SELECT "
+        "COALESCE(sum(\"dup\"), 0) FROM "
         "\"app\".\"handled\" WHERE \"dup\" > 0)::float8, NULL::float8, (SELECT count(*) FROM "
-        "(SELECT FROM \"app\".\"handled\" WHERE \"at\" > now() LIMIT 1000) AS ahead)::float8");
+        "(SELECT FROM \"app\".\"handled\" WHERE \"at\" > (now() + interval '1 second') LIMIT 1000) "
+        "AS ahead)::float8");
     tables_free(d);
 }
 END_TEST
@@ -84,11 +88,13 @@ START_TEST(test_dedup_attempts_log)
     ck_assert_str_eq(
         d->t.sql,
         "SELECT (SELECT count(DISTINCT \"msg\") FROM \"deliveries\" WHERE \"received_at\" >= "
-        "now() - $1::interval AND \"received_at\" <= now())::float8, (SELECT COALESCE(sum(n "
+        "now() - $1::interval AND \"received_at\" <= (now() + interval '1 second'))::float8, "
+        "(SELECT COALESCE(sum(n "
         "- 1), 0) FROM (SELECT count(*) AS n FROM \"deliveries\" WHERE \"msg\" IS NOT NULL "
         "GROUP BY \"msg\" HAVING count(*) > 1) AS d)::float8, (SELECT date_part('epoch', "
         "now() - min(\"received_at\")) FROM \"deliveries\"), (SELECT count(*) FROM (SELECT "
-        "FROM \"deliveries\" WHERE \"received_at\" > now() LIMIT 1000) AS ahead)::float8");
+        "FROM \"deliveries\" WHERE \"received_at\" > (now() + interval '1 second') LIMIT 1000) AS "
+        "ahead)::float8");
     tables_free(d);
 }
 END_TEST
@@ -105,9 +111,11 @@ START_TEST(test_dedup_quoting)
     ck_assert_str_eq(
         d->t.sql,
         "SELECT (SELECT count(*) FROM \"My Schema\".\"Handled\"\"; DROP TABLE x; --\" WHERE "
-        "\"at\"\"\" >= now() - $1::interval AND \"at\"\"\" <= now())::float8, NULL::float8, "
+        "\"at\"\"\" >= now() - $1::interval AND \"at\"\"\" <= (now() + interval '1 "
+        "second'))::float8, NULL::float8, "
         "NULL::float8, (SELECT count(*) FROM (SELECT FROM \"My Schema\".\"Handled\"\"; DROP "
-        "TABLE x; --\" WHERE \"at\"\"\" > now() LIMIT 1000) AS ahead)::float8");
+        "TABLE x; --\" WHERE \"at\"\"\" > (now() + interval '1 second') LIMIT 1000) AS "
+        "ahead)::float8");
     tables_free(d);
 }
 END_TEST
@@ -226,17 +234,21 @@ START_TEST(test_claim_defaults)
         c->t.sql,
         "SELECT o.in_flight, o.stale, o.oldest_age, f.done, f.q[1], f.q[2], f.q[3], f.q[4], "
         "LEAST(o.ahead + (SELECT count(*) FROM (SELECT FROM \"confirmation_claims\" WHERE "
-        "\"sent_at\" > now() LIMIT 1000) AS ahead)::float8, 1000) FROM (SELECT count(*) "
+        "\"sent_at\" > (now() + interval '1 second') LIMIT 1000) AS ahead)::float8, 1000) FROM "
+        "(SELECT count(*) "
         "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= "
-        "now())::float8 AS in_flight, count(*) FILTER (WHERE \"claimed_at\" < now() - "
+        "(now() + interval '1 second'))::float8 AS in_flight, count(*) FILTER (WHERE "
+        "\"claimed_at\" < now() - "
         "$1::interval)::float8 AS stale, date_part('epoch', now() - min(\"claimed_at\") "
-        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= now())) "
-        "AS oldest_age, count(*) FILTER (WHERE \"claimed_at\" > now())::float8 AS ahead FROM "
+        "FILTER (WHERE \"claimed_at\" >= now() - $1::interval AND \"claimed_at\" <= (now() + "
+        "interval '1 second'))) "
+        "AS oldest_age, count(*) FILTER (WHERE \"claimed_at\" > (now() + interval '1 "
+        "second'))::float8 AS ahead FROM "
         "\"confirmation_claims\" WHERE \"sent_at\" IS NULL) AS o, (SELECT count(*)::float8 "
         "AS done, percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY "
         "date_part('epoch', \"sent_at\"::timestamptz - \"claimed_at\"::timestamptz)) AS q "
         "FROM \"confirmation_claims\" WHERE \"sent_at\" >= now() - $2::interval AND "
-        "\"sent_at\" <= now()) AS f");
+        "\"sent_at\" <= (now() + interval '1 second')) AS f");
     tables_free(c);
     tables_free(NULL);
     ck_assert_str_eq(section_of(claim_configure)->key, "claim_tables");
