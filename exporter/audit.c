@@ -375,14 +375,48 @@ static const char *kind_hint(const char *kind, enum audit_rule rule)
     return NULL;
 }
 
+/* A delivery limit with no dead-letter target, on a kind whose broker then drops the message
+ * (a RabbitMQ quorum queue at its x-delivery-limit without a dead-letter exchange, a NATS
+ * consumer at max_deliver with no advisory stream read): the work is lost and the redelivery
+ * figures fall back as if it had recovered. Critical, and in place of no_dead_letter_queue. */
+static int rule_limit_drops(struct audit_ctx *x, struct audit_queue_agg *q,
+                            struct audit_entry *first)
+{
+    const char *hint = kind_hint(first->kind, AUDIT_DELIVERY_LIMIT_DROPS);
+    if (!hint || x->cfg->disabled[AUDIT_DELIVERY_LIMIT_DROPS] || !(q->has & 1u << F_MAX_DELIVERIES))
+        return 0;
+    /* The limit as the queue's own entry or its first states it (a group's, for NATS): looked
+     * up there only, so that a fleet of such queues costs no search through every entry. */
+    struct audit_entry *lv = q->level != AUDIT_NO_ENTRY ? entry_at(&x->ix, q->level) : NULL;
+    double limit = lv && entry_has(lv, F_MAX_DELIVERIES) ? entry_val(lv, F_MAX_DELIVERIES)
+                   : entry_has(first, F_MAX_DELIVERIES)  ? entry_val(first, F_MAX_DELIVERIES)
+                                                         : 0;
+    q->no_dlq = 1;
+    struct buf *m = add_finding(x, AUDIT_DELIVERY_LIMIT_DROPS, first, 0, limit, 0);
+    if (!m)
+        return 1; /* the series need no message */
+    if (limit > 0)
+        buf_printf(m, "a delivery limit of %.0f and no dead-letter target", limit);
+    else
+        buf_puts(m, "a delivery limit and no dead-letter target");
+    buf_puts(m, ": a message delivered that many times is dropped, its work lost with nothing to "
+                "alert on, and the redelivery figures fall back as if it had recovered; ");
+    buf_puts(m, hint);
+    return 1;
+}
+
 /* Over one (source, kind, queue) and all its groups. */
 static void rule_no_dlq(struct audit_ctx *x, struct audit_queue_agg *q)
 {
     struct audit_entry *first = entry_at(&x->ix, q->first);
-    const char *hint = kind_hint(first->kind, AUDIT_NO_DEAD_LETTER_QUEUE);
-    if (!hint || audit_index_is_dlq(&x->ix, first->source, first->queue))
+    if (audit_index_is_dlq(&x->ix, first->source, first->queue))
         return;
     if (q->has & 1u << F_DEAD || !(q->has & 1u << F_DEPTH))
+        return;
+    if (rule_limit_drops(x, q, first))
+        return;
+    const char *hint = kind_hint(first->kind, AUDIT_NO_DEAD_LETTER_QUEUE);
+    if (!hint || x->cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE])
         return;
     q->no_dlq = 1; /* the finding is about every group of the queue */
     struct buf *m = add_finding(x, AUDIT_NO_DEAD_LETTER_QUEUE, first, 0, 0, 0);
@@ -598,7 +632,7 @@ static void evaluate(struct audit_ctx *x, struct metric_set *const *sets, size_t
             finding_end(x);
         }
     }
-    for (size_t i = 0; i < x->ix.nqueues && !cfg->disabled[AUDIT_NO_DEAD_LETTER_QUEUE]; i++) {
+    for (size_t i = 0; i < x->ix.nqueues; i++) {
         rule_no_dlq(x, &x->ix.queues[i]);
         finding_end(x);
     }

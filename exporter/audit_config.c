@@ -36,6 +36,7 @@ static const struct {
     [AUDIT_SOURCE_WATCHES_NOTHING] = {"source_watches_nothing", AUDIT_WARNING, 1},
     [AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE] = {"handler_timeout_not_below_lease", AUDIT_CRITICAL,
                                                0},
+    [AUDIT_DELIVERY_LIMIT_DROPS] = {"delivery_limit_drops", AUDIT_CRITICAL, 0},
 };
 
 const char *audit_rule_name(enum audit_rule r)

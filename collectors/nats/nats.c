@@ -281,7 +281,16 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     return rc;
 }
 
+/* A consumer at max_deliver gives a message up: it is delivered no more, and only an advisory says
+ * so, which nobody reads unless a stream captures it. */
+static const struct audit_hint hints[] = {
+    {"delivery_limit_drops",
+     "capture the consumers' MAX_DELIVERIES advisories ($JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+     ".<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver"},
+    {NULL, NULL}};
+
 const struct collector_kind nats_kind = {.name = "nats",
+                                         .audit_hints = hints,
                                          .state_size = sizeof(struct state),
                                          .configure = configure,
                                          .collect = collect,

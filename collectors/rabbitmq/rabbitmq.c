@@ -664,6 +664,10 @@ out:
 static const struct audit_hint hints[] = {
     {"no_dead_letter_queue", "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
                              "delivery limit"},
+    /* A quorum queue drops a message at its x-delivery-limit when no dead-letter exchange is
+     * set (RabbitMQ 4 gives every quorum queue a limit of 20 by default). */
+    {"delivery_limit_drops", "set a dead-letter exchange (x-dead-letter-exchange, by policy) so "
+                             "that RabbitMQ dead-letters the message instead"},
     {NULL, NULL}};
 
 /* A dead_letters entry for `qrel dlq` (at load, no I/O): the AMQP endpoint is needed, and the

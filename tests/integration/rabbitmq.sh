@@ -318,4 +318,25 @@ expect_metric "$T/np.txt" 2 qrel_queue_messages 'source="mgmt"' 'queue="orders",
 expect_metric "$T/np.txt" 0 qrel_collector_up 'source="prom"'
 expect_metric "$T/np.txt" 1 qrel_collector_errors_total 'source="prom"' 'reason="connect"'
 
+# ---- a delivery limit with nowhere to go: RabbitMQ drops the message, qrel check says so ----
+# nodlx: a quorum queue with x-delivery-limit 3 and no dead-letter exchange (RabbitMQ 4 gives
+# every quorum queue a limit of 20). jobs has a limit and a DLX, timed neither (a warning only).
+# A new queue is listed once the management API has its first stats (about 5 s): wait for it.
+api PUT /queues/%2F/nodlx '{"durable":true,"arguments":{"x-queue-type":"quorum","x-delivery-limit":3}}'
+printf 'sources:\n  - name: limits\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n    username: guest\n    password_env: QREL_TEST_RABBIT_PASS\n    queues: [nodlx, jobs, timed]\n' \
+  "$RABBIT_MGMT" > "$T/limits.yml"
+limits_read() {
+  rc=0
+  QREL_TEST_RABBIT_PASS=guest "$QREL" check --config.file="$T/limits.yml" > "$T/limits.txt" 2>&1 || rc=$?
+  grep -q 'queues=3;' "$T/limits.txt"
+}
+expect_cmd "qrel check reads nodlx once it has stats" wait_for -i 0.5 60 "nodlx listed" limits_read
+expect_eq "qrel check: a delivery limit without a dead-letter exchange is critical (exit 2)" "$rc" 2
+expect_cmd "nodlx: the limit (3, so 4 deliveries), what is lost and the fix" grep -qF \
+  'CRITICAL limits nodlx: a delivery limit of 4 and no dead-letter target: a message delivered that many times is dropped, its work lost with nothing to alert on, and the redelivery figures fall back as if it had recovered; set a dead-letter exchange (x-dead-letter-exchange, by policy) so that RabbitMQ dead-letters the message instead [delivery_limit_drops]' \
+  "$T/limits.txt"
+expect_eq "only nodlx drops (jobs dead-letters; timed has no limit, only the warning)" \
+  "$(grep -e '\[delivery_limit_drops\]$' -e '\[no_dead_letter_queue\]$' "$T/limits.txt" | sed -E 's/^([A-Z]+) limits ([a-z.]+):.*\[([a-z_]+)\]$/\1 \2 \3/' | sort | tr '\n' ' ')" \
+  "CRITICAL nodlx delivery_limit_drops WARNING timed no_dead_letter_queue "
+
 finish

@@ -487,6 +487,60 @@ START_TEST(test_no_dead_letter_queue)
 }
 END_TEST
 
+/* ---- delivery_limit_drops ---- */
+
+START_TEST(test_delivery_limit_drops)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "broker", "rabbitmq");
+    /* A quorum queue with a delivery limit (20, so 21 deliveries) and no dead-letter exchange. */
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "jobs", "state", "ready", NULL);
+    metric_set_add(s, "qrel_max_deliveries", 21, "queue", "jobs", NULL);
+    /* The same with a dead-letter queue: nothing is dropped. */
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "mail", "state", "ready", NULL);
+    metric_set_add(s, "qrel_max_deliveries", 21, "queue", "mail", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "mail", "dead_letter_queue",
+                   "mail.dlq", NULL);
+    /* A classic queue without a limit: retried without end, the warning's case. */
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "plain", "state", "ready", NULL);
+    struct metric_set *n = col_set(&c, "js", "nats");
+    metric_set_add(n, "qrel_queue_messages", 2, "queue", "ORDERS", "group", "worker", "state",
+                   "ready", NULL);
+    metric_set_add(n, "qrel_max_deliveries", 5, "queue", "ORDERS", "group", "worker", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 3);
+    const struct audit_finding *f = finding(r, AUDIT_DELIVERY_LIMIT_DROPS, "jobs");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_CRITICAL);
+    ck_assert_str_eq(f->message,
+                     "a delivery limit of 21 and no dead-letter target: a message delivered that "
+                     "many times is dropped, its work lost with nothing to alert on, and the "
+                     "redelivery figures fall back as if it had recovered; set a dead-letter "
+                     "exchange (x-dead-letter-exchange, by policy) so that RabbitMQ dead-letters "
+                     "the message instead");
+    ck_assert_ptr_null(finding(r, AUDIT_NO_DEAD_LETTER_QUEUE, "jobs")); /* in its place */
+    ck_assert_ptr_null(finding(r, AUDIT_DELIVERY_LIMIT_DROPS, "mail"));
+    ck_assert_ptr_nonnull(finding(r, AUDIT_NO_DEAD_LETTER_QUEUE, "plain"));
+    f = finding(r, AUDIT_DELIVERY_LIMIT_DROPS, "ORDERS");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(strstr(f->message, "a delivery limit of 5 and no dead-letter target"));
+    ck_assert_ptr_nonnull(strstr(f->message, "name it dead_letter_stream"));
+    ck_assert_int_eq(r->status, AUDIT_CRITICAL);
+    audit_report_free(r);
+
+    /* Disabled, the queue falls back to the warning its kind has (NATS has none). */
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_DELIVERY_LIMIT_DROPS] = 1;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 2);
+    ck_assert_ptr_nonnull(finding(r, AUDIT_NO_DEAD_LETTER_QUEUE, "jobs"));
+    ck_assert_ptr_null(finding(r, AUDIT_DELIVERY_LIMIT_DROPS, "ORDERS"));
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- claim_window_too_short ---- */
 
 static struct audit_report *claim_case(struct col *c, double window, double lease,
@@ -1079,7 +1133,8 @@ START_TEST(test_config)
          "lease_margin_below_1, lease_margin_below_2, stale_claims, outbox_lagging, "
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
-         "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease), got "
+         "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease, "
+         "delivery_limit_drops), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1153,6 +1208,7 @@ int main(void)
         {test_outbox_lagging, 0},
         {test_dedup_window, 0},
         {test_no_dead_letter_queue, 0},
+        {test_delivery_limit_drops, 0},
         {test_claim_window, 0},
         {test_report_order_and_status, 0},
         {test_audit_series, 0},
