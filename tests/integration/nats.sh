@@ -72,6 +72,16 @@ $(nats_source events "http://127.0.0.1:$NM/")
       - name: EVENTS
 YML
 "$QREL" scrape --config.file="$T/qrel.yml" --log.level=debug > "$T/m.txt" 2> "$T/scrape.log"
+# EVENTS' consumer backoff gives up after 5 deliveries and no stream captures its advisories (no
+# dead_letter_stream): qrel check calls it critical; ORDERS' are captured in ORDERS_DLQ.
+rc=0
+"$QREL" check --config.file="$T/qrel.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check: a max_deliver nobody captures is critical (exit 2)" "$rc" 2
+expect_eq "delivery_limit_drops: EVENTS only" "$(grep '\[delivery_limit_drops\]$' "$T/check.txt" | cut -d: -f1)" \
+  "CRITICAL events EVENTS"
+expect_cmd "it names the advisory to capture" grep -qF \
+  'capture the consumers'"'"' MAX_DELIVERIES advisories ($JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver [delivery_limit_drops]' \
+  "$T/check.txt"
 age_max=$(( ($(now_ms) - t_first) / 1000 + 1 ))
 expect_metric "$T/m.txt" 1 qrel_collector_up 'source="events"' 'kind="nats"'
 w='queue="ORDERS",group="worker"'
