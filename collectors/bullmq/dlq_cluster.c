@@ -101,12 +101,5 @@ int bullmq_dlq_cluster_run(struct redis_job *j, const char *source, struct redis
         if (moved && g.seen == 0)
             *moved = 1;
     }
-    if (rc == 0)
-        return 0;
-    const char *label = redis_conn_label(j->conn);
-    if (strncmp(e->msg, label, strlen(label)) != 0)
-        err_prefix(e, "%s", label);
-    redis_conn_close(j->conn);
-    j->conn = NULL;
-    return -1;
+    return rc == 0 ? 0 : redis_job_drop(j, e);
 }

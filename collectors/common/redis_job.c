@@ -115,6 +115,11 @@ int redis_job_run_pipe(struct redis_job *j, const char *source, struct redis_pip
         return -1;
     if (redis_pipe_exec_each(j->conn, p, dl, j->rs.max_response_bytes, fn, ctx, e) == 0)
         return 0;
+    return redis_job_drop(j, e);
+}
+
+int redis_job_drop(struct redis_job *j, struct err *e)
+{
     const char *label = redis_conn_label(j->conn);
     if (strncmp(e->msg, label, strlen(label)) != 0)
         err_prefix(e, "%s", label);

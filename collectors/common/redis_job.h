@@ -67,6 +67,9 @@ int redis_job_want(const redisReply *r, int type, const char *what, struct err *
  * e starts with the connection's label. 0 or -1 + e. */
 int redis_job_run_pipe(struct redis_job *j, const char *source, struct redis_pipe *p,
                        redis_reply_fn fn, void *ctx, const struct deadline *dl, struct err *e);
+/* After a failed command: the error names the connection (once) and the connection is closed,
+ * so that the next command connects again. Returns -1. */
+int redis_job_drop(struct redis_job *j, struct err *e);
 
 /* An error reply r to WHAT as a query error "WHAT: <its text, at most 300 bytes>"; -1. */
 int redis_job_reply_error(const redisReply *r, const char *what, struct err *e);

@@ -175,20 +175,21 @@ char *postgres_dlq_read_sql(enum pgdlq_mode m, const char *schema)
  * the earliest. Its unique indexes that a retrying job enters are the exclusive policy's (one job
  * per key from created to active) and the stately one's (one per key and state): a twin there
  * leaves it failed, and the statement says which twin. */
+#define BOSS_FAILED_MOVE(set)                                                                     \
+    "WITH j AS (SELECT id, name, policy, singleton_key FROM @S.job "                              \
+    "WHERE name = $1 AND id = $2::uuid AND state = 'failed' FOR UPDATE), "                        \
+    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, j "                     \
+    "WHERE k.name = j.name AND k.id <> j.id AND j.policy IN ('exclusive', 'stately') "            \
+    "AND COALESCE(k.singleton_key, '') = COALESCE(j.singleton_key, '') "                         \
+    "AND k.state IN ('created', 'retry', 'active') "                                              \
+    "AND (j.policy = 'exclusive' OR k.state = 'retry') LIMIT 1), "                                \
+    "u AS (UPDATE @S.job x SET state = 'retry', retry_limit = x.retry_limit + 1, "                \
+    "completed_on = NULL, " set "data = " STAMPED("x.data") " "                                   \
+    "FROM j WHERE x.name = j.name AND x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) " \
+    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "             \
+    "(SELECT state FROM t), (SELECT policy FROM j), (SELECT singleton_key FROM j)"
 static const char boss_failed_move[] =
-    "WITH j AS (SELECT id, name, policy, singleton_key FROM @S.job "
-    "WHERE name = $1 AND id = $2::uuid AND state = 'failed' FOR UPDATE), "
-    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, j "
-    "WHERE k.name = j.name AND k.id <> j.id AND j.policy IN ('exclusive', 'stately') "
-    "AND COALESCE(k.singleton_key, '') = COALESCE(j.singleton_key, '') "
-    "AND k.state IN ('created', 'retry', 'active') "
-    "AND (j.policy = 'exclusive' OR k.state = 'retry') LIMIT 1), "
-    "u AS (UPDATE @S.job x SET state = 'retry', retry_limit = x.retry_limit + 1, "
-    "completed_on = NULL, start_after = GREATEST(x.start_after, now()), "
-    "data = " STAMPED("x.data") " "
-    "FROM j WHERE x.name = j.name AND x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "
-    "(SELECT state FROM t), (SELECT policy FROM j), (SELECT singleton_key FROM j)";
+    BOSS_FAILED_MOVE("start_after = GREATEST(x.start_after, now()), ");
 
 /* pg-boss's redrive() for one copy: a new job on the origin with the origin queue's settings as
  * they are now (its id fresh, source_root_id carried on), inserted ON CONFLICT DO NOTHING, and the
@@ -272,19 +273,7 @@ static const char boss9_move[] =
 /* 10 and 11's retry(), and completed_on cleared (above). The unique indexes a job entering state
  * retry can meet: stately's (one per key and state) in both, exclusive's (one per key from created
  * to active) in 11; 10 has no exclusive policy. */
-static const char boss10_failed_move[] =
-    "WITH j AS (SELECT id, name, policy, singleton_key FROM @S.job "
-    "WHERE name = $1 AND id = $2::uuid AND state = 'failed' FOR UPDATE), "
-    "t AS (SELECT k.id::text AS id, k.state::text AS state FROM @S.job k, j "
-    "WHERE k.name = j.name AND k.id <> j.id AND j.policy IN ('exclusive', 'stately') "
-    "AND COALESCE(k.singleton_key, '') = COALESCE(j.singleton_key, '') "
-    "AND k.state IN ('created', 'retry', 'active') "
-    "AND (j.policy = 'exclusive' OR k.state = 'retry') LIMIT 1), "
-    "u AS (UPDATE @S.job x SET state = 'retry', retry_limit = x.retry_limit + 1, "
-    "completed_on = NULL, data = " STAMPED("x.data") " "
-    "FROM j WHERE x.name = j.name AND x.id = j.id AND NOT EXISTS (SELECT 1 FROM t) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM u), (SELECT id FROM t), "
-    "(SELECT state FROM t), (SELECT policy FROM j), (SELECT singleton_key FROM j)";
+static const char boss10_failed_move[] = BOSS_FAILED_MOVE("");
 
 /* A copy waiting in the dead_letter queue: every waiting job there, as the scrape counts them
  * (a copy does not say which queue it came from; $5 is named only so that it has a type).
