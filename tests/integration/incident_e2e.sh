@@ -195,8 +195,9 @@ subst() { # subst EXPR SOURCE QUEUE
 # orphaned messages from Sidekiq and messages past the lease by their ETA from Celery. A panel
 # made only of these may return nothing here; its query must still be accepted by Prometheus.
 # qrel_excluded_objects is served only for a source with an exclude key, which this scenario's
-# sources (named streams, as the demo's) have none of.
-not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects "
+# sources (named streams, as the demo's) have none of. Expired leases under a running handler
+# and handler timeouts come from the laravel kind.
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects qrel_lease_expired_messages qrel_handler_timeout_seconds "
 only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
   local m any=1
   for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do
