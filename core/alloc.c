@@ -102,3 +102,23 @@ char *xasprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+char *xstrjoin(const char *first, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    va_start(ap, first);
+    for (const char *a = first; a; a = va_arg(ap, const char *))
+        n += strlen(a);
+    va_end(ap);
+    char *out = xmalloc(n + 1), *q = out;
+    va_start(ap, first);
+    for (const char *a = first; a; a = va_arg(ap, const char *)) {
+        size_t len = strlen(a);
+        memcpy(q, a, len);
+        q += len;
+    }
+    va_end(ap);
+    *q = '\0';
+    return out;
+}

@@ -484,15 +484,15 @@ static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
                                          "delayed", "failed", "wait",        "active",
                                          "failed",  "failed", "events"};
     static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
-    char *key = xasprintf("%s:%s:%s", st->prefix, q->name, suffix[k]);
-    char stop[32];
-    snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
+    char *key = xstrjoin(st->prefix, ":", q->name, ":", suffix[k], (char *)NULL);
     const struct cursor *cur = &st->cursors[q->cur];
     if (k < 6) {
         redis_pipe_addv(p, cmd[k], key, NULL);
     } else if (k == 6) {
         redis_pipe_addv(p, "LINDEX", key, "-1", NULL);
     } else if (k == 7) {
+        char stop[32];
+        snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
         redis_pipe_addv(p, "LRANGE", key, "0", stop, NULL);
     } else if (k == 8 || k == 9) {
         redis_pipe_addv(p, k == 8 ? "ZRANGE" : "ZREVRANGE", key, "0", "0", "WITHSCORES", NULL);

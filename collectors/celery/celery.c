@@ -217,12 +217,12 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     redis_pipe_addv(p, "HGETALL", k, NULL);
     free(k);
     for (size_t i = 0; i < st->job.nqueues; i++) {
-        k = xasprintf("%s%s", st->prefix, st->job.queues[i]);
+        k = xstrjoin(st->prefix, st->job.queues[i], (char *)NULL);
         redis_pipe_addv(p, "LLEN", k, NULL);
         free(k);
         for (int s = 0; s < NSTEPS; s++) {
-            k = xasprintf("%s%s" PRIORITY_SEP "%s", st->prefix, st->job.queues[i],
-                          priority_steps[s]);
+            k = xstrjoin(st->prefix, st->job.queues[i], PRIORITY_SEP, priority_steps[s],
+                         (char *)NULL);
             redis_pipe_addv(p, "LLEN", k, NULL);
             free(k);
         }

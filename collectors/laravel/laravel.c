@@ -221,7 +221,7 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
 
 static char *key(const struct state *st, const char *queue, const char *suffix)
 {
-    return xasprintf("%squeues:%s%s", st->prefix, queue, suffix);
+    return xstrjoin(st->prefix, "queues:", queue, suffix, (char *)NULL);
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)

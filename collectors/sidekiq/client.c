@@ -7,7 +7,7 @@
 
 char *sidekiq_key(const struct state *st, const char *a, const char *b)
 {
-    return xasprintf("%s%s%s", st->ns, a, b ? b : "");
+    return xstrjoin(st->ns, a, b ? b : "", (char *)NULL);
 }
 
 int sidekiq_run_pipe(struct collector *c, struct redis_pipe *p, redis_reply_fn fn, void *ctx,

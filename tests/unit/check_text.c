@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "text.h"
 #include "support/check_run.h"
@@ -107,6 +108,24 @@ START_TEST(test_substitute)
 }
 END_TEST
 
+/* xstrjoin: the keys of the Redis kinds, built without a format. */
+START_TEST(test_strjoin)
+{
+    char *got = xstrjoin("bull", ":", "orders", ":", "wait", (char *)NULL);
+    ck_assert_str_eq(got, "bull:orders:wait");
+    free(got);
+    got = xstrjoin("", "queue:", "", (char *)NULL);
+    ck_assert_str_eq(got, "queue:");
+    free(got);
+    got = xstrjoin("only", (char *)NULL);
+    ck_assert_str_eq(got, "only");
+    free(got);
+    got = xstrjoin("", (char *)NULL);
+    ck_assert_str_eq(got, "");
+    free(got);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 int main(void)
@@ -120,6 +139,9 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("substitute");
     tcase_add_loop_test(tc, test_substitute, 0, N(substitutions));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("strjoin");
+    tcase_add_test(tc, test_strjoin);
     suite_add_tcase(s, tc);
     return check_run(s, CK_ENV);
 }
