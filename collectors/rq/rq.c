@@ -277,11 +277,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     redis_pipe_reset(p);
     for (size_t i = 0; i < sc->n; i++) {
         sc->q[i].name = xstrdup(names[i]);
-        char *queue = xasprintf(QUEUE_PREFIX "%s", names[i]);
-        char *wip = xasprintf("rq:wip:%s", names[i]);
-        char *scheduled = xasprintf("rq:scheduled:%s", names[i]);
-        char *deferred = xasprintf("rq:deferred:%s", names[i]);
-        char *failed = xasprintf("rq:failed:%s", names[i]);
+        char *queue = xstrjoin(QUEUE_PREFIX, names[i], (char *)NULL);
+        char *wip = xstrjoin("rq:wip:", names[i], (char *)NULL);
+        char *scheduled = xstrjoin("rq:scheduled:", names[i], (char *)NULL);
+        char *deferred = xstrjoin("rq:deferred:", names[i], (char *)NULL);
+        char *failed = xstrjoin("rq:failed:", names[i], (char *)NULL);
         redis_pipe_addv(p, "LLEN", queue, NULL);
         redis_pipe_addv(p, "ZCARD", wip, NULL);
         redis_pipe_addv(p, "ZCARD", scheduled, NULL);
@@ -302,7 +302,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 
     redis_pipe_reset(p);
     for (size_t i = 0; i < sc->njobs; i++) {
-        char *key = xasprintf("rq:job:%s", sc->jobs[i].id);
+        char *key = xstrjoin("rq:job:", sc->jobs[i].id, (char *)NULL);
         redis_pipe_addv(p, "HMGET", key, "enqueued_at", "started_at", "ended_at", "timeout", NULL);
         free(key);
     }
