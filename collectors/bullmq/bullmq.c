@@ -509,8 +509,8 @@ static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
 /* Round 3's command for job i of sc. */
 static void round3_cmd(const struct scrape *sc, size_t i, struct redis_pipe *p)
 {
-    char *key =
-        xasprintf("%s:%s:%s", sc->st->prefix, sc->q[sc->jobs[i].queue].name, sc->jobs[i].id);
+    char *key = xstrjoin(sc->st->prefix, ":", sc->q[sc->jobs[i].queue].name, ":", sc->jobs[i].id,
+                         (char *)NULL);
     redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
     free(key);
 }
