@@ -22,7 +22,7 @@
 # That sanitizer build compiles in the background (nice) while the plain build's tests run,
 # and the integration tests run twice as many at once as there are CPUs (QREL_INTEGRATION_JOBS).
 # With QREL_FAST=1 (no sanitizer pass) the integration tests run on the plain build instead.
-# Ends with the time each stage took, then one line "tests: N passed, M failed" (the last line),
+# Ends with the time each stage took and how busy the CPUs were meanwhile, then one line "tests: N passed, M failed" (the last line),
 # and exits non-zero when anything failed.
 # QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes (fuzzing
 # and the artifact checks still run: they are short).
@@ -39,17 +39,36 @@ failures=()
 # starts STAGE (a short name for the table), with TITLE as its heading.
 stage_names=()
 stage_secs=()
+stage_busy=()
+# The CPUs' busy share over a stage, from /proc/stat (user+nice+system+irq+softirq+steal over
+# all but iowait and idle): a stage near 100% is CPU-bound and gains only from less work, one well
+# below it waits on something and may gain from more running at once. Empty off Linux.
+cpu_ticks() { # prints "busy total"
+  # guest time (fields 10, 11) is counted in user and nice already.
+  awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9 && i <= NF; i++) t += $i; print t - $5 - $6, t }' \
+    /proc/stat 2>/dev/null
+}
+stage_cpu0=''
 stage=""
 stage_t0=0
 end_stage() {
   [ -n "$stage" ] || return 0
   stage_names+=("$stage")
   stage_secs+=($((SECONDS - stage_t0)))
+  local b1 t1 b0 t0
+  read -r b1 t1 < <(cpu_ticks) || true
+  read -r b0 t0 <<<"$stage_cpu0"
+  if [ -n "${t1:-}" ] && [ -n "${t0:-}" ] && [ "$t1" -gt "$t0" ]; then
+    stage_busy+=("$(((b1 - b0) * 100 / (t1 - t0)))%")
+  else
+    stage_busy+=("")
+  fi
   stage=""
 }
 step() {
   end_stage
   stage=$1 stage_t0=$SECONDS
+  stage_cpu0=$(cpu_ticks)
   shift
   printf '\n==> %s\n' "$*"
 }
@@ -229,10 +248,11 @@ rm -rf "$side"
 
 end_stage
 echo
-echo "stage times:"
+echo "stage times (and the CPUs' busy share):"
 total=0
 for i in "${!stage_names[@]}"; do
-  printf '  %-18s %3d:%02d\n' "${stage_names[$i]}" $((stage_secs[i] / 60)) $((stage_secs[i] % 60))
+  printf '  %-18s %3d:%02d  %4s\n' "${stage_names[$i]}" $((stage_secs[i] / 60)) \
+    $((stage_secs[i] % 60)) "${stage_busy[$i]}"
   total=$((total + stage_secs[i]))
 done
 printf '  %-18s %3d:%02d\n' total $((total / 60)) $((total % 60))
