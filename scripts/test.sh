@@ -22,8 +22,8 @@
 # That sanitizer build compiles in the background (nice) while the plain build's tests run,
 # and the integration tests run twice as many at once as there are CPUs (QREL_INTEGRATION_JOBS).
 # With QREL_FAST=1 (no sanitizer pass) the integration tests run on the plain build instead.
-# Ends with the time each stage took and how busy the CPUs were meanwhile, then one line "tests: N passed, M failed" (the last line),
-# and exits non-zero when anything failed.
+# Ends with the time each stage took and how busy the CPUs were meanwhile, then one line
+# "tests: N passed, M failed" (the last line), and exits non-zero when anything failed.
 # QREL_SKIP_DEPS=1 skips step 1; QREL_FAST=1 skips the valgrind and sanitizer passes (fuzzing
 # and the artifact checks still run: they are short).
 set -uo pipefail
