@@ -87,7 +87,11 @@ unshare --mount --propagation private sh -c '
   "${argv[@]}" --web.listen-address="127.0.0.1:$port" 2>"$T/image-exporter.log" &
 RUN_PID=$!
 PIDS+=("$RUN_PID")
-if wait_for 30 "the image's exporter to answer" curl -fs -o /dev/null "http://127.0.0.1:$port/-/healthy"; then
+healthy() { curl -fs -o /dev/null "http://127.0.0.1:$port/-/healthy"; }
+# Until it answers, or exits (a library missing from the image ends it at once).
+up_or_gone() { healthy || ! kill -0 "$RUN_PID" 2>/dev/null; }
+wait_for 30 "the image's exporter to answer or exit" up_or_gone || true
+if healthy; then
   ok "the image's qrel_exporter answers /-/healthy"
 else
   not_ok "the image's qrel_exporter did not start"; cat "$T/image-exporter.log" >&2
@@ -100,7 +104,7 @@ curl -fsS "http://127.0.0.1:$port/metrics" -o "$T/metrics" || true
 expect_metric "$T/metrics" 1 qrel_collector_up 'source="cache"'
 expect_metric "$T/metrics" 1 qrel_queue_messages 'source="cache"' 'queue="orders"' 'state="ready"'
 expect_cmd "qrel_build_info of version $version" grep -qE "^qrel_build_info\{version=\"$version\"" "$T/metrics"
-kill -TERM "$RUN_PID"
+kill -TERM "$RUN_PID" 2>/dev/null || true
 rc=0; wait "$RUN_PID" || rc=$?
 expect_eq "SIGTERM stops it with status 0" "$rc" 0
 expect_eq "no error logged" "$(grep -c 'level=error' "$T/image-exporter.log" || true)" 0
