@@ -2,7 +2,8 @@
 # build-image.sh BUILD_DIR OUT_DIR: the container image of qrel_exporter, built with no container
 # daemon and no base image pulled from a registry:
 #   1. qrel's Debian package, made by CPack from BUILD_DIR into OUT_DIR/deb (its own directory,
-#      so a `--target package` running at the same time is not disturbed);
+#      so a `--target package` running at the same time is not disturbed), in the background
+#      while step 2 downloads;
 #   2. a root file system from Debian's archive by mmdebstrap, variant `extract`: only the
 #      libraries the package's Depends name (resolved by apt, with their own dependencies) and
 #      ca-certificates, unpacked and never configured, so no maintainer script, shell or package
@@ -22,7 +23,7 @@ build=$(cd "$1" && pwd)
 mkdir -p "$2"
 out=$(cd "$2" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-for tool in cpack dpkg-deb mmdebstrap umoci skopeo; do
+for tool in cpack dpkg-deb dpkg-shlibdeps mmdebstrap umoci skopeo; do
   command -v "$tool" >/dev/null || { echo "$tool missing (scripts/deps.sh installs it)" >&2; exit 1; }
 done
 
@@ -37,23 +38,29 @@ export SOURCE_DATE_EPOCH
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
 # --- 1. the package ------------------------------------------------------------------------------
-rm -rf "$out/deb"
-cpack --config "$build/CPackConfig.cmake" -B "$out/deb" >"$out/cpack.log" 2>&1 ||
-  { tail -20 "$out/cpack.log" >&2; exit 1; }
-deb=$(find "$out/deb" -maxdepth 1 -name "qrel_${version}_*.deb" | head -1)
-[ -n "$deb" ] || { echo "cpack made no qrel_${version}_*.deb" >&2; exit 1; }
+# CPack runs in the background while mmdebstrap fetches the libraries: their list is what
+# dpkg-shlibdeps says of the two programs, as it says it for CPack's Depends (checked below).
+rm -rf "$out/deb" "$out/shlibdeps"
+cpack --config "$build/CPackConfig.cmake" -B "$out/deb" >"$out/cpack.log" 2>&1 &
+cpack_pid=$!
+trap '[ -z "$cpack_pid" ] || kill "$cpack_pid" 2>/dev/null || true' EXIT
+mkdir -p "$out/shlibdeps/debian"
+: >"$out/shlibdeps/debian/control"
+depends=$(cd "$out/shlibdeps" && dpkg-shlibdeps -O "$build/qrel" "$build/qrel_exporter" 2>/dev/null |
+  sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "dpkg-shlibdeps found no library of qrel and qrel_exporter" >&2; exit 1; }
 
-# The libraries from the package's Depends (dpkg-shlibdeps wrote them): each entry's first
-# alternative, without its version (apt picks the archive's, which satisfies it). adduser is for
-# the postinst, which the image does not run. ca-certificates: libcurl's TLS (SQS, Pub/Sub, the
-# RabbitMQ management API) needs the CA bundle.
+# The libraries: each entry's first alternative, without its version (apt picks the archive's,
+# which satisfies it). ca-certificates: libcurl's TLS (SQS, Pub/Sub, the RabbitMQ management API)
+# needs the CA bundle. Not adduser, which the package also depends on: its postinst uses it, and
+# the image does not run the postinst.
 includes=ca-certificates
 while read -r dep; do
   dep=${dep%%|*}
   dep=${dep%%(*}
   dep=${dep// /}
-  [ -n "$dep" ] && [ "$dep" != adduser ] && includes+=",$dep"
-done < <(dpkg-deb -f "$deb" Depends | tr ',' '\n')
+  [ -n "$dep" ] && includes+=",$dep"
+done < <(tr ',' '\n' <<<"$depends")
 
 # --- 2. the root file system ---------------------------------------------------------------------
 # This machine's apt sources for its own Debian release (CI installs its packages from the same
@@ -92,6 +99,14 @@ mmdebstrap --quiet --mode="$mode" --variant=extract --include="$includes" --skip
   "$suite" "$out/rootfs" "${sources[@]}" >"$out/mmdebstrap.log" 2>&1 ||
   { tail -20 "$out/mmdebstrap.log" >&2; exit 1; }
 echo "mmdebstrap: $((SECONDS - t0)) s"
+rc=0
+wait "$cpack_pid" || rc=$?
+cpack_pid=""
+[ "$rc" -eq 0 ] || { tail -20 "$out/cpack.log" >&2; exit 1; }
+deb=$(find "$out/deb" -maxdepth 1 -name "qrel_${version}_*.deb" | head -1)
+[ -n "$deb" ] || { echo "cpack made no qrel_${version}_*.deb" >&2; exit 1; }
+[ "$(dpkg-deb -f "$deb" Depends)" = "adduser, $depends" ] ||
+  { echo "the package's Depends ($(dpkg-deb -f "$deb" Depends)) are not adduser and $depends" >&2; exit 1; }
 # The package, unpacked as dpkg would (its postinst only makes the user qrel, which the image
 # does not run as); what maintainer scripts would have written; no apt state, documentation or
 # translations (nothing in the image reads them).
@@ -107,7 +122,7 @@ rm -rf "${r:?}/usr/share/doc" "$r/usr/share/man" "$r/usr/share/info" "$r/usr/sha
   "$r/usr/share/lintian" "$r/var/cache/apt" "$r/var/lib/apt" "$r/var/log/apt"
 tar -C "$r" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
   --clamp-mtime -cf "$out/rootfs.tar" .
-rm -rf "$r" "$out/passwd" "$out/group" "$out/nsswitch.conf" "$out/hosts"
+rm -rf "$r" "$out/shlibdeps" "$out/passwd" "$out/group" "$out/nsswitch.conf" "$out/hosts"
 
 # --- 3. the OCI image ----------------------------------------------------------------------------
 rm -rf "$out/oci"

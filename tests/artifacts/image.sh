@@ -2,7 +2,7 @@
 # The container image (scripts/build-image.sh, the `image` target): built here with mmdebstrap,
 # umoci and skopeo, no daemon and no registry; its configuration (a non-root user, the entry point
 # and command, port 19318, the OCI labels) is what the Dockerfile sets, so the two stay equivalent;
-# the docker archive, unpacked, holds the package and only what it needs (no shell, no package
+# the image, unpacked, holds the package and only what it needs (no shell, no package
 # manager, every file root's); and qrel_exporter run from it, as the image's user with the image's
 # entry point, on a read-only root with a tmpfs /tmp, scrapes a loopback redis-server.
 # As root (mmdebstrap --mode=root, chroot, mount namespace); prints the seconds each part took.
@@ -27,7 +27,8 @@ fi
 echo "docker archive: $(stat -c %s "$archive") bytes"
 
 # --- the configuration, and the Dockerfile's --------------------------------------------------
-skopeo inspect --config "docker-archive:$archive" | jq -S .config >"$T/config.json"
+skopeo inspect --config "docker-archive:$archive" >"$T/archive-config.json"
+jq -S .config "$T/archive-config.json" >"$T/config.json"
 cfg() { jq -c "$1" "$T/config.json"; }
 expect_eq "the user is 65532:65532, not root" "$(cfg .User)" '"65532:65532"'
 expect_eq "the entry point" "$(cfg .Entrypoint)" '["/usr/bin/qrel_exporter"]'
@@ -46,12 +47,17 @@ expect_cmd "deploy/kubernetes/base names that image" \
 for key in User WorkingDir Entrypoint Cmd ExposedPorts Labels; do
   expect_eq "the Dockerfile's $key is the image's" "$(jq -cS ".$key" "$T/dockerfile.json")" "$(cfg ".$key")"
 done
-expect_cmd "the Dockerfile starts FROM debian:bookworm-slim" grep -qx 'FROM debian:bookworm-slim' "$QREL_SOURCE_DIR/Dockerfile"
+expect_cmd "the Dockerfile starts FROM debian:bookworm-slim"
+# The tree checked and run below is unpacked from the OCI layout: the archive holds its layer.
+expect_eq "the docker archive's layer is the OCI layout's" \
+  "$(skopeo inspect --config "oci:$T/image/oci:$version" | jq -c .rootfs.diff_ids)" \
+  "$(jq -c .rootfs.diff_ids "$T/archive-config.json")" grep -qx 'FROM debian:bookworm-slim' "$QREL_SOURCE_DIR/Dockerfile"
 
 # --- unpacked: what it holds -----------------------------------------------------------------
 t0=$(now_ms)
-skopeo --insecure-policy copy --quiet "docker-archive:$archive" "oci:$T/unpack:image"
-umoci unpack --image "$T/unpack:image" "$T/bundle" >"$T/umoci.log"
+# From the OCI layout the archive was copied from (skopeo copies the blobs as they are; a round
+# trip through the archive only cost time).
+umoci unpack --image "$T/image/oci:$version" "$T/bundle" >"$T/umoci.log"
 root=$T/bundle/rootfs
 ok "unpacked ($(secs_since "$t0") s, $(du -sm "$root" | cut -f1) MiB)"
 for f in /usr/bin/qrel_exporter /usr/bin/qrel /etc/qrel/qrel.yml /etc/ssl/certs/ca-certificates.crt; do
@@ -67,6 +73,7 @@ expect_eq "nothing writable by others but /tmp" \
   "$(find "$root" -perm -o+w ! -type l ! -path "$root/tmp" | head -5)" ""
 
 # --- run: the image's user and entry point, a read-only root, against a real Redis ------------
+t0=$(now_ms)
 start_redis RP
 redis-cli -p "$RP" XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
 redis-cli -p "$RP" XADD orders '*' n 1 >/dev/null
@@ -110,4 +117,5 @@ expect_eq "SIGTERM stops it with status 0" "$rc" 0
 expect_eq "no error logged" "$(grep -c 'level=error' "$T/image-exporter.log" || true)" 0
 find "$root" -printf '%p %s %T@ %m\n' | sort >"$T/tree.after"
 expect_eq "the root is unchanged after the run" "$(diff "$T/tree.before" "$T/tree.after" | head -5)" ""
+echo "the run against redis-server: $(secs_since "$t0") s"
 finish
