@@ -112,3 +112,12 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_BINARY_DIR}/deb/prerm ${CMAKE_BINARY_DIR}/deb/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)
+
+# The container image (docs/kubernetes.md#image): `cmake --build BUILD --target image`, as root or
+# with subordinate ids, writes BUILD/image/oci and BUILD/image/qrel_exporter-<version>.docker.tar.
+# The script makes its own package with CPack from the programs and man pages built here.
+add_custom_target(image
+  COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/build-image.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/image
+  COMMENT "Container image of qrel_exporter (scripts/build-image.sh)"
+  USES_TERMINAL VERBATIM)
+add_dependencies(image qrel qrel_exporter manpages deb_changelog)

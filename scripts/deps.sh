@@ -16,6 +16,8 @@ packages=(
   # the Debian package (tests/artifacts/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
   # lintian, systemd-analyze, man pages, the postinst's adduser, readelf
   dpkg-dev lintian systemd groff-base man-db adduser binutils
+  # the container image without a daemon (scripts/build-image.sh, tests/artifacts/image.sh)
+  mmdebstrap umoci skopeo
   # fuzzing (tests/fuzz): clang and its libFuzzer runtime
   clang libclang-rt-14-dev
   # benchmark peer

@@ -5,8 +5,8 @@
 #      layers lint, tests/lint/layers.sh, needs the build: it runs with the unit tests),
 #   3. a -Werror build; unit tests (Check), then the same unit tests under valgrind (the binaries
 #      side by side, as many at once as there are CPUs),
-#   4. the artifact checks (tests/artifacts/: the package, man pages, metric docs, alert rules,
-#      dashboards) on the plain build, with the few integration tests labelled `plain` (the
+#   4. the artifact checks (tests/artifacts/: the package, the container image, man pages, metric
+#      docs, alert rules, dashboards) on the plain build, with the few integration tests labelled `plain` (the
 #      shipped binary serving Prometheus, and rabbitmq_scale's 10,000 queues, a size that is the
 #      optimized build's to measure),
 #   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
