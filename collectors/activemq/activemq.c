@@ -216,6 +216,10 @@ static const struct audit_hint hints[] = {
     {"no_dead_letter_queue",
      "ActiveMQ dead-letters by the consumers' RedeliveryPolicy into ActiveMQ.DLQ or, with an "
      "individualDeadLetterStrategy, DLQ.<queue>: set dead_letter_queue to the broker's policy"},
+    {"no_broker_lease",
+     "give the queue's destination policy an abortSlowAckConsumerStrategy with "
+     "maxTimeSinceLastAck above the longest handler, so the broker aborts a consumer that stops "
+     "acknowledging and its messages go to another"},
     {NULL, NULL}};
 
 const struct collector_kind activemq_kind = {.name = "activemq",

@@ -4,7 +4,8 @@
 # emails, dead-letters 2 orders and 1 email by the broker's own mechanism (its RedeliveryPolicy,
 # maximumRedeliveries 2, gives up and the broker moves them to ActiveMQ.DLQ) and holds the 3
 # orders left unacknowledged. qrel's figures equal the broker's own Jolokia reads; orders has the
-# broker-side ack lease (abortSlowAckConsumerStrategy, 120 s), emails none. The same endpoint read
+# broker-side ack lease (abortSlowAckConsumerStrategy, 120 s), emails none (a qrel check warning,
+# no_broker_lease). The same endpoint read
 # through the fault proxy gives the same series; a broker that is down, a wrong password and a
 # reply that is no JSON give up 0 with their reason; --config.check reads the broker live.
 # shellcheck source=../lib/common.sh
@@ -53,6 +54,13 @@ expect_between "dead-letter oldest age of orders, s" \
   "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="orders"')" 0 120
 expect_metric "$T/m.txt" 2 qrel_source_queues 'source="amq"'
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
+# qrel check: emails has no broker-side lease (a warning), orders has one; both hold dead letters.
+rc=0
+"$QREL" check --config.file="$T/qrel.yml" > "$T/check.txt" 2>&1 || rc=$?
+expect_eq "qrel check: dead letters are critical (exit 2)" "$rc" 2
+expect_eq "no_broker_lease: emails only" "$(grep '\[no_broker_lease\]$' "$T/check.txt" | cut -d: -f1)" \
+  "WARNING amq emails"
+expect_cmd "it names the strategy to set" grep -qF 'give the queue'"'"'s destination policy an abortSlowAckConsumerStrategy' "$T/check.txt"
 # The bulk reply cut into 1- and 7-byte pieces by the fault proxy gives the same series.
 expect_same_via_proxy "$T/qrel.yml" amq "127.0.0.1:$JP"
 
