@@ -155,6 +155,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     if (!st->client)
         st->client = http_client_new(c->name, &st->http);
+    st->exclude.dropped = 0; /* a failed collection emitted none: count this one alone */
     char *body = bulk_request(st);
     char *url = xasprintf("%s/", st->url);
     static const char *const headers[] = {"Content-Type: application/json", NULL};
