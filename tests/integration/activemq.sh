@@ -2,7 +2,8 @@
 # The activemq collector against a real ActiveMQ 5.17.2 broker (Debian's jars) with Jolokia at
 # /api/jolokia behind basic auth (tests/peers/activemq): a JMS client sends 5 orders and 4
 # emails, dead-letters 2 orders and 1 email by the broker's own mechanism (its RedeliveryPolicy,
-# maximumRedeliveries 2, gives up and the broker moves them to ActiveMQ.DLQ) and holds the 3
+# maximumRedeliveries 2, gives up and the broker moves them to ActiveMQ.DLQ), puts one message
+# straight into ActiveMQ.DLQ (it names no queue: skipped and counted) and holds the 3
 # orders left unacknowledged. qrel's figures equal the broker's own Jolokia reads; orders has the
 # broker-side ack lease (abortSlowAckConsumerStrategy, 120 s), emails none (a qrel check warning,
 # no_broker_lease). The same endpoint read
@@ -27,7 +28,7 @@ jolokia() { # jolokia QUEUE ATTRIBUTE
 }
 expect_eq "the broker: orders QueueSize / InFlightCount" "$(jolokia orders QueueSize) $(jolokia orders InFlightCount)" "3 3"
 expect_eq "the broker: emails QueueSize / InFlightCount" "$(jolokia emails QueueSize) $(jolokia emails InFlightCount)" "3 0"
-expect_eq "the broker: ActiveMQ.DLQ QueueSize" "$(jolokia ActiveMQ.DLQ QueueSize)" 3
+expect_eq "the broker: ActiveMQ.DLQ QueueSize" "$(jolokia ActiveMQ.DLQ QueueSize)" 4
 
 amq_source() { # amq_source NAME PASSWORD_FILE [URL]
   printf '  - name: %s\n    kind: activemq\n    jolokia_url: %s\n    username: admin\n    password_file: %s\n' \
@@ -53,6 +54,8 @@ expect_absent "$T/m.txt" qrel_lease_timeout_seconds 'queue="emails"'
 expect_between "dead-letter oldest age of orders, s" \
   "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="orders"')" 0 120
 expect_metric "$T/m.txt" 2 qrel_source_queues 'source="amq"'
+# The message sent straight to ActiveMQ.DLQ names no queue: skipped and counted, the source up.
+expect_metric "$T/m.txt" 1 qrel_skipped_entries 'queue=""' 'reason="missing_field"'
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 # qrel check: emails has no broker-side lease (a warning), orders has one; both hold dead letters.
 rc=0
@@ -64,7 +67,7 @@ expect_cmd "it names the strategy to set" grep -qF 'give the queue'"'"'s destina
 # The bulk reply cut into 1- and 7-byte pieces by the fault proxy gives the same series.
 expect_same_via_proxy "$T/qrel.yml" amq "127.0.0.1:$JP"
 
-# A browse limit of 2: the third dead letter is counted under queue "" and the log says so.
+# A browse limit of 2: the other two dead letters are counted under queue "" and the log says so.
 cat > "$T/limit.yml" <<YML
 sources:
 $(amq_source lim "$T/amq.pass")
@@ -73,9 +76,9 @@ $(amq_source lim "$T/amq.pass")
 YML
 "$QREL" scrape --config.file="$T/limit.yml" > "$T/lim.txt" 2> "$T/lim.log"
 expect_metric "$T/lim.txt" 2 qrel_dead_letter_messages 'queue="orders"'
-expect_metric "$T/lim.txt" 1 qrel_dead_letter_messages 'queue="",dead_letter_queue="ActiveMQ.DLQ"'
+expect_metric "$T/lim.txt" 2 qrel_dead_letter_messages 'queue="",dead_letter_queue="ActiveMQ.DLQ"'
 expect_absent "$T/lim.txt" qrel_queue_messages 'queue="emails"'
-expect_cmd "the log counts the unread dead letters" grep -q 'unread=1 messages=3' "$T/lim.log"
+expect_cmd "the log counts the unread dead letters" grep -q 'unread=2 messages=4' "$T/lim.log"
 
 # Faults: a broker that is down, a wrong password (Jolokia's 401), a reply that is no JSON.
 start_http_stub GARBAGE ok --body-text '[{"status":200,"value":'

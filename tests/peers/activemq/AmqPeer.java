@@ -185,10 +185,12 @@ public final class AmqPeer {
         Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
         send(s, "orders", 5);
         send(s, "emails", 4);
-        s.close();
-        c.close();
         deadLetter(f, "orders", 2);
         deadLetter(f, "emails", 1);
+        // One message put into the DLQ by hand, as an operator might: no OriginalDestination.
+        send(s, "ActiveMQ.DLQ", 1);
+        s.close();
+        c.close();
         // The three orders left held: delivered, never acknowledged, the consumer connected. All
         // of them, since a client-ack consumer acks "delivered" to widen its prefetch window and
         // the broker would dispatch one more than the consumer received.
