@@ -428,6 +428,24 @@ static void rule_no_dlq(struct audit_ctx *x, struct audit_queue_agg *q)
     buf_puts(m, hint);
 }
 
+/* A queue of a kind whose broker has a lease only where one is configured (ActiveMQ's
+ * abortSlowAckConsumerStrategy) and no qrel_lease_timeout_seconds: nothing takes back the
+ * messages of a consumer that hangs while its connection lives. Over one (source, kind, queue). */
+static void rule_no_lease(struct audit_ctx *x, struct audit_queue_agg *q)
+{
+    struct audit_entry *first = entry_at(&x->ix, q->first);
+    const char *hint = kind_hint(first->kind, AUDIT_NO_BROKER_LEASE);
+    if (!hint || x->cfg->disabled[AUDIT_NO_BROKER_LEASE] || q->has & 1u << F_LEASE ||
+        !(q->has & 1u << F_DEPTH) || audit_index_is_dlq(&x->ix, first->source, first->queue))
+        return;
+    struct buf *m = add_finding(x, AUDIT_NO_BROKER_LEASE, first, 0, 0, 0);
+    if (!m)
+        return;
+    buf_puts(m, "no broker-side lease: a consumer that hangs holds its in-flight messages for as "
+                "long as its connection lives, and nothing delivers them again; ");
+    buf_puts(m, hint);
+}
+
 /* A claim left by a crashed attempt defers every later delivery while it is younger than the
  * in-flight window W. With lease L and M deliveries, delivery k comes (k - 1) x L after the
  * first, so the last one finds the claim (k = M) aged (M - 1) x L, less the moment between
@@ -634,6 +652,8 @@ static void evaluate(struct audit_ctx *x, struct metric_set *const *sets, size_t
     }
     for (size_t i = 0; i < x->ix.nqueues; i++) {
         rule_no_dlq(x, &x->ix.queues[i]);
+        finding_end(x);
+        rule_no_lease(x, &x->ix.queues[i]);
         finding_end(x);
     }
 }

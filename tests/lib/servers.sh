@@ -178,6 +178,60 @@ start_kafka_mock() {
   printf -v "$var" '%s' "$(sed -n 's/^BOOTSTRAP=//p' "$out")"
 }
 
+# ---- ActiveMQ Classic: tests/peers/activemq (Debian's jars, Jolokia served by our peer) ----------
+
+# The classpath of AmqPeer: Debian's activemq and libjolokia-core-java jars and what they need.
+AMQ_JARS=(activemq-broker activemq-client jolokia-core json-simple geronimo-jms_1.1_spec
+  geronimo-j2ee-management-1.1-spec slf4j-api slf4j-nop hawtbuf)
+
+# amq_peer_build: compiles tests/peers/activemq/AmqPeer.java once into $QREL_BUILD_DIR/peers/activemq
+# (again when the source changes), under a lock; sets AMQ_CP.
+amq_peer_build() {
+  local src=$QREL_SOURCE_DIR/tests/peers/activemq/AmqPeer.java dir=$QREL_BUILD_DIR/peers/activemq stamp j
+  AMQ_CP=$dir/classes
+  for j in "${AMQ_JARS[@]}"; do AMQ_CP+=:/usr/share/java/$j.jar; done
+  stamp=$(sha256sum "$src" | cut -d' ' -f1)
+  mkdir -p "$QREL_BUILD_DIR/peers"
+  (
+    flock 9
+    [ "$(cat "$dir/.built" 2>/dev/null)" = "$stamp" ] && exit 0
+    command -v javac >/dev/null || { echo "javac is missing (scripts/deps.sh installs openjdk-17-jdk-headless)" >&2; exit 1; }
+    rm -rf "$dir" && mkdir -p "$dir/classes"
+    javac -nowarn -d "$dir/classes" -cp "$AMQ_CP" "$src" 2>"$dir/javac.log" || { cat "$dir/javac.log" >&2; exit 1; }
+    echo "$stamp" > "$dir/.built"
+  ) 9> "$QREL_BUILD_DIR/peers/activemq.lock"
+}
+
+# start_activemq VAR_OPENWIRE VAR_JOLOKIA [USER PASSWORD]: an embedded ActiveMQ 5.17 broker
+# (brokerName localhost, no persistence, loopback) with Jolokia at http://127.0.0.1:PORT/api/jolokia
+# (basic auth when USER and PASSWORD are given); sets the OpenWire URL and the Jolokia port.
+start_activemq() {
+  local ovar=$1 jvar=$2 out
+  shift 2
+  amq_peer_build || return 1
+  out=$T/activemq-$RANDOM.ports
+  java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer broker "$out" "$@" >"$out.log" 2>&1 &
+  PIDS+=("$!")
+  if ! wait_for -i 0.1 60 "the ActiveMQ broker and its Jolokia port ($out)" test -s "$out"; then
+    cat "$out.log" >&2
+    return 1
+  fi
+  printf -v "$ovar" '%s' "$(sed -n 's/^OPENWIRE=//p' "$out")"
+  printf -v "$jvar" '%s' "$(sed -n 's/^JOLOKIA=//p' "$out")"
+}
+
+# activemq_workload OPENWIRE: AmqPeer's JMS workload (tests/peers/activemq/README.md); returns once
+# its consumer holds its messages, and keeps running (it holds them) until servers_stop.
+activemq_workload() {
+  local ready=$T/activemq-workload-$RANDOM.ready
+  java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer workload "$1" "$ready" >"$ready.log" 2>&1 &
+  PIDS+=("$!")
+  if ! wait_for -i 0.1 60 "the JMS workload to hold its messages" test -s "$ready"; then
+    cat "$ready.log" >&2
+    return 1
+  fi
+}
+
 # ---- SQS: the fauxqs emulator (tests/peers/sqs) ------------------------------------------------
 
 # npm_peers_install NAME WHAT [NPM_CI_ARGS...]: the npm packages of tests/peers/NAME (WHAT says

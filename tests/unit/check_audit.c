@@ -487,6 +487,48 @@ START_TEST(test_no_dead_letter_queue)
 }
 END_TEST
 
+/* ---- no_broker_lease ---- */
+
+START_TEST(test_no_broker_lease)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "amq", "activemq");
+    /* orders has an abortSlowAckConsumerStrategy, emails none; the shared DLQ is no work queue */
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "orders", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_lease_timeout_seconds", 120, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "orders", "dead_letter_queue",
+                   "ActiveMQ.DLQ", NULL);
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "emails", "state", "ready", NULL);
+    metric_set_add(s, "qrel_dead_letter_messages", 0, "queue", "emails", "dead_letter_queue",
+                   "ActiveMQ.DLQ", NULL);
+    /* a kind without the hint is never asked for one */
+    struct metric_set *n = col_set(&c, "mq", "rabbitmq");
+    metric_set_add(n, "qrel_queue_messages", 1, "queue", "jobs", "state", "ready", NULL);
+    metric_set_add(n, "qrel_dead_letter_messages", 0, "queue", "jobs", "dead_letter_queue",
+                   "jobs.dlq", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 1);
+    const struct audit_finding *f = finding(r, AUDIT_NO_BROKER_LEASE, "emails");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_str_eq(f->message,
+                     "no broker-side lease: a consumer that hangs holds its in-flight messages "
+                     "for as long as its connection lives, and nothing delivers them again; give "
+                     "the queue's destination policy an abortSlowAckConsumerStrategy with "
+                     "maxTimeSinceLastAck above the longest handler, so the broker aborts a "
+                     "consumer that stops acknowledging and its messages go to another");
+    ck_assert_int_eq(r->status, AUDIT_WARNING);
+    audit_report_free(r);
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_NO_BROKER_LEASE] = 1;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 0);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- delivery_limit_drops ---- */
 
 START_TEST(test_delivery_limit_drops)
@@ -1134,7 +1176,7 @@ START_TEST(test_config)
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
          "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease, "
-         "delivery_limit_drops), got "
+         "delivery_limit_drops, no_broker_lease), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1209,6 +1251,7 @@ int main(void)
         {test_dedup_window, 0},
         {test_no_dead_letter_queue, 0},
         {test_delivery_limit_drops, 0},
+        {test_no_broker_lease, 0},
         {test_claim_window, 0},
         {test_report_order_and_status, 0},
         {test_audit_series, 0},
