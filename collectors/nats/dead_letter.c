@@ -18,6 +18,9 @@
 
 /* JetStream's "no message found" (STREAM.MSG.GET of a sequence that is not there). */
 #define JS_ERR_NO_MESSAGE 10037
+/* STREAM.MSG.DELETE's "sequence N not found" and its store failures ("stream store EOF"). */
+#define JS_ERR_SEQ_NOT_FOUND 10043
+#define JS_ERR_DELETE_FAILED 10057
 
 int nats_api_error(const json_t *doc, const char *what, struct err *e)
 {
@@ -265,6 +268,24 @@ int nats_pub_ack_parse(const char *data, size_t len, const char *stream, int *du
     const json_t *dup = json_object_get(doc, "duplicate");
     *duplicate = json_is_true(dup);
     json_decref(doc);
+    return rc ? -1 : 0;
+}
+
+int nats_msg_delete_parse(const json_t *doc, const char *what, struct err *e)
+{
+    if (json_expect_object(doc, "$", e))
+        return err_prefix(e, "%s", what);
+    const json_t *er = json_object_get(doc, "error");
+    json_int_t code = json_integer_value(json_object_get(er, "err_code"));
+    const char *desc = json_string_value(json_object_get(er, "description"));
+    /* 10043 "sequence N not found": deleted before; 10057 "stream store EOF": beyond the last
+     * sequence, so never there. Either way there is nothing left to delete. */
+    if (code == JS_ERR_SEQ_NOT_FOUND ||
+        (code == JS_ERR_DELETE_FAILED && desc && strstr(desc, "EOF")))
+        return 1;
+    int rc = nats_api_error(doc, what, e);
+    if (rc == 0 && !json_is_true(json_object_get(doc, "success")))
+        return err_set(e, ERR_PROTOCOL, "%s: no success in the reply", what);
     return rc ? -1 : 0;
 }
 

@@ -286,10 +286,7 @@ static int msg_delete(struct dlq_state *s, const char *stream, long long seq,
         return -1;
     char what[200];
     snprintf(what, sizeof what, "STREAM.MSG.DELETE %.100s %lld", stream, seq);
-    int rc = nats_api_error(doc, what, e);
-    /* "no message found" (10037), or 10057's "no message found" text from a delete: gone. */
-    if (rc < 0 && strstr(e->msg, "no message found"))
-        rc = 0;
+    int rc = nats_msg_delete_parse(doc, what, e);
     json_decref(doc);
     return rc < 0 ? -1 : 0;
 }

@@ -93,8 +93,7 @@ struct nats_headers {
 /* A JetStream API reply's "error": 0 none, 1 "no message found" (err_code 10037), -1 with e set
  * (ERR_AUTH for 401/403, ERR_QUERY otherwise, naming what) or a reply that is no object. */
 int nats_api_error(const json_t *doc, const char *what, struct err *e);
-/* STREAM.INFO's reply: 0, or -1 / 1 as nats_api_error (1: no such stream is err_code 10059,
- * reported as -1). */
+/* STREAM.INFO's reply: 0, or -1 with e set (a missing stream is err_code 10059, ERR_QUERY). */
 int nats_stream_state_parse(const json_t *doc, const char *what, struct nats_stream_state *s,
                             struct err *e);
 /* STREAM.MSG.GET's reply: 0 found (m filled, nats_stored_free), 1 no message at that sequence,
@@ -121,6 +120,9 @@ char *nats_replay_msg_id(const char *stream, long long seq);
  * with e set for an API error, no JSON, or an ack from another stream than stream. */
 int nats_pub_ack_parse(const char *data, size_t len, const char *stream, int *duplicate,
                        struct err *e);
+/* STREAM.MSG.DELETE's reply: 0 deleted, 1 not there (deleted before, or beyond the last
+ * sequence), -1 with e set. */
+int nats_msg_delete_parse(const json_t *doc, const char *what, struct err *e);
 /* The JetStream stream name of a queue label (ACCOUNT/STREAM outside $G). */
 const char *nats_dlq_stream_name(const char *queue);
 
