@@ -90,7 +90,7 @@ struct nats_conn *nats_client_open(const struct nats_state *st, const char *sour
     }
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
-    int secure = strncmp(st->nats_url, "tls://", 6) == 0 || st->http.tls;
+    int secure = strncmp(st->nats_url, "tls://", 6) == 0;
     if (s == NATS_OK)
         s = natsOptions_SetURL(o, st->nats_url);
     if (s == NATS_OK)

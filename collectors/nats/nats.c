@@ -110,7 +110,7 @@ static int check_client(const struct nats_state *st, struct cfg_node *map, struc
                          "log in at most");
     if (!u && (st->nats_username || st->nats_token || st->nats_creds_file))
         return cfg_error(e, map, "nats_url: want it with the nats_* login keys");
-    if (st->http.tls && st->http.tls->key_password && u)
+    if (st->http.tls && st->http.tls->key_password && u && strncmp(u, "tls://", 6) == 0)
         return cfg_error(e, cfg_at(map, "tls_config"),
                          "tls_config: the NATS client cannot use an encrypted key_file "
                          "(key_password_file) on nats_url");
