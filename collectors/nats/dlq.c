@@ -120,9 +120,9 @@ static int advisories_total(struct dlq_state *s, const char *dlq, const char *fi
 
 static void fill(struct dlq_message *dm, struct letter *l, const char *id_field)
 {
-    char id[32];
-    snprintf(id, sizeof id, "%lld", l->adv.stream_seq > 0 ? l->adv.stream_seq : -l->adv_seq);
-    dm->message_id = xstrdup(id);
+    /* the message's stream sequence; an advisory naming none is named by its own sequence */
+    dm->message_id = l->adv.stream_seq > 0 ? xasprintf("%lld", l->adv.stream_seq)
+                                           : xasprintf("advisory %lld", l->adv_seq);
     dm->deliveries = l->adv.deliveries;
     dm->dead_since = l->adv.time > 0 ? l->adv.time : 0;
     dm->replays = -1;
