@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build lld gcc make pkg-config libmicrohttpd-dev libhiredis-dev libyaml-dev zlib1g-dev libcrypt-dev libpq-dev check
-  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev librabbitmq-dev
+  libcurl4-openssl-dev libjansson-dev libssl-dev librdkafka-dev libgnutls28-dev librabbitmq-dev libnats-dev
   # tests and the demo: real servers, Prometheus' promtool, tools the scripts use
   redis-server postgresql prometheus prometheus-alertmanager curl jq valgrind clang-format-14 shellcheck netcat-openbsd
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml jsonnet yamllint

@@ -16,6 +16,7 @@
 
 #include "collector.h"
 #include "common/http.h"
+#include "common/json_id.h"
 #include "common/json.h"
 #include "common/secret.h"
 #include "config.h"
@@ -23,28 +24,17 @@
 #include "alloc.h"
 #include "buf.h"
 #include "deadline.h"
+#include "dlq_kind.h"
+#include "nats/client.h"
+#include "nats/dlq.h"
 
 #define DEFAULT_PAGE_SIZE 1024
 
 /* ---- configuration ---- */
 
-struct state {
-    char *url; /* base URL, without a trailing slash */
-    char *account;
-    char *username;
-    char *password; /* wiped on destroy */
-    long long page_size;
-    struct http_config http;
-    struct nats_stream_spec *specs;
-    size_t nspecs;
-    struct exclude exclude;           /* streams left out, when streams is absent */
-    struct exclude exclude_consumers; /* durable consumers left out */
-    struct http_client *client;       /* kept between scrapes: the connection is reused */
-};
-
 static void destroy(struct collector *c)
 {
-    struct state *st = c->priv;
+    struct nats_state *st = c->priv;
     http_client_free(st->client);
     http_config_free(&st->http);
     for (size_t i = 0; i < st->nspecs; i++) {
@@ -59,9 +49,14 @@ static void destroy(struct collector *c)
     free(st->account);
     free(st->username);
     secret_free(st->password);
+    free(st->nats_url);
+    free(st->nats_username);
+    secret_free(st->nats_password);
+    secret_free(st->nats_token);
+    free(st->nats_creds_file);
 }
 
-static int configure_stream(struct collector *c, struct state *st, struct cfg_node *item,
+static int configure_stream(struct collector *c, struct nats_state *st, struct cfg_node *item,
                             struct err *e)
 {
     if (cfg_expect(item, CFG_MAP, "each entry of streams", e))
@@ -92,9 +87,39 @@ static int configure_stream(struct collector *c, struct state *st, struct cfg_no
     return 0;
 }
 
+/* The client port `qrel dlq` connects to, and one way to log in there at most. */
+static int check_client(const struct nats_state *st, struct cfg_node *map, struct err *e)
+{
+    const char *u = st->nats_url;
+    if (u && strncmp(u, "nats://", 7) != 0 && strncmp(u, "tls://", 6) != 0)
+        return cfg_error(e, cfg_at(map, "nats_url"),
+                         "nats_url: want nats://HOST:PORT or tls://HOST:PORT (the client port, "
+                         "like nats://127.0.0.1:4222)");
+    if (u && strchr(u, '@'))
+        return cfg_error(e, cfg_at(map, "nats_url"),
+                         "nats_url: credentials in the URL are refused: use nats_username with "
+                         "nats_password_file, nats_token_file or nats_creds_file");
+    if (!st->nats_username != !st->nats_password)
+        return cfg_error(e, cfg_at(map, st->nats_username ? "nats_username" : "nats_password_file"),
+                         "%s: want nats_username and nats_password_file (or nats_password_env) "
+                         "together",
+                         st->nats_username ? "nats_username" : "nats_password");
+    if (!!st->nats_username + !!st->nats_token + !!st->nats_creds_file > 1)
+        return cfg_error(e, map,
+                         "nats_username, nats_token_file and nats_creds_file: want one way to "
+                         "log in at most");
+    if (!u && (st->nats_username || st->nats_token || st->nats_creds_file))
+        return cfg_error(e, map, "nats_url: want it with the nats_* login keys");
+    if (st->http.tls && st->http.tls->key_password && u && strncmp(u, "tls://", 6) == 0)
+        return cfg_error(e, cfg_at(map, "tls_config"),
+                         "tls_config: the NATS client cannot use an encrypted key_file "
+                         "(key_password_file) on nats_url");
+    return 0;
+}
+
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 {
-    struct state *st = c->priv;
+    struct nats_state *st = c->priv;
     /* every key read first, so a misspelt one is reported with the known keys */
     struct cfg_node *streams = NULL;
     if (http_base_url(map, "url", NULL, &st->url, e) ||
@@ -106,6 +131,11 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_node(map, "streams", CFG_SEQ, &streams, e) ||
         exclude_read(&st->exclude, map, "exclude", NULL, e) ||
         exclude_read(&st->exclude_consumers, map, "exclude_consumers", NULL, e) ||
+        cfg_get_nonempty(map, "nats_url", &st->nats_url, e) ||
+        cfg_get_nonempty(map, "nats_username", &st->nats_username, e) ||
+        secret_get(map, "nats_password", 0, &st->nats_password, e) ||
+        secret_get(map, "nats_token", 0, &st->nats_token, e) ||
+        cfg_get_nonempty(map, "nats_creds_file", &st->nats_creds_file, e) ||
         collector_finish(c, map, e) || exclude_check(&st->exclude, map, e) ||
         exclude_check(&st->exclude_consumers, map, e))
         return -1;
@@ -116,6 +146,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                          "%s: want username and password_file (or password_env) together, for a "
                          "proxy in front of the monitoring port",
                          st->username ? "username" : "password");
+    if (check_client(st, map, e))
+        return -1;
     if (streams && streams->n == 0)
         return cfg_error(e, streams,
                          "streams: want at least one {name: ...} (leave streams out for every "
@@ -129,7 +161,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 /* ---- collection ---- */
 
 /* GETs path (with its query) from the monitoring port and parses the JSON; NULL on failure. */
-static json_t *get_json(struct state *st, const struct deadline *dl, const char *what,
+static json_t *get_json(struct nats_state *st, const struct deadline *dl, const char *what,
                         const char *path_query, struct err *e)
 {
     struct buf url;
@@ -160,7 +192,7 @@ struct scrape {
 };
 
 /* One /jsz document: all accounts (account NULL) or one. */
-static int collect_jsz(struct state *st, const struct deadline *dl, const char *account,
+static int collect_jsz(struct nats_state *st, const struct deadline *dl, const char *account,
                        struct scrape *sc, struct metric_set *out, struct nats_page *pg,
                        struct err *e)
 {
@@ -212,7 +244,7 @@ static int collect_jsz(struct state *st, const struct deadline *dl, const char *
  * changes from request to request (an offset can show one account twice and miss another), so
  * the rest are asked for one by one, by the names /accountz lists. An account without JetStream
  * ($G when accounts are configured) costs a request that adds nothing. */
-static int collect_rest(struct state *st, const struct deadline *dl, struct scrape *sc,
+static int collect_rest(struct nats_state *st, const struct deadline *dl, struct scrape *sc,
                         struct metric_set *out, struct err *e)
 {
     sc->requests++;
@@ -253,7 +285,7 @@ out:
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
-    struct state *st = c->priv;
+    struct nats_state *st = c->priv;
     if (!st->client)
         st->client = http_client_new(c->name, &st->http);
     struct scrape sc = {0};
@@ -289,9 +321,34 @@ static const struct audit_hint hints[] = {
      ".<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver"},
     {NULL, NULL}};
 
+/* A dead_letters entry for `qrel dlq` (at load, no I/O): the client port is needed, and the
+ * queue must be a stream the source lists with a dead_letter_stream. */
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    struct nats_state *st = c->priv;
+    char why[300];
+    if (json_id_field_check(id_field, "header:", why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    if (!st->nats_url)
+        return cfg_error(e, cfg_at(entry, "source"),
+                         "source: \"%s\" has no nats_url, the client port qrel dlq reads "
+                         "JetStream's dead letters through",
+                         c->name);
+    for (size_t i = 0; i < st->nspecs; i++)
+        if (strcmp(st->specs[i].name, queue) == 0 && st->specs[i].dead_letter_stream)
+            return 0;
+    return cfg_error(e, cfg_at(entry, "queue"),
+                     "queue: source \"%s\" lists no stream \"%s\" with a dead_letter_stream",
+                     c->name, queue);
+}
+
 const struct collector_kind nats_kind = {.name = "nats",
                                          .audit_hints = hints,
-                                         .state_size = sizeof(struct state),
+                                         .state_size = sizeof(struct nats_state),
                                          .configure = configure,
                                          .collect = collect,
-                                         .destroy = destroy};
+                                         .destroy = destroy,
+                                         .dead_letter_validate = dead_letter_validate,
+                                         .dead_letter_ids = dlq_dead_letter_ids,
+                                         .dlq = &nats_dlq};

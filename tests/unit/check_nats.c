@@ -270,8 +270,9 @@ static int configure_text(const char *text, struct err *e)
 #define SRC "sources:\n  - name: ev\n    kind: nats\n"
 #define KNOWN                                                                                      \
     "(known keys: account, exclude, exclude_consumers, kind, max_response_bytes, "                 \
-    "min_interval, name, page_size, password_env, password_file, streams, timeout, tls_config, "   \
-    "url, username)"
+    "min_interval, name, nats_creds_file, nats_password_env, nats_password_file, nats_token_env, " \
+    "nats_token_file, nats_url, nats_username, page_size, password_env, password_file, streams, "  \
+    "timeout, tls_config, url, username)"
 
 static const struct check_case bad_configs[] = {
     {SRC "    streams: [{name: A}]\n",

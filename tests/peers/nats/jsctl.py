@@ -5,6 +5,15 @@ natscli is not packaged in Debian 12, so the test drives JetStream with its requ
 over the text protocol. Usage (PORT is the client port):
   jsctl.py PORT req SUBJECT [JSON]            one API request; prints the reply
   jsctl.py PORT pub SUBJECT DATA [COUNT]      publishes and waits for each PubAck
+  jsctl.py PORT hpub SUBJECT DATA [KEY=VALUE ...]  publishes once with those headers, waits
+                                              for the PubAck
+  jsctl.py PORT reqs                          req for each line of stdin: SUBJECT<TAB>JSON
+  jsctl.py PORT hpubs                         hpub for each line of stdin: SUBJECT<TAB>DATA[<TAB>K=V]...
+  jsctl.py PORT gets STREAM FROM TO           STREAM.MSG.GET of each sequence; one reply a line
+  jsctl.py PORT fail STREAM CONSUMER N DLQ MAXDELIVER
+      a worker that fails every delivery: naks the N waiting messages MAXDELIVER times, then
+      pulls until the server has given them up (DLQ, the dead-letter stream, holds N more
+      advisories; 20 s at most); prints DLQ's message count
   jsctl.py PORT fetch STREAM CONSUMER N ACTION [EXPIRES]
       pulls up to N messages, waiting EXPIRES seconds (default 0.5) at most for them, and ack /
       nak / leaves them (ACTION ack|nak|leave); prints "payload:deliveries" per message
@@ -15,6 +24,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 
 class Nats:
@@ -61,10 +71,19 @@ class Nats:
                 raw = self.f.read(int(p[-1]) + 2)[:-2]
                 return p[1], p[2], reply, raw[:int(p[-2])], raw[int(p[-2]):]
 
-    def request(self, subj, data=""):
+    def hpub(self, subj, data, headers, reply):
+        data = data if isinstance(data, bytes) else data.encode()
+        hdr = ("NATS/1.0\r\n" + "".join("%s: %s\r\n" % kv for kv in headers) + "\r\n").encode()
+        self._send("HPUB %s %s %d %d\r\n" % (subj, reply, len(hdr), len(hdr) + len(data)),
+                   hdr + data)
+
+    def request(self, subj, data="", headers=None):
         self.n += 1
         inbox = "%s.%d" % (self.inbox, self.n)
-        self.pub(subj, data, inbox)
+        if headers:
+            self.hpub(subj, data, headers, inbox)
+        else:
+            self.pub(subj, data, inbox)
         while True:
             s, _, _, hdr, body = self._next()
             if s == inbox:
@@ -115,6 +134,45 @@ def main(argv):
             if "stream" not in ack:
                 print(json.dumps(ack), file=sys.stderr)
                 return 1
+        return 0
+    if cmd == "hpub":
+        ack = nc.request(argv[3], argv[4], [tuple(a.split("=", 1)) for a in argv[5:]])
+        if "stream" not in ack:
+            print(json.dumps(ack), file=sys.stderr)
+            return 1
+        return 0
+    if cmd == "reqs":
+        for line in sys.stdin.read().splitlines():
+            subj, body = line.split("\t", 1)
+            reply = nc.request(subj, body)
+            if "error" in reply:
+                print(json.dumps(reply), file=sys.stderr)
+                return 1
+        return 0
+    if cmd == "hpubs":
+        for line in sys.stdin.read().splitlines():
+            f = line.split("\t")
+            ack = nc.request(f[0], f[1], [tuple(a.split("=", 1)) for a in f[2:]])
+            if "stream" not in ack:
+                print(json.dumps(ack), file=sys.stderr)
+                return 1
+        return 0
+    if cmd == "gets":
+        for seq in range(int(argv[4]), int(argv[5]) + 1):
+            print(json.dumps(nc.request("$JS.API.STREAM.MSG.GET." + argv[3], json.dumps({"seq": seq}))))
+        return 0
+    if cmd == "fail":
+        stream, consumer, n, dlq, rounds = argv[3], argv[4], int(argv[5]), argv[6], int(argv[7])
+        info = lambda: nc.request("$JS.API.STREAM.INFO." + dlq)["state"]["messages"]
+        want = info() + n
+        for _ in range(rounds):
+            for reply, _ in nc.fetch(stream, consumer, n, 5):
+                nc.pub(reply, "-NAK")
+            nc.flush()
+        deadline = time.monotonic() + 20
+        while info() < want and time.monotonic() < deadline:
+            nc.fetch(stream, consumer, 1, 0.1)  # the pull that finds them over the limit
+        print(info())
         return 0
     if cmd == "fetch":
         action = {"ack": "+ACK", "nak": "-NAK", "leave": None}[argv[6]]
