@@ -95,7 +95,7 @@ static int php_members(struct php_reader *r, long long count, const char *path,
     }
     for (long long i = 0; i < count; i++) {
         struct php_value key;
-        if (php_value(r, NULL, &key, depth + 1))
+        if (php_value(r, "", &key, depth + 1))
             return -1;
         int match = 0;
         if (path && (key.type == 's' || key.type == 'i')) {

@@ -102,9 +102,9 @@ START_TEST(test_errors)
     } cases[] = {
         {"- schema: x\n", "q.yml:2:3: preset: required in each entry of queues (one of pgmq, "
                           "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, "
-                          "delayed_job)"},
+                          "delayed_job, laravel)"},
         {"- preset: sidekiq\n", "q.yml:2:11: preset: want one of pgmq, graphile_worker, pg_boss, "
-                                "river, oban, que, good_job, solid_queue, delayed_job, got "
+                                "river, oban, que, good_job, solid_queue, delayed_job, laravel, got "
                                 "\"sidekiq\""},
         {"- preset: river\n  schema: \"\"\n", "q.yml:3:11: schema: want a non-empty string"},
         {"- preset: river\n  queues: []\n",
