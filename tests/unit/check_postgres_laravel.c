@@ -5,6 +5,7 @@
  * and the Redis driver), and on hand-cut serialized text for what a recording cannot show
  * (truncated, lying lengths, nesting, models). */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,13 +105,13 @@ START_TEST(test_command_prop)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(prop(bad[i], strlen(bad[i]), "id", out) == -1, "bad[%zu]", i);
     /* nesting is bounded */
-    char deep[400] = "O:1:\"A\":1:{s:1:\"a\";";
+    char deep[400];
+    int n = snprintf(deep, sizeof deep, "O:1:\"A\":1:{s:1:\"a\";");
     for (int i = 0; i < 20; i++)
-        strcat(deep, "a:1:{i:0;");
-    strcat(deep, "N;");
-    for (int i = 0; i < 20; i++)
-        strcat(deep, "}");
-    strcat(deep, "}");
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "a:1:{i:0;");
+    n += snprintf(deep + n, sizeof deep - (size_t)n, "N;");
+    for (int i = 0; i < 21; i++)
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "}");
     ck_assert_int_eq(prop(deep, strlen(deep), "a", out), -1);
     /* a value too long for out */
     static const char longv[] =
