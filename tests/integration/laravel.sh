@@ -10,6 +10,10 @@
 # or above retry_after; --config.check reads the server; hostile entries are skipped and counted;
 # the exporter scrapes as a Redis ACL user allowed only the documented read-only commands; faults
 # give up 0 with their reason; no password appears in any output; bad configs fail --config.check.
+# Then the database driver on PostgreSQL (kind postgres, preset laravel; tests/peers/laravel/db.php):
+# two workers and a lease expired under its handler, failed_jobs of both drivers, every figure
+# against SQL; qrel dlq on failed_jobs: inspect, dry run, the Redis driver's refusal, a replay
+# SIGKILLed and rerun, a second replay, and Laravel's worker running each replayed job once.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/redis_jobs.sh
@@ -143,15 +147,12 @@ start_postgres PGP
 export PGPORT=$PGP PGDATABASE=postgres PGUSER=postgres LARAVEL_DIR=$T/db
 mkdir -p "$LARAVEL_DIR"
 dbq() { php "$DB" "$@"; }
-dbq setup
-psql_do "CREATE TABLE work (order_id text PRIMARY KEY, done_at timestamptz)"
-psql_do "INSERT INTO work VALUES ('o1', now())" # o1's work was done before its job failed
-for o in o1 o2 o3; do dbq push database billing fail "$o"; done
-dbq push redis billing fail r1
-dbq drain database billing
-dbq drain redis billing
-dbq push database mail held # stays ready: no worker reads mail
-dbq push database slow held
+# One PHP process (each start loads Laravel): the tables; FailJobs o1 o2 o3 on the database and
+# r1 on the Redis connection's billing, run by Laravel's worker into failed_jobs; a HeldJob on
+# mail (stays ready: no worker reads mail) and one on slow.
+dbq scene
+psql_do "CREATE TABLE work (order_id text PRIMARY KEY, done_at timestamptz);
+         INSERT INTO work VALUES ('o1', now())" # o1's work was done before its job failed
 for w in d1 d2; do
   timeout -s KILL 120 php "$DB" work database slow "$w" > "$T/$w.log" 2>&1 &
   PIDS+=("$!")

@@ -6,9 +6,12 @@
 // Illuminate\Queue\Worker, and failed jobs written by Laravel's own failer
 // (DatabaseUuidFailedJobProvider, Laravel 8's default) on JobFailed, as artisan queue:work does.
 //   php db.php setup                     the jobs and failed_jobs tables
-//   php db.php push CONN QUEUE held      a HeldJob (runs until LARAVEL_DIR/release, <= 60 s)
-//   php db.php push CONN QUEUE fail ID   a FailJob for order ID, one try: it throws until
-//                                        LARAVEL_DIR/fixed exists, then appends ID to .../ran
+//   php db.php scene                     setup, then laravel.sh's scene in one process: FailJobs
+//                                        o1 o2 o3 (database) and r1 (redis) on billing, run to
+//                                        failed_jobs; a HeldJob on mail (database) and on slow.
+//                                        A HeldJob runs until LARAVEL_DIR/release (<= 60 s); a
+//                                        FailJob (one try) throws until LARAVEL_DIR/fixed exists,
+//                                        then appends its order to LARAVEL_DIR/ran
 //   php db.php work CONN QUEUE NAME      Worker::daemon, as artisan queue:work --tries=1
 //   php db.php drain CONN QUEUE          Worker::runNextJob until the queue is empty
 // Environment: PGPORT, PGDATABASE, PGUSER (trust on loopback), REDIS_PORT, REDIS_PASSWORD,
@@ -117,7 +120,7 @@ $events->listen(JobFailed::class, function ($event) use ($failer) {
 });
 
 $cmd = $argv[1];
-if ($cmd === 'setup') {
+if ($cmd === 'setup' || $cmd === 'scene') {
     // the columns of Laravel 8's queue:table and queue:failed-table migrations
     $schema = DB::schema();
     $schema->create('jobs', function ($t) {
@@ -138,29 +141,42 @@ if ($cmd === 'setup') {
         $t->longText('exception');
         $t->timestamp('failed_at')->useCurrent();
     });
-    exit(0);
+    if ($cmd === 'setup') {
+        exit(0);
+    }
 }
-[, , $conn, $q] = $argv;
 $worker = new Worker($queue->getQueueManager(), $events, new Exceptions(), function () {
     return false;
 });
 // queue:work --sleep=0.1 --tries=1 --timeout=60
 $options = new WorkerOptions('w', 0, 128, 60, 0.1, 1);
+function drain($worker, $options, $conn, $q)
+{
+    while (Queue::connection($conn)->size($q) > 0) {
+        $worker->runNextJob($conn, $q, $options);
+    }
+}
+if ($cmd === 'scene') {
+    foreach (['o1', 'o2', 'o3'] as $o) {
+        Queue::connection('database')->push(new FailJob($o), '', 'billing');
+    }
+    Queue::connection('redis')->push(new FailJob('r1'), '', 'billing');
+    drain($worker, $options, 'database', 'billing');
+    drain($worker, $options, 'redis', 'billing');
+    Queue::connection('database')->push(new HeldJob(), '', 'mail');
+    Queue::connection('database')->push(new HeldJob(), '', 'slow');
+    exit(0);
+}
+[, , $conn, $q] = $argv;
 switch ($cmd) {
-case 'push':
-    $job = $argv[4] === 'held' ? new HeldJob() : new FailJob($argv[5]);
-    Queue::connection($conn)->push($job, '', $q);
-    break;
 case 'work':
     $worker->setName($argv[4]);
     $worker->daemon($conn, $q, $options);
     break;
 case 'drain':
-    while (Queue::connection($conn)->size($q) > 0) {
-        $worker->runNextJob($conn, $q, $options);
-    }
+    drain($worker, $options, $conn, $q);
     break;
 default:
-    fwrite(STDERR, "usage: db.php setup|push|work|drain ...\n");
+    fwrite(STDERR, "usage: db.php setup|scene|work|drain ...\n");
     exit(2);
 }
