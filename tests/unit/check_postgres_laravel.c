@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "postgres/postgres.h"
+#include "postgres/queues.h"
 #include "support/check_run.h"
 #include "support/fixture.h"
 
@@ -122,12 +123,28 @@ START_TEST(test_command_prop)
 }
 END_TEST
 
+/* The statement: retry_after and the connection written in (a quote doubled), the schema quoted,
+ * the expired leases as isReservedButExpired (reserved_at <= now - retry_after). */
+START_TEST(test_statement)
+{
+    char *sql = queues_sql_jobs_laravel("app", 0, 90, "data'base");
+    ck_assert_ptr_nonnull(strstr(sql, "WHEN connection = 'data''base' THEN queue"));
+    ck_assert_ptr_nonnull(strstr(sql, "FROM \"app\".jobs WHERE reserved_at <= "
+                                      "EXTRACT(EPOCH FROM now()) - 90 "));
+    ck_assert_ptr_nonnull(strstr(sql, "count(*) FILTER (WHERE st = 'e')"));
+    ck_assert_ptr_null(strstr(sql, "@C"));
+    ck_assert_ptr_null(strstr(sql, "@L"));
+    free(sql);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_recorded_payloads, 0},
         {test_requeue_resets_attempts, 0},
         {test_command_prop, 0},
+        {test_statement, 0},
     };
     return check_run_tests("pg_laravel", tests, CHECK_ROWS(tests), 0);
 }
