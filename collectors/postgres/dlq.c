@@ -1,7 +1,9 @@
 /* postgres/dlq.c: `qrel dlq`'s hooks (core/dlq_kind.h) for the job runners whose dead jobs and
  * queue live in one database: pg-boss 9 to 12 and graphile-worker 0.14 and later, as a `queues`
  * entry of a postgres source reads them (preset pg_boss or graphile_worker), and River, Oban, Que,
- * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c).
+ * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c), and
+ * Laravel's failed_jobs (preset laravel: its rows of every connection read, the database
+ * driver's moved back into jobs in one transaction; the payload is read by laravel.c).
  *
  * The dead letters of a queue are, for pg-boss, the waiting copies in the queue's dead_letter
  * queue when it has one, else its own jobs in state failed (9: failed or expired; 9 has no dead
