@@ -12,7 +12,7 @@ packages=(
   iproute2 procps strace openssl apache2-utils bc python3 python3-pika python3-yaml jsonnet yamllint
   ruby-delayed-job ruby-delayed-job-active-record ruby-activerecord ruby-pg
   rabbitmq-server nats-server kcat openjdk-17-jre-headless chromium beanstalkd ruby-beaneater python3-rq ruby-sidekiq python3-celery
-  php-cli php-redis php-laravel-framework
+  php-cli php-redis php-pgsql php-laravel-framework
   libactivemq-java libjolokia-core-java openjdk-17-jdk-headless
   # the Debian package (tests/artifacts/package.sh, manpages.sh): CPack's dpkg-shlibdeps,
   # lintian, systemd-analyze, man pages, the postinst's adduser, readelf

@@ -1,7 +1,9 @@
 /* postgres/dlq.c: `qrel dlq`'s hooks (core/dlq_kind.h) for the job runners whose dead jobs and
  * queue live in one database: pg-boss 9 to 12 and graphile-worker 0.14 and later, as a `queues`
  * entry of a postgres source reads them (preset pg_boss or graphile_worker), and River, Oban, Que,
- * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c).
+ * GoodJob and Solid Queue (their presets; one read and one move statement each, dlq_sql.c), and
+ * Laravel's failed_jobs (preset laravel: its rows of every connection read, the database
+ * driver's moved back into jobs in one transaction; the payload is read by laravel.c).
  *
  * The dead letters of a queue are, for pg-boss, the waiting copies in the queue's dead_letter
  * queue when it has one, else its own jobs in state failed (9: failed or expired; 9 has no dead
@@ -54,6 +56,14 @@ static int watches(const struct pg_item *it, const char *queue)
     const struct queues *q = it->state;
     if (q->preset->id == PGQ_PGMQ || q->preset->id == PGQ_DELAYED_JOB)
         return 0;
+    /* Laravel: a failed job of another connection is labelled queue@connection */
+    if (q->preset->id == PGQ_LARAVEL && q->queues) {
+        const char *at = strrchr(queue, '@');
+        for (size_t i = 0; at && i < q->nqueues; i++)
+            if (strlen(q->queues[i]) == (size_t)(at - queue) &&
+                strncmp(q->queues[i], queue, (size_t)(at - queue)) == 0)
+                return 1;
+    }
     if (!q->queues)
         return 1;
     for (size_t i = 0; i < q->nqueues; i++)
@@ -84,7 +94,11 @@ int postgres_dlq_validate(struct collector *c, struct cfg_node *entry, const cha
         return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
     free(path);
     size_t n = 0;
-    entry_of(c->priv, queue, &n);
+    const struct queues *q = entry_of(c->priv, queue, &n);
+    if (n == 1 && q->preset->id == PGQ_LARAVEL && kind == PGDLQ_ID_KEY)
+        return cfg_error(e, cfg_at(entry, "id_field"),
+                         "id_field: a Laravel job has no key: want job:id (its uuid) or a "
+                         "property of its command (\"orderId\", \"order.id\")");
     if (n == 1)
         return 0;
     if (n == 0)
@@ -107,6 +121,10 @@ struct batch_data {
     char *schema;
     char *move_sql; /* pg-boss */
     char *what;
+    /* Laravel: the failed rows' connection and queue (the label split at its last '@' when it
+     * names another connection), and whether that connection is the jobs table's own */
+    char *connection, *queue;
+    int own;
 };
 
 static void batch_free(void *p)
@@ -117,6 +135,8 @@ static void batch_free(void *p)
     free(d->schema);
     free(d->move_sql);
     free(d->what);
+    free(d->connection);
+    free(d->queue);
     free(d);
 }
 
@@ -127,6 +147,13 @@ static int failed(struct pg_state *st)
     pg_state_drop(st);
     return -1;
 }
+
+static int laravel_read(struct pg_state *st, struct queues *q, const char *label, const char *path,
+                        size_t max, const struct deadline *dl, struct dlq_batch *out,
+                        struct err *e);
+static int step(struct pg_state *st, const struct batch_data *d, const char *sql, int nparams,
+                const char *const *params, long long *rows, const struct deadline *dl,
+                struct err *e);
 
 /* pg-boss: whether the queue has a dead_letter queue, which says where its dead letters are. */
 static int boss_mode(struct pg_state *st, struct queues *q, const char *queue,
@@ -222,6 +249,10 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
         free(path);
         return -1;
     }
+    if (q->preset->id == PGQ_LARAVEL) {
+        free(path);
+        return laravel_read(st, q, queue, kind == PGDLQ_ID_DATA ? id_field : NULL, max, dl, out, e);
+    }
     int other = runner_mode(q->preset->id);
     if (other < 0 && q->layout == LAYOUT_UNKNOWN && queues_detect_layout(q, st->conn, dl, e)) {
         free(path);
@@ -293,6 +324,161 @@ out:
     return rc ? failed(st) : 0;
 }
 
+/* ---- Laravel: failed_jobs, the failer's table of every driver ---- */
+
+/* The rows of one connection and queue, oldest first; the payload is read here (laravel.c): its
+ * uuid (job:id), the work id from its command, its stamp and, for the Redis driver, attempts. */
+static int laravel_read(struct pg_state *st, struct queues *q, const char *label, const char *path,
+                        size_t max, const struct deadline *dl, struct dlq_batch *out, struct err *e)
+{
+    struct batch_data *d = xcalloc(1, sizeof *d);
+    d->mode = PGDLQ_LARAVEL;
+    d->schema = xstrdup(q->schema);
+    d->what = xasprintf("laravel queue \"%s\"", label);
+    const char *at = strrchr(label, '@');
+    d->connection = xstrdup(at ? at + 1 : q->connection);
+    d->queue = at ? xstrndup(label, (size_t)(at - label)) : xstrdup(label);
+    d->own = strcmp(d->connection, q->connection) == 0;
+    char *qs = pg_quote_ident(q->schema);
+    char *sql = xasprintf("SELECT id::text, payload, EXTRACT(EPOCH FROM failed_at)::float8, "
+                          "count(*) OVER ()::float8 FROM %s.failed_jobs WHERE connection = $1 "
+                          "AND queue = $2 ORDER BY id LIMIT $3",
+                          qs);
+    free(qs);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%zu", max ? max : 1);
+    const char *params[3] = {d->connection, d->queue, limit};
+    PGresult *r = NULL;
+    int rc = pg_query(st->conn, dl, d->what, sql, 3, params, &r, e);
+    free(sql);
+    if (rc) {
+        batch_free(d);
+        return failed(st);
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct dlq_message *m = dlq_batch_push(out);
+        struct laravel_payload lp;
+        const char *payload = PQgetvalue(r, i, 1);
+        size_t len = (size_t)PQgetlength(r, i, 1);
+        m->message_id = xstrdup(PQgetvalue(r, i, 0));
+        m->body_bytes = len;
+        double v;
+        if (pg_cell_double(r, i, 2, &v) == 0 && v > 0)
+            m->dead_since = v;
+        if (i == 0 && pg_cell_double(r, i, 3, &v) == 0 && v >= 0)
+            out->total = (size_t)v;
+        if (postgres_laravel_payload_read(payload, len, path, &lp)) {
+            m->replays = -1; /* not a payload Laravel wrote: no stamp can be kept */
+            continue;
+        }
+        m->replays = lp.replays;
+        m->deliveries = lp.attempts;
+        if (path && lp.has_work_id)
+            m->work_id = xstrdup(lp.work_id);
+        else if (!path && lp.uuid[0])
+            m->work_id = xstrdup(lp.uuid);
+    }
+    PQclear(r);
+    if (out->total < out->n)
+        out->total = out->n;
+    out->dead_letter_queue = xstrdup(q->preset->dead_letter_queue);
+    out->origin = xstrdup(label);
+    out->kind_data = d;
+    return 0;
+}
+
+/* Only the jobs table's own connection is put back here (a Redis-driver job goes back to Redis,
+ * which this source does not reach), and the jobs table must be there. */
+static int laravel_check_origin(struct pg_state *st, const struct batch_data *d,
+                                const struct deadline *dl, struct err *e)
+{
+    if (!d->own)
+        return err_set(e, ERR_QUERY,
+                       "%s: failed on connection \"%.100s\", not this database's: qrel dlq puts "
+                       "back the database driver's jobs only; retry these with artisan "
+                       "queue:retry (docs/dlq.md)",
+                       d->what, d->connection);
+    const char *params[1] = {d->schema};
+    PGresult *r = NULL;
+    if (pg_query(st->conn, dl, d->what,
+                 "SELECT to_regclass(format('%I.jobs', $1::text)) IS NOT NULL", 1, params, &r, e))
+        return failed(st);
+    int there = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (!there)
+        return err_set(e, ERR_QUERY, "%s: no table \"%s.jobs\": nothing would run it", d->what,
+                       d->schema);
+    return 0;
+}
+
+/* One transaction, as queue:retry for the database driver but atomic: the failed row locked while
+ * it is still there, its payload with attempts reset and stamped pushed as DatabaseQueue::pushRaw
+ * does (attempts 0, available now), the row deleted. A kill anywhere leaves it failed or back,
+ * never both; a concurrent replay waits for the row and finds it gone. A job with a retryUntil is
+ * left failed: queue:retry computes a new one by calling the job's PHP, and the old one would
+ * fail it again at once. */
+static int laravel_move(struct pg_state *st, struct dlq_message *m, const struct batch_data *d,
+                        const struct deadline *dl, struct err *e)
+{
+    char *qs = pg_quote_ident(d->schema);
+    char *lock = xasprintf("SELECT queue, payload FROM %s.failed_jobs WHERE id = $1 AND "
+                           "connection = $2 FOR UPDATE",
+                           qs);
+    char *push = xasprintf("INSERT INTO %s.jobs (queue, payload, attempts, reserved_at, "
+                           "available_at, created_at) SELECT $1, $2, 0, NULL, t, t FROM "
+                           "(SELECT floor(EXTRACT(EPOCH FROM now()))::int AS t) AS n",
+                           qs);
+    char *del = xasprintf("DELETE FROM %s.failed_jobs WHERE id = $1 RETURNING 1", qs);
+    free(qs);
+    const char *params[2] = {m->message_id, d->connection};
+    PGresult *r = NULL;
+    char *payload = NULL;
+    long long n = 0;
+    int rc = -1;
+    if (step(st, d, "BEGIN READ WRITE", 0, NULL, NULL, dl, e) ||
+        pg_query(st->conn, dl, d->what, lock, 2, params, &r, e))
+        goto out;
+    if (PQntuples(r) != 1) {
+        rc = step(st, d, "ROLLBACK", 0, NULL, NULL, dl, e) ? -1 : 1;
+        goto out;
+    }
+    struct laravel_payload lp;
+    const char *body = PQgetvalue(r, 0, 1);
+    size_t len = (size_t)PQgetlength(r, 0, 1);
+    if (postgres_laravel_payload_read(body, len, NULL, &lp) == 0 && !lp.retry_until)
+        payload = postgres_laravel_payload_requeue(body, len, lp.replays >= 0 ? lp.replays + 1 : 0);
+    if (!payload) {
+        err_set(e, ERR_QUERY,
+                "%s: not taken back: failed job %s %s; left failed, retry it with artisan "
+                "queue:retry",
+                d->what, m->message_id,
+                lp.retry_until ? "has a retryUntil, which Laravel computes anew by calling the job"
+                               : "has no JSON payload");
+        struct err ce;
+        err_clear(&ce);
+        rc = step(st, d, "ROLLBACK", 0, NULL, NULL, dl, &ce) ? -1 : -2;
+        goto out;
+    }
+    const char *pushp[2] = {PQgetvalue(r, 0, 0), payload};
+    if (step(st, d, push, 2, pushp, NULL, dl, e) || step(st, d, del, 1, params, &n, dl, e))
+        goto out;
+    if (n != 1) {
+        pg_error(st->conn, e, ERR_QUERY, "%s: deleted %lld failed rows, want 1: rolled back",
+                 d->what, n);
+        goto out;
+    }
+    rc = step(st, d, "COMMIT", 0, NULL, NULL, dl, e);
+out:
+    PQclear(r);
+    free(payload);
+    free(lock);
+    free(push);
+    free(del);
+    if (rc == -2)
+        return -1; /* refused and rolled back: the connection stays */
+    return rc < 0 ? failed(st) : rc;
+}
+
 /* ---- the origin ---- */
 
 /* pg-boss: the queue must still be there (a job of a deleted queue has no partition to go to);
@@ -303,6 +489,8 @@ static int dlq_check_origin(struct collector *c, struct dlq_batch *b, const stru
 {
     struct pg_state *st = c->priv;
     const struct batch_data *d = b->kind_data;
+    if (d && d->mode == PGDLQ_LARAVEL)
+        return pg_state_conn(st, c->name, dl, e) ? -1 : laravel_check_origin(st, d, dl, e);
     if (!d || (d->mode != PGDLQ_BOSS_FAILED && d->mode != PGDLQ_BOSS_DEAD_LETTER))
         return 0;
     if (d->boss == 9)
@@ -483,6 +671,8 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
         return err_set(e, ERR_INTERNAL, "a move without a read");
     if (pg_state_conn(st, c->name, dl, e))
         return -1;
+    if (d->mode == PGDLQ_LARAVEL)
+        return laravel_move(st, m, d, dl, e);
     if (d->mode >= PGDLQ_RIVER)
         return runner_move(st, b, m, d, dl, e);
     return d->mode == PGDLQ_GRAPHILE ? graphile_move(st, m, d, dl, e)

@@ -97,6 +97,7 @@ enum pgdlq_mode {
     PGDLQ_QUE,
     PGDLQ_GOOD_JOB,
     PGDLQ_SOLID_QUEUE,
+    PGDLQ_LARAVEL, /* failed_jobs (dlq.c's own statements) */
 };
 /* The statements, with schema quoted in (malloc'd). read: $1 queue (the dead_letter queue for
  * PGDLQ_BOSS_DEAD_LETTER; NULL for graphile-worker's jobs without one), $2 the limit, $3 the data
@@ -122,5 +123,30 @@ char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema);
  * stamp or NULL; Solid Queue takes no $3): columns found, moved, and for Solid Queue the job's
  * concurrency_key. NULL for another mode. */
 char *postgres_dlq_runner_sql(enum pgdlq_mode m, int move, const char *schema);
+
+/* ---- Laravel's job payload (laravel.c, pure) ---- */
+
+/* The string or integer at the dotted property path ("orderId", "order.id") of the PHP
+ * serialize() text of a job's command (an object, len bytes, NULs allowed), into out (cap bytes,
+ * NUL-terminated). 0 found; 1 absent, null, not a string or integer, or too long for out; -1 not
+ * a well-formed serialized object (or nested deeper than 16, or with trailing bytes). */
+int postgres_laravel_command_prop(const char *cmd, size_t len, const char *path, char *out,
+                                  size_t cap);
+/* What qrel dlq reads of a failed_jobs payload. */
+struct laravel_payload {
+    char uuid[64];      /* "" when absent */
+    long long attempts; /* the payload's attempts (Redis driver); -1 absent */
+    long long replays;  /* its DLQ_STAMP key; 0 absent, -1 not a whole number 0..1e9 */
+    int retry_until;    /* a retryUntil is set (queue:retry computes a new one by calling PHP) */
+    int has_work_id;
+    char work_id[256]; /* the command's property at path, when has_work_id */
+};
+/* Reads the payload (JSON, len bytes); path (NULL: none) the work id's property path. 0, or -1
+ * when it is not a JSON object. */
+int postgres_laravel_payload_read(const char *json, size_t len, const char *path,
+                                  struct laravel_payload *out);
+/* The payload to push back, as artisan queue:retry does: attempts set to 0 where the payload
+ * has it, and DLQ_STAMP set to stamp (when > 0). malloc'd JSON; NULL when it is no JSON object. */
+char *postgres_laravel_payload_requeue(const char *json, size_t len, long long stamp);
 
 #endif

@@ -2,8 +2,8 @@
  * that keep their work in PostgreSQL, each read through a preset that knows its layout.
  *
  * pgmq (kind label pgmq) keeps one table per queue and lists them in pgmq.meta; the job runners
- * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, delayed_job; kind label
- * pg_jobs) keep
+ * (graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, delayed_job, laravel; kind
+ * label pg_jobs) keep
  * their jobs in a few tables with a queue column and a state. Every preset is reduced to the same
  * shape (queues_sql.c): an inner SELECT that gives each pending or dead job one row in the
  * runner's own terms, wrapped in one generic aggregate grouped by queue.
@@ -41,6 +41,9 @@ static const struct pgq_preset presets[] = {
      * with delayed_job's defaults */
     {PGQ_DELAYED_JOB, "delayed_job", "public", "failed", "pg_jobs",
      PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_HAS_AHEAD},
+    /* the lease is the connection's retry_after, declared on the entry with Laravel's default */
+    {PGQ_LARAVEL, "laravel", "public", "failed_jobs", "pg_jobs",
+     PGQ_HAS_REDELIVERED | PGQ_HAS_DEAD | PGQ_HAS_LEASE_AGE | PGQ_HAS_AHEAD | PGQ_HAS_EXPIRED},
 };
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
@@ -64,6 +67,7 @@ void queues_destroy(void *item)
     free(q->at);
     free(q->sql);
     free(q->done_sql);
+    free(q->connection);
     free(q);
 }
 
@@ -89,6 +93,30 @@ static int delayed_job_keys(struct queues *q, struct cfg_node *item, struct cfg_
         return -1;
     if (d && cfg_get_bool(item, "destroy_failed_jobs", 0, &q->destroy_failed, e))
         return -1;
+    return 0;
+}
+
+/* Laravel's own keys: the connection's retry_after (the lease) and the jobs table's connection
+ * name; max_deliveries (a job's tries are its own maxTries or the worker's --tries),
+ * visibility_timeout and job_timeout are refused with the key to use. */
+static int laravel_keys(struct queues *q, struct cfg_node *item, struct cfg_node *rnode,
+                        struct cfg_node *cnode, struct cfg_node *const other[3], struct err *e)
+{
+    static const char *const names[3] = {"max_deliveries", "visibility_timeout", "job_timeout"};
+    for (int i = 0; i < 3; i++)
+        if (other[i])
+            return cfg_error(e, other[i], "%s: not a key of preset \"laravel\" (%s)", names[i],
+                             i == 0 ? "the tries are each job's maxTries or the worker's --tries"
+                                    : "its lease is retry_after");
+    if (cfg_get_duration(item, "retry_after", LARAVEL_RETRY_AFTER, &q->lease_timeout, e) ||
+        cfg_get_str(item, "connection", 0, &q->connection, e))
+        return -1;
+    if (!q->connection)
+        q->connection = xstrdup(LARAVEL_CONNECTION);
+    if (!(q->lease_timeout > 0))
+        return cfg_error(e, rnode, "retry_after: want a duration above 0");
+    if (!*q->connection)
+        return cfg_error(e, cnode, "connection: want the name of the database connection");
     return 0;
 }
 
@@ -119,6 +147,12 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
                cfg_get_node(item, "max_attempts", CFG_SCALAR, &other, e) ||
                cfg_get_node(item, "destroy_failed_jobs", CFG_SCALAR, &other, e)))
         goto fail;
+    /* so are Laravel's to its entries */
+    struct cfg_node *cnode = NULL;
+    int lv = pnode && pnode->scalar && strcmp(pnode->scalar, "laravel") == 0;
+    if (lv && (cfg_get_node(item, "retry_after", CFG_SCALAR, &rnode, e) ||
+               cfg_get_node(item, "connection", CFG_SCALAR, &cnode, e)))
+        goto fail;
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
     if (preset)
@@ -129,14 +163,14 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
         cfg_error(e, item,
                   "preset: required in each entry of queues (one of pgmq, "
                   "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, "
-                  "delayed_job)");
+                  "delayed_job, laravel)");
         goto fail;
     }
     q->preset = queues_preset_find(preset);
     if (!q->preset) {
         cfg_error(e, pnode,
                   "preset: want one of pgmq, graphile_worker, pg_boss, river, oban, que, "
-                  "good_job, solid_queue, delayed_job, got \"%s\"",
+                  "good_job, solid_queue, delayed_job, laravel, got \"%s\"",
                   preset);
         goto fail;
     }
@@ -178,6 +212,12 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
     if (q->preset->id == PGQ_DELAYED_JOB) {
         struct cfg_node *const refused[3] = {mnode, vnode, jnode};
         if (delayed_job_keys(q, item, rnode, refused, e))
+            goto fail;
+        goto done;
+    }
+    if (q->preset->id == PGQ_LARAVEL) {
+        struct cfg_node *const refused[3] = {mnode, vnode, jnode};
+        if (laravel_keys(q, item, rnode, cnode, refused, e))
             goto fail;
         goto done;
     }
@@ -384,9 +424,12 @@ int queues_collect_jobs(struct queues *q, struct pg_conn *c, const struct deadli
         return -1;
     if (!q->sql) {
         /* lease_timeout and max_deliveries are delayed_job's max_run_time and max_attempts */
-        q->sql =
-            queues_sql_jobs_limits(q->preset->id, q->schema, q->layout, q->filter_param != NULL,
-                                   q->lease_timeout, q->max_deliveries);
+        q->sql = q->preset->id == PGQ_LARAVEL
+                     ? queues_sql_jobs_laravel(q->schema, q->filter_param != NULL, q->lease_timeout,
+                                               q->connection)
+                     : queues_sql_jobs_limits(q->preset->id, q->schema, q->layout,
+                                              q->filter_param != NULL, q->lease_timeout,
+                                              q->max_deliveries);
         q->done_sql = queues_sql_done(q->preset->id, q->schema, q->layout, q->filter_param != NULL);
     }
     const char *params[1] = {q->filter_param};

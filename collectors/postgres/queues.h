@@ -20,6 +20,11 @@
 #define DELAYED_JOB_MAX_ATTEMPTS 25
 /* A queue label for delayed_job jobs enqueued without a queue (its default_queue_name is nil). */
 #define DELAYED_JOB_NO_QUEUE "(none)"
+/* Laravel's database driver: config/queue.php's retry_after for the database connection (a job
+ * reserved longer ago than this is handed out again: DatabaseQueue::isReservedButExpired), and the
+ * connection's name as Laravel's failer writes it into failed_jobs. */
+#define LARAVEL_RETRY_AFTER 90.0
+#define LARAVEL_CONNECTION "database"
 /* pgmq: more queues than this in one item must be narrowed with `queues:`. */
 #define PGMQ_MAX_QUEUES 2000
 
@@ -34,6 +39,7 @@ enum pgq_preset_id {
     PGQ_GOOD_JOB,
     PGQ_SOLID_QUEUE,
     PGQ_DELAYED_JOB,
+    PGQ_LARAVEL,
 };
 
 /* What a preset's layout records, and so which families its queues get. */
@@ -45,6 +51,7 @@ enum {
     PGQ_HAS_LEASE_TIMEOUT = 1 << 4,  /* how long a hold may last */
     PGQ_JOB_TIMEOUT = 1 << 5,        /* the lease may be declared as job_timeout */
     PGQ_HAS_AHEAD = 1 << 6,          /* a column qrel reads is stamped by the host's clock */
+    PGQ_HAS_EXPIRED = 1 << 7,        /* held jobs the runner already hands out again (Laravel) */
 };
 
 struct pgq_preset {
@@ -73,6 +80,7 @@ enum pgq_col {
     PGQ_COL_HEARTBEAT, /* 1 when the lease is a renewable heartbeat (pg-boss 12) */
     PGQ_COL_AHEAD,     /* jobs stamped after now() by a host's clock, up to PG_AHEAD_CAP */
     PGQ_COL_LAST_TRY,  /* pending jobs whose next failure is their last (delayed_job) */
+    PGQ_COL_EXPIRED,   /* held jobs whose lease ran out under their handler (class 'e') */
     PGQ_COL_DLQ,       /* text: the queue's own dead-letter queue, NULL when it has none */
     PGQ_NCOLS
 };
@@ -102,6 +110,9 @@ struct queues {
     /* delayed_job: whether its workers destroy the jobs that fail for good (destroy_failed_jobs),
      * -1 when not declared (then detected); the lease is lease_timeout (max_run_time). */
     int destroy_failed;
+    /* laravel: the jobs table's connection name in failed_jobs (`connection`); the lease is
+     * lease_timeout (retry_after). NULL for the other presets. */
+    char *connection;
     char *sql;      /* the built statement for job presets, NULL until built */
     char *done_sql; /* the handler-latency statement, NULL until built or where none */
 };
@@ -146,6 +157,9 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
  * takes delayed_job's defaults; the other presets have neither). */
 char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layout, int filtered,
                              double max_run_time, long long max_attempts);
+/* Laravel's statement: retry_after (seconds) and the jobs table's connection name written in. */
+char *queues_sql_jobs_laravel(const char *schema, int filtered, double retry_after,
+                              const char *connection);
 /* The handler-latency statement ($1 the window, $2 the filter), NULL where none. */
 char *queues_sql_done(enum pgq_preset_id id, const char *schema, int layout, int filtered);
 /* pgmq's statement, built per scrape: the aggregate's head, one branch per queue (lit: its name

@@ -163,6 +163,17 @@ static const struct table_check checks[] = {
       {"failed_at", T},
       {"created_at", T}},
      6},
+    /* Laravel: its times are integer epochs (numbers); failed_jobs is its failer's table */
+    {PGQ_LARAVEL,
+     ANY_LAYOUT,
+     "jobs",
+     {{"queue", A}, {"attempts", N}, {"reserved_at", N}, {"available_at", N}, {"created_at", N}},
+     5},
+    {PGQ_LARAVEL,
+     ANY_LAYOUT,
+     "failed_jobs",
+     {{"id", A}, {"connection", A}, {"queue", A}, {"payload", A}, {"failed_at", T}},
+     5},
 };
 #undef T
 #undef N

@@ -117,6 +117,10 @@ void queues_emit_queue(const struct pgq_preset *p, const struct pgq_row *row,
      * on their own), exported where the runner stamps a column qrel reads with that clock. */
     if (p->flags & PGQ_HAS_AHEAD)
         metric_set_add(out, "qrel_future_stamped_rows", row->v[PGQ_COL_AHEAD], "queue", qn, NULL);
+    /* Held jobs the runner hands out again while their handler may still run (Laravel). */
+    if (p->flags & PGQ_HAS_EXPIRED)
+        metric_set_add(out, "qrel_lease_expired_messages", row->v[PGQ_COL_EXPIRED], "queue", qn,
+                       NULL);
     if (max_deliveries > 0)
         metric_set_add(out, "qrel_max_deliveries", (double)max_deliveries, "queue", qn, NULL);
     else if ((p->flags & PGQ_HAS_MAX_DELIVERIES) && row->has[PGQ_COL_MAX_DELIVERIES])

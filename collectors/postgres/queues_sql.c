@@ -242,6 +242,27 @@ static const char delayed_job_rows[] =
     "UNION ALL SELECT " DJ_QUEUE ", 'l', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
     "FROM @S.delayed_jobs WHERE failed_at IS NULL AND attempts >= @M - 1";
 
+/* Laravel 8+ database driver (Illuminate\Queue\DatabaseQueue): one jobs table; reserved_at,
+ * available_at and created_at are the PHP host's time() in integer seconds. A reserved job is in
+ * flight; one reserved at or before now - retry_after (@L) is what isReservedButExpired hands out
+ * again while its first handler may still run: one more 'e' row each (the lease expired under
+ * it). attempts grows at each reservation: a waiting job that has one was released to be
+ * retried, a reserved one above 1 is a redelivery. failed_jobs is the failer's table for every
+ * driver: its rows of the jobs table's connection (@C) are this queue's dead jobs, those of any
+ * other connection (a Redis one) are labelled queue@connection, so both read from one place. */
+#define LV_QUEUE "CASE WHEN connection = @C THEN queue ELSE queue || '@' || connection END"
+static const char laravel_rows[] =
+    "SELECT queue, "
+    "CASE WHEN reserved_at IS NOT NULL THEN 'i' WHEN available_at > " EP " THEN 'd' "
+    "ELSE 'r' END AS st, (" EP " - created_at) AS age, "
+    "CASE WHEN reserved_at IS NULL THEN attempts > 0 ELSE attempts > 1 END AS redel, "
+    "NULL::float8 AS dead_age, NULL::float8 AS maxdel, (" EP " - reserved_at) AS held, "
+    "NULL::float8 AS lease" NONE "FROM @S.jobs "
+    "UNION ALL SELECT queue, 'e', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+    "FROM @S.jobs WHERE reserved_at <= " EP " - @L "
+    "UNION ALL SELECT " LV_QUEUE ", 'x', NULL, NULL, " AGE("failed_at") ", NULL, NULL, NULL, "
+    "NULL, NULL, NULL FROM @S.failed_jobs";
+
 /* ---- rows ahead: the jobs whose application-stamped column lies after now() ----
  *
  * Where a runner stamps a column qrel reads with the clock of the host that runs it (not the
@@ -301,6 +322,12 @@ static const char delayed_job_ahead[] =
     "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE EXTRACT(EPOCH FROM locked_at) > " EP_AHEAD
     " OR EXTRACT(EPOCH FROM failed_at) > " EP_AHEAD " OR EXTRACT(EPOCH FROM created_at) > " EP_AHEAD;
 
+/* Laravel: every time of jobs is the PHP host's time(); failed_at is its Date::now(). */
+static const char laravel_ahead[] =
+    "SELECT queue FROM @S.jobs WHERE created_at > " EP_AHEAD " OR reserved_at > " EP_AHEAD " "
+    "UNION ALL SELECT " LV_QUEUE " FROM @S.failed_jobs WHERE EXTRACT(EPOCH FROM failed_at) > "
+    EP_AHEAD;
+
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
  * empty (its counts are then 0). */
 #define NO_JOB_TAIL                                                                             \
@@ -320,7 +347,7 @@ const char queues_sql_aggregate_head[] =
     "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
     "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, "
     "count(*) FILTER (WHERE st = 'a')::float8, count(*) FILTER (WHERE st = 'l')::float8, "
-    "max(dlq) FROM (";
+    "count(*) FILTER (WHERE st = 'e')::float8, max(dlq) FROM (";
 
 /* ---- handler latency: the finished jobs that keep their start and end ----
  *
@@ -375,6 +402,7 @@ static const struct pgq_sql {
     {PGQ_GOOD_JOB, 0, good_job_rows, good_job_ahead},
     {PGQ_SOLID_QUEUE, 0, solid_queue_rows, solid_queue_ahead},
     {PGQ_DELAYED_JOB, 0, delayed_job_rows, delayed_job_ahead},
+    {PGQ_LARAVEL, 0, laravel_rows, laravel_ahead},
 };
 
 static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
@@ -385,20 +413,36 @@ static const struct pgq_sql *pgq_sql_find(enum pgq_preset_id id, int layout)
     return NULL;
 }
 
-/* tmpl with delayed_job's @L (max_run_time) and @M (max_attempts) written in as numbers, before
- * the schema goes in (a schema's name could hold them). */
-static char *with_limits(const char *tmpl, double max_run_time, long long max_attempts)
+/* tmpl with delayed_job's @L (max_run_time) and @M (max_attempts), or Laravel's @L (retry_after)
+ * and @C (its connection, as a literal), written in before the schema goes in (a schema's name
+ * could hold them; the schema cannot end up in them). */
+static char *with_limits(const char *tmpl, double max_run_time, long long max_attempts,
+                         const char *connection)
 {
     char lease[64], attempts[32];
     snprintf(lease, sizeof lease, "%.17g", max_run_time);
     snprintf(attempts, sizeof attempts, "%lld", max_attempts);
-    struct buf b, c;
+    struct buf b, c, lit;
     buf_init(&b);
     buf_init(&c);
+    buf_init(&lit);
+    /* a standard string literal: quotes doubled (the connection sets standard_conforming_strings
+     * on; an E'' string is not needed, nothing is escaped with a backslash) */
+    buf_puts(&lit, "'");
+    for (const char *p = connection ? connection : LARAVEL_CONNECTION; *p; p++) {
+        if (*p == '\'')
+            buf_putc(&lit, '\'');
+        buf_putc(&lit, *p);
+    }
+    buf_puts(&lit, "'");
     buf_substitute(&b, tmpl, "@L", lease);
     buf_substitute(&c, b.data, "@M", attempts);
     buf_free(&b);
-    return buf_steal(&c);
+    buf_init(&b);
+    buf_substitute(&b, c.data, "@C", lit.data);
+    buf_free(&c);
+    buf_free(&lit);
+    return buf_steal(&b);
 }
 
 char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int filtered)
@@ -407,16 +451,31 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
                                   DELAYED_JOB_MAX_ATTEMPTS);
 }
 
-/* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
- * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
+static char *jobs_sql(enum pgq_preset_id id, const char *schema, int layout, int filtered,
+                      double max_run_time, long long max_attempts, const char *connection);
+
 char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layout, int filtered,
                              double max_run_time, long long max_attempts)
+{
+    return jobs_sql(id, schema, layout, filtered, max_run_time, max_attempts, NULL);
+}
+
+char *queues_sql_jobs_laravel(const char *schema, int filtered, double retry_after,
+                              const char *connection)
+{
+    return jobs_sql(PGQ_LARAVEL, schema, 0, filtered, retry_after, 0, connection);
+}
+
+/* The whole statement for a job preset: the aggregate around the preset's rows, filtered by
+ * $1 (a text[]) when the item lists queues. Pure, for the unit tests too. */
+static char *jobs_sql(enum pgq_preset_id id, const char *schema, int layout, int filtered,
+                      double max_run_time, long long max_attempts, const char *connection)
 {
     const struct pgq_sql *sql = pgq_sql_find(id, layout);
     if (!sql)
         return NULL;
     char *qs = pg_quote_ident(schema);
-    char *rows = with_limits(sql->rows, max_run_time, max_attempts);
+    char *rows = with_limits(sql->rows, max_run_time, max_attempts, connection);
     struct buf b;
     buf_init(&b);
     buf_puts(&b, queues_sql_aggregate_head);
@@ -429,7 +488,9 @@ char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layo
      * left out do not take the listed ones' share of it. */
     if (sql->ahead) {
         buf_puts(&b, " UNION ALL SELECT queue, 'a'" NO_JOB_TAIL " FROM (SELECT queue FROM (");
-        buf_substitute(&b, sql->ahead, "@S", qs);
+        char *ahead = with_limits(sql->ahead, max_run_time, max_attempts, connection);
+        buf_substitute(&b, ahead, "@S", qs);
+        free(ahead);
         buf_printf(&b, ") AS a%s LIMIT " PG_AHEAD_CAP ") AS ahead",
                    filtered ? " WHERE queue = ANY ($1::text[])" : "");
     }

@@ -14,7 +14,7 @@ shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
-    fuzz_beanstalk_split fuzz_flags fuzz_dlq_report fuzz_activemq)
+    fuzz_beanstalk_split fuzz_flags fuzz_dlq_report fuzz_activemq fuzz_laravel)
 fi
 seconds=${QREL_FUZZ_SECONDS:-16}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrel-fuzz.XXXXXX")
@@ -37,6 +37,7 @@ for t in "${targets[@]}"; do
     json) seeds+=("$root/tests/fixtures/nats" "$root/tests/fixtures/pubsub") ;;
     beanstalk_split) seeds+=("$root/tests/fixtures/beanstalkd") ;; # the first byte picks the step
     activemq) seeds+=("$root/tests/fixtures/activemq") ;;
+    laravel) cp "$root"/tests/fixtures/postgres/laravel_failed_*.json "$work/$name/seeds/" ;;
   esac
   seeds+=("$work/$name/seeds")
   # fuzz_flags runs the commands' usage errors, which print on every run: libFuzzer keeps its

@@ -10,6 +10,10 @@
 # or above retry_after; --config.check reads the server; hostile entries are skipped and counted;
 # the exporter scrapes as a Redis ACL user allowed only the documented read-only commands; faults
 # give up 0 with their reason; no password appears in any output; bad configs fail --config.check.
+# Then the database driver on PostgreSQL (kind postgres, preset laravel; tests/peers/laravel/db.php):
+# two workers and a lease expired under its handler, failed_jobs of both drivers, every figure
+# against SQL; qrel dlq on failed_jobs: inspect, dry run, the Redis driver's refusal, a replay
+# SIGKILLed and rerun, a second replay, and Laravel's worker running each replayed job once.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/redis_jobs.sh
@@ -131,5 +135,123 @@ job_faults_check "$T/lv.log"
 bad_job_key laravel "retry_after not a duration" 'bad.yml:5:18: retry_after: want a duration' \
   "retry_after: 90"
 bad_job_key laravel "cluster" 'the laravel kind does not read a Redis Cluster yet' "cluster: true"
+
+# ---- The database driver on PostgreSQL: kind postgres, preset laravel -------------------------
+# Laravel's own DatabaseQueue (tests/peers/laravel/db.php, php-pgsql), its tables made by its own
+# schema builder as its migrations make them, failed jobs written by its own failer
+# (DatabaseUuidFailedJobProvider) for the database AND the Redis driver. Two workers and a job
+# held past retry_after 2 s: the lease expires under it; every figure against SQL over the same
+# tables with DatabaseQueue's own predicates. Then qrel dlq on failed_jobs.
+DB=$QREL_SOURCE_DIR/tests/peers/laravel/db.php
+start_postgres PGP
+export PGPORT=$PGP PGDATABASE=postgres PGUSER=postgres LARAVEL_DIR=$T/db
+mkdir -p "$LARAVEL_DIR"
+dbq() { php "$DB" "$@"; }
+# One PHP process (each start loads Laravel): the tables; FailJobs o1 o2 o3 on the database and
+# r1 on the Redis connection's billing, run by Laravel's worker into failed_jobs; a HeldJob on
+# mail (stays ready: no worker reads mail) and one on slow.
+dbq scene
+psql_do "CREATE TABLE work (order_id text PRIMARY KEY, done_at timestamptz);
+         INSERT INTO work VALUES ('o1', now())" # o1's work was done before its job failed
+for w in d1 d2; do
+  timeout -s KILL 120 php "$DB" work database slow "$w" > "$T/$w.log" 2>&1 &
+  PIDS+=("$!")
+done
+expect_cmd "a database worker runs the held job, the lease runs out, the other worker runs it again" \
+  wait_for 60 "held.2" test -e "$LARAVEL_DIR/held.2"
+# Both workers busy: nobody pops, so the second reservation's lease runs out under its handler.
+EXPIRED_SQL="reserved_at <= EXTRACT(EPOCH FROM now()) - 2"
+db_lease_out() { [ "$(psql_val "SELECT count(*) FROM jobs WHERE $EXPIRED_SQL")" = 1 ]; }
+expect_cmd "the second lease ran out under its running handler" wait_for 60 "an expired reservation" db_lease_out
+{ echo "sources:"; pg_source lvdb "$PGP"; echo "    queues:"
+  echo "      - {preset: laravel, retry_after: 2s}"; } > "$T/db.yml"
+"$QREL" scrape --config.file="$T/db.yml" > "$T/db.prom" 2> "$T/db.err" || { cat "$T/db.err" >&2; exit 1; }
+# DatabaseQueue's own terms per queue: ready (isAvailable: unreserved, available_at passed),
+# in flight (reserved), delayed, expired (isReservedButExpired), redelivered; failed_jobs' rows.
+sql_db() { # QUEUE: "ready in_flight delayed expired redelivered"
+  psql_val "SELECT count(*) FILTER (WHERE reserved_at IS NULL AND available_at <= EXTRACT(EPOCH FROM now())) || ' ' ||
+    count(*) FILTER (WHERE reserved_at IS NOT NULL) || ' ' || count(*) FILTER (WHERE reserved_at IS NULL AND available_at > EXTRACT(EPOCH FROM now())) || ' ' ||
+    count(*) FILTER (WHERE $EXPIRED_SQL) || ' ' || count(*) FILTER (WHERE attempts > CASE WHEN reserved_at IS NULL THEN 0 ELSE 1 END) FROM jobs WHERE queue = '$1'"
+}
+qrel_db() {
+  local q=$1
+  echo "$(mval "$T/db.prom" qrel_queue_messages "queue=\"$q\"" 'state="ready"') $(mval "$T/db.prom" qrel_queue_messages "queue=\"$q\"" 'state="in_flight"') $(mval "$T/db.prom" qrel_queue_messages "queue=\"$q\"" 'state="delayed"') $(mval "$T/db.prom" qrel_lease_expired_messages "queue=\"$q\"") $(mval "$T/db.prom" qrel_messages_redelivered "queue=\"$q\"")"
+}
+expect_eq "slow: qrel = SQL with DatabaseQueue's predicates" "$(qrel_db slow)" "$(sql_db slow)"
+expect_eq "slow: one job, in flight, its lease expired under it, redelivered" "$(qrel_db slow)" "0 1 0 1 1"
+expect_eq "mail: qrel = SQL" "$(qrel_db mail)" "$(sql_db mail)"
+expect_eq "mail: one ready" "$(qrel_db mail)" "1 0 0 0 0"
+expect_metric "$T/db.prom" 2 qrel_lease_timeout_seconds 'queue="slow"'
+expect_eq "the margin of slow is below 1" "$(mval "$T/db.prom" qrel_lease_margin_ratio 'queue="slow"' | awk '{ print ($1 > 0 && $1 < 1) ? "yes" : $1 }')" yes
+expect_metric "$T/db.prom" "$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database' AND queue = 'billing'")" \
+  qrel_dead_letter_messages 'queue="billing"' 'dead_letter_queue="failed_jobs"'
+expect_metric "$T/db.prom" 3 qrel_dead_letter_messages 'queue="billing"' 'dead_letter_queue="failed_jobs"'
+expect_metric "$T/db.prom" "$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'redis'")" \
+  qrel_dead_letter_messages 'queue="billing@redis"' 'dead_letter_queue="failed_jobs"'
+expect_metric "$T/db.prom" 1 qrel_dead_letter_messages 'queue="billing@redis"' 'dead_letter_queue="failed_jobs"'
+expect_exit "--config.check live (preset laravel)" 0 "$T/dbcc.out" "$EXPORTER" --config.file="$T/db.yml" --config.check
+psql_do "ALTER TABLE failed_jobs RENAME TO failed_jobs_x"
+expect_exit "--config.check without failed_jobs" 1 "$T/dbcc2.out" "$EXPORTER" --config.file="$T/db.yml" --config.check
+expect_line "... names the table" 'failed_jobs' "$T/dbcc2.out"
+psql_do "ALTER TABLE failed_jobs_x RENAME TO failed_jobs"
+touch "$LARAVEL_DIR/release"
+for p in "${PIDS[@]: -2}"; do kill "$p" 2>/dev/null || true; done
+
+# qrel dlq on failed_jobs: the work id from each job's serialized command (its $orderId).
+cp "$T/db.yml" "$T/dbq.yml"
+cat >> "$T/dbq.yml" <<YML
+dead_letters:
+  - {source: lvdb, queue: billing, id_field: orderId,
+     work_table: {source: lvdb, table: work, id_column: order_id, done_column: done_at}}
+  - {source: lvdb, queue: billing@redis, id_field: orderId,
+     work_table: {source: lvdb, table: work, id_column: order_id, done_column: done_at}}
+YML
+# The order of a failed job as SQL reads it from the serialized command: \u0000*\u0000orderId\";s:2:\"o1\"
+ORDER_SQL='substring(payload from $$orderId\\";s:[0-9]+:\\"([a-z0-9]+)$$)'
+tables_md5() {
+  psql_val "SELECT (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM jobs t) || ' ' ||
+    (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM failed_jobs t) || ' ' ||
+    (SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM work t)"
+}
+before=$(tables_md5)
+DLQ() { "$QREL" dlq "$@" --config.file="$T/dbq.yml" --source=lvdb 2>>"$T/dlq.err"; }
+DLQ inspect --queue=billing --format=json > "$T/dbi.json"
+expect_eq "inspect billing: done not_done unknown = SQL over failed_jobs and work" \
+  "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/dbi.json")" \
+  "$(psql_val "SELECT count(*) FILTER (WHERE w.done_at IS NOT NULL) || ' ' || count(*) FILTER (WHERE w.done_at IS NULL) || ' ' ||
+    count(*) FILTER (WHERE f.o IS NULL) FROM (SELECT $ORDER_SQL AS o FROM failed_jobs WHERE connection = 'database') f LEFT JOIN work w ON w.order_id = f.o")"
+expect_eq "... = what Laravel's worker made" "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.dead_letter_queue) \(.origin)"' "$T/dbi.json")" "1 2 0 failed_jobs billing"
+DLQ inspect --queue=billing@redis --format=json > "$T/dbr.json"
+expect_eq "inspect billing@redis: the Redis driver's failed job, read from the same table" \
+  "$(jq -r '"\(.classes.not_done) \(.deliveries.max)"' "$T/dbr.json")" "1 0"
+DLQ replay --queue=billing --format=json > "$T/dbdry.json"
+expect_eq "dry run: would move exactly o2 and o3's rows" \
+  "$(jq -r '.replay.would_move[].message_id' "$T/dbdry.json" | sort | paste -sd' ')" \
+  "$(psql_val "SELECT string_agg(id::text, ' ' ORDER BY id::text) FROM failed_jobs WHERE connection = 'database' AND $ORDER_SQL <> 'o1'")"
+rc=0; DLQ replay --queue=billing@redis --yes --format=json > "$T/dbrr.json" || rc=$?
+expect_eq "replay of the Redis driver's failed job: refused, exit 1" "$rc" 1
+expect_line "... saying why and what to run" 'not this database.s: qrel dlq puts back the database driver.s jobs only; retry these with artisan queue:retry' "$T/dlq.err"
+expect_eq "inspect, dry run and the refusal left jobs, failed_jobs and work identical" "$(tables_md5)" "$before"
+# A replay paced to one move a second, SIGKILLed once one row moved, then run again.
+"$QREL" dlq replay --config.file="$T/dbq.yml" --source=lvdb --queue=billing --yes --rate=1/s \
+  > "$T/dbk.json" 2>>"$T/dlq.err" &
+kpid=$!
+PIDS+=("$kpid")
+one_moved() { [ "$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database'")" -le 2 ]; }
+expect_cmd "the paced replay moved one job" wait_for -i 0.02 20 "one failed row gone" one_moved
+kill -KILL "$kpid"; wait "$kpid" 2>/dev/null || true
+expect_eq "killed: every job failed or back, none both, none lost (failed + jobs on billing)" \
+  "$(psql_val "SELECT (SELECT count(*) FROM failed_jobs WHERE connection = 'database') + (SELECT count(*) FROM jobs WHERE queue = 'billing')")" 3
+DLQ replay --queue=billing --yes --format=json > "$T/dbrerun.json"
+expect_eq "the rerun moved the rest; only o1 (done) left failed" \
+  "$(psql_val "SELECT count(*) FROM jobs WHERE queue = 'billing'") $(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database' AND $ORDER_SQL = 'o1'") $(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database'")" "2 1 1"
+expect_eq "each job put back: stamped qrel-replayed 1, attempts 0, available now" \
+  "$(psql_val "SELECT count(*) FILTER (WHERE payload LIKE '%\"qrel-replayed\":1%' AND attempts = 0 AND reserved_at IS NULL) FROM jobs WHERE queue = 'billing'")" 2
+DLQ replay --queue=billing --yes --format=json > "$T/dbsecond.json"
+expect_eq "a second replay moves nothing" "$(jq '.replay.moved | length' "$T/dbsecond.json")" 0
+touch "$LARAVEL_DIR/fixed"
+dbq drain database billing
+expect_eq "Laravel's worker ran each replayed job exactly once (o2, o3), none failed again" \
+  "$(sort "$LARAVEL_DIR/ran" | paste -sd' ') $(psql_val "SELECT count(*) FROM jobs WHERE queue = 'billing'")/$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database'")" "o2 o3 0/1"
 
 finish

@@ -102,10 +102,11 @@ START_TEST(test_errors)
     } cases[] = {
         {"- schema: x\n", "q.yml:2:3: preset: required in each entry of queues (one of pgmq, "
                           "graphile_worker, pg_boss, river, oban, que, good_job, solid_queue, "
-                          "delayed_job)"},
-        {"- preset: sidekiq\n", "q.yml:2:11: preset: want one of pgmq, graphile_worker, pg_boss, "
-                                "river, oban, que, good_job, solid_queue, delayed_job, got "
-                                "\"sidekiq\""},
+                          "delayed_job, laravel)"},
+        {"- preset: sidekiq\n",
+         "q.yml:2:11: preset: want one of pgmq, graphile_worker, pg_boss, "
+         "river, oban, que, good_job, solid_queue, delayed_job, laravel, got "
+         "\"sidekiq\""},
         {"- preset: river\n  schema: \"\"\n", "q.yml:3:11: schema: want a non-empty string"},
         {"- preset: river\n  queues: []\n",
          "q.yml:3:11: queues: want at least one queue name (leave the key out for all)"},
@@ -147,6 +148,16 @@ START_TEST(test_errors)
          "q.yml:3:17: max_attempts: want an integer from 1 to 1000000, got \"0\""},
         {"- preset: delayed_job\n  destroy_failed_jobs: maybe\n",
          "q.yml:3:24: destroy_failed_jobs: want true or false, got \"maybe\""},
+        {"- preset: laravel\n  job_timeout: 1h\n",
+         "q.yml:3:16: job_timeout: not a key of preset \"laravel\" (its lease is retry_after)"},
+        {"- preset: laravel\n  retry_after: 0s\n",
+         "q.yml:3:16: retry_after: want a duration above 0"},
+        {"- preset: laravel\n  connection: \"\"\n",
+         "q.yml:3:15: connection: want the name of the database connection"},
+        {"- preset: river\n  retry_after: 1m\n",
+         "q.yml:3:3: unknown key \"retry_after\" in queues preset \"river\" of source \"db\" "
+         "(known keys: job_timeout, max_deliveries, preset, queues, schema, visibility_timeout, "
+         "window)"},
         {"- preset: delayed_job\n  shema: x\n",
          "q.yml:3:3: unknown key \"shema\" in queues preset \"delayed_job\" of source \"db\" "
          "(known keys: destroy_failed_jobs, job_timeout, max_attempts, max_deliveries, "
