@@ -37,6 +37,7 @@ static const struct {
     [AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE] = {"handler_timeout_not_below_lease", AUDIT_CRITICAL,
                                                0},
     [AUDIT_DELIVERY_LIMIT_DROPS] = {"delivery_limit_drops", AUDIT_CRITICAL, 0},
+    [AUDIT_BACKLOG_WITHOUT_CONSUMER] = {"backlog_without_consumer", AUDIT_WARNING, 0},
 };
 
 const char *audit_rule_name(enum audit_rule r)
