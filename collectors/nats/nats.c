@@ -39,6 +39,7 @@ struct state {
     size_t nspecs;
     struct exclude exclude;           /* streams left out, when streams is absent */
     struct exclude exclude_consumers; /* durable consumers left out */
+    double active_window;             /* consumer_active_window: a pull consumer's, seconds */
     struct http_client *client;       /* kept between scrapes: the connection is reused */
 };
 
@@ -106,6 +107,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         cfg_get_node(map, "streams", CFG_SEQ, &streams, e) ||
         exclude_read(&st->exclude, map, "exclude", NULL, e) ||
         exclude_read(&st->exclude_consumers, map, "exclude_consumers", NULL, e) ||
+        cfg_get_positive_duration(map, "consumer_active_window", NATS_ACTIVE_WINDOW,
+                                  &st->active_window, e) ||
         collector_finish(c, map, e) || exclude_check(&st->exclude, map, e) ||
         exclude_check(&st->exclude_consumers, map, e))
         return -1;
@@ -188,6 +191,7 @@ static int collect_jsz(struct state *st, const struct deadline *dl, const char *
         .nspecs = st->nspecs,
         .exclude = &st->exclude,
         .exclude_consumers = &st->exclude_consumers,
+        .active_window = st->active_window,
     };
     int rc = nats_jsz_collect(doc, &f, deadline_wall_now(), out, pg, e);
     json_decref(doc);
@@ -287,6 +291,11 @@ static const struct audit_hint hints[] = {
     {"delivery_limit_drops",
      "capture the consumers' MAX_DELIVERIES advisories ($JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
      ".<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver"},
+    /* A durable consumer outlives its clients: nothing is bound to it or pulls from it. */
+    {"backlog_without_consumer", "start the clients of this durable consumer (a subscriber on a "
+                                 "push consumer's deliver subject, or workers that fetch from a "
+                                 "pull consumer), or delete the consumer if nothing should read "
+                                 "it"},
     {NULL, NULL}};
 
 const struct collector_kind nats_kind = {.name = "nats",
