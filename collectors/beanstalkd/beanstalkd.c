@@ -34,7 +34,7 @@ struct tube {
     char *name;
     int exists; /* stats-tube answered OK */
     double ready, reserved, delayed, buried;
-    double watching; /* current-watching: connections watching it, qrel's own on default too */
+    double watching;                        /* current-watching: connections watching it */
     unsigned long long ready_id, buried_id; /* 0: none */
     int has_ready_job, has_buried_job;
     double ready_age, ready_ttr, buried_age, buried_ttr;
@@ -282,9 +282,10 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                        NULL);
         metric_set_add(out, "qrel_dead_letter_messages", t->buried, "queue", q, "dead_letter_queue",
                        DEAD_LETTER_LABEL, NULL);
-        /* Every connection watches "default" until it ignores it, qrel's own too: not a worker. */
-        double watchers = t->watching - (strcmp(q, "default") == 0 ? 1 : 0);
-        metric_set_add(out, "qrel_queue_consumers", watchers > 0 ? watchers : 0, "queue", q, NULL);
+        /* Every connection watches "default" until it ignores it (producers, qrel's own, another
+         * exporter's), so its count says nothing about workers: left out there. */
+        if (strcmp(q, "default") != 0)
+            metric_set_add(out, "qrel_queue_consumers", t->watching, "queue", q, NULL);
         if (t->has_ready_job)
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", t->ready_age, "queue", q,
                            NULL);

@@ -63,13 +63,13 @@ expect_eq "the server counted the overrun's one timeout" \
 expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
 expect_absent "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="default"'
 # Consumers: the connections watching each tube, as stats-tube counts them (the holding worker
-# watches emails only; the overrun's worker has gone; default is watched by qrel's own
-# connection alone, which is not counted), and qrel check calls short's ready job unconsumed.
+# watches emails only; the overrun's worker has gone; default, which every connection watches,
+# has none), and qrel check calls short's ready job unconsumed.
 tube_watching() { $JOBS "$B" tube_stats "$1" | awk '$1 == "current_watching" { print $2 }'; }
 expect_eq "stats-tube: emails watched by 1, short by 0" "$(tube_watching emails) $(tube_watching short)" "1 0"
 expect_metric "$T/all.prom" 1 qrel_queue_consumers 'queue="emails"'
 expect_metric "$T/all.prom" 0 qrel_queue_consumers 'queue="short"'
-expect_metric "$T/all.prom" 0 qrel_queue_consumers 'queue="default"'
+expect_absent "$T/all.prom" qrel_queue_consumers 'queue="default"'
 $QREL check --config.file="$T/all.yml" > "$T/all_check.txt" 2>&1 || true
 expect_eq "qrel check: short has a ready job and no worker" \
   "$(grep '\[backlog_without_consumer\]$' "$T/all_check.txt")" \
