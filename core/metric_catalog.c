@@ -148,6 +148,10 @@ const struct metric_family metric_catalog_rows[] = {
      "Consumer groups of source with more pending entries than its pending_scan_limit: their "
      "qrel_messages_redelivered and qrel_lease_oldest_age_seconds count only the oldest "
      "pending_scan_limit entries; raise the limit to read them all."},
+    {"qrel_queue_consumers", METRIC_GAUGE,
+     "Consumers the broker counts on queue (per consumer group where the kind has groups) now, "
+     "or active within the kind's window; 0 with ready messages is a backlog nobody takes "
+     "(qrel check's backlog_without_consumer). Absent where the broker cannot tell."},
     {"qrel_queue_info", METRIC_GAUGE,
      "Always 1; the labels state delivery settings of queue that are not numbers: "
      "dead_letter_queue (empty when none), exactly_once and ordered (true or false)."},

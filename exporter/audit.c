@@ -499,6 +499,27 @@ static void rule_watches_nothing(struct audit_ctx *x, struct audit_entry *en)
                en->source);
 }
 
+/* Ready messages and no consumer, where the kind reports consumers (no series, no finding: a
+ * kind that cannot tell is never taken for 0). A dead-letter queue waits for a person, not a
+ * consumer (dead_letter_queue_not_empty is its finding). The fix names what the kind counts as
+ * a consumer. */
+static void rule_no_consumer(struct audit_ctx *x, struct audit_entry *en)
+{
+    if (!entry_has(en, F_CONSUMERS) || !entry_has(en, F_READY) || entry_val(en, F_CONSUMERS) != 0 ||
+        !(entry_val(en, F_READY) > 0) || audit_index_is_dlq(&x->ix, en->source, en->queue))
+        return;
+    double n = entry_val(en, F_READY);
+    struct buf *m = add_finding(x, AUDIT_BACKLOG_WITHOUT_CONSUMER, en, 1, n, 0);
+    if (!m)
+        return; /* the series need no message */
+    const char *hint = kind_hint(en->kind, AUDIT_BACKLOG_WITHOUT_CONSUMER);
+    buf_printf(m,
+               "%.0f message%s ready and no consumer: nothing takes them, so the backlog only "
+               "grows and ages; ",
+               n, plural(n));
+    buf_puts(m, hint ? hint : "start its consumers");
+}
+
 /* A worker allowed to run a handler as long as the lease or longer (Laravel's --timeout against
  * retry_after): a slow job is handed to another worker before its own is told to stop. */
 static void rule_timeout(struct audit_ctx *x, struct audit_entry *en)
@@ -533,6 +554,7 @@ static const struct {
     {AUDIT_DEAD_LETTERS_NOT_KEPT, rule_not_kept},
     {AUDIT_SOURCE_WATCHES_NOTHING, rule_watches_nothing},
     {AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, rule_timeout},
+    {AUDIT_BACKLOG_WITHOUT_CONSUMER, rule_no_consumer},
 };
 
 /* ---- sorting the report ---- */

@@ -38,6 +38,7 @@ static const struct {
                                                0},
     [AUDIT_DELIVERY_LIMIT_DROPS] = {"delivery_limit_drops", AUDIT_CRITICAL, 0},
     [AUDIT_NO_BROKER_LEASE] = {"no_broker_lease", AUDIT_WARNING, 0},
+    [AUDIT_BACKLOG_WITHOUT_CONSUMER] = {"backlog_without_consumer", AUDIT_WARNING, 0},
 };
 
 const char *audit_rule_name(enum audit_rule r)

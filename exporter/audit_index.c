@@ -38,6 +38,8 @@ static const char *const fam_names[F_COUNT] = {
     [F_DL_UNKNOWN] = NULL,
     [F_DL_POISON] = "qrel_dead_letter_replayed_messages",
     [F_SOURCE_QUEUES] = "qrel_source_queues",
+    [F_READY] = NULL, /* read from F_DEPTH's samples (ready_sample) */
+    [F_CONSUMERS] = "qrel_queue_consumers",
 };
 
 static int same_name(const char *a, const char *b)
@@ -185,6 +187,8 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
     case F_DL_NOT_DONE:
     case F_DL_UNKNOWN:
     case F_DL_POISON:
+    case F_READY:
+    case F_CONSUMERS:
         *p += v;
         break;
     case F_MARGIN:
@@ -246,6 +250,14 @@ static int sample_family(int fam, const struct metric_sample *smp)
     return fam;
 }
 
+/* A qrel_queue_messages sample that counts ready messages of the queue (or group) as a whole:
+ * state ready, and not one of kafka's per-partition series, which repeat the total. */
+static int ready_sample(const struct metric_sample *smp)
+{
+    const char *st = label(smp, "state");
+    return st && strcmp(st, "ready") == 0 && !label(smp, "partition");
+}
+
 static int cmp_dlq(const void *pa, const void *pb)
 {
     const struct audit_dlq_name *a = pa, *b = pb;
@@ -300,6 +312,8 @@ void audit_index_collect(struct audit_index *ix, struct metric_set *const *sets,
                 last->kind != kind)
                 last = find_entry(ix, source, kind, queue, group);
             entry_take(ix, last, fam, smp.value, dlq);
+            if (fam == F_DEPTH && ready_sample(&smp))
+                entry_take(ix, last, F_READY, smp.value, NULL);
         }
     }
     free(by_index);

@@ -44,8 +44,11 @@ enum audit_fam {
     F_DL_UNKNOWN,     /* … work="unknown" */
     F_DL_POISON,      /* qrel_dead_letter_replayed_messages{replays="poison"} */
     F_SOURCE_QUEUES,  /* qrel_source_queues, only when 0: an entry of the source, queue "" */
+    F_READY,          /* qrel_queue_messages{state="ready"} (not per partition), beside F_DEPTH */
+    F_CONSUMERS,      /* qrel_queue_consumers */
     F_COUNT
 };
+_Static_assert(F_COUNT <= 32, "audit_entry.has holds one bit per family");
 
 /* Figures kept in the entry itself: a queue reports a handful of the families (a Redis stream
  * group 3 to 7), and 8 inline instead of all 21 halve the entry, the bulk of the audit's memory

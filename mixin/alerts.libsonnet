@@ -54,6 +54,7 @@
     'outbox_lagging',
     'dedup_window_shorter_than_retry_horizon',
     'source_watches_nothing',
+    'backlog_without_consumer',
   ],
   local auditDescription =
     "qrel's audit finds the rule {{ $labels.rule }} ({{ $labels.severity }}) broken by the configuration of {{ $value }} of the queues of {{ $labels.source }} ({{ $labels.kind }}). "
@@ -156,6 +157,30 @@
             'A consumer group is further behind than its threshold.',
             'Consumer group {{ $labels.group }} of {{ $labels.queue }} ({{ $labels.source }}, {{ $labels.kind }}) has not consumed an entry that is {{ $value | humanizeDuration }} old, above the threshold for '
             + dur(c['for'].consumerLagHigh) + '.',
+            'overview',
+          ),
+          // Ready messages and no consumer, only where the kind counts consumers (no series, no
+          // alert: "cannot tell" is never 0). The result keeps the ready series, so $value is the
+          // backlog. A dead-letter queue waits for a person, not a consumer: QrelDeadLetterQueueNotEmpty
+          // is its alert, so the queues some qrel_dead_letter_messages names are left out. 10
+          // minutes, past a deploy's restart of the workers.
+          alert(
+            'QrelBacklogWithoutConsumer',
+            |||
+              (%(ready)s > 0 and ignoring(state) %(consumers)s == 0)
+              unless on(%(by)s)
+                label_replace(max by(%(byd)s) (%(dl)s), "queue", "$1", "dead_letter_queue", "(.+)")
+            ||| % {
+              ready: sel('qrel_queue_messages', 'state="ready", partition=""'),
+              consumers: sel('qrel_queue_consumers'),
+              dl: sel('qrel_dead_letter_messages'),
+              by: by(['source', 'vhost', 'queue']),
+              byd: by(['source', 'vhost', 'dead_letter_queue']),
+            },
+            'backlogWithoutConsumer', 'critical',
+            'Messages wait on a queue that has no consumer.',
+            '{{ $value }} messages are ready on {{ $labels.queue }}' + withGroup + ' ({{ $labels.source }}, {{ $labels.kind }}) and the broker has counted no consumer on it for '
+            + dur(c['for'].backlogWithoutConsumer) + ': nothing takes them, so the backlog only grows and ages. Start (or fix the connection of) the consumers of this queue, or delete a queue nothing should read; `qrel check` reports it as backlog_without_consumer.',
             'overview',
           ),
         ],

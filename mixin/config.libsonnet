@@ -41,6 +41,7 @@
       leaseMarginTrendingDown: '10m',
       oldestMessageTooOld: '5m',
       consumerLagHigh: '5m',
+      backlogWithoutConsumer: '10m',
       redeliveriesHigh: '15m',
       staleClaims: '15m',
       dedupWindowShorterThanRetryHorizon: '15m',

@@ -34,6 +34,7 @@ struct tube {
     char *name;
     int exists; /* stats-tube answered OK */
     double ready, reserved, delayed, buried;
+    double watching;                        /* current-watching: connections watching it */
     unsigned long long ready_id, buried_id; /* 0: none */
     int has_ready_job, has_buried_job;
     double ready_age, ready_ttr, buried_age, buried_ttr;
@@ -135,15 +136,17 @@ static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, s
         if (strcmp(r->status, "OK") != 0)
             return err_set(e, ERR_PROTOCOL, "stats-tube %s: want OK, got \"%s\"", t->name, r->line);
         static const char *const keys[] = {"current-jobs-ready", "current-jobs-reserved",
-                                           "current-jobs-delayed", "current-jobs-buried"};
-        double v[4];
-        if (beanstalkd_parse_stats(r->body, keys, v, 4, e))
+                                           "current-jobs-delayed", "current-jobs-buried",
+                                           "current-watching"};
+        double v[5];
+        if (beanstalkd_parse_stats(r->body, keys, v, 5, e))
             return err_prefix(e, "stats-tube %s", t->name);
         t->exists = 1;
         t->ready = v[0];
         t->reserved = v[1];
         t->delayed = v[2];
         t->buried = v[3];
+        t->watching = v[4];
         return 0;
     case 1:
         if (strcmp(r->status, "USING") != 0)
@@ -279,6 +282,10 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                        NULL);
         metric_set_add(out, "qrel_dead_letter_messages", t->buried, "queue", q, "dead_letter_queue",
                        DEAD_LETTER_LABEL, NULL);
+        /* Every connection watches "default" until it ignores it (producers, qrel's own, another
+         * exporter's), so its count says nothing about workers: left out there. */
+        if (strcmp(q, "default") != 0)
+            metric_set_add(out, "qrel_queue_consumers", t->watching, "queue", q, NULL);
         if (t->has_ready_job)
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", t->ready_age, "queue", q,
                            NULL);
@@ -320,8 +327,12 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const struct audit_hint hints[] = {{"no_dead_letter_queue", "bury jobs that keep failing"},
-                                          {NULL, NULL}};
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "bury jobs that keep failing"},
+    /* beanstalkd counts the connections that watch the tube (current-watching). */
+    {"backlog_without_consumer", "start workers that watch this tube (watch, then reserve), or "
+                                 "stop putting jobs into it"},
+    {NULL, NULL}};
 
 const struct collector_kind beanstalkd_kind = {
     .name = "beanstalkd",

@@ -25,6 +25,7 @@ struct nats_state {
     size_t nspecs;
     struct exclude exclude;           /* streams left out, when streams is absent */
     struct exclude exclude_consumers; /* durable consumers left out */
+    double active_window;             /* consumer_active_window: a pull consumer's, seconds */
     struct http_client *client;       /* kept between scrapes: the connection is reused */
     /* `qrel dlq`: the client port and how to log in there (nats_* keys); NULL: not set */
     char *nats_url;

@@ -136,6 +136,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         secret_get(map, "nats_password", 0, &st->nats_password, e) ||
         secret_get(map, "nats_token", 0, &st->nats_token, e) ||
         cfg_get_nonempty(map, "nats_creds_file", &st->nats_creds_file, e) ||
+        cfg_get_positive_duration(map, "consumer_active_window", NATS_ACTIVE_WINDOW,
+                                  &st->active_window, e) ||
         collector_finish(c, map, e) || exclude_check(&st->exclude, map, e) ||
         exclude_check(&st->exclude_consumers, map, e))
         return -1;
@@ -220,6 +222,7 @@ static int collect_jsz(struct nats_state *st, const struct deadline *dl, const c
         .nspecs = st->nspecs,
         .exclude = &st->exclude,
         .exclude_consumers = &st->exclude_consumers,
+        .active_window = st->active_window,
     };
     int rc = nats_jsz_collect(doc, &f, deadline_wall_now(), out, pg, e);
     json_decref(doc);
@@ -319,6 +322,11 @@ static const struct audit_hint hints[] = {
     {"delivery_limit_drops",
      "capture the consumers' MAX_DELIVERIES advisories ($JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
      ".<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver"},
+    /* A durable consumer outlives its clients: nothing is bound to it or pulls from it. */
+    {"backlog_without_consumer", "start the clients of this durable consumer (a subscriber on a "
+                                 "push consumer's deliver subject, or workers that fetch from a "
+                                 "pull consumer), or delete the consumer if nothing should read "
+                                 "it"},
     {NULL, NULL}};
 
 /* A dead_letters entry for `qrel dlq` (at load, no I/O): the client port is needed, and the

@@ -34,7 +34,12 @@ struct nats_filter {
     size_t nspecs;
     const struct exclude *exclude;           /* streams left out (NULL: none) */
     const struct exclude *exclude_consumers; /* consumers of an entry without consumers */
+    /* A pull consumer that delivered within this many seconds (delivered.last_active) has a
+     * client (qrel_queue_consumers); 0: the default, NATS_ACTIVE_WINDOW. */
+    double active_window;
 };
+
+#define NATS_ACTIVE_WINDOW 300.0
 
 struct nats_page {
     double accounts_total;   /* the top-level "accounts" count; -1 when the document has none */
@@ -53,6 +58,15 @@ void nats_page_free(struct nats_page *pg);
  * (the caller prefixes the request). */
 int nats_jsz_collect(const json_t *doc, const struct nats_filter *f, double local_now,
                      struct metric_set *out, struct nats_page *pg, struct err *e);
+
+/* The clients durable consumer cons (at JSON path ctx; its config cfg at cfgpath) has, as /jsz
+ * tells them, into *out: a push consumer 1 while a subscriber listens on its deliver subject
+ * (push_bound), else 0; a pull consumer its waiting pull requests (num_waiting), else 1 when it
+ * delivered a message within window seconds before now (delivered.last_active), else 0. 0, or -1
+ * with ERR_PROTOCOL naming the path of a value of the wrong type. */
+int nats_consumer_clients(const json_t *cons, const char *ctx, const json_t *cfg,
+                          const char *cfgpath, double now, double window, double *out,
+                          struct err *e);
 
 /* The time from a message's first delivery until the broker gives it up: the sum of the lease of
  * every delivery. Delivery k (1-based) is held for backoff[min(k-1, n-1)] when the consumer has

@@ -88,14 +88,52 @@ static int find_stream(const json_t *streams, const char *name, size_t *index)
     return 0;
 }
 
-static int consumer_series(const json_t *cons, const char *ctx, const char *queue,
-                           const struct nats_stream_spec *sp, const struct exclude *ex,
-                           struct metric_set *out, struct nats_page *pg, struct err *e)
+int nats_consumer_clients(const json_t *cons, const char *ctx, const json_t *cfg,
+                          const char *cfgpath, double now, double window, double *out,
+                          struct err *e)
 {
+    const char *deliver = NULL, *last = NULL;
+    int bound = 0;
+    double waiting = 0, t;
+    json_t *delivered = NULL;
+    char dpath[512], lpath[512];
+    *out = 0;
+    if (json_get_string(cfg, cfgpath, "deliver_subject", &deliver, e) < 0)
+        return -1;
+    if (deliver && *deliver) { /* push: the server knows only whether anyone listens */
+        if (json_get_bool(cons, ctx, "push_bound", &bound, e) < 0)
+            return -1;
+        *out = bound ? 1 : 0;
+        return 0;
+    }
+    json_path_key(dpath, sizeof dpath, ctx, "delivered");
+    if (json_get_number(cons, ctx, "num_waiting", &waiting, e) < 0 ||
+        json_get_object(cons, ctx, "delivered", &delivered, e) < 0 ||
+        (delivered && json_get_string(delivered, dpath, "last_active", &last, e) < 0))
+        return -1;
+    if (waiting > 0) {
+        *out = waiting;
+        return 0;
+    }
+    if (!last)
+        return 0; /* never delivered: no client has pulled since it was made */
+    if (json_parse_rfc3339(last, &t)) {
+        json_path_key(lpath, sizeof lpath, dpath, "last_active");
+        return err_set(e, ERR_PROTOCOL, "%s: want an RFC 3339 time, got \"%.64s\"", lpath, last);
+    }
+    *out = now - t <= window ? 1 : 0;
+    return 0;
+}
+
+static int consumer_series(const json_t *cons, const char *ctx, const char *queue,
+                           const struct nats_stream_spec *sp, const struct nats_filter *f,
+                           double now, struct metric_set *out, struct nats_page *pg, struct err *e)
+{
+    const struct exclude *ex = f->exclude_consumers;
     char cfgpath[512], bopath[512], itempath[512];
     const char *name, *durable = NULL, *ack_policy = NULL;
     json_t *cfg, *backoff = NULL;
-    double pending, ack_pending, redelivered, ack_wait = -1, max_deliver = 0;
+    double pending, ack_pending, redelivered, ack_wait = -1, max_deliver = 0, clients;
     if (json_need_string(cons, ctx, "name", &name, e) ||
         json_need_object(cons, ctx, "config", &cfg, e))
         return -1;
@@ -116,7 +154,10 @@ static int consumer_series(const json_t *cons, const char *ctx, const char *queu
         json_get_string(cfg, cfgpath, "ack_policy", &ack_policy, e) < 0 ||
         json_get_number(cfg, cfgpath, "ack_wait", &ack_wait, e) < 0 ||
         json_get_number(cfg, cfgpath, "max_deliver", &max_deliver, e) < 0 ||
-        json_get_array(cfg, cfgpath, "backoff", &backoff, e) < 0)
+        json_get_array(cfg, cfgpath, "backoff", &backoff, e) < 0 ||
+        nats_consumer_clients(cons, ctx, cfg, cfgpath, now,
+                              f->active_window > 0 ? f->active_window : NATS_ACTIVE_WINDOW,
+                              &clients, e))
         return -1;
 
     size_t nb = backoff ? json_array_size(backoff) : 0;
@@ -139,6 +180,7 @@ static int consumer_series(const json_t *cons, const char *ctx, const char *queu
                    "in_flight", NULL);
     metric_set_add(out, "qrel_messages_redelivered", redelivered, "queue", queue, "group", name,
                    NULL);
+    metric_set_add(out, "qrel_queue_consumers", clients, "queue", queue, "group", name, NULL);
     /* With ack_policy none a delivery is final: there is no lease and no redelivery. */
     int leased = ack_wait > 0 && !(ack_policy && strcmp(ack_policy, "none") == 0);
     if (leased)
@@ -222,7 +264,7 @@ static int stream_series(const json_t *streams, const char *spath, size_t j, con
         const json_t *c = json_array_get(consumers, k);
         json_path_index(ipath, sizeof ipath, cpath, k);
         if (json_expect_object(c, ipath, e) ||
-            consumer_series(c, ipath, queue, sp, f->exclude_consumers, out, pg, e))
+            consumer_series(c, ipath, queue, sp, f, now, out, pg, e))
             return -1;
     }
     return 0;

@@ -63,6 +63,10 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
             json_need_number(obj, ctx, "messages_unacknowledged", &out->unacked, e))
             return -1;
     }
+    rc = json_get_number(obj, ctx, "consumers", &out->consumers, e);
+    if (rc < 0)
+        return -1;
+    out->has_consumers = rc == 1;
     if (!with_meta)
         return 0;
 

@@ -54,6 +54,8 @@ struct qrec {
     char *vhost, *name;
     int has_stats;
     double ready, unacked;
+    int has_consumers; /* consumers: from the same read as the depth */
+    double consumers;
     /* the slow part */
     int has_head_ts;
     double head_ts;
@@ -247,7 +249,7 @@ static int selected(const struct rabbitmq_state *st, const char *vhost, const ch
     return st->pattern && glob_match(st->pattern, name);
 }
 
-#define DEPTH_COLUMNS "name,vhost,messages,messages_ready,messages_unacknowledged"
+#define DEPTH_COLUMNS "name,vhost,messages,messages_ready,messages_unacknowledged,consumers"
 #define META_COLUMNS                                                                               \
     DEPTH_COLUMNS ",head_message_timestamp,arguments,effective_policy_definition,"                 \
                   "message_stats.redeliver"
@@ -272,6 +274,8 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
     d->has_stats = q.has_stats;
     d->ready = q.ready;
     d->unacked = q.unacked;
+    d->has_consumers = q.has_consumers;
+    d->consumers = q.consumers;
     if (!run->meta)
         return 0;
     struct qrec *m = qtab_get(&run->meta->q, q.vhost, q.name);
@@ -332,7 +336,8 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
 {
     struct prom_run *run = ctx;
     int ready = promtext_name_is(s, "rabbitmq_detailed_queue_messages_ready");
-    if (!ready && !promtext_name_is(s, "rabbitmq_detailed_queue_messages_unacked"))
+    int consumers = promtext_name_is(s, "rabbitmq_detailed_queue_consumers");
+    if (!ready && !consumers && !promtext_name_is(s, "rabbitmq_detailed_queue_messages_unacked"))
         return 0;
     const struct promtext_label *vh = promtext_label(s, "vhost"), *q = promtext_label(s, "queue");
     if (!vh || !q)
@@ -342,6 +347,11 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
         return err_set(e, ERR_PROTOCOL, "%.*s{queue=\"%s\"}: want a count, got %g",
                        (int)s->name_len, s->name, q->value, s->value);
     struct qrec *d = qtab_get(run->depth, vh->value, q->value);
+    if (consumers) { /* its own family: no stats of the queue by itself */
+        d->has_consumers = 1;
+        d->consumers = s->value;
+        return 0;
+    }
     d->has_stats = 1;
     if (ready)
         d->ready = s->value;
@@ -350,14 +360,15 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
     return 0;
 }
 
-/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics (per vhost when
- * vhosts are configured). */
+/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and the consumers
+ * from family queue_consumer_count in the same request (per vhost when vhosts are configured). */
 static int fetch_prom_depth(struct rabbitmq_state *st, const struct deadline *dl,
                             struct qtab *depth, struct err *e)
 {
     struct buf url;
     buf_init(&url);
-    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics", st->prometheus_url);
+    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics&family=queue_consumer_count",
+               st->prometheus_url);
     for (size_t i = 0; i < st->nvhosts; i++) {
         char *vh = http_escape(st->vhosts[i]);
         buf_printf(&url, "&vhost=%s", vh);
@@ -480,6 +491,8 @@ static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
                    NULL);
     metric_set_add(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state",
                    "in_flight", NULL);
+    if (d->has_consumers)
+        metric_set_add(out, "qrel_queue_consumers", d->consumers, "queue", q, "vhost", v, NULL);
     struct rabbitmq_cached mq;
     int cached = m && rabbitmq_cache_find(m, v, q, &mq);
 
@@ -668,6 +681,10 @@ static const struct audit_hint hints[] = {
      * set (RabbitMQ 4 gives every quorum queue a limit of 20 by default). */
     {"delivery_limit_drops", "set a dead-letter exchange (x-dead-letter-exchange, by policy) so "
                              "that RabbitMQ dead-letters the message instead"},
+    /* RabbitMQ counts a consumer per basic.consume subscription on the queue. */
+    {"backlog_without_consumer", "start the workers that consume this queue (a basic.consume on "
+                                 "it, in its vhost), or delete the queue if nothing should read "
+                                 "it"},
     {NULL, NULL}};
 
 /* A dead_letters entry for `qrel dlq` (at load, no I/O): the AMQP endpoint is needed, and the

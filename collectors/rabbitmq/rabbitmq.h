@@ -18,6 +18,10 @@ struct rabbitmq_queue {
     /* depth: absent for a few seconds after a queue is declared (no stats emitted yet) */
     int has_stats;
     double ready, unacked;
+    /* consumers: the queue's basic.consume subscriptions (absent from a reply without the column)
+     */
+    int has_consumers;
+    double consumers;
     /* the slow part (present when the columns were asked for) */
     int has_head_ts;
     double head_ts;   /* epoch seconds: the basic.timestamp property of the head message */

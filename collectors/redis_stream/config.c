@@ -13,6 +13,7 @@
 
 #define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_PENDING_SCAN_LIMIT 1000
+#define DEFAULT_CONSUMER_ACTIVE_WINDOW 300.0 /* seconds */
 
 void redis_stream_destroy(struct collector *c)
 {
@@ -152,6 +153,8 @@ int redis_stream_configure(struct collector *c, struct cfg_node *map, struct err
         cfg_get_int(map, "max_streams", DEFAULT_MAX_STREAMS, 1, 10000000, &st->max_streams, e) ||
         cfg_get_int(map, "pending_scan_limit", DEFAULT_PENDING_SCAN_LIMIT, 1, 1000000,
                     &st->pending_scan_limit, e) ||
+        cfg_get_positive_duration(map, "consumer_active_window", DEFAULT_CONSUMER_ACTIVE_WINDOW,
+                                  &st->consumer_active_window, e) ||
         cfg_get_node(map, "streams", CFG_SEQ, &streams, e) || collector_finish(c, map, e) ||
         redis_settings_check(map, &st->rs, e))
         return -1;

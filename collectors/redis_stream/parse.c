@@ -184,6 +184,35 @@ int redis_stream_parse_group(const redisReply *r, size_t i, const char *stream,
     return 0;
 }
 
+int redis_stream_parse_active_consumers(const redisReply *r, long long window_ms, long long *n,
+                                        struct err *e)
+{
+    *n = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return err_set(e, ERR_PROTOCOL, "want an array, got %s", redis_reply_type_name(r));
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *c = r->element[i];
+        if (!c || c->type != REDIS_REPLY_ARRAY || c->elements % 2)
+            return err_set(e, ERR_PROTOCOL,
+                           "consumer %zu: want a flat array of keys and values, got %s", i + 1,
+                           c && c->type == REDIS_REPLY_ARRAY ? "an odd number of elements"
+                                                             : redis_reply_type_name(c));
+        const redisReply *idle = NULL;
+        for (size_t j = 0; j + 1 < c->elements; j += 2)
+            if (is_string(c->element[j]) && key_is(c->element[j], "idle"))
+                idle = c->element[j + 1];
+        if (!idle)
+            return err_set(e, ERR_PROTOCOL, "consumer %zu: field \"idle\" is missing", i + 1);
+        if (idle->type != REDIS_REPLY_INTEGER || idle->integer < 0)
+            return err_set(e, ERR_PROTOCOL,
+                           "consumer %zu: field \"idle\": want an integer >= 0, got %s", i + 1,
+                           redis_reply_type_name(idle));
+        if (idle->integer <= window_ms)
+            (*n)++;
+    }
+    return 0;
+}
+
 int redis_stream_parse_pending(const redisReply *r, const char *stream, const char *group,
                                struct redis_stream_pending *out, struct err *e)
 {

@@ -294,6 +294,7 @@ static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         struct group *cg = &sc->groups[sc->ngroups++];
         cg->name = sc->names.v[redis_stream_names_intern(&sc->names, g.name, g.name_len, NULL)].s;
         cg->pending = g.pending;
+        cg->consumers = g.consumers;
         cg->lag = g.lag;
         cg->has_lag = g.has_lag;
         cg->last_delivered = g.last_delivered;
@@ -393,6 +394,10 @@ static void add_details(const struct state *st, const struct scrape *sc, struct 
                 redis_cluster_pipe_asking(p, st->asking);
                 redis_pipe_addv(p, "XRANGE", t->name, start, "+", "COUNT", "1", NULL);
             }
+            if (g->consumers > 0) {
+                redis_cluster_pipe_asking(p, st->asking);
+                redis_pipe_addv(p, "XINFO", "CONSUMERS", t->name, g->name, NULL);
+            }
         }
         if (t->dlq_owner) { /* never in an ASKING pass: cluster.c gives it no dead-letter stream */
             redis_pipe_addv(p, "XLEN", t->dlq, NULL);
@@ -411,6 +416,7 @@ enum walk_step {
     W_GROUP,      /* at the start of group gi of it */
     W_PENDING,    /* its XPENDING reply, if it has one */
     W_RANGE,      /* its XRANGE reply, if it has one */
+    W_CONSUMERS,  /* its XINFO CONSUMERS reply, if it has consumers */
     W_EMIT_GROUP, /* its series */
     W_DLQ,        /* the stream's dead-letter stream, if it has one */
     W_DLQ_LEN,    /* XLEN of it, from its first stream */
@@ -432,6 +438,7 @@ struct walk {
     struct redis_stream_pending pending;
     int found;
     struct redis_stream_id first;
+    long long active; /* its consumers idle no longer than consumer_active_window */
     size_t truncated; /* groups whose pending scan stopped at pending_scan_limit */
 };
 
@@ -446,6 +453,8 @@ static void walk_emit_group(struct walk *w, const struct target *t, const struct
     redis_stream_group_values(w->now_ms, &rg, w->have_pending ? &w->pending : NULL, w->found,
                               &w->first, &w->st->specs[t->spec].pol, &v);
     redis_stream_emit_group(w->out, t->name, g->name, &v);
+    metric_set_add(w->out, "qrel_queue_consumers", (double)w->active, "queue", t->name, "group",
+                   g->name, NULL);
     for (size_t k = 0; k < v.bad_timestamps; k++)
         entry_skips_add(&w->sc->skips, t->name, ENTRY_BAD_TIMESTAMP);
     if (w->have_pending &&
@@ -478,6 +487,7 @@ static int walk_next(struct walk *w, struct err *e)
                 break;
             }
             w->skip = w->have_pending = w->found = 0;
+            w->active = 0;
             w->first.ms = w->first.seq = 0;
             w->step = W_PENDING;
             break;
@@ -488,6 +498,11 @@ static int walk_next(struct walk *w, struct err *e)
             break;
         case W_RANGE:
             if (wants_range(g))
+                return 1;
+            w->step = W_CONSUMERS;
+            break;
+        case W_CONSUMERS:
+            if (g->consumers > 0)
                 return 1;
             w->step = W_EMIT_GROUP;
             break;
@@ -543,7 +558,7 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
         w->have_pending = 1;
         return 0;
     case W_RANGE:
-        w->step = W_EMIT_GROUP;
+        w->step = W_CONSUMERS;
         if (w->skip)
             return 0;
         if (redis_reply_is_error(r, NULL))
@@ -553,6 +568,18 @@ static int details_reply(void *ctx, size_t index, const redisReply *r, struct er
         if (redis_stream_parse_first_entry(r, &w->found, &w->first, e))
             return parse_error(conn, e, 600, "XRANGE \"%s\" after the last delivered id of \"%s\"",
                                t->name, g->name);
+        return 0;
+    case W_CONSUMERS:
+        w->step = W_EMIT_GROUP;
+        if (redis_reply_is_error(r, "NOGROUP"))
+            w->skip = 1; /* destroyed between the two pipelines */
+        if (w->skip)
+            return 0;
+        if (redis_reply_is_error(r, NULL))
+            return query_error(conn, r, e, 600, "XINFO CONSUMERS \"%s\" \"%s\"", t->name, g->name);
+        if (redis_stream_parse_active_consumers(
+                r, (long long)(w->st->consumer_active_window * 1000.0), &w->active, e))
+            return parse_error(conn, e, 600, "XINFO CONSUMERS \"%s\" \"%s\"", t->name, g->name);
         return 0;
     case W_DLQ_LEN:
         w->step = W_DLQ_RANGE;

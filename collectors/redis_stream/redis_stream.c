@@ -145,6 +145,11 @@ static int dead_letter_ids(struct collector *c, const char *queue, const char *i
 static const struct audit_hint hints[] = {
     {"no_dead_letter_queue", "have the consumers move given-up entries to a stream and name it in "
                              "dead_letter_stream"},
+    /* A consumer stays in XINFO CONSUMERS after its process died: only its idle says it left. */
+    {"backlog_without_consumer", "start the group's consumers (XREADGROUP in this group), and "
+                                 "remove dead ones with XGROUP DELCONSUMER after claiming their "
+                                 "pending entries, or destroy the group if nothing should read "
+                                 "it"},
     {NULL, NULL}};
 
 const struct collector_kind redis_stream_kind = {.name = "redis_stream",

@@ -80,6 +80,14 @@ int redis_stream_pending_truncated(const struct redis_stream_pending *p, long lo
 int redis_stream_parse_first_entry(const redisReply *r, int *found, struct redis_stream_id *id,
                                    struct err *e);
 
+/* Counts the consumers of the reply to `XINFO CONSUMERS <stream> <group>` (one flat array of keys
+ * and values per consumer) whose `idle` (ms since the consumer last read or claimed, in Redis
+ * 7.0; 7.2 adds `inactive`, since its last successful read, not read here) is at most window_ms:
+ * the consumers that still read. ERR_PROTOCOL names the consumer and field ("consumer 2: field
+ * \"idle\": want an integer >= 0, got a string"); the caller names the command. */
+int redis_stream_parse_active_consumers(const redisReply *r, long long window_ms, long long *n,
+                                        struct err *e);
+
 /* Parses the reply to TIME ([seconds, microseconds] as strings) into milliseconds. */
 int redis_stream_parse_time(const redisReply *r, int64_t *now_ms, struct err *e);
 

@@ -44,6 +44,7 @@ struct state {
         rs; /* address, username, password (wiped on destroy), db, max_response_bytes */
     long long max_streams;
     long long pending_scan_limit;
+    double consumer_active_window; /* seconds: a consumer idle no longer is active */
     struct stream_spec *specs;
     size_t nspecs;
     struct redis_conn *conn; /* kept between scrapes, dropped after any error */
@@ -114,6 +115,7 @@ void redis_stream_names_drop_index(struct names *t);
 struct group {
     const char *name; /* in the scrape's arena */
     long long pending;
+    long long consumers; /* XINFO GROUPS' count, idle or not */
     long long lag;
     struct redis_stream_id last_delivered;
     int has_lag;

@@ -5,7 +5,7 @@
 # the job is ready again). Every series is asserted exactly (ages within the time the test took);
 # a named tube that does not exist reads as empty; round trips per scrape are 3 whatever the
 # number of tubes; a scrape sends no command that changes a job (the server's cmd-* counters);
-# `qrel check` names the buried job. Faults: down (connect), silent (timeout, within the source
+# `qrel check` names the buried job and the tube no worker watches. Faults: down (connect), silent (timeout, within the source
 # timeout), garbage (protocol), a body over max_response_bytes (limit), each while a healthy
 # source still reports; bad configs fail --config.check with file:line:col.
 # shellcheck source=../lib/common.sh
@@ -62,6 +62,18 @@ expect_eq "the server counted the overrun's one timeout" \
   "$(awk '$1 == "job_timeouts" { print $2 }' <<<"$stats_after")" 1
 expect_metric "$T/all.prom" 0 qrel_queue_messages 'queue="default"' 'state="ready"'
 expect_absent "$T/all.prom" qrel_queue_oldest_message_age_seconds 'queue="default"'
+# Consumers: the connections watching each tube, as stats-tube counts them (the holding worker
+# watches emails only; the overrun's worker has gone; default, which every connection watches,
+# has none), and qrel check calls short's ready job unconsumed.
+tube_watching() { $JOBS "$B" tube_stats "$1" | awk '$1 == "current_watching" { print $2 }'; }
+expect_eq "stats-tube: emails watched by 1, short by 0" "$(tube_watching emails) $(tube_watching short)" "1 0"
+expect_metric "$T/all.prom" 1 qrel_queue_consumers 'queue="emails"'
+expect_metric "$T/all.prom" 0 qrel_queue_consumers 'queue="short"'
+expect_absent "$T/all.prom" qrel_queue_consumers 'queue="default"'
+$QREL check --config.file="$T/all.yml" > "$T/all_check.txt" 2>&1 || true
+expect_eq "qrel check: short has a ready job and no worker" \
+  "$(grep '\[backlog_without_consumer\]$' "$T/all_check.txt")" \
+  "WARNING tubes short: 1 message ready and no consumer: nothing takes them, so the backlog only grows and ages; start workers that watch this tube (watch, then reserve), or stop putting jobs into it [backlog_without_consumer]"
 expect_eq "round trips for 3 tubes" \
   "$(sed -nE 's/.*beanstalkd collection done.* round_trips=([0-9]+).*/\1/p' "$T/all.log")" 3
 

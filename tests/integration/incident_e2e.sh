@@ -11,6 +11,10 @@
 #             firing within a bounded wait, the DLQ fills with orders whose email was sent (and
 #             qrel_dead_letter_classified_messages says so: work="done"), the margin falls below
 #             1, entries are redelivered;
+#   stopped:  the workload's consumers stop and entries arrive: qrel_queue_consumers of the
+#             mailer group falls to 0 (none read within the test's 10 s consumer_active_window,
+#             by XINFO CONSUMERS) with the entries ready, and QrelBacklogWithoutConsumer goes
+#             pending for that group;
 #   dashboards: every panel query of dashboards/*.json, with the template variables set to the
 #             scenario's source and queue, returns data from this Prometheus (except panels made
 #             only of series no kind of this scenario exports: those must parse); the clock-skew,
@@ -68,7 +72,11 @@ redis-cli -p "$RP" XREADGROUP GROUP auditor auditor-1 COUNT 2 STREAMS imports '>
   redis_source imports "$RP"
   printf '    pending_scan_limit: 2\n    streams:\n      - name: imports\n        groups: [loader, auditor]\n'
 } > "$T/imports.yml"
+# shop-redis counts a consumer active for 10 s after its last read (the demo's 5-minute default
+# would make the stopped phase wait 5 minutes): above the slow provider's 8 s, so a busy consumer
+# still counts during the incident.
 sed -e "s/\${REDIS_PORT}/$RP/" -e "s/\${PG_PORT}/$PGP/" -e "/^sources:\$/r $T/imports.yml" \
+  -e '/^  - name: shop-redis$/,/^    kind: redis_stream$/ s/^    kind: redis_stream$/&\n    consumer_active_window: 10s/' \
   "$QREL_SOURCE_DIR/demo/qrel-demo.yml" > "$T/qrel.yml"
 started() { grep -q 'phase=normal' "$T/workload.log"; }
 expect_cmd "the workload starts (and creates its tables)" wait_for -i 0.5 10 "phase=normal in the workload log" started
@@ -113,6 +121,20 @@ m=$(query 'min(qrel_lease_margin_ratio)')
 if gt "$m" 1; then ok "min(qrel_lease_margin_ratio) = $m > 1 before the incident"; else not_ok "min(qrel_lease_margin_ratio) before the incident: got '$m', want > 1"; fi
 expect_eq "dead letters before the incident" "$(query 'sum(qrel_dead_letter_messages{source="shop-redis",queue="orders",dead_letter_queue="orders.dlq"})')" 0
 expect_eq "collectors up" "$(query 'min(qrel_collector_up)')" 1
+# The mailer's consumers as qrel counts them: those XINFO CONSUMERS lists idle 10 s or less (read
+# right after qrel's scrape; retried should one cross the 10 s between the two reads).
+active_consumers() { # active_consumers: mailer's consumers idle <= 10000 ms, by XINFO CONSUMERS
+  redis-cli -p "$RP" XINFO CONSUMERS orders mailer | awk 'prev == "idle" && $0 <= 10000 { n++ } { prev = $0 } END { print n + 0 }'
+}
+consumers_match() {
+  curl -fsS "http://$ADDR/metrics" > "$T/c.txt" || return 1
+  got=$(mval "$T/c.txt" qrel_queue_consumers 'source="shop-redis"' 'queue="orders"' 'group="mailer"')
+  want=$(active_consumers)
+  [ -n "$got" ] && [ "$got" = "$want" ] && [ "$got" -gt 0 ]
+}
+expect_cmd "qrel_queue_consumers of the mailer group is XINFO CONSUMERS' active count, above 0" \
+  wait_for -i 0.2 10 "the consumer counts to agree" consumers_match
+echo "     mailer consumers: qrel $got, XINFO CONSUMERS $want"
 
 # ---- incident ----
 redis-cli -p "$RP" SET "$CONTROL" incident >/dev/null
@@ -272,5 +294,25 @@ expect_eq "the workload's exit status (sanitizers report through it)" "$rc" 0
 emails=$(sed -n 's/.* emails=\([0-9]*\) .*/\1/p' "$T/workload.log" | tail -1)
 expect_eq "emails sent = claims stamped sent (no duplicates)" "$emails" \
   "$(psql_val 'SELECT count(*) FROM confirmation_claims WHERE sent_at IS NOT NULL')"
+
+# ---- stopped ----
+# The consumers are gone and three orders arrive: once no consumer has read for 10 s, the group
+# has a backlog nobody takes, and the alert goes pending (its 10 minutes would fire it).
+t_stopped=$(now_ms)
+for i in 1 2 3; do redis-cli -p "$RP" XADD orders '*' order "-10$i" >/dev/null; done
+backlog_pending() {
+  local s
+  s=$(curl -fsS "$API/alerts" | jq -r '[.data.alerts[] | select(.labels.alertname == "QrelBacklogWithoutConsumer" and .labels.source == "shop-redis" and .labels.group == "mailer") | .state] | first // "inactive"')
+  case $s in pending | firing) return 0 ;; *) return 1 ;; esac
+}
+expect_cmd "QrelBacklogWithoutConsumer pending for shop-redis orders (group mailer)" \
+  wait_for -i 0.5 40 "the no-consumer alert" backlog_pending
+echo "     no-consumer alert pending $((($(now_ms) - t_stopped) / 1000))s after the consumers stopped"
+expect_eq "qrel_queue_consumers of the mailer group once stopped" \
+  "$(query 'qrel_queue_consumers{source="shop-redis",queue="orders",group="mailer"}')" 0
+expect_eq "XINFO CONSUMERS: none of the mailer's consumers read within 10 s" "$(active_consumers)" 0
+expect_eq "ready entries of the mailer group (XINFO GROUPS lag 3)" \
+  "$(query 'qrel_queue_messages{source="shop-redis",queue="orders",group="mailer",state="ready"}')" \
+  "$(redis-cli -p "$RP" XINFO GROUPS orders | awk 'prev == "lag" { print; exit } { prev = $0 }')"
 echo "     took $(elapsed) of wall time"
 finish

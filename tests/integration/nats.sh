@@ -124,6 +124,16 @@ expect_absent "$T/m.txt" qrel_max_deliveries "$f"
 expect_eq "consumer series of EVENTS (the ephemeral one left out)" \
   "$(grep -c '^qrel_messages_redelivered{.*queue="EVENTS"' "$T/m.txt")" 2
 expect_cmd "debug log counts one request" grep -q 'msg="nats collection done".*streams=2 consumers=3 requests=1' "$T/scrape.log"
+# Consumers: worker (pull) delivered in round 4, within the 5-minute window; backoff and fire
+# never delivered and have no pull waiting, so no client: qrel check calls their backlog.
+expect_metric "$T/m.txt" 1 qrel_queue_consumers "$w"
+expect_cmd "CONSUMER.INFO of worker: a delivery stamped, no pull waiting" "$QREL_PYTHON" -c \
+  'import json,sys; i=json.load(open(sys.argv[1])); sys.exit(not (i["delivered"]["last_active"] and i["num_waiting"] == 0))' "$T/worker.json"
+expect_metric "$T/m.txt" 0 qrel_queue_consumers "$b"
+expect_metric "$T/m.txt" 0 qrel_queue_consumers "$f"
+expect_eq "backlog_without_consumer: EVENTS' backoff and fire, not ORDERS' worker" \
+  "$(grep '\[backlog_without_consumer\]$' "$T/check.txt" | cut -d: -f1-2 | tr '\n' '|')" \
+  "WARNING events EVENTS (group backoff): 2 messages ready and no consumer|WARNING events EVENTS (group fire): 2 messages ready and no consumer|"
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 # The same monitoring endpoint read through the fault proxy: its HTTP reply (headers, chunks, JSON)
 # cut into 1- and 7-byte pieces must give the same series.
@@ -217,5 +227,22 @@ expect_cmd "the type error names the JSON path" \
 expect_cmd "the cap is named" grep -q 'larger than 1000000 bytes' "$T/exporter.log"
 stop_exporter
 if grep -rqF "$secret" "$T"/*.log "$T/f.txt"; then not_ok "the proxy password appears in a log or the metrics"; else ok "the proxy password appears nowhere"; fi
+
+# A push consumer counts one consumer while a subscriber listens on its deliver subject
+# (push_bound), none once it left; the figure follows CONSUMER.INFO's.
+req '$JS.API.CONSUMER.DURABLE.CREATE.EVENTS.pusher' \
+  '{"stream_name":"EVENTS","config":{"durable_name":"pusher","ack_policy":"none","deliver_subject":"deliver.pusher"}}'
+$JSCTL "$NP" sub deliver.pusher "$T/sub.ready" > /dev/null 2>&1 & # the python itself, to kill
+sub=$!
+PIDS+=("$sub")
+wait_for 10 "the subscriber" test -f "$T/sub.ready" || true
+pusher() { # pusher WANT_CONSUMERS WANT_BOUND: scrape until qrel and CONSUMER.INFO say so
+  "$QREL" scrape --config.file="$T/qrel.yml" > "$T/p.txt" 2>/dev/null || true
+  bound=$(J req '$JS.API.CONSUMER.INFO.EVENTS.pusher' | "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("push_bound", False))')
+  [ "$(mval "$T/p.txt" qrel_queue_consumers 'queue="EVENTS",group="pusher"')" = "$1" ] && [ "$bound" = "$2" ]
+}
+expect_cmd "pusher bound: 1 consumer, as CONSUMER.INFO's push_bound" wait_for -i 0.1 20 "pusher bound" pusher 1 True
+kill "$sub"
+expect_cmd "pusher left: 0 consumers, push_bound gone" wait_for -i 0.1 20 "pusher unbound" pusher 0 False
 
 finish

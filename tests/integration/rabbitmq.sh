@@ -5,7 +5,9 @@
 # are found through direct, topic, fanout (policy) and default-exchange dead-letter exchanges; a
 # user with only the `monitoring` tag and no resource permissions suffices; the slow part is
 # cached and served when its refresh fails; failures (down, hanging, 401, size cap, plugin
-# disabled at runtime) give up 0 with their reason while a healthy source still reports.
+# disabled at runtime) give up 0 with their reason while a healthy source still reports; the
+# consumer count follows the API's as the consumer attaches and leaves, and qrel check then finds
+# the backlog nobody consumes.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/rabbitmq.sh
@@ -15,6 +17,10 @@ PY=/usr/bin/python3 # Debian's python3-pika imports only there
 rabbit_test_start
 api() { # api METHOD PATH [JSON]
   curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
+}
+api_queue() { # api_queue QUEUE FIELD: a figure the management API has for QUEUE of /
+  curl -fsS -u guest:guest "$API/queues/%2F/$1?columns=$2" |
+    "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
 }
 
 # The monitoring user: tag `monitoring`, access to the vhost with empty permission patterns.
@@ -73,7 +79,8 @@ publish v2 orders 2
 
 "$PY" "$QREL_SOURCE_DIR/tests/lib/rabbitmq_consumer.py" "$RABBIT_AMQP" "$T/consumer.ready" \
   > "$T/consumer.log" 2>&1 &
-PIDS+=("$!")
+CONSUMER_PID=$!
+PIDS+=("$CONSUMER_PID")
 wait_for -i 0.1 30 "the consumer to write consumer.ready" test -f "$T/consumer.ready" || true
 expect_cmd "consumer saw the expected deliveries" test -f "$T/consumer.ready"
 
@@ -163,6 +170,13 @@ for s in mgmt prom; do
   expect_absent "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'vhost="v2"'
   expect_between "$s: sample age (fetched in this scrape)" \
     "$(mval "$T/m.txt" qrel_sample_age_seconds "source=\"$s\"")" 0 5
+  # The consumer's two subscriptions (orders, jobs), none on plain: as the API counts them.
+  for q in orders:1 jobs:1 plain:0; do
+    expect_metric "$T/m.txt" "${q#*:}" qrel_queue_consumers "source=\"$s\"" "queue=\"${q%%:*}\"" 'vhost="/"'
+  done
+done
+for q in orders:1 jobs:1 plain:0; do
+  expect_eq "the management API counts ${q#*:} consumer(s) on ${q%%:*}" "$(api_queue "${q%%:*}" consumers)" "${q#*:}"
 done
 expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/m.txt'"
 expect_cmd "no password in the output or log" bash -c "! grep -q '$MON_PASS' '$T/m.txt' '$T/scrape.log'"
@@ -338,5 +352,26 @@ expect_cmd "nodlx: the limit (3, so 4 deliveries), what is lost and the fix" gre
 expect_eq "only nodlx drops (jobs dead-letters; timed has no limit, only the warning)" \
   "$(grep -e '\[delivery_limit_drops\]$' -e '\[no_dead_letter_queue\]$' "$T/limits.txt" | sed -E 's/^([A-Z]+) limits ([a-z.]+):.*\[([a-z_]+)\]$/\1 \2 \3/' | sort | tr '\n' ' ')" \
   "CRITICAL nodlx delivery_limit_drops WARNING timed no_dead_letter_queue "
+
+# ---- the consumer detached: orders gets its held messages back as ready, and no consumer ----
+kill "$CONSUMER_PID"
+# Once the API counts no consumer and nothing unacknowledged (the plugin is off by now: the
+# management API's source only), qrel's figures must be the API's.
+detached() {
+  [ "$(api_queue orders consumers)" = 0 ] && [ "$(api_queue orders messages_unacknowledged)" = 0 ] || return 1
+  "$QREL" scrape --config.file="$T/qrel.yml" > "$T/d.txt" 2>/dev/null || true
+  ready=$(api_queue orders messages_ready)
+  [ "$(mval "$T/d.txt" qrel_queue_consumers 'source="mgmt"' 'queue="orders"')" = 0 ] &&
+    [ "$(mval "$T/d.txt" qrel_queue_messages 'source="mgmt"' 'queue="orders"' 'state="ready"')" = "$ready" ]
+}
+expect_cmd "orders: no consumer, its messages ready, as the API says" wait_for -i 0.5 30 "the consumer's exit in the stats" detached
+expect_cmd "orders has messages ready ($ready)" test "$ready" -ge 2
+expect_metric "$T/d.txt" 0 qrel_queue_consumers 'source="mgmt"' 'queue="jobs"'
+printf 'sources:\n  - name: idle\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n    username: guest\n    password_env: QREL_TEST_RABBIT_PASS\n    vhosts: ["/"]\n    queues: [orders, jobs]\n' \
+  "$RABBIT_MGMT" > "$T/idle.yml"
+QREL_TEST_RABBIT_PASS=guest "$QREL" check --config.file="$T/idle.yml" > "$T/idle.txt" 2>&1 || true
+expect_eq "qrel check: orders has a backlog and no consumer, with the fix (and jobs, nothing ready, none)" \
+  "$(grep '\[backlog_without_consumer\]$' "$T/idle.txt")" \
+  "WARNING idle orders: $ready messages ready and no consumer: nothing takes them, so the backlog only grows and ages; start the workers that consume this queue (a basic.consume on it, in its vhost), or delete the queue if nothing should read it [backlog_without_consumer]"
 
 finish

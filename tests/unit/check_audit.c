@@ -487,6 +487,80 @@ START_TEST(test_no_dead_letter_queue)
 }
 END_TEST
 
+/* ---- backlog_without_consumer ---- */
+
+/* Ready messages and a consumer count of 0 is a warning, per queue or per group, with the fix
+ * the kind names (or a plain one); a consumer, no ready message, or no consumer series (a kind
+ * that cannot tell) is none. */
+START_TEST(test_backlog_without_consumer)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "broker", "rabbitmq");
+    metric_set_add(s, "qrel_queue_messages", 4, "queue", "orders", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_messages", 2, "queue", "orders", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_queue_consumers", 0, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_queue_messages", 4, "queue", "served", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_consumers", 2, "queue", "served", NULL);
+    /* in flight only: the consumer left, its messages are not ready yet */
+    metric_set_add(s, "qrel_queue_messages", 0, "queue", "idle", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "idle", "state", "in_flight", NULL);
+    metric_set_add(s, "qrel_queue_consumers", 0, "queue", "idle", NULL);
+    metric_set_add(s, "qrel_queue_messages", 3, "queue", "unknown", "state", "ready", NULL);
+    /* a dead-letter queue (of served) is read by a person, not a consumer */
+    metric_set_add(s, "qrel_dead_letter_messages", 2, "queue", "served", "dead_letter_queue",
+                   "served.dlq", NULL);
+    metric_set_add(s, "qrel_queue_messages", 2, "queue", "served.dlq", "state", "ready", NULL);
+    metric_set_add(s, "qrel_queue_consumers", 0, "queue", "served.dlq", NULL);
+    struct metric_set *g = col_set(&c, "streams", "custom");
+    metric_set_add(g, "qrel_queue_messages", 1, "queue", "events", "group", "dead", "state",
+                   "ready", NULL);
+    metric_set_add(g, "qrel_queue_consumers", 0, "queue", "events", "group", "dead", NULL);
+    metric_set_add(g, "qrel_queue_messages", 7, "queue", "events", "group", "live", "state",
+                   "ready", NULL);
+    metric_set_add(g, "qrel_queue_consumers", 1, "queue", "events", "group", "live", NULL);
+    /* kafka's per-partition series repeat the total: counted once */
+    metric_set_add(g, "qrel_queue_messages", 5, "queue", "t", "group", "g", "state", "ready", NULL);
+    metric_set_add(g, "qrel_queue_messages", 5, "queue", "t", "group", "g", "state", "ready",
+                   "partition", "0", NULL);
+    metric_set_add(g, "qrel_queue_consumers", 0, "queue", "t", "group", "g", NULL);
+    struct audit_report *r = run(&c, NULL);
+    size_t nrule = 0;
+    for (size_t i = 0; i < r->nfindings; i++)
+        nrule += r->findings[i].rule == AUDIT_BACKLOG_WITHOUT_CONSUMER;
+    ck_assert_uint_eq(nrule, 3); /* beside no_dead_letter_queue and the dead letters of served */
+    const struct audit_finding *f = finding(r, AUDIT_BACKLOG_WITHOUT_CONSUMER, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_ptr_null(f->group);
+    ck_assert(f->value == 4);
+    ck_assert_str_eq(f->message, "4 messages ready and no consumer: nothing takes them, so the "
+                                 "backlog only grows and ages; start the workers that consume "
+                                 "this queue (a basic.consume on it, in its vhost), or delete the "
+                                 "queue if nothing should read it");
+    f = finding(r, AUDIT_BACKLOG_WITHOUT_CONSUMER, "events");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->group, "dead");
+    ck_assert_str_eq(f->message, "1 message ready and no consumer: nothing takes them, so the "
+                                 "backlog only grows and ages; start its consumers");
+    f = finding(r, AUDIT_BACKLOG_WITHOUT_CONSUMER, "t");
+    ck_assert_ptr_nonnull(f);
+    ck_assert(f->value == 5);
+    ck_assert_ptr_null(finding(r, AUDIT_BACKLOG_WITHOUT_CONSUMER, "served.dlq"));
+    ck_assert_str_eq(audit_rule_name(AUDIT_BACKLOG_WITHOUT_CONSUMER), "backlog_without_consumer");
+    audit_report_free(r);
+
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_BACKLOG_WITHOUT_CONSUMER] = 1;
+    cfg.disabled[AUDIT_NO_DEAD_LETTER_QUEUE] = 1;
+    cfg.disabled[AUDIT_DEAD_LETTER_QUEUE_NOT_EMPTY] = 1;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 0);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
 /* ---- no_broker_lease ---- */
 
 START_TEST(test_no_broker_lease)
@@ -1176,7 +1250,7 @@ START_TEST(test_config)
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
          "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease, "
-         "delivery_limit_drops, no_broker_lease), got "
+         "delivery_limit_drops, no_broker_lease, backlog_without_consumer), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1252,6 +1326,7 @@ int main(void)
         {test_no_dead_letter_queue, 0},
         {test_delivery_limit_drops, 0},
         {test_no_broker_lease, 0},
+        {test_backlog_without_consumer, 0},
         {test_claim_window, 0},
         {test_report_order_and_status, 0},
         {test_audit_series, 0},

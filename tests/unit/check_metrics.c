@@ -48,6 +48,7 @@ static const struct {
     {"qrel_dedup_window_seconds", METRIC_GAUGE},
     {"qrel_retry_horizon_seconds", METRIC_GAUGE},
     /* not in design/metrics.md: the non-numeric settings of a queue (pubsub), see docs */
+    {"qrel_queue_consumers", METRIC_GAUGE},
     {"qrel_queue_info", METRIC_GAUGE},
     /* not in design/metrics.md either: rows stamped ahead of the database's now() (issue 14) */
     {"qrel_excluded_objects", METRIC_GAUGE},

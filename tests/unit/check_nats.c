@@ -80,6 +80,10 @@ START_TEST(test_recorded_document)
     ck_assert(isnan(sample_value(s, "qrel_lease_timeout_seconds", F, NULL)));
     ck_assert(isnan(sample_value(s, "qrel_max_deliveries", F, NULL)));
     ck_assert_uint_eq(sample_count(s, "qrel_messages_redelivered"), 3);
+    /* worker (pull) delivered 0.1 s before the document's now; backoff and fire never did */
+    ck_assert_double_eq(sample_value(s, "qrel_queue_consumers", W, NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_consumers", B, NULL), 0);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_consumers", F, NULL), 0);
     ck_assert_uint_eq(sample_count(s, "qrel_dead_letter_messages"), 0); /* none configured */
     metric_set_free(s);
     json_decref(doc);
@@ -191,6 +195,12 @@ static const struct {
     {{"account_details", "#0", "name"}, NULL, ERR_PROTOCOL, "$.account_details[0].name: missing"},
     {{"account_details"}, "{}", ERR_PROTOCOL, "$.account_details: want a list, got an object"},
     {{"now"}, "\"soon\"", ERR_PROTOCOL, "$.now: want an RFC 3339 time, got \"soon\""},
+    {{"account_details", "#0", "stream_detail", "#1", "consumer_detail", "#0", "delivered",
+      "last_active"},
+     "\"soon\"",
+     ERR_PROTOCOL,
+     "$.account_details[0].stream_detail[1].consumer_detail[0].delivered.last_active: want an "
+     "RFC 3339 time, got \"soon\""},
     {{"disabled"}, "true", ERR_QUERY, "JetStream is disabled on this server (start it with -js)"},
 };
 
@@ -232,6 +242,48 @@ START_TEST(test_bad_documents)
 }
 END_TEST
 
+/* A consumer's clients: push by push_bound, pull by num_waiting, else by a delivery within the
+ * window (both ends: 300 s is in, 300.5 s is out). */
+START_TEST(test_consumer_clients)
+{
+    static const struct {
+        const char *cons, *cfg;
+        double want;
+    } rows[] = {
+        {"{\"push_bound\":true,\"num_waiting\":0}", "{\"deliver_subject\":\"d.x\"}", 1},
+        {"{\"num_waiting\":0}", "{\"deliver_subject\":\"d.x\"}", 0},
+        {"{\"push_bound\":false}", "{\"deliver_subject\":\"d.x\"}", 0},
+        {"{\"num_waiting\":3}", "{}", 3},
+        {"{\"num_waiting\":0,\"delivered\":{\"last_active\":\"2026-11-29T15:31:25Z\"}}", "{}", 1},
+        {"{\"num_waiting\":0,\"delivered\":{\"last_active\":\"2026-11-29T15:31:24.5Z\"}}", "{}", 0},
+        {"{\"num_waiting\":0,\"delivered\":{\"consumer_seq\":0}}", "{}", 0},
+    };
+    double now;
+    ck_assert_int_eq(json_parse_rfc3339("2026-11-29T15:36:25Z", &now), 0);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_error_t je;
+        json_t *cons = json_loads(rows[i].cons, 0, &je), *cfg = json_loads(rows[i].cfg, 0, &je);
+        double got = -1;
+        struct err e;
+        err_clear(&e);
+        ck_assert_int_eq(nats_consumer_clients(cons, "$", cfg, "$.config", now, 300, &got, &e), 0);
+        ck_assert_msg(got == rows[i].want, "row %zu: got %g, want %g", i, got, rows[i].want);
+        json_decref(cons);
+        json_decref(cfg);
+    }
+    json_error_t je;
+    json_t *cons = json_loads("{\"push_bound\":\"yes\"}", 0, &je);
+    json_t *cfg = json_loads("{\"deliver_subject\":\"d.x\"}", 0, &je);
+    double got;
+    struct err e;
+    err_clear(&e);
+    ck_assert_int_eq(nats_consumer_clients(cons, "$", cfg, "$.config", now, 300, &got, &e), -1);
+    ck_assert_str_eq(e.msg, "$.push_bound: want a boolean, got a string");
+    json_decref(cons);
+    json_decref(cfg);
+}
+END_TEST
+
 START_TEST(test_no_now_uses_local_time)
 {
     json_t *doc = fixture();
@@ -269,10 +321,10 @@ static int configure_text(const char *text, struct err *e)
 
 #define SRC "sources:\n  - name: ev\n    kind: nats\n"
 #define KNOWN                                                                                      \
-    "(known keys: account, exclude, exclude_consumers, kind, max_response_bytes, "                 \
-    "min_interval, name, nats_creds_file, nats_password_env, nats_password_file, nats_token_env, " \
-    "nats_token_file, nats_url, nats_username, page_size, password_env, password_file, streams, "  \
-    "timeout, tls_config, url, username)"
+    "(known keys: account, consumer_active_window, exclude, exclude_consumers, kind, "             \
+    "max_response_bytes, min_interval, name, nats_creds_file, nats_password_env, "                 \
+    "nats_password_file, nats_token_env, nats_token_file, nats_url, nats_username, page_size, "    \
+    "password_env, password_file, streams, timeout, tls_config, url, username)"
 
 static const struct check_case bad_configs[] = {
     {SRC "    streams: [{name: A}]\n",
@@ -326,6 +378,7 @@ int main(void)
         {test_recorded_document, 0},
         {test_filter_and_dead_letters, 0},
         {test_bad_documents, CHECK_ROWS(bad_docs)},
+        {test_consumer_clients, 0},
         {test_no_now_uses_local_time, 0},
         {test_retry_horizon, 0},
         {test_config_bad, CHECK_ROWS(bad_configs)},

@@ -53,9 +53,12 @@ START_TEST(test_queue_parse)
     ck_assert_str_eq(q.dlrk, "orders");
     ck_assert_double_eq(q.delivery_limit, -1);
     ck_assert_double_eq(q.consumer_timeout_ms, -1);
+    ck_assert_int_eq(q.has_consumers, 1);
+    ck_assert_double_eq(q.consumers, 1);
 
     ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 1), "$[1]", 1, &q, &e), 0);
-    ck_assert_str_eq(q.dlx, "jobs.dlx"); /* from the policy */
+    ck_assert_int_eq(q.has_consumers, 0); /* no consumers column: no count, not 0 */
+    ck_assert_str_eq(q.dlx, "jobs.dlx");  /* from the policy */
     ck_assert_ptr_null(q.dlrk);
     ck_assert_double_eq(q.delivery_limit, 2);
     ck_assert_int_eq(q.has_head_ts, 0); /* quorum queues have no head_message_timestamp */
@@ -67,6 +70,8 @@ START_TEST(test_queue_parse)
     ck_assert_int_eq(q.has_head_ts, 0);
     ck_assert_double_eq(q.redeliver, 0);
     ck_assert_double_eq(q.ready, 1);
+    ck_assert_int_eq(q.has_consumers, 1);
+    ck_assert_double_eq(q.consumers, 0);
 
     ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 3), "$[3]", 1, &q, &e), 0);
     ck_assert_int_eq(q.has_stats, 0);
@@ -78,6 +83,7 @@ START_TEST(test_queue_parse)
     ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, 0), "$[0]", 0, &q, &e), 0);
     ck_assert_ptr_null(q.dlx);
     ck_assert_int_eq(q.has_head_ts, 0);
+    ck_assert_double_eq(q.consumers, 1); /* read with the depth */
     json_decref(doc);
 }
 END_TEST
@@ -94,6 +100,8 @@ static const struct check_case bad_queues[] = {
      "$[4].arguments.x-dead-letter-exchange: want a string, got a number"},
     {"{\"name\":\"q\",\"vhost\":\"/\",\"message_stats\":{\"redeliver\":\"3\"}}",
      "$[4].message_stats.redeliver: want a number, got a string"},
+    {"{\"name\":\"q\",\"vhost\":\"/\",\"consumers\":\"1\"}",
+     "$[4].consumers: want a number, got a string"},
     {"[]", "$[4]: want an object, got a list"},
 };
 

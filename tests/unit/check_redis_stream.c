@@ -338,6 +338,56 @@ START_TEST(test_pending_bad)
 }
 END_TEST
 
+/* ---- XINFO CONSUMERS ---- */
+
+/* Recorded from redis-server 7.0.15 (one consumer that read one entry 2965 ms before), and the
+ * same form with a second consumer idle for 90 s: a consumer counts when its idle is at most the
+ * window, both ends included. */
+START_TEST(test_active_consumers)
+{
+    static const char one[] =
+        "*1\r\n*6\r\n$4\r\nname\r\n$2\r\nw1\r\n$7\r\npending\r\n:1\r\n$4\r\nidle\r\n:2965\r\n";
+    static const char two[] =
+        "*2\r\n*6\r\n$4\r\nname\r\n$2\r\nw1\r\n$7\r\npending\r\n:1\r\n$4\r\nidle\r\n:2965\r\n"
+        "*6\r\n$4\r\nname\r\n$2\r\nw2\r\n$7\r\npending\r\n:0\r\n$4\r\nidle\r\n:90000\r\n";
+    static const struct {
+        const char *in;
+        long long window_ms, want;
+    } rows[] = {{one, 300000, 1}, {one, 2965, 1}, {one, 2964, 0},       {two, 300000, 2},
+                {two, 89999, 1},  {two, 1000, 0}, {"*0\r\n", 300000, 0}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        redisReply *r = resp(rows[i].in);
+        struct err e = {0};
+        long long n = -1;
+        ck_assert_int_eq(redis_stream_parse_active_consumers(r, rows[i].window_ms, &n, &e), 0);
+        ck_assert_msg(n == rows[i].want, "row %zu: got %lld, want %lld", i, n, rows[i].want);
+        freeReplyObject(r);
+    }
+}
+END_TEST
+
+static const struct check_case bad_consumers[] = {
+    {":3\r\n", "want an array, got integer"},
+    {"*1\r\n$2\r\nw1\r\n", "consumer 1: want a flat array of keys and values, got string"},
+    {"*1\r\n*3\r\n$4\r\nname\r\n$2\r\nw1\r\n$7\r\npending\r\n",
+     "consumer 1: want a flat array of keys and values, got an odd number of elements"},
+    {"*1\r\n*4\r\n$4\r\nname\r\n$2\r\nw1\r\n$7\r\npending\r\n:1\r\n",
+     "consumer 1: field \"idle\" is missing"},
+    {"*1\r\n*2\r\n$4\r\nidle\r\n$2\r\n10\r\n",
+     "consumer 1: field \"idle\": want an integer >= 0, got string"},
+};
+
+START_TEST(test_active_consumers_bad)
+{
+    redisReply *r = resp(bad_consumers[_i].in);
+    long long n;
+    struct err e = {0};
+    check_failed(redis_stream_parse_active_consumers(r, 1000, &n, &e), &e, ERR_PROTOCOL,
+                 bad_consumers[_i].want);
+    freeReplyObject(r);
+}
+END_TEST
+
 /* ---- XRANGE COUNT 1 and TIME ---- */
 
 START_TEST(test_first_entry)
@@ -1295,8 +1345,15 @@ static const char collect_groups_replies[] =
 #define XRANGE_A "*1\r\n*2\r\n$15\r\n1700000000400-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
 #define XRANGE_DLQ "*1\r\n*2\r\n$15\r\n1699999990000-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
 #define XREVRANGE_DLQ "*1\r\n*2\r\n$15\r\n1700000005000-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
-/* g3 was destroyed in between: its XRANGE reply, whatever it says, is not looked at. */
-#define B_G3_GONE "-NOGROUP No such key 'b' or consumer group 'g3'\r\n-ERR not looked at\r\n"
+/* XINFO CONSUMERS: a/g1's consumer read 5 s ago (active); b/g2's 11.6 days ago (gone). */
+#define CONS_A                                                                                     \
+    "*1\r\n*6\r\n$4\r\nname\r\n$2\r\nc1\r\n$7\r\npending\r\n:2\r\n$4\r\nidle\r\n:5000\r\n"
+#define CONS_B2                                                                                    \
+    "*1\r\n*6\r\n$4\r\nname\r\n$2\r\nc9\r\n$7\r\npending\r\n:0\r\n$4\r\nidle\r\n:999999999\r\n"
+/* g3 was destroyed in between: its XRANGE and XINFO CONSUMERS replies, whatever they say, are not
+ * looked at. */
+#define B_G3_GONE                                                                                  \
+    "-NOGROUP No such key 'b' or consumer group 'g3'\r\n-ERR not looked at\r\n-ERR nor this\r\n"
 
 static void collect_commands(struct buf *groups, struct buf *details)
 {
@@ -1314,13 +1371,19 @@ static void collect_commands(struct buf *groups, struct buf *details)
     const char *c4r[] = {"XREVRANGE", "shared.dlq", "+", "-", "COUNT", "1"};
     const char *c5[] = {"XPENDING", "b", "g3", "-", "+", "10"};
     const char *c6[] = {"XRANGE", "b", "(1700000000500-7", "+", "COUNT", "1"};
+    const char *ca[] = {"XINFO", "CONSUMERS", "a", "g1"};
+    const char *cb2[] = {"XINFO", "CONSUMERS", "b", "g2"};
+    const char *cb3[] = {"XINFO", "CONSUMERS", "b", "g3"};
     append_formatted(details, 6, c1, NULL);
     append_formatted(details, 6, c2, NULL);
+    append_formatted(details, 4, ca, NULL);
     append_formatted(details, 2, c3, NULL);
     append_formatted(details, 6, c4, NULL);
     append_formatted(details, 6, c4r, NULL);
+    append_formatted(details, 4, cb2, NULL);
     append_formatted(details, 6, c5, NULL);
     append_formatted(details, 6, c6, NULL);
+    append_formatted(details, 4, cb3, NULL);
 }
 
 /* One collection against the scripted server answering the details with details_replies. */
@@ -1372,17 +1435,18 @@ START_TEST(test_collect_walk)
 {
     struct err e;
     size_t n = 0;
-    int rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ B_G3_GONE, &e, &n);
+    int rc = collect_once(
+        XPENDING_A XRANGE_A CONS_A ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ CONS_B2 B_G3_GONE, &e, &n);
     ck_assert_msg(rc == 0, "%s", e.msg);
     /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
-     * redelivered (8); a's dead-letter series: messages, oldest and newest age (3); b/g2 without a
-     * lease (6); g3 none; b's dead-letter series from a's replies (3); the source's count of
-     * groups whose pending scan was cut short (1). */
-    ck_assert_uint_eq(n, 21);
+     * redelivered, consumers (9); a's dead-letter series: messages, oldest and newest age (3);
+     * b/g2 without a lease (7); g3 none; b's dead-letter series from a's replies (3); the
+     * source's count of groups whose pending scan was cut short (1). */
+    ck_assert_uint_eq(n, 23);
 
     /* Errors name the command and stop the collection. */
     rc = collect_once(
-        XPENDING_A XRANGE_A
+        XPENDING_A XRANGE_A CONS_A
         "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n" XRANGE_DLQ
             XREVRANGE_DLQ B_G3_GONE,
         &e, &n);
@@ -1406,14 +1470,20 @@ START_TEST(test_collect_walk)
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
     ck_assert_ptr_nonnull(strstr(e.msg, ": XPENDING \"a\" \"g1\": entry 1: field \"deliveries\""));
 
-    rc = collect_once(XPENDING_A XRANGE_A ":4\r\n" XRANGE_DLQ
-                                          "*1\r\n*2\r\n$3\r\n2-y\r\n*0\r\n" B_G3_GONE,
+    rc = collect_once(XPENDING_A XRANGE_A CONS_A ":4\r\n" XRANGE_DLQ
+                                                 "*1\r\n*2\r\n$3\r\n2-y\r\n*0\r\n" B_G3_GONE,
                       &e, &n);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(e.code, ERR_PROTOCOL);
     ck_assert_ptr_nonnull(strstr(e.msg,
                                  ": XREVRANGE \"shared.dlq\" + - COUNT 1: entry 1: want an id "
                                  "like \"1700000000000-0\", got \"2-y\""));
+
+    rc = collect_once(XPENDING_A XRANGE_A ":1\r\n", &e, &n);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e.code, ERR_PROTOCOL);
+    ck_assert_ptr_nonnull(
+        strstr(e.msg, ": XINFO CONSUMERS \"a\" \"g1\": want an array, got integer"));
 }
 END_TEST
 
@@ -1524,14 +1594,16 @@ static const struct check_case bad_configs[] = {
     /* A missing required key next to a misspelt one: the typo is what the user must see. */
     {SRC "    adress: h:1\n    streams: [{name: a}]\n",
      "x.yml:4:5: unknown key \"adress\" in source \"cache\" "
-     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
-     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "(known keys: address, addresses, cluster, consumer_active_window, db, kind, master_name, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
      "timeout, tls_config, username)"},
     {SRC "    address: h:1\n    stream: [{name: a}]\n",
      "x.yml:5:5: unknown key \"stream\" in source \"cache\" "
-     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
-     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "(known keys: address, addresses, cluster, consumer_active_window, db, kind, master_name, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
      "timeout, tls_config, username)"},
     {SRC "    address: h:1\n    streams: [{nmae: a}]\n",
@@ -1540,8 +1612,9 @@ static const struct check_case bad_configs[] = {
      "max_deliveries, name, pattern)"},
     {SRC "    address: h:1\n    password: hunter2\n    streams: [{name: a}]\n",
      "x.yml:5:5: unknown key \"password\" in source \"cache\" "
-     "(known keys: address, addresses, cluster, db, kind, master_name, max_response_bytes, "
-     "max_streams, min_interval, name, password_env, password_file, pending_scan_limit, "
+     "(known keys: address, addresses, cluster, consumer_active_window, db, kind, master_name, "
+     "max_response_bytes, max_streams, min_interval, name, password_env, password_file, "
+     "pending_scan_limit, "
      "sentinel_password_env, sentinel_password_file, sentinel_username, sentinels, streams, "
      "timeout, tls_config, username)"},
 };
@@ -1662,6 +1735,8 @@ static Suite *redis_stream_suite(void)
     tcase_add_loop_test(tc, test_groups_bad, 0, N(bad_groups));
     tcase_add_test(tc, test_pending_recorded);
     tcase_add_loop_test(tc, test_pending_bad, 0, N(bad_pending));
+    tcase_add_test(tc, test_active_consumers);
+    tcase_add_loop_test(tc, test_active_consumers_bad, 0, N(bad_consumers));
     tcase_add_test(tc, test_first_entry);
     tcase_add_test(tc, test_time);
     tcase_add_test(tc, test_scan);

@@ -9,6 +9,7 @@
 #                                                the server counts the timeout (SECONDS at most,
 #                                                else exit 1)
 #   ruby jobs.rb ADDR stats                      print the server's stats as "key value" lines
+#   ruby jobs.rb ADDR tube_stats TUBE            the same for stats-tube TUBE
 require "beaneater"
 
 addr, cmd, *args = ARGV
@@ -49,6 +50,9 @@ when "overrun"
   abort "jobs.rb: the server counted no timeout in #{args[1]} s" if bs.stats.job_timeouts.to_i < 1
 when "stats"
   bs.stats.keys.each { |k| puts "#{k} #{bs.stats[k]}" }
+when "tube_stats"
+  st = bs.tubes[args[0]].stats
+  st.keys.each { |k| puts "#{k} #{st[k]}" }
 else
   abort "jobs.rb: unknown command #{cmd}"
 end

@@ -17,6 +17,9 @@ over the text protocol. Usage (PORT is the client port):
   jsctl.py PORT fetch STREAM CONSUMER N ACTION [EXPIRES]
       pulls up to N messages, waiting EXPIRES seconds (default 0.5) at most for them, and ack /
       nak / leaves them (ACTION ack|nak|leave); prints "payload:deliveries" per message
+  jsctl.py PORT sub SUBJECT READY_FILE
+      subscribes to SUBJECT (a push consumer's deliver subject: it is then bound), writes
+      READY_FILE once the server has the subscription, and reads (never acks) until killed
 Pulled messages arrive with their original subject, so replies are matched by subscription id;
 the delivery count is token 4 of the ack subject $JS.ACK.<stream>.<consumer>.<delivered>....
 NATS_USER / NATS_PASS in the environment log in as that user."""
@@ -183,6 +186,14 @@ def main(argv):
                 nc.pub(reply, action)
         nc.flush()
         return 0
+    if cmd == "sub":
+        nc._send("SUB %s 900\r\n" % argv[3])
+        nc.flush()
+        with open(argv[4], "w") as f:
+            f.write("subscribed\n")
+        nc.s.settimeout(None)
+        while True:
+            nc._next()
     print(__doc__, file=sys.stderr)
     return 2
 
