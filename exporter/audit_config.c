@@ -37,6 +37,7 @@ static const struct {
     [AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE] = {"handler_timeout_not_below_lease", AUDIT_CRITICAL,
                                                0},
     [AUDIT_DELIVERY_LIMIT_DROPS] = {"delivery_limit_drops", AUDIT_CRITICAL, 0},
+    [AUDIT_DEAD_LETTERS_EXPIRE_UNREAD] = {"dead_letters_expire_unread", AUDIT_WARNING, 1},
 };
 
 const char *audit_rule_name(enum audit_rule r)

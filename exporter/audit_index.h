@@ -44,6 +44,8 @@ enum audit_fam {
     F_DL_UNKNOWN,     /* … work="unknown" */
     F_DL_POISON,      /* qrel_dead_letter_replayed_messages{replays="poison"} */
     F_SOURCE_QUEUES,  /* qrel_source_queues, only when 0: an entry of the source, queue "" */
+    F_RETENTION,      /* qrel_queue_retention_seconds */
+    F_DL_RETENTION,   /* qrel_dead_letter_retention_seconds, the shortest over dead_letter_queue */
     F_COUNT
 };
 
@@ -60,6 +62,7 @@ struct audit_entry {
     uint32_t has;                 /* bit (1 << fam) for each family in v */
     uint32_t queue_id;            /* its (source, kind, queue) in audit_index.queues */
     const char *dlq;              /* the first dead-letter queue's name */
+    const char *retention_dlq;    /* the dead-letter queue of the shortest F_DL_RETENTION */
     size_t ndlq;                  /* how many dead-letter series */
     /* The engine's marks (zero from the index): the rules that fired on it, and the worst. */
     unsigned rules;
