@@ -91,7 +91,8 @@ required = """QrelDeadLetterQueueNotEmpty QrelDeadLetterQueueGrowing QrelLeaseMa
 QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld QrelConsumerLagHigh
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
 QrelAuditFailed QrelAuditFailedCritical QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
-QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow QrelSourceWatchesNothing""".split()
+QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow QrelSourceWatchesNothing
+QrelDeadLetterRetentionShort""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",
