@@ -81,6 +81,11 @@ const struct metric_family metric_catalog_rows[] = {
      "Dead letters of dead_letter_queue (fed by queue) by their replay stamp: never replayed by "
      "qrel dlq, replayed once and dead again, or poison (replayed twice or more, dead again each "
      "time: replaying it again is unlikely to help)."},
+    {"qrel_dead_letter_retention_seconds", METRIC_GAUGE,
+     "Seconds dead_letter_queue, the dead-letter queue of queue, keeps a message before the broker "
+     "deletes it (+Inf: no limit). At or below qrel_queue_retention_seconds plus "
+     "qrel_retry_horizon_seconds of queue, dead letters can expire before anyone reads them (SQS: "
+     "a standard queue's dead letter keeps its original enqueue time); qrel check warns."},
     {"qrel_dead_letters_not_kept", METRIC_GAUGE,
      "1 when the runner of queue deletes the jobs that fail for good instead of keeping them as "
      "dead letters (declared, or seen: none kept while some are one failure from the end), else "
@@ -160,6 +165,8 @@ const struct metric_family metric_catalog_rows[] = {
      "(delivered, not acknowledged) or delayed (scheduled or waiting to retry)."},
     {"qrel_queue_oldest_message_age_seconds", METRIC_GAUGE,
      "Age in seconds of the oldest message of queue not yet acknowledged."},
+    {"qrel_queue_retention_seconds", METRIC_GAUGE,
+     "Seconds queue keeps a message before the broker deletes it unread (+Inf: no limit)."},
     {"qrel_redeliveries_total", METRIC_COUNTER,
      "Redeliveries of messages of queue as counted by the broker (cumulative, resets when the "
      "broker's counter does)."},

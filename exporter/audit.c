@@ -540,6 +540,42 @@ static void rule_timeout(struct audit_ctx *x, struct audit_entry *en)
                 "retry_after), or raise the lease");
 }
 
+/* A dead-letter queue that keeps its messages no longer than the source keeps them plus the retry
+ * horizon: a message can reach it as late as that (SQS standard queues even keep its original
+ * enqueue time there, so its clock has run the whole way), and then expires before anyone reads
+ * it. A dead-letter queue without a limit (+Inf) never fires; a source without one against a
+ * finite dead-letter queue does. */
+static void rule_retention(struct audit_ctx *x, struct audit_entry *en)
+{
+    if (!entry_has(en, F_RETENTION) || !entry_has(en, F_DL_RETENTION))
+        return;
+    double keep = entry_val(en, F_DL_RETENTION), src = entry_val(en, F_RETENTION);
+    double horizon = entry_has(en, F_HORIZON) ? entry_val(en, F_HORIZON) : 0;
+    if (isinf(keep) || !(keep <= src + horizon))
+        return;
+    struct buf *m = add_finding(x, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, en, 0, keep, src + horizon);
+    if (!m)
+        return; /* the series need no message */
+    buf_printf(m, "dead-letter queue %s keeps messages ", en->retention_dlq);
+    audit_format_seconds(m, keep);
+    if (isinf(src)) {
+        buf_puts(m, ", while the queue keeps them without limit");
+    } else {
+        put_secs(m, ", no longer than the queue keeps them (", src);
+        if (horizon > 0)
+            put_secs(m, ") plus its retry horizon (", horizon);
+        buf_puts(m, ")");
+    }
+    buf_puts(m, ": a message dead-lettered late in its life expires there before anyone reads "
+                "it, lost with the error that killed it; ");
+    const char *hint = kind_hint(en->kind, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD);
+    if (hint)
+        buf_puts(m, hint);
+    else
+        buf_puts(m, "keep dead letters longer than the queue keeps messages plus its retry "
+                    "horizon, by the time you need to read them");
+}
+
 /* The rules over one entry besides the count rules, each skipped when disabled; margin
  * (AUDIT_RULE_COUNT here) checks its two rules itself. */
 static const struct {
@@ -555,6 +591,7 @@ static const struct {
     {AUDIT_SOURCE_WATCHES_NOTHING, rule_watches_nothing},
     {AUDIT_HANDLER_TIMEOUT_NOT_BELOW_LEASE, rule_timeout},
     {AUDIT_BACKLOG_WITHOUT_CONSUMER, rule_no_consumer},
+    {AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, rule_retention},
 };
 
 /* ---- sorting the report ---- */

@@ -39,6 +39,7 @@ static const struct {
     [AUDIT_DELIVERY_LIMIT_DROPS] = {"delivery_limit_drops", AUDIT_CRITICAL, 0},
     [AUDIT_NO_BROKER_LEASE] = {"no_broker_lease", AUDIT_WARNING, 0},
     [AUDIT_BACKLOG_WITHOUT_CONSUMER] = {"backlog_without_consumer", AUDIT_WARNING, 0},
+    [AUDIT_DEAD_LETTERS_EXPIRE_UNREAD] = {"dead_letters_expire_unread", AUDIT_WARNING, 1},
 };
 
 const char *audit_rule_name(enum audit_rule r)

@@ -40,6 +40,8 @@ static const char *const fam_names[F_COUNT] = {
     [F_SOURCE_QUEUES] = "qrel_source_queues",
     [F_READY] = NULL, /* read from F_DEPTH's samples (ready_sample) */
     [F_CONSUMERS] = "qrel_queue_consumers",
+    [F_RETENTION] = "qrel_queue_retention_seconds",
+    [F_DL_RETENTION] = "qrel_dead_letter_retention_seconds",
 };
 
 static int same_name(const char *a, const char *b)
@@ -153,8 +155,8 @@ static struct audit_entry *find_entry(struct audit_index *ix, const char *source
     return en;
 }
 
-/* Counts add up; a margin or a dedup window is as bad as its worst; other figures keep the
- * largest (ages, leases, horizons). */
+/* Counts add up; a margin, a dedup window or a dead-letter retention is as bad as its worst;
+ * other figures keep the largest (ages, leases, horizons, a queue's retention). */
 static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, double v,
                        const char *dlq)
 {
@@ -171,6 +173,8 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
     ix->queues[en->queue_id].has |= 1u << f;
     int fresh;
     double *p = val_slot(en, f, &fresh);
+    if (f == F_DL_RETENTION && (fresh || v < *p))
+        en->retention_dlq = dlq; /* the rule names the dead-letter queue that keeps the least */
     if (fresh) {
         *p = v;
         return;
@@ -193,6 +197,7 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
         break;
     case F_MARGIN:
     case F_DEDUP_WINDOW:
+    case F_DL_RETENTION:
         if (v < *p)
             *p = v;
         break;
@@ -302,7 +307,7 @@ void audit_index_collect(struct audit_index *ix, struct metric_set *const *sets,
             }
             if ((fam = sample_family(fam, &smp)) < 0)
                 continue;
-            if (fam == F_DEAD || fam == F_DEAD_AGE) {
+            if (fam == F_DEAD || fam == F_DEAD_AGE || fam == F_DL_RETENTION) {
                 dlq = label(&smp, "dead_letter_queue");
                 if (!dlq)
                     continue;

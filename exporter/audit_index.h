@@ -46,6 +46,8 @@ enum audit_fam {
     F_SOURCE_QUEUES,  /* qrel_source_queues, only when 0: an entry of the source, queue "" */
     F_READY,          /* qrel_queue_messages{state="ready"} (not per partition), beside F_DEPTH */
     F_CONSUMERS,      /* qrel_queue_consumers */
+    F_RETENTION,      /* qrel_queue_retention_seconds */
+    F_DL_RETENTION,   /* qrel_dead_letter_retention_seconds, the shortest over dead_letter_queue */
     F_COUNT
 };
 _Static_assert(F_COUNT <= 32, "audit_entry.has holds one bit per family");
@@ -63,6 +65,7 @@ struct audit_entry {
     uint32_t has;                 /* bit (1 << fam) for each family in v */
     uint32_t queue_id;            /* its (source, kind, queue) in audit_index.queues */
     const char *dlq;              /* the first dead-letter queue's name */
+    const char *retention_dlq;    /* the dead-letter queue of the shortest F_DL_RETENTION */
     size_t ndlq;                  /* how many dead-letter series */
     /* The engine's marks (zero from the index): the rules that fired on it, and the worst. */
     unsigned rules;

@@ -55,6 +55,7 @@
     'dedup_window_shorter_than_retry_horizon',
     'source_watches_nothing',
     'backlog_without_consumer',
+    'dead_letters_expire_unread',
   ],
   local auditDescription =
     "qrel's audit finds the rule {{ $labels.rule }} ({{ $labels.severity }}) broken by the configuration of {{ $value }} of the queues of {{ $labels.source }} ({{ $labels.kind }}). "
@@ -84,6 +85,35 @@
             'A dead-letter queue keeps growing.',
             '{{ $labels.dead_letter_queue }} (dead letters of {{ $labels.queue }}, {{ $labels.source }}) grew by {{ $value }} messages in the last 15 minutes, and has kept growing for '
             + dur(c['for'].deadLetterQueueGrowing) + ': messages are still being given up on.',
+            'deadLetters',
+          ),
+          // The dead_letters_expire_unread rule of qrel check from the same series: the DLQ keeps
+          // a message no longer than the queue does plus the queue's own (group-less) retry
+          // horizon, 0 where there is none. +Inf is "no limit": such a DLQ never fires (the
+          // last comparison), a queue without a limit against a finite DLQ does.
+          alert(
+            'QrelDeadLetterRetentionShort',
+            |||
+              (
+                %(d)s
+                  <= on(%(by)s) group_left()
+                (
+                  max by (%(by)s) (%(r)s)
+                    + on(%(by)s) max by (%(by)s) (%(h)s)
+                  or
+                  max by (%(by)s) (%(r)s)
+                )
+              ) < +Inf
+            ||| % {
+              d: sel('qrel_dead_letter_retention_seconds'),
+              r: sel('qrel_queue_retention_seconds'),
+              h: sel('qrel_retry_horizon_seconds', 'group=""'),
+              by: by(['source', 'queue']),
+            },
+            'deadLetterRetentionShort', 'warning',
+            'A dead-letter queue keeps its messages no longer than its source.',
+            '{{ $labels.dead_letter_queue }}, the dead-letter queue of {{ $labels.queue }} ({{ $labels.source }}, {{ $labels.kind }}), keeps a message {{ $value | humanizeDuration }}, no longer than {{ $labels.queue }} keeps it plus its retry horizon: a message dead-lettered late in its life expires there before anyone reads it (SQS standard queues keep the original enqueue time). '
+            + "Keep dead letters for the longest the broker allows (14 days on SQS) or for the queue's retention plus the time you need to read them; `qrel check` reports it as dead_letters_expire_unread.",
             'deadLetters',
           ),
         ],

@@ -36,6 +36,7 @@
     'for': {
       deadLetterQueueNotEmpty: '5m',
       deadLetterQueueGrowing: '15m',
+      deadLetterRetentionShort: '15m',
       leaseMarginLow: '10m',
       leaseMarginCritical: '2m',
       leaseMarginTrendingDown: '10m',

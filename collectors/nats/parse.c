@@ -3,6 +3,7 @@
  * reply recorded from nats-server 2.9.10 (tests/fixtures/nats/). */
 #include "nats/nats.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,21 @@ static int consumer_series(const json_t *cons, const char *ctx, const char *queu
 }
 
 /* Stream j of the list streams (whose path is spath) and its consumers. */
+/* Seconds a stream keeps a message: its config's max_age (nanoseconds), +Inf when 0 or absent
+ * (no age limit). */
+static int stream_retention(const json_t *stream, const char *ctx, double *out, struct err *e)
+{
+    char cfgpath[512];
+    json_t *cfg;
+    double ns = 0;
+    json_path_key(cfgpath, sizeof cfgpath, ctx, "config");
+    if (json_need_object(stream, ctx, "config", &cfg, e) ||
+        json_get_number(cfg, cfgpath, "max_age", &ns, e) < 0)
+        return -1;
+    *out = ns > 0 ? ns / NS : INFINITY;
+    return 0;
+}
+
 static int stream_series(const json_t *streams, const char *spath, size_t j, const char *account,
                          const struct nats_filter *f, double now, struct metric_set *out,
                          struct nats_page *pg, struct err *e)
@@ -241,20 +257,30 @@ static int stream_series(const json_t *streams, const char *spath, size_t j, con
         oldest >= 0)
         metric_set_add(out, "qrel_queue_oldest_message_age_seconds", oldest, "queue", queue, NULL);
 
-    if (sp && sp->dead_letter_stream) {
-        size_t k;
-        if (find_stream(streams, sp->dead_letter_stream, &k)) {
-            char dpath[300];
-            double dmessages, dage;
-            json_path_index(dpath, sizeof dpath, spath, k);
-            if (stream_state(json_array_get(streams, k), dpath, now, &dmessages, &dage, e))
-                return -1;
-            metric_set_add(out, "qrel_dead_letter_messages", dmessages, "queue", queue,
+    /* The retentions the dead_letters_expire_unread rule compares: the stream's where it has an
+     * age limit or a dead-letter stream, not one +Inf per stream. */
+    double keep;
+    size_t dk = 0;
+    int has_dls = sp && sp->dead_letter_stream && find_stream(streams, sp->dead_letter_stream, &dk);
+    if (stream_retention(stream, ctx, &keep, e))
+        return -1;
+    if (isfinite(keep) || has_dls)
+        metric_set_add(out, "qrel_queue_retention_seconds", keep, "queue", queue, NULL);
+
+    if (has_dls) {
+        char dpath[300];
+        double dmessages, dage, dkeep;
+        json_path_index(dpath, sizeof dpath, spath, dk);
+        if (stream_state(json_array_get(streams, dk), dpath, now, &dmessages, &dage, e) ||
+            stream_retention(json_array_get(streams, dk), dpath, &dkeep, e))
+            return -1;
+        metric_set_add(out, "qrel_dead_letter_retention_seconds", dkeep, "queue", queue,
+                       "dead_letter_queue", sp->dead_letter_stream, NULL);
+        metric_set_add(out, "qrel_dead_letter_messages", dmessages, "queue", queue,
+                       "dead_letter_queue", sp->dead_letter_stream, NULL);
+        if (dmessages > 0 && dage >= 0)
+            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", dage, "queue", queue,
                            "dead_letter_queue", sp->dead_letter_stream, NULL);
-            if (dmessages > 0 && dage >= 0)
-                metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", dage, "queue", queue,
-                               "dead_letter_queue", sp->dead_letter_stream, NULL);
-        }
     }
 
     if (json_get_array(stream, ctx, "consumer_detail", &consumers, e) < 0)

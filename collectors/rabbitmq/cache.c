@@ -14,9 +14,9 @@ struct rabbitmq_cache_rec {
 };
 
 struct rabbitmq_cache_fig {
-    double head_ts, redeliver, delivery_limit, consumer_timeout_ms;
+    double head_ts, redeliver, delivery_limit, consumer_timeout_ms, message_ttl_ms;
     uint32_t dlq0, ndlqs;
-    int has_head_ts;
+    int has_head_ts, has_dlx;
 };
 
 uint64_t rabbitmq_queue_hash(const char *vhost, const char *name)
@@ -65,7 +65,7 @@ static void grow(void **v, size_t n, size_t *cap, size_t sz)
 static int is_default(const struct rabbitmq_cached *v)
 {
     return !v->has_head_ts && v->redeliver == 0 && v->delivery_limit == -1 &&
-           v->consumer_timeout_ms == -1 && v->ndlqs == 0;
+           v->consumer_timeout_ms == -1 && v->ndlqs == 0 && v->message_ttl_ms == -1 && !v->has_dlx;
 }
 
 void rabbitmq_cache_add(struct rabbitmq_cache *c, const char *vhost, const char *name,
@@ -89,7 +89,9 @@ void rabbitmq_cache_add(struct rabbitmq_cache *c, const char *vhost, const char 
         f->redeliver = v->redeliver;
         f->delivery_limit = v->delivery_limit;
         f->consumer_timeout_ms = v->consumer_timeout_ms;
+        f->message_ttl_ms = v->message_ttl_ms;
         f->has_head_ts = v->has_head_ts;
+        f->has_dlx = v->has_dlx;
         f->dlq0 = (uint32_t)c->ndlqs;
         f->ndlqs = (uint32_t)v->ndlqs;
         for (size_t i = 0; i < v->ndlqs; i++) {
@@ -132,7 +134,7 @@ int rabbitmq_cache_find(const struct rabbitmq_cache *c, const char *vhost, const
     const struct rabbitmq_cache_rec *r = &c->recs[id];
     memset(out, 0, sizeof *out);
     out->has_stats = (int)r->has_stats;
-    out->delivery_limit = out->consumer_timeout_ms = -1;
+    out->delivery_limit = out->consumer_timeout_ms = out->message_ttl_ms = -1;
     if (r->fig) {
         const struct rabbitmq_cache_fig *f = &c->figs[r->fig - 1];
         out->has_head_ts = f->has_head_ts;
@@ -140,6 +142,8 @@ int rabbitmq_cache_find(const struct rabbitmq_cache *c, const char *vhost, const
         out->redeliver = f->redeliver;
         out->delivery_limit = f->delivery_limit;
         out->consumer_timeout_ms = f->consumer_timeout_ms;
+        out->message_ttl_ms = f->message_ttl_ms;
+        out->has_dlx = f->has_dlx;
         out->dlq0 = f->dlq0;
         out->ndlqs = f->ndlqs;
     }

@@ -24,6 +24,8 @@ struct rabbitmq_cached {
     double redeliver;
     double delivery_limit;      /* -1 when none */
     double consumer_timeout_ms; /* -1 when none */
+    double message_ttl_ms;      /* -1 when none */
+    int has_dlx;                /* it dead-letters (what expires in it goes on) */
     size_t ndlqs;               /* its dead-letter queues: rabbitmq_cache_dlq(c, this, 0 ..) */
     uint32_t dlq0;
 };

@@ -3,6 +3,7 @@
  * message. No I/O: tests/unit/check_rabbitmq.c feeds it replies recorded from a real broker. */
 #include "rabbitmq/rabbitmq.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,11 +46,25 @@ static int setting(const json_t *args, const json_t *pol, const char *actx, cons
     return 0;
 }
 
+/* The message TTL: where both the queue's argument and its policy set one, RabbitMQ applies the
+ * lower (unlike the other settings, where the argument wins). -1 when neither does. */
+static int message_ttl(const json_t *args, const json_t *pol, const char *actx, const char *pctx,
+                       double *ttl, struct err *e)
+{
+    double a = -1, p = -1;
+    *ttl = -1;
+    if ((args && json_get_numeric(args, actx, "x-message-ttl", &a, e) < 0) ||
+        (pol && json_get_numeric(pol, pctx, "message-ttl", &p, e) < 0))
+        return -1;
+    *ttl = a < 0 ? p : p < 0 ? a : fmin(a, p);
+    return 0;
+}
+
 int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
                          struct rabbitmq_queue *out, struct err *e)
 {
     memset(out, 0, sizeof *out);
-    out->delivery_limit = out->consumer_timeout_ms = -1;
+    out->delivery_limit = out->consumer_timeout_ms = out->message_ttl_ms = -1;
     if (json_expect_object(obj, ctx, e) || json_need_string(obj, ctx, "name", &out->name, e) ||
         json_need_string(obj, ctx, "vhost", &out->vhost, e))
         return -1;
@@ -91,7 +106,8 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
     if (setting(args, pol, actx, pctx, "dead-letter-exchange", &out->dlx, NULL, e) ||
         setting(args, pol, actx, pctx, "dead-letter-routing-key", &out->dlrk, NULL, e) ||
         setting(args, pol, actx, pctx, "delivery-limit", NULL, &out->delivery_limit, e) ||
-        setting(args, pol, actx, pctx, "consumer-timeout", NULL, &out->consumer_timeout_ms, e))
+        setting(args, pol, actx, pctx, "consumer-timeout", NULL, &out->consumer_timeout_ms, e) ||
+        message_ttl(args, pol, actx, pctx, &out->message_ttl_ms, e))
         return -1;
     return 0;
 }

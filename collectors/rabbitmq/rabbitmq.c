@@ -61,7 +61,7 @@ struct qrec {
     double head_ts;
     double redeliver;
     char *dlx, *dlrk;
-    double delivery_limit, consumer_timeout_ms;
+    double delivery_limit, consumer_timeout_ms, message_ttl_ms;
     size_t dlq0, ndlq; /* this queue's dead-letter queues: meta.dlqs[dlq0 .. dlq0 + ndlq) */
 };
 
@@ -116,7 +116,7 @@ static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name
     memset(r, 0, sizeof *r);
     r->vhost = xstrdup(vhost);
     r->name = xstrdup(name);
-    r->delivery_limit = r->consumer_timeout_ms = -1;
+    r->delivery_limit = r->consumer_timeout_ms = r->message_ttl_ms = -1;
     hashtab_add(&t->index, &p, (uint32_t)t->n, qrec_hash_of, t);
     t->n++;
     return r;
@@ -289,6 +289,7 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
     m->dlrk = xstrdup(q.dlrk);
     m->delivery_limit = q.delivery_limit;
     m->consumer_timeout_ms = q.consumer_timeout_ms;
+    m->message_ttl_ms = q.message_ttl_ms;
     return 0;
 }
 
@@ -480,6 +481,31 @@ out:
     return rc;
 }
 
+/* Seconds a queue keeps a message: its message TTL, +Inf without one (RabbitMQ keeps it). */
+static double retention_of(const struct rabbitmq_cached *v)
+{
+    return v->message_ttl_ms >= 0 ? v->message_ttl_ms / 1000.0 : INFINITY;
+}
+
+/* The retentions the dead_letters_expire_unread rule compares: a queue's where it has a TTL or
+ * dead-letter queues (not one +Inf per queue of a large broker), and each dead-letter queue's,
+ * unless that queue dead-letters itself: what expires there goes on (the delayed-retry pattern of
+ * a TTL queue routing back to its source), it is not lost. */
+static void emit_retention(const struct rabbitmq_cache *m, const struct rabbitmq_cached *mq,
+                           const char *v, const char *q, struct metric_set *out)
+{
+    if (mq->message_ttl_ms >= 0 || mq->ndlqs > 0)
+        metric_set_add(out, "qrel_queue_retention_seconds", retention_of(mq), "queue", q, "vhost",
+                       v, NULL);
+    for (size_t i = 0; i < mq->ndlqs; i++) {
+        const char *dlq = rabbitmq_cache_dlq(m, mq, i);
+        struct rabbitmq_cached dm;
+        if (rabbitmq_cache_find(m, v, dlq, &dm) && !dm.has_dlx)
+            metric_set_add(out, "qrel_dead_letter_retention_seconds", retention_of(&dm), "queue", q,
+                           "vhost", v, "dead_letter_queue", dlq, NULL);
+    }
+}
+
 /* The series of one queue. A failed add is remembered by the set, which the core checks after
  * collect(), so nothing here checks it. */
 static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
@@ -525,6 +551,7 @@ static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
     }
     if (mq.has_stats)
         metric_set_add(out, "qrel_redeliveries_total", mq.redeliver, "queue", q, "vhost", v, NULL);
+    emit_retention(m, &mq, v, q, out);
     for (size_t i = 0; i < mq.ndlqs; i++) {
         const char *dlq = rabbitmq_cache_dlq(m, &mq, i);
         size_t di = qtab_find(depth, v, dlq);
@@ -559,6 +586,8 @@ static struct rabbitmq_cache *meta_keep(const struct meta *m)
                                     .redeliver = r->redeliver,
                                     .delivery_limit = r->delivery_limit,
                                     .consumer_timeout_ms = r->consumer_timeout_ms,
+                                    .message_ttl_ms = r->message_ttl_ms,
+                                    .has_dlx = r->dlx != NULL,
                                     .ndlqs = r->ndlq};
         rabbitmq_cache_add(c, r->vhost, r->name, &v,
                            r->ndlq ? (const char *const *)m->dlqs + r->dlq0 : NULL);
@@ -677,6 +706,9 @@ out:
 static const struct audit_hint hints[] = {
     {"no_dead_letter_queue", "set a dead-letter exchange (x-dead-letter-exchange, by policy) and a "
                              "delivery limit"},
+    {"dead_letters_expire_unread",
+     "RabbitMQ restarts a message's TTL in the dead-letter queue, so give the dead-letter queue no "
+     "message-ttl, or one longer than the queue's by the time you need to read them"},
     /* A quorum queue drops a message at its x-delivery-limit when no dead-letter exchange is
      * set (RabbitMQ 4 gives every quorum queue a limit of 20 by default). */
     {"delivery_limit_drops", "set a dead-letter exchange (x-dead-letter-exchange, by policy) so "

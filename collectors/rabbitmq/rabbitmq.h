@@ -30,6 +30,7 @@ struct rabbitmq_queue {
     const char *dlrk; /* dead-letter routing key, or NULL (the message's own key is kept) */
     double delivery_limit;      /* x-delivery-limit / delivery-limit, or -1 */
     double consumer_timeout_ms; /* x-consumer-timeout / consumer-timeout, or -1 */
+    double message_ttl_ms;      /* x-message-ttl / message-ttl, the lower of both, or -1 */
 };
 
 /* Reads queue i of a /api/queues reply. ctx is its JSON path for messages ("$[12]"). with_meta:

@@ -128,6 +128,8 @@ int sqs_client_attributes(struct collector *c, unsigned *calls, const char *url,
         json_array_append_new(names, json_string("ApproximateNumberOfMessages"));
         json_array_append_new(names, json_string("ApproximateNumberOfMessagesNotVisible"));
         json_array_append_new(names, json_string("ApproximateNumberOfMessagesDelayed"));
+        /* for qrel_dead_letter_retention_seconds of the queues this one is the DLQ of */
+        json_array_append_new(names, json_string("MessageRetentionPeriod"));
     }
     json_object_set_new(o, "AttributeNames", names);
     char *body = json_dumps(o, JSON_COMPACT);

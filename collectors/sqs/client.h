@@ -77,8 +77,8 @@ int sqs_client_request(struct collector *c, unsigned *calls, const char *action,
  * queue does not exist, -1 on error. */
 int sqs_client_queue_url(struct collector *c, unsigned *calls, const char *name,
                          const char *account, const struct deadline *dl, char **url, struct err *e);
-/* GetQueueAttributes of url (All, or only the three counts). 1 with *a filled, 0 when the queue
- * does not exist, -1 on error. */
+/* GetQueueAttributes of url (All, or the three counts and MessageRetentionPeriod). 1 with *a
+ * filled, 0 when the queue does not exist, -1 on error. */
 int sqs_client_attributes(struct collector *c, unsigned *calls, const char *url, const char *name,
                           int all, const struct deadline *dl, struct sqs_attrs *a, struct err *e);
 

@@ -66,6 +66,8 @@ struct dlq {
     const char *name; /* likewise */
     int found;        /* its depth is known */
     double depth;
+    int has_retention; /* its MessageRetentionPeriod is known */
+    double retention;
     size_t cw; /* index into the CloudWatch names, or NONE */
 };
 
@@ -262,6 +264,8 @@ static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadli
             if (u->have && u->a.arn && strcmp(u->a.arn, r->dlq_arn) == 0) {
                 d->found = u->a.has_ready || u->a.has_in_flight || u->a.has_delayed;
                 d->depth = u->a.ready + u->a.in_flight + u->a.delayed;
+                d->has_retention = u->a.has_retention;
+                d->retention = u->a.retention;
                 break;
             }
         }
@@ -295,9 +299,23 @@ static int read_dlqs(struct collector *c, struct scrape *sc, const struct deadli
         }
         d->found = a.has_ready || a.has_in_flight || a.has_delayed;
         d->depth = a.ready + a.in_flight + a.delayed;
+        d->has_retention = a.has_retention;
+        d->retention = a.retention;
         sqs_attrs_free(&a);
     }
     return 0;
+}
+
+/* MessageRetentionPeriod of the queue and of its dead-letter queue, which the
+ * dead_letters_expire_unread rule compares: a standard queue's dead letter keeps its original
+ * enqueue time. */
+static void emit_retention(struct metric_set *out, const struct target *t, const struct dlq *d)
+{
+    if (t->a.has_retention)
+        metric_set_add(out, "qrel_queue_retention_seconds", t->a.retention, "queue", t->name, NULL);
+    if (d && d->has_retention)
+        metric_set_add(out, "qrel_dead_letter_retention_seconds", d->retention, "queue", t->name,
+                       "dead_letter_queue", t->a.redrive.dlq_name, NULL);
 }
 
 /* A failed add is remembered by the set, which the core checks after collect(). */
@@ -333,6 +351,7 @@ static void emit(struct metric_set *out, const struct scrape *sc)
         if (t->dlq != NONE && sc->d[t->dlq].found)
             metric_set_add(out, "qrel_dead_letter_messages", sc->d[t->dlq].depth, "queue", q,
                            "dead_letter_queue", a->redrive.dlq_name, NULL);
+        emit_retention(out, t, t->dlq != NONE ? &sc->d[t->dlq] : NULL);
     }
 }
 
@@ -460,6 +479,11 @@ static int check(struct collector *c, const struct deadline *dl, struct err *e)
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const struct audit_hint hints[] = {
     {"no_dead_letter_queue", "add a RedrivePolicy with a dead-letter queue and maxReceiveCount"},
+    {"dead_letters_expire_unread",
+     "a standard queue's dead letter keeps its original enqueue time, so it may arrive with its "
+     "retention nearly spent (FIFO queues restart it); set the dead-letter queue's "
+     "MessageRetentionPeriod to 1209600 (14 days, the most SQS allows) or to the queue's plus the "
+     "time you need to read them"},
     {NULL, NULL}};
 
 const struct collector_kind sqs_kind = {.name = "sqs",

@@ -92,7 +92,7 @@ QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld Qrel
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
 QrelAuditFailed QrelAuditFailedCritical QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
 QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow QrelSourceWatchesNothing
-QrelBacklogWithoutConsumer""".split()
+QrelBacklogWithoutConsumer QrelDeadLetterRetentionShort""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",

@@ -18,9 +18,10 @@ req() { J req "$@" >/dev/null; }
 # The dead-letter pattern of JetStream: a stream that keeps the advisories the server publishes
 # when a message reaches max_deliver (the message itself stays in its stream).
 req '$JS.API.STREAM.CREATE.ORDERS_DLQ' \
-  '{"name":"ORDERS_DLQ","storage":"file","subjects":["$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.*"]}'
+  '{"name":"ORDERS_DLQ","storage":"file","subjects":["$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.*"],"max_age":86400000000000}'
+# ORDERS keeps messages 7 days (max_age), ORDERS_DLQ its advisories 1 day: dead letters expire unread.
 req '$JS.API.STREAM.CREATE.ORDERS' \
-  '{"name":"ORDERS","subjects":["orders.>"],"storage":"file","retention":"workqueue","duplicate_window":90000000000}'
+  '{"name":"ORDERS","subjects":["orders.>"],"storage":"file","retention":"workqueue","duplicate_window":90000000000,"max_age":604800000000000}'
 req '$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.worker' \
   '{"stream_name":"ORDERS","config":{"durable_name":"worker","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":3,"filter_subject":"orders.>"}}'
 req '$JS.API.STREAM.CREATE.EVENTS' '{"name":"EVENTS","subjects":["events.>"],"storage":"memory"}'
@@ -79,6 +80,9 @@ rc=0
 expect_eq "qrel check: a max_deliver nobody captures is critical (exit 2)" "$rc" 2
 expect_eq "delivery_limit_drops: EVENTS only" "$(grep '\[delivery_limit_drops\]$' "$T/check.txt" | cut -d: -f1)" \
   "CRITICAL events EVENTS"
+expect_cmd "dead_letters_expire_unread: ORDERS_DLQ keeps 1 day against ORDERS' 7" grep -qF \
+  'WARNING events ORDERS: dead-letter queue ORDERS_DLQ keeps messages 24h, no longer than the queue keeps them (168h): a message dead-lettered late in its life expires there before anyone reads it, lost with the error that killed it; keep dead letters longer than the queue keeps messages plus its retry horizon, by the time you need to read them [dead_letters_expire_unread]' \
+  "$T/check.txt"
 expect_cmd "it names the advisory to capture" grep -qF \
   'capture the consumers'"'"' MAX_DELIVERIES advisories ($JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>) in a stream and name it dead_letter_stream, or raise max_deliver [delivery_limit_drops]' \
   "$T/check.txt"
@@ -96,6 +100,11 @@ expect_metric "$T/m.txt" 1 qrel_lease_timeout_seconds "$w"
 expect_metric "$T/m.txt" 3 qrel_max_deliveries "$w"
 expect_metric "$T/m.txt" 3 qrel_retry_horizon_seconds "$w"
 expect_metric "$T/m.txt" 90 qrel_dedup_window_seconds 'queue="ORDERS"'
+# Retention: the streams' max_age as STREAM.INFO gives it (ns -> s); EVENTS has none and no
+# dead-letter stream, so no series.
+max_age() { J req "\$JS.API.STREAM.INFO.$1" | "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["config"]["max_age"] // 10**9)'; }
+expect_metric "$T/m.txt" "$(max_age ORDERS)" qrel_queue_retention_seconds 'queue="ORDERS"'
+expect_metric "$T/m.txt" "$(max_age ORDERS_DLQ)" qrel_dead_letter_retention_seconds 'queue="ORDERS",dead_letter_queue="ORDERS_DLQ"'
 # Two acknowledged messages are gone (work queue): the oldest left was published first, and given
 # up only after three leases of 1 s had run out one after the other.
 expect_between "oldest message age of the work queue, s" \

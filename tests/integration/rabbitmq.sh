@@ -373,5 +373,40 @@ QREL_TEST_RABBIT_PASS=guest "$QREL" check --config.file="$T/idle.yml" > "$T/idle
 expect_eq "qrel check: orders has a backlog and no consumer, with the fix (and jobs, nothing ready, none)" \
   "$(grep '\[backlog_without_consumer\]$' "$T/idle.txt")" \
   "WARNING idle orders: $ready messages ready and no consumer: nothing takes them, so the backlog only grows and ages; start the workers that consume this queue (a basic.consume on it, in its vhost), or delete the queue if nothing should read it [backlog_without_consumer]"
+# ---- retention: a queue's message TTL against its dead-letter queue's (no TTL: +Inf) ----
+# orders keeps messages 2 h and orders.dlq 1 h (policies): its dead letters expire unread. plain
+# and plain.dlq have no TTL: fine. ttl.q has x-message-ttl 10 min and a policy of 5 min (RabbitMQ
+# applies the lower), its ttl.dlq 20 min: fine.
+api PUT /policies/%2F/orders-ttl '{"pattern":"^orders$","definition":{"message-ttl":7200000},"apply-to":"queues"}'
+api PUT /policies/%2F/orders-dlq-ttl '{"pattern":"^orders\\.dlq$","definition":{"message-ttl":3600000},"apply-to":"queues"}'
+api PUT /queues/%2F/ttl.dlq '{"durable":true,"arguments":{"x-message-ttl":1200000}}'
+api PUT /queues/%2F/ttl.q '{"durable":true,"arguments":{"x-message-ttl":600000,"x-dead-letter-exchange":"","x-dead-letter-routing-key":"ttl.dlq"}}'
+api PUT /policies/%2F/ttl-q '{"pattern":"^ttl\\.q$","definition":{"message-ttl":300000},"apply-to":"queues"}'
+printf 'sources:\n  - name: ret\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n    username: guest\n    password_env: QREL_TEST_RABBIT_PASS\n    queues: [orders, plain, ttl.q]\n' \
+  "$RABBIT_MGMT" > "$T/ret.yml"
+ret_read() { # once ttl.q has its first stats and both policies apply
+  QREL_TEST_RABBIT_PASS=guest "$QREL" scrape --config.file="$T/ret.yml" > "$T/ret.prom" 2>&1 &&
+    grep -q '^qrel_dead_letter_retention_seconds{.*queue="ttl.q"' "$T/ret.prom" &&
+    grep -q '^qrel_dead_letter_retention_seconds{.*queue="orders".* 3600$' "$T/ret.prom"
+}
+expect_cmd "qrel scrape reads the TTLs once ttl.q has stats" wait_for -i 0.5 60 "ttl.q listed" ret_read
+# The broker's own figures: the effective policy's message-ttl, the lower of argument and policy.
+ttl_of() { # ttl_of QUEUE: seconds, from GET /api/queues (+Inf: none, RabbitMQ keeps messages)
+  curl -fsS -u guest:guest "$API/queues/%2F/$1" | jq -r '[.arguments["x-message-ttl"], .effective_policy_definition["message-ttl"]]
+    | map(select(. != null)) | if length == 0 then "+Inf" else min / 1000 end'
+}
+r='source="ret"'
+expect_metric "$T/ret.prom" "$(ttl_of orders)" qrel_queue_retention_seconds "$r" 'queue="orders"'
+expect_metric "$T/ret.prom" "$(ttl_of orders.dlq)" qrel_dead_letter_retention_seconds "$r" 'queue="orders"' 'dead_letter_queue="orders.dlq"'
+expect_metric "$T/ret.prom" "$(ttl_of ttl.q)" qrel_queue_retention_seconds "$r" 'queue="ttl.q"'
+expect_metric "$T/ret.prom" "$(ttl_of ttl.dlq)" qrel_dead_letter_retention_seconds "$r" 'queue="ttl.q"' 'dead_letter_queue="ttl.dlq"'
+expect_metric "$T/ret.prom" "$(ttl_of plain)" qrel_queue_retention_seconds "$r" 'queue="plain"'
+expect_metric "$T/ret.prom" "$(ttl_of plain.dlq)" qrel_dead_letter_retention_seconds "$r" 'queue="plain"' 'dead_letter_queue="plain.dlq"'
+QREL_TEST_RABBIT_PASS=guest "$QREL" check --config.file="$T/ret.yml" > "$T/ret.txt" 2>&1 || true
+expect_eq "dead_letters_expire_unread: orders only" \
+  "$(sed -nE 's/^WARNING ret ([a-z.]+): .*\[dead_letters_expire_unread\]$/\1/p' "$T/ret.txt" | tr '\n' ' ')" "orders "
+expect_cmd "orders: both TTLs, what is lost and the fix" grep -qF \
+  "WARNING ret orders: dead-letter queue orders.dlq keeps messages 1h, no longer than the queue keeps them (2h): a message dead-lettered late in its life expires there before anyone reads it, lost with the error that killed it; RabbitMQ restarts a message's TTL in the dead-letter queue, so give the dead-letter queue no message-ttl, or one longer than the queue's by the time you need to read them [dead_letters_expire_unread]" \
+  "$T/ret.txt"
 
 finish

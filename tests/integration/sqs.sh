@@ -36,7 +36,7 @@ orders_dlq=$(create orders-dlq '{}')
 orders=$(create orders "{\"VisibilityTimeout\":\"2\",\"RedrivePolicy\":$(policy orders-dlq '"2"')}")
 shared=$(create shared-dlq '{}')
 create billing "{\"VisibilityTimeout\":\"45\",\"DelaySeconds\":\"5\",\"RedrivePolicy\":$(policy shared-dlq 3)}" >/dev/null
-create refunds "{\"VisibilityTimeout\":\"60\",\"MessageRetentionPeriod\":\"200\",\"RedrivePolicy\":$(policy shared-dlq '"5"')}" >/dev/null
+refunds=$(create refunds "{\"VisibilityTimeout\":\"60\",\"MessageRetentionPeriod\":\"200\",\"RedrivePolicy\":$(policy shared-dlq '"5"')}")
 events=$(create events.fifo '{"FifoQueue":"true","ContentBasedDeduplication":"true","VisibilityTimeout":"10","MessageRetentionPeriod":"600"}')
 create zz-other '{}' >/dev/null
 
@@ -187,6 +187,16 @@ expect_absent "$m" qrel_sample_age_seconds "$src" 'queue="billing"'
 expect_metric "$m" 400 qrel_dead_letter_oldest_age_seconds "$src" 'queue="orders"' 'dead_letter_queue="orders-dlq"'
 expect_metric "$m" 900 qrel_dead_letter_oldest_age_seconds "$src" 'queue="billing"' 'dead_letter_queue="shared-dlq"'
 expect_metric "$m" 900 qrel_dead_letter_oldest_age_seconds "$src" 'queue="refunds"' 'dead_letter_queue="shared-dlq"'
+# Retention: MessageRetentionPeriod of each queue and of its dead-letter queue as SQS states it,
+# orders-dlq selected itself (GetQueueAttributes All), shared-dlq not (the counts' call asks for
+# it). SQS's default (345600 s, 4 days) for all but refunds (200 s).
+ret() { depth "$1" MessageRetentionPeriod; }
+expect_metric "$m" "$(ret "$orders")" qrel_queue_retention_seconds "$src" 'queue="orders"'
+expect_metric "$m" "$(ret "$orders_dlq")" qrel_dead_letter_retention_seconds "$src" 'queue="orders"' 'dead_letter_queue="orders-dlq"'
+expect_metric "$m" "$(ret "$orders_dlq")" qrel_queue_retention_seconds "$src" 'queue="orders-dlq"'
+expect_metric "$m" "$(ret "$refunds")" qrel_queue_retention_seconds "$src" 'queue="refunds"'
+expect_metric "$m" "$(ret "$shared")" qrel_dead_letter_retention_seconds "$src" 'queue="refunds"' 'dead_letter_queue="shared-dlq"'
+expect_metric "$m" "$(ret "$shared")" qrel_dead_letter_retention_seconds "$src" 'queue="billing"' 'dead_letter_queue="shared-dlq"'
 
 # Credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
 expect_metric "$m" 1 qrel_collector_up 'source="from-env"'
@@ -324,6 +334,18 @@ refused "an exclude that is not a list is refused at its line and column" \
 refused "an exclude beside only queues is refused, saying why" \
   'bad.yml:10:14: exclude: only with queue_name_prefix or without queues (it leaves out queues ListQueues finds' \
   $'    queues: [orders]\n    exclude: ["*-tmp-*"]\n'
+# qrel check: orders and billing keep their dead letters (4 days) no longer than the queue does
+# (4 days) plus the retry horizon, so a dead letter can expire unread; refunds (200 s against
+# shared-dlq's 4 days) is fine. After the counts of the stub's log above, which it would change.
+excl_yml "$T/ret.yml" retention "    queue_name_prefix: orders
+    queues: [billing, refunds]
+"
+"$QREL" check --config.file="$T/ret.yml" > "$T/ret.txt" 2>&1 || true
+expect_eq "dead_letters_expire_unread: orders and billing, not refunds" \
+  "$(sed -nE 's/^WARNING retention ([a-z.-]+): .*\[dead_letters_expire_unread\]$/\1/p' "$T/ret.txt" | sort | tr '\n' ' ')" "billing orders "
+expect_cmd "orders: both retentions, the horizon, what is lost and the fix" grep -qF \
+  "WARNING retention orders: dead-letter queue orders-dlq keeps messages 96h, no longer than the queue keeps them (96h) plus its retry horizon (4s): a message dead-lettered late in its life expires there before anyone reads it, lost with the error that killed it; a standard queue's dead letter keeps its original enqueue time, so it may arrive with its retention nearly spent (FIFO queues restart it); set the dead-letter queue's MessageRetentionPeriod to 1209600 (14 days, the most SQS allows) or to the queue's plus the time you need to read them [dead_letters_expire_unread]" \
+  "$T/ret.txt"
 if grep -qF -e "$secret" -e "$wrong" "$T/stub.jsonl"; then
   not_ok "a secret key reached the server"
 else

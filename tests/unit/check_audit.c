@@ -2,6 +2,7 @@
  * message and stays silent at its boundary; the report's order, counts and status; the
  * qrel_audit_failed series; the text and JSON of `qrel check`; the `audit:` configuration. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -482,6 +483,97 @@ START_TEST(test_no_dead_letter_queue)
     r = run(&c, &cfg);
     ck_assert_uint_eq(r->nfindings, 0);
     ck_assert_int_eq(r->status, AUDIT_OK);
+    audit_report_free(r);
+    col_free(&c);
+}
+END_TEST
+
+/* ---- dead_letters_expire_unread ---- */
+
+/* A dead-letter queue that keeps messages no longer than the source keeps them plus the retry
+ * horizon warns, with the kind's fix (SQS) or the generic one; a longer one, one without a limit
+ * (+Inf) and a queue without a dead-letter retention do not; a source without a limit against a
+ * finite dead-letter queue does. Equal counts as too short. */
+START_TEST(test_dead_letters_expire_unread)
+{
+    struct col c = {0};
+    struct metric_set *s = col_set(&c, "aws", "sqs");
+    /* SQS defaults: 4 days both, a retry horizon of 4 s. */
+    metric_set_add(s, "qrel_queue_retention_seconds", 345600, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_retry_horizon_seconds", 4, "queue", "orders", NULL);
+    metric_set_add(s, "qrel_dead_letter_retention_seconds", 345600, "queue", "orders",
+                   "dead_letter_queue", "orders-dlq", NULL);
+    /* One second more than the queue, still within its horizon. */
+    metric_set_add(s, "qrel_queue_retention_seconds", 200, "queue", "refunds", NULL);
+    metric_set_add(s, "qrel_retry_horizon_seconds", 200, "queue", "refunds", NULL);
+    metric_set_add(s, "qrel_dead_letter_retention_seconds", 201, "queue", "refunds",
+                   "dead_letter_queue", "refunds-dlq", NULL);
+    /* The fix: 14 days against 4. */
+    metric_set_add(s, "qrel_queue_retention_seconds", 345600, "queue", "billing", NULL);
+    metric_set_add(s, "qrel_retry_horizon_seconds", 140, "queue", "billing", NULL);
+    metric_set_add(s, "qrel_dead_letter_retention_seconds", 1209600, "queue", "billing",
+                   "dead_letter_queue", "billing-dlq", NULL);
+    /* No dead-letter retention stated: nothing to judge. */
+    metric_set_add(s, "qrel_queue_retention_seconds", 60, "queue", "plain", NULL);
+    struct metric_set *b = col_set(&c, "mq", "nats");
+    /* Two dead-letter streams: the shorter one is named. No horizon. */
+    metric_set_add(b, "qrel_queue_retention_seconds", INFINITY, "queue", "EVENTS", NULL);
+    metric_set_add(b, "qrel_dead_letter_retention_seconds", INFINITY, "queue", "EVENTS",
+                   "dead_letter_queue", "EVENTS_ALL", NULL);
+    metric_set_add(b, "qrel_dead_letter_retention_seconds", 86400, "queue", "EVENTS",
+                   "dead_letter_queue", "EVENTS_DLQ", NULL);
+    /* Both without a limit. */
+    metric_set_add(b, "qrel_queue_retention_seconds", INFINITY, "queue", "LOGS", NULL);
+    metric_set_add(b, "qrel_dead_letter_retention_seconds", INFINITY, "queue", "LOGS",
+                   "dead_letter_queue", "LOGS_DLQ", NULL);
+    /* A day against an hour and its horizon. */
+    metric_set_add(b, "qrel_queue_retention_seconds", 3600, "queue", "MAIL", NULL);
+    metric_set_add(b, "qrel_retry_horizon_seconds", 150, "queue", "MAIL", "group", "w", NULL);
+    metric_set_add(b, "qrel_dead_letter_retention_seconds", 3600, "queue", "MAIL",
+                   "dead_letter_queue", "MAIL_DLQ", NULL);
+    struct audit_report *r = run(&c, NULL);
+    ck_assert_uint_eq(r->nfindings, 4);
+    const struct audit_finding *f = finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "orders");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->severity, AUDIT_WARNING);
+    ck_assert_double_eq(f->value, 345600);
+    ck_assert_double_eq(f->limit, 345604);
+    ck_assert_str_eq(f->message,
+                     "dead-letter queue orders-dlq keeps messages 96h, no longer than the queue "
+                     "keeps them (96h) plus its retry horizon (4s): a message dead-lettered late "
+                     "in its life expires there before anyone reads it, lost with the error that "
+                     "killed it; a standard queue's dead letter keeps its original enqueue time, "
+                     "so it may arrive with its retention nearly spent (FIFO queues restart it); "
+                     "set the dead-letter queue's MessageRetentionPeriod to 1209600 (14 days, the "
+                     "most SQS allows) or to the queue's plus the time you need to read them");
+    ck_assert_ptr_nonnull(finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "refunds"));
+    ck_assert_ptr_null(finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "billing"));
+    ck_assert_ptr_null(finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "plain"));
+    ck_assert_ptr_null(finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "LOGS"));
+    f = finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "EVENTS");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->message,
+                     "dead-letter queue EVENTS_DLQ keeps messages 24h, while the queue keeps them "
+                     "without limit: a message dead-lettered late in its life expires there "
+                     "before anyone reads it, lost with the error that killed it; keep dead "
+                     "letters longer than the queue keeps messages plus its retry horizon, by the "
+                     "time you need to read them");
+    /* The horizon of a group is not the queue's: MAIL's entry has none, equal is too short. */
+    f = finding(r, AUDIT_DEAD_LETTERS_EXPIRE_UNREAD, "MAIL");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(strstr(f->message, "keeps messages 1h, no longer than the queue keeps "
+                                             "them (1h): a message"));
+    ck_assert_int_eq(r->status, AUDIT_WARNING);
+    ck_assert_str_eq(audit_rule_name(AUDIT_DEAD_LETTERS_EXPIRE_UNREAD),
+                     "dead_letters_expire_unread");
+    audit_report_free(r);
+
+    /* Disabled: no finding. */
+    struct audit_config cfg;
+    audit_config_default(&cfg);
+    cfg.disabled[AUDIT_DEAD_LETTERS_EXPIRE_UNREAD] = 1;
+    r = run(&c, &cfg);
+    ck_assert_uint_eq(r->nfindings, 0);
     audit_report_free(r);
     col_free(&c);
 }
@@ -1250,7 +1342,8 @@ START_TEST(test_config)
          "dedup_window_shorter_than_retry_horizon, no_dead_letter_queue, "
          "claim_window_too_short, orphaned_messages, eta_beyond_lease, skipped_entries, "
          "dead_letters_not_kept, source_watches_nothing, handler_timeout_not_below_lease, "
-         "delivery_limit_drops, no_broker_lease, backlog_without_consumer), got "
+         "delivery_limit_drops, no_broker_lease, backlog_without_consumer, "
+         "dead_letters_expire_unread), got "
          "\"no_dlq\""},
         {"audit:\n  outbox_lags: 5m\n",
          "x.yml:2:3: unknown key \"outbox_lags\" in audit (known keys: disabled_rules, "
@@ -1327,6 +1420,7 @@ int main(void)
         {test_delivery_limit_drops, 0},
         {test_no_broker_lease, 0},
         {test_backlog_without_consumer, 0},
+        {test_dead_letters_expire_unread, 0},
         {test_claim_window, 0},
         {test_report_order_and_status, 0},
         {test_audit_series, 0},

@@ -60,6 +60,8 @@ static const struct {
     /* nor this: a job runner that deletes its failed jobs (delayed_job, issue 25) */
     {"qrel_dead_letters_not_kept", METRIC_GAUGE},
     {"qrel_source_queues", METRIC_GAUGE},
+    {"qrel_queue_retention_seconds", METRIC_GAUGE},
+    {"qrel_dead_letter_retention_seconds", METRIC_GAUGE},
     {"qrel_audit_failed", METRIC_GAUGE},
     {"qrel_audit_failed_queues", METRIC_GAUGE},
     {"qrel_collector_up", METRIC_GAUGE},

@@ -88,6 +88,46 @@ START_TEST(test_queue_parse)
 }
 END_TEST
 
+/* The message TTL: the argument, the policy, or the lower of both (as RabbitMQ applies it); -1
+ * without one; a TTL that is no number is refused at its path. */
+START_TEST(test_queue_ttl)
+{
+    static const struct {
+        const char *json;
+        double ttl;
+    } cases[] = {
+        {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":{\"x-message-ttl\":600000}}", 600000},
+        {"{\"name\":\"q\",\"vhost\":\"/\",\"effective_policy_definition\":{\"message-ttl\":"
+         "300000}}",
+         300000},
+        {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":{\"x-message-ttl\":600000},"
+         "\"effective_policy_definition\":{\"message-ttl\":300000}}",
+         300000},
+        {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":{\"x-message-ttl\":100000},"
+         "\"effective_policy_definition\":{\"message-ttl\":300000}}",
+         100000},
+        {"{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":[],\"effective_policy_definition\":[]}",
+         -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *o = json_loads(cases[i].json, 0, NULL);
+        ck_assert_ptr_nonnull(o);
+        struct rabbitmq_queue q;
+        struct err e;
+        ck_assert_int_eq(rabbitmq_queue_parse(o, "$[0]", 1, &q, &e), 0);
+        ck_assert_double_eq(q.message_ttl_ms, cases[i].ttl);
+        json_decref(o);
+    }
+    json_t *o = json_loads("{\"name\":\"q\",\"vhost\":\"/\",\"arguments\":{\"x-message-ttl\":[1]}}",
+                           0, NULL);
+    struct rabbitmq_queue q;
+    struct err e;
+    ck_assert_int_eq(rabbitmq_queue_parse(o, "$[0]", 1, &q, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "$[0].arguments.x-message-ttl"));
+    json_decref(o);
+}
+END_TEST
+
 static const struct check_case bad_queues[] = {
     {"{\"vhost\":\"/\"}", "$[4].name: missing"},
     {"{\"name\":\"q\",\"vhost\":1}", "$[4].vhost: want a string, got a number"},
@@ -304,15 +344,18 @@ START_TEST(test_cache)
     struct rabbitmq_cache c;
     memset(&c, 0, sizeof c);
     const struct rabbitmq_cached quiet = {
-        .has_stats = 1, .delivery_limit = -1, .consumer_timeout_ms = -1};
+        .has_stats = 1, .delivery_limit = -1, .consumer_timeout_ms = -1, .message_ttl_ms = -1};
     const struct rabbitmq_cached busy = {.has_stats = 1,
                                          .has_head_ts = 1,
                                          .head_ts = 1700000000.5,
                                          .redeliver = 7,
                                          .delivery_limit = 4,
                                          .consumer_timeout_ms = 60000,
+                                         .message_ttl_ms = 3600000,
+                                         .has_dlx = 1,
                                          .ndlqs = 2};
-    const struct rabbitmq_cached nostats = {.delivery_limit = -1, .consumer_timeout_ms = -1};
+    const struct rabbitmq_cached nostats = {
+        .delivery_limit = -1, .consumer_timeout_ms = -1, .message_ttl_ms = -1};
     const char *dlqs[] = {"orders.dlq", "orders.parked"};
     char name[32];
     for (int i = 0; i < 3000; i++) {
@@ -332,6 +375,8 @@ START_TEST(test_cache)
     ck_assert_double_eq(v.redeliver, 7);
     ck_assert_double_eq(v.delivery_limit, 4);
     ck_assert_double_eq(v.consumer_timeout_ms, 60000);
+    ck_assert_double_eq(v.message_ttl_ms, 3600000);
+    ck_assert_int_eq(v.has_dlx, 1);
     ck_assert_uint_eq(v.ndlqs, 2);
     ck_assert_str_eq(rabbitmq_cache_dlq(&c, &v, 0), "orders.dlq");
     ck_assert_str_eq(rabbitmq_cache_dlq(&c, &v, 1), "orders.parked");
@@ -342,6 +387,8 @@ START_TEST(test_cache)
     ck_assert_double_eq(v.redeliver, 0);
     ck_assert_double_eq(v.delivery_limit, -1);
     ck_assert_double_eq(v.consumer_timeout_ms, -1);
+    ck_assert_double_eq(v.message_ttl_ms, -1);
+    ck_assert_int_eq(v.has_dlx, 0);
     ck_assert_uint_eq(v.ndlqs, 0);
     ck_assert_int_eq(rabbitmq_cache_find(&c, "/", "q.200", &v), 1);
     ck_assert_int_eq(v.has_stats, 0);
@@ -362,6 +409,7 @@ static Suite *rabbitmq_suite(void)
     Suite *s = suite_create("rabbitmq");
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_queue_parse);
+    tcase_add_test(tc, test_queue_ttl);
     tcase_add_loop_test(tc, test_queue_parse_bad, 0,
                         (int)(sizeof bad_queues / sizeof bad_queues[0]));
     tcase_add_loop_test(tc, test_each_object, 0, (int)(sizeof lists / sizeof lists[0]));
