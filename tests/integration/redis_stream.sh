@@ -151,7 +151,7 @@ expect_same_via_proxy "$T/qrel.yml" cache "127.0.0.1:$RP"
 expect_same_via_tls "$T/qrel.yml" cache "127.0.0.1:$RP" "$RP_TLS"
 
 # The monitoring user of docs/kinds/redis_stream.md is enough for every command sent.
-R ACL SETUSER qrel on '>acl-pw-7f3e' '%R~*' '+xinfo|groups' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
+R ACL SETUSER qrel on '>acl-pw-7f3e' '%R~*' '+xinfo|groups' '+xinfo|consumers' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
 sed 's/^    address: .*/&\n    username: qrel\n    password_env: QREL_TEST_REDIS_PW/' "$T/qrel.yml" > "$T/acl.yml"
 QREL_TEST_REDIS_PW=acl-pw-7f3e "$QREL" scrape --config.file="$T/acl.yml" > "$T/acl.txt" 2> "$T/acl.log" || true
 expect_metric "$T/acl.txt" 1 qrel_collector_up 'source="cache"' 'kind="redis_stream"'
@@ -190,7 +190,7 @@ expect_eq "XINFO GROUPS calls for 40 streams" "$(calls 'xinfo\|groups')" 40
 expect_eq "XPENDING calls (one per group with pending entries)" "$(calls xpending)" 40
 expect_eq "XRANGE calls (one per group with undelivered entries)" "$(calls xrange)" 40
 used=$(sed -nE 's/^cmdstat_([^:]+):.*/\1/p' "$T/stats.txt" | grep -vE '^(config\|resetstat|info)$' | sort | tr '\n' ' ')
-expect_eq "commands used (read-only)" "$used" "scan time xinfo|groups xpending xrange "
+expect_eq "commands used (read-only)" "$used" "scan time xinfo|consumers xinfo|groups xpending xrange "
 
 # Dead-letter streams (missing here: XLEN 0, XRANGE and XREVRANGE empty) ride the same pipeline.
 R CONFIG RESETSTAT >/dev/null

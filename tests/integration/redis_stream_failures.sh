@@ -119,7 +119,7 @@ printf '%s\n' "$key_pw" > "$T/key.pass"
 chmod 600 "$T/tls-acl.pass" "$T/key.pass"
 LR XGROUP CREATE orders workers '$' MKSTREAM >/dev/null
 LR XADD orders '*' n 1 >/dev/null
-LR ACL SETUSER tlsreader on ">$tls_pw" '%R~*' '+xinfo|groups' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
+LR ACL SETUSER tlsreader on ">$tls_pw" '%R~*' '+xinfo|groups' '+xinfo|consumers' +xpending +xrange +xrevrange +xlen +scan +time >/dev/null
 # The client key encrypted with a password, read from key_password_file.
 openssl pkey -in "$T/tls/client.key" -aes256 -passout "file:$T/key.pass" -out "$T/tls/client-enc.key" 2>/dev/null
 # tls_source NAME [TLS_LINE...]: a redis_stream source on the TLS port as user tlsreader, with
