@@ -145,8 +145,13 @@ expect_eq "... deliveries from dlqDeliveryFailureCause's Delivery[3]" \
 DLQ replay --queue=orders > "$T/dry.json"
 expect_eq "a dry run of orders would move orders-1 alone" \
   "$(jq -r '[.replay.would_move[].work_id] | join(",")' "$T/dry.json")" orders-1
+# The exporter's join reads the same way (a browse changes nothing) and classifies alike.
+"$QREL" scrape --config.file="$T/dlq.yml" > "$T/join.txt" 2> "$T/join.log"
+for w in done:1 not_done:1 unknown:0; do
+  expect_metric "$T/join.txt" "${w#*:}" qrel_dead_letter_classified_messages 'queue="orders",dead_letter_queue="ActiveMQ.DLQ"' "work=\"${w%%:*}\""
+done
 dlq_state > "$T/dlq.after"
-expect_cmd "inspect and a dry run change nothing (QueueSizes, dead letters' ids)" cmp -s "$T/dlq.before" "$T/dlq.after"
+expect_cmd "inspect, a dry run and a scrape's join change nothing (QueueSizes, dead letters' ids)" cmp -s "$T/dlq.before" "$T/dlq.after"
 DLQ replay --queue=orders --yes > "$T/replay1.json"
 DLQ replay --queue=emails --yes > "$T/replay2.json"
 expect_eq "replay orders, then emails: each moves its one not_done dead letter" \
