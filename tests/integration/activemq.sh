@@ -9,6 +9,9 @@
 # no_broker_lease). The same endpoint read
 # through the fault proxy gives the same series; a broker that is down, a wrong password and a
 # reply that is no JSON give up 0 with their reason; --config.check reads the broker live.
+# qrel dlq against a PostgreSQL work table: inspect's counts equal SQL's, inspect, a dry run and
+# the exporter's join leave the DLQ as it was, replay (retryMessage) moves exactly the not-done
+# ones, a JMS consumer receives one with body and property intact, a second replay moves nothing.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
