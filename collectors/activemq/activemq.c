@@ -11,6 +11,8 @@
  * RedeliveryPolicy, not the broker, decides when a message is dead: its limit is read back from
  * the dlqDeliveryFailureCause the client writes into each dead letter. */
 #include "activemq.h"
+#include "activemq/client.h"
+#include "activemq/dlq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,20 +30,6 @@
 #include "log.h"
 
 #define DEFAULT_BROWSE_LIMIT 1000
-
-struct state {
-    char *url; /* jolokia_url, without a trailing slash */
-    char *broker_name;
-    char *username;
-    char *password; /* wiped on destroy */
-    char *dead_letter_queue;
-    long long browse_limit;
-    char **queues; /* globs, or NULL */
-    size_t nqueues;
-    struct exclude exclude;
-    struct http_config http;
-    struct http_client *client; /* kept between scrapes: the connection is reused */
-};
 
 static void destroy(struct collector *c)
 {
@@ -115,7 +103,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
 
 /* The bulk request: a JSON list of Jolokia requests, built with jansson so every name is
  * escaped. Jolokia's stack traces are left out of error replies. */
-static char *bulk_request(const struct state *st)
+static json_t *bulk_request(const struct state *st)
 {
     char *b = xasprintf("org.apache.activemq:type=Broker,brokerName=%s", st->broker_name);
     char *qs = xasprintf("%s,destinationType=Queue,destinationName=*", b);
@@ -139,45 +127,22 @@ static char *bulk_request(const struct state *st)
                                         (json_int_t)st->browse_limit, "includeStackTrace", 0));
         free(d);
     }
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
     free(b);
     free(qs);
     free(ss);
-    if (!body)
-        abort(); /* only on allocation failure */
-    return body;
+    return req;
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
                    struct err *e)
 {
     struct state *st = c->priv;
-    if (!st->client)
-        st->client = http_client_new(c->name, &st->http);
     st->exclude.dropped = 0; /* a failed collection emitted none: count this one alone */
-    char *body = bulk_request(st);
-    char *url = xasprintf("%s/", st->url);
-    static const char *const headers[] = {"Content-Type: application/json", NULL};
-    struct http_request req = {
-        .method = "POST",
-        .url = url,
-        .headers = headers,
-        .body = body,
-        .body_len = strlen(body),
-        .auth = st->username ? HTTP_AUTH_BASIC : HTTP_AUTH_NONE,
-        .username = st->username,
-        .password = st->password,
-    };
-    struct http_response resp = {0};
-    int rc = http_do(st->client, &req, dl, &resp, e);
-    free(body);
-    free(url);
+    json_t *req = bulk_request(st);
+    json_t *doc;
+    int rc = activemq_client_post(c, req, "POST jolokia", dl, &doc, e);
+    json_decref(req);
     if (rc)
-        return -1;
-    json_t *doc = json_parse_body(resp.body, resp.len, "POST jolokia", e);
-    http_response_free(&resp);
-    if (!doc)
         return -1;
     struct activemq_filter f = {
         .broker_name = st->broker_name,
@@ -223,10 +188,32 @@ static const struct audit_hint hints[] = {
      "acknowledging and its messages go to another"},
     {NULL, NULL}};
 
+/* A dead_letters entry for `qrel dlq` (at load, no I/O): the queue must be one this source
+ * watches (its queues globs, not excluded, not a dead-letter queue itself). */
+static int dead_letter_validate(struct collector *c, struct cfg_node *entry, const char *queue,
+                                const char *id_field, struct err *e)
+{
+    struct state *st = c->priv;
+    char why[300];
+    if (activemq_dlq_id_field_check(id_field, why, sizeof why))
+        return cfg_error(e, cfg_at(entry, "id_field"), "id_field: %s", why);
+    int in = !st->queues;
+    for (size_t i = 0; !in && i < st->nqueues; i++)
+        in = glob_match(st->queues[i], queue);
+    if (!in || activemq_is_dlq(st->dead_letter_queue, queue) || exclude_match(&st->exclude, queue))
+        return cfg_error(e, cfg_at(entry, "queue"),
+                         "queue: source \"%s\" does not watch a queue named \"%s\"", c->name,
+                         queue);
+    return 0;
+}
+
 const struct collector_kind activemq_kind = {.name = "activemq",
                                              .audit_hints = hints,
                                              .state_size = sizeof(struct state),
                                              .configure = configure,
                                              .collect = collect,
                                              .check = check,
-                                             .destroy = destroy};
+                                             .destroy = destroy,
+                                             .dead_letter_validate = dead_letter_validate,
+                                             .dead_letter_ids = dlq_dead_letter_ids,
+                                             .dlq = &activemq_dlq_kind};

@@ -58,4 +58,28 @@ int activemq_is_dlq(const char *pattern, const char *name);
 /* The dead-letter queue of queue by the pattern, malloc'd. */
 char *activemq_dlq_name(const char *pattern, const char *queue);
 
+/* `qrel dlq`: id_field is "property:NAME" (a JMS property of the message) or a dotted JSON key of
+ * a text message's body. 0, or -1 with the reason in why. */
+#define ACTIVEMQ_PROPERTY_PREFIX "property:"
+int activemq_dlq_id_field_check(const char *id_field, char *why, size_t cap);
+
+/* One dead letter of a browse() reply as `qrel dlq` reads it. */
+struct activemq_letter {
+    const char *message_id; /* JMSMessageID, within the reply */
+    char *work_id;          /* malloc'd, NULL: absent */
+    long long deliveries;   /* N of "Delivery[N] exceeds" in dlqDeliveryFailureCause; -1 */
+    double sent;            /* JMSTimestamp, epoch s; 0: unknown */
+    size_t body_bytes;      /* of Text, 0 for other message types */
+};
+
+/* 1 when m (one element of browse()'s list) came from queue (OriginalDestination
+ * "queue://QUEUE") and has a JMSMessageID: out filled, work id by id_field; 0 when it is
+ * another queue's or unreadable. */
+int activemq_dlq_letter(const json_t *m, const char *queue, const char *id_field,
+                        struct activemq_letter *out);
+
+/* The N of "Delivery[N] exceeds redelivery policy limit" in a dlqDeliveryFailureCause: 1 with
+ * *out, else 0. */
+int activemq_cause_deliveries(const char *cause, long long *out);
+
 #endif

@@ -5,12 +5,14 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "common/glob.h"
 #include "common/json.h"
+#include "common/json_id.h"
 #include "hashtab.h"
 #include "number.h"
 
@@ -311,4 +313,93 @@ out:
     hashtab_free(&rows.ix);
     free(rows.v);
     return rc;
+}
+
+/* ---- `qrel dlq`: one dead letter of a browse() ---- */
+
+int activemq_dlq_id_field_check(const char *id_field, char *why, size_t cap)
+{
+    char shared[200];
+    if (json_id_field_check(id_field, ACTIVEMQ_PROPERTY_PREFIX, shared, sizeof shared) == 0)
+        return 0;
+    snprintf(why, cap,
+             "want a JSON key of the text message's body with dots between nested keys "
+             "(order.id) or property:NAME for a JMS property, got \"%s\"",
+             id_field);
+    return -1;
+}
+
+int activemq_cause_deliveries(const char *cause, long long *out)
+{
+    static const char key[] = "Delivery[";
+    const char *p = cause ? strstr(cause, key) : NULL;
+    if (!p || !strstr(p, "] exceeds redelivery policy limit"))
+        return 0;
+    p += sizeof key - 1;
+    char digits[16];
+    size_t n = 0;
+    while (p[n] >= '0' && p[n] <= '9' && n < sizeof digits - 1) {
+        digits[n] = p[n];
+        n++;
+    }
+    if (n == 0 || p[n] != ']')
+        return 0;
+    digits[n] = '\0';
+    return num_parse_int(digits, 0, 1000000000, out) == 0;
+}
+
+/* A JMS property by name: Jolokia lists them by type; strings as they are, integers in decimal
+ * (a float or a boolean is no id). */
+static char *property(const json_t *m, const char *name)
+{
+    static const char *const groups[] = {"StringProperties", "LongProperties", "IntProperties",
+                                         "ShortProperties", "ByteProperties"};
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) {
+        const json_t *v = json_object_get(json_object_get(m, groups[i]), name);
+        if (json_is_string(v)) {
+            const char *s = json_string_value(v);
+            /* an id with a NUL byte matches no row: counted as without one */
+            return strlen(s) == json_string_length(v) ? xstrdup(s) : NULL;
+        }
+        if (json_is_integer(v))
+            return xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    }
+    return NULL;
+}
+
+int activemq_dlq_letter(const json_t *m, const char *queue, const char *id_field,
+                        struct activemq_letter *out)
+{
+    memset(out, 0, sizeof *out);
+    out->deliveries = -1;
+    const char *od = json_string_value(json_object_get(m, "OriginalDestination"));
+    const char *id = json_string_value(json_object_get(m, "JMSMessageID"));
+    if (!od || !id || !*id || strncmp(od, "queue://", 8) != 0 || strcmp(od + 8, queue) != 0)
+        return 0;
+    out->message_id = id;
+    const json_t *text = json_object_get(m, "Text");
+    if (json_is_string(text))
+        out->body_bytes = json_string_length(text);
+    const char *prop = json_id_field_name(id_field, ACTIVEMQ_PROPERTY_PREFIX);
+    if (prop)
+        out->work_id = property(m, prop);
+    else if (json_is_string(text)) {
+        size_t len = 0;
+        json_id_at(json_string_value(text), json_string_length(text), id_field, &out->work_id,
+                   &len);
+        if (out->work_id && strlen(out->work_id) != len) {
+            free(out->work_id);
+            out->work_id = NULL;
+        }
+    }
+    const char *cause = json_string_value(
+        json_object_get(json_object_get(m, "StringProperties"), "dlqDeliveryFailureCause"));
+    long long d;
+    if (activemq_cause_deliveries(cause, &d))
+        out->deliveries = d;
+    const char *ts = json_string_value(json_object_get(m, "JMSTimestamp"));
+    double t;
+    if (ts && json_parse_rfc3339(ts, &t) == 0 && isfinite(t) && t > 946684800)
+        out->sent = t;
+    return 1;
 }

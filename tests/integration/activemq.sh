@@ -9,6 +9,9 @@
 # no_broker_lease). The same endpoint read
 # through the fault proxy gives the same series; a broker that is down, a wrong password and a
 # reply that is no JSON give up 0 with their reason; --config.check reads the broker live.
+# qrel dlq against a PostgreSQL work table: inspect's counts equal SQL's, inspect, a dry run and
+# the exporter's join leave the DLQ as it was, replay (retryMessage) moves exactly the not-done
+# ones, a JMS consumer receives one with body and property intact, a second replay moves nothing.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -105,5 +108,65 @@ sources:
 $(amq_source bad "$T/wrong.pass")
 YML
 expect_exit "--config.check with a wrong password" 1 "$T/badcheck.out" "$EXPORTER" --config.file="$T/bad.yml" --config.check
+
+# ---- qrel dlq: inspect, a dry run and replays on the same broker, a work table in PostgreSQL ----
+# The dead letters carry their work id in the JMS property order_id: orders-0 and orders-1
+# (queue orders), emails-0 (emails). orders-0's work was done, orders-1's and emails-0's not.
+start_postgres PGP
+psql_do "CREATE TABLE work (order_id text PRIMARY KEY, done_at timestamptz);
+  INSERT INTO work VALUES ('orders-0', now()), ('orders-1', NULL), ('orders-2', now());"
+cat > "$T/dlq.yml" <<YML
+sources:
+$(amq_source amq "$T/amq.pass")
+$(pg_source shop "$PGP")
+    dedup_tables: [{table: work, id_column: order_id, handled_at_column: done_at}]
+dead_letters:
+  - source: amq
+    queue: orders
+    id_field: property:order_id
+    work_table: {source: shop, table: work, id_column: order_id, done_column: done_at}
+  - source: amq
+    queue: emails
+    id_field: property:order_id
+    work_table: {source: shop, table: work, id_column: order_id, done_column: done_at}
+YML
+DLQ() { "$QREL" dlq "$@" --config.file="$T/dlq.yml" --source=amq --format=json 2>>"$T/dlq.err"; }
+dlq_state() { # the DLQ's QueueSize and its message ids, sorted, as Jolokia's browse() gives them
+  echo "$(jolokia ActiveMQ.DLQ QueueSize) $(jolokia orders QueueSize) $(jolokia emails QueueSize)"
+  curl -fsS -u "admin:$secret" "$URL/exec/org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=ActiveMQ.DLQ/browse()" \
+    | "$QREL_PYTHON" -c 'import json,sys; print(sorted(m["JMSMessageID"] for m in json.load(sys.stdin)["value"]))'
+}
+dlq_state > "$T/dlq.before"
+DLQ inspect --queue=orders > "$T/inspect.json"
+expect_eq "inspect orders: done not_done unknown read total = SQL's split over the work table" \
+  "$(jq -r '"\(.classes.done) \(.classes.not_done) \(.classes.unknown) \(.read) \(.total)"' "$T/inspect.json")" \
+  "$(psql_val "SELECT count(done_at), count(*) - count(done_at) FROM work WHERE order_id IN ('orders-0', 'orders-1')" | tr '|' ' ') 0 2 2"
+expect_eq "... the dead-letter queue, the origin, no read effect" \
+  "$(jq -r '"\(.dead_letter_queue) \(.origin) \(.read_effect)"' "$T/inspect.json")" "ActiveMQ.DLQ orders null"
+expect_eq "... deliveries from dlqDeliveryFailureCause's Delivery[3]" \
+  "$(jq -r '"\(.deliveries.min) \(.deliveries.max) \(.deliveries.unknown)"' "$T/inspect.json")" "3 3 0"
+DLQ replay --queue=orders > "$T/dry.json"
+expect_eq "a dry run of orders would move orders-1 alone" \
+  "$(jq -r '[.replay.would_move[].work_id] | join(",")' "$T/dry.json")" orders-1
+# The exporter's join reads the same way (a browse changes nothing) and classifies alike.
+"$QREL" scrape --config.file="$T/dlq.yml" > "$T/join.txt" 2> "$T/join.log"
+for w in done:1 not_done:1 unknown:0; do
+  expect_metric "$T/join.txt" "${w#*:}" qrel_dead_letter_classified_messages 'queue="orders",dead_letter_queue="ActiveMQ.DLQ"' "work=\"${w%%:*}\""
+done
+dlq_state > "$T/dlq.after"
+expect_cmd "inspect, a dry run and a scrape's join change nothing (QueueSizes, dead letters' ids)" cmp -s "$T/dlq.before" "$T/dlq.after"
+DLQ replay --queue=orders --yes > "$T/replay1.json"
+DLQ replay --queue=emails --yes > "$T/replay2.json"
+expect_eq "replay orders, then emails: each moves its one not_done dead letter" \
+  "$(jq -r '[.replay.moved[].work_id] | join(",")' "$T/replay1.json" "$T/replay2.json" | paste -sd' ')" "orders-1 emails-0"
+dlq_state > "$T/dlq.replayed"
+expect_eq "the broker: ActiveMQ.DLQ, orders, emails QueueSize after (4 3 3 before)" \
+  "$(head -1 "$T/dlq.replayed")" "2 4 4"
+DLQ replay --queue=orders --yes > "$T/replay3.json"
+expect_eq "a second replay of orders moves nothing, skips the done one" \
+  "$(jq -r '"\(.replay.moved | length) \(.replay.chosen) \(.classes.done)"' "$T/replay3.json")" "0 0 1"
+java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer receive "$OPENWIRE" emails 4 > "$T/emails.got" 2> "$T/emails.err"
+expect_eq "a JMS consumer of emails receives the replayed email with its body and order_id" \
+  "$(grep -c '^emails 0|emails-0$' "$T/emails.got")" 1
 
 finish

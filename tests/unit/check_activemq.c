@@ -312,6 +312,64 @@ START_TEST(test_config_good)
 }
 END_TEST
 
+/* `qrel dlq`'s reading of one browsed dead letter: the recorded orders 0, and properties of
+ * every integer type and the JSON body as the work id. */
+START_TEST(test_dlq_letter)
+{
+    json_t *doc = json_doc_fixture("activemq/bulk_shared.json");
+    const json_t *m = json_array_get(json_object_get(json_array_get(doc, 3), "value"), 0);
+    struct activemq_letter l;
+    ck_assert_int_eq(activemq_dlq_letter(m, "emails", "order.id", &l), 0);
+    ck_assert_int_eq(activemq_dlq_letter(m, "orders", "order.id", &l), 1);
+    ck_assert_str_eq(l.message_id, "ID:vm-38431-1796520486666-1:1:1:1:1");
+    ck_assert_ptr_null(l.work_id); /* "orders 0" is no JSON */
+    ck_assert_int_eq(l.deliveries, 3);
+    ck_assert_int_eq(l.body_bytes, 8);
+    double t;
+    ck_assert_int_eq(json_parse_rfc3339("2026-12-06T01:28:08Z", &t), 0);
+    ck_assert(l.sent == t);
+    json_decref(doc);
+
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:{s:s, s:s}, s:{s:I}, s:{s:i}}", "JMSMessageID", "ID:x", "Text",
+        "{\"order\":{\"id\":\"o-7\"}}", "OriginalDestination", "queue://orders", "StringProperties",
+        "order_id", "o-7", "dlqDeliveryFailureCause",
+        "java.lang.Throwable: Delivery[11] exceeds redelivery policy limit:RedeliveryPolicy {}",
+        "LongProperties", "seq", (json_int_t)12345678901LL, "IntProperties", "n", 5);
+    const char *const want[][2] = {
+        {"order.id", "o-7"}, {"property:order_id", "o-7"}, {"property:seq", "12345678901"},
+        {"property:n", "5"}, {"property:none", NULL},      {"order.ref", NULL}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        ck_assert_int_eq(activemq_dlq_letter(o, "orders", want[i][0], &l), 1);
+        if (want[i][1])
+            ck_assert_str_eq(l.work_id, want[i][1]);
+        else
+            ck_assert_ptr_null(l.work_id);
+        ck_assert_int_eq(l.deliveries, 11);
+        ck_assert(l.sent == 0);
+        free(l.work_id);
+    }
+    json_object_del(o, "JMSMessageID"); /* no id: nothing to replay it by */
+    ck_assert_int_eq(activemq_dlq_letter(o, "orders", "order.id", &l), 0);
+    json_decref(o);
+
+    long long d = 0;
+    ck_assert_int_eq(activemq_cause_deliveries("Delivery[7] exceeds redelivery policy limit:", &d),
+                     1);
+    ck_assert_int_eq(d, 7);
+    ck_assert_int_eq(activemq_cause_deliveries("Delivery[] exceeds redelivery policy limit", &d),
+                     0);
+    ck_assert_int_eq(activemq_cause_deliveries("Delivery[7] was fine", &d), 0);
+    ck_assert_int_eq(activemq_cause_deliveries(NULL, &d), 0);
+    char why[300];
+    ck_assert_int_eq(activemq_dlq_id_field_check("property:order_id", why, sizeof why), 0);
+    ck_assert_int_eq(activemq_dlq_id_field_check("order.id", why, sizeof why), 0);
+    ck_assert_int_eq(activemq_dlq_id_field_check("property:", why, sizeof why), -1);
+    ck_assert_str_eq(why, "want a JSON key of the text message's body with dots between nested "
+                          "keys (order.id) or property:NAME for a JMS property, got \"property:\"");
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
@@ -326,6 +384,7 @@ int main(void)
         {test_naming, 0},
         {test_config_bad, CHECK_ROWS(bad_configs)},
         {test_config_good, 0},
+        {test_dlq_letter, 0},
     };
     return check_run_tests("activemq", tests, CHECK_ROWS(tests), 0);
 }

@@ -49,8 +49,10 @@ public final class AmqPeer {
             broker(args);
         } else if (args.length == 3 && args[0].equals("workload")) {
             workload(args[1], args[2]);
+        } else if (args.length == 4 && args[0].equals("receive")) {
+            receive(args[1], args[2], Integer.parseInt(args[3]));
         } else {
-            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE");
+            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE | receive BROKER_URL QUEUE N");
             System.exit(2);
         }
     }
@@ -141,8 +143,12 @@ public final class AmqPeer {
 
     private static void send(Session s, String queue, int n) throws Exception {
         MessageProducer p = s.createProducer(s.createQueue(queue));
-        for (int i = 0; i < n; i++)
-            p.send(s.createTextMessage(queue + " " + i));
+        for (int i = 0; i < n; i++) {
+            // the work id of `qrel dlq`'s test, as a JMS property
+            Message m = s.createTextMessage(queue + " " + i);
+            m.setStringProperty("order_id", queue + "-" + i);
+            p.send(m);
+        }
         p.close();
     }
 
@@ -208,5 +214,23 @@ public final class AmqPeer {
         }
         Files.writeString(Path.of(ready), "held " + held.size() + "\n");
         Thread.currentThread().join();
+    }
+
+    // ---- receive ----
+
+    // Receives n messages of queue (auto-acknowledged) and prints each as "TEXT|order_id", in
+    // the order received: what a consumer gets of a message `qrel dlq replay` put back.
+    private static void receive(String url, String queue, int n) throws Exception {
+        Connection c = new ActiveMQConnectionFactory(url).createConnection();
+        c.start();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        MessageConsumer mc = s.createConsumer(s.createQueue(queue));
+        for (int i = 0; i < n; i++) {
+            Message m = mc.receive(10000);
+            if (m == null)
+                throw new IllegalStateException(queue + ": fewer than " + n + " messages");
+            System.out.println(((javax.jms.TextMessage) m).getText() + "|" + m.getStringProperty("order_id"));
+        }
+        c.close();
     }
 }
