@@ -10,7 +10,7 @@
 #      shipped binary serving Prometheus, and rabbitmq_scale's 10,000 queues, a size that is the
 #      optimized build's to measure),
 #   5. fuzzing: the libFuzzer targets of tests/fuzz (clang, in build-san), two at a time, their
-#      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 10; set it higher
+#      saved crash inputs replayed, then each run for QREL_FUZZ_SECONDS (default 6; set it higher
 #      to fuzz longer, e.g. QREL_FUZZ_SECONDS=3600),
 #   6. the clang ASan+UBSan build running the unit tests again and every integration test against
 #      real servers the tests start on loopback (redis-server, RabbitMQ, Prometheus' promtool, ...;
@@ -152,13 +152,16 @@ ctest_pass() { # ctest_pass BUILD_DIR LABEL PREFIX [WIDTH [CTEST_OPTION...]]: ru
 # ASan and UBSan (clang's UBSan also checks float-to-integer overflow, which gcc's -fsanitize=undefined
 # leaves out) and libFuzzer's coverage hooks (QREL_FUZZ). It is compiled in the background, at a
 # lower priority, while the plain build's tests run: those mostly wait on the servers they start,
-# and a second sanitizer build took as much CPU as the valgrind pass.
+# and a second sanitizer build took as much CPU as the valgrind pass. Its debug information is
+# line tables only (-g1): what the sanitizers' reports need (function, file and line), for less
+# compile time than full -g, in a suite whose every stage keeps both CPUs busy.
 side_builds() {
   local targets=()
   # QREL_FAST=1 runs no sanitizer pass: only the fuzz targets are needed then.
   [ "${QREL_FAST:-0}" = 1 ] && targets=(--target "${fuzz_targets[@]}")
   nice -n 10 cmake -S . -B build-san "${gen_san[@]}" -DCMAKE_C_COMPILER=clang -DQREL_FUZZ=ON -DQREL_SANITIZE=ON \
-    -DQREL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$side/san.log" 2>&1 &&
+    -DQREL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+    >"$side/san.log" 2>&1 &&
     nice -n 10 cmake --build build-san -j "$jobs" "${targets[@]}" >>"$side/san.log" 2>&1
   echo $? >"$side/san.rc"
 }
@@ -173,9 +176,10 @@ side_built() {
 }
 fuzz_targets=(fuzz_config fuzz_accept fuzz_promtext fuzz_json fuzz_redis fuzz_beanstalk
   fuzz_beanstalk_split fuzz_flags fuzz_dlq_report fuzz_activemq fuzz_laravel)
-# The suite's fuzzing is a fixed share of its time, split between the targets: eleven at 10 s,
-# two at a time, take less than nine took at 16 s. Longer runs are on demand (tests/fuzz/run.sh).
-export QREL_FUZZ_SECONDS=${QREL_FUZZ_SECONDS:-10}
+# The suite's fuzzing is a short smoke run of each target (the whole suite is CPU-bound: every
+# second here is a second of it): eleven at 6 s, two at a time. Longer runs are on demand
+# (tests/fuzz/run.sh, QREL_FUZZ_SECONDS).
+export QREL_FUZZ_SECONDS=${QREL_FUZZ_SECONDS:-6}
 side=$(mktemp -d)
 # The integration tests run wider than the CPU count: each spends most of its time waiting for a
 # server to start or a lease to pass, and every one of them passes with two CPU hogs beside it.
@@ -238,6 +242,9 @@ if [ "${QREL_FAST:-0}" != 1 ]; then
     # tests/lsan.supp names the third-party libraries whose per-process memory is not ours to free
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
     export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
+    # The unit tests' reference comparisons draw a tenth of their values here
+    # (tests/unit/support/random_samples.h): the plain pass compares them all.
+    export QREL_UNDER_SANITIZER=1
     # One ctest run: the unit tests have no COST, so ctest starts them last, where they fill the
     # end of the run that the last integration tests spend waiting.
     step asan "ASan+UBSan: unit and integration tests ($integration_jobs at a time)"

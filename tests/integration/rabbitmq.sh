@@ -358,10 +358,13 @@ kill "$CONSUMER_PID"
 # Once the API counts no consumer and nothing unacknowledged (the plugin is off by now: the
 # management API's source only), qrel's figures must be the API's.
 detached() {
-  [ "$(api_queue orders consumers)" = 0 ] && [ "$(api_queue orders messages_unacknowledged)" = 0 ] || return 1
+  # both of the consumer's queues: the API's per-queue stats do not update together
+  [ "$(api_queue orders consumers)" = 0 ] && [ "$(api_queue jobs consumers)" = 0 ] &&
+    [ "$(api_queue orders messages_unacknowledged)" = 0 ] || return 1
   "$QREL" scrape --config.file="$T/qrel.yml" > "$T/d.txt" 2>/dev/null || true
   ready=$(api_queue orders messages_ready)
   [ "$(mval "$T/d.txt" qrel_queue_consumers 'source="mgmt"' 'queue="orders"')" = 0 ] &&
+    [ "$(mval "$T/d.txt" qrel_queue_consumers 'source="mgmt"' 'queue="jobs"')" = 0 ] &&
     [ "$(mval "$T/d.txt" qrel_queue_messages 'source="mgmt"' 'queue="orders"' 'state="ready"')" = "$ready" ]
 }
 expect_cmd "orders: no consumer, its messages ready, as the API says" wait_for -i 0.5 30 "the consumer's exit in the stats" detached
