@@ -23,10 +23,11 @@ static inline int random_samples(int n)
 }
 
 /* large_count(n): a test of a large set or a large write makes n items, a tenth of them under
- * valgrind or the sanitizers. The tenth still crosses every boundary the full count does (the sets' 64 KiB string
- * chunks, several growths of their hash tables, a streamed write in many buffers): the large set
- * of check_metrics (100,000 samples) and the large write of check_expfmt (200,000) took 25 s of
- * valgrind's CPU each, repeating the same paths. The plain and ASan passes make all n. */
+ * valgrind or the sanitizers. The tenth still crosses every boundary the full count does (the
+ * sets' 64 KiB string chunks, several growths of their hash tables, a streamed write in many
+ * buffers): the large set of check_metrics (100,000 samples) and the large write of check_expfmt
+ * (200,000) took 25 s of valgrind's CPU each, repeating the same paths. The plain pass makes all
+ * n. */
 static inline int large_count(int n)
 {
     const char *v = getenv("QREL_UNDER_VALGRIND");
