@@ -219,7 +219,7 @@ subst() { # subst EXPR SOURCE QUEUE
 # qrel_excluded_objects is served only for a source with an exclude key, which this scenario's
 # sources (named streams, as the demo's) have none of. Expired leases under a running handler
 # and handler timeouts come from the laravel kind.
-not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects qrel_lease_expired_messages qrel_handler_timeout_seconds "
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects qrel_lease_expired_messages qrel_handler_timeout_seconds qrel_queue_retention_seconds qrel_dead_letter_retention_seconds "
 only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
   local m any=1
   for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do
