@@ -141,6 +141,13 @@ const struct metric_family metric_catalog_rows[] = {
      "unacknowledged message of queue is delivered again, from the broker or the config file."},
     {"qrel_max_deliveries", METRIC_GAUGE,
      "Deliveries of one message of queue the broker allows before it dead-letters the message."},
+    {"qrel_messages_consumed_total", METRIC_COUNTER,
+     "Messages of queue (per consumer group where the kind has groups) that consumers "
+     "acknowledged or completed, as the broker or framework counts them (cumulative; resets "
+     "when its counter does). Its rate is the throughput that drains the backlog."},
+    {"qrel_messages_dead_lettered_total", METRIC_COUNTER,
+     "Messages of queue that the broker or framework gave up on and dead-lettered (or kept as "
+     "failed for good), as it counts them (cumulative; resets when its counter does)."},
     {"qrel_messages_redelivered", METRIC_GAUGE,
      "Messages of queue now pending that have been delivered more than once: evidence that "
      "leases expired or handlers failed."},

@@ -27,6 +27,8 @@ static const struct {
     {"qrel_max_deliveries", METRIC_GAUGE},
     {"qrel_redeliveries_total", METRIC_COUNTER},
     {"qrel_messages_redelivered", METRIC_GAUGE},
+    {"qrel_messages_consumed_total", METRIC_COUNTER},
+    {"qrel_messages_dead_lettered_total", METRIC_COUNTER},
     {"qrel_lease_expiries_total", METRIC_COUNTER},
     {"qrel_lease_orphaned_messages", METRIC_GAUGE},
     {"qrel_lease_eta_beyond_messages", METRIC_GAUGE},
