@@ -144,6 +144,11 @@ redis_calls() {
   R INFO commandstats | tr -d '\r' |
     awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_config|resetstat" && $1 != "cmdstat_info" { s += $3 } END { print s + 0 }'
 }
+# redis_evals: EVAL calls since CONFIG RESETSTAT: a replay's moves, one round trip each, and its
+# release of the replay lock.
+redis_evals() {
+  R INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_eval" { n = $3 } END { print n + 0 }'
+}
 # pg_calls [LIKE]: statements qrel's role ran since the reset (those whose text is LIKE, when given).
 pg_calls() {
   psql_val "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
@@ -152,7 +157,7 @@ pg_calls() {
 
 # run_qrel NAME ARGS...: one `qrel dlq ARGS --format=json` into $T/NAME.json, measured. Sets
 # WALL_S, CPU_S, RSS_KIB, HEAP_KIB, SQL (statements), LOOKUPS (work-table statements),
-# RCMDS (Redis commands), RCPU_S (Redis CPU).
+# RCMDS (Redis commands), EVALS (of them EVAL: the moves), RCPU_S (Redis CPU).
 run_qrel() {
   local name=$1 tpid pid="" t_start rc=0 rc0
   shift
@@ -179,6 +184,7 @@ run_qrel() {
   LOOKUPS=$(pg_calls '%unnest%')
   RCPU_S=$(awk -v a="$rc0" -v b="$(redis_cpu_s)" 'BEGIN { printf "%.3f", b - a }')
   RCMDS=$(redis_calls)
+  EVALS=$(redis_evals)
 }
 
 printf '# qrel dlq benchmark, %s, %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
@@ -228,7 +234,7 @@ for shape in "done" not_done; do
     psql_val "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements
               WHERE userid = 'qrel'::regrole ORDER BY calls DESC, query" | sed 's/^/#   SQL of the replay: /'
   fi
-  r_wall=$WALL_S r_rcpu=$RCPU_S
+  r_wall=$WALL_S r_rcpu=$RCPU_S r_evals=$EVALS r_cmds=$RCMDS
   heap=$(printf '%s\n' "$i_heap" "$HEAP_KIB" | sort -n | tail -1)
   rss=$(printf '%s\n' "$i_rss" "$RSS_KIB" | sort -n | tail -1)
   floor_s="" floor_note=""
@@ -261,6 +267,6 @@ for shape in "done" not_done; do
     floor_s="$(fmt "$floor_s" %.4f)" x_floor="$(ratio "$r_wall" "$floor_s")" heap="$heap KiB" \
     broker_ms="$(awk -v s="$r_rcpu" 'BEGIN { printf "%.0f", s * 1000 }')" \
     goal="one work-table statement per run; replay <= 2x the broker's pipelined writes" verdict="$verdict" \
-    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note"
+    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds, of them EVAL $r_evals (a round trip per move, and the lock's release)"
 done
 printf '\n# load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
