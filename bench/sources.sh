@@ -12,7 +12,12 @@
 # per run: the first scrape, the median of the measured ones, sources up, peak and final thread
 # count, peak RSS, RssAnon and heap + stacks after the last scrape (once freed), peak and final
 # open file descriptors, and the connections the servers accepted during the measured scrapes (0
-# when every source keeps its connection). See bench/README.md for the method and the results.
+# when every source keeps its connection). Also per run (issue 28, goal 5) the start-up: from exec
+# to the first served /metrics, the port polled; and at the default pool a reload at N sources:
+# POST /-/reload (--web.enable-lifecycle; it answers once the new configuration serves) while
+# scrapes run back to back, with the scrapes in flight during it against the median before, and
+# the first scrape after it (a reload makes new collectors: every source connects again). See
+# bench/README.md for the method and the results.
 #
 # Needs: bash, redis-server, redis-cli, PostgreSQL (initdb, pg_ctl, psql), curl, awk, python3,
 # and a built qrel_exporter (build/qrel_exporter, or QREL_BUILD_DIR, or --qrel PATH).
@@ -155,9 +160,39 @@ sampler() {
 # scrape_once OUT: one /metrics scrape into OUT; prints "seconds up".
 scrape_once() {
   local t
-  t=$(curl -sS -o "$1" -w '%{time_total}' -H "X-Prometheus-Scrape-Timeout-Seconds: $TIMEOUT" \
-    --max-time $((TIMEOUT + 5)) "http://$ADDR/metrics")
+  t=$(curl -fsS -o "$1" -w '%{time_total}' -H "X-Prometheus-Scrape-Timeout-Seconds: $TIMEOUT" \
+    --max-time $((TIMEOUT + 5)) "http://$ADDR/metrics") || return 1
   echo "$t $(grep -c '^qrel_collector_up{.*} 1$' "$1" || true)"
+}
+
+# reload_during OUT: POST /-/reload (it answers once the new configuration serves) while scrapes
+# run back to back in the background, each logged to OUT as "start end seconds". Sets RELOAD_S
+# (the POST's time), DURING ("n max": the scrapes in flight at any moment of the reload, and the
+# slowest of them) and AFTER_S (the first scrape started after it, in which every source of the
+# new configuration connects again). Waits for scrapes to be logged, not for a time.
+reload_during() {
+  local out=$1 loop r0 r1 a s
+  : >"$out"
+  rm -f "$T/stop-loop"
+  (
+    while [ ! -e "$T/stop-loop" ]; do
+      a=$(date +%s.%N)
+      read -r s _ < <(scrape_once "$T/r.txt") || s=nan
+      echo "$a $(date +%s.%N) $s" >>"$out"
+    done
+  ) &
+  loop=$!
+  wait_for -i 0.02 $((2 * TIMEOUT + 10)) "a scrape before the reload" test -s "$out" || die "no scrape before the reload"
+  r0=$(date +%s.%N)
+  RELOAD_S=$(curl -fsS -o /dev/null -w '%{time_total}' -X POST "http://$ADDR/-/reload") || die "POST /-/reload failed"
+  r1=$(date +%s.%N)
+  wait_for -i 0.02 $((3 * TIMEOUT + 20)) "a scrape started after the reload" \
+    awk -v r="$r1" '$1 > r { n++ } END { exit !n }' "$out" || die "no scrape after the reload"
+  touch "$T/stop-loop"
+  wait "$loop"
+  DURING=$(awk -v a="$r0" -v b="$r1" '$1 < b && $2 > a { n++; if ($3 > m) m = $3 } END { printf "%d %s", n, (n ? m : "-") }' "$out")
+  AFTER_S=$(awk -v r="$r1" '$1 > r { print $3; exit }' "$out")
+  grep -q 'msg="configuration reloaded"\|msg=configuration reloaded' "$T/exporter.log" || die "no \"configuration reloaded\" log line"
 }
 
 printf '# qrel sources benchmark, %s, %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
@@ -180,22 +215,30 @@ for shape in healthy hanging; do
   for conc in "$NSRC" "$POOL"; do
     say "$shape, --collector.concurrency=$conc"
     : >"$T/exporter.log"
-    "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address=127.0.0.1:0 --log.level=info \
-      --collector.concurrency="$conc" 2>>"$T/exporter.log" &
+    # Start-up: from exec to the first served /metrics, the port polled (a refused connection
+    # returns at once) on an address given up front, so nothing waits for the log.
+    port=$(free_port)
+    ADDR=127.0.0.1:$port
+    t_exec=$(date +%s.%N)
+    "$EXPORTER" --config.file="$T/qrel.yml" --web.listen-address="$ADDR" --log.level=info \
+      --collector.concurrency="$conc" --web.enable-lifecycle 2>>"$T/exporter.log" &
     EXPORTER_PID=$!
     PIDS+=("$EXPORTER_PID")
-    ADDR=""
-    for _ in $(seq 1 100); do
-      ADDR=$(sed -nE 's/.*msg=listening address=([^ ]+).*/\1/p' "$T/exporter.log" | tail -1)
-      [ -n "$ADDR" ] && break
-      sleep 0.05
-    done
-    [ -n "$ADDR" ] || die "qrel_exporter did not start: $(cat "$T/exporter.log")"
     samples=$T/samples-$shape-$conc.txt
     : >"$samples"
     sampler "$EXPORTER_PID" "$samples" &
     sampler_pid=$!
-    read -r first_s first_up < <(scrape_once "$T/first.txt")
+    first_s="" first_up=0
+    while [ -z "$first_s" ]; do
+      # An exporter that exited stays a zombie (State Z) until waited for.
+      awk '$1 == "State:" && $2 != "Z" { ok = 1 } END { exit !ok }' "/proc/$EXPORTER_PID/status" 2>/dev/null ||
+        die "qrel_exporter did not start: $(cat "$T/exporter.log")"
+      if ! read -r first_s first_up < <(scrape_once "$T/first.txt" 2>/dev/null); then
+        first_s=""
+        sleep 0.01
+      fi
+    done
+    startup_s=$(awk -v a="$t_exec" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
     r0=$(redis_accepted)
     t0=$(date +%s.%N)
     times=()
@@ -213,6 +256,15 @@ for shape in healthy hanging; do
     read -r own heap < <(mem_settled_kib "$EXPORTER_PID")
     kill "$sampler_pid" 2>/dev/null || true
     wait "$sampler_pid" 2>/dev/null || true
+    reload_note="" reload_line=""
+    if [ "$pooled" = 1 ]; then # the reload, at the exporter's default pool only
+      reload_during "$T/reload-$shape.txt"
+      read -r n_during max_during <<<"$DURING"
+      reload_line=$(printf '#   %s %s: reload %s s; %s scrapes in flight during it (slowest %s s; median before %s s); first scrape after it %s s' \
+        "$shape" "$conc" "$(fmt "$RELOAD_S" %.3f)" "$n_during" "$(fmt "$max_during" %.3f)" \
+        "$(fmt "$(printf '%s\n' "${times[@]}" | median)" %.3f)" "$(fmt "$AFTER_S" %.3f)")
+      reload_note="; reload $(fmt "$RELOAD_S" %.3f) s, scrapes during it $n_during (slowest $(fmt "$max_during" %.3f) s), first after it $(fmt "$AFTER_S" %.3f) s"
+    fi
     kill "$EXPORTER_PID"
     wait "$EXPORTER_PID" 2>/dev/null || true
     thr_peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$samples")
@@ -229,12 +281,14 @@ for shape in healthy hanging; do
       "$(paste -d/ <(printf '%s\n' "${times[@]}" | xargs printf '%.3f\n') <(printf '%s\n' "${ups[@]}") | paste -sd' ')"
     nsl=$(grep -c 'collection not started before the deadline' "$T/exporter.log" || true)
     printf '#   %s %s: "not started" log lines: %s\n' "$shape" "$conc" "$nsl"
+    printf '#   %s %s: start-up (exec to the first served scrape) %s s\n' "$shape" "$conc" "$startup_s"
+    [ -z "$reload_line" ] || echo "$reload_line"
     if [ "$pooled" = 0 ]; then # a thread per source: what the pooled run's row compares with
-      one_med=$med one_thr=$thr_peak one_rss=$rss pooled=1
+      one_med=$med one_thr=$thr_peak one_rss=$rss one_startup=$startup_s pooled=1
     else
       bench_result shape="$shape" size="$NSRC sources" stat=median qrel_s="$(fmt "$med" %.3f)" \
         peer="a thread per source" peer_s="$(fmt "$one_med" %.3f)" heap="$heap KiB" \
-        note="pool of $conc: up $(fmt "$upm" %.0f), first scrape $first_up up; threads $thr_peak ($one_thr); RSS $(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }') MiB ($(awk -v k="$one_rss" 'BEGIN { printf "%.1f", k / 1024 }'))"
+        note="pool of $conc: up $(fmt "$upm" %.0f), first scrape $first_up up; start-up $startup_s s ($one_startup); threads $thr_peak ($one_thr); RSS $(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }') MiB ($(awk -v k="$one_rss" 'BEGIN { printf "%.1f", k / 1024 }'))$reload_note"
     fi
   done
   if [ "$shape" = hanging ]; then

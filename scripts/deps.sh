@@ -23,6 +23,8 @@ packages=(
   clang libclang-rt-14-dev
   # benchmark peer
   prometheus-redis-exporter prometheus-sql-exporter prometheus-postgres-exporter
+  # benchmarks: GNU time (bench/dlq.sh: the CPU and peak RSS of a qrel that exits)
+  time
 )
 
 missing=()
