@@ -18,7 +18,8 @@ usage() {
 Usage: bench/all.sh [--only "NAME ..."] [--table] [--plan]
 
   --only "LIST"  run only these benchmarks (the others keep their stored rows), then rewrite
-                 the table: redis_streams postgres rabbitmq kafka job_queues sources
+                 the table: redis_streams postgres rabbitmq kafka job_queues
+                 beanstalkd sources
   --table        run nothing: rewrite the table in bench/README.md from bench/results/*.tsv
   --plan         print each benchmark's command line at the stated size, and exit
   -h, --help     this text
@@ -33,7 +34,7 @@ EOF
 . "$(dirname "$0")/lib.sh"
 README=$SRC_DIR/bench/README.md
 RESULTS=$SRC_DIR/bench/results
-ORDER=(redis_streams postgres rabbitmq kafka job_queues sources)
+ORDER=(redis_streams postgres rabbitmq kafka job_queues beanstalkd sources)
 START_MARK='<!-- bench/all.sh: table start -->'
 END_MARK='<!-- bench/all.sh: table end -->'
 
@@ -44,7 +45,8 @@ runs() {
     redis_streams) echo "--sizes 10000 --deep-streams 10000 --scrapes 7 --warmup 3" ;;
     postgres) echo "--sizes 10000000" ;;
     rabbitmq) echo "--sizes 11000"; echo "--sizes 11000 --dlq-every 1" ;;
-    kafka | job_queues | sources) echo "" ;; # their defaults: 1,000 partitions / queues / sources
+    # their defaults: 1,000 partitions; 10,000 queues per kind; 10,000 tubes; 1,000 sources
+    kafka | job_queues | beanstalkd | sources) echo "" ;;
   esac
 }
 
