@@ -45,7 +45,7 @@ runs() {
     redis_streams) echo "--sizes 10000 --deep-streams 10000 --scrapes 7 --warmup 3" ;;
     postgres) echo "--sizes 10000000" ;;
     rabbitmq) echo "--sizes 11000"; echo "--sizes 11000 --dlq-every 1" ;;
-    # their defaults: 1,000 partitions; 10,000 queues per kind; 10,000 tubes; 1,000 sources
+    # their defaults: 1,000 partitions; 10,000 queues per kind; 2,000 tubes; 1,000 sources
     kafka | job_queues | beanstalkd | sources) echo "" ;;
   esac
 }
