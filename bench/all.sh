@@ -157,6 +157,6 @@ for name in $ONLY; do
     echo "all.sh: $name FAILED after $((SECONDS - t0)) s; its stored rows are kept" >&2
   fi
 done
-echo "all.sh: every run in $((SECONDS - t_all)) s" >&2
+echo "all.sh: every run in $((SECONDS - t_all)) s, commit $BENCH_COMMIT measured" >&2
 write_table
 [ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]}"
