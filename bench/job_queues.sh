@@ -195,27 +195,35 @@ config() {
   } > "$T/$kind.yml"
 }
 
-# capture KIND: the commands of one scrape, from MONITOR, as a redis-cli --pipe file.
+# capture KIND: the commands of one scrape, from MONITOR, as a redis-cli --pipe file. MONITOR's
+# output lags behind the server at tens of thousands of commands, so the capture waits for two
+# markers of its own (ECHO) to come through it, one before the scrape and one after: everything
+# between them is the scrape's.
 capture() {
   local kind=$1
   redis-cli -p "$PORT" MONITOR > "$T/monitor.txt" & # not through R(): $! must be redis-cli itself
   local mon=$!
-  sleep 0.3
+  marked() { R ECHO "qrel-bench-$1" >/dev/null; grep -q "\"qrel-bench-$1\"" "$T/monitor.txt"; }
+  wait_for -i 0.1 60 "MONITOR to show the start marker" marked start || die "MONITOR showed nothing"
   "$QREL" scrape --config.file="$T/$kind.yml" >/dev/null
-  sleep 0.3
+  wait_for -i 0.2 300 "MONITOR to show the end marker" marked end || die "MONITOR lost the scrape's end"
   kill "$mon" 2>/dev/null || true
   wait "$mon" 2>/dev/null || true
   $PY - "$T/monitor.txt" "$T/floor.cmds" <<'PY'
 import re, sys
 out = open(sys.argv[2], "wb")
 n = 0
+inside = False
 for line in open(sys.argv[1], encoding="latin-1"):
     m = re.match(r'^\d+\.\d+ \[\d+ [^\]]+\] (.*)$', line.rstrip("\n"))
     if not m:
         continue
     args = [bytes(a, "latin-1").decode("unicode_escape").encode("latin-1")
             for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
-    if not args or args[0].upper() in (b"MONITOR", b"AUTH"):
+    if [a.upper() for a in args[:1]] == [b"ECHO"] and args[1:2] and args[1].startswith(b"qrel-bench-"):
+        inside = args[1] == b"qrel-bench-start"  # the markers: the scrape is between them
+        continue
+    if not inside or not args or args[0].upper() in (b"MONITOR", b"AUTH"):
         continue
     out.write(b"*%d\r\n" % len(args))
     for a in args:
