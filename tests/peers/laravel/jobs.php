@@ -5,6 +5,9 @@
 //   php jobs.php push QUEUE [TIMEOUT]  Queue::push of a SlowJob (its $timeout when given)
 //   php jobs.php later QUEUE SECONDS    Queue::later of a SlowJob
 //   php jobs.php spread STEM N          one SlowJob on each of the queues STEM1 .. STEMN
+//   php jobs.php bulk STEM N DEPTH      Queue::bulk of DEPTH SlowJobs on each of the queues STEM0 ..
+//                                       STEM(N-1) (bench/job_queues.sh: RedisQueue's bulk sends a
+//                                       queue's pushes as one pipelined transaction)
 //   php jobs.php work QUEUE NAME        Illuminate\Queue\Worker::daemon, as artisan queue:work
 // Environment: REDIS_PORT, REDIS_PASSWORD, RETRY_AFTER (seconds), LARAVEL_DIR (the files the jobs
 // write: started.N when attempt N begins, done.N when it ends; a job runs until LARAVEL_DIR/release
@@ -90,6 +93,15 @@ case 'spread':
         Queue::push(new SlowJob(), '', "$q$i");
     }
     break;
+case 'bulk':
+    $jobs = [];
+    for ($i = 0; $i < (int) $argv[4]; $i++) {
+        $jobs[] = new SlowJob();
+    }
+    for ($i = 0; $i < (int) $argv[3]; $i++) {
+        Queue::bulk($jobs, '', "$q$i");
+    }
+    break;
 case 'work':
     $worker = new Worker($queue->getQueueManager(), $events, new Exceptions(), function () {
         return false;
@@ -99,6 +111,6 @@ case 'work':
     $worker->daemon('default', $q, new WorkerOptions($argv[3], 0, 128, 60, 0.1, 0));
     break;
 default:
-    fwrite(STDERR, "usage: jobs.php push|later|spread|work QUEUE ...\n");
+    fwrite(STDERR, "usage: jobs.php push|later|spread|bulk|work QUEUE ...\n");
     exit(2);
 }
