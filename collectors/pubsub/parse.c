@@ -157,8 +157,9 @@ void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out)
                        NULL);
     metric_set_add(out, "qrel_retry_horizon_seconds", pubsub_retry_horizon(s), "queue", s->id,
                    NULL);
-    metric_set_add(out, "qrel_queue_retention_seconds", pubsub_sub_retention(s), "queue", s->id,
-                   NULL);
+    if (!s->topic_unreadable)
+        metric_set_add(out, "qrel_queue_retention_seconds", pubsub_sub_retention(s), "queue", s->id,
+                       NULL);
     metric_set_add(out, "qrel_queue_info", 1.0, "queue", s->id, "dead_letter_queue",
                    s->dead_letter_topic ? pubsub_topic_id(s->dead_letter_topic) : "",
                    "exactly_once", s->exactly_once ? "true" : "false", "ordered",

@@ -105,6 +105,9 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                          "subscriptions.list finds)");
     if (pubsub_dead_letter_subs_configure(c, dls, e))
         return -1;
+    /* a missing grant repeats at every scrape: say so a few times a window, not each time */
+    st->denied_log.every_ms = 600000;
+    st->denied_log.burst = 3;
     return pubsub_auth_configure(map, &st->auth, e);
 }
 
@@ -394,9 +397,9 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     if (rc == 0)
         rc = read_subscriptions(st, dl, &sc, e);
     if (rc == 0)
-        rc = pubsub_topics_read(st, dl, sc.subs, sc.nsubs, &sc.topics, &sc.requests, e);
+        rc = pubsub_topics_read(st, c->name, dl, sc.subs, sc.nsubs, &sc.topics, &sc.requests, e);
     if (rc == 0)
-        rc = pubsub_topics_dead_letter_series(st, dl, sc.subs, sc.nsubs, &sc.topics, out,
+        rc = pubsub_topics_dead_letter_series(st, c->name, dl, sc.subs, sc.nsubs, &sc.topics, out,
                                               &sc.requests, e);
     if (rc == 0) {
         for (size_t i = 0; i < sc.nsubs; i++)

@@ -22,6 +22,8 @@ struct pubsub_sub {
     double retention;                /* messageRetentionDuration, seconds (default 7 days) */
     double topic_retention;          /* the topic's messageRetentionDuration; 0: none (set by
                                       * the caller from topics.get, not by pubsub_sub_parse) */
+    int topic_unreadable;            /* the caller could not read the topic (HTTP 403): the
+                                      * retention is unknown and its series left out */
     const char *dead_letter_topic;   /* NULL without a deadLetterPolicy */
     long long max_delivery_attempts; /* deadLetterPolicy.maxDeliveryAttempts (default 5) */
     int has_retry_policy;

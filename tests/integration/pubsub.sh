@@ -204,8 +204,13 @@ timeseries() { # timeseries EXTRA_EXPIRY_POINT
     "$(series ack_message_count orders-mailer "$(point $((now - 90)) int64Value '"1"')")"
 }
 timeseries > "$T/timeseries.json"
+# The topic orders and the dead-letter subscription orders-dlq-park are out of the credentials'
+# reach (403, as another project's would be): their retention series are left out, nothing else.
 cat > "$T/routes.json" <<JSON
 {"GET /v1/projects/shop/subscriptions/orders-mailer": {"body_file": "$T/sub.json"},
+ "GET /v1/projects/shop/topics/orders": {"status": 403, "body": "{\"error\":{\"code\":403,\"status\":\"PERMISSION_DENIED\"}}"},
+ "GET /v1/projects/shop/topics/orders-dlq": {"body": "{\"name\":\"projects/shop/topics/orders-dlq\"}"},
+ "GET /v1/projects/shop/subscriptions/orders-dlq-park": {"status": 403, "body": "{}"},
  "GET /v1/projects/shop/topics/orders-dlq/subscriptions": {"body_file": "$T/dlq-subs.json"},
  "GET /v3/projects/shop/timeSeries": {"body_file": "$T/timeseries.json"}}
 JSON
@@ -277,6 +282,13 @@ expect_metric "$T/a1.txt" 5 qrel_lease_expiries_total "$m"
 d='queue="orders-mailer",dead_letter_queue="orders-dlq"'
 expect_metric "$T/a1.txt" 7 qrel_dead_letter_messages "source=\"sa\",kind=\"pubsub\",$d"
 expect_metric "$T/a1.txt" 900.5 qrel_dead_letter_oldest_age_seconds "source=\"sa\",kind=\"pubsub\",$d"
+expect_metric "$T/a1.txt" 30 qrel_lease_timeout_seconds "$m"
+expect_absent "$T/a1.txt" qrel_queue_retention_seconds "$m"
+expect_absent "$T/a1.txt" qrel_dead_letter_retention_seconds "source=\"sa\",kind=\"pubsub\",$d"
+expect_cmd "a topic out of reach is named in the log" grep -q \
+  'source=sa request="GET topic" resource=projects/shop/topics/orders' "$T/exporter.log"
+expect_cmd "so is a dead-letter subscription out of reach" grep -q \
+  'source=sa request="GET dead-letter subscription" resource=projects/shop/subscriptions/orders-dlq-park' "$T/exporter.log"
 # The data's age is that of the stalest series it used: the expiry periods' newest ends 120 s ago.
 expect_between "sample age, s" "$(mval "$T/a1.txt" qrel_sample_age_seconds 'source="sa"')" \
   120 $((122 + $(date +%s) - now))

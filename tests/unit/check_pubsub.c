@@ -149,6 +149,21 @@ START_TEST(test_topic_retention)
     s.topic_retention = 2 * 86400;
     ck_assert_double_eq(pubsub_sub_retention(&s), 2 * 86400);
     ck_assert_double_eq(pubsub_retry_horizon(&s), 5 * 600);
+    /* A topic that could not be read: no retention series rather than the subscription's alone. */
+    struct metric_set *m = metric_set_new("gcp", "pubsub");
+    pubsub_sub_series(&s, m);
+    size_t with = metric_set_len(m);
+    metric_set_free(m);
+    s.topic_unreadable = 1;
+    m = metric_set_new("gcp", "pubsub");
+    pubsub_sub_series(&s, m);
+    ck_assert_uint_eq(metric_set_len(m), with - 1);
+    for (size_t i = 0; i < metric_set_len(m); i++) {
+        struct metric_sample x;
+        metric_set_get(m, i, &x);
+        ck_assert_str_ne(x.family->name, "qrel_queue_retention_seconds");
+    }
+    metric_set_free(m);
     json_decref(d);
 
     /* A dead letter lives as long as the longest-keeping subscription of the dead-letter topic
