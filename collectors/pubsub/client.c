@@ -56,6 +56,35 @@ int pubsub_client_call(struct pubsub_state *st, const struct deadline *dl, const
     return rc;
 }
 
+int pubsub_client_get_optional(struct pubsub_state *st, const struct deadline *dl, const char *url,
+                               const char *what, json_t **doc, long *status, struct err *e)
+{
+    *doc = NULL;
+    *status = 0;
+    struct http_request req = {.method = "GET",
+                               .url = url,
+                               .auth = st->token ? HTTP_AUTH_BEARER : HTTP_AUTH_NONE,
+                               .password = st->token,
+                               .accept_any_status = 1};
+    struct http_response resp = {0};
+    if (http_do(st->client, &req, dl, &resp, e))
+        return -1;
+    *status = resp.status;
+    int rc = 0;
+    if (resp.status == 401) {
+        pubsub_auth_invalidate(st->auth); /* the token itself was refused */
+        rc = err_set(e, ERR_AUTH, "%s: HTTP %ld", what, resp.status);
+    } else if (resp.status == 403 || resp.status == 404) {
+        rc = 0;
+    } else if (resp.status < 200 || resp.status > 299) {
+        rc = err_set(e, ERR_QUERY, "%s: HTTP %ld", what, resp.status);
+    } else if (!(*doc = json_parse_body(resp.body, resp.len, what, e))) {
+        rc = -1;
+    }
+    http_response_free(&resp);
+    return rc;
+}
+
 char *pubsub_client_sub_name(const struct pubsub_state *st, const char *sub)
 {
     int full = strncmp(sub, "projects/", 9) == 0;

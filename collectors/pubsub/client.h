@@ -15,6 +15,7 @@
 #include "config.h"
 #include "deadline.h"
 #include "err.h"
+#include "log.h"
 
 /* expired_ack_deadlines_count is a delta per sampling period; the counter adds each period once. */
 struct pubsub_expiries {
@@ -44,7 +45,8 @@ struct pubsub_state {
     struct http_client *client;
     struct pubsub_expiries *exp;
     size_t nexp;
-    const char *token; /* this call's bearer token (owned by auth), NULL for none */
+    const char *token;           /* this call's bearer token (owned by auth), NULL for none */
+    struct log_limit denied_log; /* topics.c: resources the credentials may not read */
 };
 
 /* Opens the client when needed and takes the token for the calls that follow (one per scrape or
@@ -56,6 +58,13 @@ int pubsub_client_begin(struct collector *c, const struct deadline *dl, struct e
 int pubsub_client_call(struct pubsub_state *st, const struct deadline *dl, const char *method,
                        const char *url, const char *body, const char *what, int allow_missing,
                        json_t **doc, struct err *e);
+
+/* GET url for a figure the scrape can do without: a 404 (the resource is gone) and a 403 (it is
+ * out of the credentials' reach, such as another project's topic) are not errors; *status says
+ * which, and *doc is NULL. A 403 here keeps the token: it is valid, this resource is not granted.
+ * On 2xx *doc is the parsed reply (the caller's). */
+int pubsub_client_get_optional(struct pubsub_state *st, const struct deadline *dl, const char *url,
+                               const char *what, json_t **doc, long *status, struct err *e);
 
 /* The resource name of a configured subscription: "projects/P/subscriptions/S" as given, or an id
  * in the source's project (escaped for a URL). malloc'd. */

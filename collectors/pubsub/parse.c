@@ -98,10 +98,33 @@ int pubsub_sub_parse(const json_t *sub, const char *ctx, struct pubsub_sub *out,
     return 0;
 }
 
+double pubsub_sub_retention(const struct pubsub_sub *s)
+{
+    return s->topic_retention > s->retention ? s->topic_retention : s->retention;
+}
+
+int pubsub_topic_retention(const json_t *topic, const char *ctx, double *out, struct err *e)
+{
+    /* The API leaves the field out when the topic retains nothing beyond its subscriptions. */
+    if (json_expect_object(topic, ctx, e))
+        return -1;
+    return duration_field(topic, ctx, "messageRetentionDuration", 0, out, e);
+}
+
+double pubsub_dead_letter_retention(double topic_retention, const double *sub_retentions, size_t n)
+{
+    double keep = topic_retention;
+    for (size_t i = 0; i < n; i++)
+        if (sub_retentions[i] > keep)
+            keep = sub_retentions[i];
+    return keep;
+}
+
 double pubsub_retry_horizon(const struct pubsub_sub *s)
 {
+    double retention = pubsub_sub_retention(s);
     if (!s->dead_letter_topic)
-        return s->retention;
+        return retention;
     double t = 0, backoff = s->min_backoff;
     for (long long k = 1; k <= s->max_delivery_attempts; k++) {
         t += s->ack_deadline;
@@ -110,7 +133,7 @@ double pubsub_retry_horizon(const struct pubsub_sub *s)
             backoff *= 2;
         }
     }
-    return t < s->retention ? t : s->retention;
+    return t < retention ? t : retention;
 }
 
 int pubsub_sub_ref_ok(const char *s)
@@ -134,6 +157,9 @@ void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out)
                        NULL);
     metric_set_add(out, "qrel_retry_horizon_seconds", pubsub_retry_horizon(s), "queue", s->id,
                    NULL);
+    if (!s->topic_unreadable)
+        metric_set_add(out, "qrel_queue_retention_seconds", pubsub_sub_retention(s), "queue", s->id,
+                       NULL);
     metric_set_add(out, "qrel_queue_info", 1.0, "queue", s->id, "dead_letter_queue",
                    s->dead_letter_topic ? pubsub_topic_id(s->dead_letter_topic) : "",
                    "exactly_once", s->exactly_once ? "true" : "false", "ordered",

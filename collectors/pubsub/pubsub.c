@@ -9,8 +9,9 @@
  * it is optional and every value read from it says how old it is (qrel_sample_age_seconds).
  *
  * This file is the top of the folder (the collector_kind and its hooks). Below it: client.c
- * (the REST call with its token, shared with dlq.c), auth.c (the token), dlq.c (`qrel dlq`'s
- * hooks), and the pure parts declared in pubsub.h: parse.c (subscriptions, Cloud Monitoring) and
+ * (the REST call with its token, shared with dlq.c), auth.c (the token), topics.c (the topics'
+ * retention and the dead-letter topics' subscriptions), dlq.c (`qrel dlq`'s hooks), and the pure
+ * parts declared in pubsub.h: parse.c (subscriptions, Cloud Monitoring) and
  * message.c (dead letters). */
 #include "pubsub.h"
 
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "client.h"
 #include "dlq.h"
+#include "topics.h"
 #include "auth.h"
 #include "alloc.h"
 #include "buf.h"
@@ -103,6 +105,9 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                          "subscriptions.list finds)");
     if (pubsub_dead_letter_subs_configure(c, dls, e))
         return -1;
+    /* a missing grant repeats at every scrape: say so a few times a window, not each time */
+    st->denied_log.every_ms = 600000;
+    st->denied_log.burst = 3;
     return pubsub_auth_configure(map, &st->auth, e);
 }
 
@@ -120,6 +125,7 @@ struct scrape {
     size_t ndocs;
     struct pubsub_sub *subs;
     size_t nsubs;
+    struct pubsub_topics topics; /* the subscriptions' topics and dead-letter topics */
     size_t requests;
 };
 
@@ -129,6 +135,7 @@ static void scrape_free(struct scrape *sc)
         json_decref(sc->docs[i]);
     free(sc->docs);
     free(sc->subs);
+    pubsub_topics_free(&sc->topics);
 }
 
 static void keep_doc(struct scrape *sc, json_t *doc)
@@ -289,26 +296,6 @@ out:
     return rc;
 }
 
-/* The subscriptions of a dead-letter topic: where its messages can be counted. */
-static int topic_subscriptions(struct pubsub_state *st, const struct deadline *dl,
-                               const char *topic, struct scrape *sc, json_t **list, struct err *e)
-{
-    *list = NULL;
-    struct buf url;
-    buf_init(&url);
-    buf_printf(&url, "%s/v1/%s/subscriptions?pageSize=1000", st->endpoint, topic);
-    json_t *doc;
-    sc->requests++;
-    int rc = api_get(st, dl, url.data, "GET topic subscriptions", 1, &doc, e);
-    buf_free(&url);
-    if (rc || !doc)
-        return rc;
-    keep_doc(sc, doc);
-    if (json_expect_object(doc, "$", e) || json_get_array(doc, "$", "subscriptions", list, e) < 0)
-        return err_prefix(e, "GET topic subscriptions");
-    return 0;
-}
-
 static struct pubsub_expiries *expiries_of(struct pubsub_state *st, const char *sub)
 {
     for (size_t i = 0; i < st->nexp; i++)
@@ -367,9 +354,8 @@ static int monitoring_series(struct collector *c, struct pubsub_state *st,
             continue;
         /* The dead-letter topic holds nothing itself: its subscriptions do. The most backlogged
          * one is the dead-letter queue's size. */
-        json_t *list;
-        if (topic_subscriptions(st, dl, s->dead_letter_topic, sc, &list, e))
-            goto out;
+        const struct pubsub_topic *dlt = pubsub_topics_find(&sc->topics, s->dead_letter_topic);
+        json_t *list = dlt ? dlt->subscriptions : NULL;
         int have = 0, have_age = 0;
         double size = 0, age = 0;
         for (size_t k = 0; list && k < json_array_size(list); k++) {
@@ -410,6 +396,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     int rc = pubsub_client_begin(c, dl, e);
     if (rc == 0)
         rc = read_subscriptions(st, dl, &sc, e);
+    if (rc == 0)
+        rc = pubsub_topics_read(st, c->name, dl, sc.subs, sc.nsubs, &sc.topics, &sc.requests, e);
+    if (rc == 0)
+        rc = pubsub_topics_dead_letter_series(st, c->name, dl, sc.subs, sc.nsubs, &sc.topics, out,
+                                              &sc.requests, e);
     if (rc == 0) {
         for (size_t i = 0; i < sc.nsubs; i++)
             pubsub_sub_series(&sc.subs[i], out);
@@ -438,7 +429,16 @@ static int check(struct collector *c, const struct deadline *dl, struct err *e)
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const struct audit_hint hints[] = {
-    {"no_dead_letter_queue", "add a deadLetterPolicy with maxDeliveryAttempts"}, {NULL, NULL}};
+    {"no_dead_letter_queue", "add a deadLetterPolicy with maxDeliveryAttempts"},
+    /* A dead letter is published anew to the dead-letter topic, so only its subscriptions (or the
+     * topic's own retention) keep it, from the moment it is forwarded. */
+    {"dead_letters_expire_unread",
+     "Pub/Sub keeps a dead letter only in the dead-letter topic's subscriptions, each for its "
+     "messageRetentionDuration from the moment it is forwarded, and drops it when the topic has "
+     "no subscription and no retention of its own; give a subscription of the dead-letter topic "
+     "(or the topic) a retention longer than the queue's by the time you need to read them (at "
+     "most 31 days)"},
+    {NULL, NULL}};
 
 const struct collector_kind pubsub_kind = {.name = "pubsub",
                                            .state_size = sizeof(struct pubsub_state),

@@ -20,6 +20,10 @@ struct pubsub_sub {
     const char *topic;               /* projects/P/topics/T */
     double ack_deadline;             /* ackDeadlineSeconds (the API's default is 10) */
     double retention;                /* messageRetentionDuration, seconds (default 7 days) */
+    double topic_retention;          /* the topic's messageRetentionDuration; 0: none (set by
+                                      * the caller from topics.get, not by pubsub_sub_parse) */
+    int topic_unreadable;            /* the caller could not read the topic (HTTP 403): the
+                                      * retention is unknown and its series left out */
     const char *dead_letter_topic;   /* NULL without a deadLetterPolicy */
     long long max_delivery_attempts; /* deadLetterPolicy.maxDeliveryAttempts (default 5) */
     int has_retry_policy;
@@ -29,6 +33,20 @@ struct pubsub_sub {
 
 /* Parses a Subscription object; ctx is its JSON path for messages. */
 int pubsub_sub_parse(const json_t *sub, const char *ctx, struct pubsub_sub *out, struct err *e);
+
+/* How long the subscription keeps an unacknowledged message after its publication: its own
+ * messageRetentionDuration, or the topic's where that is longer (a topic's retention is the
+ * minimum for which a message published to it stays available to every subscription). */
+double pubsub_sub_retention(const struct pubsub_sub *s);
+
+/* The messageRetentionDuration of a Topic object (topics.get), seconds; 0 when it has none. */
+int pubsub_topic_retention(const json_t *topic, const char *ctx, double *out, struct err *e);
+
+/* How long a dead letter is kept: Pub/Sub publishes it anew to the dead-letter topic, so it
+ * lives as long as the longest of sub_retentions (the topic's subscriptions, each as
+ * pubsub_sub_retention gives it, n of them) keeps it; without a subscription, as long as the
+ * topic's own retention (0: none), so 0 when neither: nothing keeps what is forwarded there. */
+double pubsub_dead_letter_retention(double topic_retention, const double *sub_retentions, size_t n);
 
 /* A protobuf Duration in JSON ("10s", "3.5s", "0.000001s") to seconds; -1 when it is not one. */
 double pubsub_duration(const char *s);
@@ -47,8 +65,8 @@ int pubsub_sub_ref_ok(const char *s);
 /* The last segment of a resource name ("projects/p/topics/orders" -> "orders"). */
 const char *pubsub_topic_id(const char *topic);
 
-/* Adds the configuration series of one subscription (lease, max deliveries, retry horizon and
- * the qrel_queue_info series). */
+/* Adds the configuration series of one subscription (lease, max deliveries, retry horizon,
+ * retention and the qrel_queue_info series). */
 void pubsub_sub_series(const struct pubsub_sub *s, struct metric_set *out);
 
 /* Cloud Monitoring metrics read, by index. */

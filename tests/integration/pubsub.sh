@@ -60,7 +60,8 @@ YML
   expect_metric "$T/emu.txt" 1 qrel_collector_up 'source="listed"'
   expect_eq "subscriptions of source listed" "$(grep -c '^qrel_queue_info{source="listed"' "$T/emu.txt")" 2
   expect_metric "$T/emu.txt" 280 qrel_retry_horizon_seconds 'source="listed",kind="pubsub",queue="orders-mailer"'
-  expect_cmd "requests of source listed (one per name)" grep -q 'source=listed subscriptions=2 requests=3' "$T/emu.log"
+  # one per name (3), the two topics and orders-dlq (3), orders-dlq's list and its subscription (2)
+  expect_cmd "requests of source listed" grep -q 'source=listed subscriptions=2 requests=8' "$T/emu.log"
   expect_cmd "promtool check metrics" bash -c "promtool check metrics < '$T/emu.txt'"
   # The emulator's REST replies cut into 1- and 7-byte pieces by the fault proxy: the same series.
   expect_same_via_proxy "$T/emu.yml" emu "127.0.0.1:$EP"
@@ -91,6 +92,78 @@ YML
   expect_metric "$T/excl.txt" 2 qrel_excluded_objects 'source="excl"' 'object="subscription"'
   expect_absent "$T/excl.txt" qrel_excluded_objects 'source="every"'
   expect_absent "$T/excl.txt" qrel_lease_timeout_seconds 'source="excl"' 'queue="tmp-reply-1"'
+  # Retention, in a project of its own (shop-keep): the subscriptions' and topics' own
+  # messageRetentionDuration as the emulator returns them. refunds' topic keeps 3 days, more than
+  # refunds-worker's 1 hour; its dead-letter topic's subscriptions keep 7 days (the most the
+  # emulator takes: 8 is "message_retention_duration out of bounds") and 10 minutes;
+  # payments-dlq's only subscription keeps 1 day against payments-worker's default 7; invoices-dlq
+  # has no subscription and no retention.
+  KAPI=http://127.0.0.1:$EP/v1/projects/shop-keep
+  kput() { curl -fsS -X PUT -H 'Content-Type: application/json' -d "$2" "$KAPI/$1" >/dev/null; }
+  kput topics/refunds '{"messageRetentionDuration":"259200s"}'
+  for t in refunds-dlq payments payments-dlq invoices invoices-dlq; do kput "topics/$t" '{}'; done
+  dlp() { printf '"deadLetterPolicy":{"deadLetterTopic":"projects/shop-keep/topics/%s","maxDeliveryAttempts":5}' "$1"; }
+  kput subscriptions/refunds-worker "{\"topic\":\"projects/shop-keep/topics/refunds\",\"messageRetentionDuration\":\"3600s\",$(dlp refunds-dlq)}"
+  kput subscriptions/refunds-dlq-keep '{"topic":"projects/shop-keep/topics/refunds-dlq","messageRetentionDuration":"604800s"}'
+  kput subscriptions/refunds-dlq-peek '{"topic":"projects/shop-keep/topics/refunds-dlq","messageRetentionDuration":"600s"}'
+  kput subscriptions/payments-worker "{\"topic\":\"projects/shop-keep/topics/payments\",$(dlp payments-dlq)}"
+  kput subscriptions/payments-dlq-park '{"topic":"projects/shop-keep/topics/payments-dlq","messageRetentionDuration":"86400s"}'
+  kput subscriptions/invoices-mailer "{\"topic\":\"projects/shop-keep/topics/invoices\",$(dlp invoices-dlq)}"
+  keep() { # keep RESOURCE: the emulator's own messageRetentionDuration of it, in seconds ("" if none)
+    curl -fsS "$KAPI/$1" | "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("messageRetentionDuration","").rstrip("s"))'
+  }
+  expect_eq "the emulator's retentions (refunds, refunds-worker, its dead-letter subscriptions, payments-worker, payments-dlq-park, invoices-dlq)" \
+    "$(for r in topics/refunds subscriptions/refunds-worker subscriptions/refunds-dlq-keep subscriptions/refunds-dlq-peek \
+      subscriptions/payments-worker subscriptions/payments-dlq-park topics/invoices-dlq; do printf '%s,' "$(keep "$r")"; done)" \
+    "259200,3600,604800,600,604800,86400,,"
+  cat > "$T/keep.yml" <<YML
+sources:
+  - name: keep
+    kind: pubsub
+    project: shop-keep
+    endpoint: http://127.0.0.1:$EP
+  - name: keep-listed
+    kind: pubsub
+    project: shop-keep
+    endpoint: http://127.0.0.1:$EP
+    subscriptions: [refunds-worker]
+YML
+  "$QREL" scrape --config.file="$T/keep.yml" --log.level=debug > "$T/keep.txt" 2> "$T/keep.log"
+  k() { printf 'source="%s",kind="pubsub",queue="%s"' "$1" "$2"; }
+  # The topic's 3 days over the subscription's hour: Pub/Sub keeps it for the longer.
+  expect_metric "$T/keep.txt" 259200 qrel_queue_retention_seconds "$(k keep refunds-worker)"
+  expect_metric "$T/keep.txt" 600 qrel_queue_retention_seconds "$(k keep refunds-dlq-peek)"
+  expect_metric "$T/keep.txt" 604800 qrel_queue_retention_seconds "$(k keep payments-worker)"
+  expect_metric "$T/keep.txt" 604800 qrel_dead_letter_retention_seconds "$(k keep refunds-worker)" 'dead_letter_queue="refunds-dlq"'
+  expect_metric "$T/keep.txt" 86400 qrel_dead_letter_retention_seconds "$(k keep payments-worker)" 'dead_letter_queue="payments-dlq"'
+  expect_metric "$T/keep.txt" 0 qrel_dead_letter_retention_seconds "$(k keep invoices-mailer)" 'dead_letter_queue="invoices-dlq"'
+  expect_absent "$T/keep.txt" qrel_dead_letter_retention_seconds "$(k keep refunds-dlq-keep)"
+  expect_eq "dead-letter retention series (one per subscription with a dead-letter topic)" \
+    "$(grep -c '^qrel_dead_letter_retention_seconds{source="keep"' "$T/keep.txt")" 3
+  # Listed alone, refunds-worker's dead-letter subscriptions are read by name: the same figures.
+  expect_metric "$T/keep.txt" 259200 qrel_queue_retention_seconds "$(k keep-listed refunds-worker)"
+  expect_metric "$T/keep.txt" 604800 qrel_dead_letter_retention_seconds "$(k keep-listed refunds-worker)" 'dead_letter_queue="refunds-dlq"'
+  # its subscription, its topic and the dead-letter topic, that topic's list, its two subscriptions
+  expect_cmd "requests of source keep-listed" grep -q 'source=keep-listed subscriptions=1 requests=6' "$T/keep.log"
+  # qrel check: payments-dlq keeps 1 day against payments-worker's 7 days plus its horizon; invoices-dlq
+  # keeps nothing; refunds-dlq's 7 days outlast the 3 days refunds-worker keeps a message.
+  rc=0
+  "$QREL" check --config.file="$T/keep.yml" > "$T/keep-check.txt" 2>&1 || rc=$?
+  expect_eq "qrel check on shop-keep: warnings only (exit 1)" "$rc" 1
+  expect_eq "dead_letters_expire_unread: invoices-mailer and payments-worker of source keep" \
+    "$(sed -nE 's/^WARNING keep ([a-z-]+): .*\[dead_letters_expire_unread\]$/\1/p' "$T/keep-check.txt" | sort | tr '\n' ' ')" \
+    "invoices-mailer payments-worker "
+  expect_cmd "the finding on payments-worker names both retentions and Pub/Sub's fix" grep -qF \
+    "WARNING keep payments-worker: dead-letter queue payments-dlq keeps messages 24h, no longer than the queue keeps them (168h) plus its retry horizon (50s): a message dead-lettered late in its life expires there before anyone reads it, lost with the error that killed it; Pub/Sub keeps a dead letter only in the dead-letter topic's subscriptions" \
+    "$T/keep-check.txt"
+  # That 0 is Pub/Sub's own behaviour: what is published to a topic without a subscription is
+  # dropped, so a subscription made afterwards pulls nothing of it.
+  curl -fsS -X POST -H 'Content-Type: application/json' -d '{"messages":[{"data":"aW52b2ljZQ=="}]}' \
+    "$KAPI/topics/invoices-dlq:publish" >/dev/null
+  kput subscriptions/invoices-dlq-late '{"topic":"projects/shop-keep/topics/invoices-dlq"}'
+  expect_eq "messages a later subscription of invoices-dlq pulls" "$(curl -fsS -X POST -H 'Content-Type: application/json' \
+    -d '{"maxMessages":10,"returnImmediately":true}' "$KAPI/subscriptions/invoices-dlq-late:pull" |
+    "$QREL_PYTHON" -c 'import json,sys; print(len(json.load(sys.stdin).get("receivedMessages",[])))')" 0
 else
   echo "SKIPPED: the Pub/Sub emulator part (no $PUBSUB_EMULATOR or no java; CI must have google-cloud-cli-pubsub-emulator)" >&2
 fi
@@ -131,8 +204,13 @@ timeseries() { # timeseries EXTRA_EXPIRY_POINT
     "$(series ack_message_count orders-mailer "$(point $((now - 90)) int64Value '"1"')")"
 }
 timeseries > "$T/timeseries.json"
+# The topic orders and the dead-letter subscription orders-dlq-park are out of the credentials'
+# reach (403, as another project's would be): their retention series are left out, nothing else.
 cat > "$T/routes.json" <<JSON
 {"GET /v1/projects/shop/subscriptions/orders-mailer": {"body_file": "$T/sub.json"},
+ "GET /v1/projects/shop/topics/orders": {"status": 403, "body": "{\"error\":{\"code\":403,\"status\":\"PERMISSION_DENIED\"}}"},
+ "GET /v1/projects/shop/topics/orders-dlq": {"body": "{\"name\":\"projects/shop/topics/orders-dlq\"}"},
+ "GET /v1/projects/shop/subscriptions/orders-dlq-park": {"status": 403, "body": "{}"},
  "GET /v1/projects/shop/topics/orders-dlq/subscriptions": {"body_file": "$T/dlq-subs.json"},
  "GET /v3/projects/shop/timeSeries": {"body_file": "$T/timeseries.json"}}
 JSON
@@ -204,6 +282,13 @@ expect_metric "$T/a1.txt" 5 qrel_lease_expiries_total "$m"
 d='queue="orders-mailer",dead_letter_queue="orders-dlq"'
 expect_metric "$T/a1.txt" 7 qrel_dead_letter_messages "source=\"sa\",kind=\"pubsub\",$d"
 expect_metric "$T/a1.txt" 900.5 qrel_dead_letter_oldest_age_seconds "source=\"sa\",kind=\"pubsub\",$d"
+expect_metric "$T/a1.txt" 30 qrel_lease_timeout_seconds "$m"
+expect_absent "$T/a1.txt" qrel_queue_retention_seconds "$m"
+expect_absent "$T/a1.txt" qrel_dead_letter_retention_seconds "source=\"sa\",kind=\"pubsub\",$d"
+expect_cmd "a topic out of reach is named in the log" grep -q \
+  'source=sa request="GET topic" resource=projects/shop/topics/orders' "$T/exporter.log"
+expect_cmd "so is a dead-letter subscription out of reach" grep -q \
+  'source=sa request="GET dead-letter subscription" resource=projects/shop/subscriptions/orders-dlq-park' "$T/exporter.log"
 # The data's age is that of the stalest series it used: the expiry periods' newest ends 120 s ago.
 expect_between "sample age, s" "$(mval "$T/a1.txt" qrel_sample_age_seconds 'source="sa"')" \
   120 $((122 + $(date +%s) - now))

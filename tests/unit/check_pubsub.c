@@ -56,9 +56,12 @@ START_TEST(test_recorded_subscription)
     struct metric_set *m = metric_set_new("gcp", "pubsub");
     pubsub_sub_series(&s, m);
     ck_assert_ptr_null(metric_set_error(m));
-    ck_assert_uint_eq(metric_set_len(m), 4);
+    ck_assert_uint_eq(metric_set_len(m), 5);
     struct metric_sample x;
     metric_set_get(m, 3, &x);
+    ck_assert_str_eq(x.family->name, "qrel_queue_retention_seconds");
+    ck_assert_double_eq(x.value, 604800);
+    metric_set_get(m, 4, &x);
     ck_assert_str_eq(x.family->name, "qrel_queue_info");
     ck_assert_uint_eq(x.nlabels, 6);
     ck_assert_str_eq(x.labels[3].value, "orders-dlq");
@@ -81,7 +84,7 @@ START_TEST(test_defaults_and_horizons)
     ck_assert_double_eq(pubsub_retry_horizon(&s), 7 * 86400); /* retried until it expires */
     struct metric_set *m = metric_set_new("gcp", "pubsub");
     pubsub_sub_series(&s, m);
-    ck_assert_uint_eq(metric_set_len(m), 3); /* no qrel_max_deliveries */
+    ck_assert_uint_eq(metric_set_len(m), 4); /* no qrel_max_deliveries */
     metric_set_free(m);
     json_decref(d);
 
@@ -108,6 +111,68 @@ START_TEST(test_defaults_and_horizons)
     ck_assert_double_eq(pubsub_duration("10"), -1);
     ck_assert_double_eq(pubsub_duration("-1s"), -1);
     ck_assert_double_eq(pubsub_duration("1m"), -1);
+}
+END_TEST
+
+/* A topic's retention is a floor under its subscriptions': an unacknowledged message stays at
+ * least that long, which lengthens a horizon that the retention capped. */
+START_TEST(test_topic_retention)
+{
+    struct err e;
+    double keep = -1;
+    json_t *d = json_doc_fixture("pubsub/topic-emulator-0.8.20.json");
+    ck_assert_msg(pubsub_topic_retention(d, "$", &keep, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(keep, 172800);
+    json_decref(d);
+    d = json_doc("{\"name\": \"projects/p/topics/plain\"}");
+    ck_assert_msg(pubsub_topic_retention(d, "$", &keep, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(keep, 0); /* none: its subscriptions decide */
+    json_decref(d);
+    d = json_doc("{\"name\": \"t\", \"messageRetentionDuration\": 600}");
+    ck_assert_int_eq(pubsub_topic_retention(d, "$", &keep, &e), -1);
+    ck_assert_str_eq(e.msg, "$.messageRetentionDuration: want a string, got a number");
+    json_decref(d);
+    d = json_doc("[]");
+    ck_assert_int_eq(pubsub_topic_retention(d, "$", &keep, &e), -1);
+    json_decref(d);
+
+    struct pubsub_sub s;
+    d = json_doc("{\"name\": \"s\", \"ackDeadlineSeconds\": 600, \"messageRetentionDuration\": "
+                 "\"1800s\", \"deadLetterPolicy\": {\"deadLetterTopic\": \"projects/p/topics/d\", "
+                 "\"maxDeliveryAttempts\": 5}}");
+    ck_assert_msg(pubsub_sub_parse(d, "$", &s, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(s.topic_retention, 0);
+    ck_assert_double_eq(pubsub_sub_retention(&s), 1800);
+    ck_assert_double_eq(pubsub_retry_horizon(&s), 1800);
+    s.topic_retention = 600; /* shorter than the subscription's: no change */
+    ck_assert_double_eq(pubsub_sub_retention(&s), 1800);
+    s.topic_retention = 2 * 86400;
+    ck_assert_double_eq(pubsub_sub_retention(&s), 2 * 86400);
+    ck_assert_double_eq(pubsub_retry_horizon(&s), 5 * 600);
+    /* A topic that could not be read: no retention series rather than the subscription's alone. */
+    struct metric_set *m = metric_set_new("gcp", "pubsub");
+    pubsub_sub_series(&s, m);
+    size_t with = metric_set_len(m);
+    metric_set_free(m);
+    s.topic_unreadable = 1;
+    m = metric_set_new("gcp", "pubsub");
+    pubsub_sub_series(&s, m);
+    ck_assert_uint_eq(metric_set_len(m), with - 1);
+    for (size_t i = 0; i < metric_set_len(m); i++) {
+        struct metric_sample x;
+        metric_set_get(m, i, &x);
+        ck_assert_str_ne(x.family->name, "qrel_queue_retention_seconds");
+    }
+    metric_set_free(m);
+    json_decref(d);
+
+    /* A dead letter lives as long as the longest-keeping subscription of the dead-letter topic
+     * keeps it, at least the topic's retention; with neither, nothing keeps it. */
+    const double subs[] = {3600, 14 * 86400.0, 86400};
+    ck_assert_double_eq(pubsub_dead_letter_retention(0, subs, 3), 14 * 86400);
+    ck_assert_double_eq(pubsub_dead_letter_retention(31 * 86400.0, subs, 3), 31 * 86400);
+    ck_assert_double_eq(pubsub_dead_letter_retention(7200, NULL, 0), 7200);
+    ck_assert_double_eq(pubsub_dead_letter_retention(0, NULL, 0), 0);
 }
 END_TEST
 
@@ -472,6 +537,7 @@ static Suite *pubsub_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_recorded_subscription);
     tcase_add_test(tc, test_defaults_and_horizons);
+    tcase_add_test(tc, test_topic_retention);
     tcase_add_loop_test(tc, test_bad_subscriptions, 0, N(bad_subs));
     tcase_add_test(tc, test_monitoring_page);
     tcase_add_loop_test(tc, test_bad_pages, 0, N(bad_pages));
