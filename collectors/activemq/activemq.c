@@ -4,12 +4,14 @@
  * console at /api/jolokia on port 8161) serves them as JSON over HTTP. A scrape is ONE bulk
  * request, a POST of four requests that Jolokia answers in one reply: the Broker MBean (so a wrong
  * broker_name fails loudly instead of exporting nothing), every queue MBean by pattern with only
- * the attributes qrel uses, every SlowConsumerStrategy MBean (the only broker-side lease:
- * abortSlowAckConsumerStrategy's maxTimeSinceLastAck), and, with a shared dead-letter queue,
- * browse() on it cut by Jolokia at dead_letter_browse_limit messages, since a shared queue says
- * which queue a dead letter came from only in each message's OriginalDestination. The client's
- * RedeliveryPolicy, not the broker, decides when a message is dead: its limit is read back from
- * the dlqDeliveryFailureCause the client writes into each dead letter. */
+ * the attributes qrel uses (ConsumerCount among them; not DequeueCount, which counts expired and
+ * dead-lettered messages with the consumed, so it is no qrel_messages_consumed_total), every
+ * SlowConsumerStrategy MBean (the only broker-side lease: abortSlowAckConsumerStrategy's
+ * maxTimeSinceLastAck), and, with a shared dead-letter queue, browse() on it cut by Jolokia at
+ * dead_letter_browse_limit messages, since a shared queue says which queue a dead letter came from
+ * only in each message's OriginalDestination. The client's RedeliveryPolicy, not the broker,
+ * decides when a message is dead: its limit is read back from the dlqDeliveryFailureCause the
+ * client writes into each dead letter. */
 #include "activemq.h"
 #include "activemq/client.h"
 #include "activemq/dlq.h"
@@ -112,10 +114,10 @@ static json_t *bulk_request(const struct state *st)
     json_array_append_new(req, json_pack("{s:s, s:s, s:s, s:{s:b}}", "type", "read", "mbean", b,
                                          "attribute", "BrokerVersion", "config",
                                          "includeStackTrace", 0));
-    json_array_append_new(req,
-                          json_pack("{s:s, s:s, s:[s,s,s,s], s:{s:b}}", "type", "read", "mbean", qs,
-                                    "attribute", "Name", "QueueSize", "InFlightCount",
-                                    "SlowConsumerStrategy", "config", "includeStackTrace", 0));
+    json_array_append_new(req, json_pack("{s:s, s:s, s:[s,s,s,s,s], s:{s:b}}", "type", "read",
+                                         "mbean", qs, "attribute", "Name", "QueueSize",
+                                         "InFlightCount", "ConsumerCount", "SlowConsumerStrategy",
+                                         "config", "includeStackTrace", 0));
     json_array_append_new(req, json_pack("{s:s, s:s, s:{s:b}}", "type", "read", "mbean", ss,
                                          "config", "includeStackTrace", 0));
     if (!strstr(st->dead_letter_queue, ACTIVEMQ_QUEUE_TOKEN)) {
@@ -186,6 +188,11 @@ static const struct audit_hint hints[] = {
      "give the queue's destination policy an abortSlowAckConsumerStrategy with "
      "maxTimeSinceLastAck above the longest handler, so the broker aborts a consumer that stops "
      "acknowledging and its messages go to another"},
+    /* ConsumerCount counts every subscription on the queue: JMS consumers, an open
+     * QueueBrowser, a network bridge's consumer. */
+    {"backlog_without_consumer", "start the JMS consumers of this queue (a MessageConsumer or "
+                                 "listener on it, connected to this broker), or delete the "
+                                 "queue if nothing should read it"},
     {NULL, NULL}};
 
 /* A dead_letters entry for `qrel dlq` (at load, no I/O): the queue must be one this source

@@ -4,7 +4,8 @@
  * (activemq.c builds it); activemq_bulk_collect turns its reply, a JSON list of four (or three)
  * replies in the order asked, into series without any I/O:
  *   [0] read of the Broker MBean (BrokerVersion): 404 means no broker of that brokerName;
- *   [1] read of every queue MBean: Name, QueueSize, InFlightCount, SlowConsumerStrategy;
+ *   [1] read of every queue MBean: Name, QueueSize, InFlightCount, ConsumerCount,
+ *       SlowConsumerStrategy;
  *   [2] read of every SlowConsumerStrategy MBean (MaxTimeSinceLastAck: the ack lease);
  *   [3] exec browse() on the shared dead-letter queue, cut at the browse limit (only when the
  *       dead_letter_queue pattern has no {queue}).

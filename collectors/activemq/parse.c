@@ -68,6 +68,7 @@ int activemq_cause_max_deliveries(const char *cause, double *out)
 struct queue_row {
     const char *name;
     double size, in_flight;
+    double consumers;      /* ConsumerCount: the queue's subscriptions now */
     const char *strategy;  /* the SlowConsumerStrategy MBean's name, or NULL */
     int watched;           /* a work queue this source exports */
     double dead;           /* dead letters from it */
@@ -154,16 +155,18 @@ static int read_queues(const json_t *v, struct activemq_filter *f, struct rows *
         char ctx[64];
         snprintf(ctx, sizeof ctx, "$[1].value[%zu]", rows->n);
         const char *name;
-        double size, fl;
+        double size, fl, consumers;
         json_t *strat = NULL;
         if (json_expect_object(q, ctx, e) || json_need_string(q, ctx, "Name", &name, e) ||
             json_need_number(q, ctx, "QueueSize", &size, e) ||
             json_need_number(q, ctx, "InFlightCount", &fl, e) ||
+            json_need_number(q, ctx, "ConsumerCount", &consumers, e) ||
             json_get_object(q, ctx, "SlowConsumerStrategy", &strat, e) < 0)
             return -1;
         struct queue_row *r = row_find(rows, name, 1);
         r->size = size;
         r->in_flight = fl;
+        r->consumers = consumers;
         r->watched = watched(f, name);
         if (strat && json_get_string(strat, ctx, "objectName", &r->strategy, e) < 0)
             return -1;
@@ -237,6 +240,7 @@ static void emit(struct rows *rows, const json_t *strategies, struct activemq_fi
         metric_set_add(out, "qrel_queue_messages", ready, "queue", r->name, "state", "ready", NULL);
         metric_set_add(out, "qrel_queue_messages", r->in_flight, "queue", r->name, "state",
                        "in_flight", NULL);
+        metric_set_add(out, "qrel_queue_consumers", r->consumers, "queue", r->name, NULL);
         double lease;
         struct err ignored; /* every strategy was read once before: no error here */
         if (strategy_lease(strategies, r->strategy, &lease, &ignored) == 0 && lease > 0)

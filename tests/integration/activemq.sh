@@ -11,7 +11,10 @@
 # reply that is no JSON give up 0 with their reason; --config.check reads the broker live.
 # qrel dlq against a PostgreSQL work table: inspect's counts equal SQL's, inspect, a dry run and
 # the exporter's join leave the DLQ as it was, replay (retryMessage) moves exactly the not-done
-# ones, a JMS consumer receives one with body and property intact, a second replay moves nothing.
+# ones, a JMS consumer receives one with body and property intact, a second replay moves nothing;
+# a paced replay SIGKILLed after 2 moves leaves each message on its queue or dead, once, and its
+# rerun moves the rest (a JMS consumer then receives all 6). qrel_queue_consumers equals the
+# broker's ConsumerCount (the workload's consumer on orders, none on emails: backlog_without_consumer).
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -32,6 +35,9 @@ jolokia() { # jolokia QUEUE ATTRIBUTE
 expect_eq "the broker: orders QueueSize / InFlightCount" "$(jolokia orders QueueSize) $(jolokia orders InFlightCount)" "3 3"
 expect_eq "the broker: emails QueueSize / InFlightCount" "$(jolokia emails QueueSize) $(jolokia emails InFlightCount)" "3 0"
 expect_eq "the broker: ActiveMQ.DLQ QueueSize" "$(jolokia ActiveMQ.DLQ QueueSize)" 4
+# ConsumerCount: the workload's JMS consumer holding orders, none on emails. Read before the 120 s
+# of orders' abortSlowAckConsumerStrategy end, as InFlightCount is (it then aborts that consumer).
+expect_eq "the broker: orders / emails ConsumerCount" "$(jolokia orders ConsumerCount) $(jolokia emails ConsumerCount)" "1 0"
 
 amq_source() { # amq_source NAME PASSWORD_FILE [URL]
   printf '  - name: %s\n    kind: activemq\n    jolokia_url: %s\n    username: admin\n    password_file: %s\n' \
@@ -48,6 +54,14 @@ expect_metric "$T/m.txt" 3 qrel_queue_messages 'queue="orders"' 'state="in_fligh
 expect_metric "$T/m.txt" 3 qrel_queue_messages 'queue="emails"' 'state="ready"'
 expect_metric "$T/m.txt" 0 qrel_queue_messages 'queue="emails"' 'state="in_flight"'
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="ActiveMQ.DLQ"'
+expect_metric "$T/m.txt" 1 qrel_queue_consumers 'queue="orders"'
+expect_metric "$T/m.txt" 0 qrel_queue_consumers 'queue="emails"'
+expect_absent "$T/m.txt" qrel_queue_consumers 'queue="ActiveMQ.DLQ"'
+# No flow counters: DequeueCount counts expired and dead-lettered messages with the consumed
+# (orders: 2 dequeued, both dead-lettered, none consumed), so it is no consumed count.
+expect_eq "the broker: orders DequeueCount counts its 2 dead letters" "$(jolokia orders DequeueCount)" 2
+expect_absent "$T/m.txt" qrel_messages_consumed_total
+expect_absent "$T/m.txt" qrel_messages_dead_lettered_total
 expect_metric "$T/m.txt" 2 qrel_dead_letter_messages 'queue="orders",dead_letter_queue="ActiveMQ.DLQ"'
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="emails",dead_letter_queue="ActiveMQ.DLQ"'
 expect_metric "$T/m.txt" 3 qrel_max_deliveries 'queue="orders"' # maximumRedeliveries 2, plus the first
@@ -66,6 +80,8 @@ rc=0
 expect_eq "qrel check: dead letters are critical (exit 2)" "$rc" 2
 expect_eq "no_broker_lease: emails only" "$(grep '\[no_broker_lease\]$' "$T/check.txt" | cut -d: -f1)" \
   "WARNING amq emails"
+expect_eq "backlog_without_consumer: emails only (3 ready, ConsumerCount 0)" \
+  "$(grep '\[backlog_without_consumer\]$' "$T/check.txt" | cut -d: -f1)" "WARNING amq emails"
 expect_cmd "it names the strategy to set" grep -qF 'give the queue'"'"'s destination policy an abortSlowAckConsumerStrategy' "$T/check.txt"
 # The bulk reply cut into 1- and 7-byte pieces by the fault proxy gives the same series.
 expect_same_via_proxy "$T/qrel.yml" amq "127.0.0.1:$JP"
@@ -168,5 +184,55 @@ expect_eq "a second replay of orders moves nothing, skips the done one" \
 java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer receive "$OPENWIRE" emails 4 > "$T/emails.got" 2> "$T/emails.err"
 expect_eq "a JMS consumer of emails receives the replayed email with its body and order_id" \
   "$(grep -c '^emails 0|emails-0$' "$T/emails.got")" 1
+
+# ---- a replay SIGKILLed part way, then run again: nothing lost, nothing twice ------------------
+# refunds-0 … refunds-4 dead-lettered by the broker, refunds-5 left ready on refunds; none done.
+java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer deadletter "$OPENWIRE" refunds 5 2> "$T/refunds.err"
+psql_do "INSERT INTO work SELECT 'refunds-' || i, NULL FROM generate_series(0, 5) i;"
+cat > "$T/refunds.yml" <<YML
+sources:
+$(amq_source amq "$T/amq.pass")
+$(pg_source shop "$PGP")
+    dedup_tables: [{table: work, id_column: order_id, handled_at_column: done_at}]
+dead_letters:
+  - source: amq
+    queue: refunds
+    id_field: property:order_id
+    work_table: {source: shop, table: work, id_column: order_id, done_column: done_at}
+YML
+refund_ids() { # the order_ids of QUEUE's messages (a browse, changing nothing); with a 2nd
+  # argument only those dead-lettered from it
+  curl -fsS -u "admin:$secret" "$URL/exec/org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=$1/browse()" \
+    | "$QREL_PYTHON" -c 'import json,sys
+for m in json.load(sys.stdin)["value"]:
+    if len(sys.argv) < 2 or m.get("OriginalDestination") == "queue://" + sys.argv[1]:
+        print(m["StringProperties"]["order_id"])' ${2:+"$2"}
+}
+all_refunds() { (refund_ids refunds; refund_ids ActiveMQ.DLQ refunds) | sort | paste -sd' '; }
+expect_eq "refunds: 1 ready, 5 dead, each once" "$(jolokia refunds QueueSize) $(all_refunds)" \
+  "1 refunds-0 refunds-1 refunds-2 refunds-3 refunds-4 refunds-5"
+"$QREL" dlq replay --config.file="$T/refunds.yml" --source=amq --queue=refunds --yes --rate=1/s \
+  > "$T/rkilled.json" 2>> "$T/dlq.err" &
+kpid=$!
+PIDS+=("$kpid")
+two_moved() { [ "$(jolokia refunds QueueSize)" -ge 3 ]; }
+expect_cmd "the paced replay moves 2 dead letters" wait_for -i 0.05 30 "refunds QueueSize 3" two_moved
+kill -KILL "$kpid"; wait "$kpid" 2>/dev/null || true
+moved=$(($(jolokia refunds QueueSize) - 1))
+expect_between "dead letters moved when SIGKILL came" "$moved" 2 4
+expect_eq "killed: every refund on refunds or dead, exactly once" "$(all_refunds)" \
+  "refunds-0 refunds-1 refunds-2 refunds-3 refunds-4 refunds-5"
+expect_eq "... the broker's QueueSizes agree (refunds + its dead letters = 6)" \
+  "$(($(jolokia refunds QueueSize) + $(refund_ids ActiveMQ.DLQ refunds | wc -l)))" 6
+rc=0
+"$QREL" dlq replay --config.file="$T/refunds.yml" --source=amq --queue=refunds --yes --format=json \
+  > "$T/rrerun.json" 2>> "$T/dlq.err" || rc=$?
+expect_eq "the rerun: exit 0, moved the other $((5 - moved))" "$rc $(jq '.replay.moved | length' "$T/rrerun.json")" "0 $((5 - moved))"
+expect_eq "every refund on refunds exactly once, none dead" \
+  "$(jolokia refunds QueueSize) $(refund_ids refunds | sort | paste -sd' ') $(refund_ids ActiveMQ.DLQ refunds | wc -l)" \
+  "6 refunds-0 refunds-1 refunds-2 refunds-3 refunds-4 refunds-5 0"
+java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$AMQ_CP" AmqPeer receive "$OPENWIRE" refunds 6 > "$T/refunds.got" 2>> "$T/refunds.err"
+expect_eq "a JMS consumer of refunds receives all 6, each once" \
+  "$(cut -d'|' -f2 "$T/refunds.got" | sort | paste -sd' ')" "refunds-0 refunds-1 refunds-2 refunds-3 refunds-4 refunds-5"
 
 finish

@@ -59,6 +59,10 @@ START_TEST(test_recorded_shared)
     ck_assert_double_eq(
         sample_value(s, "qrel_queue_messages", "queue", "emails", "state", "ready", NULL), 3);
     ck_assert(isnan(sample_value(s, "qrel_queue_messages", "queue", "ActiveMQ.DLQ", NULL)));
+    /* ConsumerCount: the workload's consumer holding orders, none on emails */
+    ck_assert_double_eq(sample_value(s, "qrel_queue_consumers", "queue", "orders", NULL), 1);
+    ck_assert_double_eq(sample_value(s, "qrel_queue_consumers", "queue", "emails", NULL), 0);
+    ck_assert(isnan(sample_value(s, "qrel_queue_consumers", "queue", "ActiveMQ.DLQ", NULL)));
     ck_assert_double_eq(sample_value(s, "qrel_lease_timeout_seconds", "queue", "orders", NULL),
                         120);
     ck_assert(isnan(sample_value(s, "qrel_lease_timeout_seconds", "queue", "emails", NULL)));
@@ -120,8 +124,8 @@ START_TEST(test_individual)
     json_array_remove(doc, 3);
     json_t *queues = json_object_get(json_array_get(doc, 1), "value");
     json_object_set_new(queues, "x",
-                        json_pack("{s:s, s:i, s:i, s:n}", "Name", "DLQ.orders", "QueueSize", 2,
-                                  "InFlightCount", 0, "SlowConsumerStrategy"));
+                        json_pack("{s:s, s:i, s:i, s:i, s:n}", "Name", "DLQ.orders", "QueueSize", 2,
+                                  "InFlightCount", 0, "ConsumerCount", 0, "SlowConsumerStrategy"));
     struct metric_set *s = metric_set_new("amq", "activemq");
     struct activemq_result res;
     struct entry_skips skips = {0};
@@ -178,6 +182,9 @@ static const struct check_case bad_docs[] = {
      "\"QueueSize\":\"1\"}}},"
      "{\"status\":404},{\"status\":404}]",
      "$[1].value[0].QueueSize: want a number, got a string"},
+    {"[{\"status\":200,\"value\":1},{\"status\":200,\"value\":{\"a\":{\"Name\":\"q\","
+     "\"QueueSize\":1,\"InFlightCount\":0}}},{\"status\":404},{\"status\":404}]",
+     "$[1].value[0].ConsumerCount: missing"},
     {"[{\"status\":200,\"value\":1},{\"status\":404},{\"status\":404},{\"status\":200,"
      "\"value\":{}}]",
      "$[3].value: want a list, got an object"},

@@ -51,8 +51,10 @@ public final class AmqPeer {
             workload(args[1], args[2]);
         } else if (args.length == 4 && args[0].equals("receive")) {
             receive(args[1], args[2], Integer.parseInt(args[3]));
+        } else if (args.length == 4 && args[0].equals("deadletter")) {
+            deadLetters(args[1], args[2], Integer.parseInt(args[3]));
         } else {
-            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE | receive BROKER_URL QUEUE N");
+            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE | receive BROKER_URL QUEUE N | deadletter BROKER_URL QUEUE N");
             System.exit(2);
         }
     }
@@ -214,6 +216,21 @@ public final class AmqPeer {
         }
         Files.writeString(Path.of(ready), "held " + held.size() + "\n");
         Thread.currentThread().join();
+    }
+
+    // ---- deadletter ----
+
+    // Sends n + 1 messages to queue (order_id QUEUE-0 … QUEUE-n) and has the broker dead-letter
+    // the first n as the workload does; the last one stays ready on the queue (deadLetter stops
+    // at the message after the n-th).
+    private static void deadLetters(String url, String queue, int n) throws Exception {
+        ActiveMQConnectionFactory f = new ActiveMQConnectionFactory(url);
+        Connection c = f.createConnection();
+        c.start();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        send(s, queue, n + 1);
+        c.close();
+        deadLetter(f, queue, n);
     }
 
     // ---- receive ----
