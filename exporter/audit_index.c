@@ -164,11 +164,17 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
         if (!en->dlq)
             en->dlq = dlq;
         en->ndlq++;
-        if (ix->ndlqs == ix->dlqs_cap) {
-            ix->dlqs_cap = ix->dlqs_cap ? ix->dlqs_cap * 2 : 16;
-            ix->dlqs = xrealloc(ix->dlqs, ix->dlqs_cap * sizeof *ix->dlqs);
+        /* The list only answers "is it a dead-letter queue", and often every queue of a source
+         * names the same one: a name the sample before added again is not stored twice (the
+         * set's strings are shared, so equal names are one pointer). */
+        const struct audit_dlq_name *prev = ix->ndlqs ? &ix->dlqs[ix->ndlqs - 1] : NULL;
+        if (!prev || prev->source != en->source || prev->dlq != dlq) {
+            if (ix->ndlqs == ix->dlqs_cap) {
+                ix->dlqs_cap = ix->dlqs_cap ? ix->dlqs_cap * 2 : 16;
+                ix->dlqs = xrealloc(ix->dlqs, ix->dlqs_cap * sizeof *ix->dlqs);
+            }
+            ix->dlqs[ix->ndlqs++] = (struct audit_dlq_name){en->source, dlq};
         }
-        ix->dlqs[ix->ndlqs++] = (struct audit_dlq_name){en->source, dlq};
     }
     ix->queues[en->queue_id].has |= 1u << f;
     int fresh;

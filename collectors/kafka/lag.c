@@ -15,27 +15,55 @@
 #include <string.h>
 
 #include "common/entries.h"
+#include "hashtab.h"
 #include "kafka/client.h"
 #include "kafka/kafka.h"
 #include "kafka/scrape.h"
 #include "log.h"
 #include "alloc.h"
 
+/* A need's key: two lagging groups of a topic, or a dead-letter topic's first and last records
+ * when they are close, share a read. Hashed, since every lagging partition looks its read up:
+ * a pass over the needs made that quadratic in the partitions. */
+static uint64_t need_hash(size_t topic, int32_t partition, int64_t offset)
+{
+    uint64_t key[3] = {(uint64_t)topic, (uint64_t)(uint32_t)partition, (uint64_t)offset};
+    return hashtab_hash(key, sizeof key, 0);
+}
+
+static uint64_t need_hash_of(const void *ctx, uint32_t id)
+{
+    const struct kafka_scrape *sc = ctx;
+    const struct kafka_need *n = &sc->needs[id];
+    return need_hash(n->topic, n->partition, n->offset);
+}
+
+/* The need of (topic, partition, offset), or SIZE_MAX; p is left where it would be added. */
+static size_t need_search(const struct kafka_scrape *sc, size_t topic, int32_t partition,
+                          int64_t offset, struct hashtab_probe *p)
+{
+    for (uint32_t id = hashtab_first(&sc->need_index, need_hash(topic, partition, offset), p);
+         id != HASHTAB_END; id = hashtab_next(&sc->need_index, p)) {
+        const struct kafka_need *n = &sc->needs[id];
+        if (n->topic == topic && n->partition == partition && n->offset == offset)
+            return id;
+    }
+    return SIZE_MAX;
+}
+
 static size_t find_need(const struct kafka_scrape *sc, size_t topic, int32_t partition,
                         int64_t offset)
 {
-    for (size_t i = 0; i < sc->nneeds; i++)
-        if (sc->needs[i].topic == topic && sc->needs[i].partition == partition &&
-            sc->needs[i].offset == offset)
-            return i;
-    return SIZE_MAX;
+    struct hashtab_probe p;
+    return need_search(sc, topic, partition, offset, &p);
 }
 
 /* Two needs from the same offset are one read, to the later of their ends. */
 static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t topic,
                        int32_t partition, int64_t offset, int64_t until)
 {
-    size_t i = find_need(sc, topic, partition, offset);
+    struct hashtab_probe p;
+    size_t i = need_search(sc, topic, partition, offset, &p);
     if (i != SIZE_MAX) {
         if (until > sc->needs[i].until)
             sc->needs[i].until = until;
@@ -45,7 +73,10 @@ static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t t
         sc->capped = 1;
         return SIZE_MAX;
     }
-    sc->needs = xrealloc(sc->needs, (sc->nneeds + 1) * sizeof *sc->needs);
+    if (sc->nneeds == sc->needs_cap) {
+        sc->needs_cap = sc->needs_cap ? sc->needs_cap * 2 : 64;
+        sc->needs = xrealloc(sc->needs, sc->needs_cap * sizeof *sc->needs);
+    }
     struct kafka_need *n = &sc->needs[sc->nneeds];
     n->topic = topic;
     n->partition = partition;
@@ -56,6 +87,7 @@ static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t t
     n->ts = -1;
     n->last_ts = -1;
     n->bad_ts = 0;
+    hashtab_add(&sc->need_index, &p, (uint32_t)sc->nneeds, need_hash_of, sc);
     return sc->nneeds++;
 }
 
@@ -97,15 +129,47 @@ static void plan_fetches(struct kafka_state *st, struct kafka_scrape *sc)
     }
 }
 
-static struct kafka_need *round_find(struct kafka_scrape *sc, const size_t *round, size_t n,
+/* A round's needs by (topic, partition): a round holds one need per partition, found once for
+ * each need added and once for each record polled, so a probe here instead of a pass over the
+ * round (which made a round of n partitions cost n * n name comparisons). */
+struct round_index {
+    const struct kafka_scrape *sc;
+    const size_t *round; /* indexes into sc->needs */
+    struct hashtab ix;   /* positions in round */
+};
+
+static uint64_t tp_hash(const char *topic, int32_t partition)
+{
+    return hashtab_hash(&partition, sizeof partition, hashtab_hash(topic, strlen(topic), 0));
+}
+
+static uint64_t round_hash_of(const void *ctx, uint32_t k)
+{
+    const struct round_index *r = ctx;
+    const struct kafka_need *nd = &r->sc->needs[r->round[k]];
+    return tp_hash(r->sc->topics[nd->topic].md->topic, nd->partition);
+}
+
+/* The position in the round of the need of (topic, partition), or HASHTAB_END (p is left where
+ * it would be added). */
+static uint32_t round_lookup(const struct round_index *r, const char *topic, int32_t partition,
+                             struct hashtab_probe *p)
+{
+    for (uint32_t k = hashtab_first(&r->ix, tp_hash(topic, partition), p); k != HASHTAB_END;
+         k = hashtab_next(&r->ix, p)) {
+        const struct kafka_need *nd = &r->sc->needs[r->round[k]];
+        if (nd->partition == partition && strcmp(r->sc->topics[nd->topic].md->topic, topic) == 0)
+            return k;
+    }
+    return HASHTAB_END;
+}
+
+static struct kafka_need *round_find(struct kafka_scrape *sc, const struct round_index *r,
                                      const char *topic, int32_t partition)
 {
-    for (size_t i = 0; i < n; i++) {
-        struct kafka_need *nd = &sc->needs[round[i]];
-        if (nd->partition == partition && strcmp(sc->topics[nd->topic].md->topic, topic) == 0)
-            return nd;
-    }
-    return NULL;
+    struct hashtab_probe p;
+    uint32_t k = round_lookup(r, topic, partition, &p);
+    return k == HASHTAB_END ? NULL : &sc->needs[r->round[k]];
 }
 
 /* One fetch round: every pending need whose partition is not in the round yet, assigned at its
@@ -116,16 +180,19 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
                        size_t *round, struct err *e)
 {
     size_t n = 0;
+    struct round_index r = {sc, round, {0}};
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
     for (size_t i = 0; i < sc->nneeds; i++) {
         struct kafka_need *nd = &sc->needs[i];
         if (nd->done)
             continue;
         const char *topic = sc->topics[nd->topic].md->topic;
-        if (rd_kafka_topic_partition_list_find(l, topic, nd->partition))
+        struct hashtab_probe p;
+        if (round_lookup(&r, topic, nd->partition, &p) != HASHTAB_END)
             continue;
         rd_kafka_topic_partition_list_add(l, topic, nd->partition)->offset = nd->offset;
-        round[n++] = i;
+        round[n] = i;
+        hashtab_add(&r.ix, &p, (uint32_t)n++, round_hash_of, &r);
     }
     /* Partitions paused by an earlier round (or scrape) stay paused across assign(): resume. */
     rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
@@ -134,8 +201,10 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
     if (!err)
         kafka_client_wake(st, dl, l);
     rd_kafka_topic_partition_list_destroy(l);
-    if (err)
+    if (err) {
+        hashtab_free(&r.ix);
         return kafka_client_call_error(st, "assign", err, NULL, e);
+    }
     size_t left = n;
     int rc = 0;
     while (left && rc == 0) {
@@ -143,7 +212,7 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
         if ((rc = kafka_client_poll(st, dl, &m, e)) != 0 || !m)
             continue;
         struct kafka_need *nd =
-            m->rkt ? round_find(sc, round, n, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
+            m->rkt ? round_find(sc, &r, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
         if (nd && !nd->done && (m->err || m->offset >= nd->offset)) {
             /* The end of the log (nothing readable left: compacted away, transaction markers)
              * or a record deleted since ListOffsets: no more timestamps. */
@@ -167,6 +236,7 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
         }
         rd_kafka_message_destroy(m);
     }
+    hashtab_free(&r.ix);
     err = kafka_client_unassign(st);
     if (rc == 0 && err)
         rc = kafka_client_call_error(st, "unassign", err, NULL, e);

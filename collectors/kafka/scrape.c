@@ -27,6 +27,7 @@ void kafka_scrape_free(struct kafka_scrape *sc)
     }
     free(sc->t);
     free(sc->needs);
+    hashtab_free(&sc->need_index);
     if (sc->md)
         rd_kafka_metadata_destroy(sc->md);
 }

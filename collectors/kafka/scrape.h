@@ -14,6 +14,7 @@
 
 #include "deadline.h"
 #include "err.h"
+#include "hashtab.h"
 #include "kafka/client.h"
 
 struct kafka_topic_data {
@@ -55,7 +56,8 @@ struct kafka_scrape {
     struct kafka_target *t;
     size_t n;
     struct kafka_need *needs;
-    size_t nneeds;
+    size_t nneeds, needs_cap;
+    struct hashtab need_index; /* needs by (topic, partition, offset): lag.c */
     int capped;
     size_t excluded_groups; /* listed groups a pattern found and an exclude left out */
     int has_exclude;        /* some entry has an exclude key: qrel_excluded_objects is served */
