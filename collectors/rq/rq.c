@@ -21,8 +21,7 @@
  * A queue's consumers are counted as RQ's Worker.all(queue=...) counts them: the workers of
  * rq:workers whose hash still exists (RQ expires it worker_ttl + 60 s after the last heartbeat,
  * 480 s by default) and has no death (a worker that stopped cleanly), and whose queues field
- * names the queue. A worker hash without queues leaves every count out: a count that may miss a
- * worker is no count. */
+ * names the queue (a hash without queues serves none, as RQ reads it). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -81,7 +80,6 @@ struct scrape {
     size_t nlisted;
     char **workers; /* the worker keys of rq:workers */
     size_t nworkers;
-    int consumers_unknown; /* a worker's hash named no queues */
     struct queue *q;
     size_t n;
     struct job *jobs;
@@ -171,13 +169,10 @@ static void on_worker(struct scrape *sc, const redisReply *r)
     const redisReply *queues = r->element[0], *death = r->element[1];
     if (death->type != REDIS_REPLY_NIL)
         return; /* stopped cleanly (register_death), its hash kept 60 s */
-    if (queues->type == REDIS_REPLY_NIL)
-        return; /* expired: RQ drops it from rq:workers when it next looks */
-    if (queues->type != REDIS_REPLY_STRING || queues->len == 0) {
-        entry_skips_add(&sc->skips, "", ENTRY_MISSING_FIELD);
-        sc->consumers_unknown = 1;
+    /* Expired (RQ drops it from rq:workers when it next looks), or without queues, which RQ
+     * reads as a worker of no queue: either way it counts on none. */
+    if (queues->type != REDIS_REPLY_STRING)
         return;
-    }
     for (size_t i = 0; i < sc->n; i++)
         sc->q[i].consumers += rq_worker_serves(queues->str, queues->len, sc->q[i].name);
 }
@@ -383,8 +378,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         if (q->has_failed_newest)
             metric_set_add(out, "qrel_dead_letter_newest_age_seconds", q->failed_newest, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
-        if (!sc->consumers_unknown)
-            metric_set_add(out, "qrel_queue_consumers", q->consumers, "queue", n, NULL);
+        metric_set_add(out, "qrel_queue_consumers", q->consumers, "queue", n, NULL);
         if (q->nholds) {
             double oldest, margin = 0, timeout = 0;
             int has_margin = rq_lease(q->holds, q->nholds, &oldest, &margin, &timeout);

@@ -87,6 +87,9 @@ R HSET rq:job:hostile-2 enqueued_at yesterday >/dev/null
 R ZADD rq:wip:hostile_a 1 hostile-3 1 hostile-4 >/dev/null
 R HSET rq:job:hostile-3 started_at 2026-01-01T00:00:00Z timeout soon >/dev/null
 R HSET rq:job:hostile-4 started_at 2100-01-01T00:00:00Z >/dev/null
+# and a worker hash without its queues field, which RQ reads as a worker of no queue
+R SADD rq:workers rq:worker:hostile >/dev/null
+R HSET rq:worker:hostile pid 1 >/dev/null
 $QREL scrape --config.file="$T/rq.yml" > "$T/hostile.prom"
 expect_metric "$T/hostile.prom" 1 qrel_collector_up 'source="jobs"'
 expect_states "$T/hostile.prom" emails ready=2 in_flight=1 delayed=4
@@ -99,9 +102,13 @@ expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_a"' 'reas
 expect_metric "$T/hostile.prom" 1 qrel_skipped_entries 'queue="hostile_b"' 'reason="bad_timestamp"'
 expect_absent "$T/hostile.prom" qrel_queue_oldest_message_age_seconds 'queue="hostile_a"'
 expect_absent "$T/hostile.prom" qrel_lease_oldest_age_seconds 'queue="hostile_a"'
+expect_metric "$T/hostile.prom" 1 qrel_queue_consumers 'queue="emails"'
+expect_metric "$T/hostile.prom" 0 qrel_queue_consumers 'queue="hostile_a"'
 R DEL rq:queue:hostile_a rq:queue:hostile_b rq:wip:hostile_a rq:job:hostile-1 rq:job:hostile-2 \
   rq:job:hostile-3 rq:job:hostile-4 >/dev/null
 R SREM rq:queues rq:queue:hostile_a rq:queue:hostile_b >/dev/null
+R DEL rq:worker:hostile >/dev/null
+R SREM rq:workers rq:worker:hostile >/dev/null
 
 # exclude: a queue RQ made itself, with a job failed for good (its failed registry) and one
 # ready, is read without the key; with exclude ["scr*"] it is neither read nor exported, and the
