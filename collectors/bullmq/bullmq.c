@@ -22,6 +22,12 @@
  * is no time (processedOn -5, NaN, 1970) gives no age: it is passed over and counted
  * (qrel_skipped_entries, common/entries.h), so one bad job hash neither pages nor blinds.
  *
+ * A queue's consumers are its workers as BullMQ's Queue.getWorkers() counts them: the connections
+ * CLIENT LIST shows named for the queue (bullmq_worker_queues), asked once per scrape in round 2
+ * (not with count_workers: false, nor on a cluster). Its flow counters are the `count` of
+ * `metrics:completed` and `metrics:failed`, which BullMQ and Bull 4 keep only while the workers
+ * run with the `metrics` option: absent otherwise, never 0.
+ *
  * With cluster: true, cluster.c walks the masters and each is read as a single server
  * (read_server), its queues appended to the scrape's; ASKs are followed per command there. */
 #include <math.h>
@@ -49,7 +55,7 @@
 #define DEFAULT_MAX_QUEUES 1000
 #define EVENTS_PER_SCRAPE "10000"
 #define DEAD_LETTER_LABEL "failed"
-#define ROUND2_PER_QUEUE 11
+#define ROUND2_PER_QUEUE 13
 
 /* What is kept between scrapes: where each queue's events were read up to. */
 struct cursor {
@@ -63,6 +69,7 @@ struct state {
     char *prefix;
     double lock_duration;
     long long max_active, max_queues;
+    int count_workers; /* CLIENT LIST for qrel_queue_consumers */
     struct cursor *cursors;
     size_t ncursors;
     struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
@@ -84,6 +91,8 @@ struct queue {
     char *new_last_id;
     double new_stalled; /* counted this scrape; added to the cursor's total once it succeeds */
     double now_ms;      /* TIME of the server (on a cluster: the master) that holds the queue */
+    double completed, dead_lettered; /* the metrics hashes' counts, where has_flow says */
+    int has_flow;                    /* bit 1 completed, bit 2 failed */
 };
 
 struct job_ref {
@@ -116,6 +125,10 @@ struct scrape {
     size_t *foreign_owner;
     size_t nforeign;
     struct entry_skips skips; /* the job times that could not be read, passed over */
+    size_t nround2;           /* round 2's per-queue commands; CLIENT LIST after them */
+    char **workers;           /* the queue of each worker connection, sorted */
+    size_t nworkers;
+    int has_workers; /* CLIENT LIST was read */
 };
 
 static void destroy(struct collector *c)
@@ -140,6 +153,7 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                                   e) ||
         cfg_get_int(map, "max_active_jobs", DEFAULT_MAX_ACTIVE, 1, 1000000, &st->max_active, e) ||
         cfg_get_int(map, "max_queues", DEFAULT_MAX_QUEUES, 1, 1000000, &st->max_queues, e) ||
+        cfg_get_bool(map, "count_workers", 1, &st->count_workers, e) ||
         redis_job_finish(c, map, &st->job, e))
         return -1;
     if (!st->prefix)
@@ -305,9 +319,38 @@ static void note_redirect(struct scrape *sc, const redisReply *r)
         sc->redirected = 1;
 }
 
+/* CLIENT LIST: the workers' connections, by the queue their names stand for. */
+static int on_client_list(struct scrape *sc, const redisReply *r, struct err *e)
+{
+    if (r->type != REDIS_REPLY_STRING)
+        return err_set(e, ERR_PROTOCOL, "CLIENT LIST: unexpected %s%s%s", redis_reply_type_name(r),
+                       r->type == REDIS_REPLY_ERROR ? ": " : "",
+                       r->type == REDIS_REPLY_ERROR ? r->str : "");
+    sc->nworkers = bullmq_worker_queues(r->str, r->len, sc->st->prefix, &sc->workers);
+    sc->has_workers = 1;
+    return 0;
+}
+
+/* HMGET metrics:completed|failed count: absent without the workers' metrics option. */
+static void on_metrics(struct scrape *sc, struct queue *q, int bit, const redisReply *r)
+{
+    const redisReply *v = r->type == REDIS_REPLY_ARRAY && r->elements == 1 ? r->element[0] : NULL;
+    if (!v || v->type == REDIS_REPLY_NIL)
+        return;
+    double n;
+    if (v->type != REDIS_REPLY_STRING || bullmq_metrics_count(v->str, &n)) {
+        entry_skips_add(&sc->skips, q->name, ENTRY_BAD_VALUE); /* no count of BullMQ's */
+        return;
+    }
+    *(bit == 1 ? &q->completed : &q->dead_lettered) = n;
+    q->has_flow |= bit;
+}
+
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
+    if (!sc->map && index >= sc->nround2)
+        return on_client_list(sc, r, e);
     if (sc->map && !sc->asking && bullmq_cluster_ask_note(&sc->asks, sc->map, index, r, &sc->stale))
         return 0; /* asked again where the key is, after this pipeline */
     note_redirect(sc, r);
@@ -350,6 +393,12 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
                 *(k == 8 ? &q->failed_first : &q->failed_last) = at;
             }
         }
+        return 0;
+    }
+    if (k == 11 || k == 12) {
+        if (want(r, REDIS_REPLY_ARRAY, "HMGET metrics", q->name, e))
+            return -1;
+        on_metrics(sc, q, k == 11 ? 1 : 2, r);
         return 0;
     }
     return on_events(q, r, !sc->st->cursors[q->cur].last_id, e);
@@ -402,6 +451,9 @@ static void scrape_free(struct scrape *sc)
     free(sc->jobs);
     entry_skips_free(&sc->skips);
     bullmq_asks_free(&sc->asks);
+    for (size_t i = 0; i < sc->nworkers; i++)
+        free(sc->workers[i]);
+    free(sc->workers);
     cfg_strv_free(sc->foreign);
     free(sc->foreign_owner);
 }
@@ -480,9 +532,9 @@ static void drop_part(struct scrape *sc)
 static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
                        struct redis_pipe *p)
 {
-    static const char *const suffix[] = {"wait",    "paused", "prioritized", "active",
-                                         "delayed", "failed", "wait",        "active",
-                                         "failed",  "failed", "events"};
+    static const char *const suffix[] = {
+        "wait",   "paused", "prioritized", "active", "delayed",           "failed",        "wait",
+        "active", "failed", "failed",      "events", "metrics:completed", "metrics:failed"};
     static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
     char *key = xstrjoin(st->prefix, ":", q->name, ":", suffix[k], (char *)NULL);
     const struct cursor *cur = &st->cursors[q->cur];
@@ -496,6 +548,8 @@ static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
         redis_pipe_addv(p, "LRANGE", key, "0", stop, NULL);
     } else if (k == 8 || k == 9) {
         redis_pipe_addv(p, k == 8 ? "ZRANGE" : "ZREVRANGE", key, "0", "0", "WITHSCORES", NULL);
+    } else if (k == 11 || k == 12) {
+        redis_pipe_addv(p, "HMGET", key, "count", NULL);
     } else if (cur->last_id) {
         char *from = xasprintf("(%s", cur->last_id);
         redis_pipe_addv(p, "XRANGE", key, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
@@ -603,6 +657,9 @@ static int read_server(struct scrape *sc, struct redis_conn *conn,
         for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
             round2_cmd(st, q, k, p);
     }
+    sc->nround2 = nhere * ROUND2_PER_QUEUE;
+    if (nhere && !map && st->count_workers) /* one server: its clients are all the workers */
+        redis_pipe_addv(p, "CLIENT", "LIST", NULL);
     if (nhere && (redis_pipe_exec_each(conn, p, dl, max, on_round2, sc, e) ||
                   follow_asks(sc, add_round2, on_round2, dl, e)))
         goto out;
@@ -703,6 +760,15 @@ static void emit(const struct scrape *sc, struct metric_set *out)
                            NULL);
         if (q->has_hold)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
+        if (sc->has_workers)
+            metric_set_add(out, "qrel_queue_consumers",
+                           (double)bullmq_workers_of(sc->workers, sc->nworkers, n), "queue", n,
+                           NULL);
+        if (q->has_flow & 1)
+            metric_set_add(out, "qrel_messages_consumed_total", q->completed, "queue", n, NULL);
+        if (q->has_flow & 2)
+            metric_set_add(out, "qrel_messages_dead_lettered_total", q->dead_lettered, "queue", n,
+                           NULL);
         double first = q->now_ms > q->failed_first ? (q->now_ms - q->failed_first) / 1000 : 0;
         double last = q->now_ms > q->failed_last ? (q->now_ms - q->failed_last) / 1000 : 0;
         if (q->has_failed & 1)
@@ -750,7 +816,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
 static const struct audit_hint hints[] = {
-    {"no_dead_letter_queue", "keep failed jobs (removeOnFail: false)"}, {NULL, NULL}};
+    {"no_dead_letter_queue", "keep failed jobs (removeOnFail: false)"},
+    {"backlog_without_consumer", "start a Worker for this queue (BullMQ's new Worker(name, "
+                                 "...), Bull's queue.process)"},
+    {NULL, NULL}};
 
 const struct collector_kind bullmq_kind = {
     .name = "bullmq",

@@ -26,6 +26,23 @@ int bullmq_is_stalled_event(const char *const *names, const char *const *values,
  * key `<prefix>:<queue>:<suffix>` hashes by it whatever the suffix? */
 int bullmq_queue_tagged(const char *prefix, const char *queue);
 
+/* The workers of CLIENT LIST's reply (list, len bytes: a line per connection, "key=value" fields
+ * apart by spaces), as BullMQ's Queue.getWorkers() and Bull 3/4's find them: each connection
+ * named `<prefix>:<base64(queue)>` (BullMQ's Worker without a name; Bull's Queue#process, which
+ * names its blocking connection so) or `<prefix>:<base64(queue)>:w:<name>` (a named Worker).
+ * Into *queues the decoded queue of each such connection (malloc'd, sorted; free each and the
+ * list), once per connection; returns how many. A QueueEvents connection (`...:qe`) and names
+ * that are no base64 are none. */
+size_t bullmq_worker_queues(const char *list, size_t len, const char *prefix, char ***queues);
+
+/* How many of the n sorted queues of bullmq_worker_queues are queue. */
+size_t bullmq_workers_of(char *const *queues, size_t n, const char *queue);
+
+/* The `count` field of `<prefix>:<queue>:metrics:completed` or `:failed` (the HINCRBY of
+ * BullMQ's and Bull 4's collectMetrics): 0 with *count set when s is a whole number from 0 to
+ * 2^53, else -1 (NULL: the hash or field is absent). */
+int bullmq_metrics_count(const char *s, double *count);
+
 /* ---- `qrel dlq` (dlq_parse.c) ---- */
 
 /* Where a failed job carries its work id (a dead_letters entry's id_field): the job id

@@ -1,4 +1,5 @@
-/* parse.c: RQ's timestamps and the lease figures of a queue's running jobs (see rq.h). */
+/* parse.c: RQ's timestamps, the lease figures of a queue's running jobs and a worker's queues (see
+ * rq.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -48,4 +49,20 @@ int rq_lease(const struct rq_hold *h, size_t n, double *oldest, double *margin, 
         }
     }
     return found;
+}
+
+int rq_worker_serves(const char *queues, size_t len, const char *name)
+{
+    size_t nlen = strlen(name);
+    const char *p = queues, *end = queues + len;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        if ((size_t)(stop - p) == nlen && memcmp(p, name, nlen) == 0)
+            return 1;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
 }

@@ -9,14 +9,19 @@
  * expiry, then goes to the failed registry (or back to the queue with retries left).
  *
  * A scrape is three pipelined round trips whatever the number of queues, all read-only:
- *   1. TIME (ages use Redis's clock) and, unless queues are named, SMEMBERS rq:queues, less
- *      the queues `exclude` matches (no key of theirs is asked for);
+ *   1. TIME (ages use Redis's clock), SMEMBERS rq:workers and, unless queues are named,
+ *      SMEMBERS rq:queues, less the queues `exclude` matches (no key of theirs is asked for);
  *   2. per queue LLEN, four ZCARDs, LINDEX 0 (the oldest ready job), ZRANGE of rq:wip (at most
- *      max_in_flight_jobs) and the first and last failed job;
+ *      max_in_flight_jobs) and the first and last failed job; per worker HMGET queues, death;
  *   3. HMGET of those jobs' times and timeout.
  * A job field qrel cannot read (a time that is none or out of range, a timeout "soon") is passed
  * over and counted (qrel_skipped_entries, common/entries.h): one bad job never takes the source
- * down, nor gives an age of decades. */
+ * down, nor gives an age of decades.
+ *
+ * A queue's consumers are counted as RQ's Worker.all(queue=...) counts them: the workers of
+ * rq:workers whose hash still exists (RQ expires it worker_ttl + 60 s after the last heartbeat,
+ * 480 s by default) and has no death (a worker that stopped cleanly), and whose queues field
+ * names the queue (a hash without queues serves none, as RQ reads it). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -40,6 +45,7 @@
 #define DEFAULT_MAX_IN_FLIGHT 1000
 #define DEAD_LETTER_LABEL "failed"
 #define ROUND2_PER_QUEUE 9
+#define WORKER_PREFIX "rq:worker:"
 
 struct state {
     struct redis_job job; /* the connection keys, queues, connection and pipeline */
@@ -60,7 +66,7 @@ struct job {
 
 struct queue {
     char *name;
-    double ready, running, scheduled, deferred, failed;
+    double ready, running, scheduled, deferred, failed, consumers;
     int has_head_age, has_failed_oldest, has_failed_newest;
     double head_age, failed_oldest, failed_newest;
     struct rq_hold *holds;
@@ -72,6 +78,8 @@ struct scrape {
     double now;
     char **listed;
     size_t nlisted;
+    char **workers; /* the worker keys of rq:workers */
+    size_t nworkers;
     struct queue *q;
     size_t n;
     struct job *jobs;
@@ -113,6 +121,19 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
     struct scrape *sc = ctx;
     if (index == 0) /* TIME: seconds, microseconds */
         return redis_job_time(r, &sc->now, e);
+    if (index == 1) { /* SMEMBERS rq:workers: the keys of the workers' hashes */
+        if (redis_job_want(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:workers", e))
+            return -1;
+        sc->workers = xcalloc(r->elements + 1, sizeof *sc->workers);
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *k = r->element[i];
+            if (k->type != REDIS_REPLY_STRING)
+                return err_set(e, ERR_PROTOCOL, "SMEMBERS rq:workers: want strings");
+            if (strncmp(k->str, WORKER_PREFIX, strlen(WORKER_PREFIX)) == 0) /* else not RQ's */
+                sc->workers[sc->nworkers++] = xstrdup(k->str);
+        }
+        return 0;
+    }
     if (redis_job_want(r, REDIS_REPLY_ARRAY, "SMEMBERS rq:queues", e))
         return -1;
     sc->listed = xcalloc(r->elements + 1, sizeof *sc->listed);
@@ -140,9 +161,29 @@ static void add_job(struct scrape *sc, size_t q, enum job_role role, const char 
     sc->njobs++;
 }
 
+/* HMGET <worker> queues death: a live worker counts once on each queue it names. */
+static void on_worker(struct scrape *sc, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return;
+    const redisReply *queues = r->element[0], *death = r->element[1];
+    if (death->type != REDIS_REPLY_NIL)
+        return; /* stopped cleanly (register_death), its hash kept 60 s */
+    /* Expired (RQ drops it from rq:workers when it next looks), or without queues, which RQ
+     * reads as a worker of no queue: either way it counts on none. */
+    if (queues->type != REDIS_REPLY_STRING)
+        return;
+    for (size_t i = 0; i < sc->n; i++)
+        sc->q[i].consumers += rq_worker_serves(queues->str, queues->len, sc->q[i].name);
+}
+
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct scrape *sc = ctx;
+    if (index >= sc->n * ROUND2_PER_QUEUE) {
+        on_worker(sc, r);
+        return 0;
+    }
     size_t qi = index / ROUND2_PER_QUEUE;
     struct queue *q = &sc->q[qi];
     static const char *const what[ROUND2_PER_QUEUE] = {
@@ -253,6 +294,7 @@ static void scrape_free(struct scrape *sc)
         free(sc->jobs[i].id);
     free(sc->jobs);
     cfg_strv_free(sc->listed);
+    cfg_strv_free(sc->workers);
     entry_skips_free(&sc->skips);
 }
 
@@ -264,6 +306,7 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     size_t max = st->job.rs.max_response_bytes;
     redis_pipe_reset(p);
     redis_pipe_addv(p, "TIME", NULL);
+    redis_pipe_addv(p, "SMEMBERS", "rq:workers", NULL);
     if (!st->job.queues)
         redis_pipe_addv(p, "SMEMBERS", "rq:queues", NULL);
     if (redis_pipe_exec_each(st->job.conn, p, dl, max, on_round1, sc, e))
@@ -297,7 +340,9 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         free(deferred);
         free(failed);
     }
-    if (sc->n && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
+    for (size_t i = 0; i < sc->nworkers; i++)
+        redis_pipe_addv(p, "HMGET", sc->workers[i], "queues", "death", NULL);
+    if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
         return -1;
 
     redis_pipe_reset(p);
@@ -333,6 +378,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         if (q->has_failed_newest)
             metric_set_add(out, "qrel_dead_letter_newest_age_seconds", q->failed_newest, "queue", n,
                            "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+        metric_set_add(out, "qrel_queue_consumers", q->consumers, "queue", n, NULL);
         if (q->nholds) {
             double oldest, margin = 0, timeout = 0;
             int has_margin = rq_lease(q->holds, q->nholds, &oldest, &margin, &timeout);
@@ -362,8 +408,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const struct audit_hint hints[] = {{"no_dead_letter_queue", "keep the failed job registry"},
-                                          {NULL, NULL}};
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "keep the failed job registry"},
+    {"backlog_without_consumer", "start an RQ worker that listens on this queue (rq worker "
+                                 "<queue>)"},
+    {NULL, NULL}};
 
 const struct collector_kind rq_kind = {
     .name = "rq",

@@ -25,6 +25,10 @@ struct rq_hold {
  * *oldest is set), and 0 with *oldest = 0 for n == 0. */
 int rq_lease(const struct rq_hold *h, size_t n, double *oldest, double *margin, double *timeout);
 
+/* A worker hash's queues field, the names of the queues it listens on joined by commas (RQ's
+ * register_birth: ','.join(queue_names())), len bytes: 1 when it names name, else 0. */
+int rq_worker_serves(const char *queues, size_t len, const char *name);
+
 /* ---- `qrel dlq` (dlq_parse.c) ---- */
 
 /* Where a failed job carries its work id (a dead_letters entry's id_field). RQ pickles a job's

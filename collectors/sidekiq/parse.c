@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidekiq.h"
 #include "alloc.h"
+#include "config.h"
+#include "sidekiq.h"
 
 static json_t *load(const char *json, size_t len, const char *what, enum entry_skip *why,
                     struct err *e)
@@ -270,6 +271,41 @@ int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_a
         *queue = NULL;
     }
     return rc;
+}
+
+int sidekiq_parse_process(const char *json, size_t len, char ***queues, enum entry_skip *why,
+                          struct err *e)
+{
+    *queues = NULL;
+    json_t *v = load(json, len, "process info", why, e);
+    if (!v)
+        return -1;
+    json_t *list = json_object_get(v, "queues");
+    size_t n = json_is_array(list) ? json_array_size(list) : 0, k = 0;
+    if (!json_is_array(list)) {
+        json_decref(v);
+        *why = ENTRY_MISSING_FIELD;
+        return err_set(e, ERR_PROTOCOL, "process info: want a \"queues\" array");
+    }
+    char **out = xcalloc(n + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        json_t *name = json_array_get(list, i);
+        if (!json_is_string(name) || json_string_length(name) == 0) {
+            cfg_strv_free(out);
+            json_decref(v);
+            *why = ENTRY_BAD_VALUE;
+            return err_set(e, ERR_PROTOCOL, "process info: want queue names in \"queues\"");
+        }
+        const char *s = json_string_value(name);
+        size_t j = 0; /* a weighted queue may be listed more than once: counted once */
+        while (j < k && strcmp(out[j], s) != 0)
+            j++;
+        if (j == k)
+            out[k++] = xstrndup(s, json_string_length(name));
+    }
+    json_decref(v);
+    *queues = out;
+    return 0;
 }
 
 enum sidekiq_beat sidekiq_judge_beat(const char *s, size_t len, double now, double stale_after)

@@ -19,7 +19,12 @@
  * A scrape is two pipelined round trips whatever the number of queues and processes:
  *   1. TIME, SMEMBERS queues (unless named) and processes, ZCARD and ZRANGE (at most
  *      max_set_entries) of schedule, retry and dead;
- *   2. per queue LLEN and LINDEX -1; per process HGET beat and HGETALL of both work hashes.
+ *   2. per queue LLEN and LINDEX -1; per process HGET of beat, quiet and info, and HGETALL of
+ *      both work hashes.
+ * A queue's consumers are the processes serving it: those whose heartbeat is at most stale_after
+ * old, not quiet (a quiet process fetches no more jobs), and whose info names the queue. A
+ * process whose info or heartbeat cannot be read leaves the count out (of every queue, or of the
+ * queues its info names): a count that may miss a process is no count, and a false 0 pages.
  * A queue `exclude` matches, met in the queues set or in a job of the sets or work hashes, gets
  * no request of round 2 and no series; the sets, shared by every queue, are still read whole. */
 #include <math.h>
@@ -44,12 +49,14 @@
 #define DEFAULT_MAX_SET_ENTRIES 10000
 #define DEFAULT_STALE_AFTER 20.0 /* four missed heartbeats */
 #define DEAD_LETTER_LABEL "dead"
+#define PER_PROCESS 5 /* round 2's commands per process: HGET beat, quiet, info; two HGETALLs */
 
 struct queue {
     char *name;
     int excluded; /* matched by exclude: kept only so it is counted once, never read or emitted */
-    double ready, scheduled, retrying, dead, in_flight, orphaned;
+    double ready, scheduled, retrying, dead, in_flight, orphaned, consumers;
     int has_head, has_dead_range, has_hold;
+    int consumers_unknown; /* served by a process whose heartbeat is no time */
     double head_age, dead_min, dead_max, hold;
 };
 
@@ -65,7 +72,10 @@ struct scrape {
     size_t nprocesses;
     double set_totals[3]; /* ZCARD schedule, retry, dead */
     double set_read[3];
-    int process_stale;        /* of the process whose replies are being read */
+    int process_stale; /* of the process whose replies are being read */
+    enum sidekiq_beat process_beat;
+    int process_serving;      /* it has a heartbeat within stale_after and is not quiet */
+    int consumers_unknown;    /* a process's info could not be read: no queue's count is known */
     struct entry_skips skips; /* the jobs that could not be read, passed over */
 };
 
@@ -234,7 +244,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
 
 struct r2 {
     struct scrape *sc;
-    size_t nqueue_cmds; /* 2 per queue, then 3 per process */
+    size_t nqueue_cmds; /* 2 per queue, then PER_PROCESS per process */
 };
 
 static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
@@ -268,6 +278,32 @@ static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
     return 0;
 }
 
+/* The queues a process serves, from its info (HGET <identity> info). */
+static void on_process_info(struct scrape *sc, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_STRING ||
+        !(sc->process_serving || sc->process_beat == SIDEKIQ_BEAT_BAD))
+        return; /* stopped, quiet or gone: it serves nothing */
+    char **queues;
+    enum entry_skip why;
+    struct err ignored = {0};
+    if (sidekiq_parse_process(r->str, r->len, &queues, &why, &ignored)) {
+        entry_skips_add(&sc->skips, "", why);
+        sc->consumers_unknown = 1;
+        return;
+    }
+    for (char **n = queues; *n; n++) {
+        struct queue *q = queue_for(sc, *n);
+        if (!q)
+            continue;
+        if (sc->process_beat == SIDEKIQ_BEAT_BAD)
+            q->consumers_unknown = 1; /* alive or not, nobody can tell */
+        else
+            q->consumers++;
+    }
+    cfg_strv_free(queues);
+}
+
 static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
 {
     struct r2 *x = ctx;
@@ -297,15 +333,28 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
             q->has_head = 1;
         return 0;
     }
-    size_t k = (index - x->nqueue_cmds) % 3;
+    size_t k = (index - x->nqueue_cmds) % PER_PROCESS;
     if (k == 0) { /* HGET <identity> beat: absent once the process's keys expired */
         sc->process_stale = 0;
+        sc->process_serving = 0;
+        sc->process_beat = SIDEKIQ_STOPPED;
         if (r->type != REDIS_REPLY_STRING)
             return 0;
         enum sidekiq_beat b = sidekiq_judge_beat(r->str, r->len, sc->now, sc->st->stale_after);
         if (b == SIDEKIQ_BEAT_BAD) /* neither alive nor stopped: its jobs are not orphaned */
             entry_skips_add(&sc->skips, "", ENTRY_BAD_TIMESTAMP);
+        sc->process_beat = b;
         sc->process_stale = b == SIDEKIQ_STOPPED;
+        sc->process_serving = b == SIDEKIQ_ALIVE;
+        return 0;
+    }
+    if (k == 1) { /* HGET <identity> quiet: "true" once told to stop fetching (TSTP) */
+        if (r->type == REDIS_REPLY_STRING && r->len == 4 && memcmp(r->str, "true", 4) == 0)
+            sc->process_serving = 0;
+        return 0;
+    }
+    if (k == 2) {
+        on_process_info(sc, r);
         return 0;
     }
     return on_work_hash(sc, r, e);
@@ -375,7 +424,10 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         free(k);
     }
     for (size_t i = 0; i < sc->nprocesses; i++) {
-        redis_pipe_addv(p, "HGET", k = key(st, sc->processes[i], NULL), "beat", NULL);
+        k = key(st, sc->processes[i], NULL);
+        redis_pipe_addv(p, "HGET", k, "beat", NULL);
+        redis_pipe_addv(p, "HGET", k, "quiet", NULL);
+        redis_pipe_addv(p, "HGET", k, "info", NULL);
         free(k);
         redis_pipe_addv(p, "HGETALL", k = key(st, sc->processes[i], ":workers"), NULL);
         free(k);
@@ -416,6 +468,8 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         if (q->has_hold)
             metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
         metric_set_add(out, "qrel_lease_orphaned_messages", q->orphaned, "queue", n, NULL);
+        if (!sc->consumers_unknown && !q->consumers_unknown)
+            metric_set_add(out, "qrel_queue_consumers", q->consumers, "queue", n, NULL);
     }
     entry_skips_emit(&sc->skips, out);
 }
@@ -448,8 +502,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
 }
 
 /* What audit rules tell to change on a queue of this kind (collector.h). */
-static const struct audit_hint hints[] = {{"no_dead_letter_queue", "keep the dead set enabled"},
-                                          {NULL, NULL}};
+static const struct audit_hint hints[] = {
+    {"no_dead_letter_queue", "keep the dead set enabled"},
+    {"backlog_without_consumer", "start a Sidekiq process that fetches from this queue (-q, or "
+                                 "the queues of its config file)"},
+    {NULL, NULL}};
 
 const struct collector_kind sidekiq_kind = {
     .name = "sidekiq",

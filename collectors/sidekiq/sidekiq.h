@@ -23,6 +23,14 @@ int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueu
 int sidekiq_parse_work(const char *json, size_t len, char **queue, double *run_at,
                        enum entry_skip *why, struct err *e);
 
+/* A process's `info` (`HGET <identity> info`), the JSON Sidekiq writes when the process starts:
+ * its "queues" are the queues it fetches from (6.x: its -q options; 7.x: every capsule's). Into
+ * *queues a malloc'd NULL-terminated list (cfg_strv_free), each name once, however often a
+ * weight repeats it. -1 with *why (entries.h) and e when info is no JSON object or has no
+ * "queues" array of names: the caller cannot tell which queues the process serves. */
+int sidekiq_parse_process(const char *json, size_t len, char ***queues, enum entry_skip *why,
+                          struct err *e);
+
 /* What a process's heartbeat (`HGET <identity> beat`, epoch seconds as Sidekiq writes them) says
  * at now: alive when at most stale_after old, stopped when older, and neither when it is no time
  * (not a plain number, not finite, or refused by entry_age): the caller counts that as a skipped

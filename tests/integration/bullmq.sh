@@ -9,7 +9,11 @@
 # warning) for a source whose prefix matches nothing.
 # Every series is asserted exactly (ages within the time the test took). Then a worker blocks its
 # event loop past its lock and another worker's stalled check moves the job back: the running
-# exporter counts the `stalled` event as a lease expiry. The exporter scrapes as a Redis ACL user
+# exporter counts the `stalled` event as a lease expiry. qrel_queue_consumers is BullMQ's (and
+# Bull's) own getWorkers() count, from CLIENT LIST; qrel_messages_consumed_total and
+# qrel_messages_dead_lettered_total are the counts of BullMQ's and Bull's getMetrics(), kept only
+# by workers with the metrics option: two Workers complete four jobs and fail one for good, then
+# stop, and the counts stay while the consumers go to 0. The exporter scrapes as a Redis ACL user
 # allowed only the documented read-only commands; round trips are 3 whatever the number of
 # queues; `qrel check` names the failed job; faults (down, wrong password, silent, garbage) give up
 # 0 with their reason while a healthy source reports; no password appears in any output; bad
@@ -25,7 +29,7 @@ npm_peers_install bullmq "BullMQ 6.7.0, ioredis 6.0.0 and Node 22, about a minut
 
 secret="bq-$RANDOM-secret"
 # The minimal ACL of docs/kinds/bullmq.md.
-redis_jobs_start '%R~bull:*' +time +scan +llen +zcard +lindex +lrange +zrange +zrevrange +xrange +xrevrange +hmget
+redis_jobs_start '%R~bull:*' +time +scan +llen +zcard +lindex +lrange +zrange +zrevrange +xrange +xrevrange +hmget '+client|list'
 bull() { (cd "$PEERS" && exec "$NODE" bull.mjs "$RP" "$secret" "$@"); }
 # For `bull_bg ... &`: the background subshell becomes node itself, so $! is node's pid and the
 # cleanup's kill reaches it (a subshell around it would be killed and leave node running).
@@ -62,6 +66,19 @@ expect_recent "$P" email qrel_lease_oldest_age_seconds qrel_queue_oldest_message
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="email"'
 expect_eq "round trips for 2 queues (discovered)" "$(round_trips bullmq "$T/bq.log")" 3
+# Consumers: the one Worker of email and Bull's Queue#process of legacy, as each counts them.
+expect_eq "BullMQ's workers of email" "$(bull workers email)" 1
+expect_metric "$P" 1 qrel_queue_consumers 'queue="email"'
+expect_eq "Bull's own flow figures" "$(sed -n 's/^flow legacy //p' "$T/bull4.log")" \
+  "completed=0 failed=1 workers=1"
+expect_metric "$P" 1 qrel_queue_consumers 'queue="legacy"'
+# Flow: Bull 4 with the metrics option counted its job failed for good. No job completed, so
+# there is no metrics:completed hash (getMetrics reads its absence as 0, which qrel cannot tell
+# from metrics being off): no series. email's Worker runs without the option: no counts at all.
+expect_metric "$P" 1 qrel_messages_dead_lettered_total 'queue="legacy"'
+expect_absent "$P" qrel_messages_consumed_total 'queue="legacy"'
+expect_absent "$P" qrel_messages_consumed_total 'queue="email"'
+expect_absent "$P" qrel_messages_dead_lettered_total 'queue="email"'
 # The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
 job_same_via_proxy "$T/bq.yml" bull
 
@@ -114,6 +131,44 @@ expect_metric "$T/after.prom" 0 qrel_lease_expiries_total 'queue="email"'
 scrape "$T/again.prom"
 expect_metric "$T/again.prom" 1 qrel_lease_expiries_total 'queue="cpu"'
 stop_exporter
+
+# Flow and consumers: two Workers of ledger with the metrics option (one named billing) complete
+# four jobs, one after a failed attempt (a retry, no dead letter), and fail one for good; qrel's
+# figures are BullMQ's own getMetrics() and getWorkersCount(). Once the workers' process ends and
+# BullMQ counts no worker, the consumers are 0 and the counters stay.
+bull_bg flow ledger > "$T/flow.log" 2>&1 &
+FLOW=$!
+PIDS+=("$FLOW")
+for _ in $(seq 1 600); do grep -q '^ready$' "$T/flow.log" && break; sleep 0.05; done
+expect_eq "BullMQ's own flow figures" "$(sed -n 's/^flow ledger //p' "$T/flow.log")" \
+  "completed=4 failed=1 workers=2"
+job_config "$T/flow.yml" bull bullmq "queues: [ledger]"
+$QREL scrape --config.file="$T/flow.yml" > "$T/flow.prom"
+expect_metric "$T/flow.prom" 2 qrel_queue_consumers 'queue="ledger"'
+expect_metric "$T/flow.prom" 4 qrel_messages_consumed_total 'queue="ledger"'
+expect_metric "$T/flow.prom" 1 qrel_messages_dead_lettered_total 'queue="ledger"'
+expect_metric "$T/flow.prom" 1 qrel_dead_letter_messages 'queue="ledger"'
+kill "$FLOW"
+for _ in $(seq 1 100); do [ "$(bull workers ledger)" = 0 ] && break; sleep 0.1; done
+expect_eq "BullMQ's workers of ledger once they stopped" "$(bull workers ledger)" 0
+$QREL scrape --config.file="$T/flow.yml" > "$T/stopped.prom"
+expect_metric "$T/stopped.prom" 0 qrel_queue_consumers 'queue="ledger"'
+expect_metric "$T/stopped.prom" 4 qrel_messages_consumed_total 'queue="ledger"'
+expect_metric "$T/stopped.prom" 1 qrel_messages_dead_lettered_total 'queue="ledger"'
+# A user made from the ACL list before CLIENT LIST joined it: the scrape fails with reason auth,
+# naming the command; count_workers: false sends no CLIENT LIST: up, no consumers, the rest read.
+R ACL SETUSER qrel '-client|list' >/dev/null
+rc=0; $QREL scrape --config.file="$T/flow.yml" > "$T/noperm.prom" 2> "$T/noperm.log" || rc=$?
+expect_eq "qrel scrape's exit status with the source down" "$rc" 1
+expect_metric "$T/noperm.prom" 0 qrel_collector_up 'source="bull"'
+expect_metric "$T/noperm.prom" 1 qrel_collector_errors_total 'source="bull"' 'reason="auth"'
+expect_line "the refusal names the command" "CLIENT: permission denied: NOPERM .*'client|list'" "$T/noperm.log"
+job_config "$T/nolist.yml" bull bullmq "queues: [ledger]" "count_workers: false"
+$QREL scrape --config.file="$T/nolist.yml" > "$T/nolist.prom"
+expect_metric "$T/nolist.prom" 1 qrel_collector_up 'source="bull"'
+expect_absent "$T/nolist.prom" qrel_queue_consumers 'queue="ledger"'
+expect_metric "$T/nolist.prom" 4 qrel_messages_consumed_total 'queue="ledger"'
+R ACL SETUSER qrel '+client|list' >/dev/null
 
 # exclude: a queue BullMQ made itself (Queue.add, one waiting job) is read without the key; with
 # exclude ["scratch*"] no key of it is read, and the queues are those without it less scratch1.

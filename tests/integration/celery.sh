@@ -39,6 +39,11 @@ expect_states "$P" celery ready=2 in_flight=2
 expect_metric "$P" 600 qrel_lease_timeout_seconds 'queue="celery"'
 expect_metric "$P" 1 qrel_lease_eta_beyond_messages 'queue="celery"'
 expect_metric "$P" 0 qrel_messages_redelivered 'queue="celery"'
+# A worker runs, yet Celery keeps no registry of workers in Redis: no consumers, and no flow
+# counters (docs/kinds/celery.md), never a made-up 0.
+expect_absent "$P" qrel_queue_consumers
+expect_absent "$P" qrel_messages_consumed_total
+expect_absent "$P" qrel_messages_dead_lettered_total
 expect_recent "$P" celery qrel_lease_oldest_age_seconds # the oldest unacknowledged task's hold
 hold=$(mval "$P" qrel_lease_oldest_age_seconds 'queue="celery"')
 margin=$(mval "$P" qrel_lease_margin_ratio 'queue="celery"')

@@ -54,6 +54,11 @@ expect_eq "neither run has ended" "$(find "$LARAVEL_DIR" -name 'done.*' | wc -l)
 expect_states "$P" orders ready="$(R LLEN "$K:orders")" in_flight="$(R ZCARD "$K:orders:reserved")" \
   delayed="$(R ZCARD "$K:orders:delayed")"
 expect_states "$P" orders ready=0 in_flight=1 delayed=0
+# Two workers run, yet Laravel's Redis driver keeps no registry of workers nor counts of jobs:
+# no consumers, no flow counters (docs/kinds/laravel.md), never a made-up 0.
+expect_absent "$P" qrel_queue_consumers
+expect_absent "$P" qrel_messages_consumed_total
+expect_absent "$P" qrel_messages_dead_lettered_total
 expect_states "$P" emails ready="$(R LLEN "$K:emails")" in_flight=0 \
   delayed="$(R ZCARD "$K:emails:delayed")"
 expect_states "$P" emails ready=2 delayed=1

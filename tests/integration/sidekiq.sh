@@ -4,7 +4,10 @@
 # job failed and retried an hour later (the retry set), a job held by a live worker, jobs ready
 # behind it and one scheduled ahead. Every series is asserted exactly (ages within the time the
 # test took). Then the worker is killed with SIGKILL: Sidekiq has no lease, and the job it held is
-# counted as orphaned once its heartbeat is older than stale_after. The exporter scrapes as a Redis
+# counted as orphaned once its heartbeat is older than stale_after. qrel_queue_consumers counts
+# the processes fetching from a queue as Sidekiq's own ProcessSet lists them: a second process is
+# counted while it beats, not once quiet (TSTP), not once stopped (TERM), and the killed worker not
+# once its heartbeat is older than stale_after. The exporter scrapes as a Redis
 # ACL user allowed only the documented read-only commands. Round trips are 2 whatever the number
 # of queues; `qrel check` names the dead job and the orphaned one; faults (down, wrong password,
 # silent, garbage, a job larger than max_response_bytes) give up 0 with their reason while a
@@ -25,6 +28,16 @@ wait_redis() { # wait_redis WHAT WANT CMD...: polls a Redis reply (for the setup
   local what=$1 want=$2; shift 2
   for _ in $(seq 1 300); do [ "$(R "$@")" = "$want" ] && return 0; sleep 0.05; done
   not_ok "$what: $(R "$@"), want $want"
+}
+# wait_processes QUEUE WANT: until Sidekiq's own figure (jobs.rb processes QUEUE 6) is WANT.
+wait_processes() {
+  local got
+  for _ in $(seq 1 300); do
+    got=$(client processes "$1" 6)
+    [ "$got" = "$2" ] && return 0
+    sleep 0.1
+  done
+  not_ok "Sidekiq's processes of $1: $got, want $2"
 }
 
 scene_start
@@ -56,8 +69,33 @@ expect_recent "$P" emails qrel_lease_oldest_age_seconds qrel_queue_oldest_messag
   qrel_dead_letter_oldest_age_seconds qrel_dead_letter_newest_age_seconds
 expect_absent "$P" qrel_lease_margin_ratio 'queue="emails"'
 expect_eq "round trips for 1 queue" "$(round_trips sidekiq "$T/sk.log")" 2
+# The one process fetching from emails, as Sidekiq lists it.
+expect_eq "Sidekiq's processes of emails" "$(client processes emails 6)" "serving=1 listed=1"
+expect_metric "$P" 1 qrel_queue_consumers 'queue="emails"'
 # The same scene read through the fault proxy (replies cut into 1- and 7-byte pieces).
 job_same_via_proxy "$T/sk.yml" jobs
+
+# A second process, fetching from audit only (named in the config: no job of it was ever pushed):
+# a consumer of audit while it beats; none once quiet (TSTP: it fetches no more jobs, and says so
+# at its next heartbeat), none once stopped (TERM: it leaves the processes set).
+job_config "$T/two.yml" jobs sidekiq "stale_after: 6s" "queues: [emails, audit]"
+timeout -s KILL 120 sidekiq -r "$JOBS" -q audit -c 1 >"$T/sidekiq2.log" 2>&1 &
+SECOND=$!
+PIDS+=("$SECOND")
+wait_processes audit "serving=1 listed=1"
+$QREL scrape --config.file="$T/two.yml" > "$T/two.prom"
+expect_metric "$T/two.prom" 1 qrel_queue_consumers 'queue="audit"'
+expect_metric "$T/two.prom" 1 qrel_queue_consumers 'queue="emails"'
+pkill -TSTP -P "$SECOND" # sidekiq renames its process: found as timeout's child
+wait_processes audit "serving=0 listed=1"
+$QREL scrape --config.file="$T/two.yml" > "$T/quiet.prom"
+expect_metric "$T/quiet.prom" 0 qrel_queue_consumers 'queue="audit"'
+expect_metric "$T/quiet.prom" 1 qrel_queue_consumers 'queue="emails"'
+pkill -TERM -P "$SECOND"
+wait_processes audit "serving=0 listed=0"
+$QREL scrape --config.file="$T/two.yml" > "$T/gone.prom"
+expect_metric "$T/gone.prom" 0 qrel_queue_consumers 'queue="audit"'
+expect_metric "$T/gone.prom" 1 qrel_queue_consumers 'queue="emails"'
 
 # The worker dies holding the job: no lease gives it back. Once its heartbeat is older than
 # stale_after (and before Sidekiq's 60 s expiry drops its keys), the job is orphaned.
@@ -67,6 +105,10 @@ sleep 7
 $QREL scrape --config.file="$T/sk.yml" > "$T/orphan.prom"
 expect_metric "$T/orphan.prom" 1 qrel_lease_orphaned_messages 'queue="emails"'
 expect_states "$T/orphan.prom" emails in_flight=1
+# Its heartbeat is older than stale_after: no consumer, though Sidekiq lists it until its keys
+# expire (60 s after the last beat).
+expect_eq "Sidekiq's processes of emails" "$(client processes emails 6)" "serving=0 listed=1"
+expect_metric "$T/orphan.prom" 0 qrel_queue_consumers 'queue="emails"'
 expect_check "$T/sk.yml" 2 "a dead and an orphaned job" "the dead job of emails" \
   '^CRITICAL jobs emails: dead-letter queue dead holds 1 message.*\[dead_letter_queue_not_empty\]$' \
   "the orphaned job of emails" \
@@ -113,6 +155,8 @@ $QREL scrape --config.file="$T/sk.yml" > "$T/beat.prom"
 expect_states "$T/beat.prom" emails in_flight=1
 expect_metric "$T/beat.prom" 0 qrel_lease_orphaned_messages 'queue="emails"'
 expect_metric "$T/beat.prom" 1 qrel_skipped_entries 'queue=""' 'reason="bad_timestamp"'
+# Alive or not, nobody can tell: no count of the queue it names, rather than a 0 or a 1.
+expect_absent "$T/beat.prom" qrel_queue_consumers 'queue="emails"'
 R HSET "$p" beat "$beat" >/dev/null
 
 # exclude: a queue Sidekiq made itself, with a job ready and one in the schedule set (shared by

@@ -9,6 +9,7 @@
 #include "bullmq/bullmq.h"
 #include "support/check_run.h"
 #include "support/check_str.h"
+#include "support/fixture.h"
 
 static char *queue_of(const char *key, const char *prefix)
 {
@@ -159,12 +160,66 @@ START_TEST(test_dlq_dead_since)
 }
 END_TEST
 
+/* CLIENT LIST recorded from Redis 7.0 with BullMQ 6.7.0 and Bull 4.16.5 peers: two Workers of
+ * email (one named billing), one of ledger-eu, a QueueEvents of email (`:qe`, no worker), a
+ * Bull 4 Queue#process of legacy, and unnamed connections (producers, the subscriber, redis-cli).
+ * BullMQ's own getWorkersCount() of email said 2. */
+START_TEST(test_workers)
+{
+    size_t len;
+    char *list = fixture_text("bullmq/client_list.txt", &len);
+    char **q;
+    size_t n = bullmq_worker_queues(list, len, "bull", &q);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_uint_eq(bullmq_workers_of(q, n, "email"), 2);
+    ck_assert_uint_eq(bullmq_workers_of(q, n, "ledger-eu"), 1);
+    ck_assert_uint_eq(bullmq_workers_of(q, n, "legacy"), 1);
+    ck_assert_uint_eq(bullmq_workers_of(q, n, "emai"), 0);
+    ck_assert_uint_eq(bullmq_workers_of(q, n, "zzz"), 0);
+    for (size_t i = 0; i < n; i++)
+        free(q[i]);
+    free(q);
+    /* another prefix sees none of them */
+    ck_assert_uint_eq(bullmq_worker_queues(list, len, "bul", &q), 0);
+    free(q);
+    free(list);
+    /* names that stand for no worker: another suffix, no base64, a NUL, an empty one */
+    static const char other[] = "id=1 name=bull:ZW1haWw=:x:billing\n"
+                                "id=2 name=bull:!!!!\n"
+                                "id=3 name=bull:AA==\n"
+                                "id=4 name=bull:\n"
+                                "id=5 lib-name=bull:ZW1haWw= name=\n"
+                                "id=6 name=bull:ZW1haWw=:w:\r\n";
+    n = bullmq_worker_queues(other, strlen(other), "bull", &q);
+    ck_assert_uint_eq(n, 1); /* only the last: a Worker named "" */
+    ck_assert_str_eq(q[0], "email");
+    free(q[0]);
+    free(q);
+}
+END_TEST
+
+START_TEST(test_metrics_count)
+{
+    double n;
+    ck_assert_int_eq(bullmq_metrics_count("0", &n), 0);
+    ck_assert_double_eq(n, 0);
+    ck_assert_int_eq(bullmq_metrics_count("12345", &n), 0);
+    ck_assert_double_eq(n, 12345);
+    ck_assert_int_eq(bullmq_metrics_count(NULL, &n), -1);
+    ck_assert_int_eq(bullmq_metrics_count("", &n), -1);
+    ck_assert_int_eq(bullmq_metrics_count("-1", &n), -1);
+    ck_assert_int_eq(bullmq_metrics_count("1.5", &n), -1);
+    ck_assert_int_eq(bullmq_metrics_count("99999999999999999999", &n), -1);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_meta_keys, 0},  {test_found_keys, 0},     {test_stalled, 0},
-        {test_hash_tag, 0},   {test_dlq_id_field, 0},   {test_dlq_work_id, 0},
-        {test_dlq_counts, 0}, {test_dlq_dead_since, 0},
+        {test_meta_keys, 0},     {test_found_keys, 0},     {test_stalled, 0},
+        {test_hash_tag, 0},      {test_dlq_id_field, 0},   {test_dlq_work_id, 0},
+        {test_dlq_counts, 0},    {test_dlq_dead_since, 0}, {test_workers, 0},
+        {test_metrics_count, 0},
     };
     return check_run_tests("bullmq", tests, CHECK_ROWS(tests), 0);
 }

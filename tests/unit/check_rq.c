@@ -122,12 +122,29 @@ START_TEST(test_dlq_replays)
 }
 END_TEST
 
+/* A worker hash's queues field, as register_birth joins the names: whole names only. */
+START_TEST(test_worker_serves)
+{
+    const char *f = "emails,q1,default";
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "emails"), 1);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "q1"), 1);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "default"), 1);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "email"), 0);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "q"), 0);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), "emails,q1"), 0);
+    ck_assert_int_eq(rq_worker_serves(f, strlen(f), ""), 0);
+    ck_assert_int_eq(rq_worker_serves("emails", 6, "emails"), 1);
+    ck_assert_int_eq(rq_worker_serves("emails,q1", 6, "q1"), 0); /* only len bytes are read */
+    ck_assert_int_eq(rq_worker_serves("a,,b", 4, ""), 1);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_time, 0},         {test_timeout, 0},   {test_lease, 0},
-        {test_dlq_id_field, 0}, {test_utcformat, 0}, {test_dlq_deliveries, 0},
-        {test_dlq_replays, 0},
+        {test_time, 0},         {test_timeout, 0},       {test_lease, 0},
+        {test_dlq_id_field, 0}, {test_utcformat, 0},     {test_dlq_deliveries, 0},
+        {test_dlq_replays, 0},  {test_worker_serves, 0},
     };
     return check_run_tests("rq", tests, CHECK_ROWS(tests), 0);
 }

@@ -1,11 +1,12 @@
 /* check_sidekiq.c: unit tests for collectors/sidekiq/parse.c on job and work JSON as Sidekiq 6.4
  * wrote it (recorded from the integration test's Redis) and 7.x's work entry, whose payload is an
- * object, and on what must be refused. */
+ * object, on a process's info (6.4 recorded, 7.x's shape), and on what must be refused. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "sidekiq/sidekiq.h"
 #include "support/check_run.h"
 #include "support/check_str.h"
@@ -177,6 +178,56 @@ static const struct {
     {"1700086400", SIDEKIQ_BEAT_BAD}, /* a day ahead */
 };
 
+/* A process's info as Sidekiq 6.4 wrote it (recorded: `sidekiq -q critical,2 -q emails -q
+ * default`, the weight written as the queue once), and 7.x's shape with capsules and weights. */
+static const char info64[] =
+    "{\"hostname\":\"vm\",\"started_at\":1796532369.0345905,\"pid\":15064,\"tag\":\"\","
+    "\"concurrency\":1,\"queues\":[\"critical\",\"emails\",\"default\"],\"labels\":[],"
+    "\"identity\":\"vm:15064:15f5149bc593\"}";
+static const char info7[] =
+    "{\"hostname\":\"vm\",\"pid\":1,\"queues\":[\"a\",\"b\",\"a\"],\"weights\":[{\"a\":2,"
+    "\"b\":1}],\"version\":\"7.2.4\",\"embedded\":false}";
+
+START_TEST(test_process)
+{
+    char **q;
+    enum entry_skip why;
+    struct err e = {0};
+    ck_assert_int_eq(sidekiq_parse_process(info64, strlen(info64), &q, &why, &e), 0);
+    ck_assert_str_eq(q[0], "critical");
+    ck_assert_str_eq(q[1], "emails");
+    ck_assert_str_eq(q[2], "default");
+    ck_assert_ptr_null(q[3]);
+    cfg_strv_free(q);
+    ck_assert_int_eq(sidekiq_parse_process(info7, strlen(info7), &q, &why, &e), 0);
+    ck_assert_str_eq(q[0], "a"); /* a queue listed twice counts once */
+    ck_assert_str_eq(q[1], "b");
+    ck_assert_ptr_null(q[2]);
+    cfg_strv_free(q);
+    static const struct {
+        const char *info;
+        enum entry_skip why;
+        const char *msg;
+    } refused[] = {
+        {"not json", ENTRY_NOT_JSON, "process info: not JSON"},
+        {"[1]", ENTRY_NOT_JSON, "process info: want a JSON object"},
+        {"{\"pid\":1}", ENTRY_MISSING_FIELD, "process info: want a \"queues\" array"},
+        {"{\"queues\":\"a\"}", ENTRY_MISSING_FIELD, "process info: want a \"queues\" array"},
+        {"{\"queues\":[\"a\",7]}", ENTRY_BAD_VALUE, "process info: want queue names"},
+        {"{\"queues\":[\"\"]}", ENTRY_BAD_VALUE, "process info: want queue names"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        q = (char **)1;
+        ck_assert_int_eq(
+            sidekiq_parse_process(refused[i].info, strlen(refused[i].info), &q, &why, &e), -1);
+        ck_assert_ptr_null(q);
+        ck_assert_int_eq(why, refused[i].why);
+        ck_assert_msg(strncmp(e.msg, refused[i].msg, strlen(refused[i].msg)) == 0, "%s: %s",
+                      refused[i].info, e.msg);
+    }
+}
+END_TEST
+
 START_TEST(test_beat)
 {
     const char *b = beats[_i].beat;
@@ -194,6 +245,7 @@ int main(void)
         {test_refused, CHECK_ROWS(bad)},
         {test_times_as_written, 0},
         {test_beat, CHECK_ROWS(beats)},
+        {test_process, 0},
     };
     return check_run_tests("sidekiq", tests, CHECK_ROWS(tests), 0);
 }

@@ -6,6 +6,12 @@
 //                                              past its lock (1 s): start the checker meanwhile
 //   node bull.mjs PORT PASSWORD checker QUEUE  a worker that checks for stalled jobs often
 //   node bull.mjs PORT PASSWORD spread PREFIX N  one waiting job in each queue PREFIX1..PREFIXN
+//   node bull.mjs PORT PASSWORD flow QUEUE     two Workers (one named billing) with the metrics
+//                                              option: four jobs completed (one after a failed
+//                                              attempt) and one failed for good; prints BullMQ's
+//                                              own figures as "flow QUEUE completed=C failed=F
+//                                              workers=W", then "ready", and runs until killed
+//   node bull.mjs PORT PASSWORD workers QUEUE  BullMQ's own Queue.getWorkersCount()
 //   node bull.mjs PORT "" cluster              on the Redis Cluster a seed of which is PORT,
 //                                              through ioredis's Cluster: the queues of
 //                                              redis_cluster.sh, then their counts as BullMQ
@@ -68,6 +74,29 @@ if (cmd === "setup") {
   }, { connection, lockDuration: 1000, skipStalledCheck: true });
   await until("the job to start", async () => started);
   await w.close(true);
+  await q.close();
+} else if (cmd === "flow") {
+  const q = new Queue(args[0], { connection });
+  const metrics = { maxDataPoints: 60 }; // a point a minute for an hour: the count is kept whole
+  const handler = async (job) => {
+    if (job.data.fail || (job.data.once && job.attemptsMade === 0)) throw new Error("no");
+  };
+  const workers = [new Worker(args[0], handler, { connection, metrics }),
+    new Worker(args[0], handler, { connection, metrics, name: "billing" })];
+  for (let i = 0; i < 3; i++) await q.add("post", {});
+  await q.add("post", { once: true }, { attempts: 2 }); // fails once, then completes
+  await q.add("post", { fail: true }, { attempts: 1 }); // failed for good
+  const count = async (type) => (await q.getMetrics(type)).meta.count;
+  await until("the jobs to finish", async () => (await count("completed")) === 4 &&
+    (await count("failed")) === 1);
+  console.log(`flow ${args[0]} completed=${await count("completed")} ` +
+    `failed=${await count("failed")} workers=${await q.getWorkersCount()}`);
+  console.log("ready");
+  await sleep(3600_000);
+  for (const w of workers) await w.close();
+} else if (cmd === "workers") {
+  const q = new Queue(args[0], { connection });
+  console.log(await q.getWorkersCount());
   await q.close();
 } else if (cmd === "spread") {
   for (let i = 1; i <= Number(args[1]); i++) {

@@ -6,7 +6,10 @@
 //                                              two waiting, two prioritized (Bull keeps those in
 //                                              `wait` and in the `priority` set), one delayed;
 //                                              prints Bull's own getJobCounts() as a `counts`
-//                                              line, then "ready", and holds the job until killed
+//                                              line, its getWorkers() and getMetrics() counts as
+//                                              "flow QUEUE completed=C failed=F workers=W" (with
+//                                              the metrics option), then "ready", and holds the
+//                                              job until killed
 //   node bull4.mjs PORT "" cluster QUEUE       on the Redis Cluster a seed of which is PORT, under
 //                                              the hash-tagged prefix {legacy}: a job failed for
 //                                              good, two waiting, one prioritized, one delayed;
@@ -27,7 +30,7 @@ async function until(what, fn) {
 }
 
 if (cmd === "setup") {
-  const q = new Bull(name, { redis });
+  const q = new Bull(name, { redis, metrics: { maxDataPoints: 60 } });
   await q.add({ fail: true }, { attempts: 1 });
   await q.add({ hang: true });
   let holding = false;
@@ -48,6 +51,9 @@ if (cmd === "setup") {
   const prioritized = await q.client.zcard(q.toKey("priority"));
   console.log(`counts ${name} ready=${c.waiting + c.paused} in_flight=${c.active} ` +
     `delayed=${c.delayed} failed=${c.failed} priority=${prioritized}`);
+  const count = async (type) => (await q.getMetrics(type)).meta.count;
+  console.log(`flow ${name} completed=${await count("completed")} failed=${await count("failed")} ` +
+    `workers=${(await q.getWorkers()).length}`);
   console.log("ready");
   await sleep(3600_000);
 } else if (cmd === "cluster") {

@@ -4,6 +4,7 @@ python3-rq) the way applications do: jobs are enqueued through rq.Queue and run 
     python3 rqjobs.py URL enqueue QUEUE FUNC [ARG] [--timeout S] [--retry N] [--interval S] [--in S]
     python3 rqjobs.py URL depend QUEUE     # a job deferred on a job that never runs
     python3 rqjobs.py URL spread PREFIX N  # one job scheduled ahead in each of PREFIX1..PREFIXN
+    python3 rqjobs.py URL workers QUEUE    # RQ's own count of QUEUE's workers: Worker.all(queue=)
 """
 import sys
 import time
@@ -25,7 +26,7 @@ def boom():
 
 def main():
     from redis import Redis
-    from rq import Queue, Retry
+    from rq import Queue, Retry, Worker
 
     url, cmd, queue = sys.argv[1:4]
     rest = sys.argv[4:]
@@ -35,6 +36,9 @@ def main():
             Queue("%s%d" % (queue, i), connection=conn).enqueue_in(timedelta(minutes=10), "rqjobs.ok")
         return
     q = Queue(queue, connection=conn)
+    if cmd == "workers":
+        print(len(Worker.all(queue=q)))
+        return
     if cmd == "depend":
         parent = q.enqueue_in(timedelta(hours=2), "rqjobs.ok")
         q.enqueue("rqjobs.ok", depends_on=parent)

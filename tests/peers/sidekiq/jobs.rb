@@ -4,7 +4,12 @@
 #   ruby jobs.rb push QUEUE CLASS [ARG]   enqueue a job (CLASS.set(queue:).perform_async)
 #   ruby jobs.rb push_in SECONDS QUEUE CLASS   (perform_in)
 #   ruby jobs.rb spread PREFIX N          one OkJob in each of the queues PREFIX1..PREFIXN
+#   ruby jobs.rb processes QUEUE SECONDS  Sidekiq's own processes (Sidekiq::ProcessSet, as its
+#                                         Busy page lists them) that fetch from QUEUE, are not
+#                                         quiet and beat within SECONDS; then how many it lists
+#                                         for QUEUE at all: "serving=N listed=M"
 require "sidekiq"
+require "sidekiq/api"
 
 Sidekiq.configure_client { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }
 Sidekiq.configure_server { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }
@@ -49,6 +54,11 @@ if $PROGRAM_NAME == __FILE__
     (1..args[1].to_i).each { |i| OkJob.set(queue: "#{args[0]}#{i}").perform_async }
   when "push_in"
     Object.const_get(args[2]).set(queue: args[1]).perform_in(args[0].to_f)
+  when "processes"
+    queue, fresh = args[0], args[1].to_f
+    mine = Sidekiq::ProcessSet.new.select { |p| p["queues"].include?(queue) }
+    serving = mine.count { |p| p["quiet"] != "true" && Time.now.to_f - p["beat"] <= fresh }
+    puts "serving=#{serving} listed=#{mine.size}"
   else
     abort "jobs.rb: unknown command #{cmd}"
   end
