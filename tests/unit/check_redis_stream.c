@@ -594,6 +594,9 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_retry_horizon, 1);
     ck_assert_double_eq(v.retry_horizon_seconds, 90);
     ck_assert_double_eq(v.messages_redelivered, 2);
+    /* entries-read 4, pending 3: one delivered entry was acknowledged. */
+    ck_assert_int_eq(v.has_consumed, 1);
+    ck_assert_double_eq(v.consumed, 1);
 
     /* The audit group: lag 0, nothing pending, no policy: zeros and no lease series. */
     struct redis_stream_policy none = {-1, 0};
@@ -611,6 +614,17 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_max_deliveries, 0);
     ck_assert_int_eq(v.has_retry_horizon, 0);
     ck_assert_double_eq(v.messages_redelivered, 0);
+    ck_assert_int_eq(v.has_consumed, 0); /* entries-read nil (created at $): no count */
+
+    /* entries-read below pending (an XGROUP SETID back): no count rather than a negative one. */
+    struct redis_stream_group back = g[1];
+    back.entries_read = 2;
+    redis_stream_group_values(now, &back, &p, 1, &first, &pol, &v);
+    ck_assert_int_eq(v.has_consumed, 0);
+    back.entries_read = 3; /* all delivered still pending: 0, not absent */
+    redis_stream_group_values(now, &back, &p, 1, &first, &pol, &v);
+    ck_assert_int_eq(v.has_consumed, 1);
+    ck_assert_double_eq(v.consumed, 0);
 
     freeReplyObject(g_r);
     freeReplyObject(p_r);
@@ -1439,10 +1453,11 @@ START_TEST(test_collect_walk)
         XPENDING_A XRANGE_A CONS_A ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ CONS_B2 B_G3_GONE, &e, &n);
     ck_assert_msg(rc == 0, "%s", e.msg);
     /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
-     * redelivered, consumers (9); a's dead-letter series: messages, oldest and newest age (3);
-     * b/g2 without a lease (7); g3 none; b's dead-letter series from a's replies (3); the
-     * source's count of groups whose pending scan was cut short (1). */
-    ck_assert_uint_eq(n, 23);
+     * redelivered, consumers (9; no consumed count: its entries-read 1 is below its pending 2);
+     * a's dead-letter series: messages, oldest and newest age (3); b/g2 without a lease, with
+     * its consumed count, entries-read 1 - pending 0 (8); g3 none; b's dead-letter series from
+     * a's replies (3); the source's count of groups whose pending scan was cut short (1). */
+    ck_assert_uint_eq(n, 24);
 
     /* Errors name the command and stop the collection. */
     rc = collect_once(
