@@ -218,11 +218,13 @@ subst() { # subst EXPR SOURCE QUEUE
 # made only of these may return nothing here; its query must still be accepted by Prometheus.
 # qrel_excluded_objects is served only for a source with an exclude key, which this scenario's
 # sources (named streams, as the demo's) have none of. Expired leases under a running handler
-# and handler timeouts come from the laravel kind.
-not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects qrel_lease_expired_messages qrel_handler_timeout_seconds qrel_queue_retention_seconds qrel_dead_letter_retention_seconds "
-only_not_in_scenario() { # EXPR: true when every qrel_* name in it is in the list above
+# and handler timeouts come from the laravel kind. The flow counters (consumed, dead-lettered)
+# are not read from redis_stream yet (docs/metrics.md's Flow table), nor is the recording rule
+# made from the first (qrel:queue_drain_seconds, alerts/qrel-rules.yml): listed until they are.
+not_in_scenario=" qrel_redeliveries_total qrel_lease_expiries_total qrel_lease_orphaned_messages qrel_lease_eta_beyond_messages qrel_excluded_objects qrel_lease_expired_messages qrel_handler_timeout_seconds qrel_queue_retention_seconds qrel_dead_letter_retention_seconds qrel_messages_consumed_total qrel_messages_dead_lettered_total qrel:queue_drain_seconds "
+only_not_in_scenario() { # EXPR: true when every qrel_* series and qrel:* rule in it is in the list above
   local m any=1
-  for m in $(grep -oE 'qrel_[a-z_]+' <<<"$1" | sort -u); do
+  for m in $(grep -oE 'qrel[_:][a-z_:]+' <<<"$1" | sort -u); do
     [[ $not_in_scenario == *" $m "* ]] || return 1
     any=0
   done
