@@ -34,7 +34,8 @@ struct tube {
     char *name;
     int exists; /* stats-tube answered OK */
     double ready, reserved, delayed, buried;
-    double watching;                        /* current-watching: connections watching it */
+    double watching; /* current-watching: connections watching it */
+    double deleted;  /* cmd-delete: jobs of the tube deleted since it was made, in any state */
     unsigned long long ready_id, buried_id; /* 0: none */
     int has_ready_job, has_buried_job;
     double ready_age, ready_ttr, buried_age, buried_ttr;
@@ -135,11 +136,11 @@ static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, s
             return 0; /* a tube exists only while it has jobs or watchers: empty */
         if (strcmp(r->status, "OK") != 0)
             return err_set(e, ERR_PROTOCOL, "stats-tube %s: want OK, got \"%s\"", t->name, r->line);
-        static const char *const keys[] = {"current-jobs-ready", "current-jobs-reserved",
+        static const char *const keys[] = {"current-jobs-ready",   "current-jobs-reserved",
                                            "current-jobs-delayed", "current-jobs-buried",
-                                           "current-watching"};
-        double v[5];
-        if (beanstalkd_parse_stats(r->body, keys, v, 5, e))
+                                           "current-watching",     "cmd-delete"};
+        double v[6];
+        if (beanstalkd_parse_stats(r->body, keys, v, 6, e))
             return err_prefix(e, "stats-tube %s", t->name);
         t->exists = 1;
         t->ready = v[0];
@@ -147,6 +148,7 @@ static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, s
         t->delayed = v[2];
         t->buried = v[3];
         t->watching = v[4];
+        t->deleted = v[5];
         return 0;
     case 1:
         if (strcmp(r->status, "USING") != 0)
@@ -286,6 +288,10 @@ static void emit(const struct scrape *sc, struct metric_set *out)
          * exporter's), so its count says nothing about workers: left out there. */
         if (strcmp(q, "default") != 0)
             metric_set_add(out, "qrel_queue_consumers", t->watching, "queue", q, NULL);
+        /* A worker completes a job by deleting it: the tube's count of deletes (which also counts
+         * a buried or ready job deleted by hand) is its flow. It restarts at 0 when beanstalkd
+         * drops the tube (no jobs, no watchers) and makes it again. */
+        metric_set_add(out, "qrel_messages_consumed_total", t->deleted, "queue", q, NULL);
         if (t->has_ready_job)
             metric_set_add(out, "qrel_queue_oldest_message_age_seconds", t->ready_age, "queue", q,
                            NULL);

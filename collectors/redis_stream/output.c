@@ -32,6 +32,9 @@ void redis_stream_emit_group(struct metric_set *out, const char *q, const char *
                        "group", g, NULL);
     metric_set_add(out, "qrel_messages_redelivered", v->messages_redelivered, "queue", q, "group",
                    g, NULL);
+    if (v->has_consumed)
+        metric_set_add(out, "qrel_messages_consumed_total", v->consumed, "queue", q, "group", g,
+                       NULL);
 }
 
 void redis_stream_emit_dlq(struct metric_set *out, const struct target *t, const struct dlq *d,

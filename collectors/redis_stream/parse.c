@@ -391,6 +391,14 @@ void redis_stream_group_values(int64_t now_ms, const struct redis_stream_group *
         }
     }
     out->messages_redelivered = pending ? (double)pending->redelivered : 0.0;
+
+    /* Redis counts no acknowledgements, but one reply holds both entries-read (the entries
+     * delivered to the group, by the stream's own counter) and pending (those of them not
+     * acknowledged yet): their difference is taken at one instant, never from two reads. */
+    if (g->has_entries_read && g->entries_read >= g->pending) {
+        out->has_consumed = 1;
+        out->consumed = (double)(g->entries_read - g->pending);
+    }
 }
 
 int redis_stream_parse_scan(const redisReply *r, char *cursor, size_t cursor_size,

@@ -297,6 +297,8 @@ static int groups_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
         cg->consumers = g.consumers;
         cg->lag = g.lag;
         cg->has_lag = g.has_lag;
+        cg->has_entries_read = g.has_entries_read;
+        cg->entries_read = g.entries_read;
         cg->last_delivered = g.last_delivered;
     }
     t->ngroups = sc->ngroups - t->group0;
@@ -449,6 +451,8 @@ static void walk_emit_group(struct walk *w, const struct target *t, const struct
     rg.pending = g->pending;
     rg.has_lag = g->has_lag;
     rg.lag = g->lag;
+    rg.has_entries_read = g->has_entries_read;
+    rg.entries_read = g->entries_read;
     struct redis_stream_group_values v;
     redis_stream_group_values(w->now_ms, &rg, w->have_pending ? &w->pending : NULL, w->found,
                               &w->first, &w->st->specs[t->spec].pol, &v);

@@ -170,6 +170,12 @@ struct redis_stream_group_values {
     int has_retry_horizon;
     double retry_horizon_seconds;
     double messages_redelivered;
+    /* entries-read - pending of the same XINFO GROUPS reply: entries delivered to the group and
+     * no longer pending, i.e. acknowledged (or read with NOACK). Left out while entries-read is
+     * nil or below pending (after an XGROUP SETID back). docs/kinds/redis_stream.md says when it
+     * is exact. */
+    int has_consumed;
+    double consumed;
 };
 
 /* Computes a group's series from what Redis said (ages through redis_stream_entry_age). pending may

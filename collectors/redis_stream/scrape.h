@@ -119,6 +119,8 @@ struct group {
     long long lag;
     struct redis_stream_id last_delivered;
     int has_lag;
+    int has_entries_read;
+    long long entries_read; /* with pending, of the same reply: qrel_messages_consumed_total */
 };
 
 struct target {

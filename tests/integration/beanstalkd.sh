@@ -22,6 +22,10 @@ $JOBS "$B" bury emails
 $JOBS "$B" hold emails 60 "$T/held" &
 PIDS+=("$!")
 $JOBS "$B" put short 1 1
+# Flow: a worker completes (deletes) 3 jobs of flow and buries the fourth.
+$JOBS "$B" put flow 4 60
+$JOBS "$B" work flow 3
+$JOBS "$B" bury flow
 # The holder keeps the 1 s TTR job until the server has counted its timeout, polling over its own
 # connection, which is what makes beanstalkd 1.12 check the deadline (jobs.rb says why); about
 # 1.1 s on a quiet machine, 30 s only counts when the server never counts it.
@@ -74,7 +78,14 @@ $QREL check --config.file="$T/all.yml" > "$T/all_check.txt" 2>&1 || true
 expect_eq "qrel check: short has a ready job and no worker" \
   "$(grep '\[backlog_without_consumer\]$' "$T/all_check.txt")" \
   "WARNING tubes short: 1 message ready and no consumer: nothing takes them, so the backlog only grows and ages; start workers that watch this tube (watch, then reserve), or stop putting jobs into it [backlog_without_consumer]"
-expect_eq "round trips for 3 tubes" \
+# Consumed: the tube's cmd-delete of stats-tube, the jobs its workers deleted.
+tube_stat() { $JOBS "$B" tube_stats "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
+expect_eq "stats-tube flow: cmd-delete" "$(tube_stat flow cmd_delete)" 3
+expect_metric "$T/all.prom" 3 qrel_messages_consumed_total 'queue="flow"'
+expect_metric "$T/all.prom" "$(tube_stat emails cmd_delete)" qrel_messages_consumed_total 'queue="emails"'
+expect_metric "$T/all.prom" 0 qrel_messages_consumed_total 'queue="emails"'
+expect_absent "$T/all.prom" qrel_messages_dead_lettered_total # beanstalkd counts no buries per tube
+expect_eq "round trips for 4 tubes" \
   "$(sed -nE 's/.*beanstalkd collection done.* round_trips=([0-9]+).*/\1/p' "$T/all.log")" 3
 
 # Read-only: no command that changes a job or a tube was counted by the server during the scrape.
@@ -85,7 +96,7 @@ for c in cmd_put cmd_reserve cmd_reserve_with_timeout cmd_delete cmd_release cmd
     "$(awk -v k="$c" '$1 == k { print $2 }' <<<"$stats_before")"
 done
 
-# exclude: list-tubes finds emails, short and default; short is left out (and counted), the
+# exclude: list-tubes finds emails, short, flow and default; short is left out (and counted), the
 # others are not.
 cat > "$T/excl.yml" <<EOF
 sources:
@@ -126,7 +137,7 @@ fi
 # Round trips do not grow with tubes: 40 more tubes, still 3.
 $JOBS "$B" spread t 40
 $QREL scrape --config.file="$T/all.yml" --log.level=debug > "$T/many.prom" 2> "$T/many.log"
-expect_eq "round trips for 43 tubes" \
+expect_eq "round trips for 44 tubes" \
   "$(sed -nE 's/.*beanstalkd collection done.* round_trips=([0-9]+).*/\1/p' "$T/many.log")" 3
 expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
 
@@ -134,7 +145,7 @@ expect_metric "$T/many.prom" 1 qrel_queue_messages 'queue="t40"' 'state="ready"'
 fault_ports
 $JOBS "$B" put big 1 60 4096
 
-# Every tube (43, and a 4,096-byte job peeked at the head of big) read through the fault proxy,
+# Every tube (44, and a 4,096-byte job peeked at the head of big) read through the fault proxy,
 # which cuts every reply into 1- and 7-byte pieces: status lines cut from their bodies, CRLFs cut
 # in two. The series must be those read directly (ages are measured a moment apart).
 expect_same_via_proxy "$T/all.yml" tubes "$B"

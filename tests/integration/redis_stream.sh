@@ -10,6 +10,29 @@
 start_redis_tls RP RP_TLS
 R() { redis-cli -p "$RP" "$@"; }
 
+# Flow (before the clock is read, as the ages below are measured from it): a consumer of group
+# mailer reads with XREADGROUP one entry at a time and acknowledges each with XACK, the poison
+# ones after moving them to flow.dlq (XADD, then XACK, as a consumer dead-letters); then a second
+# consumer takes one entry and holds it. qrel_messages_consumed_total is the group's entries-read
+# - pending of XINFO GROUPS: 7 acknowledged, the dead-lettered ones included.
+R XGROUP CREATE flow mailer 0 MKSTREAM >/dev/null
+for job in 1 2 poison 4 5 poison 7 8; do R XADD flow '*' job "$job" >/dev/null; done
+stream_worker() { # stream_worker COUNT: take and acknowledge COUNT entries of flow as consumer w1
+  local n out id job
+  for n in $(seq 1 "$1"); do
+    out=$(R XREADGROUP GROUP mailer w1 COUNT 1 STREAMS flow '>')
+    id=$(sed -n 2p <<<"$out") job=$(sed -n 4p <<<"$out")
+    expect_cmd "flow: entry $n of $1 delivered" test -n "$id"
+    [ "$job" != poison ] || R XADD flow.dlq '*' job "$job" origin "$id" >/dev/null
+    expect_eq "XACK of flow entry $n" "$(R XACK flow mailer "$id")" 1
+  done
+}
+stream_worker 7
+R XREADGROUP GROUP mailer w2 COUNT 1 STREAMS flow '>' >/dev/null     # held, not acknowledged
+flow_group() { R XINFO GROUPS flow | tr -d '\r' | awk -v k="$1" 'p { print; exit } $0 == k { p = 1 }'; }
+expect_eq "flow: XINFO GROUPS entries-read" "$(flow_group entries-read)" 8
+expect_eq "flow: XINFO GROUPS pending" "$(flow_group pending)" 1
+
 # Server time in ms: entry ids below are placed at known ages relative to it.
 redis_clock R
 
@@ -65,6 +88,8 @@ $(redis_source cache "$RP")
       - pattern: "odd*"
       - name: handset
         dead_letter_stream: handset.dlq
+      - name: flow
+        dead_letter_stream: flow.dlq
 YML
 
 "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt"
@@ -87,6 +112,14 @@ expect_between "lease oldest age (idle set to 45 s)" \
 expect_between "lease margin (30 s / 45 s)" \
   "$(mval "$T/m.txt" qrel_lease_margin_ratio "$o")" 0.54 0.667
 expect_absent "$T/m.txt" qrel_queue_messages 'queue="orders",group="audit"'
+# Consumed: entries-read - pending of the same XINFO GROUPS reply (orders: 4 delivered, 3 pending).
+expect_metric "$T/m.txt" 1 qrel_messages_consumed_total "$o"
+expect_metric "$T/m.txt" $(($(flow_group entries-read) - $(flow_group pending))) \
+  qrel_messages_consumed_total 'queue="flow",group="mailer"'
+expect_metric "$T/m.txt" 7 qrel_messages_consumed_total 'queue="flow",group="mailer"'
+expect_metric "$T/m.txt" 2 qrel_dead_letter_messages 'queue="flow",dead_letter_queue="flow.dlq"'
+expect_metric "$T/m.txt" 0 qrel_messages_consumed_total 'queue="trimmed",group="g"'
+expect_absent "$T/m.txt" qrel_messages_dead_lettered_total # Redis counts no dead-letter moves
 expect_metric "$T/m.txt" 1 qrel_dead_letter_messages 'queue="orders",dead_letter_queue="orders.dlq"'
 expect_between "DLQ oldest age" \
   "$(mval "$T/m.txt" qrel_dead_letter_oldest_age_seconds 'queue="orders",dead_letter_queue="orders.dlq"')" 200 210

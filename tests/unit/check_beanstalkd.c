@@ -64,6 +64,17 @@ START_TEST(test_stats)
     ck_assert_double_eq(v[2], 2);
     free(whole);
 
+    /* Recorded after a worker deleted 3 of 5 jobs and buried 1: cmd-delete is the tube's
+     * qrel_messages_consumed_total. */
+    static const char *const flow_keys[] = {"cmd-delete", "total-jobs", "current-jobs-buried"};
+    ck_assert_int_eq(
+        beanstalkd_parse_stats(body_of("stats-tube-flow-1.12.txt", &whole), flow_keys, v, 3, &e),
+        0);
+    ck_assert_double_eq(v[0], 3);
+    ck_assert_double_eq(v[1], 5);
+    ck_assert_double_eq(v[2], 1);
+    free(whole);
+
     static const char *const job_keys[] = {"age", "ttr", "timeouts"};
     ck_assert_int_eq(
         beanstalkd_parse_stats(body_of("stats-job-1.12.txt", &whole), job_keys, v, 3, &e), 0);

@@ -594,6 +594,9 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_retry_horizon, 1);
     ck_assert_double_eq(v.retry_horizon_seconds, 90);
     ck_assert_double_eq(v.messages_redelivered, 2);
+    /* entries-read 4, pending 3: one delivered entry was acknowledged. */
+    ck_assert_int_eq(v.has_consumed, 1);
+    ck_assert_double_eq(v.consumed, 1);
 
     /* The audit group: lag 0, nothing pending, no policy: zeros and no lease series. */
     struct redis_stream_policy none = {-1, 0};
@@ -611,6 +614,17 @@ START_TEST(test_values_worked_example)
     ck_assert_int_eq(v.has_max_deliveries, 0);
     ck_assert_int_eq(v.has_retry_horizon, 0);
     ck_assert_double_eq(v.messages_redelivered, 0);
+    ck_assert_int_eq(v.has_consumed, 0); /* entries-read nil (created at $): no count */
+
+    /* entries-read below pending (an XGROUP SETID back): no count rather than a negative one. */
+    struct redis_stream_group back = g[1];
+    back.entries_read = 2;
+    redis_stream_group_values(now, &back, &p, 1, &first, &pol, &v);
+    ck_assert_int_eq(v.has_consumed, 0);
+    back.entries_read = 3; /* all delivered still pending: 0, not absent */
+    redis_stream_group_values(now, &back, &p, 1, &first, &pol, &v);
+    ck_assert_int_eq(v.has_consumed, 1);
+    ck_assert_double_eq(v.consumed, 0);
 
     freeReplyObject(g_r);
     freeReplyObject(p_r);

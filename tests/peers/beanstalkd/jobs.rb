@@ -4,6 +4,7 @@
 #   ruby jobs.rb ADDR spread PREFIX N            put one job into each of the tubes PREFIX1..PREFIXN
 #   ruby jobs.rb ADDR put_delayed TUBE DELAY     put one job delayed by DELAY seconds
 #   ruby jobs.rb ADDR bury TUBE                  reserve the next job and bury it (given up)
+#   ruby jobs.rb ADDR work TUBE N                reserve the next N jobs and delete each (done)
 #   ruby jobs.rb ADDR hold TUBE SECONDS FLAG     reserve the next job, touch FLAG, hold it, then release
 #   ruby jobs.rb ADDR overrun TUBE SECONDS       reserve the next job and hold it past its TTR until
 #                                                the server counts the timeout (SECONDS at most,
@@ -25,6 +26,9 @@ when "put_delayed"
 when "bury"
   bs.tubes.watch!(args[0])
   bs.tubes.reserve(5).bury
+when "work"
+  bs.tubes.watch!(args[0])
+  args[1].to_i.times { bs.tubes.reserve(5).delete }
 when "hold"
   bs.tubes.watch!(args[0])
   job = bs.tubes.reserve(5)
