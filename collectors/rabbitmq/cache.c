@@ -14,7 +14,7 @@ struct rabbitmq_cache_rec {
 };
 
 struct rabbitmq_cache_fig {
-    double head_ts, redeliver, delivery_limit, consumer_timeout_ms, message_ttl_ms;
+    double head_ts, redeliver, consumed, delivery_limit, consumer_timeout_ms, message_ttl_ms;
     uint32_t dlq0, ndlqs;
     int has_head_ts, has_dlx;
 };
@@ -64,7 +64,7 @@ static void grow(void **v, size_t n, size_t *cap, size_t sz)
 
 static int is_default(const struct rabbitmq_cached *v)
 {
-    return !v->has_head_ts && v->redeliver == 0 && v->delivery_limit == -1 &&
+    return !v->has_head_ts && v->redeliver == 0 && v->consumed == 0 && v->delivery_limit == -1 &&
            v->consumer_timeout_ms == -1 && v->ndlqs == 0 && v->message_ttl_ms == -1 && !v->has_dlx;
 }
 
@@ -87,6 +87,7 @@ void rabbitmq_cache_add(struct rabbitmq_cache *c, const char *vhost, const char 
         struct rabbitmq_cache_fig *f = &c->figs[c->nfigs++];
         f->head_ts = v->head_ts;
         f->redeliver = v->redeliver;
+        f->consumed = v->consumed;
         f->delivery_limit = v->delivery_limit;
         f->consumer_timeout_ms = v->consumer_timeout_ms;
         f->message_ttl_ms = v->message_ttl_ms;
@@ -140,6 +141,7 @@ int rabbitmq_cache_find(const struct rabbitmq_cache *c, const char *vhost, const
         out->has_head_ts = f->has_head_ts;
         out->head_ts = f->head_ts;
         out->redeliver = f->redeliver;
+        out->consumed = f->consumed;
         out->delivery_limit = f->delivery_limit;
         out->consumer_timeout_ms = f->consumer_timeout_ms;
         out->message_ttl_ms = f->message_ttl_ms;

@@ -95,6 +95,13 @@ int rabbitmq_queue_parse(const json_t *obj, const char *ctx, int with_meta,
     if (settings_object(obj, ctx, "message_stats", &stats, e) ||
         (stats && json_get_number(stats, sctx, "redeliver", &out->redeliver, e) < 0))
         return -1;
+    static const char *const done[] = {"ack", "deliver_no_ack", "get_no_ack"};
+    for (size_t i = 0; stats && i < sizeof done / sizeof *done; i++) {
+        double n = 0;
+        if (json_get_number(stats, sctx, done[i], &n, e) < 0)
+            return -1;
+        out->consumed += n;
+    }
 
     json_t *args = NULL, *pol = NULL;
     char actx[300], pctx[300];

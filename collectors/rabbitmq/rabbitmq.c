@@ -7,11 +7,11 @@
  *   - depth, on every scrape: from the plugin when prometheus_url is set, else from the cheapest
  *     form of GET /api/queues (totals only, no message rates);
  *   - the slow part, a cache refreshed when older than metadata_interval (by default 200 times
- *     its last refresh's duration, at least 60 s): what only the
- *     management API has (arguments and policies: dead-lettering, delivery-limit, consumer
- *     timeout; head_message_timestamp; message_stats.redeliver) and the bindings of each
- *     dead-letter exchange, which name the dead-letter queues. qrel_sample_age_seconds says how
- *     old it is. When a refresh fails the last good one is served (see collect()).
+ *     its last refresh's duration, at least 60 s): what only the management API has (arguments
+ *     and policies: dead-lettering, delivery-limit, consumer timeout; head_message_timestamp;
+ *     message_stats: redeliver, ack, no-ack deliveries) and the bindings of each dead-letter
+ *     exchange, which name the dead-letter queues. qrel_sample_age_seconds says how old it is.
+ *     When a refresh fails the last good one is served (see collect()).
  * Every request is a GET: a monitoring user can never change anything. */
 #include "rabbitmq.h"
 
@@ -59,7 +59,7 @@ struct qrec {
     /* the slow part */
     int has_head_ts;
     double head_ts;
-    double redeliver;
+    double redeliver, consumed;
     char *dlx, *dlrk;
     double delivery_limit, consumer_timeout_ms, message_ttl_ms;
     size_t dlq0, ndlq; /* this queue's dead-letter queues: meta.dlqs[dlq0 .. dlq0 + ndlq) */
@@ -252,7 +252,8 @@ static int selected(const struct rabbitmq_state *st, const char *vhost, const ch
 #define DEPTH_COLUMNS "name,vhost,messages,messages_ready,messages_unacknowledged,consumers"
 #define META_COLUMNS                                                                               \
     DEPTH_COLUMNS ",head_message_timestamp,arguments,effective_policy_definition,"                 \
-                  "message_stats.redeliver"
+                  "message_stats.redeliver,message_stats.ack,message_stats.deliver_no_ack,"        \
+                  "message_stats.get_no_ack"
 
 /* One /api/queues reply into depth (always) and meta (when not NULL: the reply has the slow
  * columns), read one queue at a time (rabbitmq_each_object). */
@@ -285,6 +286,7 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
     m->has_head_ts = q.has_head_ts;
     m->head_ts = q.head_ts;
     m->redeliver = q.redeliver;
+    m->consumed = q.consumed;
     m->dlx = xstrdup(q.dlx);
     m->dlrk = xstrdup(q.dlrk);
     m->delivery_limit = q.delivery_limit;
@@ -549,8 +551,11 @@ static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
             metric_set_add(out, "qrel_retry_horizon_seconds", maxd * lease, "queue", q, "vhost", v,
                            NULL);
     }
-    if (mq.has_stats)
+    if (mq.has_stats) {
         metric_set_add(out, "qrel_redeliveries_total", mq.redeliver, "queue", q, "vhost", v, NULL);
+        metric_set_add(out, "qrel_messages_consumed_total", mq.consumed, "queue", q, "vhost", v,
+                       NULL);
+    }
     emit_retention(m, &mq, v, q, out);
     for (size_t i = 0; i < mq.ndlqs; i++) {
         const char *dlq = rabbitmq_cache_dlq(m, &mq, i);
@@ -584,6 +589,7 @@ static struct rabbitmq_cache *meta_keep(const struct meta *m)
                                     .has_head_ts = r->has_head_ts,
                                     .head_ts = r->head_ts,
                                     .redeliver = r->redeliver,
+                                    .consumed = r->consumed,
                                     .delivery_limit = r->delivery_limit,
                                     .consumer_timeout_ms = r->consumer_timeout_ms,
                                     .message_ttl_ms = r->message_ttl_ms,

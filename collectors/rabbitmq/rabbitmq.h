@@ -31,6 +31,9 @@ struct rabbitmq_queue {
     double delivery_limit;      /* x-delivery-limit / delivery-limit, or -1 */
     double consumer_timeout_ms; /* x-consumer-timeout / consumer-timeout, or -1 */
     double message_ttl_ms;      /* x-message-ttl / message-ttl, the lower of both, or -1 */
+    /* message_stats.ack + deliver_no_ack + get_no_ack: the messages consumers acknowledged and
+     * those the broker sent to auto-ack consumers, done as they left; 0 as redeliver */
+    double consumed;
 };
 
 /* Reads queue i of a /api/queues reply. ctx is its JSON path for messages ("$[12]"). with_meta:

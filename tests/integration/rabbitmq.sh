@@ -22,6 +22,10 @@ api_queue() { # api_queue QUEUE FIELD: a figure the management API has for QUEUE
   curl -fsS -u guest:guest "$API/queues/%2F/$1?columns=$2" |
     "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
 }
+api_stat() { # api_stat QUEUE FIELD: a count of QUEUE's message_stats in the management API
+  curl -fsS -u guest:guest "$API/queues/%2F/$1?columns=message_stats" |
+    "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["message_stats"].get(sys.argv[1], 0))' "$2"
+}
 
 # The monitoring user: tag `monitoring`, access to the vhost with empty permission patterns.
 MON_PASS=s3cret-$$-mon
@@ -119,7 +123,9 @@ stats_settled() {
   "$QREL" scrape --config.file="$T/qrel.yml" > "$T/m.txt" 2> "$T/scrape.log" || true
   [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="prom"' 'queue="orders"')" = 3 ] &&
     [ "$(mval "$T/m.txt" qrel_redeliveries_total 'source="mgmt"' 'queue="jobs"')" = 2 ] &&
-    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ] || return 1
+    [ "$(mval "$T/m.txt" qrel_dead_letter_messages 'source="mgmt"' 'queue="jobs"')" = 1 ] &&
+    [ "$(mval "$T/m.txt" qrel_messages_consumed_total 'source="mgmt"' 'queue="orders"')" = 5 ] &&
+    [ "$(mval "$T/m.txt" qrel_messages_consumed_total 'source="prom"' 'queue="orders"')" = 5 ] || return 1
   local s
   for s in mgmt prom; do
     [ "$(mval "$T/m.txt" qrel_queue_messages "source=\"$s\"" 'queue="jobs"' 'state="ready"')" = 0 ] &&
@@ -137,6 +143,10 @@ for s in mgmt prom; do
   expect_metric "$T/m.txt" 0 qrel_queue_messages "$o" 'state="ready"'
   expect_metric "$T/m.txt" 2 qrel_queue_messages "$o" 'state="in_flight"'
   expect_metric "$T/m.txt" 3 qrel_redeliveries_total "$o"
+  # Consumed: the consumer acknowledged ids 6 to 10 (1 and 3 it rejected, 4 and 5 it holds).
+  expect_metric "$T/m.txt" 5 qrel_messages_consumed_total "$o"
+  expect_metric "$T/m.txt" "$(api_stat orders ack)" qrel_messages_consumed_total "$o"
+  expect_absent "$T/m.txt" qrel_messages_dead_lettered_total # RabbitMQ counts them per node only
   expect_metric "$T/m.txt" 900 qrel_lease_timeout_seconds "$o"
   expect_absent "$T/m.txt" qrel_max_deliveries "$o"
   # The unacknowledged head (id 4) was published 30 s before NOW.
@@ -153,6 +163,7 @@ for s in mgmt prom; do
   expect_metric "$T/m.txt" 3 qrel_max_deliveries "$j"
   expect_metric "$T/m.txt" 2700 qrel_retry_horizon_seconds "$j"
   expect_metric "$T/m.txt" 2 qrel_redeliveries_total "$j"
+  expect_metric "$T/m.txt" 0 qrel_messages_consumed_total "$j" # every delivery returned
   expect_metric "$T/m.txt" 0 qrel_queue_messages "$j" 'state="ready"'
   expect_metric "$T/m.txt" 1 qrel_dead_letter_messages "$j" 'dead_letter_queue="jobs.dlq"'
   expect_absent "$T/m.txt" qrel_dead_letter_oldest_age_seconds "$j" # no timestamp was set

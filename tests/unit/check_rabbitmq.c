@@ -339,6 +339,51 @@ END_TEST
 /* The cache gives back what it was given: a quiet queue's defaults (kept as no figures), figures
  * and dead-letter queues, per vhost, across the index's growth (3,000 queues), and no second
  * entry for a name it has. */
+/* GET /api/queues recorded from RabbitMQ 3.10.8 after rabbitmq.sh's consumer acknowledged 5
+ * messages of orders (and rejected 2, which are not in the count) and returned every delivery of
+ * jobs: the consumed count is message_stats' ack + deliver_no_ack + get_no_ack. */
+START_TEST(test_queue_consumed)
+{
+    size_t len = 0;
+    char *text = text_read_file(QREL_FIXTURES "/rabbitmq/queues-flow-3.10.8.json", 1 << 20, &len);
+    ck_assert_ptr_nonnull(text);
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    ck_assert_ptr_nonnull(doc);
+    double want_orders = 5, want_jobs = 0;
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(doc); i++) {
+        struct rabbitmq_queue q;
+        struct err e;
+        ck_assert_int_eq(rabbitmq_queue_parse(json_array_get(doc, i), "$[i]", 1, &q, &e), 0);
+        if (strcmp(q.vhost, "/") == 0 && strcmp(q.name, "orders") == 0) {
+            ck_assert_double_eq(q.consumed, want_orders);
+            ck_assert_double_eq(q.redeliver, 3);
+            seen++;
+        } else if (strcmp(q.name, "jobs") == 0) {
+            ck_assert_double_eq(q.consumed, want_jobs);
+            seen++;
+        } else {
+            ck_assert_double_eq(q.consumed, 0); /* no message_stats, or [] */
+        }
+    }
+    ck_assert_int_eq(seen, 2);
+    json_decref(doc);
+
+    /* Auto-ack deliveries (basic.consume and basic.get with no_ack) are done as they leave. */
+    doc = json_loads("{\"name\":\"q\",\"vhost\":\"/\",\"messages\":0,\"messages_ready\":0,"
+                     "\"messages_unacknowledged\":0,\"message_stats\":{\"ack\":2,"
+                     "\"deliver_no_ack\":3,\"get_no_ack\":4}}",
+                     0, &je);
+    struct rabbitmq_queue q;
+    struct err e;
+    ck_assert_int_eq(rabbitmq_queue_parse(doc, "$[0]", 1, &q, &e), 0);
+    ck_assert_double_eq(q.consumed, 9);
+    json_decref(doc);
+}
+END_TEST
+
 START_TEST(test_cache)
 {
     struct rabbitmq_cache c;
@@ -349,6 +394,7 @@ START_TEST(test_cache)
                                          .has_head_ts = 1,
                                          .head_ts = 1700000000.5,
                                          .redeliver = 7,
+                                         .consumed = 12,
                                          .delivery_limit = 4,
                                          .consumer_timeout_ms = 60000,
                                          .message_ttl_ms = 3600000,
@@ -373,6 +419,7 @@ START_TEST(test_cache)
     ck_assert_int_eq(v.has_head_ts, 1);
     ck_assert_double_eq(v.head_ts, 1700000000.5);
     ck_assert_double_eq(v.redeliver, 7);
+    ck_assert_double_eq(v.consumed, 12);
     ck_assert_double_eq(v.delivery_limit, 4);
     ck_assert_double_eq(v.consumer_timeout_ms, 60000);
     ck_assert_double_eq(v.message_ttl_ms, 3600000);
@@ -385,6 +432,7 @@ START_TEST(test_cache)
     ck_assert_int_eq(v.has_stats, 1);
     ck_assert_int_eq(v.has_head_ts, 0);
     ck_assert_double_eq(v.redeliver, 0);
+    ck_assert_double_eq(v.consumed, 0);
     ck_assert_double_eq(v.delivery_limit, -1);
     ck_assert_double_eq(v.consumer_timeout_ms, -1);
     ck_assert_double_eq(v.message_ttl_ms, -1);
@@ -410,6 +458,7 @@ static Suite *rabbitmq_suite(void)
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_queue_parse);
     tcase_add_test(tc, test_queue_ttl);
+    tcase_add_test(tc, test_queue_consumed);
     tcase_add_loop_test(tc, test_queue_parse_bad, 0,
                         (int)(sizeof bad_queues / sizeof bad_queues[0]));
     tcase_add_loop_test(tc, test_each_object, 0, (int)(sizeof lists / sizeof lists[0]));

@@ -1453,10 +1453,11 @@ START_TEST(test_collect_walk)
         XPENDING_A XRANGE_A CONS_A ":4\r\n" XRANGE_DLQ XREVRANGE_DLQ CONS_B2 B_G3_GONE, &e, &n);
     ck_assert_msg(rc == 0, "%s", e.msg);
     /* a/g1: ready, in_flight, consumer lag, oldest age, lease timeout, lease oldest age, margin,
-     * redelivered, consumers (9); a's dead-letter series: messages, oldest and newest age (3);
-     * b/g2 without a lease (7); g3 none; b's dead-letter series from a's replies (3); the
-     * source's count of groups whose pending scan was cut short (1). */
-    ck_assert_uint_eq(n, 23);
+     * redelivered, consumers (9; no consumed count: its entries-read 1 is below its pending 2);
+     * a's dead-letter series: messages, oldest and newest age (3); b/g2 without a lease, with
+     * its consumed count, entries-read 1 - pending 0 (8); g3 none; b's dead-letter series from
+     * a's replies (3); the source's count of groups whose pending scan was cut short (1). */
+    ck_assert_uint_eq(n, 24);
 
     /* Errors name the command and stop the collection. */
     rc = collect_once(
