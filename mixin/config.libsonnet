@@ -56,11 +56,16 @@
       exporterDown: '5m',
       freshnessBudgetBurnFast: '2m',
       freshnessBudgetBurnSlow: '15m',
+      deadLetterBudgetBurnFast: '2m',
+      deadLetterBudgetBurnSlow: '15m',
     },
 
     // The freshness SLO (slo.libsonnet): the fraction of time each queue's oldest message should
     // be younger than its threshold, over 30 days.
     freshnessObjective: 0.99,
+    // The dead-letter SLO (slo.libsonnet): the fraction of the messages each queue finishes
+    // (consumed or dead-lettered) that should not be dead-lettered, over 30 days.
+    deadLetterObjective: 0.999,
 
     // Severities, by alert name, where you want another than the alert's own (critical pages,
     // warning opens a ticket: alerts/examples/alertmanager.yml), e.g. { QrelLeaseMarginLow: 'critical' }.

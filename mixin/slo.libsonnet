@@ -7,17 +7,27 @@
 // The freshness SLO: a queue is fresh while its oldest message is younger than its threshold (the
 // one QrelOldestMessageTooOld uses: qrel:oldest_message_age_threshold_seconds where you define it,
 // else oldestMessageAgeSeconds); the objective is the fraction of time it should be.
+//
+// The dead-letter SLO: of the messages a queue finished (consumed or dead-lettered), the fraction
+// that should not have been dead-lettered, from the broker's own counters.
 {
   local c = $._config,
-  local sel(metric) = if c.qrelSelector == '' then metric else metric + '{' + c.qrelSelector + '}',
+  local sel(metric, matchers='') =
+    local all = std.filter(function(m) m != '', [c.qrelSelector, matchers]);
+    if std.length(all) == 0 then metric else metric + '{' + std.join(', ', all) + '}',
   local num(x) = '%g' % x,
   local windows = ['5m', '30m', '1h', '2h', '6h', '1d', '3d'],
-  local labels = { sloth_service: 'qrel', sloth_slo: 'queue-freshness' },
+  local slothLabels(slo) = { sloth_service: 'qrel', sloth_slo: slo },
+  local labels = slothLabels('queue-freshness'),
   local budget = 1 - c.freshnessObjective,
-  // burn(long, short, factor): both windows burn the budget `factor` times faster than it lasts.
-  local burn(long, short, factor) =
-    '(slo:sli_error:ratio_rate%(l)s{sloth_slo="queue-freshness"} > %(t)s and slo:sli_error:ratio_rate%(s)s{sloth_slo="queue-freshness"} > %(t)s)'
-    % { l: long, s: short, t: num(factor * budget) },
+  // burnOf(slo, budget, long, short, factor): both windows of the SLO burn its budget `factor`
+  // times faster than it lasts.
+  local burnOf(slo, budget, long, short, factor) =
+    '(slo:sli_error:ratio_rate%(l)s{sloth_slo="%(slo)s"} > %(t)s and slo:sli_error:ratio_rate%(s)s{sloth_slo="%(slo)s"} > %(t)s)'
+    % { slo: slo, l: long, s: short, t: num(factor * budget) },
+  local burn(long, short, factor) = burnOf('queue-freshness', budget, long, short, factor),
+  local dlBudget = 1 - c.deadLetterObjective,
+  local dlBurn(long, short, factor) = burnOf('queue-dead-letters', dlBudget, long, short, factor),
   local runbook(alert) = c.runbookURLPattern % std.asciiLower(alert),
   local dashboard = c.grafanaURL + '/d/' + c.dashboardUIDs.overview + '?var-source={{ $labels.source | urlquery }}&var-queue={{ $labels.queue | urlquery }}',
 
@@ -81,6 +91,59 @@
               dashboard_url: dashboard,
             },
           }
+        ],
+      },
+      {
+        name: 'qrel-slo-dead-letters',
+        // The error ratio of each queue over a window: dead-lettered / (consumed + dead-lettered),
+        // from the rates of the broker's counters. A consumer group reads every message of its
+        // stream or topic, so consumption is summed over the groups: each group's handling of a
+        // message is one unit of work, and a dead letter is one that failed (the counter of dead
+        // letters is per queue). A queue without both counters has no ratio: absent, never 0. A
+        // window in which nothing was consumed or dead-lettered has none either (0/0 is NaN, which
+        // no burn-rate comparison passes).
+        rules: [
+          {
+            record: 'slo:sli_error:ratio_rate' + w,
+            expr: |||
+              rate(%(d)s[%(w)s])
+                / (sum without (group) (rate(%(c)s[%(w)s])) + rate(%(d)s[%(w)s]))
+            ||| % { d: sel('qrel_messages_dead_lettered_total'), c: sel('qrel_messages_consumed_total', 'partition=""'), w: w },
+            labels: slothLabels('queue-dead-letters'),
+          }
+          for w in windows
+        ] + [
+          { record: 'slo:objective:ratio', expr: 'vector(%s)' % num(c.deadLetterObjective), labels: slothLabels('queue-dead-letters') },
+          { record: 'slo:error_budget:ratio', expr: 'vector(%s)' % num(dlBudget), labels: slothLabels('queue-dead-letters') },
+        ] + [
+          // As the freshness SLO's: 14.4 times over 1h and 5m, or 6 times over 6h and 30m, pages.
+          {
+            alert: 'QrelDeadLetterBudgetBurnFast',
+            expr: '%s\nor\n%s\n' % [dlBurn('1h', '5m', 14.4), dlBurn('6h', '30m', 6)],
+            'for': c['for'].deadLetterBudgetBurnFast,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A queue burns its dead-letter error budget fast.',
+              description: '{{ $labels.queue }} ({{ $labels.source }}, {{ $labels.kind }}) dead-lettered {{ $value | humanizePercentage }} of the messages it finished over the last hour or six hours, against an objective of '
+                           + num(100 * c.deadLetterObjective) + '% not dead-lettered: at this rate the error budget is gone within days. Handlers fail, or leases expire under them until the delivery limit gives up.',
+              runbook_url: runbook('QrelDeadLetterBudgetBurnFast'),
+              dashboard_url: dashboard,
+            },
+          },
+          // 3 times over 1d and 2h, or once over 3d and 6h: the budget will not last the month.
+          {
+            alert: 'QrelDeadLetterBudgetBurnSlow',
+            expr: '%s\nor\n%s\n' % [dlBurn('1d', '2h', 3), dlBurn('3d', '6h', 1)],
+            'for': c['for'].deadLetterBudgetBurnSlow,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A queue burns its dead-letter error budget slowly.',
+              description: '{{ $labels.queue }} ({{ $labels.source }}, {{ $labels.kind }}) dead-lettered {{ $value | humanizePercentage }} of the messages it finished over the last day or three days, against an objective of '
+                           + num(100 * c.deadLetterObjective) + '% not dead-lettered: the error budget will not last its 30 days.',
+              runbook_url: runbook('QrelDeadLetterBudgetBurnSlow'),
+              dashboard_url: dashboard,
+            },
+          },
         ],
       },
     ],

@@ -22,8 +22,8 @@ done
 command -v jsonnet >/dev/null || { echo "gen-mixin: jsonnet missing (Debian package jsonnet; scripts/deps.sh)" >&2; exit 1; }
 mkdir -p "$out/alerts" "$out/dashboards" "$out/deploy/kubernetes/grafana"
 mixin="(import 'mixin.libsonnet') + { _config+:: $config }"
-header='# {file}: generated from mixin/ by scripts/gen-mixin.sh. Edit mixin/alerts.libsonnet and
-# mixin/slo.libsonnet (the rules, with why each is as it is) or mixin/config.libsonnet
+header='# {file}: generated from mixin/ by scripts/gen-mixin.sh. Edit mixin/alerts.libsonnet,
+# mixin/slo.libsonnet and mixin/flow.libsonnet (the rules, with why each is as it is) or mixin/config.libsonnet
 # (thresholds, durations, selectors, objectives), not this file.
 # Each alert has a runbook section in docs/alerts.md; runbook_url links to it, under the external
 # label qrel_runbook_base when your prometheus.yml sets one, and dashboard_url to the qrel dashboard

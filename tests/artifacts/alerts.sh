@@ -92,7 +92,8 @@ QrelLeaseMarginCritical QrelLeaseMarginTrendingDown QrelOldestMessageTooOld Qrel
 QrelRedeliveriesHigh QrelStaleClaims QrelOutboxLagging QrelDedupWindowShorterThanRetryHorizon
 QrelAuditFailed QrelAuditFailedCritical QrelCollectorDown QrelCollectorStale QrelExporterDown QrelClockSkew
 QrelPendingScanTruncated QrelFreshnessBudgetBurnFast QrelFreshnessBudgetBurnSlow QrelSourceWatchesNothing
-QrelBacklogWithoutConsumer QrelDeadLetterRetentionShort""".split()
+QrelBacklogWithoutConsumer QrelDeadLetterRetentionShort QrelDeadLetterBudgetBurnFast
+QrelDeadLetterBudgetBurnSlow""".split()
 severity = {"QrelDeadLetterQueueNotEmpty": "critical", "QrelDeadLetterQueueGrowing": "warning",
             "QrelLeaseMarginLow": "warning", "QrelLeaseMarginCritical": "critical",
             "QrelLeaseMarginTrendingDown": "warning",

@@ -39,7 +39,8 @@ EOF
 expect_cmd "the mixin renders with qrelSelector and clusterLabel set" \
   bash "$gen" --out "$T/selector" --config "$T/selector.jsonnet"
 rules=$T/selector/alerts/qrel-alerts.yml
-expect_cmd "promtool check rules on that rendering" promtool check rules "$rules"
+recorded=$T/selector/alerts/qrel-rules.yml
+expect_cmd "promtool check rules on that rendering" promtool check rules "$rules" "$recorded"
 mkdir -p "$T/selector/alerts/tests"
 cp "$QREL_SOURCE_DIR"/alerts/tests/*.yml "$T/selector/alerts/tests/"
 mkdir -p "$T/selector/alerts/examples" && cp "$QREL_SOURCE_DIR"/alerts/examples/*.yml "$T/selector/alerts/examples/"
@@ -48,10 +49,11 @@ if (cd "$T/selector/alerts/tests" && promtool test rules ./*.yml) >"$T/selector-
 else
   not_ok "the rule tests on the rendering with a selector: $(grep -A8 FAILED "$T/selector-tests.out" | head -20)"
 fi
-# Every selector of a qrel_* series in every expr carries the matcher; bare names are none.
-"$QREL_PYTHON" - "$rules" >"$T/selectors.out" <<'PY'
+# Every selector of a qrel_* series in every expr of both files (the recording rules too)
+# carries the matcher; bare names are none.
+"$QREL_PYTHON" - "$rules" "$recorded" >"$T/selectors.out" <<'PY'
 import re, sys, yaml
-exprs = [r["expr"] for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"]]
+exprs = [r["expr"] for f in sys.argv[1:] for g in yaml.safe_load(open(f))["groups"] for r in g["rules"]]
 names = [m for e in exprs for m in re.findall(r"\bqrel_[a-z0-9_]+(?:\{[^}]*\})?", e)]
 print(len(names), len([n for n in names if 'job!="not-qrel"' not in n]))
 print(sum(e.count("on(k8s_cluster, ") + e.count("by (k8s_cluster, ") for e in exprs), sum(e.count("cluster,") - e.count("k8s_cluster,") for e in exprs))
