@@ -334,6 +334,27 @@ static const char *uncertain(const struct err *e)
     return e->code == ERR_TIMEOUT ? "timed out" : e->code == ERR_CONNECT ? "connection lost" : NULL;
 }
 
+/* The fate of message i after its atomic move returned rc (e set when rc is -1). */
+static void atomic_fate(struct dlq_read *r, size_t i, int rc, const struct err *e)
+{
+    const char *origin = r->batch.origin ? r->batch.origin : "its queue";
+    const char *dead = r->batch.dead_letter_queue ? r->batch.dead_letter_queue : "the dead letters";
+    const char *why;
+    r->fate[i] = rc == 0 ? DLQ_FATE_MOVED : rc > 0 ? DLQ_FATE_GONE : DLQ_FATE_FAILED;
+    if (rc >= 0)
+        return;
+    free(r->error[i]);
+    if ((why = uncertain(e))) {
+        /* The move is atomic: it happened whole or not at all, so never both places. */
+        r->fate[i] = DLQ_FATE_UNCERTAIN;
+        r->error[i] = xasprintf("may have been put back (%s); still dead unless the move ran (it "
+                                "is atomic: on %s or in %s, never both): %s",
+                                why, origin, dead, e->msg);
+    } else {
+        r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e->msg);
+    }
+}
+
 static void move_one(struct dlq_read *r, size_t i)
 {
     struct dlq_message *m = &r->batch.v[i];
@@ -344,18 +365,7 @@ static void move_one(struct dlq_read *r, size_t i)
     err_clear(&e);
     if (r->kind->move) {
         int rc = call_hook(r, HOOK_MOVE, m, &e);
-        r->fate[i] = rc == 0 ? DLQ_FATE_MOVED : rc > 0 ? DLQ_FATE_GONE : DLQ_FATE_FAILED;
-        if (rc >= 0)
-            return;
-        if ((why = uncertain(&e))) {
-            /* The move is atomic: it happened whole or not at all, so never both places. */
-            r->fate[i] = DLQ_FATE_UNCERTAIN;
-            r->error[i] = xasprintf("may have been put back (%s); still dead unless the move "
-                                    "ran (it is atomic: on %s or in %s, never both): %s",
-                                    why, origin, dead, e.msg);
-        } else {
-            r->error[i] = xasprintf("not put back on %s, left dead: %s", origin, e.msg);
-        }
+        atomic_fate(r, i, rc, &e);
         return;
     }
     if (call_hook(r, HOOK_REQUEUE, m, &e)) {
@@ -378,6 +388,87 @@ static void move_one(struct dlq_read *r, size_t i)
         return;
     }
     r->fate[i] = DLQ_FATE_MOVED;
+}
+
+/* Moves the k messages idx[0..k) in one round trip (kind->move_window) under one timeout. A
+ * round trip cut short leaves each message without a reply moved whole or not at all: each is
+ * then judged by the round trip's error, as move() would have been. */
+static void move_window(struct dlq_read *r, const size_t *idx, size_t k)
+{
+    struct dlq_message *m[DLQ_MOVE_WINDOW];
+    struct dlq_move_outcome *out = xcalloc(k, sizeof *out);
+    for (size_t j = 0; j < k; j++)
+        m[j] = &r->batch.v[idx[j]];
+    struct collector *c = r->join->broker;
+    struct deadline dl = deadline_in(r->timeout);
+    struct err e;
+    err_clear(&e);
+    size_t got = 0;
+    if (collector_lock(c, &dl, &e) == 0) {
+        got = r->kind->move_window(c, &r->batch, m, k, &dl, out, &e);
+        collector_unlock(c);
+    }
+    for (size_t j = 0; j < k; j++)
+        atomic_fate(r, idx[j], j < got ? out[j].rc : -1, j < got ? &out[j].e : &e);
+    free(out);
+}
+
+static int stopping(const struct dlq_replay_opts *o, struct dlq_replay_result *res)
+{
+    if (res->stopped_after_failures)
+        return 1;
+    if (o->stop && *o->stop) {
+        res->interrupted = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Counts message i's failure (or success) towards max_failures_in_a_row. */
+static void count_failure(const struct dlq_read *r, size_t i, const struct dlq_replay_opts *o,
+                          size_t *in_a_row, struct dlq_replay_result *res)
+{
+    int failed = r->fate[i] == DLQ_FATE_FAILED || r->fate[i] == DLQ_FATE_UNCERTAIN;
+    *in_a_row = failed ? *in_a_row + 1 : 0;
+    if (o->max_failures_in_a_row && *in_a_row >= o->max_failures_in_a_row)
+        res->stopped_after_failures = 1;
+}
+
+/* The chosen messages (fate DLQ_FATE_NOT_REACHED until tried), in order: windows of
+ * DLQ_MOVE_WINDOW when the kind offers move_window and nothing paces the run, else one at a time
+ * at o->rate. What a stop leaves untried stays not reached. */
+static void move_chosen(struct dlq_read *r, const struct dlq_replay_opts *o,
+                        struct dlq_replay_result *res)
+{
+    size_t n = r->batch.n, in_a_row = 0, i = 0;
+    if (r->kind->move && r->kind->move_window && !(o->rate > 0)) {
+        for (;;) {
+            size_t idx[DLQ_MOVE_WINDOW], k = 0;
+            for (; i < n && k < DLQ_MOVE_WINDOW; i++)
+                if (r->choice[i] == DLQ_MOVE)
+                    idx[k++] = i;
+            if (k == 0 || stopping(o, res))
+                return;
+            move_window(r, idx, k);
+            for (size_t j = 0; j < k; j++)
+                count_failure(r, idx[j], o, &in_a_row, res);
+        }
+    }
+    int64_t start = deadline_now_ms();
+    size_t tried = 0;
+    for (; i < n; i++) {
+        if (r->choice[i] != DLQ_MOVE)
+            continue;
+        if (stopping(o, res))
+            return;
+        if (o->rate > 0 && tried > 0)
+            pace_until(start + (int64_t)((double)tried * 1000.0 / o->rate), o->stop);
+        if (stopping(o, res))
+            return;
+        tried++;
+        move_one(r, i);
+        count_failure(r, i, o, &in_a_row, res);
+    }
 }
 
 /* Before anything moves: the lock (with yes: a dry run changes nothing), then the origin (dry
@@ -433,32 +524,17 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
         return -1;
     }
 
-    int64_t start = deadline_now_ms();
-    size_t tried = 0, failed_in_a_row = 0;
     for (size_t i = 0; i < n; i++) {
         if (r->choice[i] != DLQ_MOVE) {
             r->fate[i] = DLQ_FATE_SKIPPED;
             res->skipped[r->choice[i]]++;
-        } else if (!o->yes) {
-            r->fate[i] = DLQ_FATE_WOULD_MOVE;
-        } else if ((o->stop && *o->stop) || res->stopped_after_failures) {
-            r->fate[i] = DLQ_FATE_NOT_REACHED;
-            res->interrupted = !res->stopped_after_failures;
         } else {
-            if (o->rate > 0 && tried > 0)
-                pace_until(start + (int64_t)((double)tried * 1000.0 / o->rate), o->stop);
-            if (o->stop && *o->stop) {
-                r->fate[i] = DLQ_FATE_NOT_REACHED;
-                res->interrupted = 1;
-            } else {
-                tried++;
-                move_one(r, i);
-                int failed = r->fate[i] == DLQ_FATE_FAILED || r->fate[i] == DLQ_FATE_UNCERTAIN;
-                failed_in_a_row = failed ? failed_in_a_row + 1 : 0;
-                if (o->max_failures_in_a_row && failed_in_a_row >= o->max_failures_in_a_row)
-                    res->stopped_after_failures = 1;
-            }
+            r->fate[i] = o->yes ? DLQ_FATE_NOT_REACHED : DLQ_FATE_WOULD_MOVE;
         }
+    }
+    if (o->yes)
+        move_chosen(r, o, res);
+    for (size_t i = 0; i < n; i++) {
         res->n[r->fate[i]]++;
         if ((r->fate[i] == DLQ_FATE_MOVED || r->fate[i] == DLQ_FATE_WOULD_MOVE) &&
             dlq_is_poison(&r->batch.v[i]))

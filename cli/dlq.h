@@ -127,6 +127,12 @@ void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *wor
 /* Bucket i of the delivery histogram holds counts from *lo to *hi (hi -1: and above). */
 void dlq_hist_bounds(size_t i, int64_t *lo, int64_t *hi);
 
+/* Moves sent in one round trip when the kind offers move_window and no --rate paces the
+ * replay: the broker, not the round trip, then sets the pace. Each move stays atomic and keeps
+ * its own outcome; a stop (signal, failures in a row) takes effect between two windows, so up to
+ * this many moves are already sent when it comes. */
+#define DLQ_MOVE_WINDOW 64
+
 /* What a replay did. */
 struct dlq_replay_opts {
     enum dlq_only only;
@@ -149,11 +155,12 @@ struct dlq_replay_result {
 /* Selects; then, when anything was chosen, takes the kind's replay lock (with yes) and asks
  * check_origin (dry runs too); then (with yes) moves each chosen message in order: move(), or
  * requeue() and remove() only if requeue() succeeded, pacing at rate, each call under r->timeout
- * with the broker locked; a failure is recorded in r->fate / r->error and the run goes on with
- * the next. Unlocks, and always releases before it returns. 0 when the replay ran (even if
- * messages failed: see res), -1 with e set when it was refused: the kind cannot replay
- * (cannot_replay, ERR_CONFIG), another replay holds the lock, or the origin would strand what is
- * put back; nothing moved then. */
+ * with the broker locked (unpaced, an atomic kind's moves go DLQ_MOVE_WINDOW to a round trip
+ * through move_window, each window under r->timeout); a failure is recorded in r->fate / r->error
+ * and the run goes on with the next. Unlocks, and always releases before it returns. 0 when the
+ * replay ran (even if messages failed: see res), -1 with e set when it was refused: the kind cannot
+ * replay (cannot_replay, ERR_CONFIG), another replay holds the lock, or the origin would strand
+ * what is put back; nothing moved then. */
 int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
                struct err *e);
 

@@ -76,6 +76,12 @@ struct dlq_batch {
 #define DLQ_STAMP "qrel-replayed"
 #define DLQ_POISON 2
 
+/* One message's outcome in dlq_kind.move_window. */
+struct dlq_move_outcome {
+    int rc; /* as move(): 0 moved, 1 gone, -1 with e set */
+    struct err e;
+};
+
 struct dlq_kind {
     /* Reads at most max dead letters of queue's dead-letter queue (the one the source already
      * knows: dead_letter_stream, RedrivePolicy, dead_letter_topic, …), taking each one's work id
@@ -118,6 +124,15 @@ struct dlq_kind {
      * set. A timeout leaves it moved or not, never both. */
     int (*move)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                 const struct deadline *dl, struct err *e);
+    /* Optional, with move: moves the n messages m[0..n) in one round trip, each by the same
+     * atomic step as move() (one request each, sent together before any reply is read: replies
+     * come back in order, so each message keeps its own outcome). out[i] is m[i]'s: rc as move()
+     * returns it, and e when rc is -1. Returns how many outcomes it filled: n when every reply came
+     * back; fewer when the round trip failed, e then saying why, and each message from there on
+     * may have moved (whole) or not. */
+    size_t (*move_window)(struct collector *c, struct dlq_batch *b, struct dlq_message *const *m,
+                          size_t n, const struct deadline *dl, struct dlq_move_outcome *out,
+                          struct err *e);
     void (*message_free)(void *kind_data); /* NULL: kind_data is plain malloc'd memory or NULL */
     void (*batch_free)(void *kind_data);   /* likewise for dlq_batch.kind_data */
     /* Static texts for the report and the docs. read_effect: what reading leaves changed even

@@ -29,14 +29,28 @@
 #include "alloc.h"
 #include "common/redis_lock.h"
 
+/* What a page of the read fills: the batch, and whether its entries keep their fields (a
+ * replay puts them back; inspect only counts and names them, so it holds no body). */
+struct reading {
+    struct dlq_batch *b;
+    int keep_fields;
+};
+
 static int add_entries(const redisReply *r, const char *id_field, void *out, struct err *e)
 {
+    struct reading *rd = out;
     if (!r || r->type != REDIS_REPLY_ARRAY)
         return err_set(e, ERR_PROTOCOL, "want an array of entries, got %s",
                        redis_reply_type_name(r));
-    for (size_t k = 0; k < r->elements; k++)
-        if (redis_stream_dlq_entry(r->element[k], id_field, dlq_batch_push(out), e))
+    for (size_t k = 0; k < r->elements; k++) {
+        struct dlq_message *m = dlq_batch_push(rd->b);
+        if (redis_stream_dlq_entry(r->element[k], id_field, m, e))
             return err_prefix(e, "entry %zu", k + 1);
+        if (!rd->keep_fields) {
+            redis_stream_fields_free(m->kind_data);
+            m->kind_data = NULL;
+        }
+    }
     return 0;
 }
 
@@ -44,9 +58,10 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
                     enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
                     struct err *e)
 {
-    (void)purpose; /* a removed entry is gone: a rerun cannot see it again */
+    /* a removed entry is gone: a rerun cannot see it again, so purpose changes only what is kept */
+    struct reading rd = {out, purpose == DLQ_REPLAY};
     out->dead_letter_queue = redis_stream_client_read_dead(c, queue, id_field, max, dl, add_entries,
-                                                           out, &out->total, e);
+                                                           &rd, &out->total, e);
     if (!out->dead_letter_queue)
         return -1;
     out->origin = xstrdup(queue);
@@ -189,8 +204,9 @@ static const char move_script[] =
     "redis.call('XDEL', KEYS[1], ARGV[1]) "
     "return 1";
 
-static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
-                    const struct deadline *dl, struct err *e)
+/* Adds m's move (one EVAL of move_script) to p. 0, or -1 with e set (nothing added). */
+static int add_move(struct redis_pipe *p, const struct dlq_batch *b, const struct dlq_message *m,
+                    struct err *e)
 {
     const struct redis_stream_fields *f = m->kind_data;
     const struct redis_replay_lock *l = b->kind_data;
@@ -214,21 +230,81 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
         argv[nhead + i] = f->v[i];
         argvlen[nhead + i] = f->len[i];
     }
-    struct one_reply o = {"EVAL (move)", REDIS_REPLY_INTEGER, 0};
-    int rc = run_one(c, (int)argc, argv, argvlen, check_reply, &o, dl, e);
+    redis_pipe_add(p, (int)argc, argv, argvlen);
     free(argv);
     free(argvlen);
+    return 0;
+}
+
+/* The replies of a window of moves, in order: each one's outcome, an error reply included (a
+ * refused move is its own failure, not the window's). at[k]: the window position of the pipe's
+ * command k (a message that could not be added has none). */
+struct window {
+    const char *origin;
+    const size_t *at;
+    struct dlq_move_outcome *out;
+    size_t answered; /* commands whose reply came back */
+};
+
+static int window_reply(void *ctx, size_t k, const redisReply *r, struct err *e)
+{
+    (void)e;
+    struct window *w = ctx;
+    struct dlq_move_outcome *o = &w->out[w->at[k]];
+    struct one_reply one = {"EVAL (move)", REDIS_REPLY_INTEGER, 0};
+    w->answered = k + 1;
+    err_clear(&o->e);
+    if (check_reply(&one, k, r, &o->e)) {
+        err_prefix(&o->e, "stream \"%.200s\"", w->origin);
+        o->rc = -1;
+    } else {
+        o->rc = one.got == 1 ? 0 : 1;
+    }
+    return 0;
+}
+
+static size_t dlq_move_window(struct collector *c, struct dlq_batch *b,
+                              struct dlq_message *const *m, size_t n, const struct deadline *dl,
+                              struct dlq_move_outcome *out, struct err *e)
+{
+    struct redis_pipe *p = redis_pipe_new();
+    size_t *at = xcalloc(n ? n : 1, sizeof *at), sent = 0;
+    for (size_t i = 0; i < n; i++) {
+        err_clear(&out[i].e);
+        out[i].rc = -1;
+        if (add_move(p, b, m[i], &out[i].e) == 0)
+            at[sent++] = i;
+    }
+    struct window w = {b->origin, at, out, 0};
+    int rc = sent ? run_pipe(c, p, window_reply, &w, dl, e) : 0;
+    redis_pipe_free(p);
+    /* Cut short: the outcomes end before the first message whose reply did not come back (those
+     * before it that could not be sent have theirs already). */
+    size_t filled = rc == 0 ? n : w.answered < sent ? at[w.answered] : n;
+    free(at);
     if (rc)
-        return err_prefix(e, "stream \"%.200s\"", b->origin);
-    return o.got == 1 ? 0 : 1;
+        err_prefix(e, "stream \"%.200s\"", b->origin);
+    return filled;
+}
+
+static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
+                    const struct deadline *dl, struct err *e)
+{
+    struct dlq_move_outcome o;
+    if (dlq_move_window(c, b, &m, 1, dl, &o, e) == 0)
+        return -1;
+    if (o.rc < 0)
+        *e = o.e;
+    return o.rc;
 }
 
 /* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,
- * so neither of those is set. */
+ * so neither of those is set; move_window sends DLQ_MOVE_WINDOW of them in one pipeline. */
 const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
                                           .check_origin = dlq_check_origin,
                                           .lock = dlq_lock,
                                           .unlock = dlq_unlock,
                                           .move = dlq_move,
+                                          .move_window = dlq_move_window,
                                           .message_free = redis_stream_fields_free,
                                           .batch_free = redis_replay_lock_free};

@@ -472,6 +472,47 @@ expect_eq "--include-poison moves it and says it was poison (moved poison_moved)
   "$(jq -c '[(.replay.moved | length), .replay.poison_moved]' "$T/p-incl.json")" "[1,1]"
 expect_eq "... stamped qrel-replayed 3" "$(stamps)" '["3"]'
 
+# ---- at scale (issue 28): pages to read, windows of moves --------------------------------------
+# An unpaced replay of 300 dead letters: one EVAL per move (each atomic, its own outcome), sent 64
+# to a round trip. The server's own counts say so: EVAL calls (INFO commandstats) are the moves and
+# the lock's release, and the reads the server processed (INFO stats) are far fewer than the moves,
+# where one round trip per move needs at least one read each. The reads do not depend on timing:
+# a window arrives in a few reads of the server's 16 KiB buffer; read in pages of 1000, the
+# 1,200 entries of an inspect are 2 XRANGE calls.
+info_val() { # SECTION NAME: NAME's count in INFO SECTION (commandstats: its calls; 0 when absent)
+  R INFO "$1" | tr -d '\r' | awk -F'[:=,]' -v k="$2" '$1 == k { print ($2 == "calls" ? $3 : $2); f = 1 } END { if (!f) print 0 }'
+}
+many=300
+R DEL gifts.dlq >/dev/null
+for ((i = 1; i <= many; i += 100)); do
+  args=()
+  for ((k = i; k < i + 100; k++)); do args+=("XADD gifts.dlq * order $((800000 + k)) body gift-$k"); done
+  printf '%s\n' "${args[@]}" | R > /dev/null
+done
+gmark=$(last_id gifts)
+evals=$(info_val commandstats cmdstat_eval)
+reads=$(info_val stats total_reads_processed)
+rc=0
+GR --yes --format=json > "$T/g-many.json" 2> "$T/g-many.err" || rc=$?
+evals=$(($(info_val commandstats cmdstat_eval) - evals))
+reads=$(($(info_val stats total_reads_processed) - reads))
+expect_eq "an unpaced replay of $many: exit 0, all moved, all on gifts, gifts.dlq empty" \
+  "$rc $(jq '.replay.moved | length' "$T/g-many.json") $(bodies gifts "($gmark" | wc -l) $(R XLEN gifts.dlq)" \
+  "0 $many $many 0"
+expect_eq "... one EVAL per move, and one for the lock's release" "$evals" $((many + 1))
+expect_cmd "... in windows: the server read $reads times for $many moves (under $((many / 3)))" \
+  test "$reads" -lt $((many / 3))
+for ((i = 1; i <= 1200; i += 100)); do
+  args=()
+  for ((k = i; k < i + 100; k++)); do args+=("XADD gifts.dlq * order $((700000 + k)) body gift-$k"); done
+  printf '%s\n' "${args[@]}" | R > /dev/null
+done
+xranges=$(info_val commandstats cmdstat_xrange)
+DLQ inspect --config.file="$T/gifts.yml" --source=gift-redis --queue=gifts --format=json > "$T/g-1200.json"
+expect_eq "inspect of 1200 reads them all (read total), in 2 pages (XRANGE calls)" \
+  "$(jq -r '"\(.read) \(.total)"' "$T/g-1200.json") $(($(info_val commandstats cmdstat_xrange) - xranges))" "1200 1200 2"
+R DEL gifts.dlq >/dev/null
+
 # ---- bounds (issue 29) -------------------------------------------------------------------------
 gifts_config "$T/gifts5.yml" "" "    max_entries: 5"
 mkdead 8

@@ -6,6 +6,7 @@
  * every way out). Reading and moving on a real broker are tests/integration/dlq_redis.sh. */
 #include <check.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,127 @@ START_TEST(test_replay_guarded)
 }
 END_TEST
 
+/* ---- windows of moves: one round trip for up to DLQ_MOVE_WINDOW atomic moves ---- */
+
+static size_t cut_after = SIZE_MAX; /* move_window: the round trip fails after this many replies */
+
+static size_t rec_window(struct collector *c, struct dlq_batch *b, struct dlq_message *const *m,
+                         size_t n, const struct deadline *dl, struct dlq_move_outcome *out,
+                         struct err *e)
+{
+    char w[24];
+    snprintf(w, sizeof w, "w%zu", n);
+    record(w, NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (i == cut_after)
+            return err_set(e, ERR_TIMEOUT, "timed out"), i;
+        err_clear(&out[i].e);
+        out[i].rc = rec_move(c, b, m[i], dl, &out[i].e);
+    }
+    return n;
+}
+
+static const struct dlq_kind window_kind = {.move = rec_move,
+                                            .move_window = rec_window,
+                                            .check_origin = rec_check,
+                                            .lock = rec_lock,
+                                            .unlock = rec_unlock};
+
+/* Messages 1 to n, all not done. */
+static void fill_many(struct dlq_read *r, struct collector *c, struct dead_letter_join *j, size_t n)
+{
+    fill_rec(r, c, j, &window_kind);
+    r->work = realloc(r->work, n * sizeof *r->work);
+    for (size_t i = 0; i < n; i++)
+        r->work[i] = N;
+    for (size_t i = 4; i < n; i++) {
+        char id[24];
+        snprintf(id, sizeof id, "%zu", i + 1);
+        dlq_batch_push(&r->batch)->message_id = strdup(id);
+    }
+    r->batch.dead_letter_queue = strdup("orders.dlq");
+}
+
+START_TEST(test_replay_window)
+{
+    struct dlq_read r;
+    struct collector c;
+    struct dead_letter_join j;
+    struct err e = {0};
+    struct dlq_replay_result res;
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_NOT_DONE, .yes = 1, .max_failures_in_a_row = 3};
+
+    /* Unpaced: the chosen go in one window, each with its own outcome, in order. */
+    fill_rec(&r, &c, &j, &window_kind);
+    r.batch.dead_letter_queue = strdup("orders.dlq");
+    gone_of = "4";
+    fail_requeue_of = "3";
+    fail_code = ERR_QUERY;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "L C w3 m1 m3 m4 U");
+    ck_assert_int_eq(r.fate[0], DLQ_FATE_MOVED);
+    ck_assert_int_eq(r.fate[1], DLQ_FATE_SKIPPED);
+    ck_assert_int_eq(r.fate[2], DLQ_FATE_FAILED);
+    ck_assert_int_eq(r.fate[3], DLQ_FATE_GONE);
+    ck_assert_str_eq(r.error[2], "not put back on orders, left dead: refused");
+    dlq_read_free(&r);
+
+    /* A round trip cut short after one reply: the rest may have moved, whole. */
+    fill_rec(&r, &c, &j, &window_kind);
+    r.batch.dead_letter_queue = strdup("orders.dlq");
+    fail_requeue_of = gone_of = "";
+    cut_after = 1;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "L C w3 m1 U");
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 1);
+    ck_assert_uint_eq(res.n[DLQ_FATE_UNCERTAIN], 2);
+    ck_assert_str_eq(r.error[3], "may have been put back (timed out); still dead unless the move "
+                                 "ran (it is atomic: on orders or in orders.dlq, never both): "
+                                 "timed out");
+    dlq_read_free(&r);
+    cut_after = SIZE_MAX;
+
+    /* --rate paces one move at a time: no window. */
+    fill_rec(&r, &c, &j, &window_kind);
+    r.batch.dead_letter_queue = strdup("orders.dlq");
+    o.rate = 1000000;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "L C m1 m3 m4 U");
+    dlq_read_free(&r);
+    o.rate = 0;
+
+    /* 130 messages: windows of 64, 64 and 2, one round trip each. */
+    fill_many(&r, &c, &j, 130);
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 130);
+    ck_assert_ptr_nonnull(strstr(calls, "L C w64 m1 m2 "));
+    dlq_read_free(&r);
+
+    /* Failures in a row stop the run between two windows: the next one is not sent. */
+    fill_many(&r, &c, &j, 130);
+    fail_requeue_of = "2";
+    o.max_failures_in_a_row = 1;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert(res.stopped_after_failures && !res.interrupted);
+    ck_assert_uint_eq(res.n[DLQ_FATE_MOVED], 63);
+    ck_assert_uint_eq(res.n[DLQ_FATE_FAILED], 1);
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 66);
+    dlq_read_free(&r);
+
+    /* A signal before the first window: nothing sent. */
+    fill_many(&r, &c, &j, 130);
+    volatile sig_atomic_t stop = 1;
+    o.stop = &stop;
+    ck_assert_int_eq(dlq_replay(&r, &o, &res, &e), 0);
+    ck_assert_str_eq(calls, "L C U");
+    ck_assert(res.interrupted);
+    ck_assert_uint_eq(res.n[DLQ_FATE_NOT_REACHED], 130);
+    dlq_read_free(&r);
+    fail_requeue_of = "";
+    pthread_mutex_destroy(&c.use);
+}
+END_TEST
+
 #define LEN(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 static Suite *dlq_suite(void)
@@ -498,6 +620,7 @@ static Suite *dlq_suite(void)
     tc = tcase_create("replay");
     tcase_add_test(tc, test_replay_order);
     tcase_add_test(tc, test_replay_guarded);
+    tcase_add_test(tc, test_replay_window);
     suite_add_tcase(s, tc);
     return s;
 }
