@@ -5,12 +5,15 @@
  * (a "timeout", which beanstalkd counts per job and server-wide). Jobs that keep failing are
  * buried by the workers: the buried list of a tube is its dead-letter queue.
  *
- * A scrape is three pipelined round trips whatever the number of tubes, all of them read-only:
+ * A scrape is at most four pipelined round trips whatever the number of tubes, all read-only:
  *   1. `stats` (job-timeouts) and, unless tubes are named, `list-tubes`;
- *   2. per tube `stats-tube` (depth by state, buried), and `use` + `peek-ready` + `peek-buried`
- *      for the ids of the job at the head of the ready and buried lists (`use` only changes which
- *      tube this connection's peeks look at);
- *   3. `stats-job` of those heads: their age, TTR, reserves and timeouts.
+ *   2. per tube `stats-tube` (depth by state, buried);
+ *   3. for a tube with ready or buried jobs only, `use` and then `peek-ready` when it has ready
+ *      jobs, `peek-buried` when it has buried ones: the ids of the jobs at the head of those lists
+ *      (`use` only changes which tube this connection's peeks look at). beanstalkd finds a tube
+ *      by walking its list of every tube, so each name sent costs the server a walk: a tube with
+ *      nothing to peek is named once, not twice;
+ *   4. `stats-job` of those heads: their age, TTR, reserves and timeouts.
  * What beanstalkd cannot tell (see docs/kinds/beanstalkd.md): the held time of reserved jobs
  * (no command lists them), so there is no lease margin; and peek-ready returns the most urgent
  * job, which is the oldest ready job only among jobs of the same priority. */
@@ -116,9 +119,41 @@ static int on_round1(void *ctx, size_t index, const struct beanstalk_reply *r, s
     return 0;
 }
 
-/* ---- round 2: per tube stats-tube, use, peek-ready, peek-buried ---- */
+/* ---- round 2: per tube stats-tube ---- */
 
-#define ROUND2_PER_TUBE 4
+static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+{
+    struct scrape *sc = ctx;
+    struct tube *t = &sc->t[index];
+    if (strcmp(r->status, "NOT_FOUND") == 0)
+        return 0; /* a tube exists only while it has jobs or watchers: empty */
+    if (strcmp(r->status, "OK") != 0)
+        return err_set(e, ERR_PROTOCOL, "stats-tube %s: want OK, got \"%s\"", t->name, r->line);
+    static const char *const keys[] = {"current-jobs-ready",   "current-jobs-reserved",
+                                       "current-jobs-delayed", "current-jobs-buried",
+                                       "current-watching",     "cmd-delete"};
+    double v[6];
+    if (beanstalkd_parse_stats(r->body, keys, v, 6, e))
+        return err_prefix(e, "stats-tube %s", t->name);
+    t->exists = 1;
+    t->ready = v[0];
+    t->reserved = v[1];
+    t->delayed = v[2];
+    t->buried = v[3];
+    t->watching = v[4];
+    t->deleted = v[5];
+    return 0;
+}
+
+/* ---- round 3: use, peek-ready, peek-buried of the tubes with such jobs ---- */
+
+enum peek_cmd { PEEK_USE, PEEK_READY, PEEK_BURIED };
+
+struct peeks {
+    struct scrape *sc;
+    size_t *tube_of;    /* per command: the tube */
+    enum peek_cmd *cmd; /* per command: what it is */
+};
 
 static unsigned long long found_id(const struct beanstalk_reply *r)
 {
@@ -126,53 +161,31 @@ static unsigned long long found_id(const struct beanstalk_reply *r)
     return strtoull(r->line + 6, NULL, 10);
 }
 
-static int on_round2(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
+static int on_peek(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
 {
-    struct scrape *sc = ctx;
-    struct tube *t = &sc->t[index / ROUND2_PER_TUBE];
-    switch (index % ROUND2_PER_TUBE) {
-    case 0:
-        if (strcmp(r->status, "NOT_FOUND") == 0)
-            return 0; /* a tube exists only while it has jobs or watchers: empty */
-        if (strcmp(r->status, "OK") != 0)
-            return err_set(e, ERR_PROTOCOL, "stats-tube %s: want OK, got \"%s\"", t->name, r->line);
-        static const char *const keys[] = {"current-jobs-ready",   "current-jobs-reserved",
-                                           "current-jobs-delayed", "current-jobs-buried",
-                                           "current-watching",     "cmd-delete"};
-        double v[6];
-        if (beanstalkd_parse_stats(r->body, keys, v, 6, e))
-            return err_prefix(e, "stats-tube %s", t->name);
-        t->exists = 1;
-        t->ready = v[0];
-        t->reserved = v[1];
-        t->delayed = v[2];
-        t->buried = v[3];
-        t->watching = v[4];
-        t->deleted = v[5];
-        return 0;
-    case 1:
+    struct peeks *pk = ctx;
+    struct tube *t = &pk->sc->t[pk->tube_of[index]];
+    if (pk->cmd[index] == PEEK_USE) {
         if (strcmp(r->status, "USING") != 0)
             return err_set(e, ERR_PROTOCOL, "use %s: want USING, got \"%s\"", t->name, r->line);
         return 0;
-    default: {
-        int ready = index % ROUND2_PER_TUBE == 2;
-        if (strcmp(r->status, "NOT_FOUND") == 0)
-            return 0;
-        if (strcmp(r->status, "FOUND") != 0)
-            return err_set(e, ERR_PROTOCOL, "%s: want FOUND or NOT_FOUND, got \"%s\"",
-                           ready ? "peek-ready" : "peek-buried", r->line);
-        if (ready)
-            t->ready_id = found_id(r);
-        else
-            t->buried_id = found_id(r);
-        return 0;
     }
-    }
+    int ready = pk->cmd[index] == PEEK_READY;
+    if (strcmp(r->status, "NOT_FOUND") == 0)
+        return 0; /* taken or deleted since stats-tube */
+    if (strcmp(r->status, "FOUND") != 0)
+        return err_set(e, ERR_PROTOCOL, "%s: want FOUND or NOT_FOUND, got \"%s\"",
+                       ready ? "peek-ready" : "peek-buried", r->line);
+    if (ready)
+        t->ready_id = found_id(r);
+    else
+        t->buried_id = found_id(r);
+    return 0;
 }
 
-/* ---- round 3: stats-job of the heads ---- */
+/* ---- round 4: stats-job of the heads ---- */
 
-struct round3 {
+struct heads {
     struct scrape *sc;
     size_t *tube_of; /* per command: the tube */
     int *is_ready;   /* per command: the ready head (1) or the buried head (0) */
@@ -180,7 +193,7 @@ struct round3 {
 
 static int on_round3(void *ctx, size_t index, const struct beanstalk_reply *r, struct err *e)
 {
-    struct round3 *r3 = ctx;
+    struct heads *r3 = ctx;
     struct tube *t = &r3->sc->t[r3->tube_of[index]];
     if (strcmp(r->status, "NOT_FOUND") == 0)
         return 0; /* deleted or moved since the peek: its age is left out this time */
@@ -229,25 +242,51 @@ static int run(struct collector *c, struct scrape *sc, const struct deadline *dl
         sc->t[sc->n++].name = xstrdup(names[i]);
     }
 
-    size_t n2 = sc->n * ROUND2_PER_TUBE;
-    char **cmds = xcalloc(n2 ? n2 : 1, sizeof *cmds);
-    for (size_t i = 0; i < sc->n; i++) {
-        cmds[i * ROUND2_PER_TUBE] = xasprintf("stats-tube %s", sc->t[i].name);
-        cmds[i * ROUND2_PER_TUBE + 1] = xasprintf("use %s", sc->t[i].name);
-        cmds[i * ROUND2_PER_TUBE + 2] = xstrdup("peek-ready");
-        cmds[i * ROUND2_PER_TUBE + 3] = xstrdup("peek-buried");
-    }
-    int rc = beanstalk_exec(st->conn, (const char *const *)cmds, n2, dl, max, on_round2, sc, e);
-    for (size_t i = 0; i < n2; i++)
+    char **cmds = xcalloc(sc->n ? sc->n : 1, sizeof *cmds);
+    for (size_t i = 0; i < sc->n; i++)
+        cmds[i] = xasprintf("stats-tube %s", sc->t[i].name);
+    int rc = beanstalk_exec(st->conn, (const char *const *)cmds, sc->n, dl, max, on_round2, sc, e);
+    for (size_t i = 0; i < sc->n; i++)
         free(cmds[i]);
     free(cmds);
     if (rc)
         return -1;
 
+    size_t np = 0;
+    cmds = xcalloc(sc->n * 3 + 1, sizeof *cmds);
+    struct peeks pk = {sc, xcalloc(sc->n * 3 + 1, sizeof(size_t)),
+                       xcalloc(sc->n * 3 + 1, sizeof(enum peek_cmd))};
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct tube *t = &sc->t[i];
+        if (!(t->ready > 0) && !(t->buried > 0))
+            continue; /* nothing to peek: the tube is not named a second time */
+        pk.tube_of[np] = i;
+        pk.cmd[np] = PEEK_USE;
+        cmds[np++] = xasprintf("use %s", t->name);
+        if (t->ready > 0) {
+            pk.tube_of[np] = i;
+            pk.cmd[np] = PEEK_READY;
+            cmds[np++] = xstrdup("peek-ready");
+        }
+        if (t->buried > 0) {
+            pk.tube_of[np] = i;
+            pk.cmd[np] = PEEK_BURIED;
+            cmds[np++] = xstrdup("peek-buried");
+        }
+    }
+    rc = beanstalk_exec(st->conn, (const char *const *)cmds, np, dl, max, on_peek, &pk, e);
+    for (size_t i = 0; i < np; i++)
+        free(cmds[i]);
+    free(cmds);
+    free(pk.tube_of);
+    free(pk.cmd);
+    if (rc)
+        return -1;
+
     size_t n3 = 0;
     cmds = xcalloc(sc->n * 2 + 1, sizeof *cmds);
-    struct round3 r3 = {sc, xcalloc(sc->n * 2 + 1, sizeof(size_t)),
-                        xcalloc(sc->n * 2 + 1, sizeof(int))};
+    struct heads r3 = {sc, xcalloc(sc->n * 2 + 1, sizeof(size_t)),
+                       xcalloc(sc->n * 2 + 1, sizeof(int))};
     for (size_t i = 0; i < sc->n; i++) {
         if (sc->t[i].ready_id) {
             r3.tube_of[n3] = i;
