@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "config.h"
+#include "laravel_redis.h"
 #include "postgres.h"
 #include "queues.h"
 
@@ -125,6 +126,7 @@ struct batch_data {
      * names another connection), and whether that connection is the jobs table's own */
     char *connection, *queue;
     int own;
+    struct laravel_redis *redis; /* the entry's, when connection is its Redis one; else NULL */
 };
 
 static void batch_free(void *p)
@@ -339,6 +341,8 @@ static int laravel_read(struct pg_state *st, struct queues *q, const char *label
     d->connection = xstrdup(at ? at + 1 : q->connection);
     d->queue = at ? xstrndup(label, (size_t)(at - label)) : xstrdup(label);
     d->own = strcmp(d->connection, q->connection) == 0;
+    if (!d->own && q->redis && strcmp(d->connection, q->redis->connection) == 0)
+        d->redis = q->redis;
     char *qs = pg_quote_ident(q->schema);
     char *sql = xasprintf("SELECT id::text, payload, EXTRACT(EPOCH FROM failed_at)::float8, "
                           "count(*) OVER ()::float8 FROM %s.failed_jobs WHERE connection = $1 "
@@ -387,15 +391,19 @@ static int laravel_read(struct pg_state *st, struct queues *q, const char *label
     return 0;
 }
 
-/* Only the jobs table's own connection is put back here (a Redis-driver job goes back to Redis,
- * which this source does not reach), and the jobs table must be there. */
+/* The jobs table's own connection is put back into jobs, which must be there; the Redis
+ * connection of the entry's redis block onto its Redis list. Another connection's jobs are
+ * refused before anything moves. */
 static int laravel_check_origin(struct pg_state *st, const struct batch_data *d,
                                 const struct deadline *dl, struct err *e)
 {
+    if (d->redis)
+        return 0;
     if (!d->own)
         return err_set(e, ERR_QUERY,
-                       "%s: failed on connection \"%.100s\", not this database's: qrel dlq puts "
-                       "back the database driver's jobs only; retry these with artisan "
+                       "%s: failed on connection \"%.100s\", not this database's nor that of "
+                       "the entry's redis block: name its Redis in the laravel entry's redis "
+                       "block (docs/kinds/postgres-queues.md), or retry these with artisan "
                        "queue:retry (docs/dlq.md)",
                        d->what, d->connection);
     const char *params[1] = {d->schema};
@@ -416,7 +424,9 @@ static int laravel_check_origin(struct pg_state *st, const struct batch_data *d,
  * does (attempts 0, available now), the row deleted. A kill anywhere leaves it failed or back,
  * never both; a concurrent replay waits for the row and finds it gone. A job with a retryUntil is
  * left failed: queue:retry computes a new one by calling the job's PHP, and the old one would
- * fail it again at once. */
+ * fail it again at once. For the redis block's connection the push is RedisQueue::pushRaw's script
+ * (as queue:retry pushes it), run while the row is locked and before the delete: Redis and
+ * PostgreSQL share no transaction, so a kill between the two leaves a duplicate, never a loss. */
 static int laravel_move(struct pg_state *st, struct dlq_message *m, const struct batch_data *d,
                         const struct deadline *dl, struct err *e)
 {
@@ -460,7 +470,16 @@ static int laravel_move(struct pg_state *st, struct dlq_message *m, const struct
         goto out;
     }
     const char *pushp[2] = {PQgetvalue(r, 0, 0), payload};
-    if (step(st, d, push, 2, pushp, NULL, dl, e) || step(st, d, del, 1, params, &n, dl, e))
+    /* Redis: pushed while the row is locked, deleted after; a crash between leaves the job both
+     * failed and queued (a duplicate), never neither. */
+    if (d->redis && laravel_redis_push(d->redis, pushp[0], payload, dl, e)) {
+        struct err ce;
+        err_clear(&ce);
+        rc = step(st, d, "ROLLBACK", 0, NULL, NULL, dl, &ce) ? -1 : -2;
+        goto out;
+    }
+    if ((!d->redis && step(st, d, push, 2, pushp, NULL, dl, e)) ||
+        step(st, d, del, 1, params, &n, dl, e))
         goto out;
     if (n != 1) {
         pg_error(st->conn, e, ERR_QUERY, "%s: deleted %lld failed rows, want 1: rolled back",

@@ -16,6 +16,7 @@
 
 #include "queues.h"
 #include "alloc.h"
+#include "laravel_redis.h"
 
 /* What every job runner but Que and solid_queue records; the lease is then each runner's own
  * (graphile-worker and pg-boss record it, the others take job_timeout). */
@@ -68,6 +69,7 @@ void queues_destroy(void *item)
     free(q->sql);
     free(q->done_sql);
     free(q->connection);
+    laravel_redis_free(q->redis);
     free(q);
 }
 
@@ -100,7 +102,8 @@ static int delayed_job_keys(struct queues *q, struct cfg_node *item, struct cfg_
  * name; max_deliveries (a job's tries are its own maxTries or the worker's --tries),
  * visibility_timeout and job_timeout are refused with the key to use. */
 static int laravel_keys(struct queues *q, struct cfg_node *item, struct cfg_node *rnode,
-                        struct cfg_node *cnode, struct cfg_node *const other[3], struct err *e)
+                        struct cfg_node *cnode, struct cfg_node *lrnode,
+                        struct cfg_node *const other[3], const char *source, struct err *e)
 {
     static const char *const names[3] = {"max_deliveries", "visibility_timeout", "job_timeout"};
     for (int i = 0; i < 3; i++)
@@ -117,6 +120,12 @@ static int laravel_keys(struct queues *q, struct cfg_node *item, struct cfg_node
         return cfg_error(e, rnode, "retry_after: want a duration above 0");
     if (!*q->connection)
         return cfg_error(e, cnode, "connection: want the name of the database connection");
+    if (lrnode && !(q->redis = laravel_redis_configure(lrnode, source, e)))
+        return -1;
+    if (q->redis && strcmp(q->redis->connection, q->connection) == 0)
+        return cfg_error(e, lrnode,
+                         "redis: its connection \"%s\" is the jobs table's own (connection)",
+                         q->connection);
     return 0;
 }
 
@@ -148,10 +157,11 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
                cfg_get_node(item, "destroy_failed_jobs", CFG_SCALAR, &other, e)))
         goto fail;
     /* so are Laravel's to its entries */
-    struct cfg_node *cnode = NULL;
+    struct cfg_node *cnode = NULL, *lrnode = NULL;
     int lv = pnode && pnode->scalar && strcmp(pnode->scalar, "laravel") == 0;
     if (lv && (cfg_get_node(item, "retry_after", CFG_SCALAR, &rnode, e) ||
-               cfg_get_node(item, "connection", CFG_SCALAR, &cnode, e)))
+               cfg_get_node(item, "connection", CFG_SCALAR, &cnode, e) ||
+               cfg_get_node(item, "redis", CFG_MAP, &lrnode, e)))
         goto fail;
     if (cfg_get_str(item, "preset", 0, &preset, e))
         goto fail;
@@ -217,7 +227,7 @@ void *queues_configure(struct cfg_node *item, const char *source, struct err *e)
     }
     if (q->preset->id == PGQ_LARAVEL) {
         struct cfg_node *const refused[3] = {mnode, vnode, jnode};
-        if (laravel_keys(q, item, rnode, cnode, refused, e))
+        if (laravel_keys(q, item, rnode, cnode, lrnode, refused, source, e))
             goto fail;
         goto done;
     }

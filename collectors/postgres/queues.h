@@ -113,6 +113,9 @@ struct queues {
     /* laravel: the jobs table's connection name in failed_jobs (`connection`); the lease is
      * lease_timeout (retry_after). NULL for the other presets. */
     char *connection;
+    /* laravel: the `redis:` block, where qrel dlq puts the Redis driver's failed jobs back
+     * (laravel_redis.h); NULL when absent (those jobs are refused). */
+    struct laravel_redis *redis;
     char *sql;      /* the built statement for job presets, NULL until built */
     char *done_sql; /* the handler-latency statement, NULL until built or where none */
 };

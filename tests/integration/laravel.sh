@@ -235,7 +235,7 @@ expect_eq "dry run: would move exactly o2 and o3's rows" \
   "$(psql_val "SELECT string_agg(id::text, ' ' ORDER BY id::text) FROM failed_jobs WHERE connection = 'database' AND $ORDER_SQL <> 'o1'")"
 rc=0; DLQ replay --queue=billing@redis --yes --format=json > "$T/dbrr.json" || rc=$?
 expect_eq "replay of the Redis driver's failed job: refused, exit 1" "$rc" 1
-expect_line "... saying why and what to run" 'not this database.s: qrel dlq puts back the database driver.s jobs only; retry these with artisan queue:retry' "$T/dlq.err"
+expect_line "... saying why and what to run" 'not this database.s nor that of the entry.s redis block: name its Redis in the laravel entry.s redis block .*, or retry these with artisan queue:retry' "$T/dlq.err"
 expect_eq "inspect, dry run and the refusal left jobs, failed_jobs and work identical" "$(tables_md5)" "$before"
 # A replay paced to one move a second, SIGKILLed once one row moved, then run again.
 "$QREL" dlq replay --config.file="$T/dbq.yml" --source=lvdb --queue=billing --yes --rate=1/s \
@@ -258,5 +258,59 @@ touch "$LARAVEL_DIR/fixed"
 dbq drain database billing
 expect_eq "Laravel's worker ran each replayed job exactly once (o2, o3), none failed again" \
   "$(sort "$LARAVEL_DIR/ran" | paste -sd' ') $(psql_val "SELECT count(*) FROM jobs WHERE queue = 'billing'")/$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'database'")" "o2 o3 0/1"
+
+# The Redis driver's failed job r1 put back as artisan queue:retry does, through the laravel
+# entry's redis block, as a user allowed Laravel's push and nothing else (EVAL and RPUSH on
+# billing's two lists; an EVAL's keys need read and write). A replay is held between its push and
+# its delete by a SHARE lock on failed_jobs (it lets the row lock through, not the DELETE),
+# SIGKILLed there, then run again: a duplicate, never a loss. Laravel's own worker then runs both
+# copies.
+replayer="rp-$RANDOM-pass"
+printf '%s\n' "$replayer" > "$T/replayer.pass"
+chmod 600 "$T/replayer.pass"
+R ACL SETUSER replayer on ">$replayer" -@all "~$K:billing" "~$K:billing:notify" +eval +rpush > /dev/null
+redis_entry() { # LINE: the laravel entry with a redis block holding LINE's keys
+  { echo "sources:"; pg_source lvdb "$PGP"; echo "    queues:"
+    echo "      - preset: laravel"
+    echo "        retry_after: 2s"
+    echo "        redis: {$1}"
+    sed -n '/^dead_letters:/,$p' "$T/dbq.yml"; }
+}
+redis_entry "address: 127.0.0.1:$RP, username: replayer, password_file: $T/replayer.pass" > "$T/dbrq.yml"
+redis_entry "adress: 127.0.0.1:$RP" > "$T/dbrbad.yml"
+expect_exit "--config.check: an unknown key of the redis block" 1 "$T/dbrbad.out" "$EXPORTER" --config.file="$T/dbrbad.yml" --config.check
+expect_line "... named, with the known ones" 'unknown key "adress" in the redis block of preset "laravel".*known keys:.*prefix' "$T/dbrbad.out"
+redis_entry "address: 127.0.0.1:$RP, connection: database" > "$T/dbrown.yml"
+expect_exit "--config.check: the redis block on the jobs table's own connection" 1 "$T/dbrown.out" "$EXPORTER" --config.file="$T/dbrown.yml" --config.check
+expect_line "... refused" 'redis: its connection "database" is the jobs table.s own' "$T/dbrown.out"
+R DEL "$K:billing" "$K:billing:notify" > /dev/null # what the drains left (an empty list is no key)
+PGAPPNAME=qrel-test-hold psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "BEGIN; LOCK TABLE failed_jobs IN SHARE MODE; SELECT pg_sleep(120)" > /dev/null 2>&1 &
+hold=$!
+PIDS+=("$hold")
+held() { [ "$(psql_val "SELECT count(*) FROM pg_locks WHERE relation = 'failed_jobs'::regclass AND mode = 'ShareLock' AND granted")" = 1 ]; }
+expect_cmd "failed_jobs held in SHARE mode" wait_for 20 "the SHARE lock" held
+"$QREL" dlq replay --config.file="$T/dbrq.yml" --source=lvdb --queue=billing@redis --yes --format=json \
+  > "$T/dbrk.json" 2>>"$T/dlq.err" &
+kpid=$!
+PIDS+=("$kpid")
+pushed_held() {
+  [ "$(R LLEN "$K:billing")" = 1 ] &&
+    [ "$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM%failed_jobs%'")" = 1 ]
+}
+expect_cmd "the replay pushed r1 and waits on its DELETE" wait_for 20 "r1 pushed, its delete waiting" pushed_held
+kill -KILL "$kpid"; wait "$kpid" 2>/dev/null || true
+psql_val "SELECT count(*) FROM (SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'qrel-test-hold') c" > /dev/null
+wait "$hold" 2>/dev/null || true
+expect_eq "killed between push and delete: r1 both failed and queued (a duplicate, not a loss)" \
+  "$(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'redis'") $(R LLEN "$K:billing") $(R LLEN "$K:billing:notify")" "1 1 1"
+DLQ2() { "$QREL" dlq "$@" --config.file="$T/dbrq.yml" --source=lvdb 2>>"$T/dlq.err"; }
+DLQ2 replay --queue=billing@redis --yes --format=json > "$T/dbrr2.json"
+expect_eq "the rerun moved r1's row: failed_jobs holds no Redis job, billing two copies" \
+  "$(jq '.replay.moved | length' "$T/dbrr2.json") $(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'redis'") $(R LLEN "$K:billing") $(R LLEN "$K:billing:notify")" "1 0 2 2"
+expect_eq "each copy as queue:retry makes it: attempts 0, stamped qrel-replayed 1, the same job id" \
+  "$(R LRANGE "$K:billing" 0 -1 | jq -sr '[map(.attempts), map(."qrel-replayed"), (map(.id) | unique | length)] | flatten | join(" ")')" "0 0 1 1 1"
+dbq drain redis billing
+expect_eq "Laravel's worker ran r1 twice (the duplicate), none failed again, billing empty" \
+  "$(grep -c '^r1$' "$LARAVEL_DIR/ran") $(psql_val "SELECT count(*) FROM failed_jobs WHERE connection = 'redis'") $(R LLEN "$K:billing")" "2 0 0"
 
 finish
