@@ -49,16 +49,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pipe_floor PORT FILE RUNS\n");
         return 2;
     }
-    FILE *f = fopen(argv[2], "rb");
-    if (!f)
-        return perror(argv[2]), 1;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    char *cmds = malloc((size_t)size + 1);
-    if (!cmds || fread(cmds, 1, (size_t)size, f) != (size_t)size)
-        return perror("read"), 1;
-    fclose(f);
+    size_t nbytes;
+    char *cmds = floor_read_file(argv[2], &nbytes);
+    if (!cmds)
+        return 1;
+    long size = (long)nbytes;
     size_t want = count_commands(cmds, (size_t)size);
     int runs = (int)strtol(argv[3], NULL, 10);
     if (runs < 1)
