@@ -71,8 +71,9 @@ struct state {
     long long max_active, max_queues;
     int count_workers; /* CLIENT LIST for qrel_queue_consumers */
     struct cursor *cursors;
-    size_t ncursors;
-    struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
+    size_t ncursors, cursors_cap;
+    struct hashtab cursor_index; /* queue name -> position in cursors */
+    struct redis_cluster cl;     /* cluster: true (cluster.c): the map, a connection per master */
 };
 /* dlq.c reads the connection and the prefix through the first two members (dlq.h). */
 _Static_assert(offsetof(struct state, job) == offsetof(struct bullmq_dlq_view, job) &&
@@ -142,6 +143,7 @@ static void destroy(struct collector *c)
         free(st->cursors[i].last_id);
     }
     free(st->cursors);
+    hashtab_free(&st->cursor_index);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -171,15 +173,29 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
     return 0;
 }
 
+static uint64_t cursor_hash(const void *ctx, uint32_t id)
+{
+    const struct state *st = ctx;
+    return hashtab_hash(st->cursors[id].queue, strlen(st->cursors[id].queue), 0);
+}
+
+/* The cursor of queue, added when it is new. Indexed by name: each scrape looks up every queue
+ * twice, and a linear search cost 530 million instructions a scrape at 4,000 named queues. */
 static size_t cursor_for(struct state *st, const char *queue)
 {
-    for (size_t i = 0; i < st->ncursors; i++)
-        if (strcmp(st->cursors[i].queue, queue) == 0)
-            return i;
-    st->cursors = xrealloc(st->cursors, (st->ncursors + 1) * sizeof *st->cursors);
+    struct hashtab_probe p;
+    for (uint32_t id = hashtab_first(&st->cursor_index, hashtab_hash(queue, strlen(queue), 0), &p);
+         id != HASHTAB_END; id = hashtab_next(&st->cursor_index, &p))
+        if (strcmp(st->cursors[id].queue, queue) == 0)
+            return id;
+    if (st->ncursors == st->cursors_cap) {
+        st->cursors_cap = st->cursors_cap ? 2 * st->cursors_cap : 64;
+        st->cursors = xrealloc(st->cursors, st->cursors_cap * sizeof *st->cursors);
+    }
     struct cursor *cur = &st->cursors[st->ncursors];
     memset(cur, 0, sizeof *cur);
     cur->queue = xstrdup(queue);
+    hashtab_add(&st->cursor_index, &p, (uint32_t)st->ncursors, cursor_hash, st);
     return st->ncursors++;
 }
 
