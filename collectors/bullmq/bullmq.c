@@ -71,9 +71,8 @@ struct state {
     long long max_active, max_queues;
     int count_workers; /* CLIENT LIST for qrel_queue_consumers */
     struct cursor *cursors;
-    size_t ncursors, cursors_cap;
-    struct hashtab cursor_index; /* queue name -> position in cursors */
-    struct redis_cluster cl;     /* cluster: true (cluster.c): the map, a connection per master */
+    size_t ncursors;
+    struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
 };
 /* dlq.c reads the connection and the prefix through the first two members (dlq.h). */
 _Static_assert(offsetof(struct state, job) == offsetof(struct bullmq_dlq_view, job) &&
@@ -143,7 +142,6 @@ static void destroy(struct collector *c)
         free(st->cursors[i].last_id);
     }
     free(st->cursors);
-    hashtab_free(&st->cursor_index);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -179,23 +177,35 @@ static uint64_t cursor_hash(const void *ctx, uint32_t id)
     return hashtab_hash(st->cursors[id].queue, strlen(st->cursors[id].queue), 0);
 }
 
-/* The cursor of queue, added when it is new. Indexed by name: each scrape looks up every queue
- * twice, and a linear search cost 530 million instructions a scrape at 4,000 named queues. */
-static size_t cursor_for(struct state *st, const char *queue)
+/* index: st's cursors by queue name, for one server's part of a scrape (each queue is looked up
+ * twice there; a linear search cost 530 million instructions a scrape at 4,000 named queues).
+ * Built for the part and freed after it: kept between scrapes, it would hold 80 KiB of the
+ * exporter's heap at 10,000 queues for nothing. */
+static void cursors_index(const struct state *st, struct hashtab *index)
+{
+    for (size_t i = 0; i < st->ncursors; i++) {
+        const char *q = st->cursors[i].queue;
+        struct hashtab_probe p;
+        for (uint32_t id = hashtab_first(index, hashtab_hash(q, strlen(q), 0), &p);
+             id != HASHTAB_END; id = hashtab_next(index, &p))
+            ; /* the names are distinct: on to the free slot */
+        hashtab_add(index, &p, (uint32_t)i, cursor_hash, st);
+    }
+}
+
+/* The cursor of queue, added (to index too) when it is new. */
+static size_t cursor_for(struct state *st, struct hashtab *index, const char *queue)
 {
     struct hashtab_probe p;
-    for (uint32_t id = hashtab_first(&st->cursor_index, hashtab_hash(queue, strlen(queue), 0), &p);
-         id != HASHTAB_END; id = hashtab_next(&st->cursor_index, &p))
+    for (uint32_t id = hashtab_first(index, hashtab_hash(queue, strlen(queue), 0), &p);
+         id != HASHTAB_END; id = hashtab_next(index, &p))
         if (strcmp(st->cursors[id].queue, queue) == 0)
             return id;
-    if (st->ncursors == st->cursors_cap) {
-        st->cursors_cap = st->cursors_cap ? 2 * st->cursors_cap : 64;
-        st->cursors = xrealloc(st->cursors, st->cursors_cap * sizeof *st->cursors);
-    }
+    st->cursors = xrealloc(st->cursors, (st->ncursors + 1) * sizeof *st->cursors);
     struct cursor *cur = &st->cursors[st->ncursors];
     memset(cur, 0, sizeof *cur);
     cur->queue = xstrdup(queue);
-    hashtab_add(&st->cursor_index, &p, (uint32_t)st->ncursors, cursor_hash, st);
+    hashtab_add(index, &p, (uint32_t)st->ncursors, cursor_hash, st);
     return st->ncursors++;
 }
 
@@ -663,16 +673,19 @@ static int read_server(struct scrape *sc, struct redis_conn *conn,
     redis_pipe_reset(p);
     /* Every cursor first, then pointers to them: cursor_for may move the array as it grows, so
      * a pointer taken before the last new queue was added would dangle. */
+    struct hashtab index = {0};
+    cursors_index(st, &index);
     for (size_t i = 0; i < nhere; i++)
-        cursor_for(st, names[i]);
+        cursor_for(st, &index, names[i]);
     for (size_t i = 0; i < nhere; i++) {
         struct queue *q = &sc->q[sc->q_base + i];
         q->name = xstrdup(names[i]);
-        q->cur = cursor_for(st, names[i]);
+        q->cur = cursor_for(st, &index, names[i]);
         q->now_ms = sc->now_ms;
         for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
             round2_cmd(st, q, k, p);
     }
+    hashtab_free(&index);
     sc->nround2 = nhere * ROUND2_PER_QUEUE;
     if (nhere && !map && st->count_workers) /* one server: its clients are all the workers */
         redis_pipe_addv(p, "CLIENT", "LIST", NULL);
