@@ -24,6 +24,13 @@ struct laravel_job {
 int laravel_parse_job(const char *json, size_t len, struct laravel_job *out, enum entry_skip *why,
                       struct err *e);
 
+/* laravel_parse_job's two paths, apart for the differential test: the scanner of top-level
+ * members, 1 with *out set when it can answer a plainly well-formed payload and 0 (out untouched)
+ * when jansson must; and jansson, the reference, which answers any payload. */
+int laravel_parse_job_fast(const char *json, size_t len, struct laravel_job *out);
+int laravel_parse_job_jansson(const char *json, size_t len, struct laravel_job *out,
+                              enum entry_skip *why, struct err *e);
+
 /* The queue of a key that SCAN <prefix>queues:* found: the key less prefix "queues:" and, for
  * the sorted sets and the notify list, less ":delayed", ":reserved" or ":notify". malloc'd;
  * NULL when the key is not under the prefix or leaves no name. */

@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "common/json_id.h"
+#include "common/json_members.h"
 #include "dlq_kind.h"
 #include "sidekiq.h"
 
@@ -104,12 +105,12 @@ struct rewrite {
     int kept, refused;
 };
 
-static int is_key(const struct sidekiq_member *m, const char *name)
+static int is_key(const struct json_member *m, const char *name)
 {
     return m->klen == strlen(name) && memcmp(m->key, name, m->klen) == 0;
 }
 
-static int keep_member(void *ctx, const struct sidekiq_member *m)
+static int keep_member(void *ctx, const struct json_member *m)
 {
     struct rewrite *r = ctx;
     if (m->escaped) { /* it could spell one of the keys written below */
@@ -141,7 +142,7 @@ int sidekiq_dlq_requeue_payload(const char *json, size_t len, double now, long l
     long long count = r.drop_count ? (long long)json_integer_value(rc) - 1 : 0;
     json_decref(v);
     buf_putc(&r.out, '{');
-    if (!sidekiq_json_members(json, len, keep_member, &r)) {
+    if (!json_members(json, len, keep_member, &r)) {
         buf_free(&r.out);
         if (r.refused)
             return err_set(e, ERR_PROTOCOL,

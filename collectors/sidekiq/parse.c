@@ -3,7 +3,8 @@
  * A scrape reads one job per queue (its oldest) and every job of the schedule, retry and dead
  * sets, and only two top-level members of each are wanted. Building the whole document with
  * jansson took 70% of a scrape's instructions at 1,000 queues, so a job is first read by a scanner
- * that walks the top-level members and skips their values without building them. Anything it
+ * that walks the top-level members and skips their values without building them
+ * (common/json_members.h, laravel's too). Anything it
  * does not take as plainly well-formed (an escape in a wanted member, a member twice, a top level
  * that is not an object) goes to jansson, whose answer and message stay the reference. */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "common/json_members.h"
 #include "config.h"
 #include "sidekiq.h"
 
@@ -47,108 +49,19 @@ static int queue_of(json_t *obj, const char *what, char **queue, enum entry_skip
     return 0;
 }
 
-/* ---- the scanner: top-level members, values skipped ---- */
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at the opening quote: past the closing one, or NULL. *escaped tells whether it had any. */
-static const char *skip_string(const char *p, const char *end, int *escaped)
-{
-    *escaped = 0;
-    for (p++; p < end; p++) {
-        if (*p == '\\') {
-            *escaped = 1;
-            p++;
-        } else if (*p == '"') {
-            return p + 1;
-        } else if ((unsigned char)*p < 0x20) {
-            return NULL;
-        }
-    }
-    return NULL;
-}
-
-/* Past one value, or NULL. Nested values are skipped by their brackets, strings included. */
-static const char *skip_value(const char *p, const char *end)
-{
-    int esc;
-    if (p >= end)
-        return NULL;
-    if (*p == '"')
-        return skip_string(p, end, &esc);
-    if (*p == '{' || *p == '[') {
-        int depth = 0;
-        while (p < end) {
-            if (*p == '"') {
-                if (!(p = skip_string(p, end, &esc)))
-                    return NULL;
-                continue;
-            }
-            if (*p == '{' || *p == '[')
-                depth++;
-            else if ((*p == '}' || *p == ']') && --depth == 0)
-                return p + 1;
-            p++;
-        }
-        return NULL;
-    }
-    const char *s = p;
-    while (p < end && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '-' ||
-                       *p == '+' || *p == '.' || *p == 'E'))
-        p++;
-    return p > s ? p : NULL;
-}
+/* ---- the fast path: common/json_members.h ---- */
 
 struct member {
     const char *name;
     const char *v, *v_end; /* the value's text, NULL when absent */
 };
 
-int sidekiq_json_members(const char *json, size_t len, sidekiq_member_fn fn, void *ctx)
-{
-    const char *p = skip_ws(json, json + len), *end = json + len;
-    if (p >= end || *p != '{')
-        return 0;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == '}')
-        return skip_ws(p + 1, end) == end;
-    for (;;) {
-        int esc;
-        if (p >= end || *p != '"')
-            return 0;
-        const char *k = p, *k_end = skip_string(p, end, &esc);
-        if (!k_end)
-            return 0;
-        p = skip_ws(k_end, end);
-        if (p >= end || *p != ':')
-            return 0;
-        p = skip_ws(p + 1, end);
-        const char *v = p, *v_end = skip_value(p, end);
-        if (!v_end)
-            return 0;
-        struct sidekiq_member m = {k + 1, (size_t)(k_end - 1 - (k + 1)), esc, k, v, v_end};
-        if (fn(ctx, &m))
-            return 0;
-        p = skip_ws(v_end, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        return p < end && *p == '}' && skip_ws(p + 1, end) == end;
-    }
-}
-
 struct wanted {
     struct member *want;
     size_t n;
 };
 
-static int take_wanted(void *ctx, const struct sidekiq_member *m)
+static int take_wanted(void *ctx, const struct json_member *m)
 {
     struct wanted *w = ctx;
     for (size_t i = 0; i < w->n; i++)
@@ -166,7 +79,7 @@ static int take_wanted(void *ctx, const struct sidekiq_member *m)
 static int scan_members(const char *json, size_t len, struct member *want, size_t n)
 {
     struct wanted w = {want, n};
-    return sidekiq_json_members(json, len, take_wanted, &w);
+    return json_members(json, len, take_wanted, &w);
 }
 
 /* A member's value as a non-empty string without escapes (malloc'd), or NULL. */

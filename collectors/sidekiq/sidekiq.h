@@ -39,26 +39,6 @@ int sidekiq_parse_process(const char *json, size_t len, char ***queues, enum ent
 enum sidekiq_beat { SIDEKIQ_ALIVE, SIDEKIQ_STOPPED, SIDEKIQ_BEAT_BAD };
 enum sidekiq_beat sidekiq_judge_beat(const char *s, size_t len, double now, double stale_after);
 
-/* ---- the top-level scanner (parse.c), also dlq_parse.c's ---- */
-
-/* One top-level member of a JSON object as written: its name's text between the quotes (klen
- * bytes, escapes not decoded: escaped says whether it had any), the member's text from the
- * name's opening quote, and its value's text [v, v_end). */
-struct sidekiq_member {
-    const char *key;
-    size_t klen;
-    int escaped;
-    const char *member;
-    const char *v, *v_end;
-};
-typedef int (*sidekiq_member_fn)(void *ctx, const struct sidekiq_member *m);
-
-/* Walks the top-level members of the object json, calling fn on each in order: 1 when json is
- * an object walked to its end and fn returned 0 for each, 0 otherwise. Values are skipped by
- * their brackets and quotes, not validated: a caller that must know the document is valid JSON
- * asks jansson too. */
-int sidekiq_json_members(const char *json, size_t len, sidekiq_member_fn fn, void *ctx);
-
 /* ---- `qrel dlq` (dlq_parse.c) ---- */
 
 /* A dead_letters entry's id_field: a key of the job payload with dots for nesting and digits for

@@ -1,6 +1,8 @@
 /* check_laravel.c: unit tests for collectors/laravel/parse.c: Laravel 8.83's job payloads (as its
  * Redis driver writes them, recorded from tests/integration/laravel.sh), the queue of a key found
- * by SCAN, and the lease figures of a reserved job's score; and the kind's configuration errors. */
+ * by SCAN, and the lease figures of a reserved job's score; and the kind's configuration errors.
+ * The payload reader has two paths (a scanner of top-level members, jansson behind it): every
+ * payload here must read the same through laravel_parse_job as through jansson alone. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 
 #include "laravel/laravel.h"
 #include "support/check_run.h"
+#include "support/fixture.h"
 #include "support/kind_config.h"
 
 extern const struct collector_kind laravel_kind;
@@ -67,6 +70,150 @@ START_TEST(test_parse_job)
     ck_assert_int_eq(laravel_parse_job(deep, 2 * n, &j, &why, &e), -1);
     ck_assert_int_eq(why, ENTRY_TOO_DEEP);
     free(deep);
+}
+END_TEST
+
+/* Same figure, bit for bit in what matters: both NaN, or equal with the same sign (-0 is not 0). */
+static int same_figure(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+/* laravel_parse_job against jansson alone on one payload: the same result, figures, skip reason
+ * and message. fast: 1 when the fast path must answer it, 0 when it must leave it to jansson,
+ * -1 either way. */
+static void check_same(const char *json, size_t len, int fast, const char *label)
+{
+    struct laravel_job got = {-1, -1, -1}, want = {-1, -1, -1}, fj;
+    enum entry_skip got_why = ENTRY_NOT_JSON, want_why = ENTRY_NOT_JSON;
+    struct err ge = {0}, we = {0};
+    int rc = laravel_parse_job(json, len, &got, &got_why, &ge);
+    int want_rc = laravel_parse_job_jansson(json, len, &want, &want_why, &we);
+    ck_assert_msg(rc == want_rc, "%s: %d, jansson %d (%s)", label, rc, want_rc, we.msg);
+    if (rc == 0) {
+        ck_assert_msg(same_figure(got.attempts, want.attempts) &&
+                          same_figure(got.timeout, want.timeout) &&
+                          same_figure(got.created_at, want.created_at),
+                      "%s: %g %g %g, jansson %g %g %g", label, got.attempts, got.timeout,
+                      got.created_at, want.attempts, want.timeout, want.created_at);
+    } else {
+        ck_assert_msg(got_why == want_why, "%s: reason %d, jansson %d", label, got_why, want_why);
+        ck_assert_str_eq(ge.msg, we.msg);
+    }
+    if (fast >= 0)
+        ck_assert_msg(laravel_parse_job_fast(json, len, &fj) == fast, "%s: fast path %s", label,
+                      fast ? "did not answer" : "answered");
+}
+
+START_TEST(test_parse_job_paths)
+{
+    /* Recorded payloads of Laravel 8.83: the Redis driver's, with a protected property's NUL
+     * bytes (\u0000*\u0000orderId) in data.command, is the fast path's; the database driver's
+     * keeps attempts in a column, not in the payload: missing, jansson's to say. */
+    static const struct {
+        const char *name;
+        int fast;
+    } recorded[] = {{"postgres/laravel_failed_redis.json", 1},
+                    {"postgres/laravel_failed_database.json", 0}};
+    for (size_t i = 0; i < sizeof recorded / sizeof *recorded; i++) {
+        size_t len;
+        char *text = fixture_text(recorded[i].name, &len);
+        check_same(text, len, recorded[i].fast, recorded[i].name);
+        free(text);
+    }
+    check_same(reserved_job, strlen(reserved_job), 1, "reserved_job");
+
+    static const struct {
+        const char *json;
+        int fast;
+    } cases[] = {
+        /* numbers read as jansson reads them: an integer through long long (-0 is 0) */
+        {"{\"attempts\":1,\"timeout\":1e3,\"createdAt\":-0}", 1},
+        {"{\"attempts\":-0.0,\"timeout\":3.5E+2,\"createdAt\":1796511481.25}", 1},
+        {"{\"attempts\":123456789012345678}", 1},
+        {"{\"attempts\":-123456789012345678}", 1},
+        {"{\"attempts\":9007199254740993}", 1},
+        {"{\"attempts\":1.7976931348623157e308}", 1},
+        {"{\"attempts\":99999999999999999999}", 0},  /* too big an integer: not JSON */
+        {"{\"attempts\":-99999999999999999999}", 0}, /* too big a negative one */
+        {"{\"attempts\":1234567890123456789}", 0},   /* 19 digits: jansson's to judge */
+        {"{\"attempts\":1,\"timeout\":1e400}", 0},   /* real overflow: not JSON */
+        {"{\"attempts\":1e-400}", 0},                /* underflow: jansson takes it */
+        {"{\"attempts\":5e-324}", -1},
+        {"{\"attempts\":01}", 0},
+        {"{\"attempts\":1.}", 0},
+        {"{\"attempts\":.5}", 0},
+        {"{\"attempts\":+1}", 0},
+        {"{\"attempts\":0x10}", 0},
+        {"{\"attempts\":1e}", 0},
+        {"{\"attempts\":inf}", 0},
+        {"{\"attempts\":nan}", 0},
+        {"{\"attempts\":-}", 0},
+        /* null, literals and types */
+        {"{\"attempts\":1,\"timeout\":null,\"createdAt\":null}", 1},
+        {"{\"attempts\":null}", 0},
+        {"{\"attempts\":true}", 0},
+        {"{\"attempts\":\"2\"}", 0},
+        {"{\"attempts\":[2]}", 0},
+        {"{\"attempts\":2,\"timeout\":\"60\"}", 0},
+        {"{\"attempts\":2,\"createdAt\":{}}", 0},
+        {"{\"attempts\":2,\"timeout\":nul}", 0},
+        {"{\"attempts\":2,\"maxTries\":nul}", 0},
+        {"{\"attempts\":2,\"maxTries\":True}", 0},
+        {"{\"attempts\":2,\"failOnTimeout\":false,\"maxTries\":null,\"x\":true}", 1},
+        /* duplicate keys, wanted or not: jansson refuses the document */
+        {"{\"attempts\":1,\"attempts\":2}", 0},
+        {"{\"attempts\":1,\"id\":\"a\",\"id\":\"b\"}", 0},
+        {"{\"timeout\":1,\"attempts\":1,\"timeout\":2}", 0},
+        /* escapes: in a key (it may spell a wanted one), in a value (skipped) */
+        {"{\"att\\u0065mpts\":3}", 0},
+        {"{\"attempts\":1,\"k\\u00e9y\":1}", 0},
+        {"{\"attempts\":1,\"job\":\"Illuminate\\\\Queue\\\\CallQueuedHandler@call\"}", 1},
+        {"{\"attempts\":1,\"\xc3\xa9\":1}", 0}, /* a key jansson checks for UTF-8 */
+        {"{\"attempts\":1,\"x\":\"a\x01"
+         "b\"}",
+         0}, /* a control character: not JSON */
+        /* nested objects, brackets inside strings */
+        {"{\"attempts\":1,\"data\":{\"a\":{\"b\":[1,2,{\"c\":\"}]\"}]}},\"timeout\":5}", 1},
+        {"{\"data\":{\"attempts\":9},\"attempts\":4}", 1},
+        {"{\"data\":{\"attempts\":9}}", 0},
+        /* whitespace, trailing garbage, truncation, other top levels */
+        {" \n\t{ \"attempts\" : 2 , \"timeout\" : 3 }\r\n ", 1},
+        {"{\"attempts\":1} x", 0},
+        {"{\"attempts\":1},", 0},
+        {"{\"attempts\":1}}", 0},
+        {"{\"attempts\":1", 0},
+        {"{\"attempts\":1,}", 0},
+        {"{\"attempts\" 1}", 0},
+        {"{}", 0},
+        {"[]", 0},
+        {"[{\"attempts\":1}]", 0},
+        {"\"attempts\"", 0},
+        {"1", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        check_same(cases[i].json, strlen(cases[i].json), cases[i].fast, cases[i].json);
+
+    /* Deep nesting: past the fast path's depth (jansson reads it), and past jansson's (too deep).
+     * A NUL inside the text: not JSON either way. */
+    static const size_t depths[] = {64, 65, 3000};
+    for (size_t d = 0; d < sizeof depths / sizeof *depths; d++) {
+        size_t n = depths[d];
+        char *deep = malloc(2 * n + 32);
+        size_t len = (size_t)sprintf(deep, "{\"attempts\":1,\"x\":");
+        memset(deep + len, '[', n);
+        memset(deep + len + n, ']', n);
+        len += 2 * n;
+        deep[len++] = '}';
+        deep[len] = '\0';
+        check_same(deep, len, n <= 64, "deep");
+        free(deep);
+    }
+    static const char nul[] = "{\"attempts\":1,\"x\":\"a\0b\"}";
+    check_same(nul, sizeof nul - 1, 0, "NUL in a string");
+    static const char nul_after[] = "{\"attempts\":1}\0";
+    check_same(nul_after, sizeof nul_after - 1, 0, "NUL after the object");
 }
 END_TEST
 
@@ -147,10 +294,8 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_parse_job, 0},
-        {test_queue_of_key, 0},
-        {test_lease, 0},
-        {test_configure, 0},
+        {test_parse_job, 0}, {test_parse_job_paths, 0}, {test_queue_of_key, 0},
+        {test_lease, 0},     {test_configure, 0},
     };
     return check_run_tests("laravel", tests, CHECK_ROWS(tests), 0);
 }
