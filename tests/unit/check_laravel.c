@@ -201,7 +201,7 @@ START_TEST(test_parse_job_paths)
     for (size_t d = 0; d < sizeof depths / sizeof *depths; d++) {
         size_t n = depths[d];
         char *deep = malloc(2 * n + 32);
-        size_t len = (size_t)sprintf(deep, "{\"attempts\":1,\"x\":");
+        size_t len = (size_t)snprintf(deep, 2 * n + 32, "{\"attempts\":1,\"x\":");
         memset(deep + len, '[', n);
         memset(deep + len + n, ']', n);
         len += 2 * n;
