@@ -19,6 +19,7 @@ chmod 755 "$T"
 . "$QREL_SOURCE_DIR/tests/lib/redis_tls.sh"
 CHECKS=0
 FAILS=0
+FAILED_CHECKS=()
 
 cleanup() {
   local rc=$?
@@ -26,13 +27,17 @@ cleanup() {
   if [ "$rc" -ne 0 ] || [ "$FAILS" -ne 0 ]; then
     echo "--- exporter logs kept in $T" >&2
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
+    # Last, so that a log that cuts a long output in its middle still shows what failed.
+    echo "--- exit status $rc; failed checks and errors: ${#FAILED_CHECKS[@]}" >&2
+    for f in "${FAILED_CHECKS[@]}"; do echo "--- FAIL $f" >&2; done
   else
     rm -rf "$T" 2>/dev/null || true
   fi
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "error: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
+trap 'FAILED_CHECKS+=("error: ${BASH_SOURCE[0]##*/}:$LINENO: ${BASH_COMMAND:0:200}")
+  echo "${FAILED_CHECKS[-1]}" >&2' ERR
 
 # psql_do SQL...: runs SQL as postgres on the last started cluster, stopping at the first error;
 # with no argument, reads SQL from stdin. psql_val SQL: the single value a query returns.
@@ -176,7 +181,12 @@ mval() {
 }
 
 ok() { CHECKS=$((CHECKS + 1)); printf 'ok   %s\n' "$1"; }
-not_ok() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); printf 'FAIL %s\n' "$1" >&2; }
+not_ok() {
+  CHECKS=$((CHECKS + 1))
+  FAILS=$((FAILS + 1))
+  printf 'FAIL %s\n' "$1" >&2
+  FAILED_CHECKS+=("${1:0:300}")
+}
 
 # expect_eq WHAT GOT WANT
 expect_eq() {
