@@ -150,6 +150,8 @@ for name in $ONLY; do
     fi
   done < <(runs "$name")
   if [ "$ok" = 1 ] && [ -s "$T/$name.tsv" ]; then
+    # The run's own length, kept with its output: the README's table of sizes quotes it.
+    echo "all.sh: $name took $((SECONDS - t0)) s (setup included), commit $BENCH_COMMIT, load at its end $(cut -d' ' -f1 /proc/loadavg)" >> "$T/$name.txt"
     cp "$T/$name.tsv" "$RESULTS/$name.tsv"
     cp "$T/$name.txt" "$RESULTS/$name.txt"
     echo "all.sh: $name done in $((SECONDS - t0)) s, $(($(wc -l < "$T/$name.tsv") - 1)) rows" >&2
