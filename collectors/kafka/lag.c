@@ -6,8 +6,8 @@
  * joins nor commits. After the offsets: one small fetch per lagging partition and two per
  * non-empty partition of a dead-letter topic (its first and its last records), capped by
  * max_lag_fetches, in rounds that each start with a ListOffsets to the leaders involved
- * (kafka_client_wake). Every call is bounded by the scrape's deadline; the handle is destroyed
- * after any error, so no thread outlives a failure. */
+ * (kafka_client_wake), through the source's reader (client.h). Every call is bounded by the
+ * scrape's deadline; the handles are destroyed after any error, so no thread outlives a failure. */
 #include "kafka/lag.h"
 
 #include <stdio.h>
@@ -58,10 +58,13 @@ static size_t find_need(const struct kafka_scrape *sc, size_t topic, int32_t par
     return need_search(sc, topic, partition, offset, &p);
 }
 
-/* Two needs from the same offset are one read, to the later of their ends. */
-static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t topic,
-                       int32_t partition, int64_t offset, int64_t until)
+/* Two needs from the same offset are one read, to the later of their ends. pi is the
+ * partition's index in the topic's metadata. */
+static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t topic, int pi,
+                       int64_t offset, int64_t until)
 {
+    const rd_kafka_metadata_partition_t *mp = &sc->topics[topic].md->partitions[pi];
+    int32_t partition = mp->id;
     struct hashtab_probe p;
     size_t i = need_search(sc, topic, partition, offset, &p);
     if (i != SIZE_MAX) {
@@ -80,6 +83,7 @@ static size_t add_need(struct kafka_state *st, struct kafka_scrape *sc, size_t t
     struct kafka_need *n = &sc->needs[sc->nneeds];
     n->topic = topic;
     n->partition = partition;
+    n->leader = mp->leader;
     n->offset = offset;
     n->until = until;
     n->done = 0;
@@ -111,7 +115,7 @@ static void plan_fetches(struct kafka_state *st, struct kafka_scrape *sc)
             struct kafka_offsets o = {td->low[p], td->high[p], t->committed[p]};
             int64_t first;
             if (kafka_partition_lag(&o, &first) > 0)
-                t->need[p] = add_need(st, sc, t->topic, td->md->partitions[p].id, first, first);
+                t->need[p] = add_need(st, sc, t->topic, p, first, first);
         }
     }
     for (size_t i = 0; i < sc->n; i++) {
@@ -122,9 +126,8 @@ static void plan_fetches(struct kafka_state *st, struct kafka_scrape *sc)
         for (int p = 0; p < d->md->partition_cnt; p++) {
             if (d->high[p] <= d->low[p])
                 continue;
-            int32_t id = d->md->partitions[p].id;
-            add_need(st, sc, t->dlq, id, d->low[p], d->low[p]);
-            add_need(st, sc, t->dlq, id, dlq_newest_from(d->low[p], d->high[p]), d->high[p] - 1);
+            add_need(st, sc, t->dlq, p, d->low[p], d->low[p]);
+            add_need(st, sc, t->dlq, p, dlq_newest_from(d->low[p], d->high[p]), d->high[p] - 1);
         }
     }
 }
@@ -177,7 +180,7 @@ static struct kafka_need *round_find(struct kafka_scrape *sc, const struct round
  * log) is seen, so a round reads one record per partition (two for a dead-letter partition's
  * newest), plus what a fetch response happens to carry along. */
 static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct kafka_scrape *sc,
-                       size_t *round, struct err *e)
+                       size_t *round, int32_t *leaders, struct err *e)
 {
     size_t n = 0;
     struct round_index r = {sc, round, {0}};
@@ -191,15 +194,16 @@ static int fetch_round(struct kafka_state *st, const struct deadline *dl, struct
         if (round_lookup(&r, topic, nd->partition, &p) != HASHTAB_END)
             continue;
         rd_kafka_topic_partition_list_add(l, topic, nd->partition)->offset = nd->offset;
+        leaders[n] = nd->leader;
         round[n] = i;
         hashtab_add(&r.ix, &p, (uint32_t)n++, round_hash_of, &r);
     }
     /* Partitions paused by an earlier round (or scrape) stay paused across assign(): resume. */
-    rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    rd_kafka_resp_err_t err = rd_kafka_assign(st->reader, l);
     if (!err)
-        err = rd_kafka_resume_partitions(st->rk, l);
+        err = rd_kafka_resume_partitions(st->reader, l);
     if (!err)
-        kafka_client_wake(st, dl, l);
+        kafka_client_wake(st, dl, l, leaders);
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
         hashtab_free(&r.ix);
@@ -269,16 +273,26 @@ static int fetch_records(struct kafka_state *st, const struct deadline *dl, stru
 {
     if (sc->nneeds == 0)
         return 0;
+    if (kafka_client_reader_open(st, e))
+        return -1;
+    for (size_t i = 0; i < sc->nneeds; i++) {
+        const rd_kafka_metadata_topic_t *md = sc->topics[sc->needs[i].topic].md;
+        kafka_client_reader_topic(st, md->topic, md->partition_cnt);
+    }
     size_t *round = xcalloc(sc->nneeds, sizeof *round);
+    int32_t *leaders = xcalloc(sc->nneeds, sizeof *leaders);
     int rc = 0;
     for (;;) {
         size_t pending = 0;
         for (size_t i = 0; i < sc->nneeds; i++)
             pending += !sc->needs[i].done;
-        if (!pending || (rc = fetch_round(st, dl, sc, round, e)))
+        if (!pending || (rc = fetch_round(st, dl, sc, round, leaders, e)))
             break;
     }
     free(round);
+    free(leaders);
+    if (rc == 0)
+        kafka_client_reader_settle(st);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /* kafka/records.c: the records of a dead-letter topic, read at offsets (records.h). The
- * consumer is the one the lag scrape uses (client.c): assigned partitions directly, never in a
+ * consumer is the reader the lag scrape uses (client.c): assigned partitions directly, never in a
  * group, never committing; a partition's read ends at its last planned offset or at the end of
  * its log, whichever comes first. */
 #include "kafka/records.h"
@@ -51,6 +51,7 @@ int kafka_records_read(struct kafka_state *st, const struct deadline *dl,
 {
     int np = td->md->partition_cnt;
     struct dl_part *parts = xcalloc(np ? (size_t)np : 1, sizeof *parts);
+    int32_t *leaders = xcalloc(np ? (size_t)np : 1, sizeof *leaders);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np ? np : 1);
     size_t n = 0, budget = max;
     for (int p = 0; p < np; p++) {
@@ -66,20 +67,26 @@ int kafka_records_read(struct kafka_state *st, const struct deadline *dl,
         parts[n].id = td->md->partitions[p].id;
         parts[n].from = start;
         parts[n].until = start + (int64_t)take - 1;
+        leaders[n] = td->md->partitions[p].leader;
         rd_kafka_topic_partition_list_add(l, td->md->topic, parts[n].id)->offset = start;
         n++;
     }
     int rc = 0;
     if (n == 0)
         goto out;
-    rd_kafka_resp_err_t err = rd_kafka_assign(st->rk, l);
+    if (kafka_client_reader_open(st, e)) {
+        rc = -1;
+        goto out;
+    }
+    kafka_client_reader_topic(st, td->md->topic, np);
+    rd_kafka_resp_err_t err = rd_kafka_assign(st->reader, l);
     if (!err)
-        err = rd_kafka_resume_partitions(st->rk, l);
+        err = rd_kafka_resume_partitions(st->reader, l);
     if (err) {
         rc = kafka_client_call_error(st, "assign", err, NULL, e);
         goto out;
     }
-    kafka_client_wake(st, dl, l);
+    kafka_client_wake(st, dl, l, leaders);
     size_t left = n;
     while (left && rc == 0) {
         rd_kafka_message_t *m = NULL;
@@ -106,9 +113,12 @@ int kafka_records_read(struct kafka_state *st, const struct deadline *dl,
     err = kafka_client_unassign(st);
     if (rc == 0 && err)
         rc = kafka_client_call_error(st, "unassign", err, NULL, e);
+    if (rc == 0)
+        kafka_client_reader_settle(st);
 out:
     rd_kafka_topic_partition_list_destroy(l);
     free(parts);
+    free(leaders);
     return rc;
 }
 

@@ -246,12 +246,55 @@ int kafka_scrape_targets(struct kafka_state *st, const struct deadline *dl, stru
     return 0;
 }
 
+static int partition_index(const rd_kafka_metadata_topic_t *md, int32_t id)
+{
+    for (int p = 0; p < md->partition_cnt; p++)
+        if (md->partitions[p].id == id)
+            return p;
+    return -1;
+}
+
+/* Where a partition of the ListOffsets request is in sc: each element's opaque points at its
+ * slot, so a reply is placed without a pass over the topics by name and over the partitions
+ * (which cost partitions * topics name comparisons). */
+struct wm_slot {
+    size_t topic; /* index into sc->topics */
+    int p;        /* index into its metadata's partitions */
+};
+
+/* The topic of tp in sc with *p its partition's index; NULL when it is none of them. The slot
+ * is checked against the name and the id, and looked up by them if librdkafka did not keep it. */
+static struct kafka_topic_data *wm_partition(struct kafka_scrape *sc,
+                                             const rd_kafka_topic_partition_t *tp, int *p)
+{
+    const struct wm_slot *slot = tp->opaque;
+    if (slot) {
+        struct kafka_topic_data *td = &sc->topics[slot->topic];
+        if (td->md->partitions[slot->p].id == tp->partition &&
+            strcmp(td->md->topic, tp->topic) == 0) {
+            *p = slot->p;
+            return td;
+        }
+    }
+    size_t ti = kafka_scrape_topic_find(sc, tp->topic);
+    if (ti == SIZE_MAX)
+        return NULL;
+    *p = partition_index(sc->topics[ti].md, tp->partition);
+    return *p >= 0 ? &sc->topics[ti] : NULL;
+}
+
 /* Latest and earliest offsets of every wanted partition: ListOffsets, which librdkafka sends
  * once per leader broker for each of the two. */
 int kafka_scrape_watermarks(struct kafka_state *st, const struct deadline *dl,
                             struct kafka_scrape *sc, struct err *e)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    size_t nslots = 0;
+    for (size_t i = 0; i < sc->ntopics; i++)
+        if (sc->topics[i].wanted)
+            nslots += (size_t)sc->topics[i].md->partition_cnt;
+    struct wm_slot *slots = xcalloc(nslots, sizeof *slots);
+    nslots = 0;
     for (size_t i = 0; i < sc->ntopics; i++) {
         struct kafka_topic_data *td = &sc->topics[i];
         if (!td->wanted)
@@ -259,8 +302,12 @@ int kafka_scrape_watermarks(struct kafka_state *st, const struct deadline *dl,
         int np = td->md->partition_cnt;
         td->low = xcalloc(np ? (size_t)np : 1, sizeof *td->low);
         td->high = xcalloc(np ? (size_t)np : 1, sizeof *td->high);
-        for (int p = 0; p < np; p++)
-            rd_kafka_topic_partition_list_add(l, td->md->topic, td->md->partitions[p].id);
+        for (int p = 0; p < np; p++, nslots++) {
+            slots[nslots].topic = i;
+            slots[nslots].p = p;
+            rd_kafka_topic_partition_list_add(l, td->md->topic, td->md->partitions[p].id)->opaque =
+                &slots[nslots];
+        }
     }
     int rc = 0;
     for (int pass = 0; pass < 2 && rc == 0 && l->cnt; pass++) {
@@ -288,22 +335,15 @@ int kafka_scrape_watermarks(struct kafka_state *st, const struct deadline *dl,
                 rc = kafka_client_call_error(st, what, tp->err, NULL, e);
                 break;
             }
-            struct kafka_topic_data *td = &sc->topics[kafka_scrape_topic_find(sc, tp->topic)];
-            for (int p = 0; p < td->md->partition_cnt; p++)
-                if (td->md->partitions[p].id == tp->partition)
-                    (pass == 0 ? td->high : td->low)[p] = tp->offset;
+            int p;
+            struct kafka_topic_data *td = wm_partition(sc, tp, &p);
+            if (td)
+                (pass == 0 ? td->high : td->low)[p] = tp->offset;
         }
     }
     rd_kafka_topic_partition_list_destroy(l);
+    free(slots);
     return rc;
-}
-
-static int partition_index(const rd_kafka_metadata_topic_t *md, int32_t id)
-{
-    for (int p = 0; p < md->partition_cnt; p++)
-        if (md->partitions[p].id == id)
-            return p;
-    return -1;
 }
 
 /* Committed offsets: one ListConsumerGroupOffsets (OffsetFetch) per group, with its partitions
@@ -314,12 +354,13 @@ int kafka_scrape_committed(struct kafka_state *st, const struct deadline *dl,
     if (sc->n == 0)
         return 0;
     rd_kafka_queue_t *q = rd_kafka_queue_new(st->rk);
-    size_t inflight = 0;
+    size_t inflight = 0, *mine = xcalloc(sc->n, sizeof *mine);
     int rc = 0;
     char errstr[256];
     int ms = kafka_client_slice_ms(dl, 1 << 30);
     if (ms <= 0) {
         rd_kafka_queue_destroy(q);
+        free(mine);
         return kafka_client_timed_out(st, "OffsetFetch", e);
     }
     for (size_t i = 0; i < sc->n; i++) {
@@ -381,16 +422,22 @@ int kafka_scrape_committed(struct kafka_state *st, const struct deadline *dl,
                 break;
             }
             const rd_kafka_topic_partition_list_t *pl = rd_kafka_group_result_partitions(gr[g]);
+            /* The group's targets, found once: a pass over every target for each partition of
+             * the reply made the replies cost partitions * targets name comparisons. */
+            size_t nmine = 0;
+            for (size_t j = 0; j < sc->n; j++)
+                if (strcmp(sc->t[j].group, gname) == 0)
+                    mine[nmine++] = j;
             for (int k = 0; pl && k < pl->cnt && rc == 0; k++) {
                 const rd_kafka_topic_partition_t *tp = &pl->elems[k];
                 if (tp->err) {
                     rc = kafka_client_call_error(st, what, tp->err, NULL, e);
                     break;
                 }
-                for (size_t j = 0; j < sc->n; j++) {
-                    struct kafka_target *t = &sc->t[j];
+                for (size_t j = 0; j < nmine; j++) {
+                    struct kafka_target *t = &sc->t[mine[j]];
                     const rd_kafka_metadata_topic_t *md = sc->topics[t->topic].md;
-                    if (strcmp(t->group, gname) || strcmp(md->topic, tp->topic))
+                    if (strcmp(md->topic, tp->topic))
                         continue;
                     int p = partition_index(md, tp->partition);
                     if (p >= 0)
@@ -401,5 +448,6 @@ int kafka_scrape_committed(struct kafka_state *st, const struct deadline *dl,
         rd_kafka_event_destroy(ev);
     }
     rd_kafka_queue_destroy(q);
+    free(mine);
     return rc;
 }

@@ -40,6 +40,7 @@ struct kafka_target {
 struct kafka_need {
     size_t topic;
     int32_t partition;
+    int32_t leader; /* its leader broker, as the metadata says (kafka_client_wake) */
     int64_t offset;
     int64_t until; /* the last offset to read; == offset: the first record only */
     int done;
