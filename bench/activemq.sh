@@ -34,7 +34,7 @@ usage() {
   cat <<'EOF'
 Usage: bench/activemq.sh [--queues N] [--scrapes N]
 
-  --queues N    queues (default 3000)
+  --queues N    queues (default 2000)
   --scrapes N   measured runs of qrel and of the floor (default 11)
 EOF
   usage_end
@@ -43,7 +43,7 @@ EOF
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
 . "$root/bench/lib.sh"
-QUEUES=3000
+QUEUES=2000
 SCRAPES=11
 parse_options "--queues:QUEUES --scrapes:SCRAPES" "$@"
 need_num --queues "$QUEUES"

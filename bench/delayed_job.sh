@@ -41,8 +41,8 @@ usage() {
 Usage: bench/delayed_job.sh [--rows N] [--scrapes N] [--warmup N]
 
   --rows N      jobs in delayed_jobs, each shape (default 1000000)
-  --scrapes N   measured scrapes of qrel and of the peer, and measured psql rounds (default 11)
-  --warmup N    unmeasured scrapes and rounds first (default 3)
+  --scrapes N   measured scrapes of qrel and of the peer, and measured psql rounds (default 7)
+  --warmup N    unmeasured scrapes and rounds first (default 2)
 EOF
   usage_end
 }
@@ -51,8 +51,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib.sh
 . "$root/bench/lib.sh"
 ROWS=1000000
-SCRAPES=11
-WARMUP=3
+SCRAPES=7
+WARMUP=2
 parse_options "--rows:ROWS --scrapes:SCRAPES --warmup:WARMUP" "$@"
 need_num --rows "$ROWS"
 need_num --scrapes "$SCRAPES"
@@ -117,7 +117,7 @@ log_settle() { sleep 0.3; } # the logging collector writes through a pipe
 # make_table: delayed_jobs as `rails generate delayed_job:active_record` makes it: the gem's
 # migration template rendered and run by Active Record (tests/peers/delayed_job/drive.rb).
 make_table() {
-  pq -c 'DROP TABLE IF EXISTS delayed_jobs'
+  pq -c 'SET client_min_messages = warning; DROP TABLE IF EXISTS delayed_jobs'
   ruby - "$PGP" <<'RUBY'
 require "erb"
 require "active_record"
