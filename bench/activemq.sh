@@ -15,11 +15,12 @@
 # For each shape it prints the median and fastest collection time of `qrel scrape` (the
 # qrel_collector_duration_seconds it reports: connect, the one bulk POST, and parsing, without
 # the process start); the floor: the very request body qrel sent in one scrape (recorded by a
-# relay between qrel and Jolokia), POSTed again by one curl on a kept-alive connection with the
-# reply discarded, the fastest and median of its transfers; the ratio of the fastest runs (the
-# goal is at most 1.5, read at a size where a scrape takes at least 50 ms); the reply's size; and
-# the broker's own CPU (utime + stime of the java process's /proc/PID/stat) per qrel scrape and
-# per floor request. There is no peer: Debian 12 packages no ActiveMQ exporter (and no JMX
+# relay between qrel and Jolokia), POSTed twice by one curl on one connection with the replies
+# discarded, the second transfer (on the kept-alive connection) timed, fastest and median; qrel's
+# scrapes and the floor's runs take turns, so that both meet the same load; the ratio of the
+# fastest runs (the goal is at most 1.5, read at a size where a scrape takes at least 50 ms); the
+# reply's size; and the broker's own CPU (utime + stime of the java process's /proc/PID/stat)
+# per qrel scrape and per floor request. There is no peer: Debian 12 packages no ActiveMQ exporter (and no JMX
 # exporter). And qrel's memory: a qrel_exporter on the same broker, the largest RssAnon (own) and
 # heap + stacks (heap, the 2 MiB goal's figure) after each of 3 scrapes. A missed goal is
 # reported, not an error. See bench/README.md.
@@ -133,41 +134,53 @@ print(n)
 PY
 }
 
-# floor RUNS: the recorded body POSTed 2 + RUNS times by one curl on one kept-alive connection,
-# each reply discarded; prints the fastest and the median of the last RUNS transfers, the
-# connections curl opened and the reply's size.
-floor() {
-  local args=() i
-  for ((i = 0; i < $1 + 2; i++)); do args+=(-o /dev/null "http://127.0.0.1:$JP/api/jolokia/"); done
+# floor_once: the recorded body POSTed twice by one curl on one kept-alive connection, each
+# reply discarded; appends the second transfer's time (the connection open, as a kept one is) to
+# $T/floor.times and "CONNECTIONS REPLY_BYTES" of the run to $T/floor.conns.
+floor_once() {
   curl -sS -u "admin:$PASS" -H 'Content-Type: application/json' --data-binary "@$T/floor.json" \
-    -w '%{time_total} %{num_connects} %{size_download}\n' "${args[@]}" > "$T/floor.txt"
-  tail -n "$1" "$T/floor.txt" | awk '{ print $1 }' > "$T/floor.times"
-  echo "$(sort -g "$T/floor.times" | head -1) $(median < "$T/floor.times")" \
-    "$(awk '{ c += $2 } END { print c }' "$T/floor.txt") $(tail -1 "$T/floor.txt" | awk '{ print $3 }')"
+    -w '%{time_total} %{num_connects} %{size_download}\n' \
+    -o /dev/null "http://127.0.0.1:$JP/api/jolokia/" -o /dev/null "http://127.0.0.1:$JP/api/jolokia/" > "$T/floor.txt"
+  tail -1 "$T/floor.txt" | awk '{ print $1 }' >> "$T/floor.times"
+  awk '{ c += $2; b = $3 } END { print c, b }' "$T/floor.txt" >> "$T/floor.conns"
 }
 
 measure() { # measure SHAPE SETUP_S
-  local shape=$1 setup=$2 body i qrel qmin floor floor_med conns reply c0 broker floor_broker
+  local shape=$1 setup=$2 body i qrel qmin floor floor_med reply c0 c1 c2 qt ft broker floor_broker
   local own heap x verdict queues
   body=$(capture)
-  : > "$T/q.txt"
+  # Unmeasured: the broker's JIT warmed by the same request, from qrel and from the floor.
   for ((i = 0; i < 2; i++)); do "$QREL" scrape --config.file="$T/bench.yml" >/dev/null 2>&1; done
-  c0=$(cpu_ticks "$APID")
+  : > "$T/floor.times"
+  floor_once
+  # Measured: a qrel scrape, then a floor run, in turns, so that both meet the same machine; the
+  # broker's CPU read around each.
+  : > "$T/q.txt"
+  : > "$T/floor.times"
+  : > "$T/floor.conns"
+  qt=0 ft=0
   for ((i = 0; i < SCRAPES; i++)); do
+    c0=$(cpu_ticks "$APID")
     "$QREL" scrape --config.file="$T/bench.yml" > "$T/one.prom" 2> "$T/one.log"
+    c1=$(cpu_ticks "$APID")
+    floor_once
+    c2=$(cpu_ticks "$APID")
+    qt=$((qt + c1 - c0)) ft=$((ft + c2 - c1))
     awk '/^qrel_collector_duration_seconds\{/ { print $NF }' "$T/one.prom" >> "$T/q.txt"
   done
-  broker=$(ticks_ms $(($(cpu_ticks "$APID") - c0)) "$SCRAPES")
+  broker=$(ticks_ms "$qt" "$SCRAPES")
+  floor_broker=$(ticks_ms "$ft" $((2 * SCRAPES)))
   [ "$(wc -l < "$T/q.txt")" = "$SCRAPES" ] || die "$shape: a qrel scrape reported no collection time"
   grep -q '^qrel_collector_up{.*} 1$' "$T/one.prom" || die "$shape: qrel was not up: $(tail -3 "$T/one.log")"
   queues=$(grep -c '^qrel_queue_messages{.*queue="bench\.[0-9]*".*state="ready"' "$T/one.prom" || true)
   [ "$queues" = "$QUEUES" ] || die "$shape: qrel reported $queues queues, want $QUEUES"
   qrel=$(median < "$T/q.txt")
   qmin=$(sort -g "$T/q.txt" | head -1)
-  c0=$(cpu_ticks "$APID")
-  read -r floor floor_med conns reply < <(floor "$SCRAPES")
-  floor_broker=$(ticks_ms $(($(cpu_ticks "$APID") - c0)) $((SCRAPES + 2)))
-  [ "$conns" = 1 ] || progress "$shape: the floor's curl opened $conns connections, not 1"
+  floor=$(sort -g "$T/floor.times" | head -1)
+  floor_med=$(median < "$T/floor.times")
+  reply=$(tail -1 "$T/floor.conns" | awk '{ print $2 }')
+  awk '$1 != 1 { bad = 1 } END { exit bad }' "$T/floor.conns" ||
+    progress "$shape: a floor run's curl opened more than one connection (its times then include a connect)"
   read -r own heap < <(exporter_mem "$T/bench.yml" 3)
   printf '| %-7s | %6s | %9s | %9s | %17s | %5s | %8s | %9s | %9s | %10s | %7s | %8s |\n' \
     "$shape" "$setup s" "$(ms "$qrel")" "$(ms "$qmin")" \
