@@ -15,15 +15,16 @@
 # through Delayed::Job.enqueue would take the benchmark's whole budget. Each shape runs on a fresh
 # table; the time each setup took is printed.
 #
-# For each shape it prints the median and fastest collection time of a running qrel_exporter
-# (qrel_collector_duration_seconds of each scrape: the source keeps its connection, as the
-# floor's psql does); the floor: the very statements qrel ran in one scrape (read from the
-# server's statement log with their parameters put back in, bench/pglog.py), run by psql in one
-# kept session (\timing, the sum of a round's statements), fastest and median round; the ratio of
-# the fastest runs (the goal is at most 1.5, read at a size where a scrape takes at least 50 ms);
+# For each shape, in rounds that take turns (one psql session runs qrel's statements, then through
+# \! one scrape of qrel and one of the peer), it prints the median and fastest collection time of
+# a running qrel_exporter (qrel_collector_duration_seconds of each scrape: the source keeps its
+# connection, as the floor's psql does); the floor: the very statements qrel ran in one scrape
+# (read from the server's statement log with their parameters put back in, bench/pglog.py), timed
+# by psql (\timing, the sum of a round's statements), fastest and median round; the ratio of the
+# fastest runs (the goal is at most 1.5, read at a size where a scrape takes at least 50 ms);
 # PostgreSQL's own plan + execution time per qrel scrape (pg_stat_statements) as the broker's
 # cost; and the peer, prometheus-postgres-exporter running one equivalent query (the same
-# per-queue counts and oldest ages, --extend.query-path) on each scrape: its fastest and median
+# per-queue counts and the oldest ready job's age, --extend.query-path): its fastest and median
 # scrape and its database time. qrel's memory: the largest RssAnon (own) and heap + stacks (heap,
 # the 2 MiB goal's figure) after each measured scrape. qrel's counts are checked against SQL's
 # over the table with delayed_job's ready_to_run predicate. A missed goal is reported, not an
@@ -250,6 +251,7 @@ pgexp_ready() { # true once it answers with the query's series, or has exited
     ! kill -0 "$PGEXP_PID" 2>/dev/null
 }
 start_pgexp() {
+  : > "$T/pgexp.log"
   DATA_SOURCE_NAME="postgresql://postgres_exporter@127.0.0.1:$PGP/bench?sslmode=disable" \
     prometheus-postgres-exporter --web.listen-address="$PGEXP_ADDR" --extend.query-path="$T/pgexp.yml" \
     --disable-default-metrics --disable-settings-metrics --no-collector.database \
@@ -263,7 +265,7 @@ start_pgexp() {
 
 measure() { # measure SHAPE SETUP_S
   local shape=$1 setup=$2 i off stmts other total want got qrel qmin db_ms calls floor floor_med
-  local peer peer_med peer_db own heap x verdict
+  local peer peer_med peer_db floor_db own heap x verdict k
   start_qrel
   for ((i = 0; i < WARMUP; i++)); do curl -fsS -o "$T/body.prom" "http://$ADDR/metrics"; done
   grep -q '^qrel_collector_up{.*source="bench".*} 1$' "$T/body.prom" ||
@@ -280,53 +282,66 @@ measure() { # measure SHAPE SETUP_S
   [ "$got" = "$want" ] || die "$shape: qrel counts \"$got\" (ready in_flight delayed failed), SQL over the table \"$want\""
   progress "$shape: qrel runs $stmts statements a scrape (+$other SET and such, of $total); its counts equal SQL's: $want"
 
-  # qrel: the measured scrapes, its memory after each, the database time they cost
+  # The rounds, in one psql session as bench_raw: each runs the statements (the floor, \timing)
+  # and then, through \!, one scrape of qrel and one of the peer (qrel first in odd rounds), so
+  # that all three meet the table and the machine alike. The database time of each role is taken
+  # over the measured rounds (pg_stat_statements, reset as they start).
+  start_pgexp
+  cat > "$T/turn.sh" <<'SH'
+#!/usr/bin/env bash
+# turn.sh PHASE I: one scrape of qrel and one of the peer (ADDR, EXP_PID, PGEXP_ADDR, T and
+# BENCH_LIB from the environment); measured (PHASE m): their times and qrel's memory after it
+export LC_ALL=C
+# shellcheck source=lib.sh
+. "$BENCH_LIB" # mem_settled_kib
+q() {
+  curl -fsS -o "$T/body.prom" "http://$ADDR/metrics" || echo "qrel's scrape failed" >&2
+  [ "$1" = m ] || return 0
+  awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF }' "$T/body.prom" >> "$T/q.txt"
+  mem_settled_kib "$EXP_PID" >> "$T/mem.txt"
+}
+p() {
+  t=$(curl -fsS -o "$T/peer.prom" -w '%{time_total}' "http://$PGEXP_ADDR/metrics") || echo "the peer's scrape failed" >&2
+  [ "$1" != m ] || echo "$t" >> "$T/peer.txt"
+}
+if [ $(($2 % 2)) = 1 ]; then q "$1"; p "$1"; else p "$1"; q "$1"; fi
+SH
   : > "$T/q.txt"
   : > "$T/mem.txt"
-  pgss_reset
-  for ((i = 0; i < SCRAPES; i++)); do
-    curl -fsS -o "$T/body.prom" "http://$ADDR/metrics"
-    awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF }' "$T/body.prom" >> "$T/q.txt"
-    mem_settled_kib "$EXP_PID" >> "$T/mem.txt"
-  done
+  : > "$T/peer.txt"
+  {
+    printf '%s\n' '\timing on' '\o /dev/null'
+    for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
+      k=$([ "$i" -le "$WARMUP" ] && echo w || echo m)
+      [ "$i" -ne $((WARMUP + 1)) ] || printf '\\! psql -X -q -h 127.0.0.1 -p %s -U postgres -d bench -c "SELECT pg_stat_statements_reset()" > /dev/null\n' "$PGP"
+      printf '\\echo ROUND %s\n' "$k"
+      cat "$T"/q/q*.sql
+      printf '%s\n' '\echo END' "\\! bash '$T/turn.sh' $k $i"
+    done
+  } > "$T/rounds.psql"
+  BENCH_LIB=$root/bench/lib.sh
+  export ADDR EXP_PID PGEXP_ADDR T BENCH_LIB # for turn.sh (psql's \!)
+  progress "$shape: $WARMUP + $SCRAPES rounds: the statements in one psql session, then a scrape of qrel and of the peer"
+  psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U bench_raw -d bench -f "$T/rounds.psql" > "$T/rounds.out"
   read -r calls db_ms < <(pgss qrel)
+  read -r _ peer_db < <(pgss postgres_exporter)
+  read -r _ floor_db < <(pgss bench_raw)
   stop_pid "$EXP_PID"
-  EXP_PID=''
-  [ "$(wc -l < "$T/q.txt")" = "$SCRAPES" ] || die "$shape: a scrape reported no collection time"
+  stop_pid "$PGEXP_PID"
+  EXP_PID='' PGEXP_PID=''
+  awk -v want="$stmts" '/^ROUND / { ph = $2; s = 0; k = 0; next } /^Time: / { s += $2; k++; next }
+    /^END$/ { if (k != want) exit 1; if (ph == "m") printf "%.6f\n", s / 1000 }' "$T/rounds.out" > "$T/floor.txt" ||
+    die "$shape: a psql round did not time all $stmts statements"
+  [ "$(wc -l < "$T/floor.txt")" = "$SCRAPES" ] || die "$shape: want $SCRAPES measured psql rounds"
+  [ "$(wc -l < "$T/q.txt")" = "$SCRAPES" ] || die "$shape: a qrel scrape reported no collection time"
+  [ "$(wc -l < "$T/peer.txt")" = "$SCRAPES" ] || die "$shape: a scrape of the peer failed"
+  grep -q '^delayed_jobs_ready{' "$T/peer.prom" || die "$shape: prometheus-postgres-exporter gave no delayed_jobs series: $(tail -3 "$T/pgexp.log")"
   qrel=$(median < "$T/q.txt")
   qmin=$(sort -g "$T/q.txt" | head -1)
   own=$(col_max 1 "$T/mem.txt")
   heap=$(col_max 2 "$T/mem.txt")
-
-  # the floor: the same statements, rounds in one psql session
-  {
-    printf '%s\n' '\timing on' '\o /dev/null'
-    for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
-      printf '\\echo ROUND %s\n' "$([ "$i" -le "$WARMUP" ] && echo w || echo m)"
-      cat "$T"/q/q*.sql
-      printf '%s\n' '\echo END'
-    done
-  } > "$T/rounds.psql"
-  psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U bench_raw -d bench -f "$T/rounds.psql" > "$T/rounds.out"
-  awk -v want="$stmts" '/^ROUND / { ph = $2; s = 0; k = 0; next } /^Time: / { s += $2; k++; next }
-    /^END$/ { if (k != want) exit 1; if (ph == "m") printf "%.6f\n", s / 1000 }' "$T/rounds.out" > "$T/floor.txt" ||
-    die "$shape: a psql round did not time all $stmts statements"
   floor=$(sort -g "$T/floor.txt" | head -1)
   floor_med=$(median < "$T/floor.txt")
-
-  # the peer
-  : > "$T/pgexp.log"
-  start_pgexp
-  for ((i = 0; i < WARMUP; i++)); do curl -fsS -o /dev/null "http://$PGEXP_ADDR/metrics"; done
-  pgss_reset
-  : > "$T/peer.txt"
-  for ((i = 0; i < SCRAPES; i++)); do
-    curl -fsS -o "$T/peer.prom" -w '%{time_total}\n' "http://$PGEXP_ADDR/metrics" >> "$T/peer.txt"
-  done
-  read -r _ peer_db < <(pgss postgres_exporter)
-  stop_pid "$PGEXP_PID"
-  PGEXP_PID=''
-  grep -q '^delayed_jobs_ready{' "$T/peer.prom" || die "$shape: prometheus-postgres-exporter gave no delayed_jobs series: $(tail -3 "$T/pgexp.log")"
   peer=$(sort -g "$T/peer.txt" | head -1)
   peer_med=$(median < "$T/peer.txt")
 
@@ -346,7 +361,7 @@ measure() { # measure SHAPE SETUP_S
     floor_s="$(fmt "$floor" %.4f)" x_floor="$x" peer=postgres_exporter peer_s="$(fmt "$peer" %.4f)" \
     heap="$heap KiB" broker_ms="$(per "$db_ms" "$SCRAPES")" \
     goal="<= 1.5x the floor (fastest runs) at >= 50 ms, heap + stacks <= 2048 KiB" verdict="$verdict" \
-    note="$(per "$calls" "$SCRAPES") statements a scrape; peer median $(ms "$peer_med"), its database time $(per "$peer_db" "$SCRAPES") ms a scrape; setup $setup s"
+    note="$(per "$calls" "$SCRAPES") statements a scrape; the floor's database time $(per "$floor_db" "$SCRAPES") ms a round; peer median $(ms "$peer_med"), its database time $(per "$peer_db" "$SCRAPES") ms a scrape; setup $setup s"
 }
 
 echo "# qrel delayed_job benchmark, $BENCH_DATE, $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
