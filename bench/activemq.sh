@@ -50,11 +50,9 @@ parse_options "--queues:QUEUES --scrapes:SCRAPES" "$@"
 need_num --queues "$QUEUES"
 need_num --scrapes "$SCRAPES"
 need_tools java javac python3 curl
-BUILD=${QREL_BUILD_DIR:-$root/build}
-QREL=$BUILD/qrel
+QREL=$QREL_BUILD_DIR/qrel
 [ -x "$QREL" ] || die "build qrel first ($QREL)"
-# for amq_peer_build (tests/lib/servers.sh): the peer is compiled into the build directory
-export QREL_SOURCE_DIR=$root QREL_BUILD_DIR=$BUILD
+export QREL_SOURCE_DIR=$root # for amq_peer_build (tests/lib/servers.sh)
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
 cleanup() {
   servers_stop

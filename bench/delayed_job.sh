@@ -62,7 +62,7 @@ need_tools ruby python3 curl psql pg_config prometheus-postgres-exporter
 ruby -e 'require "active_record"; require "delayed_job"; require "delayed_job_active_record"; require "pg"' 2>/dev/null ||
   die "delayed_job missing (ruby-delayed-job, ruby-delayed-job-active-record, ruby-activerecord, ruby-pg)"
 [ -x "$QREL_BIN" ] || die "build qrel_exporter first ($QREL_BIN)"
-export QREL_SOURCE_DIR=$root QREL_BUILD_DIR=${QREL_BUILD_DIR:-$root/build} # start_postgres keeps its template cluster there
+export QREL_SOURCE_DIR=$root
 T=$(mktemp -d "${TMPDIR:-/tmp}/qrel-bench.XXXXXX")
 [ "$(id -u)" -ne 0 ] || chmod 755 "$T" # the server runs as postgres and writes its log under $T
 EXP_PID='' PGEXP_PID=''
