@@ -7,7 +7,8 @@
 #           delayed_job, so they are no rows);
 #   busy    ROWS jobs over 1,000 queues: 40 % ready, 20 % locked by a worker (in flight), 10 %
 #           locked longer ago than max_run_time (an expired lease, ready again), 20 % scheduled
-#           ahead, 10 % failed; a tenth of the pending ones one failure from the end.
+#           ahead, 10 % failed.
+# In both, a tenth of the ready, in-flight and scheduled jobs are one failure from the end.
 # The table is made by delayed_job_active_record's own generator template run through Active
 # Record (as tests/peers/delayed_job/drive.rb makes it); its rows are inserted in bulk with one
 # INSERT ... SELECT generate_series per shape, in the columns and the values delayed_job writes
