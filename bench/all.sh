@@ -19,7 +19,7 @@ Usage: bench/all.sh [--only "NAME ..."] [--table] [--plan]
 
   --only "LIST"  run only these benchmarks (the others keep their stored rows), then rewrite
                  the table: redis_streams postgres rabbitmq kafka job_queues
-                 beanstalkd sources dlq
+                 beanstalkd activemq delayed_job sources dlq
   --table        run nothing: rewrite the table in bench/README.md from bench/results/*.tsv
   --plan         print each benchmark's command line at the stated size, and exit
   -h, --help     this text
@@ -34,7 +34,7 @@ EOF
 . "$(dirname "$0")/lib.sh"
 README=$SRC_DIR/bench/README.md
 RESULTS=$SRC_DIR/bench/results
-ORDER=(redis_streams postgres rabbitmq kafka job_queues beanstalkd sources dlq)
+ORDER=(redis_streams postgres rabbitmq kafka job_queues beanstalkd activemq delayed_job sources dlq)
 START_MARK='<!-- bench/all.sh: table start -->'
 END_MARK='<!-- bench/all.sh: table end -->'
 
@@ -45,8 +45,9 @@ runs() {
     redis_streams) echo "--sizes 10000 --deep-streams 10000 --scrapes 7 --warmup 3" ;;
     postgres) echo "--sizes 10000000" ;;
     rabbitmq) echo "--sizes 11000"; echo "--sizes 11000 --dlq-every 1" ;;
-    # their defaults: 1,000 partitions; 10,000 queues per kind; 2,000 tubes; 1,000 sources
-    kafka | job_queues | beanstalkd | sources) echo "" ;;
+    # their defaults: 1,000 partitions; 10,000 queues per kind; 2,000 tubes; 2,000 ActiveMQ
+    # queues; 1,000,000 delayed_job rows; 1,000 sources
+    kafka | job_queues | beanstalkd | activemq | delayed_job | sources) echo "" ;;
     dlq) echo "" ;; # its defaults: 100,000 dead letters per shape, a work table of 10M rows
   esac
 }

@@ -5,10 +5,13 @@
 # shellcheck source=../tests/lib/servers.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/servers.sh"
 
-# The checkout, and the qrel_exporter a benchmark measures unless its --qrel names another.
+# The checkout, its build directory (tests/lib's start_postgres keeps its template cluster there,
+# AmqPeer is compiled there), and the qrel_exporter a benchmark measures unless its --qrel names
+# another.
 SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export QREL_BUILD_DIR=${QREL_BUILD_DIR:-$SRC_DIR/build}
 # shellcheck disable=SC2034 # for the benchmark that sources this
-QREL_BIN=${QREL_BUILD_DIR:-$SRC_DIR/build}/qrel_exporter
+QREL_BIN=$QREL_BUILD_DIR/qrel_exporter
 
 # median of the numbers on stdin, one a line ("nan" when there are none)
 median() {

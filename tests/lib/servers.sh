@@ -197,7 +197,7 @@ amq_peer_build() {
     [ "$(cat "$dir/.built" 2>/dev/null)" = "$stamp" ] && exit 0
     command -v javac >/dev/null || { echo "javac is missing (scripts/deps.sh installs openjdk-17-jdk-headless)" >&2; exit 1; }
     rm -rf "$dir" && mkdir -p "$dir/classes"
-    javac -nowarn -d "$dir/classes" -cp "$AMQ_CP" "$src" 2>"$dir/javac.log" || { cat "$dir/javac.log" >&2; exit 1; }
+    javac -nowarn -encoding UTF-8 -d "$dir/classes" -cp "$AMQ_CP" "$src" 2>"$dir/javac.log" || { cat "$dir/javac.log" >&2; exit 1; }
     echo "$stamp" > "$dir/.built"
   ) 9> "$QREL_BUILD_DIR/peers/activemq.lock"
 }

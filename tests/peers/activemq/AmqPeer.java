@@ -53,8 +53,10 @@ public final class AmqPeer {
             receive(args[1], args[2], Integer.parseInt(args[3]));
         } else if (args.length == 4 && args[0].equals("deadletter")) {
             deadLetters(args[1], args[2], Integer.parseInt(args[3]));
+        } else if (args.length == 5 && args[0].equals("fill")) {
+            fill(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         } else {
-            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE | receive BROKER_URL QUEUE N | deadletter BROKER_URL QUEUE N");
+            System.err.println("usage: AmqPeer broker OUT_FILE [USER PASSWORD] | workload BROKER_URL READY_FILE | receive BROKER_URL QUEUE N | deadletter BROKER_URL QUEUE N | fill BROKER_URL QUEUES READY DEAD");
             System.exit(2);
         }
     }
@@ -248,6 +250,70 @@ public final class AmqPeer {
                 throw new IllegalStateException(queue + ": fewer than " + n + " messages");
             System.out.println(((javax.jms.TextMessage) m).getText() + "|" + m.getStringProperty("order_id"));
         }
+        c.close();
+    }
+
+    // ---- fill (bench/activemq.sh) ----
+
+    // Queues bench.0 to bench.(queues-1), each with `dead` messages dead-lettered into ActiveMQ.DLQ
+    // by the broker (a transacted consumer rolls each back once; its RedeliveryPolicy allows no
+    // redelivery, so the client acks it as poison) and then `ready` messages left ready. Two
+    // connections work at once, queue i on connection i mod 2; the sends are asynchronous (one
+    // round trip per queue, not per message). Prints "filled QUEUES" when both are done.
+    private static void fill(String url, int queues, int ready, int dead) throws Exception {
+        List<Thread> workers = new ArrayList<>();
+        List<Throwable> failed = java.util.Collections.synchronizedList(new ArrayList<>());
+        for (int part = 0; part < 2; part++) {
+            final int first = part;
+            Thread t = new Thread(() -> {
+                try {
+                    fillPart(url, queues, ready, dead, first);
+                } catch (Throwable e) {
+                    failed.add(e);
+                }
+            });
+            t.start();
+            workers.add(t);
+        }
+        for (Thread t : workers)
+            t.join();
+        if (!failed.isEmpty())
+            throw new IllegalStateException("fill failed", failed.get(0));
+        System.out.println("filled " + queues);
+    }
+
+    private static void fillPart(String url, int queues, int ready, int dead, int first) throws Exception {
+        ActiveMQConnectionFactory f = new ActiveMQConnectionFactory(url);
+        f.setUseAsyncSend(true);
+        ActiveMQConnection c = (ActiveMQConnection) f.createConnection();
+        RedeliveryPolicy rp = new RedeliveryPolicy();
+        rp.setMaximumRedeliveries(0);
+        c.setRedeliveryPolicy(rp);
+        c.getPrefetchPolicy().setQueuePrefetch(1);
+        c.start();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Session tx = c.createSession(true, Session.SESSION_TRANSACTED);
+        for (int i = first; i < queues; i += 2) {
+            String name = "bench." + i;
+            if (dead > 0) {
+                send(s, name, dead);
+                MessageConsumer mc = tx.createConsumer(tx.createQueue(name));
+                for (int k = 0; k < dead; k++) {
+                    if (mc.receive(10000) == null)
+                        throw new IllegalStateException("no message on " + name);
+                    tx.rollback(); // given up at once: the broker moves it to ActiveMQ.DLQ
+                }
+                mc.close();
+            }
+            if (ready > 0)
+                send(s, name, ready);
+            else
+                s.createConsumer(s.createQueue(name)).close(); // the queue exists, empty
+        }
+        // The asynchronous sends are not confirmed one by one; closing the connection is a
+        // synchronous request that the broker answers after everything sent before it.
+        tx.close();
+        s.close();
         c.close();
     }
 }
