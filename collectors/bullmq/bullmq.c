@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "bullmq.h"
 #include "cluster.h"
 #include "collector.h"
@@ -45,6 +46,7 @@
 #include "common/redis_job.h"
 #include "common/redis_settings.h"
 #include "config.h"
+#include "cursors.h"
 #include "dlq.h"
 #include "hashtab.h"
 #include "log.h"
@@ -57,22 +59,14 @@
 #define DEAD_LETTER_LABEL "failed"
 #define ROUND2_PER_QUEUE 13
 
-/* What is kept between scrapes: where each queue's events were read up to. */
-struct cursor {
-    char *queue;
-    char *last_id; /* NULL until the first scrape has found the stream's end */
-    double stalled_total;
-};
-
 struct state {
     struct redis_job job; /* the connection keys, queues, connection and pipeline */
     char *prefix;
     double lock_duration;
     long long max_active, max_queues;
-    int count_workers; /* CLIENT LIST for qrel_queue_consumers */
-    struct cursor *cursors;
-    size_t ncursors;
-    struct redis_cluster cl; /* cluster: true (cluster.c): the map, a connection per master */
+    int count_workers;             /* CLIENT LIST for qrel_queue_consumers */
+    struct bullmq_cursors cursors; /* kept between scrapes: where each queue's events end */
+    struct redis_cluster cl;       /* cluster: true (cluster.c): the map, a connection per master */
 };
 /* dlq.c reads the connection and the prefix through the first two members (dlq.h). */
 _Static_assert(offsetof(struct state, job) == offsetof(struct bullmq_dlq_view, job) &&
@@ -81,14 +75,15 @@ _Static_assert(offsetof(struct state, job) == offsetof(struct bullmq_dlq_view, j
 
 struct queue {
     char *name;
-    size_t cur; /* index into st->cursors, which grows (a pointer would not survive) */
+    size_t cur; /* index into st->cursors.c, which grows (a pointer would not survive) */
     double wait, paused, prioritized, active, delayed, failed;
     char *head_id;
     int has_head_age, has_failed; /* has_failed: bit 1 the first, bit 2 the last failed job */
     double head_age, failed_first, failed_last; /* scores: epoch ms */
     double hold, retried_active;
     int has_hold;
-    char *new_last_id;
+    struct bullmq_stream_id new_last; /* where has_new_last */
+    int has_new_last;
     double new_stalled; /* counted this scrape; added to the cursor's total once it succeeds */
     double now_ms;      /* TIME of the server (on a cluster: the master) that holds the queue */
     double completed, dead_lettered; /* the metrics hashes' counts, where has_flow says */
@@ -128,7 +123,9 @@ struct scrape {
     size_t nround2;           /* round 2's per-queue commands; CLIENT LIST after them */
     char **workers;           /* the queue of each worker connection, sorted */
     size_t nworkers;
-    int has_workers; /* CLIENT LIST was read */
+    int has_workers;      /* CLIENT LIST was read */
+    struct buf key;       /* the key being written: see key_head */
+    char active_stop[32]; /* LRANGE active's stop: max_active_jobs - 1 */
 };
 
 static void destroy(struct collector *c)
@@ -137,11 +134,7 @@ static void destroy(struct collector *c)
     redis_job_free(&st->job);
     redis_cluster_free(&st->cl);
     free(st->prefix);
-    for (size_t i = 0; i < st->ncursors; i++) {
-        free(st->cursors[i].queue);
-        free(st->cursors[i].last_id);
-    }
-    free(st->cursors);
+    bullmq_cursors_free(&st->cursors);
 }
 
 static int configure(struct collector *c, struct cfg_node *map, struct err *e)
@@ -169,44 +162,6 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
                              "\"{bull}\"",
                              st->job.queues[i]);
     return 0;
-}
-
-static uint64_t cursor_hash(const void *ctx, uint32_t id)
-{
-    const struct state *st = ctx;
-    return hashtab_hash(st->cursors[id].queue, strlen(st->cursors[id].queue), 0);
-}
-
-/* index: st's cursors by queue name, for one server's part of a scrape (each queue is looked up
- * twice there; a linear search cost 530 million instructions a scrape at 4,000 named queues).
- * Built for the part and freed after it: kept between scrapes, it would hold 80 KiB of the
- * exporter's heap at 10,000 queues for nothing. */
-static void cursors_index(const struct state *st, struct hashtab *index)
-{
-    for (size_t i = 0; i < st->ncursors; i++) {
-        const char *q = st->cursors[i].queue;
-        struct hashtab_probe p;
-        for (uint32_t id = hashtab_first(index, hashtab_hash(q, strlen(q), 0), &p);
-             id != HASHTAB_END; id = hashtab_next(index, &p))
-            ; /* the names are distinct: on to the free slot */
-        hashtab_add(index, &p, (uint32_t)i, cursor_hash, st);
-    }
-}
-
-/* The cursor of queue, added (to index too) when it is new. */
-static size_t cursor_for(struct state *st, struct hashtab *index, const char *queue)
-{
-    struct hashtab_probe p;
-    for (uint32_t id = hashtab_first(index, hashtab_hash(queue, strlen(queue), 0), &p);
-         id != HASHTAB_END; id = hashtab_next(index, &p))
-        if (strcmp(st->cursors[id].queue, queue) == 0)
-            return id;
-    st->cursors = xrealloc(st->cursors, (st->ncursors + 1) * sizeof *st->cursors);
-    struct cursor *cur = &st->cursors[st->ncursors];
-    memset(cur, 0, sizeof *cur);
-    cur->queue = xstrdup(queue);
-    hashtab_add(index, &p, (uint32_t)st->ncursors, cursor_hash, st);
-    return st->ncursors++;
 }
 
 static int want(const redisReply *r, int type, const char *what, const char *queue, struct err *e)
@@ -320,8 +275,10 @@ static int on_events(struct queue *q, const redisReply *r, int first, struct err
             ent->element[0]->type != REDIS_REPLY_STRING ||
             ent->element[1]->type != REDIS_REPLY_ARRAY)
             return err_set(e, ERR_PROTOCOL, "queue %s: events: want stream entries", q->name);
-        free(q->new_last_id);
-        q->new_last_id = xstrdup(ent->element[0]->str);
+        if (bullmq_stream_id_parse(ent->element[0]->str, &q->new_last))
+            return err_set(e, ERR_PROTOCOL, "queue %s: events: \"%s\" is no stream id", q->name,
+                           ent->element[0]->str);
+        q->has_new_last = 1;
         if (first)
             continue; /* only where the stream ends: counting starts from here */
         const redisReply *f = ent->element[1];
@@ -427,7 +384,7 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
         on_metrics(sc, q, k == 11 ? 1 : 2, r);
         return 0;
     }
-    return on_events(q, r, !sc->st->cursors[q->cur].last_id, e);
+    return on_events(q, r, !sc->st->cursors.c[q->cur].has_last, e);
 }
 
 /* ---- round 3: job hashes ---- */
@@ -469,7 +426,6 @@ static void scrape_free(struct scrape *sc)
 {
     for (size_t i = 0; i < sc->n; i++) {
         free(sc->q[i].name);
-        free(sc->q[i].new_last_id);
     }
     free(sc->q);
     for (size_t i = 0; i < sc->njobs; i++)
@@ -482,6 +438,7 @@ static void scrape_free(struct scrape *sc)
     free(sc->workers);
     cfg_strv_free(sc->foreign);
     free(sc->foreign_owner);
+    buf_free(&sc->key);
 }
 
 static int has_queue(const struct scrape *sc, const char *name)
@@ -546,7 +503,6 @@ static void drop_part(struct scrape *sc)
 {
     for (size_t i = sc->q_base; i < sc->n; i++) {
         free(sc->q[i].name);
-        free(sc->q[i].new_last_id);
     }
     sc->n = sc->q_base;
     for (size_t i = sc->job_base; i < sc->njobs; i++)
@@ -554,52 +510,66 @@ static void drop_part(struct scrape *sc)
     sc->njobs = sc->job_base;
 }
 
-/* Command k (of ROUND2_PER_QUEUE) of round 2 for queue q. */
-static void round2_cmd(const struct state *st, const struct queue *q, size_t k,
-                       struct redis_pipe *p)
+/* "<prefix>:<queue>:" into sc->key, the head every key of a queue shares: written once for a
+ * queue's commands, each key its suffix after it (a key joined, measured and freed for each
+ * command was 40% of round 2's instructions). */
+static void key_head(struct scrape *sc, const char *queue)
+{
+    buf_reset(&sc->key);
+    buf_puts(&sc->key, sc->st->prefix);
+    buf_putc(&sc->key, ':');
+    buf_puts(&sc->key, queue);
+    buf_putc(&sc->key, ':');
+}
+
+/* Command k (of ROUND2_PER_QUEUE) of round 2 for queue q, whose key_head sc->key holds (and
+ * holds again after). */
+static void round2_cmd(struct scrape *sc, const struct queue *q, size_t k, struct redis_pipe *p)
 {
     static const char *const suffix[] = {
         "wait",   "paused", "prioritized", "active", "delayed",           "failed",        "wait",
         "active", "failed", "failed",      "events", "metrics:completed", "metrics:failed"};
     static const char *const cmd[] = {"LLEN", "LLEN", "ZCARD", "LLEN", "ZCARD", "ZCARD"};
-    char *key = xstrjoin(st->prefix, ":", q->name, ":", suffix[k], (char *)NULL);
-    const struct cursor *cur = &st->cursors[q->cur];
+    size_t head = sc->key.len;
+    buf_puts(&sc->key, suffix[k]);
+    const char *key = sc->key.data;
+    const struct bullmq_cursor *cur = &sc->st->cursors.c[q->cur];
     if (k < 6) {
         redis_pipe_addv(p, cmd[k], key, NULL);
     } else if (k == 6) {
         redis_pipe_addv(p, "LINDEX", key, "-1", NULL);
     } else if (k == 7) {
-        char stop[32];
-        snprintf(stop, sizeof stop, "%lld", st->max_active - 1);
-        redis_pipe_addv(p, "LRANGE", key, "0", stop, NULL);
+        redis_pipe_addv(p, "LRANGE", key, "0", sc->active_stop, NULL);
     } else if (k == 8 || k == 9) {
         redis_pipe_addv(p, k == 8 ? "ZRANGE" : "ZREVRANGE", key, "0", "0", "WITHSCORES", NULL);
     } else if (k == 11 || k == 12) {
         redis_pipe_addv(p, "HMGET", key, "count", NULL);
-    } else if (cur->last_id) {
-        char *from = xasprintf("(%s", cur->last_id);
+    } else if (cur->has_last) {
+        char from[48];
+        bullmq_stream_id_after(&cur->last, from, sizeof from);
         redis_pipe_addv(p, "XRANGE", key, from, "+", "COUNT", EVENTS_PER_SCRAPE, NULL);
-        free(from);
     } else {
         redis_pipe_addv(p, "XREVRANGE", key, "+", "-", "COUNT", "1", NULL);
     }
-    free(key);
+    sc->key.len = head;
+    sc->key.data[head] = '\0';
 }
 
 /* Round 3's command for job i of sc. */
-static void round3_cmd(const struct scrape *sc, size_t i, struct redis_pipe *p)
+static void round3_cmd(struct scrape *sc, size_t i, struct redis_pipe *p)
 {
-    char *key = xstrjoin(sc->st->prefix, ":", sc->q[sc->jobs[i].queue].name, ":", sc->jobs[i].id,
-                         (char *)NULL);
-    redis_pipe_addv(p, "HMGET", key, "timestamp", "processedOn", "attemptsMade", NULL);
-    free(key);
+    key_head(sc, sc->q[sc->jobs[i].queue].name);
+    buf_puts(&sc->key, sc->jobs[i].id);
+    redis_pipe_addv(p, "HMGET", sc->key.data, "timestamp", "processedOn", "attemptsMade", NULL);
 }
 
 /* bullmq_cluster_follow's callbacks: a command of round 2 or 3 again, by its index. */
 static void add_round2(void *arg, size_t index, struct redis_pipe *p)
 {
     struct scrape *sc = arg;
-    round2_cmd(sc->st, &sc->q[sc->q_base + index / ROUND2_PER_QUEUE], index % ROUND2_PER_QUEUE, p);
+    const struct queue *q = &sc->q[sc->q_base + index / ROUND2_PER_QUEUE];
+    key_head(sc, q->name);
+    round2_cmd(sc, q, index % ROUND2_PER_QUEUE, p);
 }
 
 static void add_round3(void *arg, size_t index, struct redis_pipe *p)
@@ -671,19 +641,23 @@ static int read_server(struct scrape *sc, struct redis_conn *conn,
     sc->q = xrealloc(sc->q, (sc->n ? sc->n : 1) * sizeof *sc->q);
     memset(sc->q + sc->q_base, 0, nhere * sizeof *sc->q);
     redis_pipe_reset(p);
-    /* Every cursor first, then pointers to them: cursor_for may move the array as it grows, so
-     * a pointer taken before the last new queue was added would dangle. */
+    /* Every cursor first, then pointers to them: bullmq_cursor_for may move the table as it
+     * grows, so a pointer taken before the last new queue was added would dangle. The index is
+     * built for this part and freed after it: kept between scrapes, it would hold 80 KiB of the
+     * exporter's heap at 10,000 queues for nothing. */
     struct hashtab index = {0};
-    cursors_index(st, &index);
+    bullmq_cursors_index(&st->cursors, &index);
+    bullmq_cursors_reserve(&st->cursors, nhere);
     for (size_t i = 0; i < nhere; i++)
-        cursor_for(st, &index, names[i]);
+        bullmq_cursor_for(&st->cursors, &index, names[i]);
     for (size_t i = 0; i < nhere; i++) {
         struct queue *q = &sc->q[sc->q_base + i];
         q->name = xstrdup(names[i]);
-        q->cur = cursor_for(st, &index, names[i]);
+        q->cur = bullmq_cursor_for(&st->cursors, &index, names[i]);
         q->now_ms = sc->now_ms;
+        key_head(sc, q->name);
         for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
-            round2_cmd(st, q, k, p);
+            round2_cmd(sc, q, k, p);
     }
     hashtab_free(&index);
     sc->nround2 = nhere * ROUND2_PER_QUEUE;
@@ -781,7 +755,7 @@ static void emit(const struct scrape *sc, struct metric_set *out)
         metric_set_add(out, "qrel_dead_letter_messages", q->failed, "queue", n, "dead_letter_queue",
                        DEAD_LETTER_LABEL, NULL);
         metric_set_add(out, "qrel_lease_timeout_seconds", lock, "queue", n, NULL);
-        metric_set_add(out, "qrel_lease_expiries_total", sc->st->cursors[q->cur].stalled_total,
+        metric_set_add(out, "qrel_lease_expiries_total", sc->st->cursors.c[q->cur].stalled_total,
                        "queue", n, NULL);
         metric_set_add(out, "qrel_messages_redelivered", q->retried_active, "queue", n, NULL);
         if (q->has_head_age)
@@ -817,6 +791,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct scrape sc = {0};
     sc.st = st;
     sc.source = c->name;
+    snprintf(sc.active_stop, sizeof sc.active_stop, "%lld", st->max_active - 1);
     st->job.exclude.dropped = 0; /* redis_job_collect does it on a single server */
     int rc = st->job.rs.cluster ? bullmq_cluster_collect(&st->cl, c->name, &st->job.rs, dl,
                                                          run_master, &sc, &st->job.round_trips, e)
@@ -827,14 +802,13 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         /* The events were counted; remember where they end for the next scrape. */
         for (size_t i = 0; i < sc.n; i++) {
             struct queue *q = &sc.q[i];
-            struct cursor *cur = &st->cursors[q->cur];
+            struct bullmq_cursor *cur = &st->cursors.c[q->cur];
             cur->stalled_total += q->new_stalled;
-            if (!cur->last_id)
-                cur->last_id = xstrdup(q->new_last_id ? q->new_last_id : "0-0");
-            else if (q->new_last_id) {
-                free(cur->last_id);
-                cur->last_id = xstrdup(q->new_last_id);
-            }
+            if (q->has_new_last)
+                cur->last = q->new_last;
+            else if (!cur->has_last)
+                cur->last = (struct bullmq_stream_id){0, 0}; /* no stream yet: from its start */
+            cur->has_last = 1;
         }
         emit(&sc, out);
         redis_job_log_done(&st->job, "bullmq collection done", c->name, sc.n);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "collector.h"
 #include "common/entries.h"
 #include "common/exclude.h"
@@ -234,9 +235,22 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
     return 0;
 }
 
-static char *key(const struct state *st, const char *queue, const char *suffix)
+/* The key of queue's suffix into k, "<prefix>queues:<queue>" first when head is 0 (k then keeps
+ * it: its length is what the caller passes as head for the queue's other keys). Each key joined
+ * and freed apart cost about a fifth of a scrape's instructions in the collector. */
+static const char *key(struct buf *k, size_t head, const struct state *st, const char *queue,
+                       const char *suffix)
 {
-    return xstrjoin(st->prefix, "queues:", queue, suffix, (char *)NULL);
+    if (!head) {
+        buf_reset(k);
+        buf_puts(k, st->prefix);
+        buf_puts(k, "queues:");
+        buf_puts(k, queue);
+    } else {
+        k->len = head;
+    }
+    buf_puts(k, suffix);
+    return k->data;
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)
@@ -267,23 +281,24 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     char stop[32];
     snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
     redis_pipe_reset(p);
+    struct buf k = {0};
     sc->read = xcalloc(sc->n ? sc->n : 1, sizeof *sc->read);
     for (size_t i = 0; i < sc->n; i++) {
         if (sc->q[i].excluded)
             continue; /* no key of an excluded queue is asked for */
         sc->read[sc->nread++] = i;
-        char *list = key(st, sc->q[i].name, ""), *delayed = key(st, sc->q[i].name, ":delayed"),
-             *reserved = key(st, sc->q[i].name, ":reserved");
-        redis_pipe_addv(p, "LLEN", list, NULL);
-        redis_pipe_addv(p, "ZCARD", delayed, NULL);
+        const char *name = sc->q[i].name;
+        redis_pipe_addv(p, "LLEN", key(&k, 0, st, name, ""), NULL);
+        size_t head = k.len;
+        redis_pipe_addv(p, "ZCARD", key(&k, head, st, name, ":delayed"), NULL);
+        const char *reserved = key(&k, head, st, name, ":reserved");
         redis_pipe_addv(p, "ZCARD", reserved, NULL);
         redis_pipe_addv(p, "ZCOUNT", reserved, "-inf", sc->now_text, NULL);
-        redis_pipe_addv(p, "LINDEX", list, "0", NULL);
-        redis_pipe_addv(p, "ZRANGE", reserved, "0", stop, "WITHSCORES", NULL);
-        free(list);
-        free(delayed);
-        free(reserved);
+        redis_pipe_addv(p, "LINDEX", key(&k, head, st, name, ""), "0", NULL);
+        redis_pipe_addv(p, "ZRANGE", key(&k, head, st, name, ":reserved"), "0", stop, "WITHSCORES",
+                        NULL);
     }
+    buf_free(&k);
     if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
         return -1;
     return 0;
