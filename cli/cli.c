@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dlq.h"
 #include "dlq_report.h"
+#include "dlq_run.h"
 
 #include "expfmt.h"
 #include "flags.h"
@@ -195,58 +196,30 @@ static int cmd_dlq(int argc, char **argv)
         sigaction(*sig, &sa, NULL);
 
     double timeout = a.timeout > 0 ? a.timeout : j->broker->timeout;
-    struct deadline dl = deadline_in(timeout);
-    /* inspect --limit is bounded by max_entries, which bounds what one read holds. */
+    /* inspect --limit is bounded by max_entries, which bounds what one run reads. */
     size_t max = !a.replay && a.limit && a.limit < j->max_entries ? a.limit : j->max_entries;
     if (!a.replay && a.limit > max)
         fprintf(stderr, "qrel dlq: --limit=%zu is above the entry's max_entries: reading %zu\n",
                 a.limit, max);
-    struct dlq_read r;
-    rc = dlq_read(j, max, a.replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, timeout, &r, &e);
-    if (rc && e.code == ERR_LIMIT && a.replay && a.limit && a.limit < max) {
-        /* max_entries of dead letters are more than one reply may hold (max_response_bytes):
-         * a replay that moves at most --limit reads that many instead. */
-        fprintf(stderr, "qrel dlq: %s; reading --limit=%zu instead\n", e.msg, a.limit);
-        err_clear(&e);
-        dl = deadline_in(timeout);
-        rc = dlq_read(j, a.limit, DLQ_REPLAY, &dl, timeout, &r, &e);
-    }
-    if (rc) {
-        fprintf(stderr, "qrel dlq: queue \"%s\": %s\n", j->queue, e.msg);
-        sources_free(src);
-        return 1;
-    }
+    struct dlq_run_opts ro = {.replay = a.replay,
+                              .max = max,
+                              .limit = a.limit,
+                              .page = DLQ_PAGE,
+                              .timeout = timeout,
+                              .o = &a.o};
     struct dlq_report_ctx x = {.source = j->broker->name,
                                .kind = j->broker->kind->name,
                                .queue = j->queue,
                                .work_source = j->work->name,
                                .sample = a.sample,
                                .now = deadline_wall_now(),
-                               .json = a.other_format};
+                               .json = a.other_format,
+                               .stream = stdout};
     struct buf out;
     buf_init(&out);
-    rc = 0;
-    if (!a.replay) {
-        dlq_report_inspect(&out, &x, &r);
-    } else {
-        struct dlq_replay_result res;
-        if (dlq_replay(&r, &a.o, &res, &e)) {
-            fprintf(stderr, "qrel dlq: %s\n", e.msg);
-            rc = e.code == ERR_CONFIG ? 2 : 1; /* else refused by what the broker said */
-        } else {
-            dlq_report_replay(&out, &x, &r, &a.o, &res);
-            rc = res.n[DLQ_FATE_FAILED] || res.n[DLQ_FATE_NOT_REACHED] || res.n[DLQ_FATE_UNCERTAIN]
-                     ? 1
-                     : 0;
-        }
-    }
-    if (dlq_release(&r, &e)) {
-        fprintf(stderr, "qrel dlq: releasing what was read failed: %s\n", e.msg);
-        rc = rc ? rc : 1;
-    }
+    rc = dlq_run(j, &ro, &x, &out);
     fwrite(out.data ? out.data : "", 1, out.len, stdout);
     buf_free(&out);
-    dlq_read_free(&r);
     sources_free(src);
     return rc;
 }

@@ -60,8 +60,9 @@ const char *dlq_replays_name(enum dlq_replays r)
     return names[r];
 }
 
-size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
-                  enum dlq_only only, int include_poison, size_t limit, enum dlq_choice *choice)
+size_t dlq_select_from(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
+                       enum dlq_only only, int include_poison, size_t limit, size_t already,
+                       enum dlq_choice *choice)
 {
     size_t chosen = 0;
     for (size_t i = 0; i < n; i++) {
@@ -74,13 +75,19 @@ size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v
             c = DLQ_SKIP_UNKNOWN;
         else if (v && !include_poison && dlq_is_poison(&v[i]))
             c = DLQ_SKIP_POISON; /* it died after each of its replays: another one feeds the loop */
-        else if (limit && chosen == limit)
+        else if (limit && already + chosen >= limit)
             c = DLQ_SKIP_LIMIT;
         if (c == DLQ_MOVE)
             chosen++;
         choice[i] = c;
     }
     return chosen;
+}
+
+size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
+                  enum dlq_only only, int include_poison, size_t limit, enum dlq_choice *choice)
+{
+    return dlq_select_from(work, v, n, only, include_poison, limit, 0, choice);
 }
 
 /* ---- finding the entry ---- */
@@ -192,6 +199,8 @@ int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
     }
     if (out->batch.total < out->batch.n)
         out->batch.total = out->batch.n;
+    out->pages = 1;
+    out->read_so_far = out->batch.n;
     out->work = xcalloc(out->batch.n ? out->batch.n : 1, sizeof *out->work);
     rc = classify(j, &out->batch, out->work, dl, e);
     collector_unlock(j->broker);
@@ -205,6 +214,54 @@ int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
         return -1;
     }
     return 0;
+}
+
+void dlq_read_start(struct dead_letter_join *j, double timeout, struct dlq_read *out)
+{
+    memset(out, 0, sizeof *out);
+    out->join = j;
+    out->kind = j->broker->kind->dlq;
+    out->timeout = timeout;
+    out->released = 1; /* a kind that reads by pages changes nothing by reading */
+}
+
+/* Empties r of its page: the messages and what the engine kept per message. */
+static void page_clear(struct dlq_read *r)
+{
+    if (r->error)
+        for (size_t i = 0; i < r->batch.n; i++)
+            free(r->error[i]);
+    free(r->error);
+    free(r->choice);
+    free(r->fate);
+    free(r->work);
+    r->error = NULL;
+    r->choice = NULL;
+    r->fate = NULL;
+    r->work = NULL;
+    dlq_batch_clear(&r->batch, r->kind);
+}
+
+int dlq_read_next(struct dlq_read *r, size_t max, enum dlq_purpose purpose,
+                  const struct deadline *dl, struct err *e)
+{
+    struct dead_letter_join *j = r->join;
+    page_clear(r);
+    if (collector_lock(j->broker, dl, e))
+        return err_prefix(e, "source \"%s\"", j->broker->name);
+    int rc = r->kind->read_page(j->broker, j->queue, j->id_field, max, purpose, dl, &r->batch, e);
+    if (rc) {
+        collector_unlock(j->broker);
+        return err_prefix(e, "source \"%s\"", j->broker->name);
+    }
+    r->pages++;
+    r->read_so_far += r->batch.n;
+    if (r->batch.total < r->read_so_far)
+        r->batch.total = r->read_so_far;
+    r->work = xcalloc(r->batch.n ? r->batch.n : 1, sizeof *r->work);
+    rc = classify(j, &r->batch, r->work, dl, e);
+    collector_unlock(j->broker);
+    return rc;
 }
 
 /* ---- the summary (pure) ---- */
@@ -221,8 +278,16 @@ void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *wor
                    size_t total, struct dlq_summary *out)
 {
     memset(out, 0, sizeof *out);
-    out->read = n;
+    dlq_summary_add(out, v, work, n);
     out->total = total > n ? total : n;
+}
+
+void dlq_summary_add(struct dlq_summary *out, const struct dlq_message *v,
+                     const enum dead_letter_work *work, size_t n)
+{
+    out->read += n;
+    if (out->total < out->read)
+        out->total = out->read;
     for (size_t i = 0; i < n; i++) {
         const struct dlq_message *m = &v[i];
         out->n[work[i]]++;
@@ -438,9 +503,10 @@ static void count_failure(const struct dlq_read *r, size_t i, const struct dlq_r
  * DLQ_MOVE_WINDOW when the kind offers move_window and nothing paces the run, else one at a time
  * at o->rate. What a stop leaves untried stays not reached. */
 static void move_chosen(struct dlq_read *r, const struct dlq_replay_opts *o,
-                        struct dlq_replay_result *res)
+                        struct dlq_replay_state *st, struct dlq_replay_result *res)
 {
-    size_t n = r->batch.n, in_a_row = 0, i = 0;
+    size_t n = r->batch.n, i = 0;
+    size_t *in_a_row = &st->in_a_row;
     if (r->kind->move && r->kind->move_window && !(o->rate > 0)) {
         for (;;) {
             size_t idx[DLQ_MOVE_WINDOW], k = 0;
@@ -451,23 +517,24 @@ static void move_chosen(struct dlq_read *r, const struct dlq_replay_opts *o,
                 return;
             move_window(r, idx, k);
             for (size_t j = 0; j < k; j++)
-                count_failure(r, idx[j], o, &in_a_row, res);
+                count_failure(r, idx[j], o, in_a_row, res);
         }
     }
-    int64_t start = deadline_now_ms();
-    size_t tried = 0;
+    if (!st->paced_from)
+        st->paced_from = deadline_now_ms();
+    int64_t start = st->paced_from;
     for (; i < n; i++) {
         if (r->choice[i] != DLQ_MOVE)
             continue;
         if (stopping(o, res))
             return;
-        if (o->rate > 0 && tried > 0)
-            pace_until(start + (int64_t)((double)tried * 1000.0 / o->rate), o->stop);
+        if (o->rate > 0 && st->tried > 0)
+            pace_until(start + (int64_t)((double)st->tried * 1000.0 / o->rate), o->stop);
         if (stopping(o, res))
             return;
-        tried++;
+        st->tried++;
         move_one(r, i);
-        count_failure(r, i, o, &in_a_row, res);
+        count_failure(r, i, o, in_a_row, res);
     }
 }
 
@@ -487,43 +554,42 @@ static int guard(struct dlq_read *r, const struct dlq_replay_opts *o, int *locke
     return 0;
 }
 
-int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
-               struct err *e)
+/* Refuses a replay of a kind that cannot replay, releasing what was read. */
+static int cannot_replay(struct dlq_read *r, struct err *e)
 {
-    memset(res, 0, sizeof *res);
+    err_set(e, ERR_CONFIG, "source \"%s\" (%s) cannot be replayed: %s", r->join->broker->name,
+            r->join->broker->kind->name, r->kind->cannot_replay);
+    struct err re;
+    err_clear(&re);
+    if (dlq_release(r, &re))
+        err_prefix(e, "also not released (%s)", re.msg);
+    return -1;
+}
+
+int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
+                    struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e)
+{
     size_t n = r->batch.n;
-    if (r->kind->cannot_replay) {
-        err_set(e, ERR_CONFIG, "source \"%s\" (%s) cannot be replayed: %s", r->join->broker->name,
-                r->join->broker->kind->name, r->kind->cannot_replay);
-        struct err re;
-        err_clear(&re);
-        if (dlq_release(r, &re))
-            err_prefix(e, "also not released (%s)", re.msg);
-        return -1;
-    }
+    if (r->kind->cannot_replay)
+        return cannot_replay(r, e);
     free(r->choice);
     free(r->fate);
     r->choice = xcalloc(n ? n : 1, sizeof *r->choice);
     r->fate = xcalloc(n ? n : 1, sizeof *r->fate);
     if (!r->error)
         r->error = xcalloc(n ? n : 1, sizeof *r->error);
-    res->chosen =
-        dlq_select(r->work, r->batch.v, n, o->only, o->include_poison, o->limit, r->choice);
-    int locked = 0;
-    struct err re;
-    err_clear(&re);
-    if (res->chosen && guard(r, o, &locked, e)) {
-        err_prefix(e, "replay of %s refused, every dead letter left dead",
-                   r->batch.dead_letter_queue ? r->batch.dead_letter_queue : r->join->queue);
-        if (locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
-            log_kv(LOG_WARN, "replay lock not released", "source", r->join->broker->name, "queue",
-                   r->join->queue, "err", re.msg, NULL);
-        err_clear(&re);
-        if (dlq_release(r, &re))
-            err_prefix(e, "also not released (%s)", re.msg);
-        return -1;
+    size_t chosen = dlq_select_from(r->work, r->batch.v, n, o->only, o->include_poison, o->limit,
+                                    res->chosen, r->choice);
+    res->chosen += chosen;
+    if (chosen && !st->guarded) {
+        /* Before the first move (or, in a dry run, before saying what would move). */
+        if (guard(r, o, &st->locked, e)) {
+            err_prefix(e, "replay of %s refused, every dead letter left dead",
+                       r->batch.dead_letter_queue ? r->batch.dead_letter_queue : r->join->queue);
+            return -1;
+        }
+        st->guarded = 1;
     }
-
     for (size_t i = 0; i < n; i++) {
         if (r->choice[i] != DLQ_MOVE) {
             r->fate[i] = DLQ_FATE_SKIPPED;
@@ -532,22 +598,46 @@ int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_r
             r->fate[i] = o->yes ? DLQ_FATE_NOT_REACHED : DLQ_FATE_WOULD_MOVE;
         }
     }
-    if (o->yes)
-        move_chosen(r, o, res);
+    if (o->yes && chosen)
+        move_chosen(r, o, st, res);
     for (size_t i = 0; i < n; i++) {
         res->n[r->fate[i]]++;
         if ((r->fate[i] == DLQ_FATE_MOVED || r->fate[i] == DLQ_FATE_WOULD_MOVE) &&
             dlq_is_poison(&r->batch.v[i]))
             res->poison_moved++;
     }
-    if (locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
+    return 0;
+}
+
+void dlq_replay_finish(struct dlq_read *r, struct dlq_replay_state *st)
+{
+    struct err re;
+    err_clear(&re);
+    if (st->locked && call_hook(r, HOOK_UNLOCK, NULL, &re))
         log_kv(LOG_WARN, "replay lock not released (it expires)", "source", r->join->broker->name,
                "queue", r->join->queue, "err", re.msg, NULL);
+    st->locked = 0;
+}
+
+int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
+               struct err *e)
+{
+    memset(res, 0, sizeof *res);
+    if (r->kind->cannot_replay)
+        return cannot_replay(r, e);
+    struct dlq_replay_state st = {0};
+    int rc = dlq_replay_page(r, o, &st, res, e);
+    dlq_replay_finish(r, &st);
+    struct err re;
     err_clear(&re);
-    if (dlq_release(r, &re))
-        log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",
-               r->join->queue, "err", re.msg, NULL);
-    return 0;
+    if (dlq_release(r, &re)) {
+        if (rc)
+            err_prefix(e, "also not released (%s)", re.msg);
+        else
+            log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",
+                   r->join->queue, "err", re.msg, NULL);
+    }
+    return rc;
 }
 
 void dlq_read_free(struct dlq_read *r)

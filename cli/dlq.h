@@ -67,6 +67,11 @@ int dlq_is_poison(const struct dlq_message *m);
  * many were chosen (DLQ_MOVE). */
 size_t dlq_select(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
                   enum dlq_only only, int include_poison, size_t limit, enum dlq_choice *choice);
+/* The same for a later page of a run: already were chosen on the pages before (limit counts
+ * them too). */
+size_t dlq_select_from(const enum dead_letter_work *work, const struct dlq_message *v, size_t n,
+                       enum dlq_only only, int include_poison, size_t limit, size_t already,
+                       enum dlq_choice *choice);
 
 /* The `dead_letters` entry of source and queue in s, found for `qrel dlq`. -1 with e set
  * (ERR_CONFIG) when there is none (the message lists the entries there are) or when its kind
@@ -87,7 +92,9 @@ struct dlq_read {
     /* replay's, per message (NULL before dlq_replay) */
     enum dlq_choice *choice;
     enum dlq_fate *fate;
-    char **error; /* malloc'd, for DLQ_FATE_FAILED */
+    char **error;       /* malloc'd, for DLQ_FATE_FAILED */
+    size_t pages;       /* pages read so far (1 for a whole read) */
+    size_t read_so_far; /* dead letters read so far, this page's included */
 };
 
 /* Reads at most max dead letters of j's queue (purpose tells the kind why) under dl with the
@@ -96,6 +103,15 @@ struct dlq_read {
  * on failure nothing is held (what was read has been released). */
 int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
              const struct deadline *dl, double timeout, struct dlq_read *out, struct err *e);
+
+/* Reading by pages, for a kind with read_page (dlq_run.h): dlq_read_start sets out up without
+ * reading; each dlq_read_next drops the page before (its messages, work, choices, fates,
+ * errors), reads the next one of at most max dead letters under dl with the broker collector
+ * locked and classifies it (one work_done call a page); r->batch.end once the last page was
+ * read. 0, or -1 with e set (what earlier pages did stands). */
+void dlq_read_start(struct dead_letter_join *j, double timeout, struct dlq_read *out);
+int dlq_read_next(struct dlq_read *r, size_t max, enum dlq_purpose purpose,
+                  const struct deadline *dl, struct err *e);
 
 /* Dead letters by their replay stamp (dlq_message.replays). */
 enum dlq_replays {
@@ -124,6 +140,10 @@ struct dlq_summary {
 };
 void dlq_summarize(const struct dlq_message *v, const enum dead_letter_work *work, size_t n,
                    size_t total, struct dlq_summary *out);
+/* Adds a page of n read dead letters to out (zeroed before the first); out->total is at least
+ * what was read, the caller raises it to what the broker said. */
+void dlq_summary_add(struct dlq_summary *out, const struct dlq_message *v,
+                     const enum dead_letter_work *work, size_t n);
 /* Bucket i of the delivery histogram holds counts from *lo to *hi (hi -1: and above). */
 void dlq_hist_bounds(size_t i, int64_t *lo, int64_t *hi);
 
@@ -163,6 +183,23 @@ struct dlq_replay_result {
  * what is put back; nothing moved then. */
 int dlq_replay(struct dlq_read *r, const struct dlq_replay_opts *o, struct dlq_replay_result *res,
                struct err *e);
+
+/* A replay over pages: what carries from one page to the next (zeroed before the first). */
+struct dlq_replay_state {
+    int guarded;        /* the lock was taken and the origin checked */
+    int locked;         /* the kind's replay lock is held */
+    size_t in_a_row;    /* failures in a row so far */
+    size_t tried;       /* paced moves tried so far */
+    int64_t paced_from; /* monotonic ms of the first paced move */
+};
+/* dlq_replay on one page of r: selects (counting what earlier pages chose towards limit), takes
+ * the lock and checks the origin before the run's first chosen message, moves this page's
+ * chosen ones; adds to res (zeroed before the first page). Neither unlocks nor releases:
+ * dlq_replay_finish unlocks after the last page. 0, or -1 with e set when refused (nothing
+ * moved, by this page or any before). */
+int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
+                    struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e);
+void dlq_replay_finish(struct dlq_read *r, struct dlq_replay_state *st);
 
 /* Puts back what was read and not removed (kind->release), once; a no-op the second time and
  * for kinds without release. 0, or -1 with e set. */

@@ -29,17 +29,24 @@ static void kind_data_free(void (*hook)(void *), void *data)
         free(data);
 }
 
-void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k)
+void dlq_batch_clear(struct dlq_batch *b, const struct dlq_kind *k)
 {
-    if (!b)
-        return;
     for (size_t i = 0; i < b->n; i++) {
         struct dlq_message *m = &b->v[i];
         free(m->message_id);
         free(m->work_id);
         kind_data_free(k ? k->message_free : NULL, m->kind_data);
     }
+    b->n = 0;
+}
+
+void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k)
+{
+    if (!b)
+        return;
+    dlq_batch_clear(b, k);
     free(b->v);
+    free(b->cursor);
     free(b->dead_letter_queue);
     free(b->origin);
     kind_data_free(k ? k->batch_free : NULL, b->kind_data);

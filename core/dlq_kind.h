@@ -64,6 +64,10 @@ struct dlq_batch {
     char *origin;    /* where a replay puts a message back (queue, stream, topic), malloc'd */
     void *kind_data; /* the kind's state across read/requeue/remove/release (e.g. a
                       * consumer), freed by dlq_kind.batch_free */
+    /* read_page's: where the next page starts, the kind's own (freed with free()), and whether
+     * the page just read was the last one. */
+    void *cursor;
+    int end;
 };
 
 /* The replay stamp. A replay marks each message it puts back with how often qrel has replayed it,
@@ -90,6 +94,17 @@ struct dlq_kind {
     int (*read)(struct collector *c, const char *queue, const char *id_field, size_t max,
                 enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *out,
                 struct err *e);
+    /* Optional, only for a kind whose reading changes nothing (no release): read() a page at a
+     * time, so that `qrel dlq` holds one page, not every dead letter. The first call gets a
+     * zeroed b and fills dead_letter_queue, origin and total (what is in the dead-letter queue
+     * as the read begins) as read() does; every call appends at most max messages to b (which
+     * the engine has emptied of the previous page's, keeping the rest of b) from b->cursor on,
+     * and sets b->end once nothing is left. A run reads only what was in the dead-letter queue
+     * when its first page was read: what dies during the run (a replayed message dead again)
+     * is left for the next run. 0, or -1 with e set. */
+    int (*read_page)(struct collector *c, const char *queue, const char *id_field, size_t max,
+                     enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *b,
+                     struct err *e);
     /* Puts m back on b->origin with its original body and attributes / headers / fields (SQS
      * FIFO: its group id and a fresh dedup id), stamped DLQ_STAMP = replays + 1 where the kind
      * can stamp. Must not remove it from the dead-letter queue. move() stamps the same way. */
@@ -161,5 +176,7 @@ int dlq_dead_letter_ids(struct collector *c, const char *queue, const char *id_f
 struct dlq_message *dlq_batch_push(struct dlq_batch *b);
 /* Frees b's members, each message's kind_data through k (k may be NULL when there is none). */
 void dlq_batch_free(struct dlq_batch *b, const struct dlq_kind *k);
+/* Frees b's messages only (b->n becomes 0), keeping the rest for the next page. */
+void dlq_batch_clear(struct dlq_batch *b, const struct dlq_kind *k);
 
 #endif

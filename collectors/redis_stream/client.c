@@ -6,6 +6,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
 
 #include "common/redis_sentinel.h"
 
@@ -93,6 +96,29 @@ static int read_pages(struct redis_conn *conn, const char *dlq, size_t max, size
     return rc;
 }
 
+/* The connection a dead-letter stream is read on: on a cluster, the master of its slot. */
+static struct redis_conn *dead_conn(struct collector *c, const char *dlq, const struct deadline *dl,
+                                    struct err *e)
+{
+    struct state *st = c->priv;
+    return st->rs.cluster ? redis_stream_cluster_conn_for(c, dlq, dl, e)
+                          : redis_stream_client_conn(c, dl, e);
+}
+
+/* After a failed read of dlq on conn: e names both, and the connection is dropped. */
+static void dead_failed(struct collector *c, struct redis_conn *conn, const char *dlq,
+                        struct err *e)
+{
+    struct state *st = c->priv;
+    err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(conn), dlq);
+    if (st->rs.cluster) {
+        redis_cluster_forget(&st->cl);
+    } else {
+        redis_conn_close(st->conn);
+        st->conn = NULL;
+    }
+}
+
 char *redis_stream_client_read_dead(struct collector *c, const char *queue, const char *id_field,
                                     size_t max, const struct deadline *dl,
                                     redis_stream_range_fn add, void *out, size_t *total,
@@ -105,25 +131,81 @@ char *redis_stream_client_read_dead(struct collector *c, const char *queue, cons
         return NULL;
     }
     char *dlq = redis_stream_dlq_name(sp->dlq_tmpl, queue);
-    /* On a cluster, the dead-letter stream is read on the master of its slot. */
-    struct redis_conn *conn = st->rs.cluster ? redis_stream_cluster_conn_for(c, dlq, dl, e)
-                                             : redis_stream_client_conn(c, dl, e);
+    struct redis_conn *conn = dead_conn(c, dlq, dl, e);
     if (!conn) {
         free(dlq);
         return NULL;
     }
     struct dl_run run = {total, add, id_field, out, 0, ""};
-    int rc = read_pages(conn, dlq, max, st->rs.max_response_bytes, dl, &run, e);
-    if (rc) {
-        err_prefix(e, "%s: dead-letter stream \"%.200s\"", redis_conn_label(conn), dlq);
-        if (st->rs.cluster) {
-            redis_cluster_forget(&st->cl);
-        } else {
-            redis_conn_close(st->conn);
-            st->conn = NULL;
-        }
+    if (read_pages(conn, dlq, max, st->rs.max_response_bytes, dl, &run, e)) {
+        dead_failed(c, conn, dlq, e);
         free(dlq);
         return NULL;
     }
     return dlq;
+}
+
+/* ---- a page at a time, for `qrel dlq` ---- */
+
+/* Where a paged read is: "(<id>" of the last entry read ("" before the first page), and how
+ * many entries the run may still read: the stream's length as it began (XLEN), less those read.
+ * Entries are added at the stream's end, so what dies during the run (a replayed entry dead
+ * again) is beyond what was there and left for the next run; the length, not the last id,
+ * bounds the run, since XLEN and XRANGE are all a reading user needs (docs/dlq.md). */
+struct dead_cursor {
+    char last[64];
+    size_t left;
+};
+
+int redis_stream_client_read_dead_page(struct collector *c, const char *queue, const char *id_field,
+                                       size_t max, const struct deadline *dl,
+                                       redis_stream_range_fn add, void *out, struct dlq_batch *b,
+                                       struct err *e)
+{
+    struct state *st = c->priv;
+    if (!b->dead_letter_queue) {
+        const struct stream_spec *sp = redis_stream_spec_of(st, queue);
+        if (!sp || !sp->dlq_tmpl)
+            return err_set(e, ERR_CONFIG, "stream \"%.200s\" has no dead_letter_stream", queue);
+        b->dead_letter_queue = redis_stream_dlq_name(sp->dlq_tmpl, queue);
+    }
+    if (!b->cursor)
+        b->cursor = xcalloc(1, sizeof(struct dead_cursor));
+    struct dead_cursor *cur = b->cursor;
+    int first = !cur->last[0];
+    if (!first && max > cur->left)
+        max = cur->left;
+    if (max == 0) {
+        b->end = 1;
+        return 0;
+    }
+    const char *dlq = b->dead_letter_queue;
+    struct redis_conn *conn = dead_conn(c, dlq, dl, e);
+    if (!conn)
+        return -1;
+    /* The first page goes with XLEN, as read_pages does it. */
+    struct dl_run run = {&b->total, add, id_field, out, 0, ""};
+    memcpy(run.last, cur->last, sizeof run.last);
+    struct redis_pipe *p = redis_pipe_new();
+    char count[24];
+    snprintf(count, sizeof count, "%zu", max);
+    if (first)
+        redis_pipe_addv(p, "XLEN", dlq, NULL);
+    redis_pipe_addv(p, "XRANGE", dlq, first ? "-" : cur->last, "+", "COUNT", count, NULL);
+    int rc = redis_pipe_exec_each(conn, p, dl, st->rs.max_response_bytes, dl_reply, &run, e);
+    redis_pipe_free(p);
+    if (rc) {
+        dead_failed(c, conn, dlq, e);
+        return -1;
+    }
+    if (first)
+        cur->left = b->total;
+    cur->left = run.got < cur->left ? cur->left - run.got : 0;
+    if (run.got)
+        memcpy(cur->last, run.last, sizeof cur->last);
+    else
+        memcpy(cur->last, "(0-0", 5); /* started: an empty stream */
+    if (run.got < max || cur->left == 0)
+        b->end = 1;
+    return 0;
 }

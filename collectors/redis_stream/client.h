@@ -19,5 +19,14 @@ char *redis_stream_client_read_dead(struct collector *c, const char *queue, cons
                                     size_t max, const struct deadline *dl,
                                     redis_stream_range_fn add, void *out, size_t *total,
                                     struct err *e);
+/* One page of `qrel dlq`'s read of queue's dead-letter stream (dlq_kind.read_page): the first
+ * call fills b's dead_letter_queue and total (XLEN, in the first page's round trip), and each
+ * call XRANGEs at most max entries after the last one read, never more in all than the stream
+ * held as the run began, handing the reply to add as redis_stream_client_read_dead does and
+ * setting b->end after the last. 0, or -1 with e set (the connection then dropped). */
+int redis_stream_client_read_dead_page(struct collector *c, const char *queue, const char *id_field,
+                                       size_t max, const struct deadline *dl,
+                                       redis_stream_range_fn add, void *out, struct dlq_batch *b,
+                                       struct err *e);
 
 #endif

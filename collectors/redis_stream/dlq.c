@@ -68,6 +68,19 @@ static int dlq_read(struct collector *c, const char *queue, const char *id_field
     return 0;
 }
 
+/* A page at a time (read_page): what `qrel dlq` holds is one page, however long the stream. */
+static int dlq_read_page(struct collector *c, const char *queue, const char *id_field, size_t max,
+                         enum dlq_purpose purpose, const struct deadline *dl, struct dlq_batch *b,
+                         struct err *e)
+{
+    struct reading rd = {b, purpose == DLQ_REPLAY};
+    if (redis_stream_client_read_dead_page(c, queue, id_field, max, dl, add_entries, &rd, b, e))
+        return -1;
+    if (!b->origin)
+        b->origin = xstrdup(queue);
+    return 0;
+}
+
 /* After a failure: the connection is dropped, and e names it (the pipeline's own errors do
  * already, a reply's do not). */
 static void drop_conn(struct state *st, struct err *e)
@@ -301,6 +314,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
 /* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,
  * so neither of those is set; move_window sends DLQ_MOVE_WINDOW of them in one pipeline. */
 const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
+                                          .read_page = dlq_read_page,
                                           .check_origin = dlq_check_origin,
                                           .lock = dlq_lock,
                                           .unlock = dlq_unlock,

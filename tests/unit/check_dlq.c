@@ -603,6 +603,119 @@ END_TEST
 
 #define LEN(a) (int)(sizeof(a) / sizeof((a)[0]))
 
+/* ---- a run by pages gives what one whole read gives ---- */
+
+/* dlq_select_from on mix cut into two pages at each point: the choices and counts of the whole. */
+START_TEST(test_select_pages)
+{
+    for (size_t cut = 0; cut <= NMIX; cut++) {
+        enum dlq_choice c[NMIX];
+        size_t a =
+            dlq_select_from(mix, NULL, cut, selections[_i].only, 0, selections[_i].limit, 0, c);
+        size_t b = dlq_select_from(mix + cut, NULL, NMIX - cut, selections[_i].only, 0,
+                                   selections[_i].limit, a, c + cut);
+        char got[NMIX + 1];
+        for (size_t i = 0; i < NMIX; i++)
+            got[i] = "mdnul"[c[i]];
+        got[NMIX] = '\0';
+        ck_assert_str_eq(got, selections[_i].want);
+        ck_assert_uint_eq(a + b, selections[_i].chosen);
+    }
+}
+END_TEST
+
+/* r's messages [from, to) as a page of their own (pointers into r: nothing to free). */
+static struct dlq_read page_of(const struct dlq_read *r, size_t from, size_t to)
+{
+    struct dlq_read p = *r;
+    p.batch.v = r->batch.v + from;
+    p.batch.n = to - from;
+    p.work = r->work + from;
+    p.choice = r->choice ? r->choice + from : NULL;
+    p.fate = r->fate ? r->fate + from : NULL;
+    p.error = r->error ? r->error + from : NULL;
+    return p;
+}
+
+/* The replay report of fill's three dead letters, whole, then tallied as pages of 2 and 1, in
+ * memory and streamed through temporary files: the same bytes, text and JSON. */
+START_TEST(test_tally_pages)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct dlq_replay_opts o = {.only = DLQ_ONLY_ALL, .limit = 2, .yes = 1};
+    struct dlq_replay_result res = {0};
+    r.choice = calloc(3, sizeof *r.choice);
+    r.fate = calloc(3, sizeof *r.fate);
+    r.error = calloc(3, sizeof *r.error);
+    res.chosen = dlq_select(r.work, r.batch.v, 3, o.only, 0, o.limit, r.choice);
+    r.fate[0] = DLQ_FATE_MOVED;
+    r.fate[1] = DLQ_FATE_FAILED;
+    r.error[1] = strdup("not put back on orders, left dead: boom");
+    r.fate[2] = DLQ_FATE_SKIPPED;
+    res.n[DLQ_FATE_MOVED] = res.n[DLQ_FATE_FAILED] = res.n[DLQ_FATE_SKIPPED] = 1;
+    res.skipped[DLQ_SKIP_LIMIT] = 1;
+    for (int json = 0; json < 2; json++) {
+        struct dlq_report_ctx x = ctx;
+        x.json = json;
+        struct buf whole;
+        buf_init(&whole);
+        dlq_report_replay(&whole, &x, &r, &o, &res);
+        for (int streamed = 0; streamed < 2; streamed++) {
+            char *text = NULL;
+            size_t len = 0;
+            x.stream = streamed ? open_memstream(&text, &len) : NULL;
+            struct dlq_tally t;
+            struct err e = {0};
+            ck_assert_int_eq(dlq_tally_init(&t, &x, &e), 0);
+            struct dlq_read a = page_of(&r, 0, 2), b = page_of(&r, 2, 3);
+            dlq_tally_read(&t, &a);
+            ck_assert_int_eq(dlq_tally_fates(&t, &a, &e), 0);
+            dlq_tally_read(&t, &b);
+            ck_assert_int_eq(dlq_tally_fates(&t, &b, &e), 0);
+            struct buf got;
+            buf_init(&got);
+            dlq_report_replay_tally(&got, &x, r.kind, &t, &o, &res);
+            if (streamed) {
+                fwrite(got.data ? got.data : "", 1, got.len, x.stream);
+                fclose(x.stream);
+                ck_assert_str_eq(text, whole.data);
+                free(text);
+            } else {
+                ck_assert_str_eq(got.data, whole.data);
+            }
+            buf_free(&got);
+            dlq_tally_free(&t);
+        }
+        buf_free(&whole);
+    }
+    dlq_read_free(&r);
+}
+END_TEST
+
+/* A sample keeps the first ones only, however many pages come. */
+START_TEST(test_tally_sample_bounded)
+{
+    struct dlq_read r;
+    fill(&r);
+    struct dlq_report_ctx x = ctx;
+    x.sample = 1;
+    struct dlq_tally t;
+    struct err e = {0};
+    ck_assert_int_eq(dlq_tally_init(&t, &x, &e), 0);
+    for (int page = 0; page < 4; page++)
+        dlq_tally_read(&t, &r);
+    ck_assert_uint_eq(t.s.read, 12);
+    ck_assert_uint_eq(t.s.n[D], 4);
+    ck_assert_uint_eq(t.cls[D].n, 1);
+    ck_assert_str_eq(t.cls[D].v[0].message_id, "1-0");
+    ck_assert_uint_eq(t.cls[U].n, 1);
+    ck_assert_ptr_null(t.cls[U].v[0].work_id);
+    dlq_tally_free(&t);
+    dlq_read_free(&r);
+}
+END_TEST
+
 static Suite *dlq_suite(void)
 {
     Suite *s = suite_create("dlq");
@@ -616,6 +729,9 @@ static Suite *dlq_suite(void)
     tcase_add_test(tc, test_inspect_json);
     tcase_add_test(tc, test_inspect_text);
     tcase_add_test(tc, test_replay_json);
+    tcase_add_loop_test(tc, test_select_pages, 0, LEN(selections));
+    tcase_add_test(tc, test_tally_pages);
+    tcase_add_test(tc, test_tally_sample_bounded);
     suite_add_tcase(s, tc);
     tc = tcase_create("replay");
     tcase_add_test(tc, test_replay_order);
