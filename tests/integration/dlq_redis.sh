@@ -259,7 +259,7 @@ entries invoices.dlq | jq -c --arg ids "$want" '[.[] | select(.[0] as $i | $ids 
 mark=$(R --json XREVRANGE invoices + - COUNT 1 | jq -r '.[0][0]')
 moved_since_mark() { R --json XRANGE invoices "($mark" + | jq length; }
 base=$(R XLEN invoices)
-"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=2/s \
+"$QREL" dlq replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes --rate=1/s \
   --timeout=3s > "$T/killed.txt" 2>&1 &
 KPID=$!
 PIDS+=("$KPID")
@@ -269,9 +269,9 @@ kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null || true
 got=$(moved_since_mark)
 expect_cmd "killed half-way: $got of $nwant back on invoices" test "$got" -lt "$nwant"
-# The killed replay's lock blocks the next one only until it expires (2 x 3 s + 0.5 s + 1 s).
+# The killed replay's lock blocks the next one only until it expires (2 x 3 s + 1 s + 1 s).
 ttl=$(R PTTL qrel:replay-lock:invoices.dlq)
-expect_cmd "... its replay lock is left, expiring ($ttl ms)" test "$ttl" -gt 0 -a "$ttl" -le 7500
+expect_cmd "... its replay lock is left, expiring ($ttl ms)" test "$ttl" -gt 0 -a "$ttl" -le 8000
 rc=0
 DLQ replay --config.file="$T/claims.yml" --source=shop-redis --queue=invoices --yes > /dev/null || rc=$?
 expect_eq "... a replay meanwhile is refused (exit 1)" "$rc" 1
