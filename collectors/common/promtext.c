@@ -57,6 +57,18 @@ static void skip_blanks(struct reader *r, const char *eol)
  * that uses the whole token. */
 static int parse_value(const char *tok, size_t n, double *out)
 {
+    /* A plain count of up to 15 digits, most values of a broker's page, is exact in a double:
+     * read here, without strtod's copy and locale-aware parse. */
+    if (n && n <= 15) {
+        double v = 0;
+        size_t i = 0;
+        while (i < n && tok[i] >= '0' && tok[i] <= '9')
+            v = v * 10 + (tok[i++] - '0');
+        if (i == n) {
+            *out = v;
+            return 0;
+        }
+    }
     char buf[64];
     if (n == 0 || n >= sizeof buf)
         return -1;
