@@ -54,7 +54,7 @@ static double *val_slot(struct audit_entry *en, int fam, int *fresh)
 {
     uint32_t bit = 1u << fam;
     *fresh = !(en->has & bit);
-    if (!en->spill && *fresh && __builtin_popcount(en->has) == AUDIT_ENTRY_INLINE) {
+    if (!en->spill && *fresh && entry_popcount(en->has) == AUDIT_ENTRY_INLINE) {
         en->spill = xcalloc(F_COUNT, sizeof *en->spill);
         for (int f = 0; f < F_COUNT; f++)
             if (entry_has(en, f))
@@ -66,7 +66,7 @@ static double *val_slot(struct audit_entry *en, int fam, int *fresh)
     }
     unsigned i = entry_inline_index(en->has, fam);
     if (*fresh) {
-        unsigned n = (unsigned)__builtin_popcount(en->has);
+        unsigned n = entry_popcount(en->has);
         memmove(&en->v[i + 1], &en->v[i], (n - i) * sizeof *en->v);
         en->has |= bit;
     }
