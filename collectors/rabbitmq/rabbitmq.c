@@ -397,7 +397,7 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
 /* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and the consumers
  * from family queue_consumer_count in the same request (per vhost when vhosts are configured).
  * Asked for uncompressed: the page is 360 bytes a queue of repeated names that gzip shrinks 20
- * times, but the broker deflates it on every scrape (about 20 ms of its CPU for the 3.9 MB of
+ * times, but the broker deflates it on every scrape (an estimated 20 ms of CPU for the 3.9 MB of
  * 11,000 queues) and qrel inflates it (a tenth of a cached scrape's instructions), where the
  * exporter is near the broker (the 3.9 MB is 3 ms of a 10 Gbit/s link). */
 static int fetch_prom_depth(struct rabbitmq_state *st, const struct deadline *dl,
