@@ -54,7 +54,7 @@ static double *val_slot(struct audit_entry *en, int fam, int *fresh)
 {
     uint32_t bit = 1u << fam;
     *fresh = !(en->has & bit);
-    if (!en->spill && *fresh && __builtin_popcount(en->has) == AUDIT_ENTRY_INLINE) {
+    if (!en->spill && *fresh && entry_popcount(en->has) == AUDIT_ENTRY_INLINE) {
         en->spill = xcalloc(F_COUNT, sizeof *en->spill);
         for (int f = 0; f < F_COUNT; f++)
             if (entry_has(en, f))
@@ -66,7 +66,7 @@ static double *val_slot(struct audit_entry *en, int fam, int *fresh)
     }
     unsigned i = entry_inline_index(en->has, fam);
     if (*fresh) {
-        unsigned n = (unsigned)__builtin_popcount(en->has);
+        unsigned n = entry_popcount(en->has);
         memmove(&en->v[i + 1], &en->v[i], (n - i) * sizeof *en->v);
         en->has |= bit;
     }
@@ -213,13 +213,70 @@ static void entry_take(struct audit_index *ix, struct audit_entry *en, int f, do
     }
 }
 
-/* Five of these per sample: the first byte rules most names out before strcmp is called. */
-static const char *label(const struct metric_sample *s, const char *name)
+/* The labels the index reads. */
+enum role {
+    R_SOURCE,
+    R_KIND,
+    R_QUEUE,
+    R_GROUP,
+    R_DLQ,
+    R_QUANTILE,
+    R_REPLAYS,
+    R_STATE,
+    R_WORK,
+    R_PARTITION,
+    R_COUNT /* any other label */
+};
+
+static const char *const role_names[R_COUNT] = {
+    [R_SOURCE] = "source",
+    [R_KIND] = "kind",
+    [R_QUEUE] = "queue",
+    [R_GROUP] = "group",
+    [R_DLQ] = "dead_letter_queue",
+    [R_QUANTILE] = "quantile",
+    [R_REPLAYS] = "replays",
+    [R_STATE] = "state",
+    [R_WORK] = "work",
+    [R_PARTITION] = "partition",
+};
+
+/* A set keeps each label name once, so a sample's label names are pointers the set's other
+ * samples share: the role of each is found by strcmp once per set and then by the pointer (a
+ * sample's labels were looked up by name five times each, the bulk of the gathering). */
+#define NAME_MEMO 32
+struct name_memo {
+    const char *name[NAME_MEMO];
+    unsigned char role[NAME_MEMO];
+    size_t n;
+};
+
+static int role_of(struct name_memo *m, const char *name)
 {
-    for (size_t i = 0; i < s->nlabels; i++)
-        if (s->labels[i].name[0] == name[0] && strcmp(s->labels[i].name, name) == 0)
-            return s->labels[i].value;
-    return NULL;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->name[i] == name)
+            return m->role[i];
+    int r = R_COUNT;
+    for (int k = 0; k < R_COUNT && r == R_COUNT; k++)
+        if (strcmp(name, role_names[k]) == 0)
+            r = k;
+    if (m->n < NAME_MEMO) {
+        m->name[m->n] = name;
+        m->role[m->n++] = (unsigned char)r;
+    }
+    return r;
+}
+
+/* The values of the labels the index reads into lv (NULL where the sample has none). */
+static void read_labels(struct name_memo *m, const struct metric_sample *s, const char *lv[R_COUNT])
+{
+    for (int k = 0; k < R_COUNT; k++)
+        lv[k] = NULL;
+    for (size_t i = 0; i < s->nlabels; i++) {
+        int r = role_of(m, s->labels[i].name);
+        if (r < R_COUNT && !lv[r])
+            lv[r] = s->labels[i].value;
+    }
 }
 
 /* The catalogue index of each family the rules read, so samples of other families are skipped
@@ -236,22 +293,16 @@ static void family_map(int *by_index, size_t ncat)
 
 /* The family of a sample the rules read, told apart by its label where one family holds
  * several figures, or -1 to skip it. */
-static int sample_family(int fam, const struct metric_sample *smp)
+static int sample_family(int fam, const char *const lv[R_COUNT])
 {
-    if (fam == F_P99) {
-        const char *q = label(smp, "quantile");
-        return q && strcmp(q, "0.99") == 0 ? fam : -1;
-    }
-    if (fam == F_DL_POISON) {
-        const char *r = label(smp, "replays");
-        return r && strcmp(r, "poison") == 0 ? fam : -1;
-    }
-    if (fam == F_STALE) {
-        const char *st = label(smp, "state");
-        return st && strcmp(st, "stale") == 0 ? fam : -1;
-    }
+    if (fam == F_P99)
+        return lv[R_QUANTILE] && strcmp(lv[R_QUANTILE], "0.99") == 0 ? fam : -1;
+    if (fam == F_DL_POISON)
+        return lv[R_REPLAYS] && strcmp(lv[R_REPLAYS], "poison") == 0 ? fam : -1;
+    if (fam == F_STALE)
+        return lv[R_STATE] && strcmp(lv[R_STATE], "stale") == 0 ? fam : -1;
     if (fam == F_DL_DONE) {
-        const char *w = label(smp, "work");
+        const char *w = lv[R_WORK];
         if (!w)
             return -1;
         return strcmp(w, "done") == 0       ? F_DL_DONE
@@ -263,10 +314,9 @@ static int sample_family(int fam, const struct metric_sample *smp)
 
 /* A qrel_queue_messages sample that counts ready messages of the queue (or group) as a whole:
  * state ready, and not one of kafka's per-partition series, which repeat the total. */
-static int ready_sample(const struct metric_sample *smp)
+static int ready_sample(const char *const lv[R_COUNT])
 {
-    const char *st = label(smp, "state");
-    return st && strcmp(st, "ready") == 0 && !label(smp, "partition");
+    return lv[R_STATE] && strcmp(lv[R_STATE], "ready") == 0 && !lv[R_PARTITION];
 }
 
 static int cmp_dlq(const void *pa, const void *pb)
@@ -286,16 +336,20 @@ void audit_index_collect(struct audit_index *ix, struct metric_set *const *sets,
     family_map(by_index, ncat);
     struct metric_sample smp;
     struct audit_entry *last = NULL;
+    struct name_memo memo;
+    const char *lv[R_COUNT];
     for (size_t k = 0; k < nsets; k++) {
         struct metric_set *s = sets[k];
         size_t len = metric_set_len(s);
+        memo.n = 0; /* another set, other strings */
         for (size_t i = 0; i < len; i++) {
             size_t fi = metric_set_family_index(s, i);
             if (fi >= ncat || by_index[fi] < 0)
                 continue;
             metric_set_get(s, i, &smp);
-            const char *source = label(&smp, "source"), *kind = label(&smp, "kind");
-            const char *queue = label(&smp, "queue"), *dlq = NULL;
+            read_labels(&memo, &smp, lv);
+            const char *source = lv[R_SOURCE], *kind = lv[R_KIND];
+            const char *queue = lv[R_QUEUE], *dlq = NULL;
             int fam = by_index[fi];
             if (fam == F_SOURCE_QUEUES) {
                 /* A source-wide series: only a source that found no queue gets an entry (its
@@ -311,19 +365,19 @@ void audit_index_collect(struct audit_index *ix, struct metric_set *const *sets,
                     on_source(ctx, source, kind, smp.value);
                 continue;
             }
-            if ((fam = sample_family(fam, &smp)) < 0)
+            if ((fam = sample_family(fam, lv)) < 0)
                 continue;
             if (fam == F_DEAD || fam == F_DEAD_AGE || fam == F_DL_RETENTION) {
-                dlq = label(&smp, "dead_letter_queue");
+                dlq = lv[R_DLQ];
                 if (!dlq)
                     continue;
             }
-            const char *group = label(&smp, "group");
+            const char *group = lv[R_GROUP];
             if (!last || last->queue != queue || last->group != group || last->source != source ||
                 last->kind != kind)
                 last = find_entry(ix, source, kind, queue, group);
             entry_take(ix, last, fam, smp.value, dlq);
-            if (fam == F_DEPTH && ready_sample(&smp))
+            if (fam == F_DEPTH && ready_sample(lv))
                 entry_take(ix, last, F_READY, smp.value, NULL);
         }
     }

@@ -57,6 +57,18 @@ static void skip_blanks(struct reader *r, const char *eol)
  * that uses the whole token. */
 static int parse_value(const char *tok, size_t n, double *out)
 {
+    /* A plain count of up to 15 digits, most values of a broker's page, is exact in a double:
+     * read here, without strtod's copy and locale-aware parse. */
+    if (n && n <= 15) {
+        double v = 0;
+        size_t i = 0;
+        while (i < n && tok[i] >= '0' && tok[i] <= '9')
+            v = v * 10 + (tok[i++] - '0');
+        if (i == n) {
+            *out = v;
+            return 0;
+        }
+    }
     char buf[64];
     if (n == 0 || n >= sizeof buf)
         return -1;
@@ -201,8 +213,20 @@ static int parse_sample(struct reader *r, const char *eol, struct promtext_sampl
     return 0;
 }
 
-int promtext_parse(const char *text, size_t len, const char *what, promtext_sample_fn fn, void *ctx,
-                   struct err *e)
+/* The sample name at r->p, which the caller does not want: 1 when want refuses it. A line that
+ * does not start with a name is left to parse_sample, which says what is wrong. */
+static int unwanted(const struct reader *r, const char *eol, promtext_want_fn want, void *ctx)
+{
+    const char *p = r->p;
+    if (!want || !is_name_start(*p))
+        return 0;
+    while (p < eol && is_name_char(*p))
+        p++;
+    return !want(ctx, r->p, (size_t)(p - r->p));
+}
+
+int promtext_parse_some(const char *text, size_t len, const char *what, promtext_want_fn want,
+                        promtext_sample_fn fn, void *ctx, struct err *e)
 {
     struct reader r = {text, text + len, 0, what};
     struct buf scratch;
@@ -219,7 +243,7 @@ int promtext_parse(const char *text, size_t len, const char *what, promtext_samp
             break;
         }
         skip_blanks(&r, eol);
-        if (r.p < eol && *r.p != '#') {
+        if (r.p < eol && *r.p != '#' && !unwanted(&r, eol, want, ctx)) {
             if (parse_sample(&r, eol, &s, &scratch, e) || fn(ctx, &s, e)) {
                 rc = -1;
                 break;
@@ -229,6 +253,12 @@ int promtext_parse(const char *text, size_t len, const char *what, promtext_samp
     }
     buf_free(&scratch);
     return rc;
+}
+
+int promtext_parse(const char *text, size_t len, const char *what, promtext_sample_fn fn, void *ctx,
+                   struct err *e)
+{
+    return promtext_parse_some(text, len, what, NULL, fn, ctx, e);
 }
 
 const struct promtext_label *promtext_label(const struct promtext_sample *s, const char *name)

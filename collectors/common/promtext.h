@@ -41,6 +41,16 @@ typedef int (*promtext_sample_fn)(void *ctx, const struct promtext_sample *s, st
 int promtext_parse(const char *text, size_t len, const char *what, promtext_sample_fn fn, void *ctx,
                    struct err *e);
 
+/* Whether the caller wants the samples named name[0, len) (not NUL-terminated). */
+typedef int (*promtext_want_fn)(void *ctx, const char *name, size_t len);
+
+/* promtext_parse for a reader that wants a few families of a large page (the rabbitmq kind reads
+ * 3 of the 5 per-queue families of its depth request): a sample whose name want refuses is passed
+ * over once its name is read, its labels and value neither parsed nor checked (NUL bytes and
+ * lines that do not start with a name still fail). want NULL wants every sample. */
+int promtext_parse_some(const char *text, size_t len, const char *what, promtext_want_fn want,
+                        promtext_sample_fn fn, void *ctx, struct err *e);
+
 /* The value of label name in s, or NULL. */
 const struct promtext_label *promtext_label(const struct promtext_sample *s, const char *name);
 

@@ -97,7 +97,11 @@ void rabbitmq_cache_add(struct rabbitmq_cache *c, const char *vhost, const char 
         f->ndlqs = (uint32_t)v->ndlqs;
         for (size_t i = 0; i < v->ndlqs; i++) {
             grow((void **)&c->dlqs, c->ndlqs, &c->dlqcap, sizeof *c->dlqs);
-            c->dlqs[c->ndlqs++] = add_string(c, dlqs[i]);
+            /* many queues often share one dead-letter queue: stored once while they follow
+             * each other, so a scrape sees the same string for it (rabbitmq.c's dlq_memo) */
+            if (!c->last_dlq || strcmp(str_at(c, c->last_dlq - 1), dlqs[i]) != 0)
+                c->last_dlq = add_string(c, dlqs[i]) + 1;
+            c->dlqs[c->ndlqs++] = c->last_dlq - 1;
         }
         r->fig = (uint32_t)c->nfigs;
     }

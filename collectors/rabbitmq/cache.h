@@ -43,6 +43,7 @@ struct rabbitmq_cache {
     uint32_t *dlqs; /* dead-letter queue names (offsets), each queue's run together */
     size_t ndlqs, dlqcap;
     uint32_t last_vhost;  /* the offset of the vhost added last + 1: queues come by vhost */
+    uint32_t last_dlq;    /* the same for the dead-letter queue name added last */
     struct hashtab index; /* recs by (vhost, name) */
 };
 

@@ -8,16 +8,22 @@
 #include "common/json.h"
 #include "alloc.h"
 
-/* GET url from the management API (auth) or the plugin (no auth), within dl. what names it in
- * errors (no query string). With not_found, a 404 sets *not_found = 1 and succeeds. */
 int rabbitmq_client_get(struct rabbitmq_state *st, const char *url, int auth,
                         const struct deadline *dl, struct http_response *resp, int *not_found,
                         struct err *e)
+{
+    return rabbitmq_client_get_with(st, url, auth, NULL, dl, resp, not_found, e);
+}
+
+int rabbitmq_client_get_with(struct rabbitmq_state *st, const char *url, int auth,
+                             const char *const *headers, const struct deadline *dl,
+                             struct http_response *resp, int *not_found, struct err *e)
 {
     struct http_request req;
     memset(&req, 0, sizeof req);
     req.method = "GET";
     req.url = url;
+    req.headers = headers;
     if (auth) {
         req.auth = HTTP_AUTH_BASIC;
         req.username = st->username;

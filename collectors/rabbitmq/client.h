@@ -48,6 +48,11 @@ int rabbitmq_client_get(struct rabbitmq_state *st, const char *url, int auth,
                         const struct deadline *dl, struct http_response *resp, int *not_found,
                         struct err *e);
 
+/* The same with extra request headers (NULL-terminated "Name: value" lines, or NULL). */
+int rabbitmq_client_get_with(struct rabbitmq_state *st, const char *url, int auth,
+                             const char *const *headers, const struct deadline *dl,
+                             struct http_response *resp, int *not_found, struct err *e);
+
 /* A dead-letter exchange, with what the broker said about it. */
 struct dlx {
     const char *vhost, *name; /* the caller's         */

@@ -157,11 +157,51 @@ START_TEST(test_nul_and_empty)
 }
 END_TEST
 
+/* The reader of a few families: the others are passed over unparsed, even when malformed. */
+static int want_ready(void *ctx, const char *name, size_t len)
+{
+    (void)ctx;
+    return len == 5 && memcmp(name, "ready", 5) == 0;
+}
+
+START_TEST(test_some)
+{
+    static const char page[] = "# TYPE ready gauge\n"
+                               "ready{queue=\"a\"} 1\n"
+                               "total{queue=\"a\",oops 2\n"
+                               "ready_not{queue=\"a\"} x\n"
+                               "ready{queue=\"b\"} 3\n";
+    struct seen sn = {{0}, 0};
+    struct err e;
+    err_clear(&e);
+    buf_init(&sn.text);
+    ck_assert_int_eq(
+        promtext_parse_some(page, sizeof page - 1, "GET /m", want_ready, collect_sample, &sn, &e),
+        0);
+    ck_assert_int_eq(sn.n, 2);
+    ck_assert_str_eq(sn.text.data, "ready|queue=a|1\nready|queue=b|3\n");
+    /* a wanted sample is as strict as ever; a line that starts with no name still fails */
+    static const char wanted_bad[] = "ready{queue=\"a\"} x\n";
+    ck_assert_int_eq(promtext_parse_some(wanted_bad, sizeof wanted_bad - 1, "GET /m", want_ready,
+                                         collect_sample, &sn, &e),
+                     -1);
+    ck_assert_str_eq(e.msg, "GET /m: line 1: want a sample value (a number, NaN, +Inf or -Inf)");
+    static const char noname[] = "{queue=\"a\"} 1\n";
+    ck_assert_int_eq(promtext_parse_some(noname, sizeof noname - 1, "GET /m", want_ready,
+                                         collect_sample, &sn, &e),
+                     -1);
+    /* without want, every sample is read: the malformed one fails */
+    ck_assert_int_eq(
+        promtext_parse_some(page, sizeof page - 1, "GET /m", NULL, collect_sample, &sn, &e), -1);
+    buf_free(&sn.text);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
         {test_recorded, 0},          {test_helpers, 0},       {test_callback_stops, 0},
-        {test_bad, CHECK_ROWS(bad)}, {test_nul_and_empty, 0},
+        {test_bad, CHECK_ROWS(bad)}, {test_nul_and_empty, 0}, {test_some, 0},
     };
     return check_run_tests("promtext", tests, CHECK_ROWS(tests), 0);
 }
