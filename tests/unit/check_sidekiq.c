@@ -3,6 +3,7 @@
  * object, on a process's info (6.4 recorded, 7.x's shape), and on what must be refused. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,49 @@ START_TEST(test_times_as_written)
 }
 END_TEST
 
+/* enqueued_at as the parser's own decimal reading gives it (digits and a point, at most 2^53 as
+ * an integer) and as strtod gives it otherwise: the very same double for every text, short,
+ * 17 digits, a trailing point, an exponent; and a NULL queue checks the job without a copy. */
+START_TEST(test_enqueued_at_exact)
+{
+    static const char *const fixed[] = {"0",
+                                        "1.",
+                                        "007.50",
+                                        "1796541877.17724",
+                                        "1796541877.1770961",
+                                        "9007199254740992",
+                                        "9007199254740993",
+                                        "0.1",
+                                        "0.0000000000000000000001",
+                                        "0.00000000000000000000001",
+                                        "123456789012345678901234",
+                                        "1.5e9",
+                                        "1700000000.000001"};
+    unsigned long long x = 88172645463325252ULL; /* xorshift: the same texts every run */
+    for (size_t i = 0; i < 20000 + sizeof fixed / sizeof fixed[0]; i++) {
+        char num[48], job[96];
+        if (i < sizeof fixed / sizeof fixed[0]) {
+            snprintf(num, sizeof num, "%s", fixed[i]);
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            int frac = 1 + (int)(x % 8); /* digits after the point: 1 to 8 */
+            unsigned long long whole = 1000000000ULL + (x >> 20) % 900000000ULL, mod = 1;
+            for (int d = 0; d < frac; d++)
+                mod *= 10;
+            snprintf(num, sizeof num, "%llu.%0*llu", whole, frac, (x >> 8) % mod);
+        }
+        snprintf(job, sizeof job, "{\"queue\":\"q\",\"enqueued_at\":%s}", num);
+        double at, want = strtod(num, NULL);
+        enum entry_skip why;
+        struct err e;
+        ck_assert_int_eq(sidekiq_parse_job(job, strlen(job), NULL, &at, &why, &e), 0);
+        ck_assert_msg(memcmp(&at, &want, sizeof at) == 0, "%s: %.17g, strtod %.17g", num, at, want);
+    }
+}
+END_TEST
+
 /* A process's heartbeat: alive within stale_after, stopped after it, and neither when the beat is
  * no time (not a number, not finite, before 2000, far ahead): then its jobs are not orphaned. */
 static const struct {
@@ -244,6 +288,7 @@ int main(void)
         {test_work, 0},
         {test_refused, CHECK_ROWS(bad)},
         {test_times_as_written, 0},
+        {test_enqueued_at_exact, 0},
         {test_beat, CHECK_ROWS(beats)},
         {test_process, 0},
     };
