@@ -167,6 +167,9 @@ START_TEST(test_enqueued_at_exact)
                                         "1796541877.1770961",
                                         "9007199254740992",
                                         "9007199254740993",
+                                        "9007199254740995",
+                                        "1796541877.177096123",
+                                        "18446744073709551615",
                                         "0.1",
                                         "0.0000000000000000000001",
                                         "0.00000000000000000000001",
@@ -174,7 +177,7 @@ START_TEST(test_enqueued_at_exact)
                                         "1.5e9",
                                         "1700000000.000001"};
     unsigned long long x = 88172645463325252ULL; /* xorshift: the same texts every run */
-    for (size_t i = 0; i < 20000 + sizeof fixed / sizeof fixed[0]; i++) {
+    for (size_t i = 0; i < 50000 + sizeof fixed / sizeof fixed[0]; i++) {
         char num[48], job[96];
         if (i < sizeof fixed / sizeof fixed[0]) {
             snprintf(num, sizeof num, "%s", fixed[i]);
@@ -182,10 +185,15 @@ START_TEST(test_enqueued_at_exact)
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            int frac = 1 + (int)(x % 8); /* digits after the point: 1 to 8 */
-            unsigned long long whole = 1000000000ULL + (x >> 20) % 900000000ULL, mod = 1;
+            /* an epoch of Ruby's (10 digits) every other text, else 1 to 12 digits; 1 to 9 after
+             * the point: up to 19 digits in all, most of them past 2^53 */
+            int frac = 1 + (int)(x % 9), wdigits = (x >> 4) % 2 ? 10 : 1 + (int)((x >> 5) % 12);
+            unsigned long long wmod = 1, mod = 1;
+            for (int d = 0; d < wdigits; d++)
+                wmod *= 10;
             for (int d = 0; d < frac; d++)
                 mod *= 10;
+            unsigned long long whole = (x >> 20) % wmod;
             snprintf(num, sizeof num, "%llu.%0*llu", whole, frac, (x >> 8) % mod);
         }
         snprintf(job, sizeof job, "{\"queue\":\"q\",\"enqueued_at\":%s}", num);
