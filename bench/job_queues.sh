@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # job_queues.sh: the Redis job-framework kinds (rq, sidekiq, celery, bullmq, Bull through kind
-# bullmq, laravel) at 10,000 queues each (sidekiq 40,000 and celery 25,000: their scrape per queue
+# bullmq, laravel) at 10,000 queues each (sidekiq 30,000 and celery 25,000: their scrape per queue
 # is the cheapest, and the goal is read at a scrape of at least 50 ms), beside the floor and the
 # peer, in two workload shapes:
 #   shallow  every queue holds 1 ready job;
@@ -35,7 +35,7 @@ usage() {
   cat <<'EOF'
 Usage: bench/job_queues.sh [--queues N] [--scrapes N] [--peer-scrapes N] [--kinds "LIST"]
 
-  --queues N        queues of every kind (default: sidekiq 40000, celery 25000, the others
+  --queues N        queues of every kind (default: sidekiq 30000, celery 25000, the others
                     10000)
   --scrapes N       measured runs of qrel and of the floor (default 11)
   --peer-scrapes N  measured scrapes of the peer, by far the slowest side (default 3)
@@ -95,7 +95,7 @@ queues_of() {
     echo "$QUEUES_OPT"
     return
   fi
-  case $1 in sidekiq) echo 40000 ;; celery) echo 25000 ;; *) echo 10000 ;; esac
+  case $1 in sidekiq) echo 30000 ;; celery) echo 25000 ;; *) echo 10000 ;; esac
 }
 
 # ---- BullMQ and Bull from npm, installed once into the build dir (the test's own pinned lock)
