@@ -8,6 +8,7 @@
  * does not take as plainly well-formed (an escape in a wanted member, a member twice, a top level
  * that is not an object) goes to jansson, whose answer and message stay the reference. */
 #include <errno.h>
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -143,7 +144,9 @@ static int exact_decimal(const char *p, const char *end, double *out)
         digits++;
         frac += point;
     }
-    if (!digits || (point && !frac) || frac >= (int)(sizeof pow10 / sizeof pow10[0]))
+    /* one rounding a division only where doubles are evaluated as doubles (not x87's 80 bits) */
+    if (!digits || (point && !frac) || frac >= (int)(sizeof pow10 / sizeof pow10[0]) ||
+        FLT_EVAL_METHOD != 0)
         return 0;
     double d = (double)m / pow10[frac];
     if (m <= 1ULL << 53) {
