@@ -30,6 +30,7 @@
 #include "config.h"
 #include "log.h"
 #include "alloc.h"
+#include "buf.h"
 
 #define DEFAULT_VISIBILITY_TIMEOUT 3600.0 /* kombu's Redis transport */
 #define PRIORITY_SEP "\x06\x16"
@@ -174,20 +175,26 @@ static int on_reply(void *ctx, size_t index, const redisReply *r, struct err *e)
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
     const struct state *st = sc->st;
+    /* Found in the catalogue once a scrape rather than by name for each of 7 adds a queue. */
+    const struct metric_family *messages = metric_catalog_find("qrel_queue_messages"),
+                               *timeout = metric_catalog_find("qrel_lease_timeout_seconds"),
+                               *redelivered = metric_catalog_find("qrel_messages_redelivered"),
+                               *eta_beyond = metric_catalog_find("qrel_lease_eta_beyond_messages"),
+                               *hold = metric_catalog_find("qrel_lease_oldest_age_seconds"),
+                               *margin = metric_catalog_find("qrel_lease_margin_ratio");
     for (size_t i = 0; i < st->job.nqueues; i++) {
         const struct queue *q = &sc->q[i];
         const char *n = st->job.queues[i];
-        metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
-        metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
-                       NULL);
-        metric_set_add(out, "qrel_lease_timeout_seconds", st->visibility_timeout, "queue", n, NULL);
-        metric_set_add(out, "qrel_messages_redelivered", q->redelivered, "queue", n, NULL);
-        metric_set_add(out, "qrel_lease_eta_beyond_messages", q->eta_beyond, "queue", n, NULL);
+        metric_set_add_family(out, messages, q->ready, "queue", n, "state", "ready", NULL);
+        metric_set_add_family(out, messages, q->in_flight, "queue", n, "state", "in_flight", NULL);
+        metric_set_add_family(out, timeout, st->visibility_timeout, "queue", n, NULL);
+        metric_set_add_family(out, redelivered, q->redelivered, "queue", n, NULL);
+        metric_set_add_family(out, eta_beyond, q->eta_beyond, "queue", n, NULL);
         if (q->in_flight > 0) {
-            metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
+            metric_set_add_family(out, hold, q->hold, "queue", n, NULL);
             if (q->hold > 0)
-                metric_set_add(out, "qrel_lease_margin_ratio", st->visibility_timeout / q->hold,
-                               "queue", n, NULL);
+                metric_set_add_family(out, margin, st->visibility_timeout / q->hold, "queue", n,
+                                      NULL);
         }
     }
     entry_skips_emit(&sc->skips, out);
@@ -216,17 +223,25 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     k = xasprintf("%sunacked", st->prefix);
     redis_pipe_addv(p, "HGETALL", k, NULL);
     free(k);
+    /* A queue's four keys are written into one buffer, with their lengths: four keys malloc'd,
+     * measured and freed per queue were two thirds of the requests' instructions. */
+    struct buf key;
+    buf_init(&key);
     for (size_t i = 0; i < st->job.nqueues; i++) {
-        k = xstrjoin(st->prefix, st->job.queues[i], (char *)NULL);
-        redis_pipe_addv(p, "LLEN", k, NULL);
-        free(k);
-        for (int s = 0; s < NSTEPS; s++) {
-            k = xstrjoin(st->prefix, st->job.queues[i], PRIORITY_SEP, priority_steps[s],
-                         (char *)NULL);
-            redis_pipe_addv(p, "LLEN", k, NULL);
-            free(k);
+        buf_reset(&key);
+        buf_puts(&key, st->prefix);
+        buf_puts(&key, st->job.queues[i]);
+        size_t plain = key.len;
+        buf_append(&key, PRIORITY_SEP "0", 3); /* the step's digit is written in its place */
+        for (int s = 0; s <= NSTEPS; s++) {
+            if (s > 0)
+                key.data[plain + 2] = priority_steps[s - 1][0];
+            const char *argv[] = {"LLEN", key.data};
+            const size_t len[] = {4, s > 0 ? key.len : plain};
+            redis_pipe_add(p, 2, argv, len);
         }
     }
+    buf_free(&key);
     return redis_pipe_exec_each(st->job.conn, p, dl, st->job.rs.max_response_bytes, on_reply, sc,
                                 e);
 }

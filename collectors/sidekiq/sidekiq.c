@@ -45,6 +45,7 @@
 #include "log.h"
 #include "sidekiq.h"
 #include "alloc.h"
+#include "buf.h"
 
 #define DEFAULT_MAX_SET_ENTRIES 10000
 #define DEFAULT_STALE_AFTER 20.0 /* four missed heartbeats */
@@ -318,16 +319,14 @@ static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e
         }
         if (r->type == REDIS_REPLY_NIL)
             return 0;
-        char *queue;
         double enqueued;
         enum entry_skip why;
         if (r->type != REDIS_REPLY_STRING)
             return err_set(e, ERR_PROTOCOL, "queue %s: LINDEX: want a job", q->name);
-        if (sidekiq_parse_job(r->str, r->len, &queue, &enqueued, &why, e)) {
+        if (sidekiq_parse_job(r->str, r->len, NULL, &enqueued, &why, e)) {
             entry_skips_add(&sc->skips, q->name, why);
             return 0;
         }
-        free(queue);
         if (!isnan(enqueued) &&
             entry_skips_age(&sc->skips, q->name, sc->now, enqueued, &q->head_age) == 0)
             q->has_head = 1;
@@ -414,15 +413,25 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
 
     redis_pipe_reset(p);
     sc->read = xcalloc(sc->n ? sc->n : 1, sizeof *sc->read);
+    /* Each queue's key is written into one buffer, with its length: a key malloc'd, measured and
+     * freed per queue cost a tenth of the requests' instructions at 10,000 queues. */
+    struct buf qk;
+    buf_init(&qk);
+    buf_puts(&qk, st->ns);
+    buf_puts(&qk, "queue:");
+    size_t stem = qk.len;
     for (size_t i = 0; i < sc->n; i++) {
         if (sc->q[i].excluded)
             continue; /* no key of an excluded queue is asked for */
         sc->read[sc->nread++] = i;
-        k = key(st, "queue:", sc->q[i].name);
-        redis_pipe_addv(p, "LLEN", k, NULL);
-        redis_pipe_addv(p, "LINDEX", k, "-1", NULL);
-        free(k);
+        qk.len = stem;
+        buf_puts(&qk, sc->q[i].name);
+        const char *llen[] = {"LLEN", qk.data}, *lindex[] = {"LINDEX", qk.data, "-1"};
+        const size_t llen_n[] = {4, qk.len}, lindex_n[] = {6, qk.len, 2};
+        redis_pipe_add(p, 2, llen, llen_n);
+        redis_pipe_add(p, 3, lindex, lindex_n);
     }
+    buf_free(&qk);
     for (size_t i = 0; i < sc->nprocesses; i++) {
         k = key(st, sc->processes[i], NULL);
         redis_pipe_addv(p, "HGET", k, "beat", NULL);
@@ -440,36 +449,57 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     return 0;
 }
 
+/* The families of a queue's series, found in the catalogue once a scrape: metric_set_add looks
+ * its family up by the name's address in a small cache where three of these names shared a
+ * slot, and fell back to the catalogue's binary search for 2 of a queue's 8 adds. */
+struct families {
+    const struct metric_family *messages, *redelivered, *dead, *head_age, *dead_oldest,
+        *dead_newest, *hold, *orphaned, *consumers;
+};
+
+static void families_find(struct families *f)
+{
+    f->messages = metric_catalog_find("qrel_queue_messages");
+    f->redelivered = metric_catalog_find("qrel_messages_redelivered");
+    f->dead = metric_catalog_find("qrel_dead_letter_messages");
+    f->head_age = metric_catalog_find("qrel_queue_oldest_message_age_seconds");
+    f->dead_oldest = metric_catalog_find("qrel_dead_letter_oldest_age_seconds");
+    f->dead_newest = metric_catalog_find("qrel_dead_letter_newest_age_seconds");
+    f->hold = metric_catalog_find("qrel_lease_oldest_age_seconds");
+    f->orphaned = metric_catalog_find("qrel_lease_orphaned_messages");
+    f->consumers = metric_catalog_find("qrel_queue_consumers");
+}
+
 static void emit(const struct scrape *sc, struct metric_set *out)
 {
+    struct families f;
+    families_find(&f);
     exclude_emit(&sc->st->job.exclude, out, "queue");
     for (size_t r = 0; r < sc->nread; r++) {
         const struct queue *q = &sc->q[sc->read[r]];
         const char *n = q->name;
-        metric_set_add(out, "qrel_queue_messages", q->ready, "queue", n, "state", "ready", NULL);
-        metric_set_add(out, "qrel_queue_messages", q->in_flight, "queue", n, "state", "in_flight",
-                       NULL);
-        metric_set_add(out, "qrel_queue_messages", q->scheduled, "queue", n, "state", "delayed",
-                       NULL);
-        metric_set_add(out, "qrel_messages_redelivered", q->retrying, "queue", n, NULL);
-        metric_set_add(out, "qrel_dead_letter_messages", q->dead, "queue", n, "dead_letter_queue",
-                       DEAD_LETTER_LABEL, NULL);
+        metric_set_add_family(out, f.messages, q->ready, "queue", n, "state", "ready", NULL);
+        metric_set_add_family(out, f.messages, q->in_flight, "queue", n, "state", "in_flight",
+                              NULL);
+        metric_set_add_family(out, f.messages, q->scheduled, "queue", n, "state", "delayed", NULL);
+        metric_set_add_family(out, f.redelivered, q->retrying, "queue", n, NULL);
+        metric_set_add_family(out, f.dead, q->dead, "queue", n, "dead_letter_queue",
+                              DEAD_LETTER_LABEL, NULL);
         if (q->has_head)
-            metric_set_add(out, "qrel_queue_oldest_message_age_seconds", q->head_age, "queue", n,
-                           NULL);
+            metric_set_add_family(out, f.head_age, q->head_age, "queue", n, NULL);
         if (q->has_dead_range) { /* scores judged by entry_age when read */
             double oldest = sc->now > q->dead_min ? sc->now - q->dead_min : 0;
             double newest = sc->now > q->dead_max ? sc->now - q->dead_max : 0;
-            metric_set_add(out, "qrel_dead_letter_oldest_age_seconds", oldest, "queue", n,
-                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
-            metric_set_add(out, "qrel_dead_letter_newest_age_seconds", newest, "queue", n,
-                           "dead_letter_queue", DEAD_LETTER_LABEL, NULL);
+            metric_set_add_family(out, f.dead_oldest, oldest, "queue", n, "dead_letter_queue",
+                                  DEAD_LETTER_LABEL, NULL);
+            metric_set_add_family(out, f.dead_newest, newest, "queue", n, "dead_letter_queue",
+                                  DEAD_LETTER_LABEL, NULL);
         }
         if (q->has_hold)
-            metric_set_add(out, "qrel_lease_oldest_age_seconds", q->hold, "queue", n, NULL);
-        metric_set_add(out, "qrel_lease_orphaned_messages", q->orphaned, "queue", n, NULL);
+            metric_set_add_family(out, f.hold, q->hold, "queue", n, NULL);
+        metric_set_add_family(out, f.orphaned, q->orphaned, "queue", n, NULL);
         if (!sc->consumers_unknown && !q->consumers_unknown)
-            metric_set_add(out, "qrel_queue_consumers", q->consumers, "queue", n, NULL);
+            metric_set_add_family(out, f.consumers, q->consumers, "queue", n, NULL);
     }
     entry_skips_emit(&sc->skips, out);
 }

@@ -12,8 +12,9 @@
 /* A job as Sidekiq serialises it (queue lists, the schedule, retry and dead sets, and the
  * payload of a job being worked on): its queue and, where present, enqueued_at (epoch seconds as
  * written, whatever their sign: the caller judges them with entry_age; NAN when absent, as for a
- * job that was never enqueued yet). *queue is malloc'd. -1 with *why (entries.h) and a message
- * when the job cannot be read: the caller skips that one entry and counts it. */
+ * job that was never enqueued yet). *queue is malloc'd; a NULL queue checks that the job has one
+ * without copying it (a queue list's head, whose queue is known). -1 with *why (entries.h) and a
+ * message when the job cannot be read: the caller skips that one entry and counts it. */
 int sidekiq_parse_job(const char *json, size_t len, char **queue, double *enqueued_at,
                       enum entry_skip *why, struct err *e);
 

@@ -3,6 +3,7 @@
  * object, on a process's info (6.4 recorded, 7.x's shape), and on what must be refused. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,57 @@ START_TEST(test_times_as_written)
 }
 END_TEST
 
+/* enqueued_at as the parser's own decimal reading gives it (digits and a point, at most 2^53 as
+ * an integer) and as strtod gives it otherwise: the very same double for every text, short,
+ * 17 digits, a trailing point, an exponent; and a NULL queue checks the job without a copy. */
+START_TEST(test_enqueued_at_exact)
+{
+    static const char *const fixed[] = {"0",
+                                        "1.",
+                                        "007.50",
+                                        "1796541877.17724",
+                                        "1796541877.1770961",
+                                        "9007199254740992",
+                                        "9007199254740993",
+                                        "9007199254740995",
+                                        "1796541877.177096123",
+                                        "18446744073709551615",
+                                        "0.1",
+                                        "0.0000000000000000000001",
+                                        "0.00000000000000000000001",
+                                        "123456789012345678901234",
+                                        "1.5e9",
+                                        "1700000000.000001"};
+    unsigned long long x = 88172645463325252ULL; /* xorshift: the same texts every run */
+    for (size_t i = 0; i < 50000 + sizeof fixed / sizeof fixed[0]; i++) {
+        char num[48], job[96];
+        if (i < sizeof fixed / sizeof fixed[0]) {
+            snprintf(num, sizeof num, "%s", fixed[i]);
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            /* an epoch of Ruby's (10 digits) every other text, else 1 to 12 digits; 1 to 9 after
+             * the point: up to 19 digits in all, most of them past 2^53 */
+            int frac = 1 + (int)(x % 9), wdigits = (x >> 4) % 2 ? 10 : 1 + (int)((x >> 5) % 12);
+            unsigned long long wmod = 1, mod = 1;
+            for (int d = 0; d < wdigits; d++)
+                wmod *= 10;
+            for (int d = 0; d < frac; d++)
+                mod *= 10;
+            unsigned long long whole = (x >> 20) % wmod;
+            snprintf(num, sizeof num, "%llu.%0*llu", whole, frac, (x >> 8) % mod);
+        }
+        snprintf(job, sizeof job, "{\"queue\":\"q\",\"enqueued_at\":%s}", num);
+        double at, want = strtod(num, NULL);
+        enum entry_skip why;
+        struct err e;
+        ck_assert_int_eq(sidekiq_parse_job(job, strlen(job), NULL, &at, &why, &e), 0);
+        ck_assert_msg(memcmp(&at, &want, sizeof at) == 0, "%s: %.17g, strtod %.17g", num, at, want);
+    }
+}
+END_TEST
+
 /* A process's heartbeat: alive within stale_after, stopped after it, and neither when the beat is
  * no time (not a number, not finite, before 2000, far ahead): then its jobs are not orphaned. */
 static const struct {
@@ -244,6 +296,7 @@ int main(void)
         {test_work, 0},
         {test_refused, CHECK_ROWS(bad)},
         {test_times_as_written, 0},
+        {test_enqueued_at_exact, 0},
         {test_beat, CHECK_ROWS(beats)},
         {test_process, 0},
     };
