@@ -1,6 +1,10 @@
-/* json_members.c: the top-level members of a JSON object, values skipped (see json_members.h).
+/* json_members.c: the top-level members of a JSON object or elements of an array, values
+ * skipped (see json_members.h).
  * Part of the json helper (common/json_*.c). */
 #include "json_members.h"
+
+#include <stdint.h>
+#include <string.h>
 
 static const char *skip_ws(const char *p, const char *end)
 {
@@ -9,11 +13,27 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* p at the opening quote: past the closing one, or NULL. *escaped tells whether it had any. */
+/* 1 when one of the 8 bytes of w is a quote, a backslash or a control character: the bytes a
+ * string's walk stops at (the zero-byte test of each, exact as a whole). */
+static int word_stops(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    return ((((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w)) & highs) != 0;
+}
+
+/* p at the opening quote: past the closing one, or NULL. *escaped tells whether it had any. The
+ * bytes are taken 8 at a time while none of them stops the walk: most of a document's bytes are
+ * in its strings. */
 static const char *skip_string(const char *p, const char *end, int *escaped)
 {
     *escaped = 0;
     for (p++; p < end; p++) {
+        uint64_t w;
+        while (end - p >= 8 && (memcpy(&w, p, 8), !word_stops(w)))
+            p += 8;
+        if (p >= end)
+            break;
         if (*p == '\\') {
             *escaped = 1;
             p++;
@@ -92,5 +112,27 @@ int json_members(const char *json, size_t len, json_member_fn fn, void *ctx)
             continue;
         }
         return p < end && *p == '}' && skip_ws(p + 1, end) == end;
+    }
+}
+
+int json_elements(const char *json, size_t len, json_element_fn fn, void *ctx)
+{
+    const char *p = skip_ws(json, json + len), *end = json + len;
+    if (p >= end || *p != '[')
+        return 0;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']')
+        return skip_ws(p + 1, end) == end;
+    for (size_t i = 0;; i++) {
+        int depth;
+        const char *v = p, *v_end = skip_value(p, end, &depth);
+        if (!v_end || fn(ctx, i, v, v_end))
+            return 0;
+        p = skip_ws(v_end, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        return p < end && *p == ']' && skip_ws(p + 1, end) == end;
     }
 }
