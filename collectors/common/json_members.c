@@ -1,5 +1,4 @@
-/* json_members.c: the top-level members of a JSON object or elements of an array, values
- * skipped (see json_members.h).
+/* json_members.c: the top-level members of a JSON object, values skipped (see json_members.h).
  * Part of the json helper (common/json_*.c). */
 #include "json_members.h"
 
@@ -115,24 +114,8 @@ int json_members(const char *json, size_t len, json_member_fn fn, void *ctx)
     }
 }
 
-int json_elements(const char *json, size_t len, json_element_fn fn, void *ctx)
+const char *json_skip_value(const char *p, const char *end)
 {
-    const char *p = skip_ws(json, json + len), *end = json + len;
-    if (p >= end || *p != '[')
-        return 0;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == ']')
-        return skip_ws(p + 1, end) == end;
-    for (size_t i = 0;; i++) {
-        int depth;
-        const char *v = p, *v_end = skip_value(p, end, &depth);
-        if (!v_end || fn(ctx, i, v, v_end))
-            return 0;
-        p = skip_ws(v_end, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        return p < end && *p == ']' && skip_ws(p + 1, end) == end;
-    }
+    int depth;
+    return skip_value(p, end, &depth);
 }

@@ -1,5 +1,5 @@
-/* json_members.h: the top-level members of a JSON object (or elements of an array), walked
- * without building the document.
+/* json_members.h: the top-level members of a JSON object, walked without building the document
+ * (and json_skip_value, the skip it uses).
  *
  * A kind that reads a few top-level members of many job payloads (sidekiq, laravel) spends most of
  * a scrape building documents with jansson only to read two or three numbers. This scanner walks
@@ -32,10 +32,9 @@ typedef int (*json_member_fn)(void *ctx, const struct json_member *m);
  * asks jansson too. */
 int json_members(const char *json, size_t len, json_member_fn fn, void *ctx);
 
-/* The elements of the array json, walked the same way: fn gets each element's index and its
- * text [v, v_end), skipped by its brackets and quotes and not validated. 1 when json is an array
- * walked to its end and fn returned 0 for each, 0 otherwise. */
-typedef int (*json_element_fn)(void *ctx, size_t i, const char *v, const char *v_end);
-int json_elements(const char *json, size_t len, json_element_fn fn, void *ctx);
+/* Past the JSON value that starts at p (no whitespace before it), skipped by its brackets and
+ * quotes as the members' values are, not validated; NULL when it does not end before end. For a
+ * caller that walks a document's outer levels itself. */
+const char *json_skip_value(const char *p, const char *end);
 
 #endif
