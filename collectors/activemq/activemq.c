@@ -142,7 +142,8 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     st->exclude.dropped = 0; /* a failed collection emitted none: count this one alone */
     json_t *req = bulk_request(st);
     json_t *doc;
-    int rc = activemq_client_post(c, req, "POST jolokia", dl, &doc, e);
+    /* the browsed dead letters are read for the members the scrape uses only (reply.c) */
+    int rc = activemq_client_post_with(c, req, "POST jolokia", activemq_reply_parse, dl, &doc, e);
     json_decref(req);
     if (rc)
         return -1;

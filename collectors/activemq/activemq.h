@@ -46,6 +46,13 @@ int activemq_bulk_collect(const json_t *doc, struct activemq_filter *f, double n
                           struct metric_set *out, struct entry_skips *skips,
                           struct activemq_result *res, struct err *e);
 
+/* The text of a bulk reply as the document activemq_bulk_collect reads: as jansson would read it,
+ * except that each dead letter of the browse ([3].value) keeps only OriginalDestination,
+ * JMSTimestamp and StringProperties' dlqDeliveryFailureCause (collectors/activemq/reply.c).
+ * Values it skips are not validated; what it cannot walk plainly is read by jansson whole. NULL
+ * with e set (ERR_PROTOCOL naming `what`) when the text is no JSON. */
+json_t *activemq_reply_parse(const char *body, size_t len, const char *what, struct err *e);
+
 /* The deliveries the client allowed, from a dead letter's dlqDeliveryFailureCause as ActiveMQ's
  * client writes it ("Delivery[3] exceeds redelivery policy limit:RedeliveryPolicy {...,
  * maximumRedeliveries = 2, ...}"): maximumRedeliveries + 1. 1 with *out set, 0 when the text

@@ -1,6 +1,7 @@
 /* client.c: the Jolokia requests of an `activemq` source: one POST with basic auth over the
- * connection the source keeps, its reply parsed as JSON. The scrape and `qrel dlq` both go
- * through here, so they authenticate and time out alike. */
+ * connection the source keeps, its reply parsed as JSON (by jansson, or by the reader the scrape
+ * gives). The scrape and `qrel dlq` both go through here, so they authenticate and time out
+ * alike. */
 #include "client.h"
 
 #include <stdlib.h>
@@ -11,6 +12,13 @@
 
 int activemq_client_post(struct collector *c, json_t *req, const char *what,
                          const struct deadline *dl, json_t **doc, struct err *e)
+{
+    return activemq_client_post_with(c, req, what, json_parse_body, dl, doc, e);
+}
+
+int activemq_client_post_with(struct collector *c, json_t *req, const char *what,
+                              activemq_reply_reader read, const struct deadline *dl, json_t **doc,
+                              struct err *e)
 {
     struct state *st = c->priv;
     *doc = NULL;
@@ -37,7 +45,7 @@ int activemq_client_post(struct collector *c, json_t *req, const char *what,
     free(url);
     if (rc)
         return -1;
-    *doc = json_parse_body(resp.body, resp.len, what, e);
+    *doc = read(resp.body, resp.len, what, e);
     http_response_free(&resp);
     return *doc ? 0 : -1;
 }

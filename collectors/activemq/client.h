@@ -30,6 +30,14 @@ struct state {
 int activemq_client_post(struct collector *c, json_t *req, const char *what,
                          const struct deadline *dl, json_t **doc, struct err *e);
 
+/* The same, with the reply's text read into *doc by read (e.g. activemq_reply_parse) instead of
+ * jansson whole. */
+typedef json_t *(*activemq_reply_reader)(const char *body, size_t len, const char *what,
+                                         struct err *e);
+int activemq_client_post_with(struct collector *c, json_t *req, const char *what,
+                              activemq_reply_reader read, const struct deadline *dl, json_t **doc,
+                              struct err *e);
+
 /* The ObjectName of the queue MBean of name, malloc'd. */
 char *activemq_client_queue_mbean(const struct state *st, const char *name);
 

@@ -1,4 +1,5 @@
-/* json_members.h: the top-level members of a JSON object, walked without building the document.
+/* json_members.h: the top-level members of a JSON object, walked without building the document
+ * (and json_skip_value, the skip it uses).
  *
  * A kind that reads a few top-level members of many job payloads (sidekiq, laravel) spends most of
  * a scrape building documents with jansson only to read two or three numbers. This scanner walks
@@ -30,5 +31,10 @@ typedef int (*json_member_fn)(void *ctx, const struct json_member *m);
  * their brackets and quotes, not validated: a caller that must know the document is valid JSON
  * asks jansson too. */
 int json_members(const char *json, size_t len, json_member_fn fn, void *ctx);
+
+/* Past the JSON value that starts at p (no whitespace before it), skipped by its brackets and
+ * quotes as the members' values are, not validated; NULL when it does not end before end. For a
+ * caller that walks a document's outer levels itself. */
+const char *json_skip_value(const char *p, const char *end);
 
 #endif

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "support/check_refused.h"
+#include "support/fixture.h"
 #include "support/check_run.h"
 #include "support/json_doc.h"
 #include "support/kind_config.h"
@@ -377,6 +378,132 @@ START_TEST(test_dlq_letter)
 }
 END_TEST
 
+/* ---- activemq_reply_parse: the browsed dead letters cut down, the series the same ---- */
+
+/* 1 when a and b hold the same samples in the same order. */
+static int same_series(const struct metric_set *a, const struct metric_set *b)
+{
+    if (metric_set_len(a) != metric_set_len(b))
+        return 0;
+    for (size_t i = 0; i < metric_set_len(a); i++) {
+        struct metric_sample x, y;
+        metric_set_get(a, i, &x);
+        metric_set_get(b, i, &y);
+        if (x.family != y.family || x.nlabels != y.nlabels ||
+            !(x.value == y.value || (isnan(x.value) && isnan(y.value))))
+            return 0;
+        for (size_t k = 0; k < x.nlabels; k++)
+            if (strcmp(x.labels[k].name, y.labels[k].name) ||
+                strcmp(x.labels[k].value, y.labels[k].value))
+                return 0;
+    }
+    return 1;
+}
+
+/* text read by activemq_reply_parse and by jansson whole: the same outcome and series under
+ * both policies. */
+static void assert_same_as_jansson(const char *text)
+{
+    static const char *const dlqs[] = {"ActiveMQ.DLQ", "DLQ.{queue}"};
+    struct err e1, e2;
+    err_clear(&e1);
+    err_clear(&e2);
+    json_t *slim = activemq_reply_parse(text, strlen(text), "POST jolokia", &e1);
+    json_t *whole = json_parse_body(text, strlen(text), "POST jolokia", &e2);
+    ck_assert_msg(!slim == !whole, "%s: %s / %s", text, e1.msg, e2.msg);
+    if (!whole) {
+        ck_assert_str_eq(e1.msg, e2.msg);
+        return;
+    }
+    for (size_t d = 0; d < 2; d++) {
+        struct metric_set *a = metric_set_new("amq", "activemq"),
+                          *b = metric_set_new("amq", "activemq");
+        struct activemq_result ra, rb;
+        struct entry_skips sa = {0}, sb = {0};
+        int rca = run(slim, dlqs[d], a, &ra, &sa, &e1), rcb = run(whole, dlqs[d], b, &rb, &sb, &e2);
+        ck_assert_int_eq(rca, rcb);
+        if (rca)
+            ck_assert_str_eq(e1.msg, e2.msg);
+        else {
+            ck_assert_msg(same_series(a, b), "%s under %s", text, dlqs[d]);
+            ck_assert_mem_eq(&ra, &rb, sizeof ra);
+            ck_assert_uint_eq(sa.n, sb.n);
+        }
+        entry_skips_free(&sa);
+        entry_skips_free(&sb);
+        metric_set_free(a);
+        metric_set_free(b);
+    }
+    json_decref(slim);
+    json_decref(whole);
+}
+
+START_TEST(test_reply_recorded)
+{
+    static const char *const names[] = {"activemq/bulk_shared.json", "activemq/bulk_truncated.json",
+                                        "activemq/bulk_no_broker.json"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t len;
+        char *text = fixture_text(names[i], &len);
+        assert_same_as_jansson(text);
+        free(text);
+    }
+    /* what the scrape keeps of a recorded dead letter: its three members, no body */
+    size_t len;
+    char *text = fixture_text("activemq/bulk_shared.json", &len);
+    struct err e;
+    err_clear(&e);
+    json_t *doc = activemq_reply_parse(text, len, "POST jolokia", &e);
+    free(text);
+    ck_assert_ptr_nonnull(doc);
+    json_t *letter = json_array_get(json_object_get(json_array_get(doc, 3), "value"), 0);
+    ck_assert_uint_eq(json_object_size(letter), 3);
+    ck_assert_ptr_nonnull(json_object_get(letter, "OriginalDestination"));
+    ck_assert_ptr_nonnull(json_object_get(letter, "JMSTimestamp"));
+    json_t *props = json_object_get(letter, "StringProperties");
+    ck_assert_uint_eq(json_object_size(props), 1);
+    ck_assert_ptr_nonnull(json_object_get(props, "dlqDeliveryFailureCause"));
+    json_decref(doc);
+}
+END_TEST
+
+/* Replies the walk reads itself and ones it leaves to jansson, all with jansson's outcome. */
+static const char *const reply_texts[] = {
+    "",
+    "{}",
+    "[]",
+    "[1,2",
+    "[{\"status\":404}]",
+    /* a browse reply the walk cuts: members repeated, the last counts; odd values */
+    "[{\"status\":200,\"value\":\"5\"},{\"status\":200,\"value\":{\"q\":{\"Name\":\"a\","
+    "\"QueueSize\":3,\"InFlightCount\":0,\"ConsumerCount\":0}}},{\"status\":200,\"value\":{}},"
+    "{\"status\":200,\"value\":[{\"OriginalDestination\":\"queue://b\",\"Text\":\"x\","
+    "\"OriginalDestination\":\"queue://a\",\"JMSTimestamp\":\"2026-12-06T01:28:08Z\","
+    "\"StringProperties\":{\"dlqDeliveryFailureCause\":\"x\"},\"StringProperties\":"
+    "{\"x\":[1,{\"y\":\"]\"}],\"dlqDeliveryFailureCause\":\"Delivery[3] exceeds redelivery "
+    "policy limit:RedeliveryPolicy {maximumRedeliveries = 2}\"}},"
+    "7,null,[],{\"StringProperties\":[]},{\"StringProperties\":\"s\"},"
+    "{\"OriginalDestination\":\"queue://\\u0061\",\"JMSTimestamp\":5}],\"value\":[]}]",
+    /* an escaped member name: that letter (or reply) read by jansson whole */
+    "[{\"status\":200,\"value\":\"5\"},{\"status\":200,\"value\":{\"q\":{\"Name\":\"a\","
+    "\"QueueSize\":3,\"InFlightCount\":0,\"ConsumerCount\":0}}},{\"status\":200,\"value\":{}},"
+    "{\"status\":200,\"value\":[{\"Original\\u0044estination\":\"queue://a\"},"
+    "{\"OriginalDestination\":\"queue://a\",\"StringProperties\":{\"dlqDeliveryFailure\\u0043"
+    "ause\":\"Delivery[3] exceeds redelivery policy limit: maximumRedeliveries = 4\"}}]},"
+    "{\"st\\u0061tus\":200}]",
+    /* broken where the walk reads, or a number jansson reads only as a double */
+    "[{\"status\":200},{\"status\":200},{\"status\":200},{\"status\":200,\"value\":[{\"Origin"
+    "alDestination\":\"queue://a}]}]",
+    "[{\"status\":200,\"value\":\"5\"},{\"status\":200,\"value\":{}},{\"status\":200,"
+    "\"value\":{}},{\"status\":200,\"value\":[{\"JMSTimestamp\":99999999999999999999999}]}]",
+};
+
+START_TEST(test_reply_texts)
+{
+    assert_same_as_jansson(reply_texts[_i]);
+}
+END_TEST
+
 int main(void)
 {
     const struct check_test tests[] = {
@@ -392,6 +519,8 @@ int main(void)
         {test_config_bad, CHECK_ROWS(bad_configs)},
         {test_config_good, 0},
         {test_dlq_letter, 0},
+        {test_reply_recorded, 0},
+        {test_reply_texts, CHECK_ROWS(reply_texts)},
     };
     return check_run_tests("activemq", tests, CHECK_ROWS(tests), 0);
 }
