@@ -20,9 +20,13 @@
  * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below). 'l' (last try,
  * delayed_job): one more row for each pending job one failure from the end.
  *
- * Timestamps are compared as epochs (EXTRACT(EPOCH FROM col)): for `timestamp without time zone`
+ * Timestamps are compared as epochs (date_part('epoch', col)): for `timestamp without time zone`
  * columns (Rails, Ecto) that reads the stored UTC value as UTC whatever the session's TimeZone,
- * and for timestamptz it is the true epoch, so one expression serves both. */
+ * and for timestamptz it is the true epoch, so one expression serves both. date_part, not
+ * EXTRACT: since PostgreSQL 14 EXTRACT returns numeric (date_part still float8, the same value),
+ * and numeric arithmetic on every row and column was the larger part of a statement's cost on a
+ * large table. now()'s epoch is a scalar subquery, worked out once per statement (an InitPlan)
+ * instead of on every row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +41,10 @@
  * last), hz (the retry horizon, seconds), hb (the lease is a heartbeat), dlq (the queue's own
  * dead-letter queue). @S is replaced by the quoted schema. NULL where the runner records
  * nothing; NONE fills the last three for the runners that have none of them. */
-#define EP "EXTRACT(EPOCH FROM now())"
-#define EP_AHEAD "EXTRACT(EPOCH FROM " PG_AHEAD_NOW ")"
-#define AGE(col) "(" EP " - EXTRACT(EPOCH FROM " col "))"
+#define EPOCH(x) "date_part('epoch', " x ")"
+#define EP "(SELECT " EPOCH("now()") ")"
+#define EP_AHEAD "(SELECT " EPOCH(PG_AHEAD_NOW) ")"
+#define AGE(col) "(" EP " - " EPOCH(col) ")"
 #define NONE ", NULL::float8 AS hz, NULL::bool AS hb, NULL::text AS dlq "
 
 /* The SQL below is laid out by hand: clang-format cannot break strings joined with macros. */
@@ -103,7 +108,7 @@ static const char graphile_legacy_rows[] = GRAPHILE_ROWS("@S.jobs j", "j.queue_n
     "FROM generate_series(0, q.retry_limit - 1) AS c), NULL, q.dead_letter FROM @S.queue q"
 /* 10: expire_in is an interval; the queue row's expire_seconds may be NULL (15 min then). */
 static const char boss10_rows[] =
-    BOSS_ALL("EXTRACT(EPOCH FROM j.expire_in)", "j.started_on", "", "false",
+    BOSS_ALL(EPOCH("j.expire_in"), "j.started_on", "", "false",
              "COALESCE(q.expire_seconds, 900)",
              "CASE WHEN q.retry_backoff THEN q.retry_delay * 2 ^ LEAST(16, c + 1) "
              "ELSE q.retry_delay END");
@@ -133,7 +138,7 @@ static const char boss12_rows[] =
     "WHEN startafter > now() THEN 'd' ELSE 'r' END AS st, "                                     \
     AGE("createdon") " AS age, retrycount > 0 AS redel, "                                       \
     AGE("completedon") " AS dead_age, (retrylimit + 1)::float8 AS maxdel, "                     \
-    AGE("startedon") " AS held, EXTRACT(EPOCH FROM expirein)::float8 AS lease" NONE             \
+    AGE("startedon") " AS held, " EPOCH("expirein") "::float8 AS lease" NONE                   \
     "FROM @S.job WHERE name NOT LIKE '\\_\\_state\\_\\_%' AND "
 static const char pg_boss_9_rows[] =
     PG_BOSS_9_ROWS "state < 'active' "
@@ -191,7 +196,7 @@ static const char que_rows[] =
 static const char good_job_rows[] =
     "SELECT queue_name AS queue, "
     "CASE WHEN performed_at IS NOT NULL THEN 'i' "
-    "WHEN EXTRACT(EPOCH FROM scheduled_at) > " EP " THEN 'd' ELSE 'r' END AS st, "
+    "WHEN " EPOCH("scheduled_at") " > " EP " THEN 'd' ELSE 'r' END AS st, "
     AGE("created_at") " AS age, executions_count > 1 AS redel, "
     "NULL::float8 AS dead_age, NULL::float8 AS maxdel, "
     AGE("performed_at") " AS held, NULL::float8 AS lease" NONE
@@ -229,11 +234,11 @@ static const char solid_queue_rows[] =
  * pending jobs whose next failure is their last (reschedule fails a job once attempts + 1
  * reaches max_attempts), for the finding on failed jobs destroyed. */
 #define DJ_QUEUE "COALESCE(queue, '" DELAYED_JOB_NO_QUEUE "')"
-#define DJ_LOCKED "EXTRACT(EPOCH FROM locked_at) > " EP " - @L"
+#define DJ_LOCKED EPOCH("locked_at") " > " EP " - @L"
 static const char delayed_job_rows[] =
     "SELECT " DJ_QUEUE " AS queue, "
     "CASE WHEN failed_at IS NOT NULL THEN 'x' WHEN " DJ_LOCKED " THEN 'i' "
-    "WHEN EXTRACT(EPOCH FROM run_at) > " EP " THEN 'd' ELSE 'r' END AS st, "
+    "WHEN " EPOCH("run_at") " > " EP " THEN 'd' ELSE 'r' END AS st, "
     AGE("created_at") " AS age, attempts > 0 AS redel, "
     AGE("failed_at") " AS dead_age, NULL::float8 AS maxdel, "
     AGE("locked_at") " AS held, "
@@ -319,13 +324,13 @@ static const char solid_queue_ahead[] =
 /* delayed_job: locked_at, failed_at and created_at are Delayed::Job.db_time_now and Active
  * Record's timestamps, the worker's or the enqueuing host's clock. */
 static const char delayed_job_ahead[] =
-    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE EXTRACT(EPOCH FROM locked_at) > " EP_AHEAD
-    " OR EXTRACT(EPOCH FROM failed_at) > " EP_AHEAD " OR EXTRACT(EPOCH FROM created_at) > " EP_AHEAD;
+    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE " EPOCH("locked_at") " > " EP_AHEAD
+    " OR " EPOCH("failed_at") " > " EP_AHEAD " OR " EPOCH("created_at") " > " EP_AHEAD;
 
 /* Laravel: every time of jobs is the PHP host's time(); failed_at is its Date::now(). */
 static const char laravel_ahead[] =
     "SELECT queue FROM @S.jobs WHERE created_at > " EP_AHEAD " OR reserved_at > " EP_AHEAD " "
-    "UNION ALL SELECT " LV_QUEUE " FROM @S.failed_jobs WHERE EXTRACT(EPOCH FROM failed_at) > "
+    "UNION ALL SELECT " LV_QUEUE " FROM @S.failed_jobs WHERE " EPOCH("failed_at") " > "
     EP_AHEAD;
 
 /* The rest of a row that stands for no job: every existing queue gets a result row, even when
@@ -335,19 +340,29 @@ static const char laravel_ahead[] =
     "NULL::float8, NULL::bool, NULL::text"
 static const char no_job[] = ", NULL" NO_JOB_TAIL;
 
-/* The aggregate over any preset's rows: one result row per queue, columns as enum pgq_col. */
+/* The aggregate over any preset's rows: one result row per queue, columns as enum pgq_col. Two
+ * levels: the inner one groups by queue and class, so each job row costs one hash lookup and a
+ * few plain aggregates; the outer one turns each queue's few class rows into columns. (One level
+ * with a FILTER per column compared st, a text, about 14 times a row: most of the statement's
+ * CPU on a large table.) */
+#define CLASS_COUNT(c) "COALESCE(sum(n) FILTER (WHERE st = '" c "'), 0)"
 const char queues_sql_aggregate_head[] =
-    "SELECT queue::text, count(*) FILTER (WHERE st = 'r'), count(*) FILTER (WHERE st = 'i'), "
-    "count(*) FILTER (WHERE st = 'd'), "
-    "GREATEST(max(age) FILTER (WHERE st IN ('r', 'i')), 0)::float8, "
-    "count(*) FILTER (WHERE st IN ('r', 'i', 'd') AND redel), count(*) FILTER (WHERE st = 'x'), "
+    "SELECT queue, " CLASS_COUNT("r") "::int8, " CLASS_COUNT("i") "::int8, "
+    CLASS_COUNT("d") "::int8, GREATEST(max(age) FILTER (WHERE st IN ('r', 'i')), 0)::float8, "
+    "COALESCE(sum(redel) FILTER (WHERE st IN ('r', 'i', 'd')), 0)::int8, " CLASS_COUNT("x") "::int8, "
     "GREATEST(max(dead_age) FILTER (WHERE st = 'x'), 0)::float8, "
     "max(maxdel) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, "
     "GREATEST(max(held) FILTER (WHERE st = 'i'), 0)::float8, "
     "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
     "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, "
-    "count(*) FILTER (WHERE st = 'a')::float8, count(*) FILTER (WHERE st = 'l')::float8, "
-    "count(*) FILTER (WHERE st = 'e')::float8, max(dlq) FROM (";
+    CLASS_COUNT("a") "::float8, " CLASS_COUNT("l") "::float8, " CLASS_COUNT("e") "::float8, "
+    "max(dlq) FROM (SELECT queue::text AS queue, st, count(*) AS n, max(age) AS age, "
+    "count(*) FILTER (WHERE redel) AS redel, max(dead_age) AS dead_age, max(maxdel) AS maxdel, "
+    "max(held) AS held, min(lease) AS lease, max(hz) AS hz, bool_or(hb) AS hb, max(dlq) AS dlq "
+    "FROM (";
+/* What closes it: the inner level's grouping (after the job rows' alias and filter), then the
+ * outer one's. */
+#define AGGREGATE_TAIL " GROUP BY 1, 2) AS per_class GROUP BY 1 ORDER BY 1"
 
 /* ---- handler latency: the finished jobs that keep their start and end ----
  *
@@ -358,7 +373,7 @@ const char queues_sql_aggregate_head[] =
  * pg-boss 12's (name, completed_on), queue by queue from its queue table; River's (state,
  * finalized_at); GoodJob's (finished_at). graphile-worker deletes a
  * job when it succeeds, Que and Solid Queue keep no start time: none for them. */
-#define DUR(end, start) "(EXTRACT(EPOCH FROM " end ") - EXTRACT(EPOCH FROM " start "))"
+#define DUR(end, start) "(" EPOCH(end) " - " EPOCH(start) ")"
 #define WINDOW(col, now) col " > " now " - $1::interval AND " col " <= " now
 static const char boss_done[] =
     "SELECT q.name AS queue, " DUR("j.completed_on", "j.started_on") " AS d FROM @S.queue q "
@@ -497,7 +512,7 @@ static char *jobs_sql(enum pgq_preset_id id, const char *schema, int layout, int
     buf_puts(&b, ") AS jobs");
     if (filtered)
         buf_puts(&b, " WHERE queue = ANY ($1::text[])");
-    buf_puts(&b, " GROUP BY 1 ORDER BY 1");
+    buf_puts(&b, AGGREGATE_TAIL);
     free(qs);
     return buf_steal(&b);
 }
@@ -561,5 +576,5 @@ void queues_sql_pgmq_queue(struct buf *b, int first, const char *lit, const char
 
 void queues_sql_pgmq_tail(struct buf *b)
 {
-    buf_puts(b, ") AS msgs GROUP BY 1 ORDER BY 1");
+    buf_puts(b, ") AS msgs" AGGREGATE_TAIL);
 }
