@@ -225,8 +225,8 @@ void dlq_read_start(struct dead_letter_join *j, double timeout, struct dlq_read 
     out->released = 1; /* a kind that reads by pages changes nothing by reading */
 }
 
-/* Empties r of its page: the messages and what the engine kept per message. */
-static void page_clear(struct dlq_read *r)
+/* Frees what the engine kept per message of r's batch (its errors, choices, fates, work). */
+static void per_message_free(struct dlq_read *r)
 {
     if (r->error)
         for (size_t i = 0; i < r->batch.n; i++)
@@ -239,6 +239,12 @@ static void page_clear(struct dlq_read *r)
     r->choice = NULL;
     r->fate = NULL;
     r->work = NULL;
+}
+
+/* Empties r of its page: the messages and what the engine kept per message. */
+static void page_clear(struct dlq_read *r)
+{
+    per_message_free(r);
     dlq_batch_clear(&r->batch, r->kind);
 }
 
@@ -649,13 +655,7 @@ void dlq_read_free(struct dlq_read *r)
     if (r->kind && dlq_release(r, &e))
         log_kv(LOG_WARN, "dead letters not released", "source", r->join->broker->name, "queue",
                r->join->queue, "err", e.msg, NULL);
-    if (r->error)
-        for (size_t i = 0; i < r->batch.n; i++)
-            free(r->error[i]);
-    free(r->error);
-    free(r->choice);
-    free(r->fate);
-    free(r->work);
+    per_message_free(r);
     dlq_batch_free(&r->batch, r->kind);
     memset(r, 0, sizeof *r);
 }
