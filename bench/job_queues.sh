@@ -362,7 +362,7 @@ measure() { # measure KIND SHAPE SETUP_S
     --check-keys="$(peer_keys "$kind")" >"$T/re.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
-  wait_for 10 "redis_exporter to listen on $addr" curl -fsS -o /dev/null "http://$addr/" ||
+  wait_for 10 "redis_exporter to listen on $addr" curl -fs -o /dev/null "http://$addr/" ||
     die "redis_exporter did not start: $(tail -3 "$T/re.log")"
   c0=$(redis_cpu_ms)
   for ((i = 0; i < PEER_SCRAPES; i++)); do

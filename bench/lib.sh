@@ -135,7 +135,8 @@ up.join()
 out.close()
 PY
   relay=$!
-  wait_for 10 "the relay's port" test -s "$T/relay.port" || die "the relay did not start"
+  # python's start alone can take seconds on a loaded machine (10 s was once not enough)
+  wait_for 60 "the relay's port" test -s "$T/relay.port" || die "the relay did not start"
   sed -E "s/127\.0\.0\.1:$port([^0-9]|\$)/127.0.0.1:$(cat "$T/relay.port")\1/" "$config" > "$T/relay.yml"
   "${QREL:-$QREL_BUILD_DIR/qrel}" scrape --config.file="$T/relay.yml" > "$T/relay.prom" 2> "$T/relay.log" || true
   wait "$relay" || die "the relay failed (qrel never connected?): $(tail -3 "$T/relay.log")"
