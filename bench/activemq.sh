@@ -85,41 +85,10 @@ dlq = sum(q["QueueSize"] for q in v if q["Name"] == "ActiveMQ.DLQ")
 print(len(bench), sum(bench), dlq)'
 }
 
-# capture: the request body of one qrel scrape, recorded by a relay between qrel and Jolokia,
-# into $T/floor.json; prints its size in bytes.
+# capture: the request body of one qrel scrape, recorded by a relay between qrel and Jolokia
+# (relay_scrape of bench/lib.sh), into $T/floor.json; prints its size in bytes.
 capture() {
-  python3 - "$JP" "$T/relay.port" "$T/relay.raw" <<'PY' &
-import socket, sys, threading
-srv = socket.socket()
-srv.bind(("127.0.0.1", 0))
-srv.listen(1)
-open(sys.argv[2] + ".tmp", "w").write(str(srv.getsockname()[1]))
-__import__("os").rename(sys.argv[2] + ".tmp", sys.argv[2])
-client, _ = srv.accept()
-server = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-out = open(sys.argv[3], "wb")
-def relay(a, b, rec):
-    while True:
-        d = a.recv(65536)
-        if not d:
-            break
-        if rec:
-            rec.write(d)
-        b.sendall(d)
-    b.shutdown(socket.SHUT_WR)
-up = threading.Thread(target=relay, args=(client, server, out))
-up.start()
-relay(server, client, None)
-up.join()
-out.close()
-PY
-  local relay=$!
-  wait_for 10 "the relay's port" test -s "$T/relay.port" || die "the relay did not start"
-  sed "s|127.0.0.1:$JP/|127.0.0.1:$(cat "$T/relay.port")/|" "$T/bench.yml" > "$T/relay.yml"
-  "$QREL" scrape --config.file="$T/relay.yml" > "$T/relay.prom" 2> "$T/relay.log"
-  wait "$relay"
-  rm -f "$T/relay.port"
-  grep -q '^qrel_collector_up{.*} 1$' "$T/relay.prom" || die "qrel through the relay was not up"
+  relay_scrape "$JP" "$T/bench.yml" "$T/relay.raw"
   # one request: its headers, then Content-Length bytes of body
   python3 - "$T/relay.raw" "$T/floor.json" <<'PY'
 import re, sys

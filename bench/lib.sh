@@ -99,6 +99,50 @@ listening() {
   [ -n "$ADDR" ]
 }
 
+# relay_scrape PORT CONFIG RECORD: one `qrel scrape` of CONFIG through a relay between qrel and
+# the server at 127.0.0.1:PORT, which writes every byte qrel sent into RECORD: what a floor sends
+# again where the server has no MONITOR (beanstalkd, Jolokia). CONFIG's address is pointed at the
+# relay. The scrape's output is left in $T/relay.prom and its log in $T/relay.log; dies unless
+# the source was up. Uses $T and the benchmark's qrel ($QREL, else the build's).
+relay_scrape() {
+  local port=$1 config=$2 record=$3 relay
+  rm -f "$T/relay.port"
+  python3 - "$port" "$T/relay.port" "$record" <<'PY' &
+import os, socket, sys, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+srv.settimeout(120)  # a qrel that never connects ends the relay, not the benchmark's wait
+open(sys.argv[2] + ".tmp", "w").write(str(srv.getsockname()[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+client, _ = srv.accept()
+client.settimeout(None)
+server = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+out = open(sys.argv[3], "wb")
+def relay(a, b, rec):
+    while True:
+        d = a.recv(65536)
+        if not d:
+            break
+        if rec:
+            rec.write(d)
+        b.sendall(d)
+    b.shutdown(socket.SHUT_WR)
+up = threading.Thread(target=relay, args=(client, server, out))
+up.start()
+relay(server, client, None)
+up.join()
+out.close()
+PY
+  relay=$!
+  # python's start alone can take seconds on a loaded machine (10 s was once not enough)
+  wait_for 60 "the relay's port" test -s "$T/relay.port" || die "the relay did not start"
+  sed -E "s/127\.0\.0\.1:$port([^0-9]|\$)/127.0.0.1:$(cat "$T/relay.port")\1/" "$config" > "$T/relay.yml"
+  "${QREL:-$QREL_BUILD_DIR/qrel}" scrape --config.file="$T/relay.yml" > "$T/relay.prom" 2> "$T/relay.log" || true
+  wait "$relay" || die "the relay failed (qrel never connected?): $(tail -3 "$T/relay.log")"
+  grep -q '^qrel_collector_up{.*} 1$' "$T/relay.prom" || die "qrel through the relay was not up: $(tail -3 "$T/relay.log")"
+}
+
 # ---- what was measured, and the result rows ----
 
 # When the run started, and the machine's 1-minute load average then: the date and load of every

@@ -3,6 +3,9 @@
  * prints the fastest and the median run in seconds. Nothing is done with the replies but
  * counting them, so this is what the same commands cost the server and the loopback at the least;
  * `redis-cli --pipe` costs more (its start, and the ECHO it uses to find the last reply).
+ * With RUNS 0 it makes one run for each line read on stdin and prints that run's seconds, until
+ * stdin ends: a benchmark then takes turns between it and qrel on the same open connection and
+ * warm heap, as a running exporter keeps its own.
  *
  *   pipe_floor PORT FILE RUNS      (127.0.0.1; FILE as redis-cli --pipe takes it) */
 #include <arpa/inet.h>
@@ -43,10 +46,40 @@ static size_t count_commands(const char *p, size_t n)
     return count;
 }
 
+/* One run: the whole file written, every reply read back; its seconds, or -1 when the
+ * connection failed (the reason printed). */
+static double one_run(int fd, const char *cmds, long size, size_t want)
+{
+    static char buf[1 << 16];
+    redisReader *rd = redisReaderCreate();
+    double t0 = floor_now();
+    for (long off = 0; off < size;) {
+        ssize_t w = write(fd, cmds + off, (size_t)(size - off));
+        if (w <= 0)
+            return perror("write"), -1;
+        off += w;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            return perror("read"), -1;
+        redisReaderFeed(rd, buf, (size_t)n);
+        void *reply;
+        while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
+            freeReplyObject(reply);
+            got++;
+        }
+    }
+    double t = floor_now() - t0;
+    redisReaderFree(rd);
+    return t;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: pipe_floor PORT FILE RUNS\n");
+        fprintf(stderr, "usage: pipe_floor PORT FILE RUNS   (RUNS 0: a run per line of stdin)\n");
         return 2;
     }
     size_t nbytes;
@@ -56,6 +89,7 @@ int main(int argc, char **argv)
     long size = (long)nbytes;
     size_t want = count_commands(cmds, (size_t)size);
     int runs = (int)strtol(argv[3], NULL, 10);
+    int interactive = runs == 0;
     if (runs < 1)
         runs = 1;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -64,32 +98,23 @@ int main(int argc, char **argv)
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
         return perror("connect"), 1;
-    double *t = calloc((size_t)runs, sizeof *t);
-    char buf[1 << 16];
-    for (int r = 0; r < runs; r++) {
-        redisReader *rd = redisReaderCreate();
-        double t0 = floor_now();
-        for (long off = 0; off < size;) {
-            ssize_t w = write(fd, cmds + off, (size_t)(size - off));
-            if (w <= 0)
-                return perror("write"), 1;
-            off += w;
+    if (interactive) {
+        char line[64];
+        while (fgets(line, sizeof line, stdin)) {
+            double t = one_run(fd, cmds, size, want);
+            if (t < 0)
+                return 1;
+            printf("%.6f\n", t);
+            fflush(stdout);
         }
-        size_t got = 0;
-        while (got < want) {
-            ssize_t n = read(fd, buf, sizeof buf);
-            if (n <= 0)
-                return perror("read"), 1;
-            redisReaderFeed(rd, buf, (size_t)n);
-            void *reply;
-            while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
-                freeReplyObject(reply);
-                got++;
-            }
-        }
-        t[r] = floor_now() - t0;
-        redisReaderFree(rd);
+        free(cmds);
+        close(fd);
+        return 0;
     }
+    double *t = calloc((size_t)runs, sizeof *t);
+    for (int r = 0; r < runs; r++)
+        if ((t[r] = one_run(fd, cmds, size, want)) < 0)
+            return 1;
     floor_median(t, runs);
     printf("%.6f %.6f %zu\n", t[0], t[runs / 2], want);
     free(t);

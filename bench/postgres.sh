@@ -835,16 +835,19 @@ for n in "${SIZE_LIST[@]}"; do
     load_tables "$key"
     progress "$key: loaded in ${RES[$key,load_s]} s (${RES[$key,mib]} MiB with indexes)"
     progress "$key: psql session, qrel and prometheus-postgres-exporter with the reference queries"
+    t0=$SECONDS
     start_pgexp
     run_session_and_qrel "$key"
     collect_pgexp "$key"
-    progress "  psql round median $(fmt "${RES[$key,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$key,qrel,median]}" %.4f) s, up ${RES[$key,qrel,up]}; postgres_exporter $(fmt "${RES[$key,pgexp,median]}" %.4f) s"
+    progress "  psql round median $(fmt "${RES[$key,psql,median]}" %.4f) s; qrel scrape median $(fmt "${RES[$key,qrel,median]}" %.4f) s, up ${RES[$key,qrel,up]}; postgres_exporter $(fmt "${RES[$key,pgexp,median]}" %.4f) s; $((SECONDS - t0)) s in all"
     progress "$key: prometheus-sql-exporter"
+    t0=$SECONDS
     run_sqle "$key"
-    progress "  sql_exporter scrape median $(fmt "${RES[$key,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$key,sqle,age_max]}" %.1f) s old"
+    progress "  sql_exporter scrape median $(fmt "${RES[$key,sqle,median]}" %.4f) s, values up to $(fmt "${RES[$key,sqle,age_max]}" %.1f) s old; $((SECONDS - t0)) s in all"
     progress "$key: fresh connections"
+    t0=$SECONDS
     run_reconnect "$key"
-    progress "  reconnect + queries median $(fmt "${RES[$key,reconnect,median]}" %.4f) s"
+    progress "  reconnect + queries median $(fmt "${RES[$key,reconnect,median]}" %.4f) s; $((SECONDS - t0)) s in all"
   done
 done
 progress "done in $((SECONDS - START)) s"
