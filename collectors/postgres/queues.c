@@ -316,7 +316,7 @@ static int collect_pgmq(struct queues *q, struct pg_conn *c, const struct deadli
     /* A read sets vt = now() + the reader's vt argument and pgmq keeps no read time, so the
      * time held is known only when every reader uses the declared visibility timeout. */
     if (q->lease_timeout > 0)
-        snprintf(held, sizeof held, "(%.17g - EXTRACT(EPOCH FROM vt - now()))", q->lease_timeout);
+        snprintf(held, sizeof held, "(%.17g - date_part('epoch', vt - now()))", q->lease_timeout);
     queues_sql_pgmq_head(&b);
     for (int i = 0; i < nq; i++) {
         const char *name = PQgetvalue(list, i, 0);
