@@ -26,7 +26,10 @@
 # PostgreSQL's own plan + execution time per qrel scrape (pg_stat_statements) as the broker's
 # cost; and the peer, prometheus-postgres-exporter running one equivalent query (the same
 # per-queue counts and the oldest ready job's age, --extend.query-path): its fastest and median
-# scrape and its database time. qrel's memory: the largest RssAnon (own) and heap + stacks (heap,
+# scrape and its database time. The peer's query computes less than qrel's statement (no dead
+# age, hold, last-try or rows-ahead count) and runs in parallel where the planner allows, so its
+# database time is its leader's wall time: bench/history.md (delayed_job) compares the CPU of
+# both, and of the peer's query with the same figures added. qrel's memory: the largest RssAnon (own) and heap + stacks (heap,
 # the 2 MiB goal's figure) after each measured scrape. qrel's counts are checked against SQL's
 # over the table with delayed_job's ready_to_run predicate. A missed goal is reported, not an
 # error. See bench/README.md.

@@ -344,7 +344,7 @@ static int laravel_read(struct pg_state *st, struct queues *q, const char *label
     if (!d->own && q->redis && strcmp(d->connection, q->redis->connection) == 0)
         d->redis = q->redis;
     char *qs = pg_quote_ident(q->schema);
-    char *sql = xasprintf("SELECT id::text, payload, EXTRACT(EPOCH FROM failed_at)::float8, "
+    char *sql = xasprintf("SELECT id::text, payload, date_part('epoch', failed_at), "
                           "count(*) OVER ()::float8 FROM %s.failed_jobs WHERE connection = $1 "
                           "AND queue = $2 ORDER BY id LIMIT $3",
                           qs);

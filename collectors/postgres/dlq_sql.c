@@ -124,7 +124,7 @@ static char *with_schema(const char *tmpl, const char *schema)
 
 static const char boss_failed_read[] =
     "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "
-    "j.retry_count::int8 + 1, extract(epoch FROM j.completed_on)::float8, "
+    "j.retry_count::int8 + 1, date_part('epoch', j.completed_on), "
     STAMP_READ("j.data", "jsonb_typeof") ", "
     "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
     "FROM @S.job j WHERE j.name = $1 AND j.state = 'failed' "
@@ -135,7 +135,7 @@ static const char boss_failed_read[] =
 static const char boss_dead_letter_read[] =
     "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "
     "CASE WHEN j.source_retry_count IS NULL THEN -1 ELSE j.source_retry_count::int8 + 1 END, "
-    "extract(epoch FROM j.created_on)::float8, "
+    "date_part('epoch', j.created_on), "
     STAMP_READ("j.data", "jsonb_typeof") ", "
     "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
     "FROM @S.job j WHERE j.name = $1 AND j.source_name = $5 AND j.state < 'active' "
@@ -149,7 +149,7 @@ static const char boss_dead_letter_read[] =
 
 static const char graphile_read[] =
     "SELECT j.id::text, " WORK_ID("j.key", "j.payload", "json_typeof") ", "
-    "j.attempts::int8, extract(epoch FROM j.updated_at)::float8, "
+    "j.attempts::int8, date_part('epoch', j.updated_at), "
     STAMP_READ("j.payload", "json_typeof") ", "
     "COALESCE(octet_length(j.payload::text), 0), count(*) OVER () "
     "FROM @S._private_jobs j LEFT JOIN @S._private_job_queues q ON q.id = j.job_queue_id "
@@ -245,7 +245,7 @@ char *postgres_dlq_move_sql(enum pgdlq_mode m, const char *schema)
 #define BOSS9_SQ "'\\_\\_pgboss\\_\\_singleton\\_queue%'"
 static const char boss9_read[] =
     "SELECT j.id::text, " WORK_ID("j.singletonkey", "j.data", "jsonb_typeof") ", "
-    "j.retrycount::int8 + 1, extract(epoch FROM j.completedon)::float8, "
+    "j.retrycount::int8 + 1, date_part('epoch', j.completedon), "
     STAMP_READ("j.data", "jsonb_typeof") ", "
     "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "
     "FROM @S.job j WHERE j.name = $1 AND j.state IN ('failed', 'expired') "
@@ -281,7 +281,7 @@ static const char boss10_failed_move[] = BOSS_FAILED_MOVE("");
  * good (retry_limit + 1 runs); 11 gives the copy the dead-letter queue's: unknown. */
 #define BOSS_COPY_READ(deliveries)                                                                \
     "SELECT j.id::text, " WORK_ID("j.singleton_key", "j.data", "jsonb_typeof") ", "               \
-    deliveries ", extract(epoch FROM j.created_on)::float8, "                                     \
+    deliveries ", date_part('epoch', j.created_on), "                                     \
     STAMP_READ("j.data", "jsonb_typeof") ", "                                                     \
     "COALESCE(octet_length(j.data::text), 0), count(*) OVER () "                                  \
     "FROM @S.job j WHERE j.name = $1 AND j.state < 'active' AND $5::text IS NOT NULL "            \
@@ -365,7 +365,7 @@ char *postgres_dlq_graphile_sql(enum pgdlq_graphile_step s, const char *schema)
 /* clang-format off */
 #define RUNNER_READ(key, ids, data, deliveries, since, stamp, from_where, order)                  \
     "SELECT j.id::text, " WORK_ID(key, ids, "jsonb_typeof") ", " deliveries "::int8, "            \
-    "extract(epoch FROM " since ")::float8, " stamp ", "                                          \
+    "date_part('epoch', " since "), " stamp ", "                                          \
     "COALESCE(octet_length(" data "::text), 0), count(*) OVER () FROM " from_where " "            \
     "ORDER BY " order ", j.id LIMIT $2::int8"
 
@@ -374,7 +374,7 @@ static const char river_read[] = RUNNER_READ(
     "encode(j.unique_key, 'hex')", "j.args", "j.args", "j.attempt", "j.finalized_at",
     STAMP_READ("j.args", "jsonb_typeof"),
     "@S.river_job j WHERE j.queue = $1 AND j.state = 'discarded'", "j.finalized_at");
-/* Oban: its discarded jobs (Ecto's UTC `timestamp`: extract reads it as UTC). */
+/* Oban: its discarded jobs (Ecto's UTC `timestamp`: date_part reads it as UTC). */
 static const char oban_read[] = RUNNER_READ(
     "NULL::text", "j.args", "j.args", "j.attempt", "j.discarded_at",
     STAMP_READ("j.args", "jsonb_typeof"),
@@ -401,7 +401,7 @@ static const char good_job_read[] = RUNNER_READ(
 static const char solid_queue_read[] =
     "SELECT j.id::text, CASE $4::text WHEN 'id' THEN j.id::text WHEN 'key' THEN j.concurrency_key "
     "ELSE CASE WHEN $3::text[] IS NULL THEN NULL END END, "
-    "NULL::int8, extract(epoch FROM f.created_at)::float8, NULL::text, "
+    "NULL::int8, date_part('epoch', f.created_at), NULL::text, "
     "COALESCE(octet_length(j.arguments), 0), count(*) OVER () "
     "FROM @S.solid_queue_failed_executions f JOIN @S.solid_queue_jobs j ON j.id = f.job_id "
     "WHERE j.queue_name = $1 ORDER BY f.created_at, j.id LIMIT $2::int8";

@@ -42,7 +42,7 @@ static char *outbox_sql(const struct outbox *o)
     /* GREATEST: a row stamped in the future (clock skew between writers) is 0 s old, not less.
      * The pending rows created after now() are counted in the same pass (a clock-skew signal),
      * up to the cap the other tables' counts have. */
-    char *sql = xasprintf("SELECT count(*), GREATEST(COALESCE(EXTRACT(EPOCH FROM now() - min(%s)), "
+    char *sql = xasprintf("SELECT count(*), GREATEST(COALESCE(date_part('epoch', now() - min(%s)), "
                           "0), 0)::float8, LEAST(count(*) FILTER (WHERE %s > " PG_AHEAD_NOW
                           "), " PG_AHEAD_CAP ") FROM %s WHERE %s %s",
                           qcreated, qcreated, qtable, qcond, published ? "IS NULL" : "= $1");

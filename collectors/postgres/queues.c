@@ -316,7 +316,7 @@ static int collect_pgmq(struct queues *q, struct pg_conn *c, const struct deadli
     /* A read sets vt = now() + the reader's vt argument and pgmq keeps no read time, so the
      * time held is known only when every reader uses the declared visibility timeout. */
     if (q->lease_timeout > 0)
-        snprintf(held, sizeof held, "(%.17g - EXTRACT(EPOCH FROM vt - now()))", q->lease_timeout);
+        snprintf(held, sizeof held, "(%.17g - date_part('epoch', vt - now()))", q->lease_timeout);
     queues_sql_pgmq_head(&b);
     for (int i = 0; i < nq; i++) {
         const char *name = PQgetvalue(list, i, 0);
@@ -347,7 +347,9 @@ out:
 
 /* ---- job presets ---- */
 
-/* Three presets have layouts that changed across the versions in use. graphile-worker before
+/* Three presets have layouts that changed across the versions in use, and delayed_job's time
+ * columns are `timestamp` (Rails' default) or timestamptz, which its statement compares as
+ * stored (queues_sql_dj.c). graphile-worker before
  * 0.14 has one jobs table (no _private_jobs). Oban before V14 has no 'suspended' state. pg-boss is
  * told apart by its job table's columns: 9 and older have camel-case names folded to lower case
  * (retrycount), 10 has expire_in (an interval), 11 expire_seconds, 12 heartbeat_seconds too. Which
@@ -377,6 +379,14 @@ int queues_detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
               "FROM pg_catalog.pg_attribute WHERE attrelid = "
               "to_regclass(format('%I.job', $1::text)) AND NOT attisdropped AND attname IN "
               "('retrycount', 'expire_in', 'expire_seconds', 'heartbeat_seconds')";
+    else if (q->preset->id == PGQ_DELAYED_JOB)
+        /* which time columns are timestamptz, a bit each as LAYOUT_DJ's (0 without the table:
+         * the scrape's statement then says it is missing) */
+        sql = "SELECT COALESCE(sum(CASE attname WHEN 'run_at' THEN 1 WHEN 'locked_at' THEN 2 "
+              "WHEN 'failed_at' THEN 4 WHEN 'created_at' THEN 8 END), 0) "
+              "FROM pg_catalog.pg_attribute WHERE attrelid = "
+              "to_regclass(format('%I.delayed_jobs', $1::text)) AND NOT attisdropped AND "
+              "atttypid = 'pg_catalog.timestamptz'::pg_catalog.regtype";
     if (!sql) {
         q->layout = LAYOUT_CURRENT;
         return 0;
@@ -386,7 +396,11 @@ int queues_detect_layout(struct queues *q, struct pg_conn *c, const struct deadl
     if (pg_query(c, dl, q->what, sql, 1, params, &r, e))
         return -1;
     int layout = LAYOUT_UNKNOWN;
-    if (PQntuples(r) == 1 && q->preset->id == PGQ_OBAN) {
+    if (PQntuples(r) == 1 && q->preset->id == PGQ_DELAYED_JOB) {
+        double tz = 0;
+        layout =
+            LAYOUT_DJ + (pg_cell_double(r, 0, 0, &tz) == 0 && tz >= 0 && tz <= 15 ? (int)tz : 0);
+    } else if (PQntuples(r) == 1 && q->preset->id == PGQ_OBAN) {
         layout = strcmp(PQgetvalue(r, 0, 0), "t") == 0 ? LAYOUT_CURRENT : LAYOUT_LEGACY;
     } else if (PQntuples(r) == 1 && q->preset->id == PGQ_GRAPHILE_WORKER) {
         if (!PQgetisnull(r, 0, 2)) {

@@ -121,7 +121,8 @@ struct queues {
 };
 
 /* The layouts: graphile-worker before 0.14 and Oban before V14 are LEGACY; pg-boss is one of
- * the BOSS ones. */
+ * the BOSS ones; delayed_job's is LAYOUT_DJ plus a bit for each of its time columns that is
+ * timestamptz (run_at 1, locked_at 2, failed_at 4, created_at 8; none with Rails' default). */
 enum {
     LAYOUT_UNKNOWN,
     LAYOUT_CURRENT,
@@ -130,6 +131,7 @@ enum {
     LAYOUT_BOSS10,
     LAYOUT_BOSS11,
     LAYOUT_BOSS12,
+    LAYOUT_DJ,
 };
 
 /* The handler quantiles (0.5, 0.9, 0.99, 1) in the latency statement's columns. */
@@ -160,6 +162,9 @@ char *queues_sql_jobs(enum pgq_preset_id id, const char *schema, int layout, int
  * takes delayed_job's defaults; the other presets have neither). */
 char *queues_sql_jobs_limits(enum pgq_preset_id id, const char *schema, int layout, int filtered,
                              double max_run_time, long long max_attempts);
+/* queues_sql_dj.c (pure): delayed_job's statement, one scan of its table (same columns). */
+char *queues_sql_delayed_job(const char *schema, int layout, int filtered, double max_run_time,
+                             long long max_attempts);
 /* Laravel's statement: retry_after (seconds) and the jobs table's connection name written in. */
 char *queues_sql_jobs_laravel(const char *schema, int filtered, double retry_after,
                               const char *connection);

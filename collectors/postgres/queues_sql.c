@@ -7,6 +7,8 @@
  * their jobs in a few tables with a queue column and a state. Every preset is reduced to the same
  * shape: an inner SELECT that gives each pending or dead job one row (queue, state class, age,
  * redelivered, ...) in the runner's own terms, wrapped in one generic aggregate grouped by queue.
+ * (delayed_job, whose jobs are all in one table, has a statement of its own that reads it in
+ * one scan: queues_sql_dj.c.)
  * So there is one statement per preset per scrape for the pending and dead jobs (pgmq: one to
  * list the queues, one over all of them), plus one for the finished jobs where the runner keeps
  * their start and end; the state mapping lives in one place per runner, and the emitting code
@@ -17,8 +19,8 @@
  * jobs). Finished jobs are filtered out in the inner WHERE, so the runners' own state / finished
  * indexes keep the scan to pending work and the dead jobs the runner retains. 'a' (ahead): a
  * job whose column stamped by the application's clock lies after now(), one row each, up to
- * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below). 'l' (last try,
- * delayed_job): one more row for each pending job one failure from the end.
+ * PG_AHEAD_CAP per table (qrel_future_stamped_rows; see "rows ahead" below). 'e' (Laravel): one
+ * more row for each held job whose lease expired under it.
  *
  * Timestamps are compared as epochs (date_part('epoch', col)): for `timestamp without time zone`
  * columns (Rails, Ecto) that reads the stored UTC value as UTC whatever the session's TimeZone,
@@ -225,27 +227,8 @@ static const char solid_queue_rows[] =
     "NULL, NULL, NULL "
     "FROM @S.solid_queue_failed_executions e JOIN @S.solid_queue_jobs j ON j.id = e.job_id";
 
-/* delayed_job 4.1 (Active Record backend): one delayed_jobs table. Its reserve hands out a job
- * whose run_at has passed, with no failed_at, unlocked or locked longer ago than max_run_time
- * (@L seconds; Delayed::Backend::ActiveRecord's ready_to_run): a lock that old is an expired
- * lease, the job waiting again. attempts counts the failed runs (> 0: it is being retried);
- * with destroy_failed_jobs false a job that used up max_attempts (@M) keeps its row with
- * failed_at set. Rails keeps UTC in `timestamp` columns: compared as epochs. The 'l' rows:
- * pending jobs whose next failure is their last (reschedule fails a job once attempts + 1
- * reaches max_attempts), for the finding on failed jobs destroyed. */
-#define DJ_QUEUE "COALESCE(queue, '" DELAYED_JOB_NO_QUEUE "')"
-#define DJ_LOCKED EPOCH("locked_at") " > " EP " - @L"
-static const char delayed_job_rows[] =
-    "SELECT " DJ_QUEUE " AS queue, "
-    "CASE WHEN failed_at IS NOT NULL THEN 'x' WHEN " DJ_LOCKED " THEN 'i' "
-    "WHEN " EPOCH("run_at") " > " EP " THEN 'd' ELSE 'r' END AS st, "
-    AGE("created_at") " AS age, attempts > 0 AS redel, "
-    AGE("failed_at") " AS dead_age, NULL::float8 AS maxdel, "
-    AGE("locked_at") " AS held, "
-    "NULL::float8 AS lease" NONE
-    "FROM @S.delayed_jobs "
-    "UNION ALL SELECT " DJ_QUEUE ", 'l', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-    "FROM @S.delayed_jobs WHERE failed_at IS NULL AND attempts >= @M - 1";
+/* delayed_job 4.1 (Active Record backend): its one table is read by a statement of its own,
+ * in one scan (queues_sql_dj.c). */
 
 /* Laravel 8+ database driver (Illuminate\Queue\DatabaseQueue): one jobs table; reserved_at,
  * available_at and created_at are the PHP host's time() in integer seconds. A reserved job is in
@@ -321,12 +304,6 @@ static const char solid_queue_ahead[] =
     "UNION ALL SELECT j.queue_name FROM @S.solid_queue_failed_executions e "
     "JOIN @S.solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > " UTC_AHEAD;
 
-/* delayed_job: locked_at, failed_at and created_at are Delayed::Job.db_time_now and Active
- * Record's timestamps, the worker's or the enqueuing host's clock. */
-static const char delayed_job_ahead[] =
-    "SELECT " DJ_QUEUE " AS queue FROM @S.delayed_jobs WHERE " EPOCH("locked_at") " > " EP_AHEAD
-    " OR " EPOCH("failed_at") " > " EP_AHEAD " OR " EPOCH("created_at") " > " EP_AHEAD;
-
 /* Laravel: every time of jobs is the PHP host's time(); failed_at is its Date::now(). */
 static const char laravel_ahead[] =
     "SELECT queue FROM @S.jobs WHERE created_at > " EP_AHEAD " OR reserved_at > " EP_AHEAD " "
@@ -344,7 +321,7 @@ static const char no_job[] = ", NULL" NO_JOB_TAIL;
  * levels: the inner one groups by queue and class, so each job row costs one hash lookup and a
  * few plain aggregates; the outer one turns each queue's few class rows into columns. (One level
  * with a FILTER per column compared st, a text, about 14 times a row: most of the statement's
- * CPU on a large table.) */
+ * CPU on a large table.) The last-try column is delayed_job's only (queues_sql_dj.c): 0 here. */
 #define CLASS_COUNT(c) "COALESCE(sum(n) FILTER (WHERE st = '" c "'), 0)"
 const char queues_sql_aggregate_head[] =
     "SELECT queue, " CLASS_COUNT("r") "::int8, " CLASS_COUNT("i") "::int8, "
@@ -355,7 +332,7 @@ const char queues_sql_aggregate_head[] =
     "GREATEST(max(held) FILTER (WHERE st = 'i'), 0)::float8, "
     "min(lease) FILTER (WHERE st IN ('r', 'i', 'd'))::float8, max(hz)::float8, "
     "(bool_or(hb) FILTER (WHERE st IN ('r', 'i', 'd')))::int::float8, "
-    CLASS_COUNT("a") "::float8, " CLASS_COUNT("l") "::float8, " CLASS_COUNT("e") "::float8, "
+    CLASS_COUNT("a") "::float8, 0::float8, " CLASS_COUNT("e") "::float8, "
     "max(dlq) FROM (SELECT queue::text AS queue, st, count(*) AS n, max(age) AS age, "
     "count(*) FILTER (WHERE redel) AS redel, max(dead_age) AS dead_age, max(maxdel) AS maxdel, "
     "max(held) AS held, min(lease) AS lease, max(hz) AS hz, bool_or(hb) AS hb, max(dlq) AS dlq "
@@ -416,7 +393,6 @@ static const struct pgq_sql {
     {PGQ_QUE, 0, que_rows, NULL},
     {PGQ_GOOD_JOB, 0, good_job_rows, good_job_ahead},
     {PGQ_SOLID_QUEUE, 0, solid_queue_rows, solid_queue_ahead},
-    {PGQ_DELAYED_JOB, 0, delayed_job_rows, delayed_job_ahead},
     {PGQ_LARAVEL, 0, laravel_rows, laravel_ahead},
 };
 
@@ -486,6 +462,8 @@ char *queues_sql_jobs_laravel(const char *schema, int filtered, double retry_aft
 static char *jobs_sql(enum pgq_preset_id id, const char *schema, int layout, int filtered,
                       double max_run_time, long long max_attempts, const char *connection)
 {
+    if (id == PGQ_DELAYED_JOB)
+        return queues_sql_delayed_job(schema, layout, filtered, max_run_time, max_attempts);
     const struct pgq_sql *sql = pgq_sql_find(id, layout);
     if (!sql)
         return NULL;

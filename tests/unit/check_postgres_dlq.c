@@ -187,7 +187,7 @@ START_TEST(test_boss_releases)
     /* 9: failed and expired jobs, resume()d; no dead-letter queue */
     char *s = postgres_dlq_boss_sql(9, PGDLQ_BOSS_FAILED, 0, "b9");
     ck_assert(has(s, "FROM \"b9\".job j WHERE j.name = $1 AND j.state IN ('failed', 'expired')"));
-    ck_assert(has(s, "j.retrycount::int8 + 1, extract(epoch FROM j.completedon)"));
+    ck_assert(has(s, "j.retrycount::int8 + 1, date_part('epoch', j.completedon)"));
     free(s);
     s = postgres_dlq_boss_sql(9, PGDLQ_BOSS_FAILED, 1, "b9");
     ck_assert(has(s, "state IN ('failed', 'expired') FOR UPDATE"));
@@ -211,12 +211,12 @@ START_TEST(test_boss_releases)
 
     /* a copy: every waiting job of the dead-letter queue (no source_name before 12) */
     s = postgres_dlq_boss_sql(10, PGDLQ_BOSS_DEAD_LETTER, 0, "b10");
-    ck_assert(has(s, "j.retry_limit::int8 + 1, extract(epoch FROM j.created_on)"));
+    ck_assert(has(s, "j.retry_limit::int8 + 1, date_part('epoch', j.created_on)"));
     ck_assert(has(s, "WHERE j.name = $1 AND j.state < 'active' AND $5::text IS NOT NULL"));
     ck_assert(!has(s, "source_name"));
     free(s);
     s = postgres_dlq_boss_sql(11, PGDLQ_BOSS_DEAD_LETTER, 0, "b11");
-    ck_assert(has(s, "-1::int8, extract(epoch FROM j.created_on)"));
+    ck_assert(has(s, "-1::int8, date_part('epoch', j.created_on)"));
     free(s);
     /* ... inserted as that release's send() would, deleted only if inserted */
     s = postgres_dlq_boss_sql(10, PGDLQ_BOSS_DEAD_LETTER, 1, "b10");

@@ -218,11 +218,6 @@ START_TEST(test_ahead_sql)
         {PGQ_SOLID_QUEUE, LAYOUT_CURRENT,
          "JOIN \"s\".solid_queue_jobs j ON j.id = e.job_id WHERE e.created_at > timezone('UTC', "
          "(now() + interval '1 second'))) AS a"},
-        {PGQ_DELAYED_JOB, LAYOUT_CURRENT,
-         "WHERE date_part('epoch', locked_at) > (SELECT date_part('epoch', (now() + interval '1 "
-         "second'))) OR date_part('epoch', failed_at) > (SELECT date_part('epoch', (now() + "
-         "interval '1 second'))) OR date_part('epoch', created_at) > (SELECT date_part('epoch', "
-         "(now() + interval '1 second')))) AS a LIMIT 1000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *s = queues_sql_jobs(cases[i].id, "s", cases[i].layout, 0);
@@ -318,30 +313,70 @@ START_TEST(test_jobs_sql)
         free(s);
     }
 
-    /* delayed_job: its workers' max_run_time and max_attempts written in; a lock older than
-     * max_run_time is free again (delayed_job's ready_to_run), and one more row per job one
-     * failure from the end */
-    s = queues_sql_jobs_limits(PGQ_DELAYED_JOB, "@L@M", LAYOUT_CURRENT, 0, 900, 3);
-    ck_assert_ptr_nonnull(strstr(s, "CASE WHEN failed_at IS NOT NULL THEN 'x' WHEN date_part("
-                                    "'epoch', locked_at) > (SELECT date_part('epoch', now())) - "
-                                    "900 THEN 'i' WHEN date_part('epoch', run_at) > (SELECT "
-                                    "date_part('epoch', now())) THEN 'd' ELSE 'r' END AS st"));
-    ck_assert_ptr_nonnull(strstr(s, "attempts > 0 AS redel"));
-    ck_assert_ptr_nonnull(strstr(s, "UNION ALL SELECT COALESCE(queue, '(none)'), 'l', NULL, NULL, "
-                                    "NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM "
-                                    "\"@L@M\".delayed_jobs WHERE failed_at IS NULL AND "
-                                    "attempts >= 3 - 1"));
-    free(s);
-    /* the plain one: delayed_job's defaults, 4 h and 25 */
-    s = queues_sql_jobs(PGQ_DELAYED_JOB, "public", LAYOUT_CURRENT, 0);
-    ck_assert_ptr_nonnull(strstr(s, "(SELECT date_part('epoch', now())) - 14400 THEN 'i'"));
-    ck_assert_ptr_nonnull(strstr(s, "attempts >= 25 - 1"));
-    free(s);
-
     s = queues_sql_jobs(PGQ_SOLID_QUEUE, "public", LAYOUT_CURRENT, 0);
     /* every table of the schema qualified */
     ck_assert_ptr_null(strstr(s, " solid_queue_"));
     ck_assert_ptr_nonnull(strstr(s, "\"public\".solid_queue_failed_executions e"));
+    free(s);
+}
+END_TEST
+
+/* delayed_job's statement: one scan of its table, its workers' max_run_time and max_attempts
+ * written in, the times compared as stored against a now() of each column's type. */
+START_TEST(test_delayed_job_sql)
+{
+    /* Rails' default `timestamp` columns hold UTC: compared with UTC now */
+    char *s = queues_sql_jobs_limits(PGQ_DELAYED_JOB, "@L@M", LAYOUT_DJ, 0, 900, 3);
+    ck_assert_ptr_nonnull(strstr(s, "CASE WHEN failed_at IS NOT NULL THEN 3 WHEN locked_at > "
+                                    "(SELECT timezone('UTC', now()) - 900 * interval '1 second') "
+                                    "THEN 1 WHEN run_at > (SELECT timezone('UTC', now())) THEN 2 "
+                                    "ELSE 0 END AS c"));
+    ck_assert_ptr_nonnull(
+        strstr(s, "count(*) FILTER (WHERE c < 3 AND attempts > 0)::int8 AS redel"));
+    ck_assert_ptr_nonnull(
+        strstr(s, "count(*) FILTER (WHERE c < 3 AND attempts >= 3 - 1)::float8 AS l"));
+    /* the rows ahead: the columns a host's clock stamps (never run_at, a scheduled time), capped
+     * at 1,000 for the table */
+    ck_assert_ptr_nonnull(strstr(s, "(locked_at > (SELECT timezone('UTC', (now() + interval '1 "
+                                    "second'))) OR failed_at > (SELECT timezone('UTC', (now() + "
+                                    "interval '1 second'))) OR created_at > (SELECT timezone("
+                                    "'UTC', (now() + interval '1 second')))) AS ahead"));
+    ck_assert_ptr_nonnull(strstr(s, "LEAST(a, GREATEST(1000 - (sum(a) OVER (ORDER BY queue ROWS "
+                                    "UNBOUNDED PRECEDING) - a), 0))::float8"));
+    /* one scan, the class worked out once a row (the fence), one result row per queue */
+    const char *from = strstr(s, "FROM \"@L@M\".delayed_jobs OFFSET 0) AS jobs GROUP BY 1) AS "
+                                 "per_queue ORDER BY 1");
+    ck_assert_ptr_nonnull(from);
+    ck_assert_ptr_eq(strstr(s, "delayed_jobs"), from + strlen("FROM \"@L@M\"."));
+    ck_assert_ptr_null(strstr(from + strlen("FROM \"@L@M\".delayed_jobs"), "delayed_jobs"));
+    ck_assert_ptr_null(strstr(s, "$1"));
+    free(s);
+
+    /* the plain one: delayed_job's defaults, 4 h and 25; a layout below LAYOUT_DJ (none
+     * detected) reads the columns as `timestamp` */
+    s = queues_sql_jobs(PGQ_DELAYED_JOB, "public", LAYOUT_CURRENT, 0);
+    ck_assert_ptr_nonnull(
+        strstr(s, "(SELECT timezone('UTC', now()) - 14400 * interval '1 second')"));
+    ck_assert_ptr_nonnull(strstr(s, "attempts >= 25 - 1"));
+    free(s);
+
+    /* timestamptz columns (here locked_at and created_at) are compared with now() itself */
+    s = queues_sql_jobs(PGQ_DELAYED_JOB, "public", LAYOUT_DJ + 2 + 8, 0);
+    ck_assert_ptr_nonnull(strstr(s,
+                                 "WHEN locked_at > (SELECT now() - 14400 * interval '1 "
+                                 "second') THEN 1 WHEN run_at > (SELECT timezone('UTC', now()))"));
+    ck_assert_ptr_nonnull(strstr(s, "(locked_at > (SELECT (now() + interval '1 second')) OR "
+                                    "failed_at > (SELECT timezone('UTC', (now() + interval '1 "
+                                    "second'))) OR created_at > (SELECT (now() + interval '1 "
+                                    "second'))) AS ahead"));
+    free(s);
+
+    /* filtered: the listed queues only (also inside the cap), each with a row */
+    s = queues_sql_jobs(PGQ_DELAYED_JOB, "public", LAYOUT_DJ, 1);
+    ck_assert_ptr_nonnull(strstr(s, "FROM \"public\".delayed_jobs WHERE COALESCE(queue, '(none)') "
+                                    "= ANY ($1::text[]) OFFSET 0) UNION ALL SELECT "
+                                    "unnest($1::text[]), NULL, NULL, NULL, NULL, NULL, NULL) AS "
+                                    "jobs GROUP BY 1"));
     free(s);
 }
 END_TEST
@@ -594,10 +629,19 @@ END_TEST
 int main(void)
 {
     const struct check_test tests[] = {
-        {test_defaults, 0},         {test_full, 0},          {test_errors, 0},
-        {test_array_literal, 0},    {test_jobs_sql, 0},      {test_ahead_sql, 0},
-        {test_emit_job_presets, 0}, {test_emit_not_kept, 0}, {test_emit_pgmq, 0},
-        {test_emit_empty_queue, 0}, {test_done_sql, 0},      {test_margin_and_latency, 0},
+        {test_defaults, 0},
+        {test_full, 0},
+        {test_errors, 0},
+        {test_array_literal, 0},
+        {test_jobs_sql, 0},
+        {test_delayed_job_sql, 0},
+        {test_ahead_sql, 0},
+        {test_emit_job_presets, 0},
+        {test_emit_not_kept, 0},
+        {test_emit_pgmq, 0},
+        {test_emit_empty_queue, 0},
+        {test_done_sql, 0},
+        {test_margin_and_latency, 0},
     };
     return check_run_tests("pg_queues", tests, CHECK_ROWS(tests), 0);
 }
