@@ -8,8 +8,9 @@
 # depth request without the plugin), the plugin's /metrics/per-object,
 # /metrics/detailed?family=queue_coarse_metrics (depth) and family=queue_metrics (the only family
 # with the head timestamp) (curl), the floor of a cached scrape (qrel's own depth request, fetched
-# --floor-fetches times on one kept-alive connection, gunzipped and discarded), and qrel_exporter
-# scraped every 15 s for a minute, with and without the plugin. Per row: scrape time, body bytes,
+# --floor-fetches times on one kept-alive connection, uncompressed and discarded, and each of its
+# two families alone), and qrel_exporter scraped --scrapes times --spacing s apart, with and
+# without the plugin. Per row: scrape time, body bytes,
 # exporter peak RSS, qrel's own memory (own_kib: RssAnon; heap_kib: heap and stacks alone), the
 # audit series, the broker's CPU per scrape (beam utime+stime, idle CPU taken off) and qrel's own
 # CPU per cached scrape. Prints a table and a verdict on the 10,000-queue goal; a missed goal is
@@ -21,15 +22,18 @@ export LC_ALL=C
 
 usage() {
   cat <<'EOF'
-Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--dlq-every K] [--interval S] [--window S]
-                         [--fetches N] [--floor-fetches N] [--metadata-interval DURATION]
-                         [--qrel PATH]
+Usage: bench/rabbitmq.sh [--sizes "1000 10000"] [--dlq-every K] [--interval S] [--scrapes N]
+                         [--spacing S] [--fetches N] [--floor-fetches N]
+                         [--metadata-interval DURATION] [--qrel PATH]
 
   --sizes "LIST"               queue counts, ascending (default "1000 10000")
   --dlq-every K                the shape: every Kth queue has a dead-letter exchange, the others
                                break no_dead_letter_queue (default 10; 1: every queue has one)
-  --interval S                 seconds between qrel scrapes (default 15)
-  --window S                   seconds of qrel scrapes per row (default 60: 4 scrapes at 15 s)
+  --interval S                 Prometheus' scrape interval the long-run verdict assumes (default 15)
+  --scrapes N                  qrel scrapes per row, the first of which refreshes (default 5)
+  --spacing S                  seconds from one qrel scrape's start to the next (default 3.5: not
+                               a multiple of the broker's 5 s stats emission, so that the cached
+                               scrapes meet it at different phases)
   --fetches N                  measured raw fetches per curl row (default 3)
   --floor-fetches N            fetches of the floor row, on one connection (default 15)
   --metadata-interval DURATION qrel's metadata_interval (default: not set, i.e. qrel's automatic
@@ -45,7 +49,8 @@ EOF
 SIZES="1000 10000"
 DLQ_EVERY=10
 INTERVAL=15
-WINDOW=60
+SCRAPES=5
+SPACING=3.5
 FETCHES=3
 FLOOR_FETCHES=15
 META_INTERVAL=auto
@@ -55,11 +60,13 @@ META_INTERVAL=auto
 . "$SRC_DIR/tests/lib/rabbitmq.sh"
 GOAL_N=10000
 
-parse_options "--sizes:SIZES --dlq-every:DLQ_EVERY --interval:INTERVAL --window:WINDOW --fetches:FETCHES \
+parse_options "--sizes:SIZES --dlq-every:DLQ_EVERY --interval:INTERVAL --scrapes:SCRAPES --spacing:SPACING --fetches:FETCHES \
   --floor-fetches:FLOOR_FETCHES --metadata-interval:META_INTERVAL --qrel:QREL_BIN" "$@"
 need_num --dlq-every "$DLQ_EVERY"
 need_num --interval "$INTERVAL"
-need_num --window "$WINDOW"
+need_num --scrapes "$SCRAPES"
+[ "$SCRAPES" -ge 2 ] || die "--scrapes: at least 2 (the first one refreshes)"
+[[ "$SPACING" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--spacing: a number of seconds"
 need_num --fetches "$FETCHES"
 need_num --floor-fetches "$FLOOR_FETCHES"
 ascending_sizes --sizes "$SIZES" " (queues are only added)"
@@ -82,12 +89,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 progress() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# phase NAME: ends the phase running (its length into PHASES) and starts NAME ("" ends the last)
+PHASES=()
+PHASE=
+PHASE_T0=
+phase() {
+  local now
+  now=$(date +%s.%N)
+  [ -n "$PHASE" ] && PHASES+=("$PHASE $(awk -v a="$PHASE_T0" -v b="$now" 'BEGIN { printf "%.0f", b - a }') s")
+  PHASE=$1
+  PHASE_T0=$now
+  [ -z "$1" ] || progress "$1"
+}
 
 TCK=$(getconf CLK_TCK)
 declare -A RES
 ROWS=(api_queues api_totals per_object detailed_coarse detailed_queue depth_floor qrel_plugin qrel_mgmt)
 
-progress "starting RabbitMQ"
+phase "starting RabbitMQ"
 RABBIT_STATS_INTERVAL_MS=5000 rabbit_start "$T/rabbit"
 BEAM=$(cat "$T/rabbit/rabbit.pid")
 API=http://127.0.0.1:$RABBIT_MGMT/api
@@ -159,27 +178,40 @@ curl_row() {
 # floor_row N: the floor of a cached scrape with the plugin: qrel's depth request, the only
 # request such a scrape makes, fetched FLOOR_FETCHES times by one curl on one kept-alive
 # connection, uncompressed as qrel asks for it, the body discarded. Its median is what the broker
-# takes to answer and the wire to carry it; the rest of a cached scrape is qrel's. The same with
-# gzip (what qrel asked for before) is measured beside it, for the note.
+# takes to answer and the wire to carry it; the rest of a cached scrape is qrel's. Beside it, for
+# the note: the same with gzip (what qrel asked for before), and each of its two families alone
+# (what queue_consumer_count, qrel_queue_consumers' family, costs), a third as many fetches each.
 floor_row() {
-  local n=$1 i c0 c1 t0 t1 args=()
+  local n=$1 i c0 c1 t0 t1 args=() fam k=$(((FLOOR_FETCHES + 2) / 3))
   for ((i = 0; i < FLOOR_FETCHES; i++)); do args+=(-o /dev/null "$DEPTH_URL"); done
   c0=$(beam_ticks); t0=$(now_s)
   curl -fsS -H 'Accept-Encoding: identity' --max-time 600 -w '%{time_total} %{size_download} %{num_connects}\n' "${args[@]}" > "$T/floor"
   t1=$(now_s); c1=$(beam_ticks)
-  curl -fsS --compressed --max-time 600 -w '%{time_total}\n' "${args[@]}" > "$T/floor_gzip"
+  local c_floor=$((c1 - c0)) t_floor0=$t0 t_floor1=$t1
+  curl -fsS --compressed --max-time 600 -w '%{time_total}\n' "${args[@]:0:$((3 * k))}" > "$T/floor_gzip"
   RES[$n,depth_floor,gzip]=$(median < "$T/floor_gzip")
+  for fam in queue_coarse_metrics queue_consumer_count; do
+    args=()
+    for ((i = 0; i < k; i++)); do args+=(-o /dev/null "$PROM/metrics/detailed?family=$fam"); done
+    c0=$(beam_ticks); t0=$(now_s)
+    RES[$n,floor_$fam,median]=$(curl -fsS -H 'Accept-Encoding: identity' --max-time 600 -w '%{time_total}\n' "${args[@]}" | median)
+    t1=$(now_s); c1=$(beam_ticks)
+    RES[$n,floor_$fam,cpu]=$(awk -v c=$((c1 - c0)) -v a="$t0" -v b="$t1" -v i="$IDLE" -v k="$k" -v t="$TCK" \
+      'BEGIN { x = (c - i * (b - a)) * 1000 / t / k; printf "%.0f", (x > 0 ? x : 0) }')
+  done
   [ "$(wc -l < "$T/floor")" = "$FLOOR_FETCHES" ] || die "depth_floor at $n queues: $(wc -l < "$T/floor") of $FLOOR_FETCHES fetches"
   RES[$n,depth_floor,median]=$(cut -d' ' -f1 "$T/floor" | median)
   RES[$n,depth_floor,bytes]=$(curl -fsS -o /dev/null -w '%{size_download}' "$DEPTH_URL")
   RES[$n,depth_floor,conns]=$(awk '{ s += $3 } END { print s }' "$T/floor")
   RES[$n,depth_floor,req]="1 x $FLOOR_FETCHES"
-  RES[$n,depth_floor,cpu]=$(awk -v c=$((c1 - c0)) -v a="$t0" -v b="$t1" -v i="$IDLE" -v k="$FLOOR_FETCHES" -v t="$TCK" \
+  RES[$n,depth_floor,cpu]=$(awk -v c="$c_floor" -v a="$t_floor0" -v b="$t_floor1" -v i="$IDLE" -v k="$FLOOR_FETCHES" -v t="$TCK" \
     'BEGIN { x = (c - i * (b - a)) * 1000 / t / k; printf "%.0f", (x > 0 ? x : 0) }')
 }
 
-# qrel_row N ROW PLUGIN(0|1): qrel_exporter scraped every INTERVAL s for WINDOW s (the first scrape
-# refreshes the slow part; later ones refresh it when metadata_interval has passed)
+# qrel_row N ROW PLUGIN(0|1): qrel_exporter scraped SCRAPES times, SPACING s from start to start
+# (the first scrape refreshes the slow part; later ones refresh it when metadata_interval has
+# passed). The spacing is not Prometheus' interval: the broker's CPU is taken per scrape, so the
+# long-run verdict needs only the interval it assumes (INTERVAL), not a minute of waiting.
 qrel_row() {
   local n=$1 row=$2 plugin=$3 k c0 c1 q0 q1 t1 start out addr
   {
@@ -206,7 +238,7 @@ qrel_row() {
   : > "$T/qcpus"
   RES[$n,$row,own]=0
   RES[$n,$row,heap]=0
-  k=$((WINDOW / INTERVAL))
+  k=$SCRAPES
   for i in $(seq 1 "$k"); do
     start=$(now_s)
     c0=$(beam_ticks)
@@ -228,16 +260,19 @@ qrel_row() {
     [ "$own" -gt "${RES[$n,$row,own]}" ] && RES[$n,$row,own]=$own
     [ "$heap" -gt "${RES[$n,$row,heap]}" ] && RES[$n,$row,heap]=$heap
     [ "$i" = 1 ] && RES[$n,$row,first]=${out% *}
-    [ "$i" -lt "$k" ] && sleep "$(awk -v s="$start" -v e="$(now_s)" -v iv="$INTERVAL" 'BEGIN { x = iv - (e - s); print (x > 0 ? x : 0) }')"
+    [ "$i" -lt "$k" ] && sleep "$(awk -v s="$start" -v e="$(now_s)" -v iv="$SPACING" 'BEGIN { x = iv - (e - s); print (x > 0 ? x : 0) }')"
   done
   RES[$n,$row,reported]=$(grep -c '^qrel_queue_messages{source="bench".*state="ready"' "$T/body.txt" || true)
   RES[$n,$row,audit]="$(grep -c '^qrel_audit_failed{' "$T/body.txt" || true)/$(sed -nE 's/^qrel_audit_failed_queues\{.*rule="no_dead_letter_queue".*\} ([0-9]+)$/\1/p' "$T/body.txt")"
   RES[$n,$row,median]=$(tail -n +2 "$T/times" | median)
-  # cpu: the window's average (its first scrape makes the refresh); refresh_cpu: that first
-  # scrape; depth_cpu: the median of the others (served from the cache)
-  RES[$n,$row,cpu]=$(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$T/cpus")
+  # refresh_cpu: the first scrape (it makes the refresh); depth_cpu: the median of the others
+  # (served from the cache); cpu: the average over a minute of INTERVAL-s scrapes of which the
+  # first refreshes, as Prometheus would scrape (the figure of the rows before 2026-12-06, when
+  # the bench waited out that minute)
   RES[$n,$row,refresh_cpu]=$(head -1 "$T/cpus")
   RES[$n,$row,depth_cpu]=$(tail -n +2 "$T/cpus" | median)
+  RES[$n,$row,cpu]=$(awk -v r="${RES[$n,$row,refresh_cpu]}" -v d="${RES[$n,$row,depth_cpu]}" -v iv="$INTERVAL" \
+    'BEGIN { k = int(60 / iv); if (k < 1) k = 1; printf "%.0f", (r + (k - 1) * d) / k }')
   # qrel's own CPU (all threads: the collection, the audit and the body) in a cached scrape
   RES[$n,$row,qrel_cpu]=$(tail -n +2 "$T/qcpus" | median)
   RES[$n,$row,rss]=$(awk -v k="$(hwm_kib "$EXP_PID")" 'BEGIN { printf "%.1f", k / 1024 }')
@@ -248,34 +283,36 @@ qrel_row() {
 
 have=0
 for n in "${SIZE_LIST[@]}"; do
-  progress "creating queues $have..$((n - 1))"
+  phase "N=$n: creating queues $have..$((n - 1))"
   t0=$(now_s)
   create_queues "$have" "$n"
   RES[$n,create_s]=$(awk -v a="$t0" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }')
   have=$n
+  phase "N=$n: waiting for their stats"
   wait_stats "$n"
-  progress "measuring the idle broker"
+  phase "N=$n: measuring the idle broker"
   IDLE=$(idle_rate)
   RES[$n,idle]=$IDLE
-  progress "N=$n: raw fetches"
+  phase "N=$n: raw fetches"
   curl_row "$n" api_queues "$API/queues?columns=$COLS" -u guest:guest
   curl_row "$n" api_totals "$API/queues?columns=name,vhost,messages,messages_ready,messages_unacknowledged&disable_stats=true&enable_queue_totals=true" -u guest:guest
   curl_row "$n" per_object "$PROM/metrics/per-object"
   curl_row "$n" detailed_coarse "$PROM/metrics/detailed?family=queue_coarse_metrics"
   curl_row "$n" detailed_queue "$PROM/metrics/detailed?family=queue_metrics"
-  progress "N=$n: the floor, qrel's depth request $FLOOR_FETCHES times on one connection"
+  phase "N=$n: the floor, qrel's depth request $FLOOR_FETCHES times on one connection, and its families"
   floor_row "$n"
-  progress "N=$n: qrel with the plugin, ${WINDOW} s of scrapes every ${INTERVAL} s"
+  phase "N=$n: qrel with the plugin, $SCRAPES scrapes $SPACING s apart"
   qrel_row "$n" qrel_plugin 1
-  progress "N=$n: qrel without the plugin"
+  phase "N=$n: qrel without the plugin"
   qrel_row "$n" qrel_mgmt 0
 done
+phase ""
 
 # ---- table ----
 echo "# qrel rabbitmq benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
 echo "# $(qrel_version "$QREL_BIN"); rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?') (collect_statistics_interval 5000)"
 echo "# shape: N queues, 1 in ${DLQ_EVERY} with a dead-letter exchange to one dead-letter queue (+1 queue); any others break no_dead_letter_queue"
-echo "# qrel: scrapes every ${INTERVAL} s for ${WINDOW} s, metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
+echo "# qrel: ${SCRAPES} scrapes ${SPACING} s apart (the verdict assumes Prometheus' ${INTERVAL} s), metadata_interval ${META_INTERVAL}; raw fetches: ${FETCHES} each"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 fmtrow='%-7s %-16s %-13s %9s %9s %9s %8s %8s %8s %8s %11s %11s %10s %9s %12s\n'
@@ -299,15 +336,17 @@ echo "# peak_own: at least this much RssAnon at the peak, inside a scrape (VmHWM
 echo "# audit_series: qrel_audit_failed series / qrel_audit_failed_queues{rule=\"no_dead_letter_queue\"}"
 echo "# detailed_queue: family=queue_metrics, the only one with rabbitmq_detailed_queue_head_message_timestamp"
 echo "# broker_ms/scr: beam utime+stime per fetch or scrape, less the idle broker's CPU over the same time;"
-echo "#   qrel rows: the average over the window's scrapes (the first one refreshes the slow part);"
+echo "#   qrel rows: the average over a minute of ${INTERVAL} s scrapes of which the first refreshes the slow part;"
 echo "#   refresh_ms: that first scrape; depth_ms: median of the others (slow part from the cache)"
 echo "# depth_floor: the floor of a cached scrape with the plugin: qrel's depth request ($FLOOR_FETCHES fetches on one kept-alive"
 echo "#   connection, uncompressed as qrel asks for it, the body discarded)"
+echo "# phases: $(IFS=';'; echo "${PHASES[*]}" | sed 's/;/; /g')"
 echo "# qrel_cpu: qrel_exporter's own CPU ms (utime+stime, all threads) per cached scrape, median (10 ms ticks)"
 for n in "${SIZE_LIST[@]}"; do
   awk -v n="$n" -v q="${RES[$n,qrel_plugin,median]}" -v f="${RES[$n,depth_floor,median]}" -v c="${RES[$n,qrel_plugin,qrel_cpu]}" \
     -v b="${RES[$n,depth_floor,cpu]}" -v k="${RES[$n,depth_floor,conns]}" -v z="${RES[$n,depth_floor,gzip]}" 'BEGIN {
     printf "# N=%d: the cached scrape with the plugin %.4f s = the floor %.4f s (broker CPU %d ms a fetch; %d connection(s) for all fetches; %.4f s with gzip) + %.4f s; qrel'"'"'s own CPU %d ms a scrape: %.2fx the floor\n", n, q, f, b, k, z, q - f, c, (f > 0 ? q / f : 0) }'
+  echo "# N=$n: the floor's families alone: queue_coarse_metrics $(fmt "${RES[$n,floor_queue_coarse_metrics,median]}" %.4f) s (broker CPU ${RES[$n,floor_queue_coarse_metrics,cpu]} ms a fetch), queue_consumer_count $(fmt "${RES[$n,floor_queue_consumer_count,median]}" %.4f) s (${RES[$n,floor_queue_consumer_count,cpu]} ms; the plugin copies every queue's whole queue_metrics row for it)"
   echo "# N=$n: queues created in ${RES[$n,create_s]} s (definitions import); idle broker $(awk -v i="${RES[$n,idle]}" -v t="$TCK" 'BEGIN { printf "%.0f", i * 1000 / t }') ms CPU/s; qrel reported ${RES[$n,qrel_plugin,reported]} / ${RES[$n,qrel_mgmt,reported]} queues (want $((n + 1)))"
 done
 
@@ -324,15 +363,15 @@ else
 fi
 awk -v n="$g" -v note="$note" -v t="${RES[$g,qrel_plugin,median]}" -v w="${RES[$g,qrel_plugin,cpu]}" \
   -v r="${RES[$g,qrel_plugin,refresh_cpu]}" -v d="${RES[$g,qrel_plugin,depth_cpu]}" \
-  -v full="${RES[$g,api_queues,cpu]}" -v iv="$INTERVAL" -v mi="$mi_s" -v win="$WINDOW" \
+  -v full="${RES[$g,api_queues,cpu]}" -v iv="$INTERVAL" -v mi="$mi_s" \
   -v tm="${RES[$g,qrel_mgmt,median]}" -v dm="${RES[$g,qrel_mgmt,depth_cpu]}" \
   -v hp="${RES[$g,qrel_plugin,heap]}" -v hm="${RES[$g,qrel_mgmt,heap]}" -v fl="${RES[$g,depth_floor,median]}" \
   -v vfile="$T/verdict" 'BEGIN {
   per = (mi > iv ? iv / mi : 1)             # refreshes per scrape
   am = d + r * per                          # long-run broker ms per scrape
   ok1 = (t <= 0.20); okw = (w <= 0.10 * full); oka = (am <= 0.10 * full)
-  printf "verdict at %d queues%s, qrel with the plugin: scrape %.3f s (goal <= 0.20: %s; %.2fx the floor of %.3f s); broker CPU per scrape over %d s of %d s scrapes %.0f ms = %.3f of one /api/queues fetch (%.0f ms; goal <= 0.10: %s); long-run with metadata_interval %g s: %.0f ms = %.3f (%s): %s\n",
-    n, note, t, ok1 ? "met" : "missed", (fl > 0 ? t / fl : 0), fl, win, iv, w, w / full, full, okw ? "met" : "missed", mi, am, am / full, oka ? "met" : "missed",
+  printf "verdict at %d queues%s, qrel with the plugin: scrape %.3f s (goal <= 0.20: %s; %.2fx the floor of %.3f s); broker CPU per scrape over a minute of %d s scrapes %.0f ms = %.3f of one /api/queues fetch (%.0f ms; goal <= 0.10: %s); long-run with metadata_interval %g s: %.0f ms = %.3f (%s): %s\n",
+    n, note, t, ok1 ? "met" : "missed", (fl > 0 ? t / fl : 0), fl, iv, w, w / full, full, okw ? "met" : "missed", mi, am, am / full, oka ? "met" : "missed",
     (ok1 && oka) ? "MET" : "NOT MET"
   need = (0.10 * full > d ? r * iv / (0.10 * full - d) : -1)
   for (m = 60; m <= 600; m *= 5)

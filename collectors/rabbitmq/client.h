@@ -33,6 +33,7 @@ struct rabbitmq_state {
     struct http_client *client;
     struct rabbitmq_cache *meta; /* the cached slow part; NULL before the first refresh */
     unsigned requests;           /* made in this collection, for the debug log */
+    size_t last_queues; /* queues in the last depth table: the next one is sized for them */
     /* qrel dlq over AMQP 0-9-1 (amqp_url): NULL host when not configured */
     char *amqp_host;
     int amqp_port;
