@@ -527,6 +527,39 @@ START_TEST(test_strings_stored_once)
 }
 END_TEST
 
+/* Values found among the recent ones at their position (intern_value's ring) are the very
+ * strings they equal and nothing else: a prefix, an extension, an empty value, a cycle longer
+ * than the ring, and a value repaired to UTF-8 twice. */
+START_TEST(test_recent_values)
+{
+    static const char *const vals[] = {
+        "ab", "abc", "a", "",  "abc", "ab",   "b\"q", "ab",           "x",
+        "y",  "z",   "w", "v", "ab",  "\xff", "\xff", "\xef\xbf\xbd", "ab"};
+    const size_t n = sizeof vals / sizeof vals[0];
+    struct metric_set *s = metric_set_new("src", "redis_stream");
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(metric_set_add(s, "qrel_queue_messages", (double)i, "queue", vals[i],
+                                        "state", vals[n - 1 - i], NULL),
+                         0);
+    for (size_t i = 0; i < n; i++) {
+        struct metric_sample m = get(s, i);
+        const char *want = strcmp(vals[i], "\xff") == 0 ? "\xef\xbf\xbd" : vals[i];
+        const char *want_state =
+            strcmp(vals[n - 1 - i], "\xff") == 0 ? "\xef\xbf\xbd" : vals[n - 1 - i];
+        assert_label(&m, 2, "queue", want);
+        assert_label(&m, 3, "state", want_state);
+        ck_assert_uint_eq(m.labels[2].value_len, strlen(want));
+        ck_assert_int_eq(m.labels[2].value_escape, strchr(want, '"') != NULL);
+        for (size_t k = 0; k < i; k++) { /* every string once: equal values, equal pointers */
+            struct metric_sample o = get(s, k);
+            ck_assert_int_eq(o.labels[2].value == m.labels[2].value,
+                             strcmp(o.labels[2].value, want) == 0);
+        }
+    }
+    metric_set_free(s);
+}
+END_TEST
+
 START_TEST(test_label_names_vary)
 {
     /* One family with different label names from one add to the next. */
@@ -903,6 +936,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_large_set);
     tcase_add_test(tc, test_label_limit);
     tcase_add_test(tc, test_strings_stored_once);
+    tcase_add_test(tc, test_recent_values);
     tcase_add_test(tc, test_label_names_vary);
     tcase_add_test(tc, test_long_values);
     tcase_add_test(tc, test_set_bytes);
