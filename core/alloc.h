@@ -31,7 +31,7 @@ void xmalloc_release(void);
  * of each of 64 sizes (up to 1,032 bytes) for itself until it exits; malloc counts them in use
  * and malloc_trim cannot give back their pages. librdkafka's threads live as long as a Kafka
  * source's handle and free blocks of many sizes on every scrape, so their caches filled scrape
- * after scrape, scattered over the heap: heap + stacks grew from 1,524 to 2,144 KiB over 25
+ * after scrape, scattered over the heap: heap + stacks grew from 1,524 to 2,092 KiB over 25
  * scrapes of a caught-up source that holds the same 0.45 MB throughout (valgrind), and stay at
  * 1,270 KiB without the caches (issue 28). glibc reads the cache's size only from GLIBC_TUNABLES
  * as a program starts, so the program is executed again (the same process and arguments) with
