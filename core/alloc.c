@@ -17,7 +17,6 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -58,51 +57,11 @@ void xmalloc_release(void)
 #endif
 }
 
-/* The tunable that turns glibc's per-thread caches off (alloc.h). */
-#define TCACHE_TUNABLE "glibc.malloc.tcache_count"
-
-#if defined(__GLIBC__) && !QREL_ASAN
-/* Valgrind replaces malloc through its preloaded libraries; executing /proc/self/exe there would
- * start valgrind's own tool binary. */
-static int under_valgrind(void)
-{
-    const char *pre = getenv("LD_PRELOAD");
-    return pre && strstr(pre, "vgpreload");
-}
-
-static const char *tcache_off(char **argv)
-{
-    const char *cur = getenv("GLIBC_TUNABLES");
-    if ((cur && strstr(cur, TCACHE_TUNABLE)) || under_valgrind())
-        return NULL; /* set already (by the execution below, or by whoever started us) */
-    char *saved = cur ? xstrdup(cur) : NULL;
-    char *want =
-        cur && *cur ? xstrjoin(cur, ":", TCACHE_TUNABLE "=0", NULL) : xstrdup(TCACHE_TUNABLE "=0");
-    if (setenv("GLIBC_TUNABLES", want, 1) == 0)
-        execv("/proc/self/exe", argv);
-    /* Still here: the environment as it was, so that nothing started later inherits the
-     * setting, and the caches stay on. */
-    if (saved)
-        setenv("GLIBC_TUNABLES", saved, 1);
-    else
-        unsetenv("GLIBC_TUNABLES");
-    free(saved);
-    free(want);
-    return "cannot execute /proc/self/exe again with GLIBC_TUNABLES=" TCACHE_TUNABLE
-           "=0: glibc's per-thread caches of freed memory stay on, and the heap may grow by up to "
-           "a few hundred KiB per long-lived thread";
-}
-#endif
-
-const char *xmalloc_setup(char **argv)
+void xmalloc_setup(void)
 {
 #if defined(__GLIBC__) && !QREL_ASAN
     if (!getenv("MALLOC_ARENA_MAX"))
         mallopt(M_ARENA_MAX, 1);
-    return tcache_off(argv);
-#else
-    (void)argv;
-    return NULL;
 #endif
 }
 

@@ -17,28 +17,14 @@ void *xrealloc(void *p, size_t n);
  * scrape the exporter would stay that large: 12.8 MiB of own memory after 2,000 streams with deep
  * pending lists, 3.5 MiB with trimming (issue 14). Called once a scrape's memory is freed. */
 void xmalloc_release(void);
-/* Called once before any thread starts, with main's argv.
- *
- * One malloc arena for the whole process. glibc gives each thread that allocates its own arena
- * (up to 8 per core), and every arena keeps its own partly used pages, which malloc_trim cannot
- * give back: with librdkafka's 6 threads qrel's own memory after a Kafka scrape was 7.1-8.6 MiB
- * with the arenas, 6.1-6.5 MiB with one; after a RabbitMQ scrape of 10,000 queues 5.9-8.8 and
- * 6.0 MiB, and the peak RSS 46-56 and 37.4 MiB (issue 14). A scrape is one collector thread's
- * work at a time per source, so the shared lock costs little. MALLOC_ARENA_MAX in the
- * environment still decides when it is set.
- *
- * No per-thread cache of freed blocks (glibc's tcache). Each thread keeps up to 7 freed blocks
- * of each of 64 sizes (up to 1,032 bytes) for itself until it exits; malloc counts them in use
- * and malloc_trim cannot give back their pages. librdkafka's threads live as long as a Kafka
- * source's handle and free blocks of many sizes on every scrape, so their caches filled scrape
- * after scrape, scattered over the heap: heap + stacks grew from 1,524 to 2,092 KiB over 25
- * scrapes of a caught-up source that holds the same 0.45 MB throughout (valgrind), and stay at
- * 1,270 KiB without the caches (issue 28). glibc reads the cache's size only from GLIBC_TUNABLES
- * as a program starts, so the program is executed again (the same process and arguments) with
- * glibc.malloc.tcache_count=0 added, unless GLIBC_TUNABLES already sets tcache_count, the
- * program runs under AddressSanitizer or valgrind (whose malloc has no such cache), or it is not
- * glibc. Returns NULL, or why the caches stay on when the execution failed (for a warning). */
-const char *xmalloc_setup(char **argv);
+/* Called once before any thread starts: one malloc arena for the whole process. glibc gives each
+ * thread that allocates its own arena (up to 8 per core), and every arena keeps its own partly
+ * used pages, which malloc_trim cannot give back: with librdkafka's 6 threads qrel's own memory
+ * after a Kafka scrape was 7.1-8.6 MiB with the arenas, 6.1-6.5 MiB with one; after a RabbitMQ
+ * scrape of 10,000 queues 5.9-8.8 and 6.0 MiB, and the peak RSS 46-56 and 37.4 MiB (issue 14). A
+ * scrape is one collector thread's work at a time per source, so the shared lock costs little.
+ * MALLOC_ARENA_MAX in the environment still decides when it is set. */
+void xmalloc_setup(void);
 char *xstrdup(const char *s); /* xstrdup(NULL) == NULL */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -79,11 +79,7 @@ int main(int argc, char **argv)
     if (o.config_check)
         return config_check(o.config_file);
 
-    /* Before any thread exists: threads pick their arena when they start. It may execute the
-     * program again, so nothing is opened before it. */
-    const char *malloc_warn = xmalloc_setup(argv);
-    if (malloc_warn)
-        log_kv(LOG_WARN, "malloc setup", "err", malloc_warn, NULL);
+    xmalloc_setup(); /* before any thread exists: threads pick their arena when they start */
     /* Block the signals we wait for before any thread exists, so every thread inherits it. */
     sigset_t sigs;
     sigemptyset(&sigs);
