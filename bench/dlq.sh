@@ -148,8 +148,8 @@ redis_calls() {
   R INFO commandstats | tr -d '\r' |
     awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_config|resetstat" && $1 != "cmdstat_info" { s += $3 } END { print s + 0 }'
 }
-# redis_evals: EVAL calls since CONFIG RESETSTAT: a replay's moves (one each, 64 to a round trip)
-# and its release of the replay lock.
+# redis_evals: EVAL calls since CONFIG RESETSTAT: a replay's windows of moves (one script moves up
+# to 64 entries) and its release of the replay lock.
 redis_evals() {
   R INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_eval" { n = $3 } END { print n + 0 }'
 }
@@ -291,6 +291,6 @@ for shape in "done" not_done; do
     floor_s="$(fmt "$floor_s" %.4f)" x_floor="$(ratio "$r_wall" "$floor_s")" heap="$heap KiB" \
     broker_ms="$(awk -v s="$r_rcpu" 'BEGIN { printf "%.0f", s * 1000 }')" \
     goal="one work-table statement a page; heap + stacks <= 16 MiB at any size; Redis busy >= 0.8 of the replay's move phase" verdict="$verdict" \
-    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds, of them EVAL $r_evals (one per move, 64 to a round trip, and the lock's release)"
+    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds$([ "$moved" -gt 0 ] && awk -v c="$r_cmds" -v n="$moved" 'BEGIN { printf " (%.2f a moved entry)", c / n }'), of them EVAL $r_evals (one per window of up to 64 moves, and the lock's release)"
 done
 printf '\n# load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
