@@ -11,16 +11,17 @@
  *   for a while, and each move renews it;
  * - move_window is one Lua script for up to DLQ_MOVE_WINDOW entries, atomic in Redis: it checks
  *   once that the lock is still this run's (and renews it) and that the stream is still read by
- *   a group, then, entry by entry, only if the entry is still in the dead-letter stream adds it
- *   to the stream (NOMKSTREAM, its fields in their order) and deletes it, and replies with each
- *   entry's outcome. An entry another replay or client removed meanwhile is not put back
- *   ("gone"); a window cut short by a timeout happened whole or not at all. move is the same
- *   script for one entry (a paced replay's).
+ *   a group, then, entry by entry, adds the entry to the stream (NOMKSTREAM, its fields in their
+ *   order) and deletes it from the dead-letter stream, and replies with each entry's outcome. An
+ *   entry another replay or client removed meanwhile is not put back ("gone": its copy is
+ *   deleted again before any consumer can read it); a window cut short by a timeout happened
+ *   whole or not at all. move is the same script for one entry (a paced replay's).
  * The entry gets a new id: Redis refuses ids below the stream's last one, and consumers read by
- * group position, not by id. It also gets the replay stamp, a last field DLQ_STAMP holding its
- * replays + 1: the script drops an earlier stamp field, so an entry replayed twice carries one
- * stamp saying 2, not two (a consumer that dead-letters it again copies its fields, stamp
- * included, and the next read tells a poison message from a new one). */
+ * group position, not by id.
+ * It also gets the replay stamp, a last field DLQ_STAMP holding its replays + 1: the script drops
+ * an earlier stamp field, so an entry replayed twice carries one stamp saying 2, not two (a
+ * consumer that dead-letters it again copies its fields, stamp included, and the next read tells a
+ * poison message from a new one). */
 #include "client.h"
 #include "dlq.h"
 
@@ -197,25 +198,27 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
 
 /* ---- the move: one script a window ---- */
 
-/* The most field names and values (the stamp's included) the script passes on to XADD: Lua's
- * unpack stops at about 8,000 values, and an error there would end the script half-way. */
-#define MAX_FIELD_ARGS 7900
-#define STR_(x) #x
-#define STR(x) STR_(x)
+/* The script passes at most 7,900 field names and values (the stamp's included) to XADD, and
+ * refuses an entry with more: Lua's unpack stops at about 8,000 values, and an error there would
+ * end the script half-way, after the window's earlier moves. */
 
 /* A window of moves in one script, atomic in Redis: it runs whole while nothing else runs. KEYS:
  * dead-letter stream, stream, lock; ARGV: token, hold ms, then per entry its id, its stamp, the
  * count of its field names and values, and those. The checks that do not depend on the entry
  * (the lock is this run's, which it renews; the stream is still read by a group) run once, and a
  * failed one refuses the whole window before anything is written, as it would have refused each
- * entry's move. Then per entry, in order: only if it is still in the dead-letter stream, it is
- * added to the stream (NOMKSTREAM, its fields in their order, the stamp last) and then deleted.
- * The reply has one element per entry: 1 moved, 0 gone (nothing done), or an error (its XRANGE
- * or XADD was refused: nothing done, still dead). Redis does not undo a script's writes when a
- * command fails, so each command is a pcall and an entry's failure stays its own: the next entry
- * is moved as if alone. An XDEL refused after its XADD (a user allowed to add but not to delete)
- * leaves that entry in both places and stops the window, the rest refused unmoved, so that the
- * mistake is not repeated on every entry. */
+ * entry's move. Then per entry, in order: it is added to the stream (NOMKSTREAM, its fields in
+ * their order, the stamp last) and deleted from the dead-letter stream; when the delete finds it
+ * gone (another client removed it) the copy just added is deleted again, which no consumer can
+ * have seen, the script being atomic. Adding first and learning "gone" from XDEL's count spares
+ * each entry the XRANGE that would ask first: on a stream deleted from its head, as a replay does,
+ * each lookup walks the node's deleted entries, and that XRANGE was a quarter of Redis's work
+ * (callgrind). The reply has one element per entry: 1 moved, 0 gone (nothing left changed), or
+ * an error (its XADD was refused: nothing done, still dead). Redis does not undo a script's writes
+ * when a command fails, so each command is a pcall and an entry's failure stays its own: the next
+ * entry is moved as if alone. An XDEL refused after its XADD (a user allowed to add but not to
+ * delete) leaves that entry in both places and stops the window, the rest refused unmoved, so
+ * that the mistake is not repeated on every entry. */
 static const char move_script[] =
     "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
     "local function failed(r) return type(r) == 'table' and r.err ~= nil end "
@@ -235,31 +238,31 @@ static const char move_script[] =
     "end "
     "f[#f + 1] = '" DLQ_STAMP "'; f[#f + 1] = ARGV[a + 1] "
     "a = a + 3 + n "
-    "local r = stop or (#f > " STR(
-        MAX_FIELD_ARGS) " and refuse('its ' .. #f .. ' field names "
-                        "and values are more than a script can pass on (" STR(
-                            MAX_FIELD_ARGS) ")')) "
-                                            "if not r then r = redis.pcall('XRANGE', KEYS[1], id, "
-                                            "id) "
-                                            "if not failed(r) then r = #r == 0 and 0 or "
-                                            "redis.pcall('XADD', KEYS[2], 'NOMKSTREAM', '*', "
-                                            "unpack(f)) end "
-                                            "if type(r) == 'boolean' then r = refuse('stream ' .. "
-                                            "KEYS[2] .. ' added nothing') "
-                                            "elseif type(r) == 'string' then r = "
-                                            "redis.pcall('XDEL', KEYS[1], id) "
-                                            "if failed(r) then "
-                                            "stop = refuse('not moved: an earlier entry of its "
-                                            "window could not be removed') "
-                                            "r = refuse('put back on ' .. KEYS[2] .. ' but not "
-                                            "removed from ' .. KEYS[1] .. ' (it is "
-                                            "in both now): ' .. r.err) "
-                                            "else r = 1 end "
-                                            "end "
-                                            "end "
-                                            "out[#out + 1] = r "
-                                            "end "
-                                            "return out";
+    "local r = stop or (#f > 7900 and refuse('its ' .. #f .. ' field names and values are more "
+    "than a script can pass on (7900)')) "
+    "if not r then r = redis.pcall('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(f)) "
+    "if type(r) == 'boolean' then r = refuse('stream ' .. KEYS[2] .. ' added nothing') "
+    "elseif type(r) == 'string' then "
+    "local d = redis.pcall('XDEL', KEYS[1], id) "
+    "if failed(d) then "
+    "stop = refuse('not moved: an earlier entry of its window could not be removed') "
+    "r = refuse('put back on ' .. KEYS[2] .. ' but not removed from ' .. KEYS[1] .. ' (it is "
+    "in both now): ' .. d.err) "
+    "elseif d == 1 then r = 1 "
+    "else d = redis.pcall('XDEL', KEYS[2], r) "
+    "if failed(d) then "
+    "stop = refuse('not moved: an earlier entry of its "
+    "window could not be taken back') "
+    "r = refuse('gone from ' .. KEYS[1] .. ', and its copy "
+    "on ' .. KEYS[2] .. ' could not be "
+    "taken back: ' .. d.err) "
+    "else r = 0 end "
+    "end "
+    "end "
+    "end "
+    "out[#out + 1] = r "
+    "end "
+    "return out";
 
 /* Adds the EVAL of move_script for the n messages m[0..n) to p, the window position of each
  * message it carries in at[] (one that cannot be moved gets its outcome in out[] instead). Returns
