@@ -15,7 +15,7 @@
 # every 20 ms: a lower bound; flat across --dead-letters sizes, since a run holds one page of
 # 1,000), the SQL statements qrel sent (pg_stat_statements, by qrel's own role: one work-table
 # lookup a page) and the Redis commands (INFO commandstats) and Redis CPU (INFO cpu). The same
-# 20 ms samples of Redis' EVAL count and CPU time the move phase of replay --yes alone (from the
+# 20 ms samples of Redis' XDEL count (one a moved entry) and CPU time the move phase of replay --yes alone (from the
 # first sample with a move to the first with all N): qrel's moves a second there, and Redis' busy
 # share (its CPU seconds per second of the phase: 1.0 is a core kept busy). The floor is Redis's
 # own write rate for the same writes: per dead letter the XADD of its fields and stamp to the
@@ -148,8 +148,8 @@ redis_calls() {
   R INFO commandstats | tr -d '\r' |
     awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_config|resetstat" && $1 != "cmdstat_info" { s += $3 } END { print s + 0 }'
 }
-# redis_evals: EVAL calls since CONFIG RESETSTAT: a replay's moves (one each, 64 to a round trip)
-# and its release of the replay lock.
+# redis_evals: EVAL calls since CONFIG RESETSTAT: a replay's windows of moves (one script moves up
+# to 64 entries) and its release of the replay lock.
 redis_evals() {
   R INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_eval" { n = $3 } END { print n + 0 }'
 }
@@ -159,15 +159,16 @@ pg_calls() {
             WHERE userid = 'qrel'::regrole AND query LIKE '${1:-%}'"
 }
 
-# evals_cpu: "EVAL-calls Redis-CPU-seconds" now, from one INFO of both sections
-evals_cpu() {
-  R INFO cpu commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_eval" { n = $3 }
+# moves_cpu: "XDEL-calls Redis-CPU-seconds" now, from one INFO of both sections: each moved
+# entry's XDEL (in the window's script) counts it, whatever the entries a script moves
+moves_cpu() {
+  R INFO cpu commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_xdel" { n = $3 }
     $1 == "used_cpu_user" || $1 == "used_cpu_sys" { c += $2 } END { printf "%d %.6f\n", n, c }'
 }
 # run_qrel NAME ARGS...: one `qrel dlq ARGS --format=json` into $T/NAME.json, measured. Sets
 # WALL_S, CPU_S, RSS_KIB, HEAP_KIB, SQL (statements), LOOKUPS (work-table statements),
-# RCMDS (Redis commands), EVALS (of them EVAL: the moves), RCPU_S (Redis CPU), and from the
-# samples of $T/NAME.moves ("seconds EVALs Redis-CPU" every 20 ms) the move phase's MOVE_S,
+# RCMDS (Redis commands), EVALS (of them EVAL: the windows of moves), RCPU_S (Redis CPU), and
+# from the samples of $T/NAME.moves ("seconds XDELs Redis-CPU" every 20 ms) the move phase's MOVE_S,
 # MOVES_PER_S and BUSY (Redis CPU / MOVE_S), "-" when no move was seen.
 run_qrel() {
   local name=$1 tpid pid="" t_start rc=0 rc0
@@ -184,7 +185,7 @@ run_qrel() {
   while [ -d "/proc/$tpid" ]; do
     [ -n "$pid" ] || pid=$(awk '{ print $1 }' "/proc/$tpid/task/$tpid/children" 2>/dev/null || true)
     [ -z "$pid" ] || heap_kib "$pid" >>"$T/$name.heap" 2>/dev/null || true
-    echo "$(date +%s.%N) $(evals_cpu)" >>"$T/$name.moves"
+    echo "$(date +%s.%N) $(moves_cpu)" >>"$T/$name.moves"
     sleep 0.02
   done
   wait "$tpid" || rc=$?
@@ -291,6 +292,6 @@ for shape in "done" not_done; do
     floor_s="$(fmt "$floor_s" %.4f)" x_floor="$(ratio "$r_wall" "$floor_s")" heap="$heap KiB" \
     broker_ms="$(awk -v s="$r_rcpu" 'BEGIN { printf "%.0f", s * 1000 }')" \
     goal="one work-table statement a page; heap + stacks <= 16 MiB at any size; Redis busy >= 0.8 of the replay's move phase" verdict="$verdict" \
-    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds, of them EVAL $r_evals (one per move, 64 to a round trip, and the lock's release)"
+    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds$([ "$moved" -gt 0 ] && awk -v c="$r_cmds" -v n="$moved" 'BEGIN { printf " (%.2f a moved entry)", c / n }'), of them EVAL $r_evals (one per window of up to 64 moves, and the lock's release)"
 done
 printf '\n# load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -140,8 +140,9 @@ struct dlq_kind {
     int (*move)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                 const struct deadline *dl, struct err *e);
     /* Optional, with move: moves the n messages m[0..n) in one round trip, each by the same
-     * atomic step as move() (one request each, sent together before any reply is read: replies
-     * come back in order, so each message keeps its own outcome). out[i] is m[i]'s: rc as move()
+     * atomic step as move() (one request each, sent together before any reply is read, or one
+     * request that moves them all and answers for each: either way each message keeps its own
+     * outcome). out[i] is m[i]'s: rc as move()
      * returns it, and e when rc is -1. Returns how many outcomes it filled: n when every reply came
      * back; fewer when the round trip failed, e then saying why, and each message from there on
      * may have moved (whole) or not. */

@@ -9,16 +9,19 @@
  * - lock takes `qrel:replay-lock:<dead-letter stream>` with SET NX PX, so one replay per
  *   dead-letter stream runs at a time; it expires, so a killed replay blocks the next one only
  *   for a while, and each move renews it;
- * - move is one Lua script, atomic in Redis: it checks the lock is still this run's and the
- *   stream still read by a group, and only if the entry is still in the dead-letter stream adds
- *   it to the stream (NOMKSTREAM, its fields in their order) and deletes it. An entry another
- *   replay or client removed meanwhile is not put back ("gone"); a move cut short by a timeout
- *   either happened whole or not at all.
+ * - move_window is one Lua script for up to DLQ_MOVE_WINDOW entries, atomic in Redis: it checks
+ *   once that the lock is still this run's (and renews it) and that the stream is still read by
+ *   a group, then, entry by entry, adds the entry to the stream (NOMKSTREAM, its fields in their
+ *   order) and deletes it from the dead-letter stream, and replies with each entry's outcome. An
+ *   entry another replay or client removed meanwhile is not put back ("gone": its copy is
+ *   deleted again before any consumer can read it); a window cut short by a timeout happened
+ *   whole or not at all. move is the same script for one entry (a paced replay's).
  * The entry gets a new id: Redis refuses ids below the stream's last one, and consumers read by
- * group position, not by id. It also gets the replay stamp, a last field DLQ_STAMP holding its
- * replays + 1: the script drops an earlier stamp field, so an entry replayed twice carries one
- * stamp saying 2, not two (a consumer that dead-letters it again copies its fields, stamp
- * included, and the next read tells a poison message from a new one). */
+ * group position, not by id.
+ * It also gets the replay stamp, a last field DLQ_STAMP holding its replays + 1: the script drops
+ * an earlier stamp field, so an entry replayed twice carries one stamp saying 2, not two (a
+ * consumer that dead-letters it again copies its fields, stamp included, and the next read tells a
+ * poison message from a new one). */
 #include "client.h"
 #include "dlq.h"
 
@@ -193,79 +196,152 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
     return redis_replay_unlock_batch(c, run_pipe, b, dl, e);
 }
 
-/* ---- the move ---- */
+/* ---- the move: one script a window ---- */
 
-/* KEYS: dead-letter stream, stream, lock; ARGV: entry id, token, hold ms, the stamp, the entry's
- * fields. Atomic: Redis runs nothing else meanwhile. 1: moved; 0: the entry was gone, nothing
- * done. */
+/* The script passes at most 7,900 field names and values (the stamp's included) to XADD, and
+ * refuses an entry with more: Lua's unpack stops at about 8,000 values, and an error there would
+ * end the script half-way, after the window's earlier moves. */
+
+/* A window of moves in one script, atomic in Redis: it runs whole while nothing else runs. KEYS:
+ * dead-letter stream, stream, lock; ARGV: token, hold ms, then per entry its id, its stamp, the
+ * count of its field names and values, and those. The checks that do not depend on the entry
+ * (the lock is this run's, which it renews; the stream is still read by a group) run once, and a
+ * failed one refuses the whole window before anything is written, as it would have refused each
+ * entry's move. Then per entry, in order: it is added to the stream (NOMKSTREAM, its fields in
+ * their order, the stamp last) and deleted from the dead-letter stream; when the delete finds it
+ * gone (another client removed it) the copy just added is deleted again, which no consumer can
+ * have seen, the script being atomic. Adding first and learning "gone" from XDEL's count spares
+ * each entry the XRANGE that would ask first: on a stream deleted from its head, as a replay does,
+ * each lookup walks the node's deleted entries, and that XRANGE was a quarter of Redis's work
+ * (callgrind). The reply has one element per entry: 1 moved, 0 gone (nothing left changed), or
+ * an error (its XADD was refused: nothing done, still dead). Redis does not undo a script's writes
+ * when a command fails, so each command is a pcall and an entry's failure stays its own: the next
+ * entry is moved as if alone. An XDEL refused after its XADD (a user allowed to add but not to
+ * delete) leaves that entry in both places and stops the window, the rest refused unmoved, so
+ * that the mistake is not repeated on every entry. */
 static const char move_script[] =
     "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
-    "if redis.call('GET', KEYS[3]) ~= ARGV[2] then "
+    "local function failed(r) return type(r) == 'table' and r.err ~= nil end "
+    "if redis.call('GET', KEYS[3]) ~= ARGV[1] then "
     "return refuse('this replay lost its lock (it expired; another replay may hold it now)') "
     "end "
-    "redis.call('PEXPIRE', KEYS[3], ARGV[3]) "
+    "redis.call('PEXPIRE', KEYS[3], ARGV[2]) "
     "local g = redis.pcall('XINFO', 'GROUPS', KEYS[2]) "
-    "if g.err then return refuse('stream ' .. KEYS[2] .. ': ' .. g.err) end "
+    "if failed(g) then return refuse('stream ' .. KEYS[2] .. ': ' .. g.err) end "
     "if #g == 0 then return refuse('stream ' .. KEYS[2] .. ' has no consumer group any more') end "
-    "if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return 0 end "
+    "local out, a, stop = {}, 3, nil "
+    "while a <= #ARGV do "
+    "local id, n = ARGV[a], tonumber(ARGV[a + 2]) "
     "local f = {} "
-    "for i = 5, #ARGV - 1, 2 do "
+    "for i = a + 3, a + 2 + n - 1, 2 do "
     "if ARGV[i] ~= '" DLQ_STAMP "' then f[#f + 1] = ARGV[i]; f[#f + 1] = ARGV[i + 1] end "
     "end "
-    "f[#f + 1] = '" DLQ_STAMP "'; f[#f + 1] = ARGV[4] "
-    "redis.call('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(f)) "
-    "redis.call('XDEL', KEYS[1], ARGV[1]) "
-    "return 1";
+    "f[#f + 1] = '" DLQ_STAMP "'; f[#f + 1] = ARGV[a + 1] "
+    "a = a + 3 + n "
+    "local r = stop or (#f > 7900 and refuse('its ' .. #f .. ' field names and values are more "
+    "than a script can pass on (7900)')) "
+    "if not r then r = redis.pcall('XADD', KEYS[2], 'NOMKSTREAM', '*', unpack(f)) "
+    "if type(r) == 'boolean' then r = refuse('stream ' .. KEYS[2] .. ' added nothing') "
+    "elseif type(r) == 'string' then "
+    "local d = redis.pcall('XDEL', KEYS[1], id) "
+    "if failed(d) then "
+    "stop = refuse('not moved: an earlier entry of its window could not be removed') "
+    "r = refuse('put back on ' .. KEYS[2] .. ' but not removed from ' .. KEYS[1] .. ' (it is "
+    "in both now): ' .. d.err) "
+    "elseif d == 1 then r = 1 "
+    "else d = redis.pcall('XDEL', KEYS[2], r) "
+    "if failed(d) then "
+    "stop = refuse('not moved: an earlier entry of its "
+    "window could not be taken back') "
+    "r = refuse('gone from ' .. KEYS[1] .. ', and its copy "
+    "on ' .. KEYS[2] .. ' could not be "
+    "taken back: ' .. d.err) "
+    "else r = 0 end "
+    "end "
+    "end "
+    "end "
+    "out[#out + 1] = r "
+    "end "
+    "return out";
 
-/* Adds m's move (one EVAL of move_script) to p. 0, or -1 with e set (nothing added). */
-static int add_move(struct redis_pipe *p, const struct dlq_batch *b, const struct dlq_message *m,
-                    struct err *e)
+/* Adds the EVAL of move_script for the n messages m[0..n) to p, the window position of each
+ * message it carries in at[] (one that cannot be moved gets its outcome in out[] instead). Returns
+ * how many it carries (0: nothing added). */
+static size_t add_window(struct redis_pipe *p, const struct dlq_batch *b,
+                         struct dlq_message *const *m, size_t n, size_t *at,
+                         struct dlq_move_outcome *out)
 {
-    const struct redis_stream_fields *f = m->kind_data;
     const struct redis_replay_lock *l = b->kind_data;
-    if (!f || f->n == 0)
-        return err_set(e, ERR_INTERNAL, "entry %s has no fields to put back", m->message_id);
-    if (!l)
-        return err_set(e, ERR_INTERNAL, "a move without the replay lock");
-    char stamp[24]; /* replays + 1; an unreadable stamp counts as none */
-    snprintf(stamp, sizeof stamp, "%lld", (long long)(m->replays > 0 ? m->replays + 1 : 1));
-    const char *head[] = {"EVAL", move_script,   "3",      b->dead_letter_queue, b->origin,
-                          l->key, m->message_id, l->token, l->hold_ms,           stamp};
-    size_t nhead = sizeof head / sizeof head[0];
-    size_t argc = nhead + f->n;
+    enum { HEAD = 8 };
+    size_t argc = HEAD, sent = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct redis_stream_fields *f = m[i]->kind_data;
+        argc += 3 + (f ? f->n : 0);
+    }
     const char **argv = xcalloc(argc, sizeof *argv);
     size_t *argvlen = xcalloc(argc, sizeof *argvlen);
-    for (size_t i = 0; i < nhead; i++) {
+    char(*num)[2][24] = xcalloc(n ? n : 1, sizeof *num); /* each entry's stamp and field count */
+    const char *head[HEAD] = {"EVAL",
+                              move_script,
+                              "3",
+                              b->dead_letter_queue,
+                              b->origin,
+                              l ? l->key : "",
+                              l ? l->token : "",
+                              l ? l->hold_ms : ""};
+    for (size_t i = 0; i < HEAD; i++) {
         argv[i] = head[i];
         argvlen[i] = strlen(head[i]);
     }
-    for (size_t i = 0; i < f->n; i++) {
-        argv[nhead + i] = f->v[i];
-        argvlen[nhead + i] = f->len[i];
+    size_t a = HEAD;
+    for (size_t i = 0; i < n; i++) {
+        const struct redis_stream_fields *f = m[i]->kind_data;
+        if (!l) {
+            err_set(&out[i].e, ERR_INTERNAL, "a move without the replay lock");
+            continue;
+        }
+        if (!f || f->n == 0) {
+            err_set(&out[i].e, ERR_INTERNAL, "entry %s has no fields to put back",
+                    m[i]->message_id);
+            continue;
+        }
+        /* replays + 1; an unreadable stamp counts as none */
+        snprintf(num[i][0], sizeof num[i][0], "%lld",
+                 (long long)(m[i]->replays > 0 ? m[i]->replays + 1 : 1));
+        snprintf(num[i][1], sizeof num[i][1], "%zu", f->n);
+        const char *three[] = {m[i]->message_id, num[i][0], num[i][1]};
+        for (size_t k = 0; k < 3; k++, a++) {
+            argv[a] = three[k];
+            argvlen[a] = strlen(three[k]);
+        }
+        for (size_t k = 0; k < f->n; k++, a++) {
+            argv[a] = f->v[k];
+            argvlen[a] = f->len[k];
+        }
+        at[sent++] = i;
     }
-    redis_pipe_add(p, (int)argc, argv, argvlen);
+    if (sent)
+        redis_pipe_add(p, (int)a, argv, argvlen);
     free(argv);
     free(argvlen);
-    return 0;
+    free(num);
+    return sent;
 }
 
-/* The replies of a window of moves, in order: each one's outcome, an error reply included (a
- * refused move is its own failure, not the window's). at[k]: the window position of the pipe's
- * command k (a message that could not be added has none). */
+/* The reply to a window's script: an error (the window refused: every entry keeps it, as its own
+ * move's refusal) or one element per entry sent, in order. at[k]: the window position of the
+ * k-th entry sent. */
 struct window {
     const char *origin;
     const size_t *at;
+    size_t sent;
     struct dlq_move_outcome *out;
-    size_t answered; /* commands whose reply came back */
 };
 
-static int window_reply(void *ctx, size_t k, const redisReply *r, struct err *e)
+static void entry_outcome(struct window *w, size_t k, const redisReply *r)
 {
-    (void)e;
-    struct window *w = ctx;
     struct dlq_move_outcome *o = &w->out[w->at[k]];
     struct one_reply one = {"EVAL (move)", REDIS_REPLY_INTEGER, 0};
-    w->answered = k + 1;
     err_clear(&o->e);
     if (check_reply(&one, k, r, &o->e)) {
         err_prefix(&o->e, "stream \"%.200s\"", w->origin);
@@ -273,6 +349,20 @@ static int window_reply(void *ctx, size_t k, const redisReply *r, struct err *e)
     } else {
         o->rc = one.got == 1 ? 0 : 1;
     }
+}
+
+static int window_reply(void *ctx, size_t i, const redisReply *r, struct err *e)
+{
+    (void)i;
+    struct window *w = ctx;
+    if (!r || (r->type != REDIS_REPLY_ARRAY && r->type != REDIS_REPLY_ERROR))
+        return err_set(e, ERR_PROTOCOL, "EVAL (move): want an array, got %s",
+                       redis_reply_type_name(r));
+    if (r->type == REDIS_REPLY_ARRAY && r->elements != w->sent)
+        return err_set(e, ERR_PROTOCOL, "EVAL (move): %zu replies for %zu entries", r->elements,
+                       w->sent);
+    for (size_t k = 0; k < w->sent; k++)
+        entry_outcome(w, k, r && r->type == REDIS_REPLY_ARRAY ? r->element[k] : r);
     return 0;
 }
 
@@ -281,19 +371,18 @@ static size_t dlq_move_window(struct collector *c, struct dlq_batch *b,
                               struct dlq_move_outcome *out, struct err *e)
 {
     struct redis_pipe *p = redis_pipe_new();
-    size_t *at = xcalloc(n ? n : 1, sizeof *at), sent = 0;
+    size_t *at = xcalloc(n ? n : 1, sizeof *at);
     for (size_t i = 0; i < n; i++) {
         err_clear(&out[i].e);
         out[i].rc = -1;
-        if (add_move(p, b, m[i], &out[i].e) == 0)
-            at[sent++] = i;
     }
-    struct window w = {b->origin, at, out, 0};
+    size_t sent = add_window(p, b, m, n, at, out);
+    struct window w = {b->origin, at, sent, out};
     int rc = sent ? run_pipe(c, p, window_reply, &w, dl, e) : 0;
     redis_pipe_free(p);
-    /* Cut short: the outcomes end before the first message whose reply did not come back (those
-     * before it that could not be sent have theirs already). */
-    size_t filled = rc == 0 ? n : w.answered < sent ? at[w.answered] : n;
+    /* Cut short: the outcomes end before the first entry the script carried (those before it
+     * that could not be sent have theirs already). */
+    size_t filled = rc == 0 ? n : at[0];
     free(at);
     if (rc)
         err_prefix(e, "stream \"%.200s\"", b->origin);
@@ -312,7 +401,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
 }
 
 /* No release or read_effect: reading changes nothing. A move is requeue and remove in one step,
- * so neither of those is set; move_window sends DLQ_MOVE_WINDOW of them in one pipeline. */
+ * so neither of those is set; move_window moves up to DLQ_MOVE_WINDOW entries with one script. */
 const struct dlq_kind redis_stream_dlq = {.read = dlq_read,
                                           .read_page = dlq_read_page,
                                           .check_origin = dlq_check_origin,
