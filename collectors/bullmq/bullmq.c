@@ -591,6 +591,40 @@ static int follow_asks(struct scrape *sc, void (*add)(void *, size_t, struct red
     return rc;
 }
 
+/* Rounds 2 and 3 a window at a time (redis_pipe_exec_stream): Redis answers one window while
+ * the next is formatted. next and end are queues of sc->q (round 2) or jobs of sc->jobs (3). */
+struct fill {
+    struct scrape *sc;
+    size_t next, end;
+    int client_list; /* round 2 ends with CLIENT LIST */
+};
+
+static int fill_round2(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct fill *f = ctx;
+    for (; f->next < f->end && !redis_pipe_window_full(p); f->next++) {
+        const struct queue *q = &f->sc->q[f->next];
+        key_head(f->sc, q->name);
+        for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
+            round2_cmd(f->sc, q, k, p);
+    }
+    if (f->next < f->end)
+        return 1;
+    if (f->client_list)
+        redis_pipe_addv(p, "CLIENT", "LIST", NULL);
+    return 0;
+}
+
+static int fill_round3(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct fill *f = ctx;
+    for (; f->next < f->end && !redis_pipe_window_full(p); f->next++)
+        round3_cmd(f->sc, f->next, p);
+    return f->next < f->end;
+}
+
 /* The three rounds on one server (conn), its queues appended to sc's. */
 static int read_server(struct scrape *sc, struct redis_conn *conn,
                        const struct redis_cluster_map *map, size_t node, char **only,
@@ -655,23 +689,20 @@ static int read_server(struct scrape *sc, struct redis_conn *conn,
         q->name = xstrdup(names[i]);
         q->cur = bullmq_cursor_for(&st->cursors, &index, names[i]);
         q->now_ms = sc->now_ms;
-        key_head(sc, q->name);
-        for (size_t k = 0; k < ROUND2_PER_QUEUE; k++)
-            round2_cmd(sc, q, k, p);
     }
     hashtab_free(&index);
     sc->nround2 = nhere * ROUND2_PER_QUEUE;
-    if (nhere && !map && st->count_workers) /* one server: its clients are all the workers */
-        redis_pipe_addv(p, "CLIENT", "LIST", NULL);
-    if (nhere && (redis_pipe_exec_each(conn, p, dl, max, on_round2, sc, e) ||
+    /* one server: its clients are all the workers */
+    struct fill f = {sc, sc->q_base, sc->n, !map && st->count_workers};
+    if (nhere && (redis_pipe_exec_stream(conn, p, dl, max, fill_round2, &f, on_round2, sc, e) ||
                   follow_asks(sc, add_round2, on_round2, dl, e)))
         goto out;
 
     redis_pipe_reset(p);
-    for (size_t i = sc->job_base; i < sc->njobs; i++)
-        round3_cmd(sc, i, p);
-    if (sc->njobs > sc->job_base && (redis_pipe_exec_each(conn, p, dl, max, on_round3, sc, e) ||
-                                     follow_asks(sc, add_round3, on_round3, dl, e)))
+    f = (struct fill){sc, sc->job_base, sc->njobs, 0};
+    if (sc->njobs > sc->job_base &&
+        (redis_pipe_exec_stream(conn, p, dl, max, fill_round3, &f, on_round3, sc, e) ||
+         follow_asks(sc, add_round3, on_round3, dl, e)))
         goto out;
     rc = 0;
 out:

@@ -210,6 +210,39 @@ static void scrape_free(struct scrape *sc)
 }
 
 /* One pipeline: TIME, the unacked index and hash, and every queue's lists by priority. */
+/* The queues' LLENs, a window at a time (redis_pipe_exec_stream): Redis answers one window
+ * while the next is formatted. */
+struct fill {
+    const struct state *st;
+    size_t next; /* the next queue of st->job.queues */
+    /* A queue's four keys are written into one buffer, with their lengths: four keys malloc'd,
+     * measured and freed per queue were two thirds of the requests' instructions. */
+    struct buf key;
+};
+
+static int fill_llens(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct fill *f = ctx;
+    const struct state *st = f->st;
+    struct buf *key = &f->key;
+    for (; f->next < st->job.nqueues && !redis_pipe_window_full(p); f->next++) {
+        buf_reset(key);
+        buf_puts(key, st->prefix);
+        buf_puts(key, st->job.queues[f->next]);
+        size_t plain = key->len;
+        buf_append(key, PRIORITY_SEP "0", 3); /* the step's digit is written in its place */
+        for (int s = 0; s <= NSTEPS; s++) {
+            if (s > 0)
+                key->data[plain + 2] = priority_steps[s - 1][0];
+            const char *argv[] = {"LLEN", key->data};
+            const size_t len[] = {4, s > 0 ? key->len : plain};
+            redis_pipe_add(p, 2, argv, len);
+        }
+    }
+    return f->next < st->job.nqueues;
+}
+
 static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
@@ -223,27 +256,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     k = xasprintf("%sunacked", st->prefix);
     redis_pipe_addv(p, "HGETALL", k, NULL);
     free(k);
-    /* A queue's four keys are written into one buffer, with their lengths: four keys malloc'd,
-     * measured and freed per queue were two thirds of the requests' instructions. */
-    struct buf key;
-    buf_init(&key);
-    for (size_t i = 0; i < st->job.nqueues; i++) {
-        buf_reset(&key);
-        buf_puts(&key, st->prefix);
-        buf_puts(&key, st->job.queues[i]);
-        size_t plain = key.len;
-        buf_append(&key, PRIORITY_SEP "0", 3); /* the step's digit is written in its place */
-        for (int s = 0; s <= NSTEPS; s++) {
-            if (s > 0)
-                key.data[plain + 2] = priority_steps[s - 1][0];
-            const char *argv[] = {"LLEN", key.data};
-            const size_t len[] = {4, s > 0 ? key.len : plain};
-            redis_pipe_add(p, 2, argv, len);
-        }
-    }
-    buf_free(&key);
-    return redis_pipe_exec_each(st->job.conn, p, dl, st->job.rs.max_response_bytes, on_reply, sc,
-                                e);
+    struct fill f = {st, 0, {0}};
+    int rc = redis_pipe_exec_stream(st->job.conn, p, dl, st->job.rs.max_response_bytes, fill_llens,
+                                    &f, on_reply, sc, e);
+    buf_free(&f.key);
+    return rc;
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,

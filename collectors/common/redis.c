@@ -65,6 +65,7 @@ struct redis_pipe {
     unsigned nnames;
     int keep_cmds; /* a name did not fit in names[]: cmds are needed to tell it */
     int sent;      /* cmds were dropped after being sent and answered */
+    size_t window; /* where the commands of the filler's current window begin in cmds */
 };
 
 /* memset() of memory that is freed right after may be optimised away; volatile stores are not. */
@@ -189,6 +190,7 @@ struct redis_pipe *redis_pipe_new(void)
 void redis_pipe_reset(struct redis_pipe *p)
 {
     p->len = 0;
+    p->window = 0;
     p->n = 0;
     p->nnames = 0;
     p->keep_cmds = 0;
@@ -213,7 +215,7 @@ static void pipe_drop_cmds(struct redis_pipe *p)
         return;
     free(p->cmds);
     p->cmds = NULL;
-    p->len = p->cap = 0;
+    p->len = p->cap = p->window = 0;
 }
 
 /* Remembers the name of the command just added (its first argument, cut to 23 bytes). */
@@ -242,6 +244,11 @@ static void pipe_note_name(struct redis_pipe *p, const char *name, size_t len)
 size_t redis_pipe_len(const struct redis_pipe *p)
 {
     return p->n;
+}
+
+int redis_pipe_window_full(const struct redis_pipe *p)
+{
+    return p->len - p->window >= REDIS_PIPE_WINDOW_BYTES;
 }
 
 /* Digits of n in decimal. */
@@ -581,10 +588,13 @@ static void conn_break(struct redis_conn *c)
     conn_drop_socket(c);
 }
 
-/* One run of a pipeline: the callback, and what the reconnect decision needs to know. */
+/* One run of a pipeline: the callbacks, and what the reconnect decision needs to know. */
 struct exec_run {
     redis_reply_fn fn;
     void *ctx;
+    redis_fill_fn fill; /* NULL: every command is in the pipe already */
+    void *fill_ctx;
+    int *more;        /* the filler has more commands (kept across a reconnect's resend) */
     int got_bytes;    /* the server answered anything */
     size_t delivered; /* replies handed to fn */
 };
@@ -640,8 +650,28 @@ static ssize_t conn_recv(struct redis_conn *c, char *p, size_t n, struct err *e)
     return r;
 }
 
+/* Asks the filler for the next window of commands, once all formatted so far were sent. The
+ * bytes sent are dropped first when the server has begun to answer (the pipeline cannot be resent
+ * then), so a streamed pipeline keeps about one window of commands; before that the window is
+ * appended, and a reconnect resends everything from the first byte. */
+static int pipe_fill(struct redis_pipe *p, struct exec_run *run, struct err *e)
+{
+    if (run->got_bytes && !p->keep_cmds)
+        p->len = 0;
+    p->window = p->len;
+    size_t n0 = p->n;
+    int rc = run->fill(run->fill_ctx, p, e);
+    if (rc < 0 && e->code == ERR_NONE)
+        err_set(e, ERR_INTERNAL, "pipeline filler failed without saying why");
+    if (rc > 0 && p->n == n0) /* asked again at once, it would never end */
+        rc = err_set(e, ERR_INTERNAL, "pipeline filler added nothing and wants more");
+    *run->more = rc > 0;
+    return rc < 0 ? -1 : 0;
+}
+
 /* One write+read cycle. The prelude (when due) and the commands are sent straight from where
- * they are kept, without copying them into one buffer first. */
+ * they are kept, without copying them into one buffer first; a streamed pipeline's later windows
+ * are formatted whenever all before them were sent, while the server works on those. */
 static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
                      size_t max_bytes, struct exec_run *run, struct err *e)
 {
@@ -654,12 +684,26 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
     size_t received = 0, nread = 0;
     char chunk[16384];
 
+    size_t counted = p->n;
     c->stats.round_trips++;
     c->stats.commands += total;
-    while (received < total) {
+    while (received < total || *run->more) {
         while (si < 2 && soff == seglen[si]) {
             si++;
             soff = 0;
+        }
+        if (si == 2 && *run->more) {
+            if (pipe_fill(p, run, e))
+                return -1;
+            /* What was sent before is gone once the server answered: the new window is at 0. */
+            si = 1;
+            soff = p->window;
+            seg[1] = p->cmds;
+            seglen[1] = p->len;
+            total = npre + p->n;
+            c->stats.commands += p->n - counted;
+            counted = p->n;
+            continue;
         }
         if (si == 2 && run->got_bytes)
             pipe_drop_cmds(p);
@@ -733,16 +777,16 @@ static int exec_once(struct redis_conn *c, struct redis_pipe *p, const struct de
 }
 
 static int exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
-                     size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
+                     size_t max_bytes, struct exec_run proto, struct err *e)
 {
     if (!max_bytes)
         max_bytes = REDIS_DEFAULT_MAX_RESPONSE_BYTES;
     if (c->broken || !c->ctx)
         return err_set(e, ERR_CONNECT, "%s: connection unusable after an earlier error", c->label);
-    if (p->n == 0 && !c->prelude_pending)
+    if (p->n == 0 && !c->prelude_pending && !*proto.more)
         return 0;
     for (int attempt = 0;; attempt++) {
-        struct exec_run run = {fn, ctx, 0, 0};
+        struct exec_run run = proto;
         if (exec_once(c, p, dl, max_bytes, &run, e) == 0) {
             c->used = 1;
             return 0;
@@ -766,13 +810,13 @@ static int exec_each(struct redis_conn *c, struct redis_pipe *p, const struct de
     }
 }
 
-int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
-                         size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
+static int exec_pipe(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                     size_t max_bytes, struct exec_run run, struct err *e)
 {
     if (p->sent)
         return err_set(e, ERR_INTERNAL, "%s: pipeline sent already (reset it to reuse it)",
                        c->label);
-    int rc = exec_each(c, p, dl, max_bytes, fn, ctx, e);
+    int rc = exec_each(c, p, dl, max_bytes, run, e);
     p->sent = 1;
     pipe_drop_cmds(p);
     /* The names only served this exec's messages: one byte a command, 128 KiB kept between
@@ -781,4 +825,27 @@ int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struc
     p->name_of = NULL;
     p->name_cap = 0;
     return rc;
+}
+
+int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                         size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e)
+{
+    int more = 0;
+    struct exec_run run = {fn, ctx, NULL, NULL, &more, 0, 0};
+    return exec_pipe(c, p, dl, max_bytes, run, e);
+}
+
+int redis_pipe_exec_stream(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                           size_t max_bytes, redis_fill_fn fill, void *fill_ctx, redis_reply_fn fn,
+                           void *ctx, struct err *e)
+{
+    int more = 1;
+    struct exec_run run = {fn, ctx, fill, fill_ctx, &more, 0, 0};
+    /* The first window before anything is sent: a filler with nothing to ask costs no round
+     * trip, as an empty pipe does not. */
+    if (!p->sent && p->n == 0 && pipe_fill(p, &run, e)) {
+        conn_break(c);
+        return -1;
+    }
+    return exec_pipe(c, p, dl, max_bytes, run, e);
 }

@@ -129,6 +129,32 @@ typedef int (*redis_reply_fn)(void *ctx, size_t index, const redisReply *r, stru
 int redis_pipe_exec_each(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
                          size_t max_bytes, redis_reply_fn fn, void *ctx, struct err *e);
 
+/* A streamed pipeline, for pipelines whose length grows with the keys looked at: the same round
+ * trip as redis_pipe_exec_each, but its commands are formatted in windows, so that the server
+ * works on one window while the next is formatted and the replies to earlier ones are parsed,
+ * instead of every command being formatted before the first byte is sent.
+ *
+ * fill(fill_ctx, p, e) adds the next commands to p with redis_pipe_add/addv (by convention until
+ * redis_pipe_window_full(p), about REDIS_PIPE_WINDOW_BYTES of commands) and returns 1 when more
+ * are to follow, 0 when it added the last (possibly none), or -1 with e filled to stop the
+ * pipeline (then as fn's -1). It is called first once every command already in p (added before
+ * the call, sent first) and the prelude are sent, and again each time the previous window was
+ * sent in full; it may run while fn has seen only some replies. Returning 1 without adding a
+ * command is ERR_INTERNAL. Indices passed to fn count every command of p in the order added.
+ *
+ * Every guarantee of redis_pipe_exec_each holds for the whole: one deadline, max_bytes over all
+ * replies, one reply held at a time, AUTH/SELECT in front, the one reconnect and resend of a
+ * stale connection as long as no byte of a reply came back (the windows formatted until then are
+ * kept for that; afterwards each sent window is dropped, so the pipe holds about one window), the
+ * same errors, and the pipe is consumed as by redis_pipe_exec_each. */
+#define REDIS_PIPE_WINDOW_BYTES ((size_t)32 * 1024)
+typedef int (*redis_fill_fn)(void *fill_ctx, struct redis_pipe *p, struct err *e);
+int redis_pipe_exec_stream(struct redis_conn *c, struct redis_pipe *p, const struct deadline *dl,
+                           size_t max_bytes, redis_fill_fn fill, void *fill_ctx, redis_reply_fn fn,
+                           void *ctx, struct err *e);
+/* Does the filler's current window hold REDIS_PIPE_WINDOW_BYTES of commands or more? */
+int redis_pipe_window_full(const struct redis_pipe *p);
+
 /* Is r an error reply? And if so, does its text start with prefix (e.g. "NOGROUP")? */
 int redis_reply_is_error(const redisReply *r, const char *prefix);
 /* "string", "array", "integer", "nil", "status", "error": for "want X, got Y" messages. */

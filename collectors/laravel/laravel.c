@@ -253,6 +253,37 @@ static const char *key(struct buf *k, size_t head, const struct state *st, const
     return k->data;
 }
 
+/* Round 2's six commands a queue, a window at a time (redis_pipe_exec_stream): Redis answers
+ * one window while the next is formatted. */
+struct fill {
+    struct scrape *sc;
+    size_t next; /* in sc->read */
+    struct buf k;
+    char stop[32]; /* ZRANGE's last index of a queue's reserved jobs */
+};
+
+static int fill_round2(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct fill *f = ctx;
+    struct scrape *sc = f->sc;
+    const struct state *st = sc->st;
+    struct buf *k = &f->k;
+    for (; f->next < sc->nread && !redis_pipe_window_full(p); f->next++) {
+        const char *name = sc->q[sc->read[f->next]].name;
+        redis_pipe_addv(p, "LLEN", key(k, 0, st, name, ""), NULL);
+        size_t head = k->len;
+        redis_pipe_addv(p, "ZCARD", key(k, head, st, name, ":delayed"), NULL);
+        const char *reserved = key(k, head, st, name, ":reserved");
+        redis_pipe_addv(p, "ZCARD", reserved, NULL);
+        redis_pipe_addv(p, "ZCOUNT", reserved, "-inf", sc->now_text, NULL);
+        redis_pipe_addv(p, "LINDEX", key(k, head, st, name, ""), "0", NULL);
+        redis_pipe_addv(p, "ZRANGE", key(k, head, st, name, ":reserved"), "0", f->stop,
+                        "WITHSCORES", NULL);
+    }
+    return f->next < sc->nread;
+}
+
 static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
@@ -278,28 +309,16 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
         return -1;
 
     snprintf(sc->now_text, sizeof sc->now_text, "%.6f", sc->now);
-    char stop[32];
-    snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
     redis_pipe_reset(p);
-    struct buf k = {0};
     sc->read = xcalloc(sc->n ? sc->n : 1, sizeof *sc->read);
-    for (size_t i = 0; i < sc->n; i++) {
-        if (sc->q[i].excluded)
-            continue; /* no key of an excluded queue is asked for */
-        sc->read[sc->nread++] = i;
-        const char *name = sc->q[i].name;
-        redis_pipe_addv(p, "LLEN", key(&k, 0, st, name, ""), NULL);
-        size_t head = k.len;
-        redis_pipe_addv(p, "ZCARD", key(&k, head, st, name, ":delayed"), NULL);
-        const char *reserved = key(&k, head, st, name, ":reserved");
-        redis_pipe_addv(p, "ZCARD", reserved, NULL);
-        redis_pipe_addv(p, "ZCOUNT", reserved, "-inf", sc->now_text, NULL);
-        redis_pipe_addv(p, "LINDEX", key(&k, head, st, name, ""), "0", NULL);
-        redis_pipe_addv(p, "ZRANGE", key(&k, head, st, name, ":reserved"), "0", stop, "WITHSCORES",
-                        NULL);
-    }
-    buf_free(&k);
-    if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
+    for (size_t i = 0; i < sc->n; i++)
+        if (!sc->q[i].excluded) /* no key of an excluded queue is asked for */
+            sc->read[sc->nread++] = i;
+    struct fill f = {sc, 0, {0}, {0}};
+    snprintf(f.stop, sizeof f.stop, "%lld", st->max_in_flight - 1);
+    rc = redis_pipe_exec_stream(st->job.conn, p, dl, max, fill_round2, &f, on_round2, sc, e);
+    buf_free(&f.k);
+    if (rc)
         return -1;
     return 0;
 }

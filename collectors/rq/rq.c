@@ -85,6 +85,8 @@ struct scrape {
     struct job *jobs;
     size_t njobs;
     struct entry_skips skips; /* the job fields that could not be read, passed over */
+    size_t next;              /* the next queue or job a filler adds commands for */
+    char stop[32];            /* ZRANGE's last index of a queue's jobs in progress */
 };
 
 static void destroy(struct collector *c)
@@ -298,6 +300,54 @@ static void scrape_free(struct scrape *sc)
     entry_skips_free(&sc->skips);
 }
 
+/* Round 2's commands, a window at a time (redis_pipe_exec_stream): Redis answers one window
+ * while the next is formatted. Nine a queue, then one a worker. */
+static int fill_round2(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct scrape *sc = ctx;
+    for (; sc->next < sc->n && !redis_pipe_window_full(p); sc->next++) {
+        const char *name = sc->q[sc->next].name;
+        char *queue = xstrjoin(QUEUE_PREFIX, name, (char *)NULL);
+        char *wip = xstrjoin("rq:wip:", name, (char *)NULL);
+        char *scheduled = xstrjoin("rq:scheduled:", name, (char *)NULL);
+        char *deferred = xstrjoin("rq:deferred:", name, (char *)NULL);
+        char *failed = xstrjoin("rq:failed:", name, (char *)NULL);
+        redis_pipe_addv(p, "LLEN", queue, NULL);
+        redis_pipe_addv(p, "ZCARD", wip, NULL);
+        redis_pipe_addv(p, "ZCARD", scheduled, NULL);
+        redis_pipe_addv(p, "ZCARD", deferred, NULL);
+        redis_pipe_addv(p, "ZCARD", failed, NULL);
+        redis_pipe_addv(p, "LINDEX", queue, "0", NULL);
+        redis_pipe_addv(p, "ZRANGE", wip, "0", sc->stop, NULL);
+        redis_pipe_addv(p, "ZRANGE", failed, "0", "0", NULL);
+        redis_pipe_addv(p, "ZREVRANGE", failed, "0", "0", NULL);
+        free(queue);
+        free(wip);
+        free(scheduled);
+        free(deferred);
+        free(failed);
+    }
+    if (sc->next < sc->n)
+        return 1;
+    for (size_t i = 0; i < sc->nworkers; i++)
+        redis_pipe_addv(p, "HMGET", sc->workers[i], "queues", "death", NULL);
+    return 0;
+}
+
+/* Round 3's commands, a window at a time: one HMGET a job that round 2 named. */
+static int fill_round3(void *ctx, struct redis_pipe *p, struct err *e)
+{
+    (void)e;
+    struct scrape *sc = ctx;
+    for (; sc->next < sc->njobs && !redis_pipe_window_full(p); sc->next++) {
+        char *key = xstrjoin("rq:job:", sc->jobs[sc->next].id, (char *)NULL);
+        redis_pipe_addv(p, "HMGET", key, "enqueued_at", "started_at", "ended_at", "timeout", NULL);
+        free(key);
+    }
+    return sc->next < sc->njobs;
+}
+
 static int run(void *arg, const struct deadline *dl, struct err *e)
 {
     struct scrape *sc = arg;
@@ -315,43 +365,18 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     char **names = st->job.queues ? st->job.queues : sc->listed;
     sc->n = st->job.queues ? st->job.nqueues : sc->nlisted;
     sc->q = xcalloc(sc->n ? sc->n : 1, sizeof *sc->q);
-    char stop[32];
-    snprintf(stop, sizeof stop, "%lld", st->max_in_flight - 1);
-    redis_pipe_reset(p);
-    for (size_t i = 0; i < sc->n; i++) {
+    for (size_t i = 0; i < sc->n; i++)
         sc->q[i].name = xstrdup(names[i]);
-        char *queue = xstrjoin(QUEUE_PREFIX, names[i], (char *)NULL);
-        char *wip = xstrjoin("rq:wip:", names[i], (char *)NULL);
-        char *scheduled = xstrjoin("rq:scheduled:", names[i], (char *)NULL);
-        char *deferred = xstrjoin("rq:deferred:", names[i], (char *)NULL);
-        char *failed = xstrjoin("rq:failed:", names[i], (char *)NULL);
-        redis_pipe_addv(p, "LLEN", queue, NULL);
-        redis_pipe_addv(p, "ZCARD", wip, NULL);
-        redis_pipe_addv(p, "ZCARD", scheduled, NULL);
-        redis_pipe_addv(p, "ZCARD", deferred, NULL);
-        redis_pipe_addv(p, "ZCARD", failed, NULL);
-        redis_pipe_addv(p, "LINDEX", queue, "0", NULL);
-        redis_pipe_addv(p, "ZRANGE", wip, "0", stop, NULL);
-        redis_pipe_addv(p, "ZRANGE", failed, "0", "0", NULL);
-        redis_pipe_addv(p, "ZREVRANGE", failed, "0", "0", NULL);
-        free(queue);
-        free(wip);
-        free(scheduled);
-        free(deferred);
-        free(failed);
-    }
-    for (size_t i = 0; i < sc->nworkers; i++)
-        redis_pipe_addv(p, "HMGET", sc->workers[i], "queues", "death", NULL);
-    if (redis_pipe_len(p) && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round2, sc, e))
+    snprintf(sc->stop, sizeof sc->stop, "%lld", st->max_in_flight - 1);
+    redis_pipe_reset(p);
+    sc->next = 0;
+    if (redis_pipe_exec_stream(st->job.conn, p, dl, max, fill_round2, sc, on_round2, sc, e))
         return -1;
 
     redis_pipe_reset(p);
-    for (size_t i = 0; i < sc->njobs; i++) {
-        char *key = xstrjoin("rq:job:", sc->jobs[i].id, (char *)NULL);
-        redis_pipe_addv(p, "HMGET", key, "enqueued_at", "started_at", "ended_at", "timeout", NULL);
-        free(key);
-    }
-    if (sc->njobs && redis_pipe_exec_each(st->job.conn, p, dl, max, on_round3, sc, e))
+    sc->next = 0;
+    if (sc->njobs &&
+        redis_pipe_exec_stream(st->job.conn, p, dl, max, fill_round3, sc, on_round3, sc, e))
         return -1;
     return 0;
 }
