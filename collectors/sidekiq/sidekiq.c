@@ -19,8 +19,11 @@
  * A scrape is two pipelined round trips whatever the number of queues and processes:
  *   1. TIME, SMEMBERS queues (unless named) and processes, ZCARD and ZRANGE (at most
  *      max_set_entries) of schedule, retry and dead;
- *   2. per queue LLEN and LINDEX -1; per process HGET of beat, quiet and info, and HGETALL of
- *      both work hashes.
+ *   2. per process HGET of beat, quiet and info, and HGETALL of both work hashes; then per
+ *      queue LLEN and LINDEX -1. The processes come first so that a queue's figures are whole
+ *      when its LINDEX reply comes: its series are added then, while Redis answers the next
+ *      window, instead of in a pass over every queue after the last reply (45 % of a
+ *      collection at 30,000 queues, all of it while Redis sat idle).
  * A queue's consumers are the processes serving it: those whose heartbeat is at most stale_after
  * old, not quiet (a quiet process fetches no more jobs), and whose info names the queue. A
  * process whose info or heartbeat cannot be read leaves the count out (of every queue, or of the
@@ -61,8 +64,31 @@ struct queue {
     double head_age, dead_min, dead_max, hold;
 };
 
+/* The families of a queue's series, found in the catalogue once a scrape: metric_set_add looks
+ * its family up by the name's address in a small cache where three of these names shared a
+ * slot, and fell back to the catalogue's binary search for 2 of a queue's 8 adds. */
+struct families {
+    const struct metric_family *messages, *redelivered, *dead, *head_age, *dead_oldest,
+        *dead_newest, *hold, *orphaned, *consumers;
+};
+
+static void families_find(struct families *f)
+{
+    f->messages = metric_catalog_find("qrel_queue_messages");
+    f->redelivered = metric_catalog_find("qrel_messages_redelivered");
+    f->dead = metric_catalog_find("qrel_dead_letter_messages");
+    f->head_age = metric_catalog_find("qrel_queue_oldest_message_age_seconds");
+    f->dead_oldest = metric_catalog_find("qrel_dead_letter_oldest_age_seconds");
+    f->dead_newest = metric_catalog_find("qrel_dead_letter_newest_age_seconds");
+    f->hold = metric_catalog_find("qrel_lease_oldest_age_seconds");
+    f->orphaned = metric_catalog_find("qrel_lease_orphaned_messages");
+    f->consumers = metric_catalog_find("qrel_queue_consumers");
+}
+
 struct scrape {
     struct state *st;
+    struct metric_set *out; /* each queue's series are added as its last reply is read */
+    struct families fam;
     double now;
     struct queue *q; /* in the order met, the excluded ones too */
     size_t n, cap;
@@ -245,7 +271,7 @@ static int on_round1(void *ctx, size_t index, const redisReply *r, struct err *e
 
 struct r2 {
     struct scrape *sc;
-    size_t nqueue_cmds; /* 2 per queue, then PER_PROCESS per process */
+    size_t nprocess_cmds; /* PER_PROCESS per process, then 2 per queue */
 };
 
 static int on_work_hash(struct scrape *sc, const redisReply *r, struct err *e)
@@ -305,34 +331,69 @@ static void on_process_info(struct scrape *sc, const redisReply *r)
     cfg_strv_free(queues);
 }
 
-static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
+/* A queue's series, added as soon as its figures are whole (its LINDEX reply, the last of
+ * round 2 about it: the sets came in round 1, the processes earlier in round 2). The exposition
+ * groups a family's samples in the order added, so the queues keep their order in each. */
+static void emit_queue(const struct scrape *sc, const struct queue *q)
 {
-    struct r2 *x = ctx;
-    struct scrape *sc = x->sc;
-    if (index < x->nqueue_cmds) {
-        struct queue *q = &sc->q[sc->read[index / 2]];
-        if (index % 2 == 0) {
-            if (r->type != REDIS_REPLY_INTEGER)
-                return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer", q->name);
-            q->ready = (double)r->integer;
-            return 0;
-        }
-        if (r->type == REDIS_REPLY_NIL)
-            return 0;
+    const struct families *f = &sc->fam;
+    struct metric_set *out = sc->out;
+    const char *n = q->name;
+    metric_set_add_family(out, f->messages, q->ready, "queue", n, "state", "ready", NULL);
+    metric_set_add_family(out, f->messages, q->in_flight, "queue", n, "state", "in_flight", NULL);
+    metric_set_add_family(out, f->messages, q->scheduled, "queue", n, "state", "delayed", NULL);
+    metric_set_add_family(out, f->redelivered, q->retrying, "queue", n, NULL);
+    metric_set_add_family(out, f->dead, q->dead, "queue", n, "dead_letter_queue", DEAD_LETTER_LABEL,
+                          NULL);
+    if (q->has_head)
+        metric_set_add_family(out, f->head_age, q->head_age, "queue", n, NULL);
+    if (q->has_dead_range) { /* scores judged by entry_age when read */
+        double oldest = sc->now > q->dead_min ? sc->now - q->dead_min : 0;
+        double newest = sc->now > q->dead_max ? sc->now - q->dead_max : 0;
+        metric_set_add_family(out, f->dead_oldest, oldest, "queue", n, "dead_letter_queue",
+                              DEAD_LETTER_LABEL, NULL);
+        metric_set_add_family(out, f->dead_newest, newest, "queue", n, "dead_letter_queue",
+                              DEAD_LETTER_LABEL, NULL);
+    }
+    if (q->has_hold)
+        metric_set_add_family(out, f->hold, q->hold, "queue", n, NULL);
+    metric_set_add_family(out, f->orphaned, q->orphaned, "queue", n, NULL);
+    if (!sc->consumers_unknown && !q->consumers_unknown)
+        metric_set_add_family(out, f->consumers, q->consumers, "queue", n, NULL);
+}
+
+/* Reply i of the queues' part of round 2: LLEN (even) and LINDEX -1 (odd) of queue i / 2. */
+static int on_queue_reply(struct scrape *sc, size_t i, const redisReply *r, struct err *e)
+{
+    struct queue *q = &sc->q[sc->read[i / 2]];
+    if (i % 2 == 0) {
+        if (r->type != REDIS_REPLY_INTEGER)
+            return err_set(e, ERR_PROTOCOL, "queue %s: LLEN: want an integer", q->name);
+        q->ready = (double)r->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_NIL) {
         double enqueued;
         enum entry_skip why;
         if (r->type != REDIS_REPLY_STRING)
             return err_set(e, ERR_PROTOCOL, "queue %s: LINDEX: want a job", q->name);
-        if (sidekiq_parse_job(r->str, r->len, NULL, &enqueued, &why, e)) {
+        if (sidekiq_parse_job(r->str, r->len, NULL, &enqueued, &why, e))
             entry_skips_add(&sc->skips, q->name, why);
-            return 0;
-        }
-        if (!isnan(enqueued) &&
-            entry_skips_age(&sc->skips, q->name, sc->now, enqueued, &q->head_age) == 0)
+        else if (!isnan(enqueued) &&
+                 entry_skips_age(&sc->skips, q->name, sc->now, enqueued, &q->head_age) == 0)
             q->has_head = 1;
-        return 0;
     }
-    size_t k = (index - x->nqueue_cmds) % PER_PROCESS;
+    emit_queue(sc, q);
+    return 0;
+}
+
+static int on_round2(void *ctx, size_t index, const redisReply *r, struct err *e)
+{
+    struct r2 *x = ctx;
+    struct scrape *sc = x->sc;
+    if (index >= x->nprocess_cmds)
+        return on_queue_reply(sc, index - x->nprocess_cmds, r, e);
+    size_t k = index % PER_PROCESS;
     if (k == 0) { /* HGET <identity> beat: absent once the process's keys expired */
         sc->process_stale = 0;
         sc->process_serving = 0;
@@ -376,7 +437,7 @@ static char *key(const struct state *st, const char *a, const char *b)
 }
 
 /* Round 2's commands, a window at a time (redis_pipe_exec_stream): Redis answers one window
- * while the next is formatted. LLEN and LINDEX a queue, then PER_PROCESS a process. */
+ * while the next is formatted: LLEN and LINDEX a queue, after the processes' commands. */
 struct fill2 {
     struct scrape *sc;
     size_t next; /* in sc->read */
@@ -400,8 +461,12 @@ static int fill_round2(void *ctx, struct redis_pipe *p, struct err *e)
         redis_pipe_add(p, 2, llen, llen_n);
         redis_pipe_add(p, 3, lindex, lindex_n);
     }
-    if (f->next < sc->nread)
-        return 1;
+    return f->next < sc->nread;
+}
+
+/* Round 2's process commands, PER_PROCESS a process, sent before the queues' (see the top). */
+static void add_process_cmds(struct scrape *sc, struct redis_pipe *p)
+{
     char *k;
     for (size_t i = 0; i < sc->nprocesses; i++) {
         k = key(sc->st, sc->processes[i], NULL);
@@ -414,7 +479,6 @@ static int fill_round2(void *ctx, struct redis_pipe *p, struct err *e)
         redis_pipe_addv(p, "HGETALL", k = key(sc->st, sc->processes[i], ":work"), NULL);
         free(k);
     }
-    return 0;
 }
 
 static int run(void *arg, const struct deadline *dl, struct err *e)
@@ -463,65 +527,11 @@ static int run(void *arg, const struct deadline *dl, struct err *e)
     buf_puts(&f.key, st->ns);
     buf_puts(&f.key, "queue:");
     f.stem = f.key.len;
-    struct r2 x = {sc, sc->nread * 2};
+    add_process_cmds(sc, p);
+    struct r2 x = {sc, sc->nprocesses * PER_PROCESS};
     int rc = redis_pipe_exec_stream(st->job.conn, p, dl, max, fill_round2, &f, on_round2, &x, e);
     buf_free(&f.key);
     return rc;
-}
-
-/* The families of a queue's series, found in the catalogue once a scrape: metric_set_add looks
- * its family up by the name's address in a small cache where three of these names shared a
- * slot, and fell back to the catalogue's binary search for 2 of a queue's 8 adds. */
-struct families {
-    const struct metric_family *messages, *redelivered, *dead, *head_age, *dead_oldest,
-        *dead_newest, *hold, *orphaned, *consumers;
-};
-
-static void families_find(struct families *f)
-{
-    f->messages = metric_catalog_find("qrel_queue_messages");
-    f->redelivered = metric_catalog_find("qrel_messages_redelivered");
-    f->dead = metric_catalog_find("qrel_dead_letter_messages");
-    f->head_age = metric_catalog_find("qrel_queue_oldest_message_age_seconds");
-    f->dead_oldest = metric_catalog_find("qrel_dead_letter_oldest_age_seconds");
-    f->dead_newest = metric_catalog_find("qrel_dead_letter_newest_age_seconds");
-    f->hold = metric_catalog_find("qrel_lease_oldest_age_seconds");
-    f->orphaned = metric_catalog_find("qrel_lease_orphaned_messages");
-    f->consumers = metric_catalog_find("qrel_queue_consumers");
-}
-
-static void emit(const struct scrape *sc, struct metric_set *out)
-{
-    struct families f;
-    families_find(&f);
-    exclude_emit(&sc->st->job.exclude, out, "queue");
-    for (size_t r = 0; r < sc->nread; r++) {
-        const struct queue *q = &sc->q[sc->read[r]];
-        const char *n = q->name;
-        metric_set_add_family(out, f.messages, q->ready, "queue", n, "state", "ready", NULL);
-        metric_set_add_family(out, f.messages, q->in_flight, "queue", n, "state", "in_flight",
-                              NULL);
-        metric_set_add_family(out, f.messages, q->scheduled, "queue", n, "state", "delayed", NULL);
-        metric_set_add_family(out, f.redelivered, q->retrying, "queue", n, NULL);
-        metric_set_add_family(out, f.dead, q->dead, "queue", n, "dead_letter_queue",
-                              DEAD_LETTER_LABEL, NULL);
-        if (q->has_head)
-            metric_set_add_family(out, f.head_age, q->head_age, "queue", n, NULL);
-        if (q->has_dead_range) { /* scores judged by entry_age when read */
-            double oldest = sc->now > q->dead_min ? sc->now - q->dead_min : 0;
-            double newest = sc->now > q->dead_max ? sc->now - q->dead_max : 0;
-            metric_set_add_family(out, f.dead_oldest, oldest, "queue", n, "dead_letter_queue",
-                                  DEAD_LETTER_LABEL, NULL);
-            metric_set_add_family(out, f.dead_newest, newest, "queue", n, "dead_letter_queue",
-                                  DEAD_LETTER_LABEL, NULL);
-        }
-        if (q->has_hold)
-            metric_set_add_family(out, f.hold, q->hold, "queue", n, NULL);
-        metric_set_add_family(out, f.orphaned, q->orphaned, "queue", n, NULL);
-        if (!sc->consumers_unknown && !q->consumers_unknown)
-            metric_set_add_family(out, f.consumers, q->consumers, "queue", n, NULL);
-    }
-    entry_skips_emit(&sc->skips, out);
 }
 
 static int collect(struct collector *c, const struct deadline *dl, struct metric_set *out,
@@ -530,9 +540,14 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     struct state *st = c->priv;
     struct scrape sc = {0};
     sc.st = st;
+    /* Series go into out during the read. A collection that fails has its set dropped, and
+     * redis_job_collect tries again only when no byte of a reply came back, so none was added. */
+    sc.out = out;
+    families_find(&sc.fam);
     int rc = redis_job_collect(&st->job, c->name, dl, run, &sc, e);
     if (rc == 0) {
-        emit(&sc, out);
+        exclude_emit(&st->job.exclude, out, "queue");
+        entry_skips_emit(&sc.skips, out);
         for (int s = 0; s < 3; s++)
             if (sc.set_read[s] < sc.set_totals[s]) {
                 char read[32], total[32];
