@@ -173,13 +173,18 @@ queues_by_policy() { # queues_by_policy WANT: WANT queues have the policy's dead
 }
 
 # set_shape N K: the queues' dead-lettering as shape K: K_DECLARED is the queue arguments alone
-# (the policy deleted); 1 adds the policy. Waits until /api/queues shows it on all N (or none).
+# (the policy deleted); 1 adds the policy. Waits until /api/queues shows it on all N (or none):
+# each look is a listing of every queue with its stats, so none when no policy was ever set.
+POLICY_SET=0
 set_shape() {
   local n=$1 k=$2 want
   if [ "$k" = "$K_DECLARED" ]; then
-    curl -fsS -u guest:guest -X DELETE -o /dev/null "$POLICY_URL" 2>/dev/null || true
+    [ "$POLICY_SET" = 1 ] || return 0
+    curl -fsS -u guest:guest -X DELETE -o /dev/null "$POLICY_URL"
+    POLICY_SET=0
     want=0
   else
+    POLICY_SET=1
     curl -fsS -u guest:guest -H 'content-type: application/json' -X PUT -o /dev/null \
       --data-binary "$POLICY" "$POLICY_URL"
     want=$n
