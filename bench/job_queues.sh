@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # job_queues.sh: the Redis job-framework kinds (rq, sidekiq, celery, bullmq, Bull through kind
-# bullmq, laravel) at 10,000 queues each (sidekiq 30,000 and celery 25,000: their scrape per queue
-# is the cheapest, and the goal is read at a scrape of at least 50 ms), beside the floor and the
+# bullmq, laravel) at 10,000 queues each (sidekiq 30,000, celery 25,000, laravel 15,000: their
+# scrape per queue is the cheapest, and the goal is read where the floor takes at least 50 ms),
+# beside the floor and the
 # peer, in two workload shapes:
 #   shallow  every queue holds 1 ready job;
 #   deep     every queue holds 20 ready jobs.
@@ -17,7 +18,7 @@
 # replies: tighter than `redis-cli --pipe`, whose own start and closing ECHO outweigh the
 # commands). qrel's figure is the exporter's own qrel_collector_duration_seconds (every round trip
 # and the parsing; 1 ms resolution). It prints the median and fastest of each side, their ratio
-# of medians (the goal is at most 1.5, read at a size where a scrape takes at least 50 ms), the
+# of medians (the goal is at most 1.5, read at a size where the floor takes at least 50 ms), the
 # median of 3 `qrel scrape` runs (a fresh process: the method before, kept so that the change
 # shows), the commands per scrape, Redis' own CPU per qrel scrape (used_cpu_user + used_cpu_sys
 # of INFO cpu around each; the goal: at most the peer's), and the peer: prometheus-redis-exporter
@@ -92,13 +93,14 @@ redis_cpu_ms() {
 # queues_of KIND: how many queues KIND gets: --queues, else its own default. Sidekiq (LLEN and
 # LINDEX a queue) and Celery (four LLENs) ask Redis so little per queue that at 10,000 queues a
 # scrape took 30 to 50 ms, under the 50 ms the goal is read at; each gets enough queues for well
-# over 80 ms, the others stay at 10,000.
+# over 80 ms. Laravel's floor took 43-44 ms at 10,000 (quiet, 0834d28): 15,000 puts it near
+# 65 ms. The others stay at 10,000.
 queues_of() {
   if [ -n "$QUEUES_OPT" ]; then
     echo "$QUEUES_OPT"
     return
   fi
-  case $1 in sidekiq) echo 30000 ;; celery) echo 25000 ;; *) echo 10000 ;; esac
+  case $1 in sidekiq) echo 30000 ;; celery) echo 25000 ;; laravel) echo 15000 ;; *) echo 10000 ;; esac
 }
 
 # ---- BullMQ and Bull from npm, installed once into the build dir (the test's own pinned lock)
@@ -379,8 +381,11 @@ measure() { # measure KIND SHAPE SETUP_S
     "$heap $([ "$heap" -le 2048 ] && echo met || echo missed)"
   # The result row: the medians of the turns, as the ratio's goal reads them.
   x=$(ratio "$qrel" "$floor")
-  verdict=$(awk -v x="$x" -v q="$qrel" -v h="$heap" -v b="$broker" -v pb="$peer_broker" 'BEGIN { m = ""
-    if (q < 0.05) m = m "; scrape " sprintf("%.1f", q * 1000) " ms, below the 50 ms the goal is read at (raise --queues)"
+  # The 50 ms bound is on the floor's median, the least the reads cost: it says whether the size
+  # is large enough for the ratio to mean something (1 ms resolution, fixed costs), whatever qrel
+  # takes; read on qrel's median, a faster qrel would have made the size too small.
+  verdict=$(awk -v x="$x" -v f="$floor" -v h="$heap" -v b="$broker" -v pb="$peer_broker" 'BEGIN { m = ""
+    if (f < 0.05) m = m "; floor median " sprintf("%.1f", f * 1000) " ms, below the 50 ms the goal is read at (raise --queues)"
     if (x == "-" || x > 1.5) m = m "; " x "x the floor (goal <= 1.5)"
     if (b > pb) m = m "; Redis CPU " b " ms a scrape, the peer " pb " ms (goal: at most the peer)"
     if (h > 2048) m = m "; heap + stacks " h " KiB (goal <= 2048)"
@@ -388,7 +393,7 @@ measure() { # measure KIND SHAPE SETUP_S
   bench_result shape="$kind $shape" size="$QUEUES queues" stat=median qrel_s="$(fmt "$qrel" %.4f)" \
     floor_s="$(fmt "$floor" %.4f)" x_floor="$x" peer="redis_exporter --check-keys" peer_s="$(fmt "$peer" %.4f)" \
     heap="$heap KiB" broker_ms="$broker" \
-    goal="<= 1.5x the floor (medians of $SCRAPES turns, a running exporter) at >= 50 ms, Redis CPU a scrape <= the peer's, heap + stacks <= 2048 KiB" \
+    goal="<= 1.5x the floor (medians of $SCRAPES turns, a running exporter) at a floor of >= 50 ms, Redis CPU a scrape <= the peer's, heap + stacks <= 2048 KiB" \
     verdict="$verdict" \
     note="$cmds commands per scrape; fastest turns: qrel $(ms "$qmin"), floor $(ms "$fmin"), $(ratio "$qmin" "$fmin")x; qrel scrape (a fresh process) median $(ms "$once"), fastest $(ms "$omin") of 3; Redis CPU $peer_broker ms a peer scrape; setup $setup s"
 }
