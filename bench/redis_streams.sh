@@ -571,9 +571,10 @@ echo "# load average at the end: $LOAD_END (the benchmark itself keeps about one
 
 # ---- verdict ----
 
-# verdict KEY WHAT SHAPE SIZE: the goal on one workload: >= 10x redis_exporter (median), <= 0.20 of
-# its peak RSS, <= 2x the pipelined floor, qrel's heap + stacks <= 2 MiB, and qrel up in every
-# scrape; then the workload's result row (bench_result).
+# verdict KEY WHAT SHAPE SIZE: the goal on one workload: <= 1.5x the pipelined floor (median; issue
+# 28 retired round 1's ">= 10x redis_exporter", which lay below the floor itself: the speed-up is
+# still printed), <= 0.20 of redis_exporter's peak RSS, qrel's heap + stacks <= 2 MiB, and qrel up
+# in every scrape; then the workload's result row (bench_result).
 verdict() {
   local k=$1
   awk -v q="${RES[$k,qrel,median]}" -v r="${RES[$k,redis_exporter,median]}" \
@@ -584,17 +585,16 @@ verdict() {
     speed = (q > 0) ? r / q : 0
     rss = (rm > 0) ? qm / rm : 0
     fl = (f > 0) ? q / f : 0
-    ok = (speed >= 10 && rss <= 0.2 && fl <= 2 && own <= 2 && u[1] == u[2])
+    ok = (rss <= 0.2 && fl <= 1.5 && own <= 2 && u[1] == u[2])
     m = ""
-    if (speed < 10) m = m sprintf("; %.1fx faster than redis_exporter (goal >= 10)", speed)
     if (rss > 0.2) m = m sprintf("; RSS %.2f of its (goal <= 0.20)", rss)
-    if (fl > 2) m = m sprintf("; %.2fx the floor (goal <= 2)", fl)
+    if (fl > 1.5) m = m sprintf("; %.2fx the floor (goal <= 1.5)", fl)
     if (own > 2) m = m sprintf("; heap + stacks %.2f MiB (goal <= 2)", own)
     if (u[1] != u[2]) m = m "; qrel collector not up in every scrape"
     print (ok ? "met" : "missed: " substr(m, 3)) > vfile
-    printf "verdict, %s: qrel %.1fx faster than redis_exporter (goal >= 10: %s), RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 2: %s), heap + stacks %.2f MiB (goal <= 2: %s)%s: %s\n",
-      what, speed, (speed >= 10) ? "met" : "missed", rss, (rss <= 0.2) ? "met" : "missed",
-      fl, (fl <= 2) ? "met" : "missed", own, (own <= 2) ? "met" : "missed",
+    printf "verdict, %s: qrel %.1fx faster than redis_exporter, RSS %.2f of its (goal <= 0.20: %s), %.2fx the pipelined floor (goal <= 1.5: %s), heap + stacks %.2f MiB (goal <= 2: %s)%s: %s\n",
+      what, speed, rss, (rss <= 0.2) ? "met" : "missed",
+      fl, (fl <= 1.5) ? "met" : "missed", own, (own <= 2) ? "met" : "missed",
       (u[1] == u[2]) ? "" : ", qrel collector NOT up in every scrape", ok ? "MET" : "NOT MET"
     printf "  (on the fastest scrapes instead of the medians: %.1fx faster, %.2fx the floor)\n",
       (qmin > 0) ? rmin / qmin : 0, (fmin > 0) ? qmin / fmin : 0
@@ -603,7 +603,7 @@ verdict() {
     floor_s="$(fmt "${RES[$k,floor,median]}" %.4f)" x_floor="$(ratio "${RES[$k,qrel,median]}" "${RES[$k,floor,median]}")" \
     peer=redis_exporter peer_s="$(fmt "${RES[$k,redis_exporter,median]}" %.4f)" heap="${RES[$k,qrel,heap_mib]} MiB" \
     broker_ms="${RES[$k,qrel,rcpu_ms]}" \
-    goal=">= 10x redis_exporter, <= 0.20 of its RSS, <= 2x the floor, heap + stacks <= 2 MiB" verdict="$(cat "$T/verdict")"
+    goal="<= 1.5x the floor, <= 0.20 of redis_exporter's RSS, heap + stacks <= 2 MiB" verdict="$(cat "$T/verdict")"
 }
 
 g=$GOAL_N
