@@ -223,7 +223,7 @@ $(nats_source proxied "http://127.0.0.1:$PROXY")
 YML
 http_fault_sources '    kind: nats\n    url: http://127.0.0.1:%s\n' >> "$T/faults.yml"
 start_exporter "$T/faults.yml"
-expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 5000
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
 expect_metric "$T/f.txt" 1 qrel_queue_messages 'source="healthy"' 'group="worker"' 'state="ready"'
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="proxied"'

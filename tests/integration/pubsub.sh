@@ -360,7 +360,7 @@ key_json "$T/sa.pem" "$DOWN" > "$T/sa-down.json"
 printf '  - name: tokendown\n    kind: pubsub\n    project: shop\n    endpoint: %s\n    credentials_file: %s\n' \
   "$G" "$T/sa-down.json" >> "$T/faults.yml"
 start_exporter "$T/faults.yml"
-expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 5000
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="healthy"'
 expect_metric "$T/f.txt" 30 qrel_lease_timeout_seconds 'source="healthy"'
 expect_http_faults "$T/f.txt" pubsub tokendown:connect

@@ -321,7 +321,7 @@ $(mon_source promdown "$RABBIT_MGMT")
     prometheus_url: http://127.0.0.1:$DEAD
 YML
 start_exporter "$T/faults.yml"
-expect_scrape_ms "scrape with a hanging source took (ms)" "$T/f.txt" 1900 3500
+expect_scrape_ms "scrape with a hanging source took (ms)" "$T/f.txt" 1900 5000
 expect_metric "$T/f.txt" 1 qrel_collector_up 'source="good"'
 expect_metric "$T/f.txt" 2 qrel_queue_messages 'source="good"' 'queue="orders",vhost="/"' 'state="in_flight"'
 for f in down:connect hang:timeout badauth:auth capped:limit promdown:connect; do

@@ -76,7 +76,7 @@ source_yaml() { # source_yaml NAME URL [PROMETHEUS_URL]
 } > "$T/faults.yml"
 
 start_exporter "$T/faults.yml"
-expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 3000
+expect_scrape_ms "scrape time with a hanging peer (timeout 2 s), ms" "$T/f.txt" 1900 5000
 for s in healthy healthy_plugin; do
   expect_metric "$T/f.txt" 1 qrel_collector_up "source=\"$s\""
   expect_metric "$T/f.txt" 2 qrel_queue_messages "source=\"$s\"" 'queue="orders",vhost="/"' 'state="in_flight"'
