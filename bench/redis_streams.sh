@@ -279,7 +279,7 @@ capture() {
   wait_for -i 0.2 300 "MONITOR to show the end marker" marked end || die "MONITOR lost the scrape's end"
   kill "$mon" 2>/dev/null || true
   wait "$mon" 2>/dev/null || true
-  n=$(/usr/bin/python3 - "$T/monitor.txt" "$T/floor.resp" <<'PY'
+  n=$(python3 - "$T/monitor.txt" "$T/floor.resp" <<'PY'
 import re, sys
 out = open(sys.argv[2], "wb")
 n = 0
