@@ -43,7 +43,7 @@ END_MARK='<!-- bench/all.sh: table end -->'
 # shapes of a benchmark come from one run (rabbitmq's second shape by a policy on the same queues).
 runs() {
   case $1 in
-    redis_streams) echo "--sizes 10000 --deep-streams 10000 --scrapes 7 --warmup 3" ;;
+    redis_streams) echo "--sizes 10000 --deep-streams 10000" ;; # 11 turns of qrel and the floor
     # sql_exporter's scrapes are spread over one interval of its job (its values' ages): 5 s
     # instead of the default 15 keeps that reading and takes 20 s less of waiting (2 shapes)
     postgres) echo "--sizes 10000000 --sql-exporter-interval 5" ;;

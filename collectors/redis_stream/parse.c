@@ -16,27 +16,33 @@
 #include "text.h"
 
 /* The decimal number of the digits s[*i ..] up to the first non-digit, strictly: at least one
- * digit, at most 20, and no more than UINT64_MAX. Up to 19 digits cannot overflow, so only a
- * 20-digit number is compared (this runs for every entry of every XPENDING reply). */
+ * digit, at most 20, and no more than UINT64_MAX. One pass over the digits: up to 19 cannot
+ * overflow, so only a 20th is checked (this runs for every entry of every XPENDING reply: a
+ * scan for the end and then a second walk was 12 % of a deep collection's instructions). */
+static int is_digit(char c)
+{
+    return (unsigned)((unsigned char)c - '0') <= 9;
+}
+
 static int parse_u64_part(const char *s, size_t len, size_t *i, uint64_t *out)
 {
-    size_t start = *i, end = start;
-    while (end < len && s[end] >= '0' && s[end] <= '9')
-        end++;
-    size_t n = end - start;
-    if (n == 0 || n > 20)
-        return -1;
+    size_t start = *i, k = start;
+    size_t end = len - start > 19 ? start + 19 : len;
     uint64_t v = 0;
-    for (size_t k = start; k < end && k < start + 19; k++)
-        v = v * 10 + (uint64_t)(s[k] - '0');
-    if (n == 20) {
-        uint64_t d = (uint64_t)(s[start + 19] - '0');
+    while (k < end && is_digit(s[k]))
+        v = v * 10 + (uint64_t)(s[k++] - '0');
+    if (k == start)
+        return -1;
+    if (k - start == 19 && k < len && is_digit(s[k])) {
+        uint64_t d = (uint64_t)(s[k++] - '0');
         if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
             return -1;
         v = v * 10 + d;
+        if (k < len && is_digit(s[k]))
+            return -1; /* 21 digits or more */
     }
     *out = v;
-    *i = end;
+    *i = k;
     return 0;
 }
 
