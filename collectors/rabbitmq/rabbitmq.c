@@ -47,6 +47,10 @@
 #define AUTO_INTERVAL_MIN 60.0
 #define AUTO_INTERVAL_FACTOR 200.0
 #define NONE ((size_t)-1)
+/* consumers_interval (with the plugin): QrelBacklogWithoutConsumer waits 10 minutes, so counts a
+ * minute old delay it by at most that; a day is the most the key takes. */
+#define CONSUMERS_INTERVAL_DEFAULT 60.0
+#define CONSUMERS_INTERVAL_MAX 86400.0
 
 /* ---- queue tables: (vhost, name) -> record, with a hash index ---- */
 
@@ -164,6 +168,7 @@ static void destroy(struct collector *c)
     http_config_free(&st->http);
     rabbitmq_cache_free(st->meta);
     free(st->meta);
+    rabbitmq_consumers_free(&st->consumers);
     free(st->url);
     free(st->prometheus_url);
     free(st->username);
@@ -199,6 +204,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         (timeout &&
          cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
         cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
+        cfg_get_duration_in(map, "consumers_interval", CONSUMERS_INTERVAL_DEFAULT, 0,
+                            CONSUMERS_INTERVAL_MAX, &st->consumers_interval, e) ||
         cfg_get_str(map, "amqp_url", 0, &amqp_url, e) ||
         cfg_get_bool(map, "dlq_accept_delivery_limit", 0, &st->dlq_accept_delivery_limit, e) ||
         http_config_parse(map, &st->http, e) || collector_finish(c, map, e)) {
@@ -281,6 +288,8 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
         return 0;
     struct qrec *m = qtab_get(&run->meta->q, q.vhost, q.name);
     m->has_stats = q.has_stats;
+    m->has_consumers = q.has_consumers; /* the refresh's counts, stored by the plugin's source */
+    m->consumers = q.consumers;
     m->ready = q.ready;
     m->unacked = q.unacked;
     m->has_head_ts = q.has_head_ts;
@@ -394,19 +403,20 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
     return 0;
 }
 
-/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and the consumers
- * from family queue_consumer_count in the same request (per vhost when vhosts are configured).
+/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and with consumers
+ * the counts from family queue_consumer_count in the same request (per vhost when vhosts are
+ * configured): the dearer family of the two, asked for once per consumers_interval.
  * Asked for uncompressed: the page is 360 bytes a queue of repeated names that gzip shrinks 20
  * times, but the broker deflates it on every scrape (an estimated 20 ms of CPU for the 3.9 MB of
  * 11,000 queues) and qrel inflates it (a tenth of a cached scrape's instructions), where the
  * exporter is near the broker (the 3.9 MB is 3 ms of a 10 Gbit/s link). */
 static int fetch_prom_depth(struct rabbitmq_state *st, const struct deadline *dl,
-                            struct qtab *depth, struct err *e)
+                            struct qtab *depth, int consumers, struct err *e)
 {
     struct buf url;
     buf_init(&url);
-    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics&family=queue_consumer_count",
-               st->prometheus_url);
+    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics%s", st->prometheus_url,
+               consumers ? "&family=queue_consumer_count" : "");
     for (size_t i = 0; i < st->nvhosts; i++) {
         char *vh = http_escape(st->vhosts[i]);
         buf_printf(&url, "&vhost=%s", vh);
@@ -581,10 +591,14 @@ static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
                    NULL);
     metric_set_add(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state",
                    "in_flight", NULL);
-    if (d->has_consumers)
-        metric_set_add(out, "qrel_queue_consumers", d->consumers, "queue", q, "vhost", v, NULL);
     struct rabbitmq_cached mq;
     int cached = m && rabbitmq_cache_find(m, v, q, &mq);
+    /* read with the depth, else the counts of the last read (consumers_interval) */
+    double consumers = d->consumers;
+    if (d->has_consumers ||
+        (st->consumers.counts &&
+         rabbitmq_consumers_get(&st->consumers, cached ? mq.id : SIZE_MAX, v, q, &consumers)))
+        metric_set_add(out, "qrel_queue_consumers", consumers, "queue", q, "vhost", v, NULL);
 
     double lease = cached && mq.consumer_timeout_ms > 0 ? mq.consumer_timeout_ms / 1000.0
                                                         : st->consumer_timeout;
@@ -664,8 +678,46 @@ static struct rabbitmq_cache *meta_keep(const struct meta *m)
     return c;
 }
 
+/* The counts the refresh's /api/queues gave (its consumers column), against the new slow part,
+ * whose records are fresh's queues in their order. */
+static void consumers_from_refresh(struct rabbitmq_state *st, const struct meta *fresh)
+{
+    rabbitmq_consumers_init(&st->consumers, fresh->q.n, fresh->mono_ms);
+    for (size_t i = 0; i < fresh->q.n; i++)
+        if (fresh->q.v[i].has_consumers)
+            rabbitmq_consumers_set(&st->consumers, i, fresh->q.v[i].consumers);
+}
+
+/* The counts the plugin gave in this scrape's depth request, against the slow part held (by
+ * name for the selected queues it does not have). A read that gave no count while queues have
+ * figures is logged: the family is missing, and so is every qrel_queue_consumers. */
+static void consumers_from_depth(const struct collector *c, struct rabbitmq_state *st,
+                                 const struct qtab *depth, int64_t at_ms)
+{
+    rabbitmq_consumers_init(&st->consumers, st->meta->n, at_ms);
+    size_t got = 0, with_stats = 0;
+    for (size_t i = 0; i < depth->n; i++) {
+        const struct qrec *d = &depth->v[i];
+        with_stats += d->has_stats != 0;
+        if (!d->has_consumers)
+            continue;
+        got++;
+        struct rabbitmq_cached v;
+        if (rabbitmq_cache_find(st->meta, d->vhost, d->name, &v))
+            rabbitmq_consumers_set(&st->consumers, v.id, d->consumers);
+        else if (selected(st, d->vhost, d->name))
+            rabbitmq_consumers_add(&st->consumers, d->vhost, d->name, d->consumers);
+    }
+    if (got == 0 && with_stats > 0)
+        log_kv(LOG_WARN, "the plugin gave no consumer counts: qrel_queue_consumers left out",
+               "source", c->name, "family", "queue_consumer_count", NULL);
+}
+
 /* One scrape:
- *   1. depth: the plugin (prometheus_url) or GET /api/queues; its failure fails the scrape;
+ *   1. depth: the plugin (prometheus_url) or GET /api/queues; its failure fails the scrape. With
+ *      the plugin the depth request asks for the consumer counts too when they are older than
+ *      consumers_interval, unless the refresh due now brings them (its /api/queues has the
+ *      column); the others serve the last counts read;
  *   2. the slow part when older than metadata_interval (in the same /api/queues request when
  *      there is no plugin), then the dead-letter exchanges. A failed refresh keeps the last good
  *      one, logs a warning and leaves the source up: depth is current, and
@@ -686,6 +738,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             ? st->metadata_interval
             : fmax(AUTO_INTERVAL_MIN, AUTO_INTERVAL_FACTOR * st->last_refresh_seconds);
     int due = !st->meta || t0 - st->meta->mono_ms >= (int64_t)(interval * 1000.0);
+    /* a refresh that failed last time may fail again: the depth request then reads the counts */
+    int ask_consumers = st->prometheus_url &&
+                        rabbitmq_consumers_due(&st->consumers, st->consumers_interval, t0) &&
+                        (!due || st->refresh_failed);
+    const char *consumers_read = st->prometheus_url ? "no" : "management";
 
     if (due) {
         fresh = xcalloc(1, sizeof *fresh);
@@ -699,7 +756,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         depth.v = xmalloc(depth.cap * sizeof *depth.v);
     }
     if (st->prometheus_url) {
-        if (fetch_prom_depth(st, dl, &depth, e))
+        if (fetch_prom_depth(st, dl, &depth, ask_consumers, e))
             goto out;
     } else if (fetch_queues(st, dl, &depth, fresh, e)) {
         goto out;
@@ -719,6 +776,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         qtab_free(&scratch);
         if (!mrc)
             mrc = refresh_dlqs(c, st, &mdl, fresh, &me);
+        st->refresh_failed = mrc != 0;
         if (mrc && !st->meta) {
             *e = me;
             goto out;
@@ -731,10 +789,19 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             rabbitmq_cache_free(st->meta);
             free(st->meta);
             st->meta = meta_keep(fresh);
+            /* the counts are kept against the slow part's records: stored anew with it */
+            if (st->prometheus_url) {
+                consumers_from_refresh(st, fresh);
+                consumers_read = "refresh";
+            }
             meta_free(fresh);
             st->last_refresh_seconds = (double)(deadline_now_ms() - t0) / 1000.0;
         }
         fresh = NULL;
+    }
+    if (ask_consumers && strcmp(consumers_read, "refresh") != 0) {
+        consumers_from_depth(c, st, &depth, t0);
+        consumers_read = "plugin";
     }
 
     size_t nostats = 0, nexcluded = 0;
@@ -760,15 +827,20 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         metric_set_add(out, "qrel_sample_age_seconds",
                        (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0, NULL);
     if (log_enabled(LOG_DEBUG)) {
-        char nq[32], ns[32], age[32], nr[32];
+        char nq[32], ns[32], age[32], nr[32], cage[32];
         snprintf(nr, sizeof nr, "%u", st->requests);
         snprintf(nq, sizeof nq, "%zu", depth.n);
         snprintf(ns, sizeof ns, "%zu", nostats);
         snprintf(age, sizeof age, "%.3f",
                  st->meta ? (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0 : -1.0);
+        /* the kept consumer counts' age (-1: none kept), and what read them in this scrape */
+        snprintf(cage, sizeof cage, "%.3f",
+                 st->consumers.counts ? (deadline_now_ms() - st->consumers.mono_ms) / 1000.0
+                                      : -1.0);
         log_kv(LOG_DEBUG, "rabbitmq collection done", "source", c->name, "queues", nq,
                "queues_without_stats", ns, "metadata_age", age, "requests", nr, "depth_from",
-               st->prometheus_url ? "prometheus" : "management", NULL);
+               st->prometheus_url ? "prometheus" : "management", "consumers_read", consumers_read,
+               "consumers_age", cage, NULL);
     }
     st->last_queues = depth.n;
     rc = 0;
