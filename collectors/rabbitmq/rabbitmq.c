@@ -34,6 +34,7 @@
 #include "log.h"
 #include "rabbitmq/cache.h"
 #include "rabbitmq/client.h"
+#include "rabbitmq/qtab.h"
 #include "rabbitmq/dlq.h"
 #include "alloc.h"
 #include "buf.h"
@@ -52,93 +53,6 @@
 #define CONSUMERS_INTERVAL_DEFAULT 60.0
 #define CONSUMERS_INTERVAL_MAX 86400.0
 
-/* ---- queue tables: (vhost, name) -> record, with a hash index ---- */
-
-struct qrec {
-    char *vhost, *name;
-    int has_stats;
-    double ready, unacked;
-    int has_consumers; /* consumers: from the same read as the depth */
-    double consumers;
-    /* the slow part */
-    int has_head_ts;
-    double head_ts;
-    double redeliver, consumed;
-    char *dlx, *dlrk;
-    double delivery_limit, consumer_timeout_ms, message_ttl_ms;
-    size_t dlq0, ndlq; /* this queue's dead-letter queues: meta.dlqs[dlq0 .. dlq0 + ndlq) */
-};
-
-struct qtab {
-    struct qrec *v;
-    size_t n, cap;
-    struct hashtab index; /* records by (vhost, name) */
-};
-
-static uint64_t qhash(const char *vhost, const char *name)
-{
-    return rabbitmq_queue_hash(vhost, name);
-}
-
-static uint64_t qrec_hash_of(const void *ctx, uint32_t id)
-{
-    const struct qtab *t = ctx;
-    return qhash(t->v[id].vhost, t->v[id].name);
-}
-
-/* The index of (vhost, name), or NONE; p (when not NULL) is left where it would be added. */
-static size_t qtab_search(const struct qtab *t, const char *vhost, const char *name,
-                          struct hashtab_probe *p)
-{
-    struct hashtab_probe local;
-    if (!p)
-        p = &local;
-    for (uint32_t id = hashtab_first(&t->index, qhash(vhost, name), p); id != HASHTAB_END;
-         id = hashtab_next(&t->index, p))
-        if (strcmp(t->v[id].name, name) == 0 && strcmp(t->v[id].vhost, vhost) == 0)
-            return id;
-    return NONE;
-}
-
-static size_t qtab_find(const struct qtab *t, const char *vhost, const char *name)
-{
-    return qtab_search(t, vhost, name, NULL);
-}
-
-/* The record of (vhost, name), added (zeroed, strings copied) when new. */
-static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name)
-{
-    struct hashtab_probe p;
-    size_t id = qtab_search(t, vhost, name, &p);
-    if (id != NONE)
-        return &t->v[id];
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64;
-        t->v = xrealloc(t->v, t->cap * sizeof *t->v);
-    }
-    struct qrec *r = &t->v[t->n];
-    memset(r, 0, sizeof *r);
-    r->vhost = xstrdup(vhost);
-    r->name = xstrdup(name);
-    r->delivery_limit = r->consumer_timeout_ms = r->message_ttl_ms = -1;
-    hashtab_add(&t->index, &p, (uint32_t)t->n, qrec_hash_of, t);
-    t->n++;
-    return r;
-}
-
-static void qtab_free(struct qtab *t)
-{
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->v[i].vhost);
-        free(t->v[i].name);
-        free(t->v[i].dlx);
-        free(t->v[i].dlrk);
-    }
-    free(t->v);
-    hashtab_free(&t->index);
-    memset(t, 0, sizeof *t);
-}
-
 /* The slow part while a refresh builds it; kept as a struct rabbitmq_cache (cache.h). */
 struct meta {
     double wall;     /* when it was fetched (epoch seconds) */
@@ -152,7 +66,7 @@ static void meta_free(struct meta *m)
 {
     if (!m)
         return;
-    qtab_free(&m->q);
+    rabbitmq_qtab_free(&m->q);
     for (size_t i = 0; i < m->ndlqs; i++)
         free(m->dlqs[i]);
     free(m->dlqs);
@@ -278,7 +192,7 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
         err_prefix(e, "%s", run->what);
         return -1;
     }
-    struct qrec *d = qtab_get(run->depth, q.vhost, q.name);
+    struct qrec *d = rabbitmq_qtab_get(run->depth, q.vhost, q.name);
     d->has_stats = q.has_stats;
     d->ready = q.ready;
     d->unacked = q.unacked;
@@ -286,7 +200,7 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
     d->consumers = q.consumers;
     if (!run->meta)
         return 0;
-    struct qrec *m = qtab_get(&run->meta->q, q.vhost, q.name);
+    struct qrec *m = rabbitmq_qtab_get(&run->meta->q, q.vhost, q.name);
     m->has_stats = q.has_stats;
     m->has_consumers = q.has_consumers; /* the refresh's counts, stored by the plugin's source */
     m->consumers = q.consumers;
@@ -388,7 +302,7 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
         strcmp(t->v[run->next].vhost, vh->value) == 0)
         d = &t->v[run->next];
     else
-        d = qtab_get(t, vh->value, q->value);
+        d = rabbitmq_qtab_get(t, vh->value, q->value);
     run->next = (size_t)(d - t->v) + 1;
     if (consumers) { /* its own family: no stats of the queue by itself */
         d->has_consumers = 1;
@@ -462,7 +376,7 @@ static int resolve_dlqs(struct meta *m, size_t *cap, struct qrec *q, const struc
     if (x->missing)
         return 0;
     if (!x->bindings) { /* the default exchange */
-        if (qtab_find(&m->q, q->vhost, key) != NONE)
+        if (rabbitmq_qtab_find(&m->q, q->vhost, key) != NONE)
             add_dlq(m, cap, q, key);
         return 0;
     }
@@ -555,7 +469,7 @@ static const struct dlq_memo *dlq_lookup(struct dlq_memo *memo, const struct qta
         return memo;
     memo->dlq = dlq;
     memo->vhost = vhost;
-    memo->depth = qtab_find(depth, vhost, dlq);
+    memo->depth = rabbitmq_qtab_find(depth, vhost, dlq);
     memo->cached = rabbitmq_cache_find(m, vhost, dlq, &memo->dm);
     return memo;
 }
@@ -756,7 +670,22 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         depth.v = xmalloc(depth.cap * sizeof *depth.v);
     }
     if (st->prometheus_url) {
-        if (fetch_prom_depth(st, dl, &depth, ask_consumers, e))
+        int rc1 = fetch_prom_depth(st, dl, &depth, ask_consumers, e);
+        /* A reply that only the consumer family can have spoilt (a protocol error, an HTTP error
+         * status, a body over max_response_bytes) is read again without it: depth is served with
+         * the last good counts, as a failed refresh serves the last slow part, with a warning
+         * each time; the next scrape asks again. Anything else fails the scrape. */
+        if (rc1 && ask_consumers &&
+            (e->code == ERR_PROTOCOL || e->code == ERR_QUERY || e->code == ERR_LIMIT)) {
+            log_kv(LOG_WARN, "consumer count read failed: serving the last good ones", "source",
+                   c->name, "reason", err_reason(e->code), "err", e->msg, NULL);
+            rabbitmq_qtab_free(&depth);
+            err_clear(e);
+            ask_consumers = 0;
+            consumers_read = "failed";
+            rc1 = fetch_prom_depth(st, dl, &depth, 0, e);
+        }
+        if (rc1)
             goto out;
     } else if (fetch_queues(st, dl, &depth, fresh, e)) {
         goto out;
@@ -773,7 +702,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         int mrc = 0;
         if (st->prometheus_url)
             mrc = fetch_queues(st, &mdl, &scratch, fresh, &me);
-        qtab_free(&scratch);
+        rabbitmq_qtab_free(&scratch);
         if (!mrc)
             mrc = refresh_dlqs(c, st, &mdl, fresh, &me);
         st->refresh_failed = mrc != 0;
@@ -846,7 +775,7 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
     rc = 0;
 out:
     meta_free(fresh);
-    qtab_free(&depth);
+    rabbitmq_qtab_free(&depth);
     return rc;
 }
 

@@ -4,9 +4,11 @@
 # served from the last read in between. One exporter, three sources on the same node: `every`
 # (0s: a consumer shows in the next scrape once the plugin counts it), `long` (1h: the count stays
 # at the value read first while depth follows the broker) and `short` (2s: the count catches up
-# on a later scrape, read by the plugin and not by a refresh of the slow part). The debug log
-# says which scrape read the counts and how old the ones served are; --config.check refuses a
-# bad value at its line and column.
+# on a later scrape, read by the plugin and not by a refresh of the slow part), and `capped`
+# (0s, with a max_response_bytes that the depth family's reply fits and the reply with the
+# consumer family does not: depth is served with the last good count, and a warning says why).
+# The debug log says which scrape read the counts and how old the ones served are;
+# --config.check refuses a bad value at its line and column.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=../lib/rabbitmq.sh
@@ -27,19 +29,14 @@ plugin_val() { # plugin_val FAMILY METRIC: the plugin's own figure of METRIC for
 }
 api PUT /queues/%2F/work '{"durable":true}'
 
-source_yaml() { # source_yaml NAME CONSUMERS_INTERVAL
+source_yaml() { # source_yaml NAME CONSUMERS_INTERVAL [EXTRA KEY LINE]
   printf '  - name: %s\n    kind: rabbitmq\n    url: http://127.0.0.1:%s\n' "$1" "$RABBIT_MGMT"
   printf '    prometheus_url: http://127.0.0.1:%s\n    username: guest\n' "$RABBIT_PROM"
   printf '    password_env: QREL_TEST_RABBIT_PASS\n    queues: [work]\n'
   # the slow part is refreshed only at start: counts that change come from consumers_interval
   printf '    metadata_interval: 1h\n    consumers_interval: %s\n' "$2"
+  [ -z "${3:-}" ] || printf '    %s\n' "$3"
 }
-{
-  echo "sources:"
-  source_yaml every 0s
-  source_yaml long 1h
-  source_yaml short 2s
-} > "$T/qrel.yml"
 export QREL_TEST_RABBIT_PASS=guest
 
 # A queue has its figures once the broker emitted its stats, in the plugin and in the management
@@ -51,9 +48,25 @@ both_have_work() {
 }
 expect_cmd "work has its figures in the plugin and the management API" \
   wait_for -i 0.2 30 "work's first stats" both_have_work
+# capped's max_response_bytes: halfway between the plugin's reply without and with the consumer
+# family (the figures in them keep their digits in this test), above the refresh's /api/queues
+body_len() { curl -fsS -H 'Accept-Encoding: identity' -o /dev/null -w '%{size_download}' "$@"; }
+coarse_len=$(body_len "http://127.0.0.1:$RABBIT_PROM/metrics/detailed?family=queue_coarse_metrics")
+both_len=$(body_len "http://127.0.0.1:$RABBIT_PROM/metrics/detailed?family=queue_coarse_metrics&family=queue_consumer_count")
+api_len=$(body_len -u guest:guest "$API/queues?columns=name,vhost,messages,messages_ready,messages_unacknowledged,consumers,head_message_timestamp,arguments,effective_policy_definition,message_stats.redeliver,message_stats.ack,message_stats.deliver_no_ack,message_stats.get_no_ack")
+cap=$(((coarse_len + both_len) / 2))
+expect_cmd "a cap between the replies ($coarse_len < $cap < $both_len bytes; /api/queues $api_len)" \
+  test "$coarse_len" -lt $((cap - 50)) -a "$both_len" -gt $((cap + 50)) -a "$api_len" -lt "$cap"
+{
+  echo "sources:"
+  source_yaml every 0s
+  source_yaml long 1h
+  source_yaml short 2s
+  source_yaml capped 0s "max_response_bytes: $cap"
+} > "$T/qrel.yml"
 start_exporter "$T/qrel.yml"
 scrape "$T/s1.txt"
-for s in every long short; do
+for s in every long short capped; do
   expect_metric "$T/s1.txt" 1 qrel_collector_up "source=\"$s\""
   expect_metric "$T/s1.txt" 0 qrel_queue_consumers "source=\"$s\"" 'queue="work"'
   expect_cmd "$s: the first scrape took its counts from the refresh of the slow part" \
@@ -102,6 +115,15 @@ expect_eq "every: scrapes that read the counts from the plugin" \
   "$(grep -c 'msg="rabbitmq collection done" source=every .*requests=1 .*consumers_read=plugin ' "$T/exporter.log")" 1
 expect_cmd "long: the second scrape served the kept counts, with their age" \
   grep -qE 'msg="rabbitmq collection done" source=long .*requests=1 .*consumers_read=no consumers_age=[0-9]+[.][0-9]{3}' "$T/exporter.log"
+# capped: the reply with the consumer family is over its cap: read again without it, the source
+# is up with the broker's depth and the count read at the first scrape, and the warning says why
+expect_metric "$T/s2.txt" 1 qrel_collector_up 'source="capped"'
+expect_metric "$T/s2.txt" 2 qrel_queue_messages 'source="capped"' "$w" 'state="ready"'
+expect_metric "$T/s2.txt" 0 qrel_queue_consumers 'source="capped"' "$w"
+expect_cmd "capped: the failed read logged with its reason, the depth read again (2 requests)" \
+  grep -qE 'msg="consumer count read failed: serving the last good ones" source=capped reason=limit ' "$T/exporter.log"
+expect_cmd "capped: the debug log says the read failed" \
+  grep -qE 'msg="rabbitmq collection done" source=capped .*requests=2 .*consumers_read=failed ' "$T/exporter.log"
 
 # 2s: a later scrape reads the counts again and shows the consumer. Scrapes are polled until it
 # does: how long that takes depends on the machine, the assertion is that it happens.
