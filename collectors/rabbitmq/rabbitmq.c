@@ -6,6 +6,9 @@
  * gives ready / unacknowledged for every queue in under 0.1 s. So a scrape is two parts:
  *   - depth, on every scrape: from the plugin when prometheus_url is set, else from the cheapest
  *     form of GET /api/queues (totals only, no message rates);
+ *   - with the plugin, the consumer counts (its dearest family) once per consumers_interval, in
+ *     that scrape's depth request or from a refresh of the slow part; kept in between
+ *     (consumers.h);
  *   - the slow part, a cache refreshed when older than metadata_interval (by default 200 times
  *     its last refresh's duration, at least 60 s): what only the management API has (arguments
  *     and policies: dead-lettering, delivery-limit, consumer timeout; head_message_timestamp;
