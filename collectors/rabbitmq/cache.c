@@ -138,6 +138,7 @@ int rabbitmq_cache_find(const struct rabbitmq_cache *c, const char *vhost, const
         return 0;
     const struct rabbitmq_cache_rec *r = &c->recs[id];
     memset(out, 0, sizeof *out);
+    out->id = (uint32_t)id;
     out->has_stats = (int)r->has_stats;
     out->delivery_limit = out->consumer_timeout_ms = out->message_ttl_ms = -1;
     if (r->fig) {

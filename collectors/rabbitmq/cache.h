@@ -30,6 +30,7 @@ struct rabbitmq_cached {
     int has_dlx;                /* it dead-letters (what expires in it goes on) */
     size_t ndlqs;               /* its dead-letter queues: rabbitmq_cache_dlq(c, this, 0 ..) */
     uint32_t dlq0;
+    uint32_t id; /* set by rabbitmq_cache_find: its record, 0 .. n-1 in the order added */
 };
 
 struct rabbitmq_cache {

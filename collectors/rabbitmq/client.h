@@ -11,6 +11,7 @@
 #include "common/http.h"
 #include "deadline.h"
 #include "err.h"
+#include "rabbitmq/consumers.h"
 
 struct rabbitmq_cache;
 
@@ -29,6 +30,11 @@ struct rabbitmq_state {
     double consumer_timeout;     /* seconds, -1 when not configured */
     double metadata_interval;    /* seconds; -1: automatic (see AUTO_INTERVAL_FACTOR) */
     double last_refresh_seconds; /* duration of the last successful refresh */
+    int refresh_failed;          /* the last refresh of the slow part failed */
+    /* with the plugin: how old the consumer counts may get before a scrape reads them (0: every
+     * scrape), and the last ones read (counts NULL before the first) */
+    double consumers_interval;
+    struct rabbitmq_consumers consumers;
     struct http_config http;
     struct http_client *client;
     struct rabbitmq_cache *meta; /* the cached slow part; NULL before the first refresh */

@@ -6,6 +6,9 @@
  * gives ready / unacknowledged for every queue in under 0.1 s. So a scrape is two parts:
  *   - depth, on every scrape: from the plugin when prometheus_url is set, else from the cheapest
  *     form of GET /api/queues (totals only, no message rates);
+ *   - with the plugin, the consumer counts (its dearest family) once per consumers_interval, in
+ *     that scrape's depth request or from a refresh of the slow part; kept in between
+ *     (consumers.h);
  *   - the slow part, a cache refreshed when older than metadata_interval (by default 200 times
  *     its last refresh's duration, at least 60 s): what only the management API has (arguments
  *     and policies: dead-lettering, delivery-limit, consumer timeout; head_message_timestamp;
@@ -34,6 +37,7 @@
 #include "log.h"
 #include "rabbitmq/cache.h"
 #include "rabbitmq/client.h"
+#include "rabbitmq/qtab.h"
 #include "rabbitmq/dlq.h"
 #include "alloc.h"
 #include "buf.h"
@@ -47,93 +51,10 @@
 #define AUTO_INTERVAL_MIN 60.0
 #define AUTO_INTERVAL_FACTOR 200.0
 #define NONE ((size_t)-1)
-
-/* ---- queue tables: (vhost, name) -> record, with a hash index ---- */
-
-struct qrec {
-    char *vhost, *name;
-    int has_stats;
-    double ready, unacked;
-    int has_consumers; /* consumers: from the same read as the depth */
-    double consumers;
-    /* the slow part */
-    int has_head_ts;
-    double head_ts;
-    double redeliver, consumed;
-    char *dlx, *dlrk;
-    double delivery_limit, consumer_timeout_ms, message_ttl_ms;
-    size_t dlq0, ndlq; /* this queue's dead-letter queues: meta.dlqs[dlq0 .. dlq0 + ndlq) */
-};
-
-struct qtab {
-    struct qrec *v;
-    size_t n, cap;
-    struct hashtab index; /* records by (vhost, name) */
-};
-
-static uint64_t qhash(const char *vhost, const char *name)
-{
-    return rabbitmq_queue_hash(vhost, name);
-}
-
-static uint64_t qrec_hash_of(const void *ctx, uint32_t id)
-{
-    const struct qtab *t = ctx;
-    return qhash(t->v[id].vhost, t->v[id].name);
-}
-
-/* The index of (vhost, name), or NONE; p (when not NULL) is left where it would be added. */
-static size_t qtab_search(const struct qtab *t, const char *vhost, const char *name,
-                          struct hashtab_probe *p)
-{
-    struct hashtab_probe local;
-    if (!p)
-        p = &local;
-    for (uint32_t id = hashtab_first(&t->index, qhash(vhost, name), p); id != HASHTAB_END;
-         id = hashtab_next(&t->index, p))
-        if (strcmp(t->v[id].name, name) == 0 && strcmp(t->v[id].vhost, vhost) == 0)
-            return id;
-    return NONE;
-}
-
-static size_t qtab_find(const struct qtab *t, const char *vhost, const char *name)
-{
-    return qtab_search(t, vhost, name, NULL);
-}
-
-/* The record of (vhost, name), added (zeroed, strings copied) when new. */
-static struct qrec *qtab_get(struct qtab *t, const char *vhost, const char *name)
-{
-    struct hashtab_probe p;
-    size_t id = qtab_search(t, vhost, name, &p);
-    if (id != NONE)
-        return &t->v[id];
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64;
-        t->v = xrealloc(t->v, t->cap * sizeof *t->v);
-    }
-    struct qrec *r = &t->v[t->n];
-    memset(r, 0, sizeof *r);
-    r->vhost = xstrdup(vhost);
-    r->name = xstrdup(name);
-    r->delivery_limit = r->consumer_timeout_ms = r->message_ttl_ms = -1;
-    hashtab_add(&t->index, &p, (uint32_t)t->n, qrec_hash_of, t);
-    t->n++;
-    return r;
-}
-
-static void qtab_free(struct qtab *t)
-{
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->v[i].vhost);
-        free(t->v[i].name);
-        free(t->v[i].dlx);
-        free(t->v[i].dlrk);
-    }
-    free(t->v);
-    hashtab_free(&t->index);
-    memset(t, 0, sizeof *t);
-}
+/* consumers_interval (with the plugin): QrelBacklogWithoutConsumer waits 10 minutes, so counts a
+ * minute old delay it by at most that; a day is the most the key takes. */
+#define CONSUMERS_INTERVAL_DEFAULT 60.0
+#define CONSUMERS_INTERVAL_MAX 86400.0
 
 /* The slow part while a refresh builds it; kept as a struct rabbitmq_cache (cache.h). */
 struct meta {
@@ -148,7 +69,7 @@ static void meta_free(struct meta *m)
 {
     if (!m)
         return;
-    qtab_free(&m->q);
+    rabbitmq_qtab_free(&m->q);
     for (size_t i = 0; i < m->ndlqs; i++)
         free(m->dlqs[i]);
     free(m->dlqs);
@@ -164,6 +85,7 @@ static void destroy(struct collector *c)
     http_config_free(&st->http);
     rabbitmq_cache_free(st->meta);
     free(st->meta);
+    rabbitmq_consumers_free(&st->consumers);
     free(st->url);
     free(st->prometheus_url);
     free(st->username);
@@ -199,6 +121,8 @@ static int configure(struct collector *c, struct cfg_node *map, struct err *e)
         (timeout &&
          cfg_get_positive_duration(map, "consumer_timeout", -1, &st->consumer_timeout, e)) ||
         cfg_get_positive_duration(map, "metadata_interval", -1, &st->metadata_interval, e) ||
+        cfg_get_duration_in(map, "consumers_interval", CONSUMERS_INTERVAL_DEFAULT, 0,
+                            CONSUMERS_INTERVAL_MAX, &st->consumers_interval, e) ||
         cfg_get_str(map, "amqp_url", 0, &amqp_url, e) ||
         cfg_get_bool(map, "dlq_accept_delivery_limit", 0, &st->dlq_accept_delivery_limit, e) ||
         http_config_parse(map, &st->http, e) || collector_finish(c, map, e)) {
@@ -271,7 +195,7 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
         err_prefix(e, "%s", run->what);
         return -1;
     }
-    struct qrec *d = qtab_get(run->depth, q.vhost, q.name);
+    struct qrec *d = rabbitmq_qtab_get(run->depth, q.vhost, q.name);
     d->has_stats = q.has_stats;
     d->ready = q.ready;
     d->unacked = q.unacked;
@@ -279,8 +203,10 @@ static int read_queue(const json_t *obj, const char *ctx, void *arg, struct err 
     d->consumers = q.consumers;
     if (!run->meta)
         return 0;
-    struct qrec *m = qtab_get(&run->meta->q, q.vhost, q.name);
+    struct qrec *m = rabbitmq_qtab_get(&run->meta->q, q.vhost, q.name);
     m->has_stats = q.has_stats;
+    m->has_consumers = q.has_consumers; /* the refresh's counts, stored by the plugin's source */
+    m->consumers = q.consumers;
     m->ready = q.ready;
     m->unacked = q.unacked;
     m->has_head_ts = q.has_head_ts;
@@ -379,7 +305,7 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
         strcmp(t->v[run->next].vhost, vh->value) == 0)
         d = &t->v[run->next];
     else
-        d = qtab_get(t, vh->value, q->value);
+        d = rabbitmq_qtab_get(t, vh->value, q->value);
     run->next = (size_t)(d - t->v) + 1;
     if (consumers) { /* its own family: no stats of the queue by itself */
         d->has_consumers = 1;
@@ -394,19 +320,20 @@ static int prom_sample(void *ctx, const struct promtext_sample *s, struct err *e
     return 0;
 }
 
-/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and the consumers
- * from family queue_consumer_count in the same request (per vhost when vhosts are configured).
+/* Depth from the plugin: GET /metrics/detailed?family=queue_coarse_metrics, and with consumers
+ * the counts from family queue_consumer_count in the same request (per vhost when vhosts are
+ * configured): the dearer family of the two, asked for once per consumers_interval.
  * Asked for uncompressed: the page is 360 bytes a queue of repeated names that gzip shrinks 20
  * times, but the broker deflates it on every scrape (an estimated 20 ms of CPU for the 3.9 MB of
  * 11,000 queues) and qrel inflates it (a tenth of a cached scrape's instructions), where the
  * exporter is near the broker (the 3.9 MB is 3 ms of a 10 Gbit/s link). */
 static int fetch_prom_depth(struct rabbitmq_state *st, const struct deadline *dl,
-                            struct qtab *depth, struct err *e)
+                            struct qtab *depth, int consumers, struct err *e)
 {
     struct buf url;
     buf_init(&url);
-    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics&family=queue_consumer_count",
-               st->prometheus_url);
+    buf_printf(&url, "%s/metrics/detailed?family=queue_coarse_metrics%s", st->prometheus_url,
+               consumers ? "&family=queue_consumer_count" : "");
     for (size_t i = 0; i < st->nvhosts; i++) {
         char *vh = http_escape(st->vhosts[i]);
         buf_printf(&url, "&vhost=%s", vh);
@@ -452,7 +379,7 @@ static int resolve_dlqs(struct meta *m, size_t *cap, struct qrec *q, const struc
     if (x->missing)
         return 0;
     if (!x->bindings) { /* the default exchange */
-        if (qtab_find(&m->q, q->vhost, key) != NONE)
+        if (rabbitmq_qtab_find(&m->q, q->vhost, key) != NONE)
             add_dlq(m, cap, q, key);
         return 0;
     }
@@ -545,7 +472,7 @@ static const struct dlq_memo *dlq_lookup(struct dlq_memo *memo, const struct qta
         return memo;
     memo->dlq = dlq;
     memo->vhost = vhost;
-    memo->depth = qtab_find(depth, vhost, dlq);
+    memo->depth = rabbitmq_qtab_find(depth, vhost, dlq);
     memo->cached = rabbitmq_cache_find(m, vhost, dlq, &memo->dm);
     return memo;
 }
@@ -581,10 +508,14 @@ static void emit_queue(const struct rabbitmq_state *st, const struct qrec *d,
                    NULL);
     metric_set_add(out, "qrel_queue_messages", d->unacked, "queue", q, "vhost", v, "state",
                    "in_flight", NULL);
-    if (d->has_consumers)
-        metric_set_add(out, "qrel_queue_consumers", d->consumers, "queue", q, "vhost", v, NULL);
     struct rabbitmq_cached mq;
     int cached = m && rabbitmq_cache_find(m, v, q, &mq);
+    /* read with the depth, else the counts of the last read (consumers_interval) */
+    double consumers = d->consumers;
+    if (d->has_consumers ||
+        (st->consumers.counts &&
+         rabbitmq_consumers_get(&st->consumers, cached ? mq.id : SIZE_MAX, v, q, &consumers)))
+        metric_set_add(out, "qrel_queue_consumers", consumers, "queue", q, "vhost", v, NULL);
 
     double lease = cached && mq.consumer_timeout_ms > 0 ? mq.consumer_timeout_ms / 1000.0
                                                         : st->consumer_timeout;
@@ -664,8 +595,46 @@ static struct rabbitmq_cache *meta_keep(const struct meta *m)
     return c;
 }
 
+/* The counts the refresh's /api/queues gave (its consumers column), against the new slow part,
+ * whose records are fresh's queues in their order. */
+static void consumers_from_refresh(struct rabbitmq_state *st, const struct meta *fresh)
+{
+    rabbitmq_consumers_init(&st->consumers, fresh->q.n, fresh->mono_ms);
+    for (size_t i = 0; i < fresh->q.n; i++)
+        if (fresh->q.v[i].has_consumers)
+            rabbitmq_consumers_set(&st->consumers, i, fresh->q.v[i].consumers);
+}
+
+/* The counts the plugin gave in this scrape's depth request, against the slow part held (by
+ * name for the selected queues it does not have). A read that gave no count while queues have
+ * figures is logged: the family is missing, and so is every qrel_queue_consumers. */
+static void consumers_from_depth(const struct collector *c, struct rabbitmq_state *st,
+                                 const struct qtab *depth, int64_t at_ms)
+{
+    rabbitmq_consumers_init(&st->consumers, st->meta->n, at_ms);
+    size_t got = 0, with_stats = 0;
+    for (size_t i = 0; i < depth->n; i++) {
+        const struct qrec *d = &depth->v[i];
+        with_stats += d->has_stats != 0;
+        if (!d->has_consumers)
+            continue;
+        got++;
+        struct rabbitmq_cached v;
+        if (rabbitmq_cache_find(st->meta, d->vhost, d->name, &v))
+            rabbitmq_consumers_set(&st->consumers, v.id, d->consumers);
+        else if (selected(st, d->vhost, d->name))
+            rabbitmq_consumers_add(&st->consumers, d->vhost, d->name, d->consumers);
+    }
+    if (got == 0 && with_stats > 0)
+        log_kv(LOG_WARN, "the plugin gave no consumer counts: qrel_queue_consumers left out",
+               "source", c->name, "family", "queue_consumer_count", NULL);
+}
+
 /* One scrape:
- *   1. depth: the plugin (prometheus_url) or GET /api/queues; its failure fails the scrape;
+ *   1. depth: the plugin (prometheus_url) or GET /api/queues; its failure fails the scrape. With
+ *      the plugin the depth request asks for the consumer counts too when they are older than
+ *      consumers_interval, unless the refresh due now brings them (its /api/queues has the
+ *      column); the others serve the last counts read;
  *   2. the slow part when older than metadata_interval (in the same /api/queues request when
  *      there is no plugin), then the dead-letter exchanges. A failed refresh keeps the last good
  *      one, logs a warning and leaves the source up: depth is current, and
@@ -686,6 +655,11 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             ? st->metadata_interval
             : fmax(AUTO_INTERVAL_MIN, AUTO_INTERVAL_FACTOR * st->last_refresh_seconds);
     int due = !st->meta || t0 - st->meta->mono_ms >= (int64_t)(interval * 1000.0);
+    /* a refresh that failed last time may fail again: the depth request then reads the counts */
+    int ask_consumers = st->prometheus_url &&
+                        rabbitmq_consumers_due(&st->consumers, st->consumers_interval, t0) &&
+                        (!due || st->refresh_failed);
+    const char *consumers_read = st->prometheus_url ? "no" : "management";
 
     if (due) {
         fresh = xcalloc(1, sizeof *fresh);
@@ -699,7 +673,22 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         depth.v = xmalloc(depth.cap * sizeof *depth.v);
     }
     if (st->prometheus_url) {
-        if (fetch_prom_depth(st, dl, &depth, e))
+        int rc1 = fetch_prom_depth(st, dl, &depth, ask_consumers, e);
+        /* A reply that only the consumer family can have spoilt (a protocol error, an HTTP error
+         * status, a body over max_response_bytes) is read again without it: depth is served with
+         * the last good counts, as a failed refresh serves the last slow part, with a warning
+         * each time; the next scrape asks again. Anything else fails the scrape. */
+        if (rc1 && ask_consumers &&
+            (e->code == ERR_PROTOCOL || e->code == ERR_QUERY || e->code == ERR_LIMIT)) {
+            log_kv(LOG_WARN, "consumer count read failed: serving the last good ones", "source",
+                   c->name, "reason", err_reason(e->code), "err", e->msg, NULL);
+            rabbitmq_qtab_free(&depth);
+            err_clear(e);
+            ask_consumers = 0;
+            consumers_read = "failed";
+            rc1 = fetch_prom_depth(st, dl, &depth, 0, e);
+        }
+        if (rc1)
             goto out;
     } else if (fetch_queues(st, dl, &depth, fresh, e)) {
         goto out;
@@ -716,9 +705,10 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         int mrc = 0;
         if (st->prometheus_url)
             mrc = fetch_queues(st, &mdl, &scratch, fresh, &me);
-        qtab_free(&scratch);
+        rabbitmq_qtab_free(&scratch);
         if (!mrc)
             mrc = refresh_dlqs(c, st, &mdl, fresh, &me);
+        st->refresh_failed = mrc != 0;
         if (mrc && !st->meta) {
             *e = me;
             goto out;
@@ -731,10 +721,19 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
             rabbitmq_cache_free(st->meta);
             free(st->meta);
             st->meta = meta_keep(fresh);
+            /* the counts are kept against the slow part's records: stored anew with it */
+            if (st->prometheus_url) {
+                consumers_from_refresh(st, fresh);
+                consumers_read = "refresh";
+            }
             meta_free(fresh);
             st->last_refresh_seconds = (double)(deadline_now_ms() - t0) / 1000.0;
         }
         fresh = NULL;
+    }
+    if (ask_consumers && strcmp(consumers_read, "refresh") != 0) {
+        consumers_from_depth(c, st, &depth, t0);
+        consumers_read = "plugin";
     }
 
     size_t nostats = 0, nexcluded = 0;
@@ -760,21 +759,26 @@ static int collect(struct collector *c, const struct deadline *dl, struct metric
         metric_set_add(out, "qrel_sample_age_seconds",
                        (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0, NULL);
     if (log_enabled(LOG_DEBUG)) {
-        char nq[32], ns[32], age[32], nr[32];
+        char nq[32], ns[32], age[32], nr[32], cage[32];
         snprintf(nr, sizeof nr, "%u", st->requests);
         snprintf(nq, sizeof nq, "%zu", depth.n);
         snprintf(ns, sizeof ns, "%zu", nostats);
         snprintf(age, sizeof age, "%.3f",
                  st->meta ? (double)(deadline_now_ms() - st->meta->mono_ms) / 1000.0 : -1.0);
+        /* the kept consumer counts' age (-1: none kept), and what read them in this scrape */
+        snprintf(cage, sizeof cage, "%.3f",
+                 st->consumers.counts ? (deadline_now_ms() - st->consumers.mono_ms) / 1000.0
+                                      : -1.0);
         log_kv(LOG_DEBUG, "rabbitmq collection done", "source", c->name, "queues", nq,
                "queues_without_stats", ns, "metadata_age", age, "requests", nr, "depth_from",
-               st->prometheus_url ? "prometheus" : "management", NULL);
+               st->prometheus_url ? "prometheus" : "management", "consumers_read", consumers_read,
+               "consumers_age", cage, NULL);
     }
     st->last_queues = depth.n;
     rc = 0;
 out:
     meta_free(fresh);
-    qtab_free(&depth);
+    rabbitmq_qtab_free(&depth);
     return rc;
 }
 

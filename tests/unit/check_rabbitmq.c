@@ -2,8 +2,8 @@
  * objects recorded from RabbitMQ 3.10.8's GET /api/queues (tests/fixtures/rabbitmq/) (stats present
  * and absent, empty proplists written as [], settings from arguments and from policy), the
  * delivery-limit mapping, topic matching and binding routing, the compact cache of the slow part
- * (cache.c), and configure()'s messages. Talking
- * to a broker is left to tests/integration/rabbitmq.sh, which runs a real one. */
+ * (cache.c), the consumer counts kept between reads (consumers.c), and configure()'s messages.
+ * Talking to a broker is left to tests/integration/rabbitmq.sh, which runs a real one. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "collector.h"
 #include "config.h"
 #include "rabbitmq/cache.h"
+#include "rabbitmq/consumers.h"
 #include "rabbitmq/rabbitmq.h"
 #include "text.h"
 #include "support/check_refused.h"
@@ -266,7 +267,8 @@ static const struct check_case bad_configs[] = {
     /* a misspelt key is reported, with the known keys, before what it leaves missing */
     {"url: http://h:15672\nusrname: u\npassword_env: HOME\n",
      "t.yml:2:1: unknown key \"usrname\" in source \"rmq\" (known keys: amqp_url, "
-     "consumer_timeout, dlq_accept_delivery_limit, exclude, exclude_vhosts, max_response_bytes, "
+     "consumer_timeout, consumers_interval, dlq_accept_delivery_limit, exclude, exclude_vhosts, "
+     "max_response_bytes, "
      "metadata_interval, password_env, "
      "password_file, prometheus_url, queue_pattern, queues, tls_config, url, username, vhosts)"},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nexclude_vhosts: [\"^v\"]\n",
@@ -280,6 +282,11 @@ static const struct check_case bad_configs[] = {
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumer_timeout: 0s\n",
      "t.yml:4:19: consumer_timeout: want a duration above 0"},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nmetadata_interval: soon\n", NULL},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumers_interval: 2d\n",
+     "t.yml:4:21: consumers_interval: want a duration from 0 to 1d, got \"2d\""},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumers_interval: often\n",
+     "t.yml:4:21: consumers_interval: want a duration like \"5s\", got \"often\""},
+    {"url: http://h:15672\nusername: u\npassword_env: HOME\nconsumers_interval: [1m]\n", NULL},
     {"url: http://h:15672\nusername: u\npassword_env: HOME\nqueue_pattern: \"\"\n",
      "t.yml:4:16: queue_pattern: want a non-empty string"},
 };
@@ -324,6 +331,7 @@ START_TEST(test_config_good)
                             "username: monitoring\npassword_env: HOME\n"
                             "vhosts: [\"/\", shop]\nqueues: [orders]\nqueue_pattern: \"jobs.*\"\n"
                             "consumer_timeout: 30m\nmetadata_interval: 2m\n"
+                            "consumers_interval: 0s\n"
                             "max_response_bytes: 1048576\n"
                             "tls_config: {insecure_skip_verify: true}\n";
     struct err e;
@@ -452,6 +460,54 @@ START_TEST(test_cache)
 }
 END_TEST
 
+/* The consumer counts: due when none are kept, then once older than the interval less a tenth
+ * of it (at most 1 s); 0 s is every scrape. Counts by record, and by name for the others. */
+START_TEST(test_consumers)
+{
+    struct rabbitmq_consumers c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 60, 1000), 1);
+    rabbitmq_consumers_init(&c, 3, 1000);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 60, 1000 + 58999), 0);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 60, 1000 + 59000), 1); /* jitter: 15 s x 4 */
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 2, 1000 + 1799), 0);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 2, 1000 + 1800), 1);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 0, 1000), 1);
+
+    rabbitmq_consumers_set(&c, 0, 2);
+    rabbitmq_consumers_set(&c, 2, 0);
+    rabbitmq_consumers_set(&c, 3, 5); /* no such record: ignored */
+    rabbitmq_consumers_add(&c, "/", "new.q", 1);
+    rabbitmq_consumers_add(&c, "shop", "new.q", 4);
+    rabbitmq_consumers_add(&c, "/", "new.q", 9); /* already there: ignored */
+    char name[32];
+    for (int i = 0; i < 100; i++) { /* past the index's first size */
+        snprintf(name, sizeof name, "amq.gen-%d", i);
+        rabbitmq_consumers_add(&c, "/", name, i);
+    }
+    double v = -1;
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, 0, "/", "a", &v), 1);
+    ck_assert_double_eq(v, 2);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, 1, "/", "b", &v), 0); /* the read gave none */
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, 2, "/", "c", &v), 1);
+    ck_assert_double_eq(v, 0);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, SIZE_MAX, "/", "new.q", &v), 1);
+    ck_assert_double_eq(v, 1);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, SIZE_MAX, "shop", "new.q", &v), 1);
+    ck_assert_double_eq(v, 4);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, SIZE_MAX, "/", "amq.gen-77", &v), 1);
+    ck_assert_double_eq(v, 77);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, SIZE_MAX, "sho", "pnew.q", &v), 0);
+    /* a new read starts from nothing */
+    rabbitmq_consumers_init(&c, 1, 5000);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, 0, "/", "a", &v), 0);
+    ck_assert_int_eq(rabbitmq_consumers_get(&c, SIZE_MAX, "/", "new.q", &v), 0);
+    ck_assert_int_eq(rabbitmq_consumers_due(&c, 60, 5000 + 10000), 0);
+    rabbitmq_consumers_free(&c);
+    ck_assert_ptr_null(c.counts);
+}
+END_TEST
+
 static Suite *rabbitmq_suite(void)
 {
     Suite *s = suite_create("rabbitmq");
@@ -466,6 +522,7 @@ static Suite *rabbitmq_suite(void)
     tcase_add_loop_test(tc, test_topic, 0, (int)(sizeof topics / sizeof topics[0]));
     tcase_add_test(tc, test_binding_routes);
     tcase_add_test(tc, test_cache);
+    tcase_add_test(tc, test_consumers);
     suite_add_tcase(s, tc);
     tc = tcase_create("configure");
     tcase_add_loop_test(tc, test_config_bad, 0, (int)(sizeof bad_configs / sizeof bad_configs[0]));
