@@ -24,13 +24,15 @@
 # by psql (\timing, the sum of a round's statements), fastest and median round; the ratio of the
 # fastest runs (the goal is at most 1.5, read at a size where a scrape takes at least 50 ms);
 # PostgreSQL's own plan + execution time per qrel scrape (pg_stat_statements) as the broker's
-# cost; and the peer, prometheus-postgres-exporter running one equivalent query (the same
-# per-queue counts and the oldest ready job's age, --extend.query-path): its fastest and median
-# scrape and its database time. The peer's query computes less than qrel's statement (no dead
-# age, hold, last-try or rows-ahead count) and runs in parallel where the planner allows, so its
-# database time is its leader's wall time: bench/history.md (delayed_job) compares the CPU of
-# both, and of the peer's query with the same figures added. qrel's memory: the largest RssAnon (own) and heap + stacks (heap,
-# the 2 MiB goal's figure) after each measured scrape. qrel's counts are checked against SQL's
+# cost; and the peer, prometheus-postgres-exporter running one equivalent query (the figures of
+# qrel's statement: per queue the counts by state, retrying, last-try and failed jobs, the ages
+# of the oldest pending, failed and held job, and the rows stamped ahead, --extend.query-path):
+# its fastest and median scrape and its database time. The peer's query runs in parallel where
+# the planner allows (qrel's is serial), so its pg_stat_statements time is its leader's wall
+# time, not what it costs the server: both are also given as PostgreSQL's CPU per scrape, every
+# process of the cluster around each scrape (the workers included), to 10 ms ticks. qrel's
+# memory: the largest RssAnon (own) and heap + stacks (heap, the 2 MiB goal's figure) after each
+# measured scrape. qrel's counts are checked against SQL's
 # over the table with delayed_job's ready_to_run predicate. A missed goal is reported, not an
 # error. See bench/README.md.
 #
@@ -225,9 +227,11 @@ YML
 }
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-# The peer's one query: per queue the counts qrel exports (ready by delayed_job's ready_to_run,
-# in flight, delayed, retrying, failed) and the oldest ready job's age, over the whole table on
-# each scrape, as an operator would write it for postgres_exporter.
+# The peer's one query: per queue the figures of qrel's statement (ready by delayed_job's
+# ready_to_run, in flight, delayed, retrying, on their last try, failed; the age of the oldest
+# pending job not scheduled ahead, of the oldest failed one and of the oldest lock within
+# max_run_time; the rows a host stamped ahead, uncapped), over the whole table on each scrape,
+# as an operator would write it for postgres_exporter.
 cat > "$T/pgexp.yml" <<YML
 delayed_jobs:
   query: |
@@ -236,8 +240,12 @@ delayed_jobs:
       count(*) FILTER (WHERE failed_at IS NULL AND locked_at >= n - lease)::float8 AS in_flight,
       count(*) FILTER (WHERE failed_at IS NULL AND run_at > n AND (locked_at IS NULL OR locked_at < n - lease))::float8 AS delayed,
       count(*) FILTER (WHERE failed_at IS NULL AND attempts > 0)::float8 AS retrying,
+      count(*) FILTER (WHERE failed_at IS NULL AND attempts >= $MAX_ATTEMPTS - 1)::float8 AS last_try,
       count(*) FILTER (WHERE failed_at IS NOT NULL)::float8 AS failed,
-      coalesce(extract(epoch FROM n - min(created_at) FILTER (WHERE failed_at IS NULL AND run_at <= n AND (locked_at IS NULL OR locked_at < n - lease))), 0)::float8 AS oldest_ready_seconds
+      coalesce(extract(epoch FROM n - min(created_at) FILTER (WHERE failed_at IS NULL AND (run_at <= n OR locked_at >= n - lease))), 0)::float8 AS oldest_seconds,
+      coalesce(extract(epoch FROM n - min(failed_at)), 0)::float8 AS oldest_failed_seconds,
+      coalesce(extract(epoch FROM n - min(locked_at) FILTER (WHERE failed_at IS NULL AND locked_at >= n - lease)), 0)::float8 AS oldest_lock_seconds,
+      count(*) FILTER (WHERE locked_at > n OR failed_at > n OR created_at > n)::float8 AS stamped_ahead
     FROM delayed_jobs, (SELECT now() AT TIME ZONE 'UTC' AS n, interval '$MAX_RUN_TIME' AS lease) AS t
     GROUP BY 1, n
   metrics:
@@ -246,8 +254,12 @@ delayed_jobs:
     - in_flight: {usage: GAUGE, description: "jobs locked within max_run_time"}
     - delayed: {usage: GAUGE, description: "jobs scheduled ahead"}
     - retrying: {usage: GAUGE, description: "pending jobs that failed before"}
+    - last_try: {usage: GAUGE, description: "pending jobs one failure from the end"}
     - failed: {usage: GAUGE, description: "jobs failed for good"}
-    - oldest_ready_seconds: {usage: GAUGE, description: "age of the oldest ready job"}
+    - oldest_seconds: {usage: GAUGE, description: "age of the oldest ready or running job"}
+    - oldest_failed_seconds: {usage: GAUGE, description: "age of the oldest failure"}
+    - oldest_lock_seconds: {usage: GAUGE, description: "age of the oldest lock within max_run_time"}
+    - stamped_ahead: {usage: GAUGE, description: "rows stamped after now by a host's clock"}
 YML
 PGEXP_ADDR=127.0.0.1:$(free_port)
 pgexp_ready() { # true once it answers with the query's series, or has exited
@@ -269,7 +281,7 @@ start_pgexp() {
 
 measure() { # measure SHAPE SETUP_S
   local shape=$1 setup=$2 i off stmts other total want got qrel qmin db_ms calls floor floor_med
-  local peer peer_med peer_db floor_db own heap x verdict k
+  local peer peer_med peer_db floor_db own heap x verdict k q_cpu peer_cpu
   start_qrel
   for ((i = 0; i < WARMUP; i++)); do curl -fsS -o "$T/body.prom" "http://$ADDR/metrics"; done
   grep -q '^qrel_collector_up{.*source="bench".*} 1$' "$T/body.prom" ||
@@ -293,26 +305,47 @@ measure() { # measure SHAPE SETUP_S
   start_pgexp
   cat > "$T/turn.sh" <<'SH'
 #!/usr/bin/env bash
-# turn.sh PHASE I: one scrape of qrel and one of the peer (ADDR, EXP_PID, PGEXP_ADDR, T and
-# BENCH_LIB from the environment); measured (PHASE m): their times and qrel's memory after it
+# turn.sh PHASE I: one scrape of qrel and one of the peer (ADDR, EXP_PID, PGEXP_ADDR, PG_PM, T
+# and BENCH_LIB from the environment); measured (PHASE m): their times, PostgreSQL's CPU during
+# each, and qrel's memory after it
 export LC_ALL=C
 # shellcheck source=lib.sh
 . "$BENCH_LIB" # mem_settled_kib
+# pg_cpu: the CPU ticks the cluster has used: the postmaster's own and those of the children it
+# reaped (a parallel query's workers exit after it), and those of its live children (the
+# backends, qrel's and the peer's connections among them, kept between scrapes)
+pg_cpu() {
+  cat /proc/[0-9]*/stat 2>/dev/null |
+    awk -v pm="$PG_PM" '{ pid = $1; sub(/^.*\) /, "")
+      if (pid == pm) n += $12 + $13 + $14 + $15; else if ($2 == pm) n += $12 + $13 }
+      END { print n + 0 }'
+}
+# cpu_ms BEFORE AFTER: the ticks between as ms
+cpu_ms() { awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { print (b - a) * 1000 / hz }'; }
 q() {
+  local c0
+  c0=$(pg_cpu)
   curl -fsS -o "$T/body.prom" "http://$ADDR/metrics" || echo "qrel's scrape failed" >&2
   [ "$1" = m ] || return 0
+  cpu_ms "$c0" "$(pg_cpu)" >> "$T/q_cpu.txt"
   awk '/^qrel_collector_duration_seconds\{/ && /source="bench"/ { print $NF }' "$T/body.prom" >> "$T/q.txt"
   mem_settled_kib "$EXP_PID" >> "$T/mem.txt"
 }
 p() {
+  local c0
+  c0=$(pg_cpu)
   t=$(curl -fsS -o "$T/peer.prom" -w '%{time_total}' "http://$PGEXP_ADDR/metrics") || echo "the peer's scrape failed" >&2
-  [ "$1" != m ] || echo "$t" >> "$T/peer.txt"
+  [ "$1" = m ] || return 0
+  cpu_ms "$c0" "$(pg_cpu)" >> "$T/peer_cpu.txt"
+  echo "$t" >> "$T/peer.txt"
 }
 if [ $(($2 % 2)) = 1 ]; then q "$1"; p "$1"; else p "$1"; q "$1"; fi
 SH
   : > "$T/q.txt"
   : > "$T/mem.txt"
   : > "$T/peer.txt"
+  : > "$T/q_cpu.txt"
+  : > "$T/peer_cpu.txt"
   {
     printf '%s\n' '\timing on' '\o /dev/null'
     for ((i = 1; i <= WARMUP + SCRAPES; i++)); do
@@ -324,7 +357,8 @@ SH
     done
   } > "$T/rounds.psql"
   BENCH_LIB=$root/bench/lib.sh
-  export ADDR EXP_PID PGEXP_ADDR T BENCH_LIB # for turn.sh (psql's \!)
+  PG_PM=$(head -1 "$PG_DIR/data/postmaster.pid")
+  export ADDR EXP_PID PGEXP_ADDR PG_PM T BENCH_LIB # for turn.sh (psql's \!)
   progress "$shape: $WARMUP + $SCRAPES rounds: the statements in one psql session, then a scrape of qrel and of the peer"
   psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGP" -U bench_raw -d bench -f "$T/rounds.psql" > "$T/rounds.out"
   read -r calls db_ms < <(pgss qrel)
@@ -339,6 +373,11 @@ SH
   [ "$(wc -l < "$T/floor.txt")" = "$SCRAPES" ] || die "$shape: want $SCRAPES measured psql rounds"
   [ "$(wc -l < "$T/q.txt")" = "$SCRAPES" ] || die "$shape: a qrel scrape reported no collection time"
   [ "$(wc -l < "$T/peer.txt")" = "$SCRAPES" ] || die "$shape: a scrape of the peer failed"
+  [ "$(wc -l < "$T/q_cpu.txt")" = "$SCRAPES" ] && [ "$(wc -l < "$T/peer_cpu.txt")" = "$SCRAPES" ] ||
+    die "$shape: PostgreSQL's CPU was not read around every measured scrape"
+  # the mean, not the median: each reading is whole ticks
+  q_cpu=$(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$T/q_cpu.txt")
+  peer_cpu=$(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$T/peer_cpu.txt")
   grep -q '^delayed_jobs_ready{' "$T/peer.prom" || die "$shape: prometheus-postgres-exporter gave no delayed_jobs series: $(tail -3 "$T/pgexp.log")"
   qrel=$(median < "$T/q.txt")
   qmin=$(sort -g "$T/q.txt" | head -1)
@@ -350,12 +389,12 @@ SH
   peer_med=$(median < "$T/peer.txt")
 
   x=$(ratio "$qmin" "$floor")
-  printf '| %-6s | %6s | %9s | %9s | %17s | %5s | %10s | %8s | %17s | %10s | %7s | %8s |\n' \
+  printf '| %-6s | %6s | %9s | %9s | %17s | %5s | %10s | %8s | %7s | %17s | %10s | %9s | %7s | %8s |\n' \
     "$shape" "$setup s" "$(ms "$qrel")" "$(ms "$qmin")" \
     "$(awk -v f="$floor" -v m="$floor_med" 'BEGIN { printf "%.1f (%.1f) ms", f * 1000, m * 1000 }')" "$x" \
-    "$(per "$calls" "$SCRAPES")" "$(per "$db_ms" "$SCRAPES") ms" \
+    "$(per "$calls" "$SCRAPES")" "$(per "$db_ms" "$SCRAPES") ms" "$q_cpu ms" \
     "$(awk -v f="$peer" -v m="$peer_med" 'BEGIN { printf "%.1f (%.1f) ms", f * 1000, m * 1000 }')" \
-    "$(per "$peer_db" "$SCRAPES") ms" "$own" "$heap $([ "$heap" -le 2048 ] && echo met || echo missed)"
+    "$(per "$peer_db" "$SCRAPES") ms" "$peer_cpu ms" "$own" "$heap $([ "$heap" -le 2048 ] && echo met || echo missed)"
   verdict=$(awk -v x="$x" -v q="$qmin" -v h="$heap" 'BEGIN { m = ""
     if (q < 0.05) m = m "; scrape " sprintf("%.1f", q * 1000) " ms, below the 50 ms the goal is read at (raise --rows)"
     if (x == "-" || x > 1.5) m = m "; " x "x the floor (goal <= 1.5)"
@@ -365,14 +404,14 @@ SH
     floor_s="$(fmt "$floor" %.4f)" x_floor="$x" peer=postgres_exporter peer_s="$(fmt "$peer" %.4f)" \
     heap="$heap KiB" broker_ms="$(per "$db_ms" "$SCRAPES")" \
     goal="<= 1.5x the floor (fastest runs) at >= 50 ms, heap + stacks <= 2048 KiB" verdict="$verdict" \
-    note="$(per "$calls" "$SCRAPES") statements a scrape; the floor's database time $(per "$floor_db" "$SCRAPES") ms a round; peer median $(ms "$peer_med"), its database time $(per "$peer_db" "$SCRAPES") ms a scrape; setup $setup s"
+    note="$(per "$calls" "$SCRAPES") statements a scrape; the floor's database time $(per "$floor_db" "$SCRAPES") ms a round; peer median $(ms "$peer_med"), its database time $(per "$peer_db" "$SCRAPES") ms a scrape (its leader's wall time; qrel's statement is serial); PostgreSQL's CPU a scrape (every process of the cluster, workers included): qrel $q_cpu ms, peer $peer_cpu ms; setup $setup s"
 }
 
 echo "# qrel delayed_job benchmark, $BENCH_DATE, $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(qrel_version "$QREL_BIN")"
 echo "# $ROWS jobs a shape, $WARMUP + $SCRAPES scrapes and rounds; PostgreSQL $(pq -At -c 'SHOW server_version'), delayed_job_active_record $(ruby -e 'print Gem::Specification.find_by_name("delayed_job_active_record").version'), prometheus-postgres-exporter $(dpkg-query -W -f '${Version}' prometheus-postgres-exporter 2>/dev/null || echo '?')"
-echo "| shape  | setup  | qrel med  | qrel min  | floor min (med)   | ratio | statements | DB time  | peer min (med)    | peer: DB   | own_kib | heap_kib |"
-echo "|--------|--------|-----------|-----------|-------------------|-------|------------|----------|-------------------|------------|---------|----------|"
+echo "| shape  | setup  | qrel med  | qrel min  | floor min (med)   | ratio | statements | DB time  | DB CPU  | peer min (med)    | peer: DB   | peer: CPU | own_kib | heap_kib |"
+echo "|--------|--------|-----------|-----------|-------------------|-------|------------|----------|---------|-------------------|------------|-----------|---------|----------|"
 t_all=$SECONDS
 for shape in failed busy; do
   progress "$shape: delayed_jobs by delayed_job's migration, $ROWS rows inserted in bulk"

@@ -24,6 +24,10 @@
  *   column was most of the statement's CPU on a large table.
  * - Ages are taken from min() of the stored times, once per queue: now's epoch minus the epoch
  *   of the oldest stamp is the largest age, as date_part is monotonic.
+ * - A row lies ahead when any of its three stamps does: where the three columns are of one type
+ *   (Rails' default: all `timestamp`), that is GREATEST of them (NULLs ignored) against one
+ *   threshold, one comparison a row instead of three (most rows have none ahead, so the OR
+ *   form evaluated all three on almost every row).
  * - The last-try jobs and the rows ahead are counted in the same scan (they were two more scans
  *   of the table: neither has an index to read them by, delayed_job's migration makes only
  *   (priority, run_at)). The rows ahead stay capped at PG_AHEAD_CAP per table: the queues take
@@ -49,6 +53,21 @@ static const char *now_of(int tz, int bit)
 static const char *ahead_of(int tz, int bit)
 {
     return tz & bit ? PG_AHEAD_NOW : "timezone('UTC', " PG_AHEAD_NOW ")";
+}
+
+/* Appends whether the job's locked_at, failed_at or created_at lies ahead (a boolean). */
+static void ahead_expr(struct buf *b, int tz)
+{
+    int stamps = DJ_LOCKED_AT | DJ_FAILED_AT | DJ_CREATED_AT;
+    if ((tz & stamps) == 0 || (tz & stamps) == stamps)
+        buf_printf(b, "GREATEST(locked_at, failed_at, created_at) > (SELECT %s)",
+                   ahead_of(tz, DJ_CREATED_AT));
+    else /* mixed types: GREATEST would cast `timestamp` by the session's TimeZone */
+        buf_printf(b,
+                   "(locked_at > (SELECT %s) OR failed_at > (SELECT %s) OR created_at > "
+                   "(SELECT %s))",
+                   ahead_of(tz, DJ_LOCKED_AT), ahead_of(tz, DJ_FAILED_AT),
+                   ahead_of(tz, DJ_CREATED_AT));
 }
 
 /* The rows below are laid out by hand: clang-format cannot break these strings. */
@@ -90,12 +109,10 @@ char *queues_sql_delayed_job(const char *schema, int layout, int filtered, doubl
                "CASE WHEN failed_at IS NOT NULL THEN 3 "
                "WHEN locked_at > (SELECT %s - %.17g * interval '1 second') THEN 1 "
                "WHEN run_at > (SELECT %s) THEN 2 ELSE 0 END AS c, "
-               "created_at, failed_at, locked_at, attempts, "
-               "(locked_at > (SELECT %s) OR failed_at > (SELECT %s) OR created_at > (SELECT %s)) "
-               "AS ahead FROM %s.delayed_jobs",
-               filtered ? "(" : "", now_of(tz, DJ_LOCKED_AT), max_run_time, now_of(tz, DJ_RUN_AT),
-               ahead_of(tz, DJ_LOCKED_AT), ahead_of(tz, DJ_FAILED_AT),
-               ahead_of(tz, DJ_CREATED_AT), qs);
+               "created_at, failed_at, locked_at, attempts, ",
+               filtered ? "(" : "", now_of(tz, DJ_LOCKED_AT), max_run_time, now_of(tz, DJ_RUN_AT));
+    ahead_expr(&b, tz);
+    buf_printf(&b, " AS ahead FROM %s.delayed_jobs", qs);
     /* A listed queue shows (with zeros) even when it has no job at all right now. */
     if (filtered)
         buf_puts(&b, " WHERE COALESCE(queue, '" DELAYED_JOB_NO_QUEUE "') = ANY ($1::text[]) "
