@@ -10,9 +10,13 @@
  * - the label names of a sample form a "schema" (a family is nearly always added with the same
  *   names), interned too, so a sample stores only its value offsets: a 16-byte record plus four
  *   bytes per label beyond the base ones;
- * - records, value offsets and strings live in arenas of 64 KiB chunks that never move once full
- *   (the first chunk grows from 256 bytes so that small sets stay small): no per-sample malloc,
- *   no reallocation copies of the whole set, and at most one partly used chunk of slack.
+ * - records, value offsets and strings live in arenas (metric_arena.h) of 64 KiB chunks that
+ *   never move once full (the first chunk grows from 256 bytes so that small sets stay small):
+ *   no per-sample malloc, no reallocation copies of the whole set, and at most one partly used
+ *   chunk of slack;
+ * - a collector that adds several series an object resolves their label names and shared values
+ *   once (metric_set_shape, metric_set_value) and adds each sample from those
+ *   (metric_set_add_shaped): the record and its value offsets, nothing looked up.
  * Everything is addressed by 32-bit offsets, never by pointer, so a set holds at most 4 GiB of
  * each kind of data: far beyond anything a scrape can produce. */
 #include "metrics.h"
@@ -27,110 +31,10 @@
 #include "metric_catalog.h"
 #include "alloc.h"
 #include "buf.h"
+#include "metric_arena.h"
 
 /* Family indexes below this are the catalogue's rows (metric_catalog.c). */
 #define CATALOG_LEN metric_catalog_len
-
-/* ---- arenas ---- */
-
-#define ARENA_SHIFT 16
-#define ARENA_CHUNK ((size_t)1 << ARENA_SHIFT)
-#define ARENA_FIRST ((size_t)256)
-#define ARENA_LIMIT ((size_t)UINT32_MAX) /* offsets are uint32 */
-
-/* Logical offset off lives in chunks[off >> ARENA_SHIFT] at (off & (ARENA_CHUNK - 1)). A block
- * larger than a chunk gets an allocation of its own that spans several chunk slots (the ones
- * after the first stay NULL), so every block is contiguous and its offset is stable. */
-struct arena {
-    char **chunks;
-    size_t nchunks; /* slots in use */
-    size_t chunks_cap;
-    size_t first_cap; /* size of chunks[0] while it is the growing first chunk */
-    size_t top;       /* next free logical offset */
-    size_t bytes;     /* allocated for chunks */
-};
-
-static char *arena_at(const struct arena *a, uint32_t off)
-{
-    return a->chunks[off >> ARENA_SHIFT] + (off & (ARENA_CHUNK - 1));
-}
-
-/* Reserves n contiguous bytes and stores their offset in *off; -1 past ARENA_LIMIT. Blocks do not
- * straddle chunks: one that does not fit in the rest of the current chunk starts the next. */
-static int arena_alloc_slow(struct arena *a, size_t n, uint32_t *off)
-{
-    size_t k = a->top >> ARENA_SHIFT, pos = a->top & (ARENA_CHUNK - 1);
-    if (pos && pos + n > ARENA_CHUNK) {
-        k++;
-        pos = 0;
-    }
-    size_t slots = n > ARENA_CHUNK ? (n + ARENA_CHUNK - 1) >> ARENA_SHIFT : 1;
-    size_t start = k << ARENA_SHIFT;
-    if (k > ARENA_LIMIT >> ARENA_SHIFT || n > ARENA_LIMIT - start - pos)
-        return -1;
-    size_t top = n > ARENA_CHUNK ? start + (slots << ARENA_SHIFT) : start + pos + n;
-    if (top > ARENA_LIMIT)
-        return -1;
-    if (pos == 0) { /* a new chunk: here k == nchunks, since a full chunk ends at a boundary */
-        if (k + slots > a->chunks_cap) {
-            size_t cap = a->chunks_cap ? a->chunks_cap * 2 : 4;
-            while (cap < k + slots)
-                cap *= 2;
-            a->chunks = xrealloc(a->chunks, cap * sizeof *a->chunks);
-            a->chunks_cap = cap;
-        }
-        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
-        if (k == 0 && n <= ARENA_CHUNK) {
-            for (size = ARENA_FIRST; size < n; size *= 2)
-                ;
-            a->first_cap = size;
-        }
-        a->chunks[k] = xmalloc(size);
-        for (size_t i = 1; i < slots; i++)
-            a->chunks[k + i] = NULL;
-        a->nchunks = k + slots;
-        a->bytes += size;
-    } else if (k == 0 && pos + n > a->first_cap) {
-        size_t size = a->first_cap * 2;
-        while (size < pos + n)
-            size *= 2; /* stops at ARENA_CHUNK at the latest: both are powers of two */
-        a->chunks[0] = xrealloc(a->chunks[0], size);
-        a->bytes += size - a->first_cap;
-        a->first_cap = size;
-    }
-    *off = (uint32_t)(start + pos);
-    a->top = top;
-    return 0;
-}
-
-/* arena_alloc_slow's common case inline, a block that fits in the current chunk as allocated:
- * two allocations per sample (its record and its value offsets) and one per new string, where
- * the call and its general checks were 60 instructions each. It takes exactly the blocks the
- * slow path would place at top, with the same limit. */
-static inline __attribute__((always_inline)) int arena_alloc(struct arena *a, size_t n,
-                                                             uint32_t *off)
-{
-    size_t pos = a->top & (ARENA_CHUNK - 1);
-    size_t room = a->top < ARENA_CHUNK ? a->first_cap : ARENA_CHUNK;
-    if (pos && n <= room - pos && n <= ARENA_LIMIT - a->top) {
-        *off = (uint32_t)a->top;
-        a->top += n;
-        return 0;
-    }
-    return arena_alloc_slow(a, n, off);
-}
-
-static void arena_free(struct arena *a)
-{
-    for (size_t i = 0; i < a->nchunks; i++)
-        free(a->chunks[i]);
-    free(a->chunks);
-}
-
-static size_t arena_bytes(const struct arena *a)
-{
-    return a->bytes + a->chunks_cap * sizeof *a->chunks;
-}
 
 /* ---- the set ---- */
 
@@ -178,10 +82,10 @@ struct metric_set {
     size_t nruns;
     size_t runs_cap;
     size_t len;
-    struct arena records; /* struct sample_rec, sample i at offset i * sizeof */
-    struct arena values;  /* uint32 string offsets, one run per sample */
-    struct arena strings; /* a varint (length << 1 | escape flag), the bytes, a NUL */
-    struct hashtab index; /* string offsets by hash */
+    struct metric_arena records; /* struct sample_rec, sample i at offset i * sizeof */
+    struct metric_arena values;  /* uint32 string offsets, one run per sample */
+    struct metric_arena strings; /* a varint (length << 1 | escape flag), the bytes, a NUL */
+    struct hashtab index;        /* string offsets by hash */
     /* The values last interned at each label position (NONE: unset), a ring in the order they
      * were first met, and the slot of the last one used: a collector adds a queue's families in
      * a row, so its name repeats at one position, and a label such as `state` cycles through a
@@ -232,7 +136,7 @@ static int set_error(struct metric_set *s, const char *fmt, ...)
 static inline __attribute__((always_inline)) const char *
 str_at(const struct metric_set *s, uint32_t off, size_t *len, int *escape)
 {
-    const unsigned char *p = (const unsigned char *)arena_at(&s->strings, off);
+    const unsigned char *p = (const unsigned char *)metric_arena_at(&s->strings, off);
     size_t v = *p & 0x7F;
     for (unsigned shift = 7; *p++ & 0x80; shift += 7)
         v |= (size_t)(*p & 0x7F) << shift;
@@ -275,9 +179,9 @@ static int intern(struct metric_set *s, const char *p, size_t len, uint32_t *off
         head[nhead++] = (unsigned char)(v | 0x80);
     head[nhead] = (unsigned char)((len << 1 | (size_t)escape) >> (7 * nhead));
     nhead++;
-    if (arena_alloc(&s->strings, nhead + len + 1, off) != 0)
+    if (metric_arena_alloc(&s->strings, nhead + len + 1, off) != 0)
         return -1;
-    char *dst = arena_at(&s->strings, *off);
+    char *dst = metric_arena_at(&s->strings, *off);
     memcpy(dst, head, nhead);
     memcpy(dst + nhead, p, len);
     dst[nhead + len] = '\0';
@@ -363,9 +267,9 @@ void metric_set_free(struct metric_set *s)
 {
     if (!s)
         return;
-    arena_free(&s->records);
-    arena_free(&s->values);
-    arena_free(&s->strings);
+    metric_arena_free(&s->records);
+    metric_arena_free(&s->values);
+    metric_arena_free(&s->strings);
     hashtab_free(&s->index);
     free(s->family_schema);
     free(s->schemas);
@@ -541,6 +445,35 @@ static inline __attribute__((always_inline)) size_t read_pairs(va_list ap, const
     return n;
 }
 
+/* Stores a checked sample: its record and its values' string offsets. The tail of add_sample and
+ * metric_set_add_shaped; -1 only when an arena is full (4 GiB). */
+static inline __attribute__((always_inline)) int
+store_sample(struct metric_set *s, const struct metric_family *f, size_t fi, uint16_t schema,
+             double value, const uint32_t *offs, size_t n)
+{
+    uint32_t vals = 0, rec;
+    if (n && metric_arena_alloc(&s->values, n * sizeof *offs, &vals) != 0)
+        return set_error(s, "%s: the set holds too many labels", f->name);
+    if (metric_arena_alloc(&s->records, sizeof(struct sample_rec), &rec) != 0)
+        return set_error(s, "%s: the set holds too many samples", f->name);
+    /* Most samples have one or two labels beyond the base ones: a call to memcpy for them cost
+     * more than the copy (a quarter of metric_set_add_shaped). */
+    uint32_t *dst = n ? (uint32_t *)(void *)metric_arena_at(&s->values, vals) : NULL;
+    if (n > 2)
+        memcpy(dst, offs, n * sizeof *offs);
+    else if (n)
+        dst[0] = offs[0], dst[n - 1] = offs[n - 1];
+    struct sample_rec *r = (struct sample_rec *)(void *)metric_arena_at(&s->records, rec);
+    r->value = value;
+    r->vals = vals;
+    r->family = (uint16_t)fi;
+    r->schema = schema;
+    s->len++;
+    s->last_family = f;
+    s->last_index = (uint16_t)fi;
+    return 0;
+}
+
 /* Adds one sample of family f (family index fi) with labels names[i]=values[i], i < n: the
  * common part of metric_set_add, metric_set_add_family and metric_set_add_familyv. Forced
  * inline: as a call it cost metric_set_add 12% at 200k samples. */
@@ -571,22 +504,7 @@ add_sample(struct metric_set *s, const struct metric_family *f, size_t fi, doubl
         if (intern_value(s, values[i], i, &offs[i]) != 0)
             return set_error(s, "%s: the set's strings exceed 4 GiB", f->name);
     }
-    uint32_t vals = 0, rec;
-    if (n && arena_alloc(&s->values, n * sizeof *offs, &vals) != 0)
-        return set_error(s, "%s: the set holds too many labels", f->name);
-    if (arena_alloc(&s->records, sizeof(struct sample_rec), &rec) != 0)
-        return set_error(s, "%s: the set holds too many samples", f->name);
-    if (n)
-        memcpy(arena_at(&s->values, vals), offs, n * sizeof *offs);
-    struct sample_rec *r = (struct sample_rec *)(void *)arena_at(&s->records, rec);
-    r->value = value;
-    r->vals = vals;
-    r->family = (uint16_t)fi;
-    r->schema = schema;
-    s->len++;
-    s->last_family = f;
-    s->last_index = (uint16_t)fi;
-    return 0;
+    return store_sample(s, f, fi, schema, value, offs, n);
 }
 
 /* add_sample with the name/value pairs of a variadic add: the tail of metric_set_add and
@@ -722,6 +640,62 @@ int metric_set_add_familyv(struct metric_set *s, const struct metric_family *f, 
     return add_sample(s, f, fi, value, names, values, n);
 }
 
+/* ---- many series with their labels resolved once ---- */
+
+int metric_set_shape(struct metric_set *s, const struct metric_family *f, struct metric_shape *out,
+                     ...)
+{
+    out->family = NULL;
+    if (!s)
+        return -1;
+    if (!f)
+        return set_error(s, "metric_set_shape: NULL family");
+    size_t fi;
+    if (family_index(s, f, &fi) != 0)
+        return -1;
+    const char *names[METRIC_MAX_LABELS + 1];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, out);
+    for (const char *name; n <= METRIC_MAX_LABELS && (name = va_arg(ap, const char *));)
+        names[n++] = name;
+    va_end(ap);
+    size_t nbase = s->source == NONE ? 0 : s->kind == NONE ? 1 : 2;
+    uint16_t schema;
+    /* names stand in for the values, which are not known yet: none is NULL */
+    if (check_labels(s, f, names, names, n, nbase) != 0 ||
+        find_schema(s, f, fi, names, n, &schema) != 0)
+        return -1;
+    *out = (struct metric_shape){f, (uint16_t)fi, schema, (unsigned char)n, (unsigned char)nbase};
+    return 0;
+}
+
+int metric_set_value(struct metric_set *s, const char *v, metric_value *out)
+{
+    *out = NONE;
+    if (!s)
+        return -1;
+    if (!v)
+        return set_error(s, "metric_set_value: NULL value");
+    if (intern_value(s, v, METRIC_MAX_LABELS, out) != 0)
+        return set_error(s, "the set's strings exceed 4 GiB");
+    return 0;
+}
+
+int metric_set_add_shaped(struct metric_set *s, const struct metric_shape *sh, double value,
+                          const metric_value *values)
+{
+    if (!s || !sh->family)
+        return -1; /* the shape's error is the set's already */
+    size_t nbase = s->source == NONE ? 0 : s->kind == NONE ? 1 : 2;
+    if (sh->nbase != nbase)
+        return set_error(s, "%s: shape made before the set's kind label changed", sh->family->name);
+    for (size_t i = 0; i < sh->nlabels; i++)
+        if (values[i] == NONE)
+            return set_error(s, "%s: label %zu has no value", sh->family->name, i);
+    return store_sample(s, sh->family, sh->index, sh->schema, value, values, sh->nlabels);
+}
+
 /* ---- reading ---- */
 
 size_t metric_set_len(const struct metric_set *s)
@@ -731,8 +705,8 @@ size_t metric_set_len(const struct metric_set *s)
 
 static const struct sample_rec *rec_at(const struct metric_set *s, size_t i)
 {
-    return (const struct sample_rec *)(void *)arena_at(&s->records,
-                                                       (uint32_t)(i * sizeof(struct sample_rec)));
+    return (const struct sample_rec *)(void *)metric_arena_at(
+        &s->records, (uint32_t)(i * sizeof(struct sample_rec)));
 }
 
 /* The kind of sample i: the last run starting at or before it (runs[0] starts at 0). */
@@ -781,7 +755,7 @@ void metric_set_get(const struct metric_set *s, size_t i, struct metric_sample *
     const struct schema *sc = &s->schemas[r->schema];
     if (sc->n) {
         const uint32_t *names = &s->schema_names[sc->start];
-        const uint32_t *vals = (const uint32_t *)(void *)arena_at(&s->values, r->vals);
+        const uint32_t *vals = (const uint32_t *)(void *)metric_arena_at(&s->values, r->vals);
         for (size_t k = 0; k < sc->n; k++, l++) {
             int escape;
             l->name = str_at(s, names[k], &l->name_len, &escape);
@@ -842,7 +816,8 @@ size_t metric_set_distinct_values(const struct metric_set *s, const char *name)
         const struct sample_rec *r = rec_at(s, i);
         if (pos[r->schema] < 0)
             continue;
-        uint32_t off = ((const uint32_t *)(void *)arena_at(&s->values, r->vals))[pos[r->schema]];
+        uint32_t off =
+            ((const uint32_t *)(void *)metric_arena_at(&s->values, r->vals))[pos[r->schema]];
         /* A queue's samples are mostly added in a row: its value was just counted (or skipped). */
         if (off == prev)
             continue;
@@ -875,8 +850,8 @@ size_t metric_set_bytes(const struct metric_set *s)
 {
     if (!s)
         return 0;
-    return sizeof *s + CATALOG_LEN * sizeof *s->family_schema + arena_bytes(&s->records) +
-           arena_bytes(&s->values) + arena_bytes(&s->strings) +
+    return sizeof *s + CATALOG_LEN * sizeof *s->family_schema + metric_arena_bytes(&s->records) +
+           metric_arena_bytes(&s->values) + metric_arena_bytes(&s->strings) +
            s->index.nslots * (sizeof *s->index.slots + sizeof *s->index.tags) +
            s->schemas_cap * sizeof *s->schemas + s->schema_names_cap * sizeof *s->schema_names +
            s->runs_cap * sizeof *s->runs + s->scratch.cap + (s->error ? strlen(s->error) + 1 : 0) +
