@@ -305,7 +305,10 @@ int activemq_bulk_collect(const json_t *doc, struct activemq_filter *f, double n
     }
     if (shared) {
         struct queue_row *d = row_find(&rows, f->dead_letter_queue, 0);
-        res->dlq_size = d && d->size > 0 ? (size_t)d->size : 0;
+        /* A size past 2^53 is no exact count (and past SIZE_MAX no size_t at all): a broker
+         * answering one is held to 2^53 rather than converted out of range. */
+        double size = d && d->size > 0 ? d->size : 0;
+        res->dlq_size = size < 9007199254740992.0 ? (size_t)size : (size_t)9007199254740992ULL;
         res->unread = res->dlq_size > res->browsed ? res->dlq_size - res->browsed : 0;
     }
     emit(&rows, strategies, f, shared, now, out, res);

@@ -169,6 +169,36 @@ START_TEST(test_bad_dead_letters)
 }
 END_TEST
 
+/* A dead-letter queue size no exact count can hold (a fuzzer's 3.1e62): held to 2^53, the rest
+ * of it counted unread, rather than converted to size_t out of range. */
+START_TEST(test_huge_dlq_size)
+{
+    json_t *doc = json_doc_fixture("activemq/bulk_shared.json");
+    json_t *queues = json_object_get(json_array_get(doc, 1), "value");
+    const char *key;
+    json_t *q, *dlq = NULL;
+    json_object_foreach(queues, key, q)
+    {
+        if (strcmp(json_string_value(json_object_get(q, "Name")), "ActiveMQ.DLQ") == 0)
+            dlq = q;
+    }
+    ck_assert_ptr_nonnull(dlq);
+    json_object_set_new(dlq, "QueueSize", json_real(3.1e62));
+    struct metric_set *s = metric_set_new("amq", "activemq");
+    struct activemq_result res;
+    struct entry_skips skips = {0};
+    struct err e;
+    ck_assert_msg(run(doc, "ActiveMQ.DLQ", s, &res, &skips, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(res.dlq_size, 9007199254740992ULL);
+    ck_assert_uint_eq(res.browsed, 3);
+    ck_assert_uint_eq(res.unread, 9007199254740992ULL - 3);
+    ck_assert_double_eq(sample_value(s, "qrel_dead_letter_messages", "queue", "", NULL),
+                        9007199254740989.0);
+    metric_set_free(s);
+    json_decref(doc);
+}
+END_TEST
+
 static const struct check_case bad_docs[] = {
     {"{}", "$: want a list, got an object"},
     {"[]", "$: want 1 replies, got 0"},
@@ -512,6 +542,7 @@ int main(void)
         {test_recorded_no_broker, 0},
         {test_individual, 0},
         {test_bad_dead_letters, 0},
+        {test_huge_dlq_size, 0},
         {test_bad_documents, CHECK_ROWS(bad_docs)},
         {test_empty_broker, 0},
         {test_cause, 0},
