@@ -592,7 +592,7 @@ expect_cmd "... with a peak RSS within 8 MiB of the 1,000's ($small -> $big KiB;
 # replay's own commands (MONITOR, the scripts' inner commands left out), page 2's XRANGE comes
 # before the first window's EVAL; read in turn, it would follow page 1's 16 windows.
 bulk 2000
-R MONITOR > "$T/monitor.out" &
+redis-cli -p "$RP" MONITOR > "$T/monitor.out" & # not through R(): $! is then redis-cli itself
 mpid=$!
 expect_cmd "MONITOR attached" wait_for 30 "MONITOR to attach" grep -q OK "$T/monitor.out"
 rc=0
