@@ -159,6 +159,25 @@ pg_calls() {
             WHERE userid = 'qrel'::regrole AND query LIKE '${1:-%}'"
 }
 
+# cmd_ms CMD: the milliseconds Redis spent in CMD since CONFIG RESETSTAT (INFO commandstats'
+# usec: the commands a script runs count in its EVAL's too, so EVAL is the whole of a window).
+cmd_ms() {
+  R INFO commandstats | tr -d '\r' |
+    awk -F'[:,=]' -v c="cmdstat_$1" '$1 == c { u = $5 } END { printf "%.1f\n", u / 1000 }'
+}
+# pg_ms LIKE: PostgreSQL's execution milliseconds of qrel's statements LIKE it since the reset.
+pg_ms() {
+  psql_val "SELECT round(coalesce(sum(total_exec_time), 0)::numeric, 1) FROM pg_stat_statements
+            WHERE userid = 'qrel'::regrole AND query LIKE '$1'"
+}
+
+# pg_blocks LIKE: the shared buffers (hit and read) of qrel's statements LIKE it since the reset:
+# a count of the lookups' work that the machine's load does not change.
+pg_blocks() {
+  psql_val "SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0) FROM pg_stat_statements
+            WHERE userid = 'qrel'::regrole AND query LIKE '$1'"
+}
+
 # moves_cpu: "XDEL-calls Redis-CPU-seconds" now, from one INFO of both sections: each moved
 # entry's XDEL (in the window's script) counts it, whatever the entries a script moves
 moves_cpu() {
@@ -199,6 +218,13 @@ run_qrel() {
   RCPU_S=$(awk -v a="$rc0" -v b="$(redis_cpu_s)" 'BEGIN { printf "%.3f", b - a }')
   RCMDS=$(redis_calls)
   EVALS=$(redis_evals)
+  # Where a page's wall time goes, in ms a page: Redis' XRANGE, PostgreSQL's work-table
+  # statement, qrel's own CPU, Redis' windows of moves (EVAL); the rest is round trips and waits.
+  local pages=$(((N + 999) / 1000))
+  SPLIT=$(awk -v p="$pages" -v w="$WALL_S" -v x="$(cmd_ms xrange)" -v l="$(pg_ms '%unnest%')" \
+    -v q="$CPU_S" -v m="$(cmd_ms eval)" -v b="$(pg_blocks '%unnest%')" 'BEGIN {
+      printf "a page of 1,000: wall %.1f ms = Redis XRANGE %.1f + PG lookup %.1f (%d buffers) + qrel CPU %.1f + Redis moves %.1f + waits %.1f",
+        w * 1000 / p, x / p, l / p, b / p, q * 1000 / p, m / p, (w * 1000 - x - l - q * 1000 - m) / p }')
   read -r MOVE_S MOVES_PER_S BUSY < <(awk -v n="$N" '
     $2 > 0 && t1 == "" { t1 = $1; e1 = $2; c1 = $3 }
     t1 != "" && !done { t2 = $1; e2 = $2; c2 = $3; done = $2 >= n }
@@ -236,12 +262,14 @@ for shape in "done" not_done; do
     "$(jq -r '"\(.read) \(.classes.done) \(.classes.not_done) \(.classes.unknown)"' "$T/$shape-inspect.json")" \
     "$N $([ "$shape" = "done" ] && echo "$N 0" || echo "0 $N") 0"
   row "$shape" inspect 0
+  echo "#   inspect, $SPLIT"
   i_wall=$WALL_S i_rss=$RSS_KIB i_heap=$HEAP_KIB i_sql=$SQL i_lookups=$LOOKUPS
   if [ "$shape" = "done" ]; then
     say "$shape: replay, dry run"
     run_qrel "$shape-replay" replay --queue="$q"
     expect "$shape: the dry run's chosen" "$(jq -r .replay.chosen "$T/$shape-replay.json")" 0
     row "$shape" "replay (dry run)" 0
+    echo "#   replay (dry run), $SPLIT"
     moved=0
   else
     say "$shape: replay --yes"
@@ -251,11 +279,12 @@ for shape in "done" not_done; do
     expect "$shape: $q.dlq after the replay" "$(R XLEN "$q.dlq")" 0
     expect "$shape: $q after the replay" "$(R XLEN "$q")" $((2 * N))
     row "$shape" "replay --yes" "$moved"
+    echo "#   replay --yes, $SPLIT"
     # What the batching claim rests on: every statement qrel's role ran in the replay, with its calls.
     psql_val "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements
               WHERE userid = 'qrel'::regrole ORDER BY calls DESC, query" | sed 's/^/#   SQL of the replay: /'
   fi
-  r_wall=$WALL_S r_rcpu=$RCPU_S r_evals=$EVALS r_cmds=$RCMDS r_busy=$BUSY r_mps=$MOVES_PER_S
+  r_split=$SPLIT r_wall=$WALL_S r_rcpu=$RCPU_S r_evals=$EVALS r_cmds=$RCMDS r_busy=$BUSY r_mps=$MOVES_PER_S
   heap=$(printf '%s\n' "$i_heap" "$HEAP_KIB" | sort -n | tail -1)
   rss=$(printf '%s\n' "$i_rss" "$RSS_KIB" | sort -n | tail -1)
   floor_s="" floor_note=""
@@ -292,6 +321,6 @@ for shape in "done" not_done; do
     floor_s="$(fmt "$floor_s" %.4f)" x_floor="$(ratio "$r_wall" "$floor_s")" heap="$heap KiB" \
     broker_ms="$(awk -v s="$r_rcpu" 'BEGIN { printf "%.0f", s * 1000 }')" \
     goal="one work-table statement a page; heap + stacks <= 16 MiB at any size; Redis busy >= 0.8 of the replay's move phase" verdict="$verdict" \
-    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds$([ "$moved" -gt 0 ] && awk -v c="$r_cmds" -v n="$moved" 'BEGIN { printf " (%.2f a moved entry)", c / n }'), of them EVAL $r_evals (one per window of up to 64 moves, and the lock's release)"
+    note="qrel: the $([ "$shape" = "done" ] && echo "dry run" || echo "replay --yes"); inspect $i_wall s; peak RSS $rss KiB; SQL statements $i_sql + $SQL (work-table $i_lookups + $LOOKUPS); moved $moved$([ "$moved" -gt 0 ] && echo " at $(awk -v n="$moved" -v t="$r_wall" 'BEGIN { printf "%.0f", n / t }')/s")$floor_note; Redis commands $r_cmds$([ "$moved" -gt 0 ] && awk -v c="$r_cmds" -v n="$moved" 'BEGIN { printf " (%.2f a moved entry)", c / n }'), of them EVAL $r_evals (one per window of up to 64 moves, and the lock's release); $r_split"
 done
 printf '\n# load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

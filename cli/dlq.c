@@ -241,8 +241,7 @@ static void per_message_free(struct dlq_read *r)
     r->work = NULL;
 }
 
-/* Empties r of its page: the messages and what the engine kept per message. */
-static void page_clear(struct dlq_read *r)
+void dlq_page_clear(struct dlq_read *r)
 {
     per_message_free(r);
     dlq_batch_clear(&r->batch, r->kind);
@@ -252,7 +251,7 @@ int dlq_read_next(struct dlq_read *r, size_t max, enum dlq_purpose purpose,
                   const struct deadline *dl, struct err *e)
 {
     struct dead_letter_join *j = r->join;
-    page_clear(r);
+    dlq_page_clear(r);
     if (collector_lock(j->broker, dl, e))
         return err_prefix(e, "source \"%s\"", j->broker->name);
     int rc = r->kind->read_page(j->broker, j->queue, j->id_field, max, purpose, dl, &r->batch, e);
@@ -572,8 +571,8 @@ static int cannot_replay(struct dlq_read *r, struct err *e)
     return -1;
 }
 
-int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
-                    struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e)
+int dlq_replay_choose(struct dlq_read *r, const struct dlq_replay_opts *o,
+                      struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e)
 {
     size_t n = r->batch.n;
     if (r->kind->cannot_replay)
@@ -604,6 +603,15 @@ int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
             r->fate[i] = o->yes ? DLQ_FATE_NOT_REACHED : DLQ_FATE_WOULD_MOVE;
         }
     }
+    return 0;
+}
+
+void dlq_replay_move(struct dlq_read *r, const struct dlq_replay_opts *o,
+                     struct dlq_replay_state *st, struct dlq_replay_result *res)
+{
+    size_t n = r->batch.n, chosen = 0;
+    for (size_t i = 0; i < n; i++)
+        chosen += r->choice[i] == DLQ_MOVE;
     if (o->yes && chosen)
         move_chosen(r, o, st, res);
     for (size_t i = 0; i < n; i++) {
@@ -612,6 +620,14 @@ int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
             dlq_is_poison(&r->batch.v[i]))
             res->poison_moved++;
     }
+}
+
+int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
+                    struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e)
+{
+    if (dlq_replay_choose(r, o, st, res, e))
+        return -1;
+    dlq_replay_move(r, o, st, res);
     return 0;
 }
 

@@ -92,9 +92,10 @@ struct dlq_read {
     /* replay's, per message (NULL before dlq_replay) */
     enum dlq_choice *choice;
     enum dlq_fate *fate;
-    char **error;       /* malloc'd, for DLQ_FATE_FAILED */
-    size_t pages;       /* pages read so far (1 for a whole read) */
-    size_t read_so_far; /* dead letters read so far, this page's included */
+    char **error;            /* malloc'd, for DLQ_FATE_FAILED */
+    size_t pages;            /* pages read so far (1 for a whole read) */
+    size_t read_so_far;      /* dead letters read so far, this page's included */
+    struct dlq_ahead *ahead; /* the next page, read ahead (dlq_read_ahead), or NULL */
 };
 
 /* Reads at most max dead letters of j's queue (purpose tells the kind why) under dl with the
@@ -112,6 +113,25 @@ int dlq_read(struct dead_letter_join *j, size_t max, enum dlq_purpose purpose,
 void dlq_read_start(struct dead_letter_join *j, double timeout, struct dlq_read *out);
 int dlq_read_next(struct dlq_read *r, size_t max, enum dlq_purpose purpose,
                   const struct deadline *dl, struct err *e);
+
+/* Reading ahead, so that the work table looks up the next page while this one moves (a replay
+ * whose pace would otherwise be the sum of both). dlq_can_read_ahead: r's kind reads by pages
+ * and its work table is on a source of its own whose kind can send a lookup without waiting
+ * (collector_kind.work_done_send). dlq_read_ahead reads the next page of at most max under dl
+ * with the broker collector locked and sends its lookup, leaving r's page as it is (r->pages,
+ * r->read_so_far and r->batch.end count the page read ahead); the work collector stays locked
+ * until dlq_take_ahead, which drops r's page, makes the page read ahead r's and waits under dl
+ * for its classes: 0, or -1 with e set as dlq_read_next would have (the read's failure kept
+ * until then). Two pages are held at most. dlq_drop_ahead collects and drops both, and must
+ * come before dlq_read_free (which knows nothing of the page ahead). */
+struct dlq_ahead;
+/* Empties r of its page: the messages and what the engine kept per message. */
+void dlq_page_clear(struct dlq_read *r);
+int dlq_can_read_ahead(const struct dlq_read *r);
+void dlq_read_ahead(struct dlq_read *r, size_t max, enum dlq_purpose purpose,
+                    const struct deadline *dl);
+int dlq_take_ahead(struct dlq_read *r, const struct deadline *dl, struct err *e);
+void dlq_drop_ahead(struct dlq_read *r);
 
 /* Dead letters by their replay stamp (dlq_message.replays). */
 enum dlq_replays {
@@ -199,6 +219,13 @@ struct dlq_replay_state {
  * moved, by this page or any before). */
 int dlq_replay_page(struct dlq_read *r, const struct dlq_replay_opts *o,
                     struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e);
+/* dlq_replay_page in two steps, so that the next page can be read between them: choose
+ * selects, guards (-1 with e set when refused) and sets each message's fate to be; move moves
+ * the chosen and adds the fates to res. */
+int dlq_replay_choose(struct dlq_read *r, const struct dlq_replay_opts *o,
+                      struct dlq_replay_state *st, struct dlq_replay_result *res, struct err *e);
+void dlq_replay_move(struct dlq_read *r, const struct dlq_replay_opts *o,
+                     struct dlq_replay_state *st, struct dlq_replay_result *res);
 void dlq_replay_finish(struct dlq_read *r, struct dlq_replay_state *st);
 
 /* Puts back what was read and not removed (kind->release), once; a no-op the second time and

@@ -68,7 +68,34 @@ static int run_whole(struct dead_letter_join *j, const struct dlq_run_opts *ro, 
     return status;
 }
 
-/* A kind with read_page: read, classify, (replay) move, tally, drop; page after page. */
+/* What a page's read that failed leaves the run to do: read smaller pages (1), or stop (0:
+ * status and report set). */
+static int read_failed(struct dead_letter_join *j, struct dlq_read *r, size_t want, size_t *page,
+                       struct err *e, int *status, int *report)
+{
+    if (e->code == ERR_LIMIT && want > 1) {
+        /* A page of large dead letters is more than one reply may hold (max_response_bytes):
+         * read smaller pages from there on. */
+        *page = want / 2;
+        fprintf(stderr, "qrel dlq: %s; reading pages of %zu instead\n", e->msg, *page);
+        err_clear(e);
+        return 1;
+    }
+    if (r->pages == 0) {
+        fprintf(stderr, "qrel dlq: queue \"%s\": %s\n", j->queue, e->msg);
+        *status = 1;
+        return 0;
+    }
+    fprintf(stderr, "qrel dlq: queue \"%s\": reading stopped after %zu dead letters: %s\n",
+            j->queue, r->read_so_far, e->msg);
+    *report = 1;
+    *status = 1;
+    return 0;
+}
+
+/* A kind with read_page: read, classify, (replay) move, tally, drop; page after page. A replay
+ * that moves by windows reads the next page and sends its lookup before this page moves, and
+ * collects the lookup after (dlq_read_ahead): the work table answers while the broker moves. */
 static int run_pages(struct dead_letter_join *j, const struct dlq_run_opts *ro, struct dlq_tally *t,
                      struct dlq_replay_result *res, int *report)
 {
@@ -78,41 +105,41 @@ static int run_pages(struct dead_letter_join *j, const struct dlq_run_opts *ro, 
     struct err e;
     err_clear(&e);
     dlq_read_start(j, ro->timeout, &r);
-    int status = 0;
+    /* Paced moves set the pace themselves; a dry run moves nothing to overlap. */
+    int overlap = ro->replay && o->yes && !(o->rate > 0) && dlq_can_read_ahead(&r);
+    int status = 0, have = 0; /* have: r holds the next page already, read ahead */
     size_t page = ro->page;
-    while (r.read_so_far < ro->max && !(r.pages && r.batch.end)) {
+    while (have || (r.read_so_far < ro->max && !(r.pages && r.batch.end))) {
         if (ro->replay && o->yes && o->stop && *o->stop) {
             res->interrupted = 1; /* the pages not read yet are left as they are */
             break;
         }
         size_t want = ro->max - r.read_so_far < page ? ro->max - r.read_so_far : page;
-        /* Each page gets the timeout: the lock a replay holds outlasts a page's read and lookup. */
-        struct deadline dl = deadline_in(ro->timeout);
-        if (dlq_read_next(&r, want, ro->replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, &e)) {
-            if (e.code == ERR_LIMIT && want > 1) {
-                /* A page of large dead letters is more than one reply may hold
-                 * (max_response_bytes): read smaller pages from there on. */
-                page = want / 2;
-                fprintf(stderr, "qrel dlq: %s; reading pages of %zu instead\n", e.msg, page);
-                err_clear(&e);
-                continue;
-            }
-            if (r.pages == 0) {
-                fprintf(stderr, "qrel dlq: queue \"%s\": %s\n", j->queue, e.msg);
-                status = 1;
+        if (!have) {
+            /* Each page gets the timeout: the lock a replay holds outlasts a page's read and
+             * lookup. */
+            struct deadline dl = deadline_in(ro->timeout);
+            if (dlq_read_next(&r, want, ro->replay ? DLQ_REPLAY : DLQ_INSPECT, &dl, &e)) {
+                if (read_failed(j, &r, want, &page, &e, &status, report))
+                    continue;
                 break;
             }
-            fprintf(stderr, "qrel dlq: queue \"%s\": reading stopped after %zu dead letters: %s\n",
-                    j->queue, r.read_so_far, e.msg);
-            *report = 1;
-            status = 1;
-            break;
         }
-        if (ro->replay && dlq_replay_page(&r, o, &st, res, &e)) {
+        have = 0;
+        if (ro->replay && dlq_replay_choose(&r, o, &st, res, &e)) {
             status = refused(&e);
             *report = 0; /* refused before anything moved: as a whole read's refusal */
             break;
         }
+        /* Only once the lock is held and the origin checked: a refused replay reads one page. */
+        int ahead = overlap && st.guarded && r.read_so_far < ro->max && !r.batch.end;
+        if (ahead) {
+            struct deadline dl = deadline_in(ro->timeout);
+            want = ro->max - r.read_so_far < page ? ro->max - r.read_so_far : page;
+            dlq_read_ahead(&r, want, DLQ_REPLAY, &dl);
+        }
+        if (ro->replay)
+            dlq_replay_move(&r, o, &st, res);
         *report = 1;
         dlq_tally_read(t, &r);
         if (ro->replay && dlq_tally_fates(t, &r, &e)) {
@@ -121,8 +148,16 @@ static int run_pages(struct dead_letter_join *j, const struct dlq_run_opts *ro, 
             break;
         }
         if (res->interrupted || res->stopped_after_failures)
-            break;
+            break; /* what was read ahead is left as it is */
+        if (ahead) {
+            struct deadline dl = deadline_in(ro->timeout);
+            if (dlq_take_ahead(&r, &dl, &e) == 0)
+                have = 1;
+            else if (!read_failed(j, &r, want, &page, &e, &status, report))
+                break;
+        }
     }
+    dlq_drop_ahead(&r);
     dlq_replay_finish(&r, &st);
     dlq_read_free(&r);
     if (ro->replay && *report)

@@ -92,6 +92,15 @@ struct collector_kind {
                                   struct err *e);
     int (*work_done)(struct collector *c, void *table, const char *const *ids, size_t n,
                      const struct deadline *dl, enum dead_letter_work *work, struct err *e);
+    /* Optional, both or neither: work_done in two halves, so that `qrel dlq` can move one page
+     * while the table looks up the next page's ids. work_done_send sends the lookup of the n
+     * ids and returns what work_done_collect needs (NULL with e set); work_done_collect, the
+     * next call on c, waits for the answer, sets work[i] for each of the n ids and frees it.
+     * The collector stays locked from one to the other. */
+    void *(*work_done_send)(struct collector *c, void *table, const char *const *ids, size_t n,
+                            const struct deadline *dl, struct err *e);
+    int (*work_done_collect)(struct collector *c, void *pending, const struct deadline *dl,
+                             enum dead_letter_work *work, struct err *e);
     int (*work_table_check)(struct collector *c, void *table, const struct deadline *dl,
                             struct err *e);
     void (*work_table_free)(void *table);

@@ -493,12 +493,11 @@ static int timeout_fail(struct pg_conn *c, const char *what, struct err *e)
                    c->prefix, what);
 }
 
-/* Sends one statement and waits for its result under the deadline. */
-static int run(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
-               int nparams, const char *const *params, PGresult **out, struct err *e)
+/* Sends one statement whole to the server under the deadline, without waiting for its result. */
+static int send_stmt(struct pg_conn *c, const struct deadline *dl, const char *what,
+                     const char *sql, int nparams, const char *const *params, struct err *e)
 {
     PGconn *conn = c->conn;
-    *out = NULL;
     if (!PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)) {
         c->broken = 1;
         return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
@@ -518,6 +517,16 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
         c->broken = 1;
         return conn_fail(c, e, ERR_CONNECT, what, PQerrorMessage(conn));
     }
+    return 0;
+}
+
+/* Waits under the deadline for the result of the statement send_stmt sent. */
+static int wait_result(struct pg_conn *c, const struct deadline *dl, const char *what,
+                       PGresult **out, struct err *e)
+{
+    PGconn *conn = c->conn;
+    int fd = PQsocket(conn);
+    *out = NULL;
     PGresult *keep = NULL;
     for (;;) {
         while (PQisBusy(conn)) {
@@ -566,10 +575,28 @@ static int run(struct pg_conn *c, const struct deadline *dl, const char *what, c
     return 0;
 }
 
+/* Sends one statement and waits for its result under the deadline. */
+static int run(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+               int nparams, const char *const *params, PGresult **out, struct err *e)
+{
+    *out = NULL;
+    if (send_stmt(c, dl, what, sql, nparams, params, e))
+        return -1;
+    return wait_result(c, dl, what, out, e);
+}
+
 int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
              int nparams, const char *const *params, PGresult **out, struct err *e)
 {
     *out = NULL;
+    if (pg_query_send(c, dl, what, sql, nparams, params, e))
+        return -1;
+    return wait_result(c, dl, what, out, e);
+}
+
+int pg_query_send(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+                  int nparams, const char *const *params, struct err *e)
+{
     if (!c || !c->conn)
         return err_set(e, ERR_INTERNAL, "postgres: %s: not connected", what);
     if (c->broken || PQstatus(c->conn) != CONNECTION_OK)
@@ -592,7 +619,16 @@ int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, con
         PQclear(r);
         c->stmt_ms = target;
     }
-    return run(c, dl, what, sql, nparams, params, out, e);
+    return send_stmt(c, dl, what, sql, nparams, params, e);
+}
+
+int pg_query_wait(struct pg_conn *c, const struct deadline *dl, const char *what, PGresult **out,
+                  struct err *e)
+{
+    *out = NULL;
+    if (!c || !c->conn)
+        return err_set(e, ERR_INTERNAL, "postgres: %s: not connected", what);
+    return wait_result(c, dl, what, out, e);
 }
 
 int pg_cell_double(const PGresult *r, int row, int col, double *out)

@@ -65,6 +65,13 @@ PGconn *pg_raw(struct pg_conn *c); /* for PQescapeIdentifier and the like */
  * denied). what names the query in messages ("dedup_table \"handled\""). */
 int pg_query(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
              int nparams, const char *const *params, PGresult **out, struct err *e);
+/* pg_query in two halves, so that the caller can do other work while the server runs the
+ * statement: pg_query_send sends it whole under dl (0, or -1 with e set as pg_query's), and
+ * pg_query_wait, which must come next on c, waits for its result as pg_query does. */
+int pg_query_send(struct pg_conn *c, const struct deadline *dl, const char *what, const char *sql,
+                  int nparams, const char *const *params, struct err *e);
+int pg_query_wait(struct pg_conn *c, const struct deadline *dl, const char *what, PGresult **out,
+                  struct err *e);
 
 /* Quotes an identifier for SQL ("my table" -> "\"my table\""), malloc'd; NULL on failure. */
 char *pg_ident(struct pg_conn *c, const char *name);

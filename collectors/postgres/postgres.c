@@ -198,6 +198,32 @@ static int wt_done(struct collector *c, void *table, const char *const *ids, siz
     return 0;
 }
 
+static void *wt_send(struct collector *c, void *table, const char *const *ids, size_t n,
+                     const struct deadline *dl, struct err *e)
+{
+    struct pg_state *st = c->priv;
+    if (ensure_conn(c, st, dl, e))
+        return NULL;
+    struct work_table_pending *p = work_table_send(table, st->conn, st->conn_gen, ids, n, dl, e);
+    if (!p) {
+        pg_close(st->conn);
+        st->conn = NULL;
+    }
+    return p;
+}
+
+static int wt_collect(struct collector *c, void *pending, const struct deadline *dl,
+                      enum dead_letter_work *work, struct err *e)
+{
+    struct pg_state *st = c->priv;
+    if (work_table_collect(pending, dl, work, e)) {
+        pg_close(st->conn);
+        st->conn = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* A connection of its own, as check() has. */
 static int wt_check(struct collector *c, void *table, const struct deadline *dl, struct err *e)
 {
@@ -224,6 +250,8 @@ const struct collector_kind postgres_kind = {
     .check = check,
     .work_table_configure = wt_configure,
     .work_done = wt_done,
+    .work_done_send = wt_send,
+    .work_done_collect = wt_collect,
     .work_table_check = wt_check,
     .work_table_free = wt_free,
     .dead_letter_validate = postgres_dlq_validate,

@@ -488,9 +488,18 @@ static size_t position_of(const PGresult *r, int row, size_t n)
     return *end == '\0' && v >= 1 && v <= n ? (size_t)v : 0;
 }
 
-int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen,
-                   const char *const *ids, size_t n, const struct deadline *dl,
-                   enum dead_letter_work *work, struct err *e)
+/* A lookup sent and not yet collected: what its rows are matched back with. */
+struct work_table_pending {
+    struct work_table *t;
+    struct pg_conn *conn;
+    struct id_map m;
+    uint32_t *of; /* record of each id, HASHTAB_END for one the column cannot hold (unknown) */
+    size_t n;
+};
+
+struct work_table_pending *work_table_send(struct work_table *t, struct pg_conn *conn,
+                                           unsigned long gen, const char *const *ids, size_t n,
+                                           const struct deadline *dl, struct err *e)
 {
     char what[400];
     what_of(t, what, sizeof what);
@@ -498,51 +507,87 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
         /* On a fresh connection: the table and columns exist and may be read, and their type. */
         t->gen = 0;
         if (work_table_check(t, conn, dl, e))
-            return -1;
+            return NULL;
         t->gen = gen;
     }
-
-    struct id_map m;
-    map_init(&m, n);
-    /* record of each id, HASHTAB_END for one the column cannot hold (unknown) */
-    uint32_t *of = xcalloc(n ? n : 1, sizeof *of);
+    struct work_table_pending *p = xcalloc(1, sizeof *p);
+    p->t = t;
+    p->conn = conn;
+    p->n = n;
+    map_init(&p->m, n);
+    p->of = xcalloc(n ? n : 1, sizeof *p->of);
     char canon[WT_ID_MAX_BYTES + 1];
     for (size_t i = 0; i < n; i++) {
-        work[i] = DL_WORK_UNKNOWN;
-        of[i] = HASHTAB_END;
+        p->of[i] = HASHTAB_END;
         if (work_table_id_canonical(t->kind, t->typname, ids[i], strlen(ids[i]), canon,
                                     sizeof canon) < 0)
             continue;
-        of[i] = map_add(&m, canon);
+        p->of[i] = map_add(&p->m, canon);
     }
     /* Always asked, with no id too: a database that went away shows now, not at the incident. */
-    char *array = pg_text_array(m.keys, m.n);
+    char *array = pg_text_array(p->m.keys, p->m.n);
     const char *params[1] = {array};
-    PGresult *r = NULL;
-    int rc = pg_query(conn, dl, what, t->sql, 1, params, &r, e);
+    int rc = pg_query_send(conn, dl, what, t->sql, 1, params, e);
     free(array);
+    if (rc) {
+        t->gen = 0; /* the caller drops the connection */
+        work_table_pending_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void work_table_pending_free(struct work_table_pending *p)
+{
+    if (!p)
+        return;
+    free(p->of);
+    map_free(&p->m);
+    free(p);
+}
+
+int work_table_collect(struct work_table_pending *p, const struct deadline *dl,
+                       enum dead_letter_work *work, struct err *e)
+{
+    struct work_table *t = p->t;
+    char what[400];
+    what_of(t, what, sizeof what);
+    struct id_map *m = &p->m;
+    for (size_t i = 0; i < p->n; i++)
+        work[i] = DL_WORK_UNKNOWN;
+    PGresult *r = NULL;
+    int rc = pg_query_wait(p->conn, dl, what, &r, e);
     if (rc == 0 && PQnfields(r) != 2) {
-        pg_error(conn, e, ERR_PROTOCOL, "%s: want 2 columns, got %d", what, PQnfields(r));
+        pg_error(p->conn, e, ERR_PROTOCOL, "%s: want 2 columns, got %d", what, PQnfields(r));
         rc = -1;
     }
     if (rc == 0)
         for (int row = 0; row < PQntuples(r); row++) {
-            size_t k = position_of(r, row, m.n);
+            size_t k = position_of(r, row, m->n);
             if (k == 0)
                 continue; /* not a position we sent: cannot be matched to a dead letter */
-            m.recs[k - 1].found = 1;
+            m->recs[k - 1].found = 1;
             if (!PQgetisnull(r, row, 1) && strcmp(PQgetvalue(r, row, 1), "t") == 0)
-                m.recs[k - 1].done = 1; /* several rows per id: done when any of them is */
+                m->recs[k - 1].done = 1; /* several rows per id: done when any of them is */
         }
     PQclear(r);
     if (rc == 0)
-        for (size_t i = 0; i < n; i++)
-            if (of[i] != HASHTAB_END)
-                work[i] =
-                    m.recs[of[i]].found && m.recs[of[i]].done ? DL_WORK_DONE : DL_WORK_NOT_DONE;
-    free(of);
-    map_free(&m);
+        for (size_t i = 0; i < p->n; i++)
+            if (p->of[i] != HASHTAB_END)
+                work[i] = m->recs[p->of[i]].found && m->recs[p->of[i]].done ? DL_WORK_DONE
+                                                                            : DL_WORK_NOT_DONE;
     if (rc)
         t->gen = 0; /* the caller drops the connection */
+    work_table_pending_free(p);
     return rc;
+}
+
+int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen,
+                   const char *const *ids, size_t n, const struct deadline *dl,
+                   enum dead_letter_work *work, struct err *e)
+{
+    for (size_t i = 0; i < n; i++)
+        work[i] = DL_WORK_UNKNOWN;
+    struct work_table_pending *p = work_table_send(t, conn, gen, ids, n, dl, e);
+    return p ? work_table_collect(p, dl, work, e) : -1;
 }

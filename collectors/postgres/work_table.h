@@ -70,6 +70,20 @@ int work_table_run(struct work_table *t, struct pg_conn *conn, unsigned long gen
                    const char *const *ids, size_t n, const struct deadline *dl,
                    enum dead_letter_work *work, struct err *e);
 
+/* work_table_run in two halves, so that the caller can do other work while the server looks
+ * the ids up: work_table_send sends the statement (NULL with e set: the caller drops the
+ * connection), and work_table_collect, which must come next on conn, waits for its rows, sets
+ * work[i] for each of the n ids sent and frees p (-1 with e set: the caller drops the
+ * connection). work_table_pending_free drops p unread (with the connection, which still owes
+ * its result). */
+struct work_table_pending;
+struct work_table_pending *work_table_send(struct work_table *t, struct pg_conn *conn,
+                                           unsigned long gen, const char *const *ids, size_t n,
+                                           const struct deadline *dl, struct err *e);
+int work_table_collect(struct work_table_pending *p, const struct deadline *dl,
+                       enum dead_letter_work *work, struct err *e);
+void work_table_pending_free(struct work_table_pending *p);
+
 /* For --config.check (and on each new connection): the table and columns exist and may be read,
  * and the id column's type is one ids can be compared with. */
 int work_table_check(struct work_table *t, struct pg_conn *conn, const struct deadline *dl,

@@ -586,4 +586,29 @@ expect_eq "... reading them in 20 pages (XRANGE calls: one a page)" \
 expect_cmd "... with a peak RSS within 8 MiB of the 1,000's ($small -> $big KiB; 20,000 held would be 40+ MiB more)" \
   test -n "$big" -a "$((${big:-0} - ${small:-0}))" -lt 8192
 
+# ---- the next page is read and looked up while this one moves (issue 28, goal 4) --------------
+# A replay of 2,000 (2 pages) against the PostgreSQL work table reads page 2 (its XRANGE) and sends
+# its lookup before page 1's windows move, and collects it after: in the order Redis ran the
+# replay's own commands (MONITOR, the scripts' inner commands left out), page 2's XRANGE comes
+# before the first window's EVAL; read in turn, it would follow page 1's 16 windows.
+bulk 2000
+redis-cli -p "$RP" MONITOR > "$T/monitor.out" & # not through R(): $! is then redis-cli itself
+mpid=$!
+expect_cmd "MONITOR attached" wait_for 30 "MONITOR to attach" grep -q OK "$T/monitor.out"
+rc=0
+"$QREL" dlq replay --config.file="$T/gifts-bulk.yml" --source=gift-redis --queue=gifts --only=all --yes \
+  --format=json > "$T/ahead.json" 2> "$T/ahead.err" || rc=$?
+R PING >/dev/null
+expect_cmd "... MONITOR saw all of it" wait_for 30 "MONITOR to see the PING after the replay" grep -q '"PING"' "$T/monitor.out"
+kill "$mpid" 2>/dev/null || true
+wait "$mpid" 2>/dev/null || true
+expect_eq "a replay of 2,000 in 2 pages: exit 0, all moved, gifts.dlq empty" \
+  "$rc $(jq '.replay.moved | length' "$T/ahead.json") $(R XLEN gifts.dlq)" "0 2000 0"
+# "XRANGE EVAL ...": each top-level command of the replay, in the order Redis ran it.
+order=$(grep -v ' lua\] ' "$T/monitor.out" | awk '$4 ~ /^"/ { c = toupper($4); gsub(/"/, "", c); print c }' |
+  awk '$1 == "XRANGE" || $1 == "EVAL"' | tr '\n' ' ')
+expect_eq "... page 2's XRANGE before page 1's first window (commands: XRANGE, EVALs before the 2nd XRANGE, EVALs after)" \
+  "$(awk '{ for (i = 1; i <= NF; i++) if ($i == "XRANGE") x++; else if (x < 2) b++; else a++ } END { print x, b + 0, a + 0 }' <<<"$order")" \
+  "2 0 33"
+
 finish
