@@ -410,10 +410,15 @@ static void atomic_fate(struct dlq_read *r, size_t i, int rc, const struct err *
     const char *origin = r->batch.origin ? r->batch.origin : "its queue";
     const char *dead = r->batch.dead_letter_queue ? r->batch.dead_letter_queue : "the dead letters";
     const char *why;
-    r->fate[i] = rc == 0 ? DLQ_FATE_MOVED : rc > 0 ? DLQ_FATE_GONE : DLQ_FATE_FAILED;
-    if (rc >= 0)
+    r->fate[i] = rc == 0 ? DLQ_FATE_MOVED : rc == 1 ? DLQ_FATE_GONE : DLQ_FATE_FAILED;
+    if (rc == 0 || rc == 1)
         return;
     free(r->error[i]);
+    if (rc == 2) {
+        /* Twice now, which the work table absorbs, as a refused remove() after requeue(). */
+        r->error[i] = xasprintf("put back on %s but not removed from %s: %s", origin, dead, e->msg);
+        return;
+    }
     if ((why = uncertain(e))) {
         /* The move is atomic: it happened whole or not at all, so never both places. */
         r->fate[i] = DLQ_FATE_UNCERTAIN;

@@ -82,7 +82,7 @@ struct dlq_batch {
 
 /* One message's outcome in dlq_kind.move_window. */
 struct dlq_move_outcome {
-    int rc; /* as move(): 0 moved, 1 gone, -1 with e set */
+    int rc; /* as move(): 0 moved, 1 gone, 2 in both places (e set), -1 with e set */
     struct err e;
 };
 
@@ -135,8 +135,10 @@ struct dlq_kind {
                   struct err *e);
     /* Optional, instead of requeue() + remove(): moves m in one atomic step (it is back on the
      * origin if and only if it left the dead-letter queue). 0: moved; 1: m was no longer in the
-     * dead-letter queue (another replay or client removed it) and nothing was done; -1 with e
-     * set. A timeout leaves it moved or not, never both. */
+     * dead-letter queue (another replay or client removed it) and nothing was done; 2 with e
+     * set: put back, but the broker refused to remove it from the dead-letter queue, so it is in
+     * both (a permission to add without one to delete); -1 with e set: not put back. A timeout
+     * leaves it moved or not, never both. */
     int (*move)(struct collector *c, struct dlq_batch *b, struct dlq_message *m,
                 const struct deadline *dl, struct err *e);
     /* Optional, with move: moves the n messages m[0..n) in one round trip, each by the same

@@ -219,6 +219,11 @@ static int dlq_unlock(struct collector *c, struct dlq_batch *b, const struct dea
  * entry is moved as if alone. An XDEL refused after its XADD (a user allowed to add but not to
  * delete) leaves that entry in both places and stops the window, the rest refused unmoved, so
  * that the mistake is not repeated on every entry. */
+/* How the script tells an entry put back but not removed (the XDEL refused) from one not put
+ * back: its error reply starts with this, the XDEL's error after it. */
+#define BOTH_MARK "BOTH: "
+#define BOTH_REPLY "QREL " BOTH_MARK
+
 static const char move_script[] =
     "local function refuse(why) return redis.error_reply('QREL ' .. why) end "
     "local function failed(r) return type(r) == 'table' and r.err ~= nil end "
@@ -246,8 +251,7 @@ static const char move_script[] =
     "local d = redis.pcall('XDEL', KEYS[1], id) "
     "if failed(d) then "
     "stop = refuse('not moved: an earlier entry of its window could not be removed') "
-    "r = refuse('put back on ' .. KEYS[2] .. ' but not removed from ' .. KEYS[1] .. ' (it is "
-    "in both now): ' .. d.err) "
+    "r = refuse('" BOTH_MARK "' .. d.err) "
     "elseif d == 1 then r = 1 "
     "else d = redis.pcall('XDEL', KEYS[2], r) "
     "if failed(d) then "
@@ -343,7 +347,11 @@ static void entry_outcome(struct window *w, size_t k, const redisReply *r)
     struct dlq_move_outcome *o = &w->out[w->at[k]];
     struct one_reply one = {"EVAL (move)", REDIS_REPLY_INTEGER, 0};
     err_clear(&o->e);
-    if (check_reply(&one, k, r, &o->e)) {
+    if (redis_reply_is_error(r, BOTH_REPLY)) {
+        size_t skip = sizeof BOTH_REPLY - 1, n = r->len - skip;
+        err_set(&o->e, ERR_QUERY, "XDEL: %.*s", (int)(n > 300 ? 300 : n), r->str + skip);
+        o->rc = 2;
+    } else if (check_reply(&one, k, r, &o->e)) {
         err_prefix(&o->e, "stream \"%.200s\"", w->origin);
         o->rc = -1;
     } else {
@@ -395,7 +403,7 @@ static int dlq_move(struct collector *c, struct dlq_batch *b, struct dlq_message
     struct dlq_move_outcome o;
     if (dlq_move_window(c, b, &m, 1, dl, &o, e) == 0)
         return -1;
-    if (o.rc < 0)
+    if (o.rc < 0 || o.rc == 2)
         *e = o.e;
     return o.rc;
 }

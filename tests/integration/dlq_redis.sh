@@ -431,6 +431,29 @@ expect_cmd "json: the same outcome" jq -e '(.replay.uncertain | length) >= 1 and
   .outcome == "may_have_been_put_back" and (.error | startswith("may have been put back (timed out); still dead")))' "$T/g-timeout.json"
 expect_cmd "the lock expires again" wait_for 30 "the lock to expire" lock_free
 
+# A user allowed to add to gifts but not to delete from gifts.dlq (an ACL without +xdel): the
+# window's first entry is put back and is still dead too, and its error says both; the rest of the
+# window is refused unmoved rather than doubled one by one.
+R ACL SETUSER qrel-nodel on '>dlq-pw-4417' resetkeys '~gifts' '~gifts.dlq' '~qrel:replay-lock:*' \
+  -@all +xlen +xrange +xinfo\|groups +xadd +eval +set +get +pexpire +pttl +del >/dev/null
+gifts_config "$T/gifts-nodel.yml" "    username: qrel-nodel
+    password_file: $T/redis.pw"
+mkdead 3
+gmark=$(last_id gifts)
+rc=0
+"$QREL" dlq replay --config.file="$T/gifts-nodel.yml" --source=gift-redis --queue=gifts --only=all \
+  --yes --format=json > "$T/g-nodel.json" 2> "$T/g-nodel.err" || rc=$?
+expect_eq "a replay whose XDEL is refused: exit 1" "$rc" 1
+expect_eq "... gift 1 put back and still dead, gifts 2 and 3 only dead" \
+  "$(bodies gifts "($gmark" | tr '\n' ,) $(bodies gifts.dlq | tr '\n' ,)" "gift 1, gift 1,gift 2,gift 3,"
+jq -c ".replay.failed[0]" "$T/g-nodel.json" | sed "s/^/     /"
+expect_cmd "... gift 1's error says it is in both" jq -e '.replay.failed | length == 3 and
+  (.[0].error | startswith("put back on gifts but not removed from gifts.dlq: XDEL: ") and contains("The user executing the script"))' "$T/g-nodel.json"
+expect_cmd "... the others' say they were not moved" jq -e '.replay.failed[1:] | all(.[];
+  .error | startswith("not put back on gifts, left dead: ") and contains("not moved: an earlier entry"))' "$T/g-nodel.json"
+R DEL gifts.dlq >/dev/null
+expect_cmd "... and the lock is released" lock_free
+
 # ---- the replay stamp and poison messages (issue 24) -------------------------------------------
 # A consumer of its own group on gifts dead-letters what it reads, as the consumers of a stream do
 # when a message keeps failing: its fields copied to gifts.dlq (the stamp with them), then acked.
