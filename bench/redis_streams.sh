@@ -279,29 +279,7 @@ capture() {
   wait_for -i 0.2 300 "MONITOR to show the end marker" marked end || die "MONITOR lost the scrape's end"
   kill "$mon" 2>/dev/null || true
   wait "$mon" 2>/dev/null || true
-  n=$(python3 - "$T/monitor.txt" "$T/floor.resp" <<'PY'
-import re, sys
-out = open(sys.argv[2], "wb")
-n = 0
-inside = False
-for line in open(sys.argv[1], encoding="latin-1"):
-    m = re.match(r'^\d+\.\d+ \[\d+ [^\]]+\] (.*)$', line.rstrip("\n"))
-    if not m:
-        continue
-    args = [bytes(a, "latin-1").decode("unicode_escape").encode("latin-1")
-            for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
-    if [a.upper() for a in args[:1]] == [b"ECHO"] and args[1:2] and args[1].startswith(b"qrel-bench-"):
-        inside = args[1] == b"qrel-bench-start"  # the markers: the scrape is between them
-        continue
-    if not inside or not args or args[0].upper() in (b"MONITOR", b"AUTH", b"CONFIG", b"INFO"):
-        continue
-    out.write(b"*%d\r\n" % len(args))
-    for a in args:
-        out.write(b"$%d\r\n%s\r\n" % (len(a), a))
-    n += 1
-print(n)
-PY
-  )
+  n=$(python3 "$SRC_DIR/bench/monitor_resp.py" "$T/monitor.txt" "$T/floor.resp" CONFIG INFO)
   [ "$n" -gt 0 ] || die "MONITOR showed none of the scrape's commands"
   RES[$key,floor,cmds]=$n
 }

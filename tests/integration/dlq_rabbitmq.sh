@@ -30,9 +30,6 @@ redis_tls_certs
 RABBIT_TLS=$T/tls
 rabbit_test_start
 start_postgres PGP
-api() { # api METHOD PATH [JSON]
-  curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
-}
 # Debian's python3-pika imports only under Debian's python3, which is $QREL_PYTHON.
 peer() { "$QREL_PYTHON" "$QREL_SOURCE_DIR/tests/peers/rabbitmq/dlq_peer.py" "$RABBIT_AMQP" "$@"; }
 depths() { for q in orders audit orders.dlq payments payments.dlq; do printf '%s=%s ' "$q" "$(peer count "$q")"; done; }

@@ -15,9 +15,6 @@
 PY=/usr/bin/python3 # Debian's python3-pika imports only there
 
 rabbit_test_start
-api() { # api METHOD PATH [JSON]
-  curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
-}
 api_queue() { # api_queue QUEUE FIELD: a figure the management API has for QUEUE of /
   curl -fsS -u guest:guest "$API/queues/%2F/$1?columns=$2" |
     "$QREL_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"

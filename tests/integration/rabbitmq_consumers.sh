@@ -16,9 +16,6 @@
 PY=/usr/bin/python3 # Debian's python3-pika imports only there
 
 rabbit_test_start
-api() { # api METHOD PATH [JSON]
-  curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
-}
 publish() { # publish ID: one message to queue work through the default exchange
   api POST /exchanges/%2F/amq.default/publish \
     "{\"routing_key\":\"work\",\"payload\":\"$1\",\"payload_encoding\":\"string\",\"properties\":{}}"

@@ -151,3 +151,9 @@ rabbit_test_start() {
   # shellcheck disable=SC2034 # for the test that called this
   API=http://127.0.0.1:$RABBIT_MGMT/api
 }
+
+# api METHOD PATH [JSON]: a management API request as the broker's guest user (after
+# rabbit_test_start), its body discarded; fails when the API refuses it.
+api() {
+  curl -fsS -u guest:guest -H 'content-type: application/json' -X "$1" "$API$2" ${3:+-d "$3"} >/dev/null
+}
