@@ -62,7 +62,7 @@ START_TEST(test_stop_at_every_place)
         for (size_t at = 0; at <= len; at++) {
             char s[64], doc[256];
             memset(s, 'a', at);
-            strcpy(s + at, stop);
+            memcpy(s + at, stop, strlen(stop)); /* the terminator is written below */
             memset(s + at + strlen(stop), 'a', len - at);
             s[len + strlen(stop)] = '\0';
             size_t n = (size_t)snprintf(doc, sizeof doc, "{\"%s\":\"%s\",\"n\":12}", s, s);
